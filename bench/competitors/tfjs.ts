@@ -1,0 +1,155 @@
+/** @file Benchmark contenders: TensorFlow.js 4.22 with its wasm backend (tfjs-backend-wasm) and its pure-JS cpu backend. */
+import { createRequire } from "node:module";
+import path from "node:path";
+import * as tf from "@tensorflow/tfjs";
+import { getThreadsCount, setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
+import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
+import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, packageVersion, randomF32 } from "../harness.js";
+
+/*
+ * Both tfjs backends used here execute every kernel synchronously inside the op call, so a timed
+ * body needs no dataSync/readback to be honest; it only disposes what it created. tfjs has no jit:
+ * the jit rows are left empty and tanh(2x+1) runs as three eager ops.
+ */
+
+type Backend = "wasm" | "cpu";
+/** Something owning tfjs memory: a tensor, a variable, an optimizer. */
+interface Disposable {
+  dispose(): void;
+}
+
+let wasmPathsSet = false;
+
+function wasmDistDir(): string {
+  const req = createRequire(import.meta.url);
+  return path.dirname(req.resolve("@tensorflow/tfjs-backend-wasm/package.json")) + path.sep + "dist" + path.sep;
+}
+
+/** Track tensors created by one case and check for leaks at teardown. */
+function tcase(
+  name: string,
+  backend: Backend,
+  workload: WorkloadId,
+  note: string,
+  setup: (keep: (t: Disposable) => void) => CaseBody,
+): Case {
+  const kept: Disposable[] = [];
+  let before = 0;
+  return {
+    name,
+    workload,
+    note,
+    async setup() {
+      await tf.setBackend(backend);
+      before = tf.memory().numTensors;
+      return setup((t) => kept.push(t));
+    },
+    teardown() {
+      while (kept.length) kept.pop()!.dispose();
+      const leaked = tf.memory().numTensors - before;
+      if (leaked !== 0) console.warn(`[bench] ${name}/${workload}: ${leaked} tfjs tensors leaked`);
+    },
+  };
+}
+
+function mlpSetup(keep: (t: Disposable) => void): CaseBody {
+  const d = mlpData();
+  const variable = (t: tf.Tensor): tf.Variable => {
+    const v = tf.variable(t);
+    t.dispose(); // the variable holds its own reference to the data
+    return v;
+  };
+  const w1 = variable(tf.tensor2d(d.w1, [MLP.inDim, MLP.hidden]));
+  const b1 = variable(tf.tensor1d(d.b1));
+  const w2 = variable(tf.tensor2d(d.w2, [MLP.hidden, MLP.outDim]));
+  const b2 = variable(tf.tensor1d(d.b2));
+  const x = tf.tensor2d(d.x, [MLP.batch, MLP.inDim]);
+  const y = tf.tensor2d(d.y, [MLP.batch, MLP.outDim]);
+  const opt = tf.train.sgd(MLP.lr);
+  for (const t of [w1, b1, w2, b2, x, y, opt]) keep(t);
+  const vars = [w1, b1, w2, b2];
+  const loss = (): tf.Scalar => {
+    const h = tf.relu(tf.add(tf.matMul(x, w1), b1));
+    const logits = tf.add(tf.matMul(h, w2), b2);
+    return tf.losses.softmaxCrossEntropy(y, logits) as tf.Scalar;
+  };
+  return () => {
+    // minimize = variableGrads + applyGradients; returns the cost, which we free.
+    const cost = opt.minimize(loss, true, vars);
+    cost?.dispose();
+  };
+}
+
+function makeCases(name: string, backend: Backend): Case[] {
+  const out: Case[] = [];
+  out.push(
+    tcase(name, backend, "mlp-compile", "first optimizer.minimize step on fresh variables (tfjs has no compile; kernel warmup only)", mlpSetup),
+  );
+  for (const n of MATMUL_SIZES) {
+    // The cpu backend manages ~1 GFLOP/s: N=2048 would take ~20 s per call.
+    if (backend === "cpu" && n > 1024) continue;
+    out.push(
+      tcase(name, backend, `matmul-${n}` as WorkloadId, "tf.matMul, eager (no jit)", (keep) => {
+        const a = tf.tensor2d(randomF32(n * n, 10 + n), [n, n]);
+        const b = tf.tensor2d(randomF32(n * n, 20 + n), [n, n]);
+        keep(a);
+        keep(b);
+        return () => tf.matMul(a, b).dispose();
+      }),
+    );
+  }
+  out.push(
+    tcase(name, backend, "mlp-step", "tf.train.sgd().minimize (variableGrads + applyGradients), cost disposed", mlpSetup),
+  );
+  out.push(
+    tcase(name, backend, "tanh-1e7", "three eager ops inside tf.tidy (no fusion)", (keep) => {
+      const x = tf.tensor1d(randomF32(TANH_N, 30));
+      keep(x);
+      return () => tf.tidy(() => tf.tanh(tf.add(tf.mul(x, 2), 1))).dispose();
+    }),
+  );
+  out.push(
+    tcase(name, backend, "add-eager-4096", "tf.add + dispose; executes synchronously, no readback", (keep) => {
+      const a = tf.tensor1d(randomF32(ADD_N, 40));
+      const b = tf.tensor1d(randomF32(ADD_N, 41));
+      keep(a);
+      keep(b);
+      return () => tf.add(a, b).dispose();
+    }),
+  );
+  return out;
+}
+
+export const tfjsWasm: Contender = {
+  name: "tfjs-wasm",
+  version: `@tensorflow/tfjs ${packageVersion("@tensorflow/tfjs")}, tfjs-backend-wasm ${packageVersion("@tensorflow/tfjs-backend-wasm")}`,
+  get notes(): string[] {
+    return [
+      `backend "wasm", SIMD ${tf.env().getBool("WASM_HAS_SIMD_SUPPORT") ? "on" : "off"}, ` +
+        `multithread ${tf.env().getBool("WASM_HAS_MULTITHREAD_SUPPORT") ? `on (${getThreadsCount()} threads)` : "off"}`,
+      'tf.env PROD=true; ops run eagerly and synchronously (no jit): jit rows empty',
+    ];
+  },
+  async init() {
+    if (!wasmPathsSet) {
+      setWasmPaths(wasmDistDir());
+      wasmPathsSet = true;
+    }
+    tf.env().set("PROD", true); // production mode: no debug checks, no "install tfjs-node" banner
+    if (!(await tf.setBackend("wasm"))) throw new Error("tf.setBackend('wasm') failed");
+    await tf.ready();
+  },
+  cases: () => makeCases("tfjs-wasm", "wasm"),
+};
+
+export const tfjsCpu: Contender = {
+  name: "tfjs-cpu",
+  version: `@tensorflow/tfjs ${packageVersion("@tensorflow/tfjs")}`,
+  notes: ['backend "cpu" (plain JS kernels), tf.env PROD=true; matmul N=2048 skipped (~20 s per call)'],
+  async init() {
+    tf.env().set("PROD", true);
+    if (!(await tf.setBackend("cpu"))) throw new Error("tf.setBackend('cpu') failed");
+    await tf.ready();
+  },
+  cases: () => makeCases("tfjs-cpu", "cpu"),
+};

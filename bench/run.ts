@@ -1,0 +1,132 @@
+/** @file Benchmark entry point (`npm run bench`): runs every workload for every available contender in one process, prints the table, writes bench/RESULTS.md. */
+import path from "node:path";
+import { jaxJs } from "./competitors/jax-js.js";
+import { rawOrt } from "./competitors/raw-ort.js";
+import { tfjsCpu, tfjsWasm } from "./competitors/tfjs.js";
+import {
+  type CaseResult,
+  type Contender,
+  DEFAULT_TIMING,
+  QUICK_TIMING,
+  WORKLOADS,
+  formatTables,
+  measure,
+  packageVersion,
+  renderReport,
+  repoRoot,
+  rootPackageVersion,
+  writeFileAtomic,
+} from "./harness.js";
+import { jaxtsCases, jaxtsInit, jaxtsNotes } from "./jaxts-cases.js";
+
+/*
+ * Usage: node dist/bench/run.js [--quick] [--baseline=NAME] [--only=a,b] [--workloads=id,id] [--no-write]
+ *   --quick       short timings (smoke test; numbers are rough)
+ *   --baseline    contender the ratios are relative to (default jaxts)
+ *   --only        run only these contenders
+ *   --workloads   run only these workload ids
+ *   --no-write    do not write bench/RESULTS.md
+ */
+
+function arg(name: string): string | undefined {
+  const p = `--${name}=`;
+  return process.argv.find((a) => a.startsWith(p))?.slice(p.length);
+}
+const flag = (name: string) => process.argv.includes(`--${name}`);
+
+const log = (s: string) => process.stderr.write(s + "\n");
+
+async function main(): Promise<void> {
+  const t0 = performance.now();
+  const timing = flag("quick") ? QUICK_TIMING : DEFAULT_TIMING;
+  const baseline = arg("baseline") ?? "jaxts";
+  const only = arg("only")?.split(",");
+  const onlyWorkloads = arg("workloads")?.split(",");
+
+  const jaxts: Contender = {
+    name: "jaxts",
+    version: `jaxts ${rootPackageVersion()}, onnxruntime-node ${packageVersion("onnxruntime-node")}`,
+    notes: jaxtsNotes,
+    init: jaxtsInit,
+    cases: () => jaxtsCases,
+  };
+  const all: Contender[] = [jaxts, jaxJs, tfjsWasm, tfjsCpu, rawOrt].filter((c) => !only || only.includes(c.name));
+
+  // Initialise contenders; one that fails (or has no cases) is reported, not fatal.
+  const ready: Contender[] = [];
+  const status = new Map<string, string | undefined>();
+  for (const c of all) {
+    try {
+      await c.init?.();
+      if (c.cases().length === 0) {
+        status.set(c.name, "no cases");
+      } else {
+        status.set(c.name, undefined);
+        ready.push(c);
+      }
+    } catch (e) {
+      status.set(c.name, e instanceof Error ? e.message : String(e));
+    }
+    const s = status.get(c.name);
+    log(`[bench] ${c.name}: ${s === undefined ? "ready" : `unavailable (${s})`}`);
+  }
+  const casesOf = new Map(ready.map((c) => [c.name, c.cases()]));
+
+  // Workload-major: every contender's first-call case runs before any other of its cases.
+  const results: CaseResult[] = [];
+  for (const w of WORKLOADS) {
+    if (onlyWorkloads && !onlyWorkloads.includes(w.id)) continue;
+    for (const c of ready) {
+      for (const k of casesOf.get(c.name)!.filter((x) => x.workload === w.id)) {
+        const r: CaseResult = { contender: c.name, workload: w.id, note: k.note };
+        try {
+          const body = await k.setup();
+          try {
+            r.measurement = await measure(body, w.once === true, timing);
+          } finally {
+            await k.teardown?.();
+          }
+        } catch (e) {
+          r.error = e instanceof Error ? e.message.split("\n")[0] : String(e);
+        }
+        results.push(r);
+        const m = r.measurement;
+        log(
+          `[bench] ${w.id.padEnd(15)} ${c.name.padEnd(10)} ` +
+            (m ? `${(m.median * 1e3).toPrecision(4)} ms/call (${m.samples}x${m.callsPerSample})` : `ERROR ${r.error}`),
+        );
+      }
+    }
+  }
+
+  const names = ready.map((c) => c.name);
+  console.log("\n" + formatTables(results, names, baseline) + "\n");
+  for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
+
+  const elapsedS = (performance.now() - t0) / 1e3;
+  if (!flag("no-write")) {
+    const file = path.join(repoRoot(), "bench", "RESULTS.md");
+    const packages: Record<string, string> = {};
+    for (const p of ["onnxruntime-node", "@jax-js/jax", "@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "typescript"]) {
+      packages[p] = packageVersion(p);
+    }
+    writeFileAtomic(
+      file,
+      renderReport({
+        results,
+        contenders: all.map((c) => ({ name: c.name, version: c.version, notes: c.notes, unavailable: status.get(c.name) })),
+        baseline,
+        packages,
+        timing,
+        elapsedS,
+      }),
+    );
+    log(`[bench] wrote ${file}`);
+  }
+  log(`[bench] total ${elapsedS.toFixed(1)} s`);
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});

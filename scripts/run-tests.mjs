@@ -1,0 +1,23 @@
+// @file Runs every compiled test file (dist/test/**/*.test.js) with Node's built-in test runner.
+import { readdirSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { spawnSync } from "node:child_process";
+
+function collect(dir, out) {
+  for (const name of readdirSync(dir).sort()) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) collect(p, out);
+    else if (name.endsWith(".test.js")) out.push(p);
+  }
+  return out;
+}
+
+const filter = process.argv.slice(2);
+let files = collect("dist/test", []);
+if (filter.length > 0) files = files.filter((f) => filter.some((s) => f.includes(s)));
+if (files.length === 0) {
+  console.error("run-tests: no test files found under dist/test");
+  process.exit(1);
+}
+const res = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit" });
+process.exit(res.status ?? 1);

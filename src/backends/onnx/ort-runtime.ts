@@ -1,0 +1,395 @@
+/** @file onnxruntime-node wrapper: session creation and execution (sync and async), host-tensor feeds/fetches, preallocated outputs. The only file that imports ORT. */
+
+import { createRequire } from "node:module";
+import ort from "onnxruntime-node";
+import {
+  ORT_TYPE,
+  dtypeFromOnnx,
+  dtypeFromOrt,
+  shapeSize,
+  type DType,
+  type HostArray,
+  type HostArrayMap,
+} from "./graph-builder.js";
+
+/** A host tensor: row-major data in the dtype's host storage (see HostArrayMap). */
+export interface HostTensor<D extends DType = DType> {
+  readonly dtype: D;
+  readonly shape: readonly number[];
+  readonly data: HostArrayMap[D];
+}
+
+export type GraphOptimizationLevel = "disabled" | "basic" | "extended" | "layout" | "all";
+
+export interface SessionOptions {
+  intraOpNumThreads?: number;
+  interOpNumThreads?: number;
+  /** Defaults to ORT's default ("all"). */
+  graphOptimizationLevel?: GraphOptimizationLevel;
+  executionMode?: "sequential" | "parallel";
+  enableCpuMemArena?: boolean;
+  enableMemPattern?: boolean;
+  /** 0 verbose .. 4 fatal. */
+  logSeverityLevel?: 0 | 1 | 2 | 3 | 4;
+  /**
+   * ORT session config entries by dotted key (onnxruntime_session_options_config_keys.h),
+   * e.g. { "session.intra_op.allow_spinning": "0" }.
+   */
+  configEntries?: Readonly<Record<string, string>>;
+}
+
+/** Input/output metadata. dtype is null for non-tensor values; shape uses null/string for dynamic dims. */
+export interface ValueMeta {
+  readonly name: string;
+  readonly dtype: DType | null;
+  readonly shape: readonly (number | string | null)[];
+}
+
+export interface RunOptions {
+  /** Output storage ORT writes into directly (shape must match the actual output shape exactly). */
+  preallocated?: Readonly<Record<string, HostTensor>>;
+  /** Per-output dtype override: "bfloat16" converts a float32 output to bfloat16 bits. */
+  outputDTypes?: Readonly<Record<string, DType>>;
+  /** Always copy output data into a fresh buffer (ORT already returns owned buffers; default false). */
+  copy?: boolean;
+}
+
+// ---------------------------------------------------------------------------
+// Synchronous native binding (undocumented internal of onnxruntime-node).
+// InferenceSession.create/run in the public API are `setImmediate` + these
+// synchronous calls, so using them directly changes no blocking behavior.
+// ---------------------------------------------------------------------------
+
+interface RawMeta {
+  name: string;
+  isTensor: boolean;
+  symbolicDimensions: string[];
+  shape: number[];
+  type: number;
+}
+type OrtFetches = Record<string, ort.Tensor | null>;
+type OrtResults = Record<string, ort.Tensor>;
+interface NativeSession {
+  loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: object): void;
+  readonly inputMetadata: RawMeta[];
+  readonly outputMetadata: RawMeta[];
+  run(feeds: Record<string, ort.Tensor>, fetches: OrtFetches, options: object): OrtResults;
+  dispose(): void;
+}
+interface NativeBindingModule {
+  binding: { InferenceSession: new () => NativeSession };
+  initOrt: () => void;
+}
+
+let nativeModule: NativeBindingModule | null | undefined;
+function native(): NativeBindingModule | null {
+  if (nativeModule === undefined) {
+    try {
+      const req = createRequire(import.meta.url);
+      const m = req("onnxruntime-node/dist/binding.js") as Partial<NativeBindingModule>;
+      nativeModule =
+        m && typeof m.initOrt === "function" && m.binding && typeof m.binding.InferenceSession === "function"
+          ? (m as NativeBindingModule)
+          : null;
+    } catch {
+      nativeModule = null;
+    }
+  }
+  return nativeModule;
+}
+
+/** Whether synchronous session creation/run is available (onnxruntime-node's native binding was found). */
+export function syncAvailable(): boolean {
+  return native() !== null;
+}
+
+/** ONNX Runtime version string. */
+export function ortVersion(): string {
+  return ort.env.versions.node ?? ort.env.versions.common;
+}
+
+let defaultOptions: SessionOptions = {};
+
+/**
+ * Options merged under every createSession / createSessionSync call's own options.
+ * Tip: ORT creates a thread pool per session (~10 ms per session at default size);
+ * { intraOpNumThreads: 1 } makes creation ~0.3 ms and tiny runs ~8 us.
+ */
+export function setDefaultSessionOptions(o: SessionOptions): void {
+  defaultOptions = { ...o };
+}
+
+export function getDefaultSessionOptions(): SessionOptions {
+  return { ...defaultOptions };
+}
+
+function toOrtOptions(given: SessionOptions): ort.InferenceSession.SessionOptions {
+  const o: SessionOptions = { ...defaultOptions, ...given };
+  const out: ort.InferenceSession.SessionOptions = { executionProviders: ["cpu"] };
+  if (o.intraOpNumThreads !== undefined) out.intraOpNumThreads = o.intraOpNumThreads;
+  if (o.interOpNumThreads !== undefined) out.interOpNumThreads = o.interOpNumThreads;
+  if (o.graphOptimizationLevel !== undefined) out.graphOptimizationLevel = o.graphOptimizationLevel as "all";
+  if (o.executionMode !== undefined) out.executionMode = o.executionMode;
+  if (o.enableCpuMemArena !== undefined) out.enableCpuMemArena = o.enableCpuMemArena;
+  if (o.enableMemPattern !== undefined) out.enableMemPattern = o.enableMemPattern;
+  if (o.logSeverityLevel !== undefined) out.logSeverityLevel = o.logSeverityLevel;
+  if (o.configEntries) {
+    // The node binding flattens nested objects into dotted keys.
+    type Nested = { [k: string]: string | Nested };
+    const extra: Nested = {};
+    for (const [key, value] of Object.entries(o.configEntries)) {
+      const parts = key.split(".");
+      let node = extra;
+      for (const p of parts.slice(0, -1)) {
+        const next = node[p];
+        node = typeof next === "object" ? next : (node[p] = {});
+      }
+      node[parts[parts.length - 1]!] = value;
+    }
+    out.extra = extra;
+  }
+  return out;
+}
+
+function metaFromRaw(m: RawMeta): ValueMeta {
+  let dtype: DType | null = null;
+  if (m.isTensor) {
+    try {
+      dtype = dtypeFromOnnx(m.type);
+    } catch {
+      dtype = null;
+    }
+  }
+  const shape = (m.shape ?? []).map((d, i) => (d >= 0 ? d : m.symbolicDimensions[i] || null));
+  return { name: m.name, dtype, shape };
+}
+
+function metaFromPublic(m: ort.InferenceSession.ValueMetadata): ValueMeta {
+  if (!m.isTensor) return { name: m.name, dtype: null, shape: [] };
+  let dtype: DType | null = null;
+  try {
+    dtype = dtypeFromOrt(m.type);
+  } catch {
+    dtype = null;
+  }
+  return { name: m.name, dtype, shape: m.shape.map((d) => (typeof d === "number" && d >= 0 ? d : d === "" ? null : d)) };
+}
+
+interface Handles {
+  native: NativeSession | null;
+  pub: ort.InferenceSession | null;
+}
+const handles = new WeakMap<OrtSession, Handles>();
+function handlesOf(s: OrtSession): Handles {
+  const h = handles.get(s);
+  if (!h || (!h.native && !h.pub)) throw new Error("ort-runtime: session was disposed");
+  return h;
+}
+
+/** A loaded model. Obtain with createSession/createSessionSync; release with dispose(). */
+export class OrtSession {
+  readonly inputs: readonly ValueMeta[];
+  readonly outputs: readonly ValueMeta[];
+
+  private constructor(h: Handles) {
+    if (h.native) {
+      this.inputs = h.native.inputMetadata.map(metaFromRaw);
+      this.outputs = h.native.outputMetadata.map(metaFromRaw);
+    } else if (h.pub) {
+      this.inputs = h.pub.inputMetadata.map(metaFromPublic);
+      this.outputs = h.pub.outputMetadata.map(metaFromPublic);
+    } else {
+      throw new Error("ort-runtime: no session");
+    }
+    handles.set(this, h);
+  }
+
+  /** @internal */
+  static wrap(h: Handles): OrtSession {
+    return new OrtSession(h);
+  }
+
+  get inputNames(): string[] {
+    return this.inputs.map((m) => m.name);
+  }
+  get outputNames(): string[] {
+    return this.outputs.map((m) => m.name);
+  }
+  /** True when runSessionSync works on this session. */
+  get isSync(): boolean {
+    return handles.get(this)?.native != null;
+  }
+  get disposed(): boolean {
+    const h = handles.get(this);
+    return !h || (!h.native && !h.pub);
+  }
+
+  dispose(): void {
+    const h = handles.get(this);
+    if (!h) return;
+    if (h.native) h.native.dispose();
+    if (h.pub) void h.pub.release();
+    h.native = null;
+    h.pub = null;
+  }
+}
+
+/** Load a model synchronously (blocks for the duration of ORT's graph optimization). */
+export function createSessionSync(modelBytes: Uint8Array, options: SessionOptions = {}): OrtSession {
+  const m = native();
+  if (!m) throw new Error("ort-runtime: synchronous ORT binding unavailable; use createSession()");
+  m.initOrt();
+  const s = new m.binding.InferenceSession();
+  s.loadModel(modelBytes.buffer, modelBytes.byteOffset, modelBytes.byteLength, toOrtOptions(options));
+  return OrtSession.wrap({ native: s, pub: null });
+}
+
+/**
+ * Load a model. Note: ORT-node's own async create is `setImmediate` + a synchronous
+ * load on the main thread, so this does not offload work; it only yields once.
+ */
+export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<OrtSession> {
+  if (native()) {
+    await new Promise<void>((r) => setImmediate(r));
+    return createSessionSync(modelBytes, options);
+  }
+  const s = await ort.InferenceSession.create(modelBytes, toOrtOptions(options));
+  return OrtSession.wrap({ native: null, pub: s });
+}
+
+// ---------------------------------------------------------------------------
+// bfloat16 <-> float32 bit conversion (ORT-JS has no bfloat16 tensor type;
+// models take/return float32 at the boundary and Cast inside).
+// ---------------------------------------------------------------------------
+
+/** bfloat16 bits -> float32 (exact). */
+export function bf16BitsToF32(bits: Uint16Array): Float32Array {
+  const u = new Uint32Array(bits.length);
+  for (let i = 0; i < bits.length; i++) u[i] = bits[i]! << 16;
+  return new Float32Array(u.buffer);
+}
+
+/** float32 -> bfloat16 bits, round-to-nearest-even (NaN stays NaN). */
+export function f32ToBf16Bits(x: Float32Array): Uint16Array {
+  const u = new Uint32Array(x.buffer, x.byteOffset, x.length);
+  const out = new Uint16Array(x.length);
+  for (let i = 0; i < x.length; i++) {
+    const v = u[i]!;
+    if ((v & 0x7f800000) === 0x7f800000 && (v & 0x007fffff) !== 0) out[i] = (v >>> 16) | 0x40;
+    else out[i] = ((v + 0x7fff + ((v >>> 16) & 1)) >>> 16) & 0xffff;
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// feeds / fetches
+// ---------------------------------------------------------------------------
+
+function toOrtTensor(name: string, t: HostTensor): ort.Tensor {
+  const n = shapeSize(t.shape);
+  if (t.data.length !== n) throw new Error(`ort-runtime: '${name}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
+  if (t.dtype === "bfloat16") return new ort.Tensor("float32", bf16BitsToF32(t.data as Uint16Array), [...t.shape]);
+  const type = ORT_TYPE[t.dtype]!;
+  return new ort.Tensor(type, t.data as ort.Tensor.DataTypeMap[typeof type], [...t.shape]);
+}
+
+type AnyTypedArray = HostArray | { buffer: ArrayBufferLike; byteOffset: number; byteLength: number; length: number };
+
+function fromOrtTensor(t: ort.Tensor, copy: boolean, want?: DType): HostTensor {
+  const dtype = dtypeFromOrt(t.type);
+  const shape = [...t.dims];
+  const src = t.data as AnyTypedArray;
+  if (want === "bfloat16" && dtype === "float32") {
+    return { dtype: "bfloat16", shape, data: f32ToBf16Bits(src as Float32Array) };
+  }
+  const Ctor = storageCtor(dtype);
+  const owned = src instanceof Ctor && src.byteOffset === 0 && src.buffer.byteLength === src.byteLength;
+  let data: HostArray;
+  if (owned && !copy) data = src as HostArray;
+  else {
+    // Fresh buffer; also reinterprets e.g. Float16Array (newer Node) as Uint16Array bits.
+    const bytes = new Uint8Array(src.byteLength);
+    bytes.set(new Uint8Array(src.buffer, src.byteOffset, src.byteLength));
+    data = new Ctor(bytes.buffer) as HostArray;
+  }
+  return { dtype, shape, data };
+}
+
+type StorageCtor = { new (buf: ArrayBufferLike): HostArray; new (n: number): HostArray };
+function storageCtor(dtype: DType): StorageCtor {
+  switch (dtype) {
+    case "bool": case "uint8": return Uint8Array;
+    case "int8": return Int8Array;
+    case "int16": return Int16Array;
+    case "uint16": case "float16": case "bfloat16": return Uint16Array;
+    case "int32": return Int32Array;
+    case "uint32": return Uint32Array;
+    case "int64": return BigInt64Array;
+    case "uint64": return BigUint64Array;
+    case "float32": return Float32Array;
+    case "float64": return Float64Array;
+  }
+}
+
+function prepare(
+  feeds: Readonly<Record<string, HostTensor>>,
+  outputNames: readonly string[],
+  opts: RunOptions,
+): { ortFeeds: Record<string, ort.Tensor>; fetches: OrtFetches } {
+  const ortFeeds: Record<string, ort.Tensor> = {};
+  for (const [k, v] of Object.entries(feeds)) ortFeeds[k] = toOrtTensor(k, v);
+  const fetches: OrtFetches = {};
+  for (const name of outputNames) {
+    const pre = opts.preallocated?.[name];
+    if (pre?.dtype === "bfloat16") throw new Error(`ort-runtime: cannot preallocate bfloat16 output '${name}'`);
+    fetches[name] = pre ? toOrtTensor(name, pre) : null;
+  }
+  return { ortFeeds, fetches };
+}
+
+function collect(results: OrtResults, outputNames: readonly string[], opts: RunOptions): HostTensor[] {
+  return outputNames.map((name) => {
+    const pre = opts.preallocated?.[name];
+    if (pre) return pre; // ORT wrote into pre.data in place
+    const t = results[name];
+    if (!t) throw new Error(`ort-runtime: output '${name}' missing from results`);
+    return fromOrtTensor(t, opts.copy ?? false, opts.outputDTypes?.[name]);
+  });
+}
+
+/**
+ * Run synchronously (blocks the calling thread for the whole execution).
+ * Returns one HostTensor per requested output, in order.
+ */
+export function runSessionSync(
+  session: OrtSession,
+  feeds: Readonly<Record<string, HostTensor>>,
+  outputNames: readonly string[] = session.outputNames,
+  opts: RunOptions = {},
+): HostTensor[] {
+  const h = handlesOf(session);
+  if (!h.native) throw new Error("ort-runtime: session has no synchronous path; use runSession()");
+  const { ortFeeds, fetches } = prepare(feeds, outputNames, opts);
+  const results = h.native.run(ortFeeds, fetches, {});
+  return collect(results, outputNames, opts);
+}
+
+/**
+ * Run asynchronously. As in ORT-node itself, the work still runs on the main
+ * thread after one `setImmediate`: the promise does not make execution concurrent.
+ */
+export async function runSession(
+  session: OrtSession,
+  feeds: Readonly<Record<string, HostTensor>>,
+  outputNames: readonly string[] = session.outputNames,
+  opts: RunOptions = {},
+): Promise<HostTensor[]> {
+  const h = handlesOf(session);
+  if (h.native) {
+    await new Promise<void>((r) => setImmediate(r));
+    return runSessionSync(session, feeds, outputNames, opts);
+  }
+  const { ortFeeds, fetches } = prepare(feeds, outputNames, opts);
+  const results = (await h.pub!.run(ortFeeds, fetches)) as OrtResults;
+  return collect(results, outputNames, opts);
+}

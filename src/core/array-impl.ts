@@ -1,0 +1,74 @@
+/** @file ArrayImpl: a concrete array backed by host storage (the value eager ops and jit calls produce). */
+import { Array } from "./array.js";
+import { ShapedArray } from "./aval.js";
+import { type DType, type TypedArray, isBigInt, isFloat } from "./dtype.js";
+import { readNumber } from "./convert.js";
+import { formatArray } from "./format.js";
+import { type Shape, prod } from "./shape.js";
+
+/** A compute device. Later issues add worker-thread CPU devices; device 0 is the host process. */
+export interface Device {
+  readonly id: number;
+  readonly platform: string;
+  readonly deviceKind: string;
+  readonly processIndex: number;
+  toString(): string;
+}
+export const HOST_DEVICE: Device = {
+  id: 0, platform: "cpu", deviceKind: "cpu", processIndex: 0,
+  toString: () => "CpuDevice(id=0)",
+};
+
+export class ArrayImpl extends Array {
+  #aval: ShapedArray;
+  #data: TypedArray | null;
+  readonly device: Device;
+  constructor(aval: ShapedArray, data: TypedArray, device: Device = HOST_DEVICE) {
+    super();
+    if (data.length !== aval.size) {
+      throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size}`);
+    }
+    this.#aval = aval;
+    this.#data = data;
+    this.device = device;
+  }
+  static of(shape: Shape, dtype: DType, data: TypedArray, weakType = false): ArrayImpl {
+    return new ArrayImpl(new ShapedArray(shape, dtype, weakType), data);
+  }
+  get aval(): ShapedArray { return this.#aval; }
+  /** The storage itself (read-only by convention; the array is immutable). */
+  get buffer(): TypedArray {
+    if (this.#data === null) throw new Error(`Array: use of a disposed array ${this.#aval.str()}`);
+    return this.#data;
+  }
+  get isDisposed(): boolean { return this.#data === null; }
+  override dispose(): void { this.#data = null; }
+  /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8). */
+  dataSync(): TypedArray { return this.buffer.slice(); }
+  item(): number | boolean | bigint {
+    if (this.size !== 1) throw new Error(`Array.item: can only convert an array of size 1 to a scalar, got shape [${this.shape}]`);
+    return this.elementAt(0);
+  }
+  elementAt(i: number): number | boolean | bigint {
+    const d = this.dtype;
+    if (d === "bool") return this.buffer[i] !== 0;
+    if (isBigInt(d)) return this.buffer[i] as bigint;
+    return readNumber(this.buffer, d, i);
+  }
+  tolist(): unknown {
+    const shape = this.shape;
+    let k = 0;
+    const rec = (dim: number): unknown => {
+      if (dim === shape.length) return this.elementAt(k++);
+      const out: unknown[] = [];
+      for (let i = 0; i < shape[dim]; i++) out.push(rec(dim + 1));
+      return out;
+    };
+    return rec(0);
+  }
+  override toString(): string {
+    return formatArray(this.shape, this.dtype, this.weakType, (i) => this.elementAt(i), prod(this.shape));
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
+  get isFloating(): boolean { return isFloat(this.dtype); }
+}

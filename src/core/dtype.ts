@@ -1,0 +1,148 @@
+/** @file DTypes: names, storage, JAX's type-promotion lattice with weak types, and x64 canonicalization. */
+import { config } from "./config.js";
+
+export type DType =
+  | "bool" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "uint32" | "int64" | "uint64"
+  | "float16" | "bfloat16" | "float32" | "float64";
+
+export const DTYPES: readonly DType[] = [
+  "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+  "float16", "bfloat16", "float32", "float64",
+];
+
+export type TypedArray =
+  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
+  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+
+const ITEMSIZE: Record<DType, number> = {
+  bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8,
+  float16: 2, bfloat16: 2, float32: 4, float64: 8,
+};
+
+const SHORT: Record<DType, string> = {
+  bool: "bool", int8: "i8", uint8: "u8", int16: "i16", uint16: "u16", int32: "i32", uint32: "u32",
+  int64: "i64", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
+};
+
+export function isDType(x: unknown): x is DType {
+  return typeof x === "string" && (DTYPES as readonly string[]).includes(x);
+}
+export function checkDType(fn: string, x: unknown): DType {
+  if (!isDType(x)) throw new TypeError(`${fn}: unknown dtype ${JSON.stringify(x)}; expected one of ${DTYPES.join(", ")}`);
+  return x;
+}
+export const itemsize = (d: DType): number => ITEMSIZE[d];
+export const shortName = (d: DType): string => SHORT[d];
+export const isFloat = (d: DType): boolean => d === "float16" || d === "bfloat16" || d === "float32" || d === "float64";
+export const isUnsigned = (d: DType): boolean => d === "uint8" || d === "uint16" || d === "uint32" || d === "uint64";
+export const isSignedInt = (d: DType): boolean => d === "int8" || d === "int16" || d === "int32" || d === "int64";
+export const isInteger = (d: DType): boolean => isUnsigned(d) || isSignedInt(d);
+export const isBool = (d: DType): boolean => d === "bool";
+/** 64-bit integers are stored as BigInt64Array/BigUint64Array and computed with bigint. */
+export const isBigInt = (d: DType): boolean => d === "int64" || d === "uint64";
+/** Float types whose storage is not a native JS float array (converted by hand). */
+export const isHalf = (d: DType): boolean => d === "float16" || d === "bfloat16";
+
+/** Allocates zeroed storage for n elements of dtype d. */
+export function allocate(d: DType, n: number): TypedArray {
+  switch (d) {
+    case "bool": case "uint8": return new Uint8Array(n);
+    case "int8": return new Int8Array(n);
+    case "int16": return new Int16Array(n);
+    case "uint16": case "float16": case "bfloat16": return new Uint16Array(n);
+    case "int32": return new Int32Array(n);
+    case "uint32": return new Uint32Array(n);
+    case "int64": return new BigInt64Array(n);
+    case "uint64": return new BigUint64Array(n);
+    case "float32": return new Float32Array(n);
+    case "float64": return new Float64Array(n);
+  }
+}
+
+/** Range of an integer dtype as [min, max]. */
+export function intRange(d: DType): [number, number] {
+  switch (d) {
+    case "bool": return [0, 1];
+    case "int8": return [-128, 127];
+    case "uint8": return [0, 255];
+    case "int16": return [-32768, 32767];
+    case "uint16": return [0, 65535];
+    case "int32": return [-2147483648, 2147483647];
+    case "uint32": return [0, 4294967295];
+    case "int64": return [-9223372036854775808, 9223372036854775807];
+    case "uint64": return [0, 18446744073709551615];
+    default: throw new TypeError(`intRange: ${d} is not an integer dtype`);
+  }
+}
+
+/** Machine limits like jnp.finfo. */
+export function finfo(d: DType): { eps: number; max: number; min: number; tiny: number; bits: number; nmant: number } {
+  switch (d) {
+    case "float16": return { eps: 2 ** -10, max: 65504, min: -65504, tiny: 2 ** -14, bits: 16, nmant: 10 };
+    case "bfloat16": return { eps: 2 ** -7, max: 3.3895313892515355e38, min: -3.3895313892515355e38, tiny: 2 ** -126, bits: 16, nmant: 7 };
+    case "float32": return { eps: 2 ** -23, max: 3.4028234663852886e38, min: -3.4028234663852886e38, tiny: 2 ** -126, bits: 32, nmant: 23 };
+    case "float64": return { eps: 2 ** -52, max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 2 ** -1022, bits: 64, nmant: 52 };
+    default: throw new TypeError(`finfo: ${d} is not a floating dtype`);
+  }
+}
+
+// ---- JAX's promotion lattice (jax/_src/dtypes.py describes it; this is our own encoding) ----
+// Nodes: dtypes plus the weak categories "i*" (Python int) and "f*" (Python float).
+type Node = DType | "i*" | "f*";
+const EDGES: Record<Node, Node[]> = {
+  bool: ["i*"],
+  "i*": ["uint8", "int8", "f*"],
+  uint8: ["int16", "uint16"], uint16: ["int32", "uint32"], uint32: ["int64", "uint64"], uint64: ["f*"],
+  int8: ["int16"], int16: ["int32"], int32: ["int64"], int64: ["f*"],
+  "f*": ["float16", "bfloat16"], float16: ["float32"], bfloat16: ["float32"], float32: ["float64"], float64: [],
+};
+const UPPER = new Map<Node, Set<Node>>();
+for (const n of Object.keys(EDGES) as Node[]) {
+  const seen = new Set<Node>([n]);
+  const stack: Node[] = [n];
+  while (stack.length) for (const m of EDGES[stack.pop()!]) if (!seen.has(m)) { seen.add(m); stack.push(m); }
+  UPPER.set(n, seen);
+}
+function join(a: Node, b: Node): Node {
+  const ua = UPPER.get(a)!, ub = UPPER.get(b)!;
+  const common = [...ua].filter((n) => ub.has(n));
+  // least upper bound: the common upper bound that every other common bound lies above
+  for (const c of common) if (common.every((o) => UPPER.get(c)!.has(o))) return c;
+  throw new Error(`promotion lattice has no least upper bound for ${a}, ${b}`);
+}
+
+export const defaultIntDType = (): DType => (config.enableX64 ? "int64" : "int32");
+export const defaultUIntDType = (): DType => (config.enableX64 ? "uint64" : "uint32");
+export const defaultFloatDType = (): DType => (config.enableX64 ? "float64" : "float32");
+
+/** Maps 64-bit dtypes to 32-bit ones when x64 is disabled, as JAX does. */
+export function canonicalizeDType(d: DType): DType {
+  if (config.enableX64) return d;
+  if (d === "int64") return "int32";
+  if (d === "uint64") return "uint32";
+  if (d === "float64") return "float32";
+  return d;
+}
+
+function toNode(d: DType, weak: boolean): Node {
+  if (!weak || d === "bool") return d;
+  return isFloat(d) ? "f*" : "i*";
+}
+
+/** Result dtype and weakness of combining the given (dtype, weak) pairs under JAX's rules. */
+export function promoteTypes(...items: { dtype: DType; weakType: boolean }[]): { dtype: DType; weakType: boolean } {
+  if (items.length === 0) throw new TypeError("promoteTypes: needs at least one dtype");
+  let node = toNode(items[0].dtype, items[0].weakType);
+  for (let i = 1; i < items.length; i++) node = join(node, toNode(items[i].dtype, items[i].weakType));
+  if (node === "i*") {
+    // a weak result keeps the widest weak input's dtype (all weak ints share the default width)
+    return { dtype: defaultIntDType(), weakType: true };
+  }
+  if (node === "f*") return { dtype: defaultFloatDType(), weakType: true };
+  return { dtype: node, weakType: false };
+}
+
+/** jnp.result_type for plain dtypes (all strong). */
+export function resultType(...ds: DType[]): DType {
+  return promoteTypes(...ds.map((dtype) => ({ dtype, weakType: false }))).dtype;
+}

@@ -1,0 +1,72 @@
+/** @file Primitive: one definition per primitive holding all of its rules (abstract eval, impl, jvp, transpose, vmap, lowering). */
+import type { ShapedArray } from "./aval.js";
+import type { Array } from "./array.js";
+import type { ArrayImpl } from "./array-impl.js";
+import type { LoweringContext } from "./lowering-types.js";
+
+/** Params are plain data (numbers, strings, arrays, jaxprs, functions) printed in jaxprs. */
+export type Params = Record<string, unknown>;
+
+/** Symbolic zero tangent/cotangent (JAX's ad_util.Zero): carries only the aval. */
+export class Zero {
+  constructor(readonly aval: ShapedArray) {}
+}
+export type MaybeZero = Array | Zero;
+
+/** Marks a linear (unknown) input during transposition. */
+export class UndefinedPrimal {
+  constructor(readonly aval: ShapedArray) {}
+}
+
+/** Identifies the mapped axis of a vmap/pmap (size and optional name) for batching rules. */
+export interface AxisData {
+  size: number;
+  name: string | null;
+  /** mesh axes this vmap is spmd over (spmdAxisName); null if none */
+  spmdAxisName?: string | string[] | null;
+}
+/** Batch dimension of a value under vmap: a non-negative axis, or null when unbatched. */
+export type BDim = number | null;
+
+export interface PrimitiveRules<P extends Params = Params> {
+  /** Output avals from input avals; throws a clear error naming the primitive on bad input. */
+  abstractEval(avals: ShapedArray[], params: P): ShapedArray[];
+  /** The reference implementation on concrete host arrays (the test oracle). */
+  impl?: (args: ArrayImpl[], params: P, outAvals: ShapedArray[]) => ArrayImpl[];
+  /** Forward-mode rule: returns primal and tangent outputs. */
+  jvp?: (primals: Array[], tangents: MaybeZero[], params: P) => [Array[], MaybeZero[]];
+  /** Transpose rule for linear primitives: cotangents for each UndefinedPrimal input (null for others). */
+  transpose?: (cts: MaybeZero[], args: (Array | UndefinedPrimal)[], params: P) => (MaybeZero | null)[];
+  /** Batching rule. */
+  vmap?: (axis: AxisData, args: Array[], dims: BDim[], params: P) => [Array[], BDim[]];
+  /** ONNX lowering: node names of outputs, given input value names. */
+  lower?: (ctx: LoweringContext, inputs: string[], params: P, inAvals: ShapedArray[], outAvals: ShapedArray[]) => string[];
+  /** Why a rule is absent (the coverage test accepts a written reason). */
+  missing?: Partial<Record<"jvp" | "transpose" | "vmap" | "lower", string>>;
+}
+
+const REGISTRY = new Map<string, Primitive>();
+
+export class Primitive<P extends Params = Params> {
+  readonly rules: PrimitiveRules<P>;
+  constructor(
+    readonly name: string,
+    rules: PrimitiveRules<P>,
+    readonly opts: { multipleResults?: boolean; linear?: boolean; effectful?: boolean } = {},
+  ) {
+    if (REGISTRY.has(name)) throw new Error(`Primitive ${name} is defined twice`);
+    this.rules = rules;
+    REGISTRY.set(name, this as unknown as Primitive);
+  }
+  get multipleResults(): boolean { return this.opts.multipleResults === true; }
+  toString(): string { return this.name; }
+}
+
+export function allPrimitives(): Primitive[] {
+  return [...REGISTRY.values()];
+}
+export function getPrimitive(name: string): Primitive {
+  const p = REGISTRY.get(name);
+  if (!p) throw new Error(`unknown primitive ${name}`);
+  return p;
+}

@@ -1,0 +1,168 @@
+/**
+ * @file The stackless trace model: the current trace lives in a context, each trace knows its parent,
+ * and `bind` hands a primitive to the current trace (as in current JAX's core.py).
+ */
+import { Array, type ArrayLike } from "./array.js";
+import { ArrayImpl } from "./array-impl.js";
+import { ShapedArray, avalsStr } from "./aval.js";
+import { type DType, defaultFloatDType, defaultIntDType } from "./dtype.js";
+import { bigOf } from "./convert.js";
+import { type Params, Primitive } from "./primitive.js";
+
+export abstract class Trace {
+  /** Set when the transformation that owns this trace has finished; its tracers are then leaked. */
+  invalid = false;
+  readonly parent: Trace | null;
+  readonly depth: number;
+  constructor(readonly name: string, parent?: Trace | null) {
+    this.parent = parent === undefined ? currentTrace : parent;
+    this.depth = this.parent ? this.parent.depth + 1 : 0;
+  }
+  abstract processPrimitive(prim: Primitive, args: Array[], params: Params): Array[];
+  /** True when `t` is this trace or one of its ancestors (so its values are constants here). */
+  isAncestorOrSelf(t: Trace): boolean {
+    for (let c: Trace | null = this; c; c = c.parent) if (c === t) return true;
+    return false;
+  }
+  toString(): string { return `${this.name}Trace(depth=${this.depth})`; }
+}
+
+/** Thrown when a traced value escapes the transformation that created it (JAX's UnexpectedTracerError). */
+export class UnexpectedTracerError extends Error {
+  constructor(msg: string) { super(msg); this.name = "UnexpectedTracerError"; }
+}
+/** Thrown when a traced value is used where a concrete one is needed (JAX's ConcretizationTypeError). */
+export class ConcretizationTypeError extends Error {
+  constructor(msg: string) { super(msg); this.name = "ConcretizationTypeError"; }
+}
+
+export abstract class Tracer extends Array {
+  abstract readonly trace: Trace;
+  /** Stack at creation, recorded by traces that keep source info (for leak errors). */
+  creationSite?: string;
+  dataSync(): never { throw this.concretizationError("dataSync()"); }
+  tolist(): never { throw this.concretizationError("tolist()"); }
+  item(): never { throw this.concretizationError("item()"); }
+  protected concretizationError(what: string): ConcretizationTypeError {
+    return new ConcretizationTypeError(
+      `Abstract tracer value encountered where a concrete value is expected: ${what} on a ${this.aval.str()} ` +
+        `traced by ${this.trace.name}. Values inside jit/grad/vmap are abstract; use lax.cond/whileLoop ` +
+        `for value-dependent control flow, or mark the argument static (staticArgnums).`,
+    );
+  }
+  /** Materializes the full value when the trace can (JVP/batch tracers of concrete values); else null. */
+  fullLower(): Array | null { return null; }
+  override toString(): string { return `Traced<${this.aval.str()}>with<${this.trace.name}>`; }
+  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
+}
+
+class EvalTrace extends Trace {
+  constructor() { super("Eval", null); }
+  processPrimitive(prim: Primitive, args: Array[], params: Params): Array[] {
+    const concrete = args.map((a) => {
+      if (a instanceof ArrayImpl) return a;
+      const t = a as Tracer;
+      const low = t.fullLower?.();
+      if (low instanceof ArrayImpl) return low;
+      throw leakedError(t, prim);
+    });
+    return executePrimitive(prim, concrete, params);
+  }
+}
+
+export function leakedError(t: Tracer, prim: Primitive | string): UnexpectedTracerError {
+  const site = t.creationSite ? `\nThe tracer was created at:\n${t.creationSite}` : "";
+  return new UnexpectedTracerError(
+    `Encountered an unexpected tracer: a ${t.aval.str()} value from a ${t.trace.name} transformation ` +
+      `(${t.trace.invalid ? "which has already finished" : "which is not active here"}) was passed to ${typeof prim === "string" ? prim : prim.name}. ` +
+      `A traced value leaked out of the function being transformed, e.g. stored in an outer variable or returned through a side channel.${site}`,
+  );
+}
+
+export const evalTrace: Trace = new EvalTrace();
+let currentTrace: Trace = evalTrace;
+
+export function getCurrentTrace(): Trace { return currentTrace; }
+/** Runs f with t as the current trace (JAX's set_current_trace). */
+export function withTrace<T>(t: Trace, f: () => T): T {
+  const prev = currentTrace;
+  currentTrace = t;
+  try { return f(); } finally { currentTrace = prev; }
+}
+
+// ---- execution backends: how the eval trace runs a primitive on concrete arrays ----
+export interface Backend {
+  readonly name: string;
+  execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[];
+}
+const backends = new Map<string, Backend>();
+let backendSelector: () => string = () => "interpreter";
+export function registerBackend(b: Backend): void { backends.set(b.name, b); }
+export function setBackendSelector(f: () => string): void { backendSelector = f; }
+export function getBackend(name?: string): Backend {
+  const n = name ?? backendSelector();
+  const b = backends.get(n) ?? backends.get("interpreter");
+  if (!b) throw new Error(`no execution backend registered (wanted ${n})`);
+  return b;
+}
+/** Observers of eager primitive executions (checkpoint tests count recomputation with it). */
+const executionHooks: ((prim: Primitive) => void)[] = [];
+export function addExecutionHook(h: (prim: Primitive) => void): () => void {
+  executionHooks.push(h);
+  return () => { const i = executionHooks.indexOf(h); if (i >= 0) executionHooks.splice(i, 1); };
+}
+export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
+  for (const h of executionHooks) h(prim);
+  return getBackend().execute(prim, args, params);
+}
+
+/** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
+export function scalarToArray(x: number | boolean | bigint, dtype?: DType): ArrayImpl {
+  if (typeof x === "boolean") return ArrayImpl.of([], "bool", new Uint8Array([x ? 1 : 0]));
+  const d = dtype ?? (typeof x === "bigint" || Number.isInteger(x) ? defaultIntDType() : defaultFloatDType());
+  const weak = dtype === undefined;
+  if (typeof x === "number" && d === defaultIntDType() && weak && !Number.isSafeInteger(x)) {
+    // an integer literal too big for an int: JAX raises OverflowError for Python ints past int range
+    throw new TypeError(`Python-style int ${x} is too large to convert to ${d}`);
+  }
+  const data = d === "int64" || d === "uint64" ? (d === "int64" ? new BigInt64Array([bigOf(x, d)]) : new BigUint64Array([bigOf(x, d)]))
+    : d === "float32" ? new Float32Array([Number(x)]) : d === "float64" ? new Float64Array([Number(x)]) : d === "int32" ? new Int32Array([Number(x)]) : null;
+  if (data) return new ArrayImpl(new ShapedArray([], d, weak), data);
+  throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
+}
+
+export function toArray(x: ArrayLike, fn = "bind"): Array {
+  if (x instanceof Array) return x;
+  if (typeof x === "number" || typeof x === "boolean" || typeof x === "bigint") return scalarToArray(x);
+  throw new TypeError(`${fn}: expected an Array or a JS number/boolean, got ${describe(x)}`);
+}
+
+export function describe(x: unknown): string {
+  if (x === null) return "null";
+  if (x instanceof Array) return `Array ${x.aval.str()}`;
+  if (globalThis.Array.isArray(x)) return `a JS array of length ${x.length}`;
+  if (typeof x === "object") return `an object (${(x as object).constructor?.name ?? "Object"})`;
+  return `${typeof x} ${String(x)}`;
+}
+
+/** Binds a primitive on the current trace; returns all outputs. */
+export function bind<P extends Params>(prim: Primitive<P>, args: ArrayLike[], params: P = {} as P): Array[] {
+  const arr = args.map((a) => toArray(a, prim.name));
+  return currentTrace.processPrimitive(prim as unknown as Primitive, arr, params);
+}
+/** Binds a single-result primitive. */
+export function bind1<P extends Params>(prim: Primitive<P>, args: ArrayLike[], params: P = {} as P): Array {
+  return bind(prim, args, params)[0];
+}
+
+/** Abstract evaluation with a uniform error prefix naming the primitive and avals. */
+export function abstractEval(prim: Primitive, avals: ShapedArray[], params: Params): ShapedArray[] {
+  try {
+    return prim.rules.abstractEval(avals, params);
+  } catch (e) {
+    if (e instanceof Error && !e.message.includes(prim.name)) {
+      e.message = `${prim.name}: ${e.message} (operands: ${avalsStr(avals)})`;
+    }
+    throw e;
+  }
+}

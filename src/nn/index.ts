@@ -1,0 +1,2 @@
+/** @file jax.nn: activations, softmax, one-hot, standardize, initializers. */
+export {};

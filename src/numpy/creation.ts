@@ -1,0 +1,2 @@
+/** @file jnp array creation (zeros, ones, full, arange, linspace, eye, ...). */
+export {};

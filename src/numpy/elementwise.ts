@@ -1,0 +1,2 @@
+/** @file jnp elementwise math, comparisons, logical and bitwise functions. */
+export {};

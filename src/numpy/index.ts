@@ -1,0 +1,10 @@
+/** @file The jax.numpy namespace (jnp). */
+export { array, asarray } from "./core.js";
+export * from "./elementwise.js";
+export * from "./reductions.js";
+export * from "./creation.js";
+export * from "./shape-ops.js";
+export * from "./indexing.js";
+export * from "./sorting.js";
+export * from "./linear.js";
+export * as linalg from "./linalg.js";

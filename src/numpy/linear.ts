@@ -1,0 +1,2 @@
+/** @file jnp products: matmul, dot, tensordot, einsum, outer, kron. */
+export {};

@@ -1,0 +1,2 @@
+/** @file jnp reductions and statistics (sum, mean, var, argmax, cumsum, ...). */
+export {};

@@ -1,0 +1,2 @@
+/** @file jnp shape manipulation (reshape, transpose, concatenate, stack, split, pad, ...). */
+export {};

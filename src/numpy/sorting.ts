@@ -1,0 +1,2 @@
+/** @file jnp sorting and searching (sort, argsort, topk, searchsorted, ...). */
+export {};

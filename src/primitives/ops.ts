@@ -1,0 +1,141 @@
+/** @file Internal lax-level wrappers that bind primitives (used by rules and by the library's lax/numpy). */
+import { Array, type ArrayLike } from "../core/array.js";
+import { ArrayImpl } from "../core/array-impl.js";
+import { ShapedArray } from "../core/aval.js";
+import { fromNumbers } from "../core/convert.js";
+import { type DType, isFloat } from "../core/dtype.js";
+import { type Params, Primitive, UndefinedPrimal } from "../core/primitive.js";
+import { shapeStr, shapesEqual } from "../core/shape.js";
+import { bind, bind1, scalarToArray } from "../core/trace.js";
+import * as E from "./elementwise.js";
+import * as S from "./structural.js";
+import * as R from "./reductions.js";
+import * as I from "./indexing.js";
+
+export const bindN = <P extends Params>(p: Primitive<P>, args: ArrayLike[], params: P = {} as P): Array[] => bind(p, args, params);
+export const isUndefined = (x: unknown): x is UndefinedPrimal => x instanceof UndefinedPrimal;
+
+/** A concrete 0-d array of x's dtype holding v (weak iff x is weak). */
+export function scalarLike(x: Array, v: number | boolean): ArrayImpl {
+  return new ArrayImpl(new ShapedArray([], x.dtype, x.weakType), fromNumbers([typeof v === "boolean" ? (v ? 1 : 0) : v], x.dtype));
+}
+export function full(shape: readonly number[], v: number | boolean, dtype: DType, weak = false): Array {
+  const s = new ArrayImpl(new ShapedArray([], dtype, weak), fromNumbers([typeof v === "boolean" ? (v ? 1 : 0) : v], dtype));
+  return shape.length === 0 ? s : broadcastInDim(s, shape, []);
+}
+export const fullLike = (x: Array, v: number | boolean, dtype?: DType): Array => full(x.shape, v, dtype ?? x.dtype, dtype ? false : x.weakType);
+export const zerosLikeArray = (x: Array): Array => full(x.shape, 0, x.dtype, x.weakType);
+export const zerosLikeAval = (a: ShapedArray): Array => full(a.shape, 0, a.dtype, a.weakType);
+
+/** Makes two operands of a binary primitive agree: JS scalars take the other's dtype; 0-d arrays broadcast. */
+function binArgs(name: string, x: ArrayLike, y: ArrayLike): [Array, Array] {
+  let a = x instanceof Array ? x : null;
+  let b = y instanceof Array ? y : null;
+  if (!a && !b) { a = scalarToArray(x as number); b = scalarToArray(y as number); }
+  else if (!a) a = scalarLike(b!, x as number);
+  else if (!b) b = scalarLike(a, y as number);
+  if (!shapesEqual(a!.shape, b!.shape) && a!.ndim !== 0 && b!.ndim !== 0) {
+    throw new TypeError(`${name}: operand shapes ${shapeStr(a!.shape)} and ${shapeStr(b!.shape)} must be equal (lax does not broadcast; use jnp)`);
+  }
+  return [a!, b!];
+}
+const bin = (p: Primitive) => (x: ArrayLike, y: ArrayLike): Array => bind1(p, binArgs(p.name, x, y));
+const un = (p: Primitive) => (x: Array, params: Params = {}): Array => bind1(p, [x], params);
+
+export const add = bin(E.add), sub = bin(E.sub), mul = bin(E.mul), div = bin(E.div), rem = bin(E.rem), pow = bin(E.pow);
+export const max = bin(E.max), min = bin(E.min), atan2 = bin(E.atan2), nextafter = bin(E.nextafter);
+export const and = bin(E.and), or = bin(E.or), xor = bin(E.xor);
+export const shiftLeft = bin(E.shiftLeft), shiftRightLogical = bin(E.shiftRightLogical), shiftRightArithmetic = bin(E.shiftRightArithmetic);
+export const eq = bin(E.eq), ne = bin(E.ne), lt = bin(E.lt), le = bin(E.le), gt = bin(E.gt), ge = bin(E.ge);
+export const neg = un(E.neg), sign = un(E.sign), floor = un(E.floor), ceil = un(E.ceil), isFinite = un(E.isFinite);
+export const round = (x: Array, method: 0 | 1 = 0): Array => bind1(E.round, [x], { rounding_method: method });
+export const exp = un(E.exp), exp2 = un(E.exp2), log = un(E.log), log1p = un(E.log1p), expm1 = un(E.expm1);
+export const tanh = un(E.tanh), logistic = un(E.logistic), sin = un(E.sin), cos = un(E.cos), tan = un(E.tan);
+export const asin = un(E.asin), acos = un(E.acos), atan = un(E.atan), sinh = un(E.sinh), cosh = un(E.cosh);
+export const asinh = un(E.asinh), acosh = un(E.acosh), atanh = un(E.atanh), sqrt = un(E.sqrt), rsqrt = un(E.rsqrt), cbrt = un(E.cbrt);
+export const abs = un(E.abs), erf = un(E.erfP), erfc = un(E.erfcP), erfInv = un(E.erfInvP), lgamma = un(E.lgammaP), digamma = un(E.digammaP);
+export const not = un(E.not), populationCount = un(E.populationCount), clz = un(E.clz), copy = un(E.copyP);
+export const integerPow = (x: Array, y: number): Array => bind1(E.integerPow, [x], { y });
+export const square = (x: Array): Array => integerPow(x, 2);
+/** Quotient rounded toward zero, for floats (used by rem's jvp). */
+export const truncDiv = (a: Array, b: Array): Array => { const q = div(a, b); return isFloat(q.dtype) ? select(lt(q, scalarLike(q, 0)), ceil(q), floor(q)) : q; };
+
+export function convert(x: Array, dtype: DType, weakType = false): Array {
+  if (x.dtype === dtype && x.weakType === weakType) return x;
+  return bind1(S.convertElementTypeP, [x], { new_dtype: dtype, weak_type: weakType, sharding: null });
+}
+export const bitcast = (x: Array, dtype: DType): Array => bind1(S.bitcastConvertTypeP, [x], { new_dtype: dtype });
+export function broadcastInDim(x: Array, shape: readonly number[], dims: readonly number[]): Array {
+  if (shapesEqual(x.shape, shape) && dims.every((d, i) => d === i)) return x;
+  return bind1(S.broadcastInDimP, [x], { shape: [...shape], broadcast_dimensions: [...dims], sharding: null });
+}
+/** Adds a new axis of size n at position `at` by broadcasting (for unbatched operands under vmap). */
+export function broadcastBatch(x: Array, n: number, at = 0): Array {
+  const shape = [...x.shape]; shape.splice(at, 0, n);
+  return broadcastInDim(x, shape, x.shape.map((_, i) => (i < at ? i : i + 1)));
+}
+export function reshape(x: Array, shape: readonly number[]): Array {
+  if (shapesEqual(x.shape, shape)) return x;
+  return bind1(S.reshapeP, [x], { new_sizes: [...shape], dimensions: null });
+}
+export function transpose(x: Array, perm: readonly number[]): Array {
+  if (perm.every((p, i) => p === i)) return x;
+  return bind1(S.transposeP, [x], { permutation: [...perm] });
+}
+export function moveaxis(x: Array, from: number, to: number): Array {
+  if (from === to) return x;
+  const perm = [...globalThis.Array(x.ndim).keys()].filter((i) => i !== from);
+  perm.splice(to, 0, from);
+  return transpose(x, perm);
+}
+export const squeeze = (x: Array, dims: readonly number[]): Array => (dims.length ? bind1(S.squeezeP, [x], { dimensions: [...dims] }) : x);
+export const expandDims = (x: Array, dims: readonly number[]): Array => {
+  const shape = [...x.shape];
+  for (const d of [...dims].sort((a, b) => a - b)) shape.splice(d, 0, 1);
+  return reshape(x, shape);
+};
+export const rev = (x: Array, dims: readonly number[]): Array => (dims.length ? bind1(S.revP, [x], { dimensions: [...dims] }) : x);
+export const pad = (x: Array, v: Array, cfg: readonly [number, number, number][]): Array => bind1(S.padP, [x, v], { padding_config: cfg.map((c): [number, number, number] => [c[0], c[1], c[2]]) });
+export const concatenate = (xs: readonly Array[], dim: number): Array => (xs.length === 1 ? xs[0] : bind1(S.concatenateP, [...xs], { dimension: dim }));
+export function slice(x: Array, start: readonly number[], limit: readonly number[], strides: readonly number[] | null = null): Array {
+  const st = strides && strides.every((s) => s === 1) ? null : strides;
+  if (st === null && start.every((s) => s === 0) && shapesEqual(limit, x.shape)) return x;
+  return bind1(S.sliceP, [x], { start_indices: [...start], limit_indices: [...limit], strides: st ? [...st] : null });
+}
+export function sliceInDim(x: Array, start: number, limit: number, stride: number, axis: number): Array {
+  const s = x.shape.map(() => 0), l = [...x.shape], st = x.shape.map(() => 1);
+  s[axis] = start; l[axis] = limit; st[axis] = stride;
+  return slice(x, s, l, st);
+}
+export const selectN = (pred: Array, cases: readonly Array[]): Array => bind1(S.selectNP, [pred, ...cases]);
+/** select(pred, onTrue, onFalse) (note select_n's order is [false, true]). */
+export const select = (pred: Array, onTrue: Array, onFalse: Array): Array => selectN(pred, [onFalse, onTrue]);
+export const clamp = (lo: ArrayLike, x: Array, hi: ArrayLike): Array => {
+  const l = lo instanceof Array ? lo : scalarLike(x, lo as number);
+  const h = hi instanceof Array ? hi : scalarLike(x, hi as number);
+  return bind1(S.clampP, [l, x, h]);
+};
+export const iota = (dtype: DType, shape: readonly number[], dimension = 0): Array => bind1(S.iotaP, [], { dtype, shape: [...shape], dimension, sharding: null });
+
+export const reduceSum = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceSumP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceMax = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceMaxP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceMin = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceMinP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceProd = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceProdP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceAnd = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceAndP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceOr = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceOrP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const reduceXor = (x: Array, axes: readonly number[]): Array => (axes.length ? bind1(R.reduceXorP, [x], { axes: [...axes], out_sharding: null }) : x);
+export const argmax = (x: Array, axis: number, indexDtype: DType): Array => bind1(R.argmaxP, [x], { axes: [axis], index_dtype: indexDtype });
+export const argmin = (x: Array, axis: number, indexDtype: DType): Array => bind1(R.argminP, [x], { axes: [axis], index_dtype: indexDtype });
+export const cumulative = (kind: "cumsum" | "cumprod" | "cummax" | "cummin" | "cumlogsumexp", x: Array, axis: number, reverse = false): Array =>
+  bind1(R.CUMULATIVE[kind], [x], { axis, reverse });
+export type DotDims = [[number[], number[]], [number[], number[]]];
+export const dotGeneral = (a: Array, b: Array, dims: DotDims, preferred: DType | null = null): Array =>
+  bind1(R.dotGeneralP, [a, b], { dimension_numbers: dims, precision: null, preferred_element_type: preferred, out_sharding: null });
+
+export const gather = (x: Array, idx: Array, axes: readonly number[], mode: I.GatherMode = "clip", fillValue: number | null = null): Array =>
+  bind1(I.gatherP, [x, idx], { axes: [...axes], mode, fill_value: fillValue });
+export const scatter = (x: Array, idx: Array, upd: Array, axes: readonly number[], reduce: I.ScatterReduce, mode: I.GatherMode = "drop"): Array =>
+  bind1(I.scatterP, [x, idx, upd], { axes: [...axes], reduce, mode });
+export const dynamicSlice = (x: Array, starts: readonly Array[], sizes: readonly number[]): Array =>
+  bind1(I.dynamicSliceP, [x, ...starts], { slice_sizes: [...sizes] });
+export const dynamicUpdateSlice = (x: Array, upd: Array, starts: readonly Array[]): Array => bind1(I.dynamicUpdateSliceP, [x, upd, ...starts]);
