@@ -5,7 +5,7 @@
 import { Array, type ArrayLike } from "./array.js";
 import { ArrayImpl } from "./array-impl.js";
 import { ShapedArray, avalsStr } from "./aval.js";
-import { type DType, defaultFloatDType, defaultIntDType } from "./dtype.js";
+import { type DType, type TypedArray, defaultFloatDType, defaultIntDType } from "./dtype.js";
 import { bigOf } from "./convert.js";
 import { type Params, Primitive } from "./primitive.js";
 
@@ -40,9 +40,16 @@ export abstract class Tracer extends Array {
   abstract readonly trace: Trace;
   /** Stack at creation, recorded by traces that keep source info (for leak errors). */
   creationSite?: string;
-  dataSync(): never { throw this.concretizationError("dataSync()"); }
-  tolist(): never { throw this.concretizationError("tolist()"); }
-  item(): never { throw this.concretizationError("item()"); }
+  /** A concrete value for this tracer when one exists (JVP primals of concrete values); else null. */
+  concreteValue(): Array | null { return null; }
+  private concrete(what: string): Array {
+    const c = this.concreteValue();
+    if (c === null || c instanceof Tracer) throw this.concretizationError(what);
+    return c;
+  }
+  dataSync(): TypedArray { return this.concrete("dataSync()").dataSync(); }
+  tolist(): unknown { return this.concrete("tolist()").tolist(); }
+  item(): number | boolean | bigint { return this.concrete("item()").item(); }
   protected concretizationError(what: string): ConcretizationTypeError {
     return new ConcretizationTypeError(
       `Abstract tracer value encountered where a concrete value is expected: ${what} on a ${this.aval.str()} ` +
@@ -93,7 +100,13 @@ export function withTrace<T>(t: Trace, f: () => T): T {
 // ---- execution backends: how the eval trace runs a primitive on concrete arrays ----
 export interface Backend {
   readonly name: string;
+  /** Runs one primitive eagerly. */
   execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[];
+  /**
+   * Runs a whole closed jaxpr as one compiled program (what jit does). `consts` bind the constvars.
+   * `donate[i]` says argument i's memory may be reused for outputs. Absent: evaluate equation by equation.
+   */
+  executeJaxpr?(jaxpr: import("./jaxpr.js").Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[];
 }
 const backends = new Map<string, Backend>();
 let backendSelector: () => string = () => "interpreter";
@@ -117,10 +130,10 @@ export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Par
 }
 
 /** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
-export function scalarToArray(x: number | boolean | bigint, dtype?: DType): ArrayImpl {
+export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakType?: boolean): ArrayImpl {
   if (typeof x === "boolean") return ArrayImpl.of([], "bool", new Uint8Array([x ? 1 : 0]));
   const d = dtype ?? (typeof x === "bigint" || Number.isInteger(x) ? defaultIntDType() : defaultFloatDType());
-  const weak = dtype === undefined;
+  const weak = weakType ?? dtype === undefined;
   if (typeof x === "number" && d === defaultIntDType() && weak && !Number.isSafeInteger(x)) {
     // an integer literal too big for an int: JAX raises OverflowError for Python ints past int range
     throw new TypeError(`Python-style int ${x} is too large to convert to ${d}`);

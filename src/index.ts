@@ -1,0 +1,29 @@
+/** @file The jaxts package entry: JAX's API (jax.*) plus the numpy, lax, nn, random and tree namespaces. */
+import "./backends/interpreter/interpreter.js";
+import "./numpy/methods.js";
+
+export { config } from "./core/config.js";
+export { Array } from "./core/array.js";
+export type { ArrayLike, Index, Slice } from "./core/array.js";
+export type { DType } from "./core/dtype.js";
+export { finfo } from "./core/dtype.js";
+export { ShapedArray } from "./core/aval.js";
+export { ClosedJaxpr, Jaxpr } from "./core/jaxpr.js";
+export { UnexpectedTracerError, ConcretizationTypeError } from "./core/trace.js";
+export {
+  jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct,
+} from "./transforms/api.js";
+export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts } from "./transforms/api.js";
+export * as numpy from "./numpy/index.js";
+export * as lax from "./lax/index.js";
+export * as nn from "./nn/index.js";
+export * as tree from "./core/tree.js";
+export { HOST_DEVICE } from "./core/array-impl.js";
+import { HOST_DEVICE, type Device } from "./core/array-impl.js";
+
+export function devices(): Device[] { return [HOST_DEVICE]; }
+export const localDevices = devices;
+export const deviceCount = (): number => 1;
+export const localDeviceCount = (): number => 1;
+export const processIndex = (): number => 0;
+export const processCount = (): number => 1;

@@ -1,0 +1,22 @@
+/** @file The jax.lax namespace: thin, checked wrappers over primitives (JAX names in camelCase). */
+import type { Array } from "../core/array.js";
+import * as ops from "../primitives/ops.js";
+
+export {
+  add, sub, mul, div, rem, pow, max, min, atan2, nextafter, neg, sign, floor, ceil, round, isFinite, exp, exp2, log, log1p, expm1,
+  tanh, logistic, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt, abs, erf, erfc, erfInv,
+  lgamma, digamma, not, populationCount, clz, integerPow, square, eq, ne, lt, le, gt, ge, and, or, xor,
+  shiftLeft, shiftRightLogical, shiftRightArithmetic, broadcastInDim, reshape, transpose, squeeze, expandDims, rev, pad,
+  concatenate, slice, sliceInDim, select, selectN, clamp, iota, reduceSum, reduceMax, reduceMin, reduceProd, reduceAnd, reduceOr,
+  reduceXor, argmax, argmin, dotGeneral, dynamicSlice, dynamicUpdateSlice, gather, scatter, bitcast as bitcastConvertType,
+} from "../primitives/ops.js";
+export type { DotDims } from "../primitives/ops.js";
+
+export const convertElementType = (x: Array, dtype: Parameters<typeof ops.convert>[1]): Array => ops.convert(x, dtype);
+export const cumsum = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumsum", x, axis < 0 ? axis + x.ndim : axis, reverse);
+export const cumprod = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumprod", x, axis < 0 ? axis + x.ndim : axis, reverse);
+export const cummax = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cummax", x, axis < 0 ? axis + x.ndim : axis, reverse);
+export const cummin = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cummin", x, axis < 0 ? axis + x.ndim : axis, reverse);
+export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumlogsumexp", x, axis < 0 ? axis + x.ndim : axis, reverse);
+/** lax.stop_gradient: the value with a zero derivative. */
+export { stopGradient } from "../transforms/stop-gradient.js";

@@ -1,0 +1,18 @@
+/** @file Wires the Array method forms (x.add, x.sum, x.reshape, x.at ...) to the numpy functions. */
+import { Array, type ArrayMethodTable, registerArrayMethods } from "../core/array.js";
+import { type DType } from "../core/dtype.js";
+import * as ops from "../primitives/ops.js";
+import * as np from "./index.js";
+
+type AnyFn = (...a: never[]) => unknown;
+const table: Record<string, AnyFn> = {};
+// every jnp function whose first argument is the array can serve as a method
+for (const [k, v] of Object.entries(np)) if (typeof v === "function") table[k] = v as AnyFn;
+// NumPy-style snake aliases used by Array's method table
+const alias: Record<string, string> = {
+  not_equal: "notEqual", less_equal: "lessEqual", greater_equal: "greaterEqual", matrix_transpose: "matrixTranspose",
+};
+for (const [k, v] of Object.entries(alias)) if (table[v]) table[k] = table[v];
+table.astype ??= ((x: Array, d: DType) => ops.convert(x, d)) as AnyFn;
+table.copy ??= ((x: Array) => ops.copy(x)) as AnyFn;
+registerArrayMethods(table as unknown as ArrayMethodTable);

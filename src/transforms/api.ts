@@ -1,0 +1,342 @@
+/** @file Public transformations: jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape. */
+import { Array } from "../core/array.js";
+import { ShapedArray } from "../core/aval.js";
+import { type DType, isFloat } from "../core/dtype.js";
+import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
+import { traceToJaxpr } from "../core/jaxpr-trace.js";
+import { type MaybeZero, Zero } from "../core/primitive.js";
+import type { TreeDef } from "../core/tree.js";
+import * as ops from "../primitives/ops.js";
+import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
+import { callCompiled, newTraceCache, traceCached } from "./jit.js";
+import { instantiateZero, jvpFlat } from "./jvp.js";
+import { backwardPass, linearizeFlat } from "./linearize.js";
+import { vmapFlat } from "./vmap.js";
+
+/** Any function of arrays/pytrees. */
+export type Fn<A extends unknown[] = unknown[], R = unknown> = (...args: A) => R;
+const JSArray = globalThis.Array;
+
+function flatOut(fn: string, out: unknown, store: { def?: TreeDef }): Array[] {
+  const [leaves, def] = flattenArrays(fn, out, "output");
+  store.def = def;
+  return leaves;
+}
+
+// ---------------------------------------------------------------- jvp / linearize
+export function jvp<R>(f: (...args: never[]) => R, primals: unknown[], tangents: unknown[]): [R, R] {
+  if (!JSArray.isArray(primals) || !JSArray.isArray(tangents)) throw new TypeError("jvp: primals and tangents must be arrays (tuples) of arguments");
+  const [pl, pdef] = flattenArrays("jvp", primals, "primal", true);
+  const [tl, tdef] = flattenArrays("jvp", tangents, "tangent", true);
+  if (!pdef.equals(tdef)) throw new TypeError(`jvp: primal and tangent arguments must have the same tree structure; got ${pdef} and ${tdef}`);
+  pl.forEach((p, i) => {
+    if (!p.aval.sameType(tl[i].aval) && isFloat(p.dtype)) throw new TypeError(`jvp: primal ${p.aval.str()} and tangent ${tl[i].aval.str()} (leaf ${i}) must have the same shape and dtype`);
+  });
+  const store: { def?: TreeDef } = {};
+  const [po, to] = jvpFlat((...xs) => flatOut("jvp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl, tl.map((t, i) => (isFloat(pl[i].dtype) ? t : new Zero(pl[i].aval))));
+  return [unflatten(store.def!, po) as R, unflatten(store.def!, to.map(instantiateZero)) as R];
+}
+
+export function linearize<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (...tangents: unknown[]) => R] {
+  const [pl, pdef] = flattenArrays("linearize", primals, "primal", true);
+  const store: { def?: TreeDef } = {};
+  const lin = linearizeFlat((...xs) => flatOut("linearize", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl);
+  const fJvp = (...tangents: unknown[]): R => {
+    const [tl, tdef] = flattenArrays("linearize", tangents, "tangent");
+    if (!tdef.equals(pdef)) throw new TypeError(`linearize: tangents must have the primals' structure ${pdef}, got ${tdef}`);
+    return unflatten(store.def!, evalJaxpr(lin.jaxpr, lin.residuals, tl)) as R;
+  };
+  return [unflatten(store.def!, lin.primalsOut) as R, fJvp];
+}
+
+// ---------------------------------------------------------------- vjp / grad
+export function vjp<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (ct: R) => unknown[]] {
+  const [pl, pdef] = flattenArrays("vjp", primals, "primal", true);
+  const store: { def?: TreeDef } = {};
+  const lin = linearizeFlat((...xs) => flatOut("vjp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl);
+  const vjpFn = (ct: R): unknown[] => {
+    const [cl, cdef] = flattenArrays("vjp", ct, "cotangent");
+    if (!cdef.equals(store.def!)) throw new TypeError(`vjp: cotangent structure ${cdef} does not match the output structure ${store.def}`);
+    cl.forEach((c, i) => {
+      const o = lin.primalsOut[i];
+      if (c.shape.join() !== o.shape.join()) throw new TypeError(`vjp: cotangent leaf ${i} has shape [${c.shape}] but the output has shape [${o.shape}]`);
+    });
+    const cts = backwardPass(lin.jaxpr, lin.residuals, cl.map((c, i) => (isFloat(lin.primalsOut[i].dtype) ? ops.convert(c, lin.primalsOut[i].dtype) : new Zero(lin.primalsOut[i].aval))));
+    return unflatten(pdef, cts.map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(pl[i].aval.strongly()) : c))) as unknown[];
+  };
+  return [unflatten(store.def!, lin.primalsOut) as R, vjpFn];
+}
+
+export interface GradOpts { argnums?: number | number[]; hasAux?: boolean }
+
+/** valueAndGrad(f)(...args) -> [value, grads] (with hasAux: [[value, aux], grads]). */
+export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => [unknown, unknown] {
+  const name = "valueAndGrad";
+  return (...args: unknown[]): [unknown, unknown] => {
+    const argnums = normalizeArgnums(name, opts.argnums, args.length);
+    const diffArgs = argnums.map((i) => args[i]);
+    const [dl, ddef] = flattenArrays(name, diffArgs, "differentiated argument", true);
+    dl.forEach((x, i) => {
+      if (!isFloat(x.dtype)) throw new TypeError(`grad requires real-valued inputs (floating dtypes), but argument leaf ${i} has dtype ${x.dtype}. For integer inputs use jax.vjp or argnums to select float arguments.`);
+    });
+    let auxDef: TreeDef | null = null;
+    const fFlat = (...xs: Array[]): Array[] => {
+      const pieces = unflatten(ddef, xs) as unknown[];
+      const full = [...args];
+      argnums.forEach((a, k) => { full[a] = pieces[k]; });
+      let out = (f as Fn)(...full);
+      let auxLeaves: Array[] = [];
+      if (opts.hasAux) {
+        if (!JSArray.isArray(out) || out.length !== 2) throw new TypeError(`${name}: with hasAux the function must return [output, aux]`);
+        const [aux, adef] = flatten(out[1]);
+        auxDef = adef;
+        auxLeaves = aux as Array[];
+        out = out[0];
+      }
+      if (!(out instanceof Array) && typeof out !== "number") throw new TypeError(`grad: function must return a scalar Array, got ${typeof out}`);
+      const o = out instanceof Array ? out : ops.full([], out as number, "float32");
+      if (o.ndim !== 0) throw new TypeError(`grad requires scalar outputs; the function returned an array of shape [${o.shape}]. Use vjp or jacrev for non-scalar outputs.`);
+      if (!isFloat(o.dtype)) throw new TypeError(`grad requires real-valued outputs (floating dtype), got ${o.dtype}`);
+      return [o, ...auxLeaves.map((a) => (a instanceof Array ? a : ops.full([], a as number, "float32")))];
+    };
+    const lin = linearizeFlat(fFlat, dl);
+    const [value, ...aux] = lin.primalsOut;
+    const cts: MaybeZero[] = lin.primalsOut.map((o, i) => (i === 0 ? ops.full([], 1, o.dtype) : new Zero(o.aval)));
+    const g = backwardPass(lin.jaxpr, lin.residuals, cts).map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(dl[i].aval.strongly()) : c));
+    const gt = unflatten(ddef, g) as unknown[];
+    const grads = typeof opts.argnums === "object" ? gt : gt[0];
+    const v = opts.hasAux ? [value, unflatten(auxDef!, aux)] : value;
+    return [v, grads];
+  };
+}
+
+export function grad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => unknown {
+  const vg = valueAndGrad(f, opts);
+  return (...args: unknown[]) => {
+    const [v, g] = vg(...args);
+    return opts.hasAux ? [g, (v as unknown[])[1]] : g;
+  };
+}
+
+// ---------------------------------------------------------------- vmap
+export type AxisSpec = number | null | AxisSpec[] | { [k: string]: AxisSpec };
+export interface VmapOpts { inAxes?: AxisSpec; outAxes?: AxisSpec; axisName?: string; axisSize?: number; spmdAxisName?: string | string[] }
+
+/** Broadcasts an axis-spec prefix tree onto the leaves of a value tree. */
+function specLeaves(fn: string, spec: AxisSpec | undefined, tree: unknown, dflt: number | null): (number | null)[] {
+  const [leaves, def] = flatten(tree);
+  if (spec === undefined) return leaves.map(() => dflt);
+  if (spec === null || typeof spec === "number") return leaves.map(() => spec);
+  const out: (number | null)[] = [];
+  const rec = (s: AxisSpec, t: unknown): void => {
+    if (s === null || typeof s === "number") { flatten(t)[0].forEach(() => out.push(s)); return; }
+    if (JSArray.isArray(s)) {
+      if (!JSArray.isArray(t) || t.length !== s.length) throw new TypeError(`${fn}: axis specification ${JSON.stringify(s)} does not match the argument structure (${JSArray.isArray(t) ? `length ${t.length}` : typeof t})`);
+      s.forEach((si, i) => rec(si, t[i]));
+      return;
+    }
+    if (typeof t !== "object" || t === null) throw new TypeError(`${fn}: axis specification ${JSON.stringify(s)} does not match argument ${typeof t}`);
+    for (const k of Object.keys(t as object).sort()) rec((s as Record<string, AxisSpec>)[k] ?? null, (t as Record<string, unknown>)[k]);
+  };
+  rec(spec, tree);
+  void def;
+  return out;
+}
+
+export function vmap<A extends unknown[], R>(f: (...args: A) => R, opts: VmapOpts = {}): (...args: A) => R {
+  return (...args: A): R => {
+    const inSpec = opts.inAxes === undefined ? 0 : opts.inAxes;
+    if (JSArray.isArray(inSpec) && inSpec.length !== args.length) {
+      throw new TypeError(`vmap in_axes must be an int, None, or a tuple of entries corresponding to the positional arguments passed to the function, but got len(in_axes)=${inSpec.length}, len(args)=${args.length}`);
+    }
+    const [leaves, def] = flattenArrays("vmap", args, "argument");
+    const axes = specLeaves("vmap", JSArray.isArray(inSpec) ? inSpec : inSpec, JSArray.isArray(inSpec) ? args : args, 0)
+      .map((a, i) => (a === null ? null : a < 0 ? a + leaves[i].ndim : a));
+    axes.forEach((a, i) => {
+      if (a !== null && (a < 0 || a >= leaves[i].ndim)) throw new RangeError(`vmap was requested to map its argument along axis ${a}, which implies that its rank should be at least ${a + 1}, but is only ${leaves[i].ndim} (its shape is [${leaves[i].shape}])`);
+    });
+    const sizes = new Set(leaves.map((l, i) => (axes[i] === null ? -1 : l.shape[axes[i]!])).filter((s) => s >= 0));
+    if (opts.axisSize !== undefined) sizes.add(opts.axisSize);
+    if (sizes.size === 0) throw new TypeError("vmap must have at least one non-None value in in_axes (or pass axisSize)");
+    if (sizes.size > 1) {
+      const detail = leaves.map((l, i) => (axes[i] === null ? null : `arg leaf ${i} of shape [${l.shape}] has size ${l.shape[axes[i]!]} along axis ${axes[i]}`)).filter(Boolean).join("; ");
+      throw new TypeError(`vmap got inconsistent sizes for the array axes to be mapped: ${detail}`);
+    }
+    const size = [...sizes][0];
+    const store: { def?: TreeDef; out?: unknown } = {};
+    const outs = vmapFlat((...xs) => {
+      const out = f(...(unflatten(def, xs) as A));
+      store.out = out;
+      return flatOut("vmap", out, store);
+    }, leaves, axes, (i) => outAxesFor(i), { size, name: opts.axisName ?? null, spmdAxisName: opts.spmdAxisName ?? null });
+    function outAxesFor(i: number): number | null {
+      const spec = opts.outAxes === undefined ? 0 : opts.outAxes;
+      const l = specLeaves("vmap", spec, store.out, 0);
+      return l[i];
+    }
+    return unflatten(store.def!, outs) as R;
+  };
+}
+
+// ---------------------------------------------------------------- jit
+export interface JitOpts { staticArgnums?: number | number[]; staticArgnames?: string | string[]; donateArgnums?: number | number[]; inShardings?: unknown; outShardings?: unknown }
+export interface Lowered { asText(): string; compile(): { call: (...args: unknown[]) => unknown; asText(): string }; jaxpr: ClosedJaxpr }
+export type Jitted<A extends unknown[], R> = ((...args: A) => R) & { lower(...args: A): Lowered; clearCache(): void; cacheSize(): number };
+
+function staticKey(v: unknown): string {
+  if (v === undefined) return "u";
+  if (typeof v === "function") return `fn:${v.name}:${fnId(v)}`;
+  try { return JSON.stringify(v); } catch { return String(v); }
+}
+const fnIds = new WeakMap<object, number>();
+let nextFnId = 0;
+function fnId(f: object): number { let i = fnIds.get(f); if (i === undefined) { i = nextFnId++; fnIds.set(f, i); } return i; }
+
+/**
+ * jit(f): traces f once per distinct (argument structure, avals, static values) and runs the staged
+ * program as one compiled call. Side effects in f (console.log, pushing to outer arrays) run only while
+ * tracing, i.e. on the first call for each new signature — exactly as in JAX.
+ */
+export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts = {}): Jitted<A, R> {
+  const cache = newTraceCache();
+  const staticNums = opts.staticArgnums === undefined ? [] : typeof opts.staticArgnums === "number" ? [opts.staticArgnums] : opts.staticArgnums;
+  const staticNames = opts.staticArgnames === undefined ? [] : typeof opts.staticArgnames === "string" ? [opts.staticArgnames] : opts.staticArgnames;
+  const donateNums = opts.donateArgnums === undefined ? [] : typeof opts.donateArgnums === "number" ? [opts.donateArgnums] : opts.donateArgnums;
+  const name = f.name || "fn";
+  const outDefs = new Map<string, TreeDef>();
+
+  const prepare = (args: unknown[]) => {
+    const n = args.length;
+    const stat = new Set(staticNums.map((i) => (i < 0 ? i + n : i)));
+    const dyn: unknown[] = [], statVals: string[] = [];
+    let optsStatic: Record<string, unknown> | null = null;
+    args.forEach((a, i) => {
+      if (stat.has(i)) { statVals.push(`${i}=${staticKey(a)}`); return; }
+      if (i === n - 1 && staticNames.length && a !== null && typeof a === "object" && !(a instanceof Array) && !JSArray.isArray(a)) {
+        // Python-style keyword options: named static entries leave the traced tree
+        const o = a as Record<string, unknown>;
+        optsStatic = {};
+        const rest: Record<string, unknown> = {};
+        for (const [k, v] of Object.entries(o)) { if (staticNames.includes(k)) { optsStatic[k] = v; statVals.push(`${k}=${staticKey(v)}`); } else rest[k] = v; }
+        dyn.push(rest);
+        return;
+      }
+      dyn.push(a);
+    });
+    const [leaves, def] = flattenArrays(`jit(${name})`, dyn, "argument");
+    const donate: boolean[] = new JSArray<boolean>(leaves.length).fill(false);
+    if (donateNums.length) {
+      // mark every leaf of a donated positional argument
+      let k = 0;
+      dyn.forEach((a, i) => { const cnt = flatten(a)[0].length; if (donateNums.includes(i)) for (let j = 0; j < cnt; j++) donate[k + j] = true; k += cnt; });
+    }
+    const key = `${def}|${leaves.map((l) => l.aval.key()).join(";")}|${statVals.join(",")}`;
+    const rebuild = (xs: Array[]): unknown[] => {
+      const d = unflatten(def, xs) as unknown[];
+      const full: unknown[] = [];
+      let k = 0;
+      args.forEach((a, i) => {
+        if (stat.has(i)) full.push(a);
+        else if (optsStatic && i === n - 1) full.push({ ...(d[k++] as object), ...optsStatic });
+        else full.push(d[k++]);
+      });
+      return full;
+    };
+    const flatF = (...xs: Array[]): Array[] => {
+      const store: { def?: TreeDef } = {};
+      const outs = flatOut(`jit(${name})`, f(...(rebuild(xs) as A)), store);
+      outDefs.set(key, store.def!);
+      return outs;
+    };
+    return { leaves, key, flatF, donate };
+  };
+
+  const call = (...args: A): R => {
+    const { leaves, key, flatF, donate } = prepare(args);
+    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name);
+    const outs = callCompiled(c, leaves, name, donate);
+    return unflatten(outDefs.get(key)!, outs) as R;
+  };
+  const jitted = call as Jitted<A, R>;
+  jitted.lower = (...args: A): Lowered => {
+    const { leaves, key, flatF } = prepare(args);
+    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name);
+    const closed = new ClosedJaxpr(c.jaxpr, []);
+    const text = () => `module @jit_${name}\n${c.jaxpr.toString()}${loweringSummary ? `\n\n${loweringSummary(c.jaxpr)}` : ""}`;
+    return { asText: text, jaxpr: closed, compile: () => ({ call: (...a: unknown[]) => call(...(a as A)), asText: text }) };
+  };
+  jitted.clearCache = () => cache.entries.clear();
+  jitted.cacheSize = () => cache.entries.size;
+  return jitted;
+}
+
+/** The engine registers a summarizer of the compiled ONNX graph for lower().asText(). */
+let loweringSummary: ((j: import("../core/jaxpr.js").Jaxpr) => string) | null = null;
+export function setLoweringSummary(f: (j: import("../core/jaxpr.js").Jaxpr) => string): void { loweringSummary = f; }
+
+// ---------------------------------------------------------------- makeJaxpr / evalShape
+export function makeJaxpr(f: (...args: never[]) => unknown): (...args: unknown[]) => ClosedJaxpr & { outTree: TreeDef } {
+  return (...args: unknown[]) => {
+    const [leaves, def] = flattenArrays("makeJaxpr", args, "argument");
+    const store: { def?: TreeDef } = {};
+    const { jaxpr, consts } = traceToJaxpr((...xs) => flatOut("makeJaxpr", (f as Fn)(...(unflatten(def, xs) as unknown[])), store), leaves.map((l) => l.aval), "makeJaxpr");
+    const cj = new ClosedJaxpr(jaxpr, consts) as ClosedJaxpr & { outTree: TreeDef };
+    cj.outTree = store.def!;
+    return cj;
+  };
+}
+
+export class ShapeDtypeStruct {
+  constructor(readonly shape: number[], readonly dtype: DType, readonly weakType = false) {}
+  get ndim(): number { return this.shape.length; }
+  get size(): number { return this.shape.reduce((a, b) => a * b, 1); }
+  toString(): string { return `ShapeDtypeStruct(shape=(${this.shape.join(", ")}${this.shape.length === 1 ? "," : ""}), dtype=${this.dtype})`; }
+}
+
+export function evalShape(f: (...args: never[]) => unknown, ...args: unknown[]): unknown {
+  const [leaves, def] = flatten(args, (x) => x instanceof ShapeDtypeStruct);
+  const avals = leaves.map((l, i) => {
+    if (l instanceof ShapeDtypeStruct) return new ShapedArray(l.shape, l.dtype, l.weakType);
+    if (l instanceof Array) return l.aval;
+    if (typeof l === "number") return ops.full([], l, Number.isInteger(l) ? "int32" : "float32").aval.update({ weakType: true });
+    throw new TypeError(`evalShape: argument leaf ${i} is not an Array or ShapeDtypeStruct`);
+  });
+  const store: { def?: TreeDef } = {};
+  const { jaxpr } = traceToJaxpr((...xs) => flatOut("evalShape", (f as Fn)(...(unflatten(def, xs) as unknown[])), store), avals, "evalShape");
+  return unflatten(store.def!, jaxpr.outAvals.map((a) => new ShapeDtypeStruct([...a.shape], a.dtype, a.weakType)));
+}
+
+// ---------------------------------------------------------------- jacobians
+function basisVmap(n: number, aval: ShapedArray): Array {
+  return ops.reshape(ops.convert(ops.eq(ops.iota("int32", [n, n], 0), ops.iota("int32", [n, n], 1)), aval.dtype), [n, ...aval.shape]);
+}
+export function jacfwd(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
+  return (...args: unknown[]): Array => {
+    const an = normalizeArgnums("jacfwd", opts.argnums, args.length)[0];
+    const x = args[an] as Array;
+    if (!(x instanceof Array)) throw new TypeError("jacfwd: the differentiated argument must be an Array");
+    const n = x.size;
+    const pushfwd = (t: Array) => {
+      const tt = args.map((a, i) => (i === an ? t : ops.zerosLikeArray(a as Array)));
+      return jvp(f, args, tt)[1] as Array;
+    };
+    const jt = vmap(pushfwd)(basisVmap(n, x.aval)) as Array; // [n, ...out]
+    const outNd = jt.ndim - 1;
+    const moved = ops.transpose(jt, [...JSArray.from({ length: outNd }, (_, i) => i + 1), 0]);
+    return ops.reshape(moved, [...jt.shape.slice(1), ...x.shape]);
+  };
+}
+export function jacrev(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
+  return (...args: unknown[]): Array => {
+    const an = normalizeArgnums("jacrev", opts.argnums, args.length)[0];
+    const x = args[an] as Array;
+    const g = (xi: Array) => (f as Fn)(...args.map((a, i) => (i === an ? xi : a))) as Array;
+    const [y, pullback] = vjp(g, x);
+    const m = (y as Array).size;
+    const rows = vmap((ct: Array) => pullback(ct as never)[0] as Array)(basisVmap(m, (y as Array).aval)) as Array; // [m, ...x]
+    return ops.reshape(rows, [...(y as Array).shape, ...x.shape]);
+  };
+}
+export function hessian(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
+  return jacfwd(jacrev(f, opts), opts);
+}

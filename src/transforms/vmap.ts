@@ -1,0 +1,65 @@
+/** @file Vectorizing map: the batch trace, batching of every primitive through its vmap rule, and vmap(). */
+import { Array } from "../core/array.js";
+import type { ShapedArray } from "../core/aval.js";
+import { type AxisData, type BDim, type Params, Primitive } from "../core/primitive.js";
+import { Trace, Tracer, bind, withTrace } from "../core/trace.js";
+import * as ops from "../primitives/ops.js";
+
+export class BatchTracer extends Tracer {
+  readonly aval: ShapedArray;
+  constructor(readonly trace: BatchTrace, readonly val: Array, readonly bdim: BDim) {
+    super();
+    // the per-example aval: the value's aval without the batch dimension
+    this.aval = bdim === null ? val.aval : val.aval.update({ shape: val.shape.filter((_, i) => i !== bdim) });
+  }
+  override fullLower(): Array | null { return this.bdim === null ? this.val : null; }
+}
+
+export class BatchTrace extends Trace {
+  constructor(readonly axis: AxisData, parent?: Trace) { super("Batch", parent); }
+  unpack(x: Array): [Array, BDim] {
+    if (x instanceof BatchTracer && x.trace === this) return [x.val, x.bdim];
+    return [x, null];
+  }
+  processPrimitive(prim: Primitive, args: Array[], params: Params): Array[] {
+    const vd = args.map((a) => this.unpack(a));
+    const vals = vd.map((v) => v[0]), dims = vd.map((v) => v[1]);
+    const parent = this.parent!;
+    if (dims.every((d) => d === null) && !prim.opts.effectful) return withTrace(parent, () => bind(prim, vals, params));
+    const rule = prim.rules.vmap;
+    if (!rule) throw new Error(`Batching rule for '${prim.name}' not implemented (vmap over axis of size ${this.axis.size})`);
+    const [outs, outDims] = withTrace(parent, () => rule(this.axis, vals, dims, params));
+    return outs.map((o, i) => (outDims[i] === null ? o : new BatchTracer(this, o, outDims[i])));
+  }
+}
+
+/** Moves (or creates, by broadcasting) the batch dimension of a batched value to `to`. */
+export function moveBatchAxis(x: Array, from: BDim, to: number | null, size: number): Array {
+  if (to === null) {
+    if (from === null) return x;
+    throw new Error(`vmap: an output batched along its mapped axis cannot have outAxes=null`);
+  }
+  if (from === null) return ops.broadcastBatch(x, size, to < 0 ? to + x.ndim + 1 : to);
+  const t = to < 0 ? to + x.ndim : to;
+  return ops.moveaxis(x, from, t);
+}
+
+/** Flat vmap: inputs batched along inDims (null = unbatched); outputs moved to outDims. */
+export function vmapFlat(
+  f: (...xs: Array[]) => Array[], args: Array[], inDims: BDim[], outDims: (number | null)[] | ((i: number) => number | null),
+  axis: AxisData,
+): Array[] {
+  const trace = new BatchTrace(axis);
+  const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
+  let outs: Array[];
+  try {
+    outs = withTrace(trace, () => f(...ins));
+  } finally {
+    trace.invalid = true;
+  }
+  return outs.map((o, i) => {
+    const [v, d] = trace.unpack(o);
+    const to = typeof outDims === "function" ? outDims(i) : outDims[i];
+    return moveBatchAxis(v, d, to, axis.size);
+  });
+}

@@ -1,0 +1,129 @@
+/** @file Transformations compose: jvp, grad, vmap, jit, jacobians, against analytic values and loops of slices. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { Array, grad, jacfwd, jacrev, jit, jvp, makeJaxpr, valueAndGrad, vjp, vmap, hessian, UnexpectedTracerError, linearize } from "../../src/index.js";
+import { array } from "../../src/numpy/core.js";
+import * as ops from "../../src/primitives/ops.js";
+import { assertClose } from "../helpers/fixtures.js";
+
+const sinSq = (x: Array) => ops.reduceSum(ops.mul(ops.sin(x), ops.sin(x)), [0]);
+
+test("jvp of sin is cos", () => {
+  const x = array([0.1, 0.5, 1.0]);
+  const [y, t] = jvp((v: Array) => ops.sin(v), [x], [array([1, 1, 1], { dtype: "float32" })]) as [Array, Array];
+  assertClose(y, array([Math.sin(0.1), Math.sin(0.5), Math.sin(1)], { dtype: "float32" }));
+  assertClose(t, array([Math.cos(0.1), Math.cos(0.5), Math.cos(1)], { dtype: "float32" }));
+});
+
+test("grad of sum(sin^2) is sin(2x)", () => {
+  const x = array([0.1, 0.5, 1.0, -2.0]);
+  const g = grad(sinSq)(x) as Array;
+  assertClose(g, array([0.1, 0.5, 1.0, -2.0].map((v) => Math.sin(2 * v)), { dtype: "float32" }), { rtol: 1e-5 });
+});
+
+test("valueAndGrad with argnums and hasAux", () => {
+  const f = (a: Array, b: Array) => [ops.reduceSum(ops.mul(a, b), [0]), ops.add(a, 1)];
+  const [[v, aux], [ga, gb]] = valueAndGrad(f, { argnums: [0, 1], hasAux: true })(array([1, 2]).astype("float32"), array([3, 4]).astype("float32")) as [[Array, Array], [Array, Array]];
+  assert.equal(v.item(), 11);
+  assert.deepEqual(aux.tolist(), [2, 3]);
+  assert.deepEqual(ga.tolist(), [3, 4]);
+  assert.deepEqual(gb.tolist(), [1, 2]);
+});
+
+test("grad of grad gives the second derivative", () => {
+  const f = (x: Array) => ops.mul(ops.mul(x, x), x); // x^3
+  const d2 = grad(grad(f))(2.0) as Array;
+  assert.ok(Math.abs((d2.item() as number) - 12) < 1e-5);
+  const h = hessian((x: Array) => ops.reduceSum(ops.mul(ops.mul(x, x), x), [0]))(array([1.0, 2.0], "float32")) as Array;
+  assertClose(h, array([[6, 0], [0, 12]], { dtype: "float32" }), { atol: 1e-5 });
+});
+
+test("vmap matches a loop over slices, with in/out axes", () => {
+  const x = array([[1, 2, 3], [4, 5, 6]], { dtype: "float32" });
+  const f = (r: Array) => ops.mul(ops.sin(r), ops.reduceSum(r, [0]));
+  const batched = vmap(f, { inAxes: 1, outAxes: 1 })(x) as Array;
+  assert.deepEqual(batched.shape, [2, 3]);
+  for (let j = 0; j < 3; j++) {
+    const col = ops.reshape(ops.slice(x, [0, j], [2, j + 1]), [2]);
+    const want = f(col);
+    assertClose(ops.reshape(ops.slice(batched, [0, j], [2, j + 1]), [2]), want);
+  }
+});
+
+test("jit matches eager, caches per shape, runs side effects once", () => {
+  let traces = 0;
+  const f = jit((x: Array, y: Array) => { traces++; return ops.add(ops.mul(x, 2), y); });
+  const a = array([1, 2, 3], { dtype: "float32" }), b = array([10, 20, 30], { dtype: "float32" });
+  assert.deepEqual((f(a, b) as Array).tolist(), [12, 24, 36]);
+  assert.deepEqual((f(b, a) as Array).tolist(), [21, 42, 63]);
+  assert.equal(traces, 1);
+  f(array([1, 2], { dtype: "float32" }), array([1, 2], { dtype: "float32" }));
+  assert.equal(traces, 2);
+  assert.equal(f.cacheSize(), 2);
+});
+
+test("static args select different traces", () => {
+  const f = jit((x: Array, n: number) => ops.integerPow(x, n), { staticArgnums: 1 });
+  assert.equal((f(array(2.0, "float32"), 3) as Array).item(), 8);
+  assert.equal((f(array(2.0, "float32"), 2) as Array).item(), 4);
+});
+
+test("compositions: jit(vmap(grad)) equals per-example grads", () => {
+  const xs = array([[0.1, 0.2], [0.3, -0.4], [1.0, 2.0]], { dtype: "float32" });
+  const g = jit(vmap(grad(sinSq))) as (x: Array) => Array;
+  const out = g(xs);
+  const want = xs.tolist() as number[][];
+  assertClose(out, array(want.map((r) => r.map((v) => Math.sin(2 * v))), { dtype: "float32" }), { rtol: 1e-5 });
+});
+
+test("jacfwd equals jacrev", () => {
+  const f = (x: Array) => ops.mul(ops.sin(x), ops.reduceSum(ops.mul(x, x), [0]));
+  const x = array([0.3, -0.7, 1.1], { dtype: "float32" });
+  const jf = jacfwd(f)(x), jr = jacrev(f)(x);
+  assert.deepEqual(jf.shape, [3, 3]);
+  assertClose(jf, jr, { rtol: 1e-5, atol: 1e-6 });
+});
+
+test("vjp and linearize agree with jvp", () => {
+  const f = (x: Array) => ops.exp(ops.mul(x, x));
+  const x = array([0.5, -0.25], { dtype: "float32" });
+  const t = array([1.0, 2.0], { dtype: "float32" });
+  const ct = array([0.5, -1.5], { dtype: "float32" });
+  const [, tout] = jvp(f, [x], [t]) as [Array, Array];
+  const [, pull] = vjp(f, x);
+  const [xct] = pull(ct) as [Array];
+  // <ct, J t> == <J^T ct, t>
+  const lhs = ops.reduceSum(ops.mul(ct, tout), [0]).item() as number;
+  const rhs = ops.reduceSum(ops.mul(xct, t), [0]).item() as number;
+  assert.ok(Math.abs(lhs - rhs) < 1e-5 * Math.abs(lhs));
+  const [, fl] = linearize(f, x);
+  assertClose(fl(t) as Array, tout);
+});
+
+test("makeJaxpr prints like JAX", () => {
+  const j = makeJaxpr((x: Array) => ops.reduceSum(ops.sin(ops.mul(x, 2)), [0]))(array([1, 2, 3], { dtype: "float32" }));
+  assert.equal(String(j), [
+    "{ lambda ; a:f32[3]. let",
+    "    b:f32[3] = mul a 2.0:f32[]",
+    "    c:f32[3] = sin b",
+    "    d:f32[] = reduce_sum[axes=(0,) out_sharding=None] c",
+    "  in (d,) }",
+  ].join("\n"));
+});
+
+test("a leaked tracer raises UnexpectedTracerError naming the transformation", () => {
+  let leaked: Array | null = null;
+  jit((x: Array) => { leaked = ops.mul(x, 2); return x; })(array([1, 2], { dtype: "float32" }));
+  assert.throws(() => ops.add(leaked!, 1), (e: Error) => e instanceof UnexpectedTracerError && /jit/.test(e.message) && /f32\[2\]/.test(e.message));
+});
+
+test("grad rejects integer inputs and non-scalar outputs with clear errors", () => {
+  assert.throws(() => grad((x: Array) => x)(array([1, 2])), /real-valued inputs.*int32/);
+  assert.throws(() => grad((x: Array) => x)(array([1.5, 2.0])), /scalar outputs.*\[2\]/);
+});
+
+test("item() works on concrete primals under grad (Python control flow)", () => {
+  const f = (x: Array) => ((x.item() as number) > 0 ? ops.mul(x, x) : ops.neg(x));
+  assert.equal((grad(f)(3.0) as Array).item(), 6);
+  assert.equal((grad(f)(-3.0) as Array).item(), -1);
+});
