@@ -18,13 +18,17 @@ function formatFloats(vals: number[], d: DType): string[] {
   const maxA = finite.length ? Math.max(...finite) : 0;
   const minA = finite.length ? Math.min(...finite) : 0;
   const sci = maxA >= 1e16 || (minA < 1e-4 && minA > 0) || (minA > 0 && maxA / minA > 1e3 && minA < 1e-3);
+  // scientific notation: one mantissa precision for all elements, like NumPy
+  const sciDigits = sci ? Math.max(0, ...vals.filter(Number.isFinite).map((v) => {
+    const m = Number(shortest(v, d)).toExponential().split("e")[0];
+    return m.includes(".") ? m.length - m.indexOf(".") - 1 : 0;
+  })) : 0;
   const strs = vals.map((v) => {
     if (Number.isNaN(v)) return "nan";
     if (v === Infinity) return "inf";
     if (v === -Infinity) return "-inf";
     if (sci) {
-      const s = shortest(v, d);
-      const [m, e] = Number(s).toExponential().split("e");
+      const [m, e] = Number(shortest(v, d)).toExponential(sciDigits).split("e");
       const exp = Number(e);
       return `${m.includes(".") ? m : m + "."}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
     }

@@ -20,3 +20,4 @@ export const cummin = (x: Array, axis = 0, reverse = false): Array => ops.cumula
 export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumlogsumexp", x, axis < 0 ? axis + x.ndim : axis, reverse);
 /** lax.stop_gradient: the value with a zero derivative. */
 export { stopGradient } from "../transforms/stop-gradient.js";
+export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";

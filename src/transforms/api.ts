@@ -110,9 +110,10 @@ export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = 
   };
 }
 
-export function grad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => unknown {
-  const vg = valueAndGrad(f, opts);
-  return (...args: unknown[]) => {
+/** grad(f)(...args): the gradient, shaped like the differentiated argument(s). */
+export function grad<A extends unknown[]>(f: (...args: A) => unknown, opts: GradOpts = {}): (...args: { [K in keyof A]: A[K] | number }) => A[0] {
+  const vg = valueAndGrad(f as (...args: never[]) => unknown, opts);
+  return (...args: unknown[]): A[0] => {
     const [v, g] = vg(...args);
     return opts.hasAux ? [g, (v as unknown[])[1]] : g;
   };
