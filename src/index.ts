@@ -14,6 +14,8 @@ export {
   jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct,
 } from "./transforms/api.js";
 export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts } from "./transforms/api.js";
+export { customJvp, customVjp } from "./transforms/custom-derivatives.js";
+export { checkpoint, remat, checkpointPolicies, checkpointName } from "./transforms/checkpoint.js";
 export * as numpy from "./numpy/index.js";
 export * as lax from "./lax/index.js";
 export * as nn from "./nn/index.js";

@@ -139,7 +139,7 @@ export function promoteTypes(...items: { dtype: DType; weakType: boolean }[]): {
     return { dtype: defaultIntDType(), weakType: true };
   }
   if (node === "f*") return { dtype: defaultFloatDType(), weakType: true };
-  return { dtype: node, weakType: false };
+  return { dtype: canonicalizeDType(node), weakType: false };
 }
 
 /** jnp.result_type for plain dtypes (all strong). */

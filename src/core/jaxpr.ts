@@ -78,7 +78,7 @@ function fmtParam(v: unknown, names: Map<Var, string>, indent: number): string {
   if (v === null || v === undefined) return "None";
   if (typeof v === "boolean") return v ? "True" : "False";
   if (typeof v === "string") return v;
-  if (typeof v === "function") return v.name || "<fn>";
+  if (typeof v === "function") return (v as { policyName?: string }).policyName ?? (v.name || "<fn>");
   if (globalThis.Array.isArray(v)) {
     const inner = v.map((x) => fmtParam(x, names, indent));
     return `(${inner.join(", ")}${v.length === 1 ? "," : ""})`;
@@ -93,12 +93,17 @@ function fmtParam(v: unknown, names: Map<Var, string>, indent: number): string {
   return String(v);
 }
 
+/** Names are shared with enclosing jaxprs so nested jaxprs never reuse a name, as in JAX's printer. */
+interface NameCtx { names: Map<Var, string>; next: number }
+const ctxOf = new WeakMap<Map<Var, string>, NameCtx>();
+
 export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): string {
-  const names = new Map<Var, string>(outer ?? []);
-  let next = 0;
+  const ctx: NameCtx = (outer && ctxOf.get(outer)) ?? { names: new Map<Var, string>(), next: 0 };
+  const names = ctx.names;
+  ctxOf.set(names, ctx);
   const name = (v: Var): string => {
     let s = names.get(v);
-    if (!s) { s = varName(next++); while ([...names.values()].includes(s)) s = varName(next++); names.set(v, s); }
+    if (!s) { s = varName(ctx.next++); names.set(v, s); }
     return s;
   };
   const decl = (v: Var) => `${name(v)}:${v.aval.str()}`;
@@ -108,6 +113,7 @@ export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): stri
   const head = `{ lambda ${j.constvars.map(decl).join(" ")}; ${j.invars.map(decl).join(" ")}. let`;
   lines.push(head);
   for (const e of j.eqns) {
+    const lhs = e.outVars.length ? e.outVars.map(decl).join(" ") : "_";
     const ps = Object.entries(e.params).filter(([, v]) => v !== undefined);
     const pstr = ps.length
       ? `[\n${ps.map(([k, v]) => `${pad}      ${k}=${fmtParam(v, names, indent + 6)}`).join("\n")}\n${pad}    ]`
@@ -115,7 +121,6 @@ export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): stri
     const short = ps.length && ps.every(([, v]) => !(v instanceof ClosedJaxpr || v instanceof Jaxpr))
       ? `[${ps.map(([k, v]) => `${k}=${fmtParam(v, names, indent)}`).join(" ")}]`
       : pstr;
-    const lhs = e.outVars.length ? e.outVars.map(decl).join(" ") : "_";
     lines.push(`${pad}    ${lhs} = ${e.primitive.name}${short.length < 80 ? short : pstr} ${e.inputs.map(atom).join(" ")}`.trimEnd());
   }
   lines.push(`${pad}  in (${j.outvars.map(atom).join(", ")}${j.outvars.length === 1 ? "," : ""}) }`);

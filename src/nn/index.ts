@@ -1,2 +1,3 @@
 /** @file jax.nn: activations, softmax, one-hot, standardize, initializers. */
-export {};
+export * from "./functions.js";
+export * as initializers from "./initializers.js";

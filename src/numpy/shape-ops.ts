@@ -5,8 +5,8 @@ import { prod } from "../core/shape.js";
 import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import {
-  JSArray, arr, axisList, bcast, broadcastShape, castTo, concreteOf, constInts, indexDType, normalizeAxis, numbersOf,
-  parseArgs, promoteAll, range, shapeStr, staticInt, staticInts,
+  JSArray, arr, axisList, bcast, broadcastShape, castTo, concreteOf, normalizeAxis, numbersOf,
+  parseArgs, promoteAll, range, shapeStr, staticInt, staticInts, takeStatic,
 } from "./struct-util.js";
 
 type AL = ArrayLike | NestedValue;
@@ -318,11 +318,6 @@ function repeatIndex(counts: number[], total: number): number[] {
   const last = counts.length - 1;
   while (out.length < total) out.push(last);
   return out.slice(0, total);
-}
-/** Gathers x along axis at the given static (in-bounds) positions. */
-export function takeStatic(x: Array, idx: readonly number[], axis: number): Array {
-  const g = ops.gather(x, constInts(idx, [idx.length, 1]), [axis], "clip");
-  return ops.moveaxis(g, 0, axis);
 }
 /** jnp.repeat(a, repeats, axis=null, {totalRepeatLength}): scalar or per-element repeats; traced repeats need totalRepeatLength. */
 export function repeat(a: AL, ...args: unknown[]): Array {

@@ -143,3 +143,9 @@ export function constInts(values: readonly number[], shape: readonly number[] = 
   const a = new ArrayImpl(new ShapedArray(shape, "int32"), new Int32Array(values));
   return dtype === "int32" ? a : ops.convert(a, dtype);
 }
+
+/** Gathers x along axis at the given static (in-bounds) positions. */
+export function takeStatic(x: Array, idx: readonly number[], axis: number): Array {
+  const g = ops.gather(x, constInts(idx, [idx.length, 1]), [axis], "clip");
+  return ops.moveaxis(g, 0, axis);
+}

@@ -10,6 +10,10 @@ import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64 } from "./special-math.js";
 import * as ops from "./ops.js";
+import type { LoweringContext } from "../core/lowering-types.js";
+import { mathDtype, minMax, opIn } from "../compiler/lower-util.js";
+import * as LM from "../compiler/lower-math.js";
+import * as LE from "../compiler/lower-elementwise.js";
 
 type Kinds = "float" | "int" | "bool" | "num" | "intbool" | "any";
 function kindOk(k: Kinds, d: DType): boolean {
@@ -56,6 +60,8 @@ interface UnarySpec {
   zeroJvp?: boolean;
   params?: (p: Params) => Params;
   fp?: (x: number, p: Params) => number;
+  /** ONNX lowering: an op name (emitted at a dtype ORT has a kernel for) or a function of the operand's value name. */
+  onnx?: string | ((ctx: LoweringContext, x: string, d: DType, params: Params, out: ShapedArray) => string);
 }
 
 function defUnary(name: string, s: UnarySpec): Primitive {
@@ -98,6 +104,10 @@ function defUnary(name: string, s: UnarySpec): Primitive {
     };
   }
   if (s.linear) rules.transpose = ([ct], _args, params) => [ct instanceof Zero ? ct : ops.bindN(p, [ct], params)[0]];
+  if (s.onnx) {
+    const lo = s.onnx;
+    rules.lower = (ctx, [x], params, [a], [o]) => [typeof lo === "string" ? opIn(ctx, lo, a.dtype, [x]) : lo(ctx, x, a.dtype, params, o)];
+  }
   const p = new Primitive(name, rules);
   rules.vmap = vmapElementwise(p);
   return p;
@@ -116,52 +126,52 @@ const popcount = (x: number, d: DType): number => {
 };
 const bitsOf = (d: DType): number => (d === "int8" || d === "uint8" ? 8 : d === "int16" || d === "uint16" ? 16 : 32);
 
-export const neg = defUnary("neg", { kinds: "num", f: (x) => -x, fb: (x) => -x, jvp: (_x, _y, t) => ops.neg(t), linear: true });
-export const sign = defUnary("sign", { kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
-export const floor = defUnary("floor", { kinds: "float", f: Math.floor, zeroJvp: true });
-export const ceil = defUnary("ceil", { kinds: "float", f: Math.ceil, zeroJvp: true });
-export const round = defUnary("round", { kinds: "float", f: roundAway, fp: (x, p) => (p.rounding_method === 1 ? roundHalfEven(x) : roundAway(x)), zeroJvp: true });
-export const isFinite = defUnary("is_finite", { kinds: "float", f: (x) => (Number.isFinite(x) ? 1 : 0), outDtype: () => "bool" });
-export const exp = defUnary("exp", { kinds: "float", f: Math.exp, jvp: (_x, y, t) => ops.mul(t, y) });
-export const exp2 = defUnary("exp2", { kinds: "float", f: (x) => 2 ** x, jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.scalarLike(y, Math.LN2))) });
-export const log = defUnary("log", { kinds: "float", f: Math.log, jvp: (x, _y, t) => ops.div(t, x) });
-export const log1p = defUnary("log1p", { kinds: "float", f: Math.log1p, jvp: (x, _y, t) => ops.div(t, ops.add(x, ops.scalarLike(x, 1))) });
-export const expm1 = defUnary("expm1", { kinds: "float", f: Math.expm1, jvp: (_x, y, t) => ops.mul(t, ops.add(y, ops.scalarLike(y, 1))) });
-export const tanh = defUnary("tanh", { kinds: "float", f: Math.tanh, jvp: (_x, y, t) => ops.mul(t, ops.sub(ops.scalarLike(y, 1), ops.mul(y, y))) });
-export const logistic = defUnary("logistic", {
+export const neg = defUnary("neg", { onnx: (c, x, d) => LE.neg(c, x, d), kinds: "num", f: (x) => -x, fb: (x) => -x, jvp: (_x, _y, t) => ops.neg(t), linear: true });
+export const sign = defUnary("sign", { onnx: (c, x, d) => (d === "float16" ? c.op("Where", [c.op("IsNaN", [x]), x, c.op("Sign", [x])]) : opIn(c, "Sign", d, [x])), kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
+export const floor = defUnary("floor", { onnx: "Floor", kinds: "float", f: Math.floor, zeroJvp: true });
+export const ceil = defUnary("ceil", { onnx: "Ceil", kinds: "float", f: Math.ceil, zeroJvp: true });
+export const round = defUnary("round", { onnx: (c, x, d, p) => (p.rounding_method === 1 ? opIn(c, "Round", d, [x]) : LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.roundAway(m, v))), kinds: "float", f: roundAway, fp: (x, p) => (p.rounding_method === 1 ? roundHalfEven(x) : roundAway(x)), zeroJvp: true });
+export const isFinite = defUnary("is_finite", { onnx: (c, x) => c.op("Not", [c.op("Or", [c.op("IsNaN", [x]), c.op("IsInf", [x])])]), kinds: "float", f: (x) => (Number.isFinite(x) ? 1 : 0), outDtype: () => "bool" });
+export const exp = defUnary("exp", { onnx: "Exp", kinds: "float", f: Math.exp, jvp: (_x, y, t) => ops.mul(t, y) });
+export const exp2 = defUnary("exp2", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.pow(2, v)), kinds: "float", f: (x) => 2 ** x, jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.scalarLike(y, Math.LN2))) });
+export const log = defUnary("log", { onnx: "Log", kinds: "float", f: Math.log, jvp: (x, _y, t) => ops.div(t, x) });
+export const log1p = defUnary("log1p", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.log1p(m, v)), kinds: "float", f: Math.log1p, jvp: (x, _y, t) => ops.div(t, ops.add(x, ops.scalarLike(x, 1))) });
+export const expm1 = defUnary("expm1", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.expm1(m, v)), kinds: "float", f: Math.expm1, jvp: (_x, y, t) => ops.mul(t, ops.add(y, ops.scalarLike(y, 1))) });
+export const tanh = defUnary("tanh", { onnx: "Tanh", kinds: "float", f: Math.tanh, jvp: (_x, y, t) => ops.mul(t, ops.sub(ops.scalarLike(y, 1), ops.mul(y, y))) });
+export const logistic = defUnary("logistic", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.logistic(m, v)),
   kinds: "float", f: (x) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x))),
   jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.sub(ops.scalarLike(y, 1), y))),
 });
-export const sin = defUnary("sin", { kinds: "float", f: Math.sin, jvp: (x, _y, t) => ops.mul(t, ops.cos(x)) });
-export const cos = defUnary("cos", { kinds: "float", f: Math.cos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.sin(x))) });
-export const tan = defUnary("tan", { kinds: "float", f: Math.tan, jvp: (_x, y, t) => ops.mul(t, ops.add(ops.scalarLike(y, 1), ops.mul(y, y))) });
+export const sin = defUnary("sin", { onnx: "Sin", kinds: "float", f: Math.sin, jvp: (x, _y, t) => ops.mul(t, ops.cos(x)) });
+export const cos = defUnary("cos", { onnx: "Cos", kinds: "float", f: Math.cos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.sin(x))) });
+export const tan = defUnary("tan", { onnx: (c, x, d) => LE.kernelOr(c, "Tan", x, d, LM.tan64), kinds: "float", f: Math.tan, jvp: (_x, y, t) => ops.mul(t, ops.add(ops.scalarLike(y, 1), ops.mul(y, y))) });
 const oneMinusSq = (x: Array) => ops.sub(ops.scalarLike(x, 1), ops.mul(x, x));
-export const asin = defUnary("asin", { kinds: "float", f: Math.asin, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(oneMinusSq(x))) });
-export const acos = defUnary("acos", { kinds: "float", f: Math.acos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.rsqrt(oneMinusSq(x)))) });
-export const atan = defUnary("atan", { kinds: "float", f: Math.atan, jvp: (x, _y, t) => ops.div(t, ops.add(ops.scalarLike(x, 1), ops.mul(x, x))) });
-export const sinh = defUnary("sinh", { kinds: "float", f: Math.sinh, jvp: (x, _y, t) => ops.mul(t, ops.cosh(x)) });
-export const cosh = defUnary("cosh", { kinds: "float", f: Math.cosh, jvp: (x, _y, t) => ops.mul(t, ops.sinh(x)) });
-export const asinh = defUnary("asinh", { kinds: "float", f: Math.asinh, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(ops.add(ops.mul(x, x), ops.scalarLike(x, 1)))) });
+export const asin = defUnary("asin", { onnx: (c, x, d) => LE.kernelOr(c, "Asin", x, d, LM.asin64), kinds: "float", f: Math.asin, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(oneMinusSq(x))) });
+export const acos = defUnary("acos", { onnx: (c, x, d) => LE.kernelOr(c, "Acos", x, d, LM.acos64), kinds: "float", f: Math.acos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.rsqrt(oneMinusSq(x)))) });
+export const atan = defUnary("atan", { onnx: (c, x, d) => LE.kernelOr(c, "Atan", x, d, LM.atan64), kinds: "float", f: Math.atan, jvp: (x, _y, t) => ops.div(t, ops.add(ops.scalarLike(x, 1), ops.mul(x, x))) });
+export const sinh = defUnary("sinh", { onnx: (c, x, d) => LE.kernelOr(c, "Sinh", x, d, LM.sinh64), kinds: "float", f: Math.sinh, jvp: (x, _y, t) => ops.mul(t, ops.cosh(x)) });
+export const cosh = defUnary("cosh", { onnx: (c, x, d) => LE.kernelOr(c, "Cosh", x, d, LM.cosh64), kinds: "float", f: Math.cosh, jvp: (x, _y, t) => ops.mul(t, ops.sinh(x)) });
+export const asinh = defUnary("asinh", { onnx: (c, x, d) => LE.kernelOr(c, "Asinh", x, d, LM.asinh64), kinds: "float", f: Math.asinh, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(ops.add(ops.mul(x, x), ops.scalarLike(x, 1)))) });
 // d/dx acosh(x) = 1/(sqrt(x-1) sqrt(x+1))
-export const acosh = defUnary("acosh", { kinds: "float", f: Math.acosh, jvp: (x, _y, t) => ops.div(t, ops.mul(ops.sqrt(ops.sub(x, ops.scalarLike(x, 1))), ops.sqrt(ops.add(x, ops.scalarLike(x, 1))))) });
-export const atanh = defUnary("atanh", { kinds: "float", f: Math.atanh, jvp: (x, _y, t) => ops.div(t, oneMinusSq(x)) });
-export const sqrt = defUnary("sqrt", { kinds: "float", f: Math.sqrt, jvp: (_x, y, t) => ops.div(t, ops.mul(y, ops.scalarLike(y, 2))) });
+export const acosh = defUnary("acosh", { onnx: (c, x, d) => LE.kernelOr(c, "Acosh", x, d, LM.acosh64), kinds: "float", f: Math.acosh, jvp: (x, _y, t) => ops.div(t, ops.mul(ops.sqrt(ops.sub(x, ops.scalarLike(x, 1))), ops.sqrt(ops.add(x, ops.scalarLike(x, 1))))) });
+export const atanh = defUnary("atanh", { onnx: (c, x, d) => LE.kernelOr(c, "Atanh", x, d, LM.atanh64), kinds: "float", f: Math.atanh, jvp: (x, _y, t) => ops.div(t, oneMinusSq(x)) });
+export const sqrt = defUnary("sqrt", { onnx: "Sqrt", kinds: "float", f: Math.sqrt, jvp: (_x, y, t) => ops.div(t, ops.mul(y, ops.scalarLike(y, 2))) });
 // d rsqrt(x) = -0.5 * rsqrt(x) / x
-export const rsqrt = defUnary("rsqrt", { kinds: "float", f: (x) => 1 / Math.sqrt(x), jvp: (x, y, t) => ops.mul(t, ops.mul(ops.div(y, x), ops.scalarLike(y, -0.5))) });
+export const rsqrt = defUnary("rsqrt", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.div(1, m.sqrt(v))), kinds: "float", f: (x) => 1 / Math.sqrt(x), jvp: (x, y, t) => ops.mul(t, ops.mul(ops.div(y, x), ops.scalarLike(y, -0.5))) });
 // d cbrt(x) = 1 / (3 cbrt(x)^2)
-export const cbrt = defUnary("cbrt", { kinds: "float", f: Math.cbrt, jvp: (_x, y, t) => ops.div(t, ops.mul(ops.mul(y, y), ops.scalarLike(y, 3))) });
-export const abs = defUnary("abs", {
+export const cbrt = defUnary("cbrt", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.cbrt(m, v)), kinds: "float", f: Math.cbrt, jvp: (_x, y, t) => ops.div(t, ops.mul(ops.mul(y, y), ops.scalarLike(y, 3))) });
+export const abs = defUnary("abs", { onnx: "Abs",
   kinds: "num", f: Math.abs, fi: (x, d) => (isUnsigned(d) ? x : wrapInt(Math.abs(x), d)), fb: (x, d) => (d === "uint64" || x >= 0n ? x : BigInt.asIntN(64, -x)),
   jvp: (x, _y, t) => ops.mul(t, ops.sign(x)),
 });
-export const erfP = defUnary("erf", { kinds: "float", f: erf, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, 2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
-export const erfcP = defUnary("erfc", { kinds: "float", f: erfc, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, -2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
+export const erfP = defUnary("erf", { onnx: (c, x, d) => LE.kernelOr(c, "Erf", x, d, LM.erf64), kinds: "float", f: erf, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, 2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
+export const erfcP = defUnary("erfc", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.erfc64(m, v)), kinds: "float", f: erfc, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, -2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
 // d erfinv(x) = sqrt(pi)/2 * exp(erfinv(x)^2)
-export const erfInvP = defUnary("erf_inv", { kinds: "float", f: erfinv, jvp: (_x, y, t) => ops.mul(t, ops.mul(ops.scalarLike(y, Math.sqrt(Math.PI) / 2), ops.exp(ops.mul(y, y)))) });
-export const lgammaP = defUnary("lgamma", { kinds: "float", f: lgamma, jvp: (x, _y, t) => ops.mul(t, ops.digamma(x)) });
-export const digammaP = defUnary("digamma", { kinds: "float", f: digamma });
+export const erfInvP = defUnary("erf_inv", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.erfinv(m, v, d === "float64" ? 2 : 0)), kinds: "float", f: erfinv, jvp: (_x, y, t) => ops.mul(t, ops.mul(ops.scalarLike(y, Math.sqrt(Math.PI) / 2), ops.exp(ops.mul(y, y)))) });
+export const lgammaP = defUnary("lgamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.lgamma64(m, v)), kinds: "float", f: lgamma, jvp: (x, _y, t) => ops.mul(t, ops.digamma(x)) });
+export const digammaP = defUnary("digamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.digamma64(m, v)), kinds: "float", f: digamma });
 digammaP.rules.missing = { jvp: "needs polygamma (trigamma), not yet a primitive" };
-export const integerPow = defUnary("integer_pow", {
+export const integerPow = defUnary("integer_pow", { onnx: (c, x, d, p, o) => LE.integerPow(c, x, d, p.y as number, o.shape),
   kinds: "num", f: (x) => x, fp: () => NaN,
   jvp: (x, _y, t, p) => {
     const y = p.y as number;
@@ -186,10 +196,10 @@ integerPow.rules.impl = ([x], params, [out]) => {
   }
   return [fromNums(out, r)];
 };
-export const not = defUnary("not", { kinds: "intbool", f: (x) => (x ? 0 : 1), fi: (x, d) => (d === "bool" ? (x ? 0 : 1) : wrapInt(~x, d)), fb: (x, d) => (d === "int64" ? BigInt.asIntN(64, ~x) : BigInt.asUintN(64, ~x)), zeroJvp: true });
-export const populationCount = defUnary("population_count", { kinds: "int", f: (x) => x, fi: popcount, zeroJvp: true });
-export const clz = defUnary("clz", { kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, zeroJvp: true });
-export const copyP = defUnary("copy", { kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
+export const not = defUnary("not", { onnx: (c, x, d) => LE.logical(c, "Not", [x], d), kinds: "intbool", f: (x) => (x ? 0 : 1), fi: (x, d) => (d === "bool" ? (x ? 0 : 1) : wrapInt(~x, d)), fb: (x, d) => (d === "int64" ? BigInt.asIntN(64, ~x) : BigInt.asUintN(64, ~x)), zeroJvp: true });
+export const populationCount = defUnary("population_count", { onnx: (c, x, d) => LE.populationCount(c, x, d), kinds: "int", f: (x) => x, fi: popcount, zeroJvp: true });
+export const clz = defUnary("clz", { onnx: (c, x, d) => LE.clz(c, x, d), kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, zeroJvp: true });
+export const copyP = defUnary("copy", { onnx: "Identity", kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
 export const realP = copyP;
 
 // ------------------------------------------------------------------ binary
@@ -201,6 +211,8 @@ interface BinarySpec {
   compare?: boolean;
   jvp?: (a: Array, b: Array, ta: MaybeZero, tb: MaybeZero, y: Array) => MaybeZero;
   transpose?: PrimitiveRules["transpose"];
+  /** ONNX lowering: an op name (emitted at a dtype ORT has a kernel for) or a function of the operands' value names. */
+  onnx?: string | ((ctx: LoweringContext, a: string, b: string, d: DType, params: Params, out: ShapedArray) => string);
 }
 
 function defBinary(name: string, s: BinarySpec): Primitive {
@@ -234,6 +246,10 @@ function defBinary(name: string, s: BinarySpec): Primitive {
       return [fromNums(out, r)];
     },
   };
+  if (s.onnx) {
+    const lo = s.onnx;
+    rules.lower = (ctx, [a, b], params, [x], [o]) => [typeof lo === "string" ? opIn(ctx, lo, x.dtype, [a, b]) : lo(ctx, a, b, x.dtype, params, o)];
+  }
   const p = new Primitive(name, rules);
   if (s.compare || (s.kinds !== "float" && s.kinds !== "num" && !s.jvp)) {
     rules.jvp = (primals, _t, params) => {
@@ -271,17 +287,17 @@ const sumT = (...ts: (MaybeZero | null)[]): MaybeZero => {
   return live.length === 0 ? (ts.find((t) => t instanceof Zero) as Zero) : live.reduce((x, y) => ops.add(x, y));
 };
 
-export const add = defBinary("add", {
+export const add = defBinary("add", { onnx: (c, a, b, d) => (d === "bool" ? c.op("Or", [a, b]) : opIn(c, "Add", d, [a, b])),
   kinds: "any", f: (a, b) => a + b, fi: (a, b, d) => (d === "bool" ? (a || b ? 1 : 0) : wrapInt(a + b, d)), fb: (a, b, d) => big(d, a + b),
   jvp: (_a, _b, ta, tb) => addT(ta, tb),
   transpose: ([ct], args) => [unb(ct, args[0]), unb(ct, args[1])],
 });
-export const sub = defBinary("sub", {
+export const sub = defBinary("sub", { onnx: "Sub",
   kinds: "num", f: (a, b) => a - b, fb: (a, b, d) => big(d, a - b),
   jvp: (_a, _b, ta, tb) => (tb instanceof Zero ? ta : ta instanceof Zero ? ops.neg(tb) : ops.sub(ta, tb)),
   transpose: ([ct], args) => [unb(ct, args[0]), unb(ct instanceof Zero ? ct : ops.neg(ct), args[1])],
 });
-export const mul = defBinary("mul", {
+export const mul = defBinary("mul", { onnx: (c, a, b, d) => (d === "bool" ? c.op("And", [a, b]) : opIn(c, "Mul", d, [a, b])),
   kinds: "any", f: (a, b) => a * b, fi: (a, b, d) => (d === "bool" ? (a && b ? 1 : 0) : wrapInt(Math.imul(a, b), d)), fb: (a, b, d) => big(d, a * b),
   jvp: (a, b, ta, tb) => sumT(scaleT(ta, b), scaleT(tb, a)),
   transpose: ([ct], [a, b]) => {
@@ -290,7 +306,7 @@ export const mul = defBinary("mul", {
     return [ops.isUndefined(a) ? unb(ops.mul(ct, b as Array), a) : null, ops.isUndefined(b) ? unb(ops.mul(a as Array, ct), b) : null];
   },
 });
-export const div = defBinary("div", {
+export const div = defBinary("div", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Div", d, [a, b]) : LE.intDiv(c, a, b, d)),
   kinds: "num", f: (a, b) => a / b,
   fi: (a, b, d) => (b === 0 ? (isUnsigned(d) ? wrapInt(-1, d) : -1) : wrapInt(Math.trunc(a / b), d)),
   fb: (a, b, d) => (b === 0n ? big(d, -1n) : big(d, a / b)),
@@ -301,12 +317,12 @@ export const div = defBinary("div", {
     return [unb(ct instanceof Zero ? ct : ops.div(ct, b as Array), a), null];
   },
 });
-export const rem = defBinary("rem", {
+export const rem = defBinary("rem", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Mod", d, [a, b], { fmod: 1 }, d, "Mod(fmod=1)") : LE.intRem(c, a, b, d)),
   kinds: "num", f: (a, b) => a % b, fi: (a, b, d) => (b === 0 ? a : wrapInt(a % b, d)), fb: (a, b) => (b === 0n ? a : a % b),
   // d rem(a,b) = ta - tb * trunc(a/b)
   jvp: (a, b, ta, tb) => sumT(ta instanceof Zero ? null : ta, tb instanceof Zero ? null : ops.neg(ops.mul(tb, ops.truncDiv(a, b)))),
 });
-export const pow = defBinary("pow", {
+export const pow = defBinary("pow", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Pow", d, [a, b]) : LE.intPow(c, a, b, d)),
   kinds: "num", f: (a, b) => a ** b, fi: (a, b, d) => { let acc = 1; for (let i = 0; i < b; i++) acc = wrapInt(Math.imul(acc, a), d); return b < 0 ? 0 : acc; },
   fb: (a, b, d) => (b < 0n ? 0n : big(d, a ** b)),
   // d a^b = b a^(b-1) ta + log(a) a^b tb  (with 0 log 0 treated as 0)
@@ -322,52 +338,55 @@ const maxMinJvp = (pick: (a: Array, b: Array) => Array) => (a: Array, b: Array, 
   const wa = ops.add(ga, tie), wb = ops.sub(ops.sub(ops.scalarLike(a, 1), ga), tie);
   return sumT(scaleT(ta, wa), scaleT(tb, wb));
 };
-export const max = defBinary("max", {
+export const max = defBinary("max", { onnx: (c, a, b, d) => minMax(c, "Max", a, b, d),
   kinds: "any", f: (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), fb: (a, b) => (a > b ? a : b),
   jvp: maxMinJvp((a, b) => ops.gt(a, b)),
 });
-export const min = defBinary("min", {
+export const min = defBinary("min", { onnx: (c, a, b, d) => minMax(c, "Min", a, b, d),
   kinds: "any", f: (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), fb: (a, b) => (a < b ? a : b),
   jvp: maxMinJvp((a, b) => ops.lt(a, b)),
 });
 // d atan2(a, b) = (b ta - a tb) / (a^2 + b^2)
-export const atan2 = defBinary("atan2", {
+export const atan2 = defBinary("atan2", { onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, mathDtype(d), (m, [y, x]) => LM.atan2(m, y, x)),
   kinds: "float", f: Math.atan2,
   jvp: (a, b, ta, tb) => {
     const den = ops.add(ops.mul(a, a), ops.mul(b, b));
     return sumT(ta instanceof Zero ? null : ops.mul(ta, ops.div(b, den)), tb instanceof Zero ? null : ops.neg(ops.mul(tb, ops.div(a, den))));
   },
 });
-export const nextafter = defBinary("nextafter", { kinds: "float", f: nextafterF64 });
+export const nextafter = defBinary("nextafter", { onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, mathDtype(d), (m, [x, y]) => LM.nextafter(m, x, y)), kinds: "float", f: nextafterF64 });
 nextafter.rules.impl = ([a, b], _p, [out]) => {
-  const as = nums(a), bs = nums(b);
+  let as = nums(a), bs = nums(b);
+  // a rank-0 operand broadcasts
+  if (as.length !== out.size) as = new Float64Array(out.size).fill(as[0]);
+  if (bs.length !== out.size) bs = new Float64Array(out.size).fill(bs[0]);
   const f = a.dtype === "float64" ? nextafterF64 : nextafterF32;
   return [fromNums(out, as.map((v, i) => f(v, bs[i])))];
 };
 nextafter.rules.jvp = (primals, _t, params) => { const y = ops.bindN(nextafter, primals, params)[0]; return [[y], [new Zero(y.aval)]]; };
-export const and = defBinary("and", { kinds: "intbool", f: (a, b) => a & b, fi: (a, b, d) => wrapInt(a & b, d), fb: (a, b) => a & b });
-export const or = defBinary("or", { kinds: "intbool", f: (a, b) => a | b, fi: (a, b, d) => wrapInt(a | b, d), fb: (a, b) => a | b });
-export const xor = defBinary("xor", { kinds: "intbool", f: (a, b) => a ^ b, fi: (a, b, d) => wrapInt(a ^ b, d), fb: (a, b) => a ^ b });
+export const and = defBinary("and", { onnx: (c, a, b, d) => LE.logical(c, "And", [a, b], d), kinds: "intbool", f: (a, b) => a & b, fi: (a, b, d) => wrapInt(a & b, d), fb: (a, b) => a & b });
+export const or = defBinary("or", { onnx: (c, a, b, d) => LE.logical(c, "Or", [a, b], d), kinds: "intbool", f: (a, b) => a | b, fi: (a, b, d) => wrapInt(a | b, d), fb: (a, b) => a | b });
+export const xor = defBinary("xor", { onnx: (c, a, b, d) => LE.logical(c, "Xor", [a, b], d), kinds: "intbool", f: (a, b) => a ^ b, fi: (a, b, d) => wrapInt(a ^ b, d), fb: (a, b) => a ^ b });
 const bw = (d: DType) => (d.endsWith("8") ? 8 : d.endsWith("16") ? 16 : d.endsWith("32") ? 32 : 64);
-export const shiftLeft = defBinary("shift_left", {
+export const shiftLeft = defBinary("shift_left", { onnx: (c, a, b, d) => LE.shift(c, "left", a, b, d),
   kinds: "int", f: (a) => a, fi: (a, b, d) => (b < 0 || b >= bw(d) ? 0 : wrapInt(a * 2 ** b, d)),
   fb: (a, b, d) => (b < 0n || b >= 64n ? 0n : big(d, a << b)),
 });
-export const shiftRightLogical = defBinary("shift_right_logical", {
+export const shiftRightLogical = defBinary("shift_right_logical", { onnx: (c, a, b, d) => LE.shift(c, "logical", a, b, d),
   kinds: "int", f: (a) => a,
   fi: (a, b, d) => { const w = bw(d); if (b < 0 || b >= w) return 0; const u = a < 0 ? a + 2 ** w : a; return wrapInt(Math.floor(u / 2 ** b), d); },
   fb: (a, b, d) => (b < 0n || b >= 64n ? 0n : big(d, BigInt.asUintN(64, a) >> b)),
 });
-export const shiftRightArithmetic = defBinary("shift_right_arithmetic", {
+export const shiftRightArithmetic = defBinary("shift_right_arithmetic", { onnx: (c, a, b, d) => LE.shift(c, "arithmetic", a, b, d),
   kinds: "int", f: (a) => a,
   fi: (a, b, d) => { const w = bw(d); const s = b < 0 || b >= w ? w - 1 : b; const sv = isUnsigned(d) && a >= 2 ** (w - 1) ? a - 2 ** w : a; return wrapInt(Math.floor(sv / 2 ** s), d); },
   fb: (a, b, d) => { const s = b < 0n || b >= 64n ? 63n : b; return big(d, BigInt.asIntN(64, a) >> s); },
 });
-export const eq = defBinary("eq", { kinds: "any", compare: true, f: cmp((c) => c === 0) });
-export const ne = defBinary("ne", { kinds: "any", compare: true, f: cmp(ne_) });
-export const lt = defBinary("lt", { kinds: "any", compare: true, f: cmp((c) => c < 0) });
-export const le = defBinary("le", { kinds: "any", compare: true, f: cmp((c) => c <= 0) });
-export const gt = defBinary("gt", { kinds: "any", compare: true, f: cmp((c) => c > 0) });
-export const ge = defBinary("ge", { kinds: "any", compare: true, f: cmp((c) => c >= 0) });
+export const eq = defBinary("eq", { onnx: (c, a, b, d) => LE.compare(c, "Equal", a, b, d), kinds: "any", compare: true, f: cmp((c) => c === 0) });
+export const ne = defBinary("ne", { onnx: (c, a, b, d) => LE.compare(c, "NotEqual", a, b, d), kinds: "any", compare: true, f: cmp(ne_) });
+export const lt = defBinary("lt", { onnx: (c, a, b, d) => LE.compare(c, "Less", a, b, d), kinds: "any", compare: true, f: cmp((c) => c < 0) });
+export const le = defBinary("le", { onnx: (c, a, b, d) => LE.compare(c, "LessOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c <= 0) });
+export const gt = defBinary("gt", { onnx: (c, a, b, d) => LE.compare(c, "Greater", a, b, d), kinds: "any", compare: true, f: cmp((c) => c > 0) });
+export const ge = defBinary("ge", { onnx: (c, a, b, d) => LE.compare(c, "GreaterOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c >= 0) });
 
 export { ArrayImpl };

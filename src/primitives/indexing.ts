@@ -10,6 +10,7 @@ import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primit
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
+import * as LI from "../compiler/lower-indexing.js";
 
 export type GatherMode = "clip" | "fill" | "drop" | "promise_in_bounds";
 export type ScatterReduce = "none" | "add" | "mul" | "min" | "max";
@@ -64,6 +65,7 @@ function windowOffsets(x: ShapedArray, axes: readonly number[]): Float64Array {
 }
 
 export const gatherP = new Primitive<GP>("gather", {
+  lower: (ctx, [x, i], p, [a, ia], [o]) => [LI.gather(ctx, x, i, a, ia, o, p.axes, p.mode, p.fill_value ?? defaultFill(a.dtype))],
   abstractEval([x, idx], { axes }) {
     checkIdx("gather", x, idx, axes);
     return [new ShapedArray([...idx.shape.slice(0, -1), ...rest(x.shape, axes)], x.dtype, x.weakType)];
@@ -109,6 +111,7 @@ function batchIndices(idx: Array, n: number, axes: readonly number[]): [Array, n
 }
 
 export const scatterP = new Primitive<SP>("scatter", {
+  lower: (ctx, [x, i, u], p, [a, ia, ua]) => [LI.scatter(ctx, x, i, u, a, ia, ua, p.axes, p.reduce, p.mode)],
   abstractEval([x, idx, upd], { axes }) {
     checkIdx("scatter", x, idx, axes);
     const want = [...idx.shape.slice(0, -1), ...rest(x.shape, axes)];
@@ -181,6 +184,7 @@ function checkStarts(name: string, x: ShapedArray, starts: ShapedArray[]): void 
   for (const s of starts) if (s.ndim !== 0 || !isInteger(s.dtype)) throw new TypeError(`${name}: start indices must be integer scalars, got ${s.str()}`);
 }
 export const dynamicSliceP = new Primitive<{ slice_sizes: number[] }>("dynamic_slice", {
+  lower: (ctx, [x, ...s], p, [a, ...sa]) => [LI.dynamicSlice(ctx, x, s, a, sa, p.slice_sizes)],
   abstractEval([x, ...starts], { slice_sizes }) {
     checkStarts("dynamic_slice", x, starts);
     if (slice_sizes.length !== x.ndim || slice_sizes.some((s, i) => s < 0 || s > x.shape[i])) throw new TypeError(`dynamic_slice: slice_sizes ${shapeStr(slice_sizes)} must fit in ${x.str()}`);
@@ -225,6 +229,7 @@ function sliceGrid(shape: readonly number[], starts: Array[], ds: (number | null
 }
 
 export const dynamicUpdateSliceP = new Primitive("dynamic_update_slice", {
+  lower: (ctx, [x, u, ...s], _p, [a, ua, ...sa]) => [LI.dynamicUpdateSlice(ctx, x, u, s, a, ua, sa)],
   abstractEval([x, upd, ...starts]) {
     checkStarts("dynamic_update_slice", x, starts);
     if (upd.dtype !== x.dtype || upd.ndim !== x.ndim || upd.shape.some((s, i) => s > x.shape[i])) throw new TypeError(`dynamic_update_slice: update ${upd.str()} must fit in operand ${x.str()} with the same dtype`);

@@ -92,7 +92,7 @@ export const choleskyP: Primitive = new Primitive("cholesky", {
     return [[L], [mm(L, phi)]];
   },
   vmap: vmapUnary(() => choleskyP),
-  missing: { transpose: "cholesky is not linear", lower: "lowered by the ONNX backend issue" },
+  missing: { transpose: "cholesky is not linear", lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 });
 /** lax.linalg.cholesky on the lower triangle (no symmetrization). */
 export const cholesky = (a: Array): Array => bind(choleskyP, [a])[0];
@@ -145,7 +145,7 @@ export const triangularSolveP: Primitive<TriangularSolveParams> = new Primitive<
     const B = db === null ? ops.broadcastBatch(b, axis.size, 0) : ops.moveaxis(b, db, 0);
     return [bind(triangularSolveP, [A, B], p), [0]];
   },
-  missing: { lower: "lowered by the ONNX backend issue" },
+  missing: { lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 });
 /** lax.linalg.triangular_solve(a, b, {leftSide, lower, transposeA, conjugateA, unitDiagonal}). */
 export function triangularSolve(a: Array, b: Array, o: TriangularSolveOpts = {}): Array {
@@ -183,7 +183,7 @@ export const luP: Primitive = new Primitive("lu", {
     return [[lu, piv, perm], [dlu, ...zs]];
   },
   vmap: vmapUnary(() => luP),
-  missing: { transpose: "lu is not linear", lower: "lowered by the ONNX backend issue" },
+  missing: { transpose: "lu is not linear", lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 }, { multipleResults: true });
 /** lax.linalg.lu: [lu, pivots, permutation] (pivots/permutation int32, 0-based). */
 export function lu(a: Array): [Array, Array, Array] {
@@ -221,7 +221,7 @@ export const qrP: Primitive<{ full_matrices: boolean }> = new Primitive<{ full_m
     return [[q, r], [dq, dr]];
   },
   vmap: vmapUnary(() => qrP),
-  missing: { transpose: "qr is not linear", lower: "lowered by the ONNX backend issue" },
+  missing: { transpose: "qr is not linear", lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 }, { multipleResults: true });
 /** lax.linalg.qr: [q, r] (reduced unless fullMatrices). */
 export function qr(a: Array, fullMatrices = false): [Array, Array] {
@@ -254,7 +254,7 @@ export const eighP: Primitive<EighParams> = new Primitive<EighParams>("eigh", {
     return [[v, w], [mm(v, ops.mul(F, vtav)), diagPart(vtav)]];
   },
   vmap: vmapUnary(() => eighP),
-  missing: { transpose: "eigh is not linear", lower: "lowered by the ONNX backend issue" },
+  missing: { transpose: "eigh is not linear", lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 }, { multipleResults: true });
 /** lax.linalg.eigh: [v, w] with eigenvectors in the columns of v (reads the `lower` triangle). */
 export function eigh(a: Array, lower = true, sortEigenvalues = true): [Array, Array] {
@@ -315,7 +315,7 @@ export const svdP: Primitive<SvdParams> = new Primitive<SvdParams>("svd", {
     return [[s, U, Vt], [ds, dU, mT(dV)]];
   },
   vmap: vmapUnary(() => svdP),
-  missing: { transpose: "svd is not linear", lower: "lowered by the ONNX backend issue" },
+  missing: { transpose: "svd is not linear", lower: "ONNX has no matrix-decomposition operators; runs on the reference interpreter (jit splits the program around it)" },
 }, { multipleResults: true });
 /** lax.linalg.svd: [s, u, vt] when computeUv (default), else [s]. */
 export function svd(a: Array, fullMatrices = true, computeUv = true): Array[] {

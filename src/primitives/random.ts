@@ -6,11 +6,12 @@ import { isFloat } from "../core/dtype.js";
 import { type BDim, Primitive, Zero } from "../core/primitive.js";
 import { broadcastShapes, prod, stridesOf } from "../core/shape.js";
 import { bind } from "../core/trace.js";
-import { threefry2x32Block } from "../random/threefry-kernel.js";
+import { threefry2x32Indexed } from "../random/threefry-kernel.js";
 import { fromNums, nums } from "./ref-util.js";
 import { digamma, lgamma } from "./special-math.js";
 import { vmapElementwise } from "./elementwise.js";
 import * as ops from "./ops.js";
+import { threefry2x32 as lowerThreefry } from "../compiler/lower-sort.js";
 
 /** Element strides of `shape` broadcast (NumPy rules, leading dims padded) into `out`: 0 along broadcast dims. */
 function broadcastStrides(shape: readonly number[], out: readonly number[]): number[] {
@@ -20,8 +21,9 @@ function broadcastStrides(shape: readonly number[], out: readonly number[]): num
 }
 
 /** Flat source offsets of every element of `out` for an operand of `shape` broadcast into it. */
-function broadcastOffsets(shape: readonly number[], out: readonly number[]): Int32Array | null {
+function broadcastOffsets(shape: readonly number[], out: readonly number[]): Int32Array | null | "first" {
   if (shape.length === out.length && shape.every((d, i) => d === out[i])) return null;
+  if (prod(shape) === 1) return "first";
   const n = prod(out), st = broadcastStrides(shape, out), nd = out.length;
   const offs = new Int32Array(n);
   const idx = new globalThis.Array<number>(nd).fill(0);
@@ -52,15 +54,9 @@ export const threefry2x32P: Primitive = new Primitive("threefry2x32", {
     return [out, out];
   },
   impl(args, _params, [o0, o1]) {
-    const n = o0.size;
     const offs = args.map((a) => broadcastOffsets(a.shape, o0.shape));
     const [k0, k1, x0, x1] = args.map((a) => a.buffer as Uint32Array);
-    const y0 = new Uint32Array(n), y1 = new Uint32Array(n);
-    const at = (buf: Uint32Array, off: Int32Array | null, i: number): number => buf[off === null ? i : off[i]];
-    for (let i = 0; i < n; i++) {
-      const [a, b] = threefry2x32Block(at(k0, offs[0], i), at(k1, offs[1], i), at(x0, offs[2], i), at(x1, offs[3], i));
-      y0[i] = a; y1[i] = b;
-    }
+    const [y0, y1] = threefry2x32Indexed(k0, k1, x0, x1, offs, o0.size);
     return [new ArrayImpl(o0, y0), new ArrayImpl(o1, y1)];
   },
   // integer outputs: the tangents are symbolic zeros
@@ -82,8 +78,8 @@ export const threefry2x32P: Primitive = new Primitive("threefry2x32", {
   },
   missing: {
     transpose: "threefry2x32 has integer operands and outputs, so it is never linear",
-    lower: "the ONNX lowering (uint32 Add/BitwiseXor/BitShift rounds) is added by the ONNX backend issue",
   },
+  lower: (ctx, [k0, k1, x0, x1], _p, _a, [o]) => lowerThreefry(ctx, k0, k1, x0, x1, o),
 }, { multipleResults: true });
 
 /** Binds threefry2x32 on (k0, k1, x0, x1): returns [y0, y1] of the broadcast shape. */
@@ -182,7 +178,7 @@ export const randomGammaGradP: Primitive = new Primitive("random_gamma_grad", {
   missing: {
     jvp: "JAX defines no derivative of random_gamma_grad either (second derivatives of gamma samples)",
     transpose: "not linear",
-    lower: "the ONNX lowering is added by the ONNX backend issue",
+    lower: "iterative series / continued fraction with data-dependent trip counts (up to 1e5 terms); runs on the reference interpreter",
   },
 });
 randomGammaGradP.rules.vmap = vmapElementwise(randomGammaGradP);

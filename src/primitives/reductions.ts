@@ -8,6 +8,7 @@ import { type AxisData, type BDim, type MaybeZero, type Params, Primitive, Undef
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
+import * as LR from "../compiler/lower-reduce.js";
 
 type RP = { axes: number[]; out_sharding: null };
 const reducedShape = (shape: readonly number[], axes: readonly number[]) => shape.filter((_, i) => !axes.includes(i));
@@ -42,7 +43,9 @@ function vmapReduce(p: Primitive) {
 }
 
 function defReduce(name: string, kinds: (d: DType) => boolean, init: (d: DType) => number, f: (a: number, b: number, d: DType) => number, fb: (a: bigint, b: bigint) => bigint, bigInit: (d: DType) => bigint): Primitive<RP> {
+  const kind = name.slice("reduce_".length) as LR.ReduceKind;
   const p: Primitive<RP> = new Primitive<RP>(name, {
+    lower: (ctx, [x], { axes }, [a], [o]) => [LR.reduce(ctx, kind, x, a, axes, o)],
     abstractEval([x], { axes }) {
       if (!kinds(x.dtype)) throw new TypeError(`${name}: unsupported dtype ${x.dtype}`);
       checkAxes(name, x, axes);
@@ -133,6 +136,7 @@ for (const p of [reduceAndP, reduceOrP, reduceXorP]) {
 type AP = { axes: number[]; index_dtype: DType };
 function defArg(name: string, better: (a: number, b: number) => boolean): Primitive<AP> {
   const p: Primitive<AP> = new Primitive<AP>(name, {
+    lower: (ctx, [x], { axes, index_dtype }, [a]) => [LR.argReduce(ctx, name === "argmax" ? "ArgMax" : "ArgMin", x, a, axes[0], index_dtype)],
     abstractEval([x], { axes, index_dtype }) {
       checkAxes(name, x, axes);
       if (axes.length !== 1) throw new TypeError(`${name}: exactly one axis is supported, got ${shapeStr(axes)}`);
@@ -169,6 +173,7 @@ export const argminP = defArg("argmin", (a, b) => a < b);
 type CP = { axis: number; reverse: boolean };
 function defCum(name: string, f: (acc: number, v: number, d: DType) => number): Primitive<CP> {
   const p: Primitive<CP> = new Primitive<CP>(name, {
+    lower: (ctx, [x], { axis, reverse }, [a]) => [LR.cumulative(ctx, name as LR.CumKind, x, a, axis, reverse)],
     abstractEval([x], { axis }) {
       if (axis < 0 || axis >= x.ndim) throw new TypeError(`${name}: axis ${axis} out of range for ${x.str()}`);
       if (x.dtype === "bool") throw new TypeError(`${name}: bool operands are not supported; convert first`);
@@ -261,6 +266,7 @@ function dotShapes(a: ShapedArray, b: ShapedArray, [[lc, rc], [lb, rb]]: ops.Dot
   return { lf, rf, out: [...lb.map((i) => a.shape[i]), ...lf.map((i) => a.shape[i]), ...rf.map((i) => b.shape[i])] };
 }
 export const dotGeneralP = new Primitive<DP>("dot_general", {
+  lower: (ctx, [l, r], p, [a, b], [o]) => [LR.dotGeneral(ctx, l, r, a, b, p.dimension_numbers, o)],
   abstractEval([a, b], { dimension_numbers: dn, preferred_element_type: pe }) {
     const [[lc, rc], [lb, rb]] = dn;
     const bad = (msg: string) => new TypeError(`dot_general: ${msg}; lhs ${a.str()}, rhs ${b.str()}, dimension_numbers ${JSON.stringify(dn)}`);

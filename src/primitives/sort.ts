@@ -8,6 +8,7 @@ import { prod } from "../core/shape.js";
 import { bind } from "../core/trace.js";
 import { nums } from "./ref-util.js";
 import * as ops from "./ops.js";
+import * as LSort from "../compiler/lower-sort.js";
 
 export interface SortParams { dimension: number; is_stable: boolean; num_keys: number; [k: string]: unknown }
 export interface TopKParams { k: number; [k: string]: unknown }
@@ -91,7 +92,8 @@ export const sortP: Primitive<SortParams> = new Primitive<SortParams>("sort", {
     const outs = bind(sortP, xs, { ...p, dimension: p.dimension + 1 });
     return [outs, outs.map((): BDim => 0)];
   },
-  missing: { transpose: "sort is not linear", lower: "lowered by the ONNX backend issue" },
+  lower: (ctx, xs, p, avals) => LSort.sort(ctx, xs, avals, p.dimension, p.num_keys),
+  missing: { transpose: "sort is not linear" },
 }, { multipleResults: true });
 
 /** lax.sort on several operands: sorts all of them by the first num_keys (lexicographically) along `dimension`. */
@@ -133,7 +135,8 @@ export const topKP: Primitive<TopKParams> = new Primitive<TopKParams>("top_k", {
     const outs = bind(topKP, [ops.moveaxis(x, d!, 0)], p);
     return [outs, [0, 0]];
   },
-  missing: { transpose: "top_k is not linear", lower: "lowered by the ONNX backend issue" },
+  lower: (ctx, [x], p, [a]) => LSort.topK(ctx, x, a, p.k),
+  missing: { transpose: "top_k is not linear" },
 }, { multipleResults: true });
 
 /** lax.top_k: the k largest entries along the last axis and their int32 indices. */

@@ -9,12 +9,15 @@ import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { fromNums, nums, stridedGather } from "./ref-util.js";
 import { vmapElementwise } from "./elementwise.js";
 import * as ops from "./ops.js";
+import { cast, reshape as lowerReshape, transpose as lowerTranspose } from "../compiler/lower-util.js";
+import * as LS from "../compiler/lower-structural.js";
 
 const mapZ = (t: MaybeZero, f: (t: Array) => Array, aval: ShapedArray): MaybeZero => (t instanceof Zero ? new Zero(aval) : f(t));
 
 // ---------------------------------------------------------------- broadcast_in_dim
 export interface BroadcastParams { shape: number[]; broadcast_dimensions: number[]; [k: string]: unknown }
 export const broadcastInDimP = new Primitive<BroadcastParams>("broadcast_in_dim", {
+  lower: (ctx, [x], p, [a]) => [LS.broadcastInDim(ctx, x, a, p.shape, p.broadcast_dimensions)],
   abstractEval([x], { shape, broadcast_dimensions: bd }) {
     if (bd.length !== x.ndim) throw new TypeError(`broadcast_in_dim: broadcast_dimensions ${shapeStr(bd)} must have one entry per operand dimension of ${x.str()}`);
     bd.forEach((d, i) => {
@@ -55,6 +58,7 @@ export const broadcastInDimP = new Primitive<BroadcastParams>("broadcast_in_dim"
 
 // ---------------------------------------------------------------- reshape
 export const reshapeP = new Primitive<{ new_sizes: number[]; dimensions: null }>("reshape", {
+  lower: (ctx, [x], p) => [lowerReshape(ctx, x, p.new_sizes)],
   abstractEval([x], { new_sizes }) {
     if (prod(new_sizes) !== x.size) throw new TypeError(`reshape: cannot reshape ${x.str()} (size ${x.size}) into shape ${shapeStr(new_sizes)}`);
     return [new ShapedArray(new_sizes, x.dtype, x.weakType)];
@@ -67,6 +71,7 @@ export const reshapeP = new Primitive<{ new_sizes: number[]; dimensions: null }>
 
 // ---------------------------------------------------------------- transpose
 export const transposeP = new Primitive<{ permutation: number[] }>("transpose", {
+  lower: (ctx, [x], p) => [lowerTranspose(ctx, x, p.permutation)],
   abstractEval([x], { permutation: p }) {
     if (p.length !== x.ndim || [...p].sort((a, b) => a - b).some((v, i) => v !== i)) throw new TypeError(`transpose: permutation ${shapeStr(p)} is not a permutation of the dims of ${x.str()}`);
     return [new ShapedArray(p.map((i) => x.shape[i]), x.dtype, x.weakType)];
@@ -90,6 +95,7 @@ export const transposeP = new Primitive<{ permutation: number[] }>("transpose", 
 
 // ---------------------------------------------------------------- squeeze
 export const squeezeP = new Primitive<{ dimensions: number[] }>("squeeze", {
+  lower: (ctx, [x], _p, _a, [o]) => [lowerReshape(ctx, x, o.shape)],
   abstractEval([x], { dimensions }) {
     for (const d of dimensions) if (d < 0 || d >= x.ndim || x.shape[d] !== 1) throw new TypeError(`squeeze: cannot squeeze dimension ${d} of ${x.str()}; it must have size 1`);
     return [new ShapedArray(x.shape.filter((_, i) => !dimensions.includes(i)), x.dtype, x.weakType)];
@@ -102,6 +108,7 @@ export const squeezeP = new Primitive<{ dimensions: number[] }>("squeeze", {
 
 // ---------------------------------------------------------------- rev
 export const revP = new Primitive<{ dimensions: number[] }>("rev", {
+  lower: (ctx, [x], p) => [LS.rev(ctx, x, p.dimensions)],
   abstractEval([x], { dimensions }) {
     for (const d of dimensions) if (d < 0 || d >= x.ndim) throw new TypeError(`rev: dimension ${d} out of range for ${x.str()}`);
     return [x];
@@ -121,6 +128,7 @@ export const revP = new Primitive<{ dimensions: number[] }>("rev", {
 
 // ---------------------------------------------------------------- pad (lo, hi, interior per dim; negative lo/hi crop)
 export const padP = new Primitive<{ padding_config: [number, number, number][] }>("pad", {
+  lower: (ctx, [x, v], p, [a]) => [LS.pad(ctx, x, v, a, p.padding_config)],
   abstractEval([x, v], { padding_config: pc }) {
     if (v.ndim !== 0 || v.dtype !== x.dtype) throw new TypeError(`pad: padding value must be a scalar of ${x.dtype}, got ${v.str()}`);
     if (pc.length !== x.ndim) throw new TypeError(`pad: padding_config has ${pc.length} entries for ${x.str()}`);
@@ -184,6 +192,7 @@ export const padP = new Primitive<{ padding_config: [number, number, number][] }
 
 // ---------------------------------------------------------------- concatenate
 export const concatenateP = new Primitive<{ dimension: number }>("concatenate", {
+  lower: (ctx, xs, p) => [xs.length === 1 ? xs[0] : ctx.op("Concat", xs, { axis: p.dimension })],
   abstractEval(xs, { dimension: d }) {
     if (xs.length === 0) throw new TypeError("concatenate: needs at least one operand");
     const r = xs[0];
@@ -235,6 +244,7 @@ export const concatenateP = new Primitive<{ dimension: number }>("concatenate", 
 // ---------------------------------------------------------------- slice
 export interface SliceParams { start_indices: number[]; limit_indices: number[]; strides: number[] | null; [k: string]: unknown }
 export const sliceP = new Primitive<SliceParams>("slice", {
+  lower: (ctx, [x], p, [a]) => [LS.slice(ctx, x, p.start_indices, p.limit_indices, [...a.shape.keys()], p.strides ?? undefined)],
   abstractEval([x], { start_indices: s, limit_indices: l, strides }) {
     if (s.length !== x.ndim || l.length !== x.ndim) throw new TypeError(`slice: start_indices ${shapeStr(s)} and limit_indices ${shapeStr(l)} must have one entry per dimension of ${x.str()}`);
     const shape = x.shape.map((n, i) => {
@@ -271,6 +281,7 @@ export const sliceP = new Primitive<SliceParams>("slice", {
 
 // ---------------------------------------------------------------- convert_element_type
 export const convertElementTypeP = new Primitive<{ new_dtype: DType; weak_type: boolean; sharding: null }>("convert_element_type", {
+  lower: (ctx, [x], p, [a]) => [cast(ctx, x, a.dtype, p.new_dtype)],
   abstractEval([x], { new_dtype, weak_type }) { return [new ShapedArray(x.shape, new_dtype, weak_type)]; },
   impl([x], { new_dtype }, [out]) { return [new ArrayImpl(out, convertStorage(x.buffer, x.dtype, new_dtype))]; },
   jvp([x], [t], p) {
@@ -288,6 +299,7 @@ convertElementTypeP.rules.vmap = vmapElementwise(convertElementTypeP);
 
 // ---------------------------------------------------------------- bitcast_convert_type (equal widths)
 export const bitcastConvertTypeP = new Primitive<{ new_dtype: DType }>("bitcast_convert_type", {
+  lower: (ctx, [x], p, [a]) => [LS.bitcast(ctx, x, a.dtype, p.new_dtype)],
   abstractEval([x], { new_dtype }) {
     if (itemsize(x.dtype) !== itemsize(new_dtype)) throw new TypeError(`bitcast_convert_type: ${x.dtype} and ${new_dtype} differ in width (only equal widths are supported)`);
     return [new ShapedArray(x.shape, new_dtype, false)];
@@ -303,6 +315,7 @@ bitcastConvertTypeP.rules.vmap = vmapElementwise(bitcastConvertTypeP);
 
 // ---------------------------------------------------------------- select_n(pred, *cases)
 export const selectNP = new Primitive("select_n", {
+  lower: (ctx, [p, ...cases], _p, [pa], [o]) => [LS.selectN(ctx, p, pa.dtype, cases, o.dtype)],
   abstractEval([p, ...cases]) {
     if (cases.length === 0) throw new TypeError("select_n: needs at least one case");
     const c0 = cases[0];
@@ -346,6 +359,7 @@ export const selectNP = new Primitive("select_n", {
 
 // ---------------------------------------------------------------- clamp(min, x, max)
 export const clampP = new Primitive("clamp", {
+  lower: (ctx, [lo, x, hi], _p, [, a]) => [LS.clamp(ctx, lo, x, hi, a.dtype)],
   abstractEval([lo, x, hi]) {
     for (const b of [lo, hi]) if (b.dtype !== x.dtype || (b.ndim !== 0 && b.shape.join() !== x.shape.join())) throw new TypeError(`clamp: bounds must be scalars or match the operand; got min ${lo.str()}, x ${x.str()}, max ${hi.str()}`);
     return [x];
@@ -371,6 +385,7 @@ export const clampP = new Primitive("clamp", {
 
 // ---------------------------------------------------------------- iota
 export const iotaP = new Primitive<{ dtype: DType; shape: number[]; dimension: number; sharding: null }>("iota", {
+  lower: (ctx, _x, p) => [LS.iota(ctx, p.dtype, p.shape, p.dimension)],
   abstractEval(_a, { dtype, shape, dimension }) {
     if (dimension < 0 || dimension >= shape.length) throw new TypeError(`iota: dimension ${dimension} out of range for shape ${shapeStr(shape)}`);
     return [new ShapedArray(shape, dtype, false)];

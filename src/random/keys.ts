@@ -72,11 +72,21 @@ registerNode(PRNGKeyArray, {
   unflatten: (_aux, [d]) => new PRNGKeyArray(d as Array),
 });
 
-function numpyStr(v: unknown, indent = 1): string {
-  if (!JSArray.isArray(v)) return String(v);
-  if (v.length === 0 || !JSArray.isArray(v[0])) return `[${v.map(String).join(" ")}]`;
-  return `[${v.map((r) => numpyStr(r, indent + 1)).join(`\n${" ".repeat(indent)}`)}]`;
+/** NumPy's str of a nested list of integers: right-aligned to a common width, rows on separate lines. */
+function numpyStr(v: unknown): string {
+  const leaves: string[] = [];
+  const collect = (x: unknown): void => { if (JSArray.isArray(x)) x.forEach(collect); else leaves.push(String(x)); };
+  collect(v);
+  const w = leaves.reduce((m, l) => Math.max(m, l.length), 0);
+  const rec = (x: unknown, depth: number): string => {
+    if (!JSArray.isArray(x)) return String(x).padStart(w);
+    if (x.length === 0 || !JSArray.isArray(x[0])) return `[${x.map((e) => rec(e, depth + 1)).join(" ")}]`;
+    const sep = "\n".repeat(Math.max(1, numDims(x) - 1)) + " ".repeat(depth + 1);
+    return `[${x.map((e) => rec(e, depth + 1)).join(sep)}]`;
+  };
+  return rec(v, 0);
 }
+const numDims = (x: unknown): number => (JSArray.isArray(x) ? 1 + (x.length ? numDims(x[0]) : 0) : 0);
 
 /** Anything the samplers accept as a key: a typed key array or raw uint32 key data of shape (..., 2). */
 export type KeyLike = PRNGKeyArray | Array;

@@ -127,6 +127,30 @@ export function threefry2x32(
   return [y0, y1];
 }
 
+/**
+ * Elementwise block over `n` outputs with per-element keys: operand j's element i is read at
+ * `offs[j][i]` (a broadcast index map), at 0 when `offs[j]` is "first" (a broadcast single
+ * element), or at i when `offs[j]` is null. Backs the threefry2x32 primitive's reference
+ * implementation.
+ */
+export function threefry2x32Indexed(
+  k0: Uint32Array, k1: Uint32Array, x0: Uint32Array, x1: Uint32Array,
+  offs: readonly (Int32Array | null | "first")[], n: number,
+): [Uint32Array, Uint32Array] {
+  const y0 = new Uint32Array(n);
+  const y1 = new Uint32Array(n);
+  const out = new Int32Array(2);
+  const at = (buf: Uint32Array, o: Int32Array | null | "first" | undefined, i: number): number =>
+    buf[o === "first" ? 0 : o ? o[i]! : i]!;
+  const [o0, o1, o2, o3] = offs;
+  for (let i = 0; i < n; i++) {
+    block(at(k0, o0, i), at(k1, o1, i), at(x0, o2, i), at(x1, o3, i), out);
+    y0[i] = out[0]!;
+    y1[i] = out[1]!;
+  }
+  return [y0, y1];
+}
+
 function checkKey(key: Uint32Array, what: string): void {
   if (key.length !== 2) throw new Error(`${what}: expected a threefry key of 2 uint32 words, got length ${key.length}`);
 }

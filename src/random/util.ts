@@ -64,9 +64,11 @@ const describeShape = (s: unknown): string => (s instanceof Array ? `an Array ${
 /** JAX's _check_shape: parameter shapes must broadcast to exactly `shape`. */
 export function checkShape(fn: string, shape: Shape, ...paramShapes: Shape[]): void {
   if (!paramShapes.length) return;
-  const b = broadcastShapes(fn, shape, ...paramShapes);
-  if (!shapesEqual(b, shape)) {
-    throw new Error(`${fn} parameter shapes must be broadcast-compatible with shape argument, and the result of broadcasting the shapes must equal the shape argument, but got result ${shapeStr(b)} for shape argument ${shapeStr(shape)}.`);
+  let b: number[] | null = null;
+  try { b = broadcastShapes(fn, shape, ...paramShapes); } catch { b = null; }
+  if (b === null || !shapesEqual(b, shape)) {
+    const got = b === null ? `incompatible parameter shapes ${paramShapes.map(shapeStr).join(", ")}` : `result ${shapeStr(b)}`;
+    throw new Error(`${fn} parameter shapes must be broadcast-compatible with shape argument, and the result of broadcasting the shapes must equal the shape argument, but got ${got} for shape argument ${shapeStr(shape)}.`);
   }
 }
 

@@ -1,0 +1,144 @@
+/** @file jnp.einsum: subscript parsing (ellipsis, implicit output, repeated labels), diagonals, and left-to-right dot_general contractions. */
+import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
+import { type DType, canonicalizeDType } from "../core/dtype.js";
+import * as ops from "../primitives/ops.js";
+import { arr, isPlainOptions, promoteAll, range, shapeStr } from "./struct-util.js";
+
+type AL = ArrayLike | NestedValue;
+export interface EinsumOpts { optimize?: string | boolean; precision?: unknown; preferredElementType?: DType }
+
+/** Splits one term ("ij", "...ij", "i...j") into labels; "..." becomes the token "...". */
+function tokens(spec: string, term: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < term.length; i++) {
+    const c = term[i];
+    if (c === ".") {
+      if (term.slice(i, i + 3) !== "...") throw new Error(`einsum: invalid subscripts "${spec}": a "." must be part of an ellipsis "..."`);
+      if (out.includes("...")) throw new Error(`einsum: invalid subscripts "${spec}": term "${term}" has more than one ellipsis`);
+      out.push("...");
+      i += 2;
+    } else if (/[a-zA-Z]/.test(c)) out.push(c);
+    else throw new Error(`einsum: invalid character ${JSON.stringify(c)} in subscripts "${spec}" (only letters, ",", "->" and "..." are allowed)`);
+  }
+  return out;
+}
+
+interface Term { x: Array; labels: string[] }
+const ellLabel = (k: number): string => `@${k}`;
+
+/** Takes the diagonal over two equal-size dims i < j; the result keeps the diagonal at position i. */
+function diagonal2(x: Array, i: number, j: number): Array {
+  const n = x.shape[i];
+  const d = ops.iota("int32", [n, 1], 0);
+  const g = ops.gather(x, ops.concatenate([d, d], 1), [i, j], "clip");
+  return ops.moveaxis(g, 0, i);
+}
+function sumOut(t: Term, drop: (l: string) => boolean): Term {
+  const axes = t.labels.map((l, i) => (drop(l) ? i : -1)).filter((i) => i >= 0);
+  if (!axes.length) return t;
+  return { x: ops.reduceSum(t.x, axes), labels: t.labels.filter((l) => !drop(l)) };
+}
+function broadcastLabel(t: Term, label: string, n: number): Term {
+  const i = t.labels.indexOf(label);
+  if (i < 0 || t.x.shape[i] === n) return t;
+  const shape = [...t.x.shape]; shape[i] = n;
+  return { x: ops.broadcastInDim(t.x, shape, range(t.x.ndim)), labels: t.labels };
+}
+
+/** jnp.einsum(subscripts, ...operands, {preferredElementType}): NumPy's Einstein summation. */
+export function einsum(subscripts: string, ...args: (AL | EinsumOpts)[]): Array {
+  if (typeof subscripts !== "string") throw new TypeError("einsum: the first argument must be a subscripts string like \"ij,jk->ik\"");
+  const opts: EinsumOpts = args.length && isPlainOptions(args[args.length - 1]) ? (args.pop() as EinsumOpts) : {};
+  const spec = subscripts.replace(/\s+/g, "");
+  const arrow = spec.indexOf("->");
+  if (arrow >= 0 && spec.indexOf("->", arrow + 1) >= 0) throw new Error(`einsum: subscripts "${subscripts}" may contain only one "->"`);
+  const lhs = arrow >= 0 ? spec.slice(0, arrow) : spec;
+  const rhs = arrow >= 0 ? spec.slice(arrow + 2) : null;
+  const terms = lhs.split(",");
+  if (terms.length !== args.length) throw new Error(`einsum: subscripts "${subscripts}" name ${terms.length} operand(s) but ${args.length} operand(s) were given`);
+  let xs = promoteAll("einsum", (args as AL[]).map((a) => arr("einsum", a)));
+  const toks = terms.map((t) => tokens(subscripts, t));
+  const shapesText = () => xs.map((x) => shapeStr(x.shape)).join(", ");
+  // ellipsis dims are right-aligned across operands and broadcast together
+  const ellDims = toks.map((tk, k) => {
+    const letters = tk.filter((c) => c !== "...").length;
+    const nd = xs[k].ndim;
+    if (tk.includes("...")) {
+      if (letters > nd) throw new Error(`einsum: operand ${k} has shape ${shapeStr(xs[k].shape)} (${nd} dimensions) but its subscripts "${terms[k]}" name ${letters} dimensions (operand shapes: ${shapesText()})`);
+      return nd - letters;
+    }
+    if (letters !== nd) throw new Error(`einsum: operand ${k} has shape ${shapeStr(xs[k].shape)} (${nd} dimensions) but its subscripts "${terms[k]}" name ${letters} dimensions (operand shapes: ${shapesText()})`);
+    return 0;
+  });
+  const E = Math.max(0, ...ellDims);
+  const labelsOf = toks.map((tk, k) => tk.flatMap((c) => (c === "..." ? range(ellDims[k]).map((j) => ellLabel(E - ellDims[k] + j)) : [c])));
+  // label sizes (size 1 broadcasts, as in NumPy / opt_einsum)
+  const size = new Map<string, number>();
+  labelsOf.forEach((ls, k) => ls.forEach((l, i) => {
+    const n = xs[k].shape[i], prev = size.get(l);
+    if (prev === undefined || prev === 1) size.set(l, n);
+    else if (n !== 1 && n !== prev) {
+      const what = l.startsWith("@") ? `broadcast (ellipsis) dimension` : `label '${l}'`;
+      throw new Error(`einsum: size of ${what} is ${prev} in an earlier operand but ${n} in operand ${k} (subscripts "${subscripts}", operand shapes: ${shapesText()})`);
+    }
+  }));
+  // output labels
+  let out: string[];
+  const ellAll = range(E).map(ellLabel);
+  if (rhs === null) {
+    const count = new Map<string, number>();
+    labelsOf.flat().forEach((l) => count.set(l, (count.get(l) ?? 0) + 1));
+    const letters = [...count.keys()].filter((l) => !l.startsWith("@") && count.get(l) === 1).sort();
+    out = [...ellAll, ...letters];
+  } else {
+    const rt = tokens(subscripts, rhs);
+    out = rt.flatMap((c) => (c === "..." ? ellAll : [c]));
+    const seen = new Set<string>();
+    for (const l of out) {
+      if (seen.has(l)) throw new Error(`einsum: output subscript '${l}' appears more than once in "${subscripts}"`);
+      seen.add(l);
+      if (!size.has(l)) throw new Error(`einsum: output subscript '${l}' in "${subscripts}" does not appear in the input subscripts`);
+    }
+    if (E > 0 && !rt.includes("...")) {
+      throw new Error(`einsum: output subscripts "${rhs}" must include "..." because the operands have broadcast (ellipsis) dimensions (subscripts "${subscripts}", operand shapes: ${shapesText()})`);
+    }
+  }
+  // per operand: diagonals for repeated labels, then sum labels used nowhere else
+  let ts: Term[] = xs.map((x, k) => ({ x, labels: [...labelsOf[k]] }));
+  ts = ts.map((t0, k) => {
+    let t = t0;
+    for (;;) {
+      const i = t.labels.findIndex((l, q) => t.labels.indexOf(l) !== q);
+      if (i < 0) break;
+      const l = t.labels[i], first = t.labels.indexOf(l);
+      if (t.x.shape[first] !== t.x.shape[i]) throw new Error(`einsum: repeated label '${l}' in operand ${k} ("${terms[k]}") needs equal sizes, got ${t.x.shape[first]} and ${t.x.shape[i]} (shape ${shapeStr(t.x.shape)})`);
+      t = { x: diagonal2(t.x, first, i), labels: t.labels.filter((_, q) => q !== i) };
+    }
+    const elsewhere = new Set([...out, ...labelsOf.filter((_, q) => q !== k).flat()]);
+    return sumOut(t, (l) => !elsewhere.has(l));
+  });
+  xs = [];
+  const pe = opts.preferredElementType ? canonicalizeDType(opts.preferredElementType) : null;
+  // contract left to right
+  let acc = ts[0];
+  for (let k = 1; k < ts.length; k++) {
+    let b = ts[k];
+    const keep = new Set([...out, ...ts.slice(k + 1).flatMap((t) => t.labels)]);
+    acc = sumOut(acc, (l) => !keep.has(l) && !b.labels.includes(l));
+    b = sumOut(b, (l) => !keep.has(l) && !acc.labels.includes(l));
+    const shared = acc.labels.filter((l) => b.labels.includes(l));
+    for (const l of shared) { const n = size.get(l)!; acc = broadcastLabel(acc, l, n); b = broadcastLabel(b, l, n); }
+    const batch = shared.filter((l) => keep.has(l)), contract = shared.filter((l) => !keep.has(l));
+    const idx = (t: Term, ls: string[]) => ls.map((l) => t.labels.indexOf(l));
+    const x = ops.dotGeneral(acc.x, b.x, [[idx(acc, contract), idx(b, contract)], [idx(acc, batch), idx(b, batch)]], pe);
+    const freeA = acc.labels.filter((l) => !shared.includes(l)), freeB = b.labels.filter((l) => !shared.includes(l));
+    acc = { x, labels: [...batch, ...freeA, ...freeB] };
+  }
+  acc = sumOut(acc, (l) => !out.includes(l));
+  let r = ops.transpose(acc.x, out.map((l) => acc.labels.indexOf(l)));
+  const full = out.map((l) => size.get(l)!);
+  if (r.shape.join() !== full.join()) r = ops.broadcastInDim(r, full, range(r.ndim));
+  if (pe && r.dtype !== pe) r = ops.convert(r, pe);
+  return r;
+}
+
