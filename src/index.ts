@@ -19,6 +19,7 @@ export { checkpoint, remat, checkpointPolicies, checkpointName } from "./transfo
 export * as numpy from "./numpy/index.js";
 export * as lax from "./lax/index.js";
 export * as nn from "./nn/index.js";
+export * as random from "./random/index.js";
 export * as tree from "./core/tree.js";
 export { HOST_DEVICE } from "./core/array-impl.js";
 import { HOST_DEVICE, type Device } from "./core/array-impl.js";

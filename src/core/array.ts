@@ -122,6 +122,11 @@ export abstract class Array {
   clip(min?: ArrayLike | null, max?: ArrayLike | null): Array { return m("clip")(this, min, max) as Array; }
   take(indices: ArrayLike | number[], axis?: number): Array { return m("take")(this, indices, axis) as Array; }
   copy(): Array { return m("copy")(this) as Array; }
+  /** Iterates over the leading axis, like iterating a NumPy/JAX array. */
+  *[Symbol.iterator](): Iterator<Array> {
+    if (this.ndim === 0) throw new TypeError(`iteration over a 0-d array (${this.aval.str()})`);
+    for (let i = 0; i < this.shape[0]; i++) yield this.get(i);
+  }
   /** Basic and advanced indexing, like x[...] in JAX. */
   get(...idx: Index[]): Array { return m("getitem")(this, idx) as Array; }
   /** Functional updates, like JAX's x.at[idx]. */

@@ -73,13 +73,16 @@ export function einsum(subscripts: string, ...args: (AL | EinsumOpts)[]): Array 
   const E = Math.max(0, ...ellDims);
   const labelsOf = toks.map((tk, k) => tk.flatMap((c) => (c === "..." ? range(ellDims[k]).map((j) => ellLabel(E - ellDims[k] + j)) : [c])));
   // label sizes (size 1 broadcasts, as in NumPy / opt_einsum)
-  const size = new Map<string, number>();
+  const size = new Map<string, number>(), where = new Map<string, number>();
   labelsOf.forEach((ls, k) => ls.forEach((l, i) => {
     const n = xs[k].shape[i], prev = size.get(l);
-    if (prev === undefined || prev === 1) size.set(l, n);
+    if (prev !== undefined && where.get(l) === k && n !== prev) {
+      throw new Error(`einsum: repeated label '${l}' in operand ${k} ("${terms[k]}") needs equal sizes, got ${prev} and ${n} (shape ${shapeStr(xs[k].shape)})`);
+    }
+    if (prev === undefined || prev === 1) { size.set(l, n); where.set(l, k); }
     else if (n !== 1 && n !== prev) {
       const what = l.startsWith("@") ? `broadcast (ellipsis) dimension` : `label '${l}'`;
-      throw new Error(`einsum: size of ${what} is ${prev} in an earlier operand but ${n} in operand ${k} (subscripts "${subscripts}", operand shapes: ${shapesText()})`);
+      throw new Error(`einsum: size of ${what} is ${prev} in operand ${where.get(l)} but ${n} in operand ${k} (subscripts "${subscripts}", operand shapes: ${shapesText()})`);
     }
   }));
   // output labels

@@ -290,7 +290,7 @@ function scatterUpdate(fn: string, x: Array, idx: readonly unknown[], v: ArrayLi
   }
   const base = x.ndim === 0 ? ops.reshape(x, [1]) : x;
   const { coords, outShape, scalarBool } = x.ndim === 0 ? zeroDimCoords(fn, idx) : coordinates(fn, x.shape, idx);
-  const shapeOk = broadcastShape([vals.shape, outShape], fn).join() === outShape.join();
+  const shapeOk = vals.ndim <= outShape.length && vals.shape.every((d, i) => d === 1 || d === outShape[outShape.length - vals.ndim + i]);
   if (!shapeOk) throw new Error(`${fn}: cannot broadcast update values of shape ${shapeStr(vals.shape)} to the indexed shape ${shapeStr(outShape)} (array shape ${shapeStr(x.shape)})`);
   vals = ops.convert(negate ? ops.neg(vals) : vals, x.dtype);
   let upd = bcast(vals, outShape), cs = coords;

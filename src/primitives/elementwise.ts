@@ -10,6 +10,7 @@ import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64 } from "./special-math.js";
 import * as ops from "./ops.js";
+import { erfInvF32, erfInvF64 } from "./erf-inv.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import { mathDtype, minMax, opIn } from "../compiler/lower-util.js";
 import * as LM from "../compiler/lower-math.js";
@@ -168,6 +169,11 @@ export const erfP = defUnary("erf", { onnx: (c, x, d) => LE.kernelOr(c, "Erf", x
 export const erfcP = defUnary("erfc", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.erfc64(m, v)), kinds: "float", f: erfc, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, -2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
 // d erfinv(x) = sqrt(pi)/2 * exp(erfinv(x)^2)
 export const erfInvP = defUnary("erf_inv", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.erfinv(m, v, d === "float64" ? 2 : 0)), kinds: "float", f: erfinv, jvp: (_x, y, t) => ops.mul(t, ops.mul(ops.scalarLike(y, Math.sqrt(Math.PI) / 2), ops.exp(ops.mul(y, y)))) });
+// erf_inv replays XLA's float32/float64 expansion so jax.random.normal is bit-exact with JAX
+erfInvP.rules.impl = ([x], _p, [out]) => {
+  const f = x.dtype === "float64" ? erfInvF64 : erfInvF32;
+  return [fromNums(out, globalThis.Array.from(nums(x), (v) => f(v)))];
+};
 export const lgammaP = defUnary("lgamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.lgamma64(m, v)), kinds: "float", f: lgamma, jvp: (x, _y, t) => ops.mul(t, ops.digamma(x)) });
 export const digammaP = defUnary("digamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.digamma64(m, v)), kinds: "float", f: digamma });
 digammaP.rules.missing = { jvp: "needs polygamma (trigamma), not yet a primitive" };

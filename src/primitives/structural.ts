@@ -47,12 +47,9 @@ export const broadcastInDimP = new Primitive<BroadcastParams>("broadcast_in_dim"
     return [r];
   },
   vmap(axis, [x], [d], { shape, broadcast_dimensions: bd }) {
-    const xd = d!;
-    // batch dim goes to output dim 0
+    // move the batch dim to the front; it becomes output dim 0
     const newShape = [axis.size, ...shape];
-    const nbd = bd.map((b) => b + 1);
-    nbd.splice(xd, 0, 0);
-    return [[ops.broadcastInDim(x, newShape, nbd)], [0]];
+    return [[ops.broadcastInDim(ops.moveaxis(x, d!, 0), newShape, [0, ...bd.map((b) => b + 1)])], [0]];
   },
 });
 
@@ -377,7 +374,9 @@ export const clampP = new Primitive("clamp", {
   },
   vmap(axis, args, dims) {
     const xs = args.map((a, i) => (dims[i] === null ? (a.ndim === 0 && i !== 1 ? a : ops.broadcastBatch(a, axis.size, 0)) : ops.moveaxis(a, dims[i]!, 0)));
-    const shape = xs[1].ndim > args[1].ndim ? xs[1].shape : [axis.size, ...args[1].shape];
+    // per-example operand shape, then the batched full shape every operand broadcasts to
+    const exShape = dims[1] === null ? args[1].shape : args[1].shape.filter((_, k) => k !== dims[1]);
+    const shape = [axis.size, ...exShape];
     const full = xs.map((a) => (a.ndim === shape.length ? a : ops.broadcastInDim(a, shape, a.ndim === 0 ? [] : [0])));
     return [[ops.clamp(full[0], full[1], full[2])], [0]];
   },

@@ -1,0 +1,199 @@
+/** @file The "onnx" backend: registry coverage, backend switching, eager caching, jit programs (one session, fallback splitting, control flow) and the ONNX summary. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { interpreterBackend } from "../../../src/backends/interpreter/interpreter.js";
+import { clearOnnxCaches, compiledFor, onnxBackend, onnxBackendOptions } from "../../../src/backends/onnx/onnx-backend.js";
+import { ArrayImpl } from "../../../src/core/array-impl.js";
+import type { Array } from "../../../src/core/array.js";
+import { ShapedArray } from "../../../src/core/aval.js";
+import { config } from "../../../src/core/config.js";
+import { type Jaxpr, evalJaxpr } from "../../../src/core/jaxpr.js";
+import { traceToJaxpr } from "../../../src/core/jaxpr-trace.js";
+import { Primitive, allPrimitives } from "../../../src/core/primitive.js";
+import { evalTrace, getBackend, withTrace } from "../../../src/core/trace.js";
+import { CALL_PRIMITIVES } from "../../../src/compiler/context.js";
+import { EXTERNAL_LOWERINGS } from "../../../src/compiler/lower-control.js";
+import { summarizeOnnx } from "../../../src/compiler/summary.js";
+import * as ops from "../../../src/primitives/ops.js";
+import { choleskyP } from "../../../src/primitives/linalg.js";
+import "../../../src/primitives/sort.js";
+import "../../../src/primitives/random.js";
+import { cond, scan, whileLoop } from "../../../src/transforms/control-flow.js";
+import { jit } from "../../../src/transforms/api.js";
+import { stopGradientP } from "../../../src/transforms/stop-gradient.js";
+import { assertSame, arr } from "../../compiler/harness.js";
+import { binaryFloatCases, binaryIntCases, unaryFloatCases, unaryIntCases } from "../../compiler/cases-elementwise.js";
+import { STRUCTURAL_GROUPS } from "../../compiler/cases-structural.js";
+
+void stopGradientP;
+
+/** Primitives exercised through whole programs below rather than the per-primitive tables. */
+const PROGRAM_TESTED = new Set(["pjit", "cond", "while", "scan", "stop_gradient"]);
+
+test("every registered primitive has an ONNX lowering or a written reason for falling back", () => {
+  const missing = allPrimitives().filter((p) => !p.rules.lower && !EXTERNAL_LOWERINGS[p.name] && !CALL_PRIMITIVES.has(p.name) && !p.rules.missing?.lower);
+  assert.deepEqual(missing.map((p) => p.name), [], "primitives with neither a lower rule nor missing.lower");
+});
+
+test("every registered primitive is covered by the backend-agreement tables", () => {
+  const cases = [unaryFloatCases(), unaryIntCases(), binaryFloatCases(), binaryIntCases(), ...Object.values(STRUCTURAL_GROUPS).map((g) => g())].flat();
+  const covered = new Set(cases.map((c) => c.prim.name));
+  const untested = allPrimitives().map((p) => p.name).filter((n) => !covered.has(n) && !PROGRAM_TESTED.has(n));
+  assert.deepEqual(untested, [], "primitives without a case");
+});
+
+test("config.update('backend') switches between the interpreter and onnx", () => {
+  const prev = config.backend;
+  try {
+    config.update("backend", "interpreter");
+    assert.equal(getBackend().name, "interpreter");
+    config.update("backend", "onnx");
+    assert.equal(getBackend().name, "onnx");
+    const x = arr("float32", [3], [1, 2, 3]);
+    assert.deepEqual(ops.add(x, x).tolist(), [2, 4, 6]);
+  } finally {
+    config.update("backend", prev);
+  }
+});
+
+test("eager ops reuse one cached session per (primitive, params, avals) and wrap ORT's buffers", () => {
+  const x = arr("float32", [4096], [1, 2, 3]);
+  const a = onnxBackend.execute(ops.add(x, x) && (ops as unknown as { add: unknown }) && getPrim("add"), [x, x], {})[0];
+  const t0 = performance.now();
+  for (let i = 0; i < 200; i++) onnxBackend.execute(getPrim("add"), [x, x], {});
+  const perOp = ((performance.now() - t0) / 200) * 1000;
+  assert.equal(a.size, 4096);
+  assert.equal(a.elementAt(2), 6);
+  // generous bound (the machine is shared): an eager add of 4096 floats costs ~10-15 us here
+  assert.ok(perOp < 500, `eager add took ${perOp.toFixed(1)} us`);
+});
+
+function getPrim(name: string): Primitive {
+  return allPrimitives().find((p) => p.name === name)!;
+}
+
+/** Traces f at avals, runs the jaxpr on the interpreter and as one compiled ONNX program, compares. */
+function checkProgram(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string): Jaxpr {
+  const { jaxpr, consts } = traceToJaxpr(f, args.map((a) => a.aval), label);
+  const cs = consts as ArrayImpl[];
+  const prev = config.backend;
+  config.update("backend", "interpreter");
+  let expected: ArrayImpl[];
+  try {
+    expected = withTrace(evalTrace, () => evalJaxpr(jaxpr, cs, args)) as ArrayImpl[];
+  } finally {
+    config.update("backend", prev);
+  }
+  const actual = onnxBackend.executeJaxpr!(jaxpr, cs, args, { name: label });
+  assert.equal(actual.length, expected.length);
+  actual.forEach((a, i) => assertSame(a, expected[i], `${label} out ${i}`));
+  return jaxpr;
+}
+
+test("jit: a whole program compiles to one ONNX session and matches the interpreter", () => {
+  const w = arr("float32", [4, 3], [0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, 0.8, -0.9, 1.0, 1.1, -1.2]);
+  const x = arr("float32", [2, 4], [1, 2, 3, 4, -1, 0.5, 2, -3]);
+  const j = checkProgram((xs) => {
+    const h = ops.tanh(ops.dotGeneral(xs, w, [[[1], [0]], [[], []]]));
+    const s = ops.reduceSum(ops.mul(h, h), [1]);
+    return [h, s, xs, s];
+  }, [x], "mlp");
+  const exe = compiledFor(j);
+  assert.equal(exe.program.steps.length, 1);
+  assert.equal(exe.program.steps[0].kind, "onnx");
+  const text = summarizeOnnx(exe.program);
+  assert.match(text, /MatMul/);
+  assert.match(text, /Tanh/);
+});
+
+test("jit: programs with no equations, literals and bfloat16 / int64 / bool boundaries", () => {
+  checkProgram((x) => [x, x], [arr("float32", [2], [1, 2])], "identity");
+  checkProgram((x) => [ops.add(x, 1.5), ops.convert(x, "bfloat16")], [arr("bfloat16", [3], [1, 2.5, -3])], "bf16");
+  config.update("enableX64", true);
+  try {
+    checkProgram((x, m) => [ops.select(m, ops.mul(x, x), ops.neg(x))], [arr("int64", [3], [2n ** 40n, -3n, 7n]), arr("bool", [3], [true, false, true])], "i64");
+  } finally {
+    config.update("enableX64", false);
+  }
+});
+
+test("jit: an unlowerable primitive splits the program and runs on the interpreter", () => {
+  const a = arr("float32", [2, 2], [4, 1, 1, 3]);
+  const j = checkProgram((x) => {
+    const s = ops.add(ops.mul(x, 2), ops.transpose(x, [1, 0]));
+    const [l] = ops.bindN(choleskyP, [s]);
+    return [ops.exp(ops.mul(l, 0.5))];
+  }, [a], "split");
+  const p = compiledFor(j).program;
+  assert.deepEqual(p.steps.map((s) => s.kind), ["onnx", "host", "onnx"]);
+  assert.match(p.notes[0], /cholesky runs on the interpreter/);
+});
+
+test("jit: a lowering rule that throws falls back to the interpreter unless strict", () => {
+  const bad = new Primitive("test_bad_lowering", {
+    abstractEval: ([x]) => [x],
+    impl: ([x]) => [x],
+    lower: () => { throw new Error("boom"); },
+  });
+  const x = arr("float32", [3], [1, 2, 3]);
+  onnxBackendOptions.strict = false;
+  try {
+    const y = onnxBackend.execute(bad as Primitive, [x], {});
+    assert.deepEqual(y[0].tolist(), [1, 2, 3]);
+    const { jaxpr } = traceToJaxpr((v) => [ops.exp(ops.bindN(bad as Primitive, [ops.add(v, 1)])[0])], [x.aval], "bad");
+    const exe = compiledFor(jaxpr);
+    assert.match(exe.program.notes.join("\n"), /test_bad_lowering runs on the interpreter: .*boom/);
+    assertSame(exe.run([x])[0], arr("float32", [3], [Math.exp(2), Math.exp(3), Math.exp(4)]), "fallback");
+  } finally {
+    onnxBackendOptions.strict = true;
+  }
+});
+
+test("jit: cond, while_loop and scan lower to If / Loop", () => {
+  const x = arr("float32", [3], [1, 2, 3]);
+  const j1 = checkProgram((v, p) => [cond(p, (a: Array) => ops.mul(a, 2), (a: Array) => ops.sin(a), v) as Array], [x, arr("bool", [], [true])], "cond");
+  assert.match(summarizeOnnx(compiledFor(j1).program), /If/);
+  checkProgram((v, p) => [cond(p, (a: Array) => ops.mul(a, 2), (a: Array) => ops.sin(a), v) as Array], [x, arr("bool", [], [false])], "cond2");
+  const j2 = checkProgram((v) => [whileLoop((c: Array[]) => ops.lt(c[0], 10), (c: Array[]) => [ops.add(c[0], 1), ops.mul(c[1], 1.5)], [ops.full([], 0, "int32"), v])[1] as Array], [x], "while");
+  assert.match(summarizeOnnx(compiledFor(j2).program), /Loop/);
+  for (const reverse of [false, true]) {
+    checkProgram((v, xs) => {
+      const [c, ys] = scan((carry: Array, xi: Array) => [ops.add(carry, xi), ops.mul(carry, xi)] as [Array, Array], v, xs, { reverse });
+      return [c, ys];
+    }, [x, arr("float32", [4, 3], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])], `scan${reverse ? "_rev" : ""}`);
+  }
+});
+
+test("jit() end to end on the onnx backend: cached executable, nested jit (pjit inlined), weak types", () => {
+  const prev = config.backend;
+  config.update("backend", "onnx");
+  try {
+    const inner = jit((a: Array) => ops.mul(a, a));
+    const f = jit((a: Array, b: Array) => ops.add(inner(a) as Array, ops.sin(b)));
+    const x = arr("float32", [3], [1, 2, 3]), y = arr("float32", [3], [0, 1, 2]);
+    const r = f(x, y) as ArrayImpl;
+    const want = [1 + Math.sin(0), 4 + Math.sin(1), 9 + Math.sin(2)];
+    r.tolist();
+    assertSame(r, arr("float32", [3], want), "jit");
+    const r2 = f(y, x) as ArrayImpl;
+    assertSame(r2, arr("float32", [3], [0 + Math.sin(1), 1 + Math.sin(2), 4 + Math.sin(3)]), "jit again");
+    assert.equal(f.cacheSize(), 1);
+  } finally {
+    config.update("backend", prev);
+  }
+});
+
+test("eager results agree with the interpreter for a short chain of ops on both backends", () => {
+  const x = arr("float32", [5], [0.5, -1, 2, 3, -4]);
+  const run = () => ops.reduceMax(ops.exp(ops.mul(ops.sin(x), 2)), [0]) as ArrayImpl;
+  const prev = config.backend;
+  config.update("backend", "onnx");
+  const a = run();
+  config.update("backend", "interpreter");
+  const b = run();
+  config.update("backend", prev);
+  assertSame(a, b, "chain");
+  void interpreterBackend;
+  clearOnnxCaches();
+  assert.ok(new ShapedArray([1], "float32"));
+});
