@@ -52,7 +52,7 @@ export class Primitive<P extends Params = Params> {
   constructor(
     readonly name: string,
     rules: PrimitiveRules<P>,
-    readonly opts: { multipleResults?: boolean; linear?: boolean; effectful?: boolean } = {},
+    readonly opts: { multipleResults?: boolean; linear?: boolean; effectful?: boolean; collective?: boolean } = {},
   ) {
     if (REGISTRY.has(name)) throw new Error(`Primitive ${name} is defined twice`);
     this.rules = rules;

@@ -179,3 +179,18 @@ export function abstractEval(prim: Primitive, avals: ShapedArray[], params: Para
     throw e;
   }
 }
+
+// ---- the axis environment: named mapped axes (vmap/pmap/shardMap) visible while tracing ----
+export interface NamedAxis { name: string; size: number }
+const axisEnv: NamedAxis[] = [];
+/** Runs f with a named axis bound (innermost last). */
+export function withNamedAxis<T>(a: NamedAxis | null, f: () => T): T {
+  if (!a) return f();
+  axisEnv.push(a);
+  try { return f(); } finally { axisEnv.pop(); }
+}
+/** The size of a bound axis name, or an error naming the function and the axis. */
+export function axisSizeOf(fn: string, name: string): number {
+  for (let i = axisEnv.length - 1; i >= 0; i--) if (axisEnv[i].name === name) return axisEnv[i].size;
+  throw new Error(`${fn}: unbound axis name ${JSON.stringify(name)}; bound axes: [${axisEnv.map((a) => a.name).join(", ")}]. Collectives need an enclosing vmap/pmap/shardMap with that axisName`);
+}

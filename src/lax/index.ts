@@ -21,3 +21,4 @@ export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.
 /** lax.stop_gradient: the value with a zero derivative. */
 export { stopGradient } from "../transforms/stop-gradient.js";
 export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";
+export { psum, pmean, pmax, pmin, axisIndex, axisSize, allGather, ppermute, pshuffle, psumScatter, allToAll } from "../parallel/collectives.js";

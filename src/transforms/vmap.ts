@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
 import { type AxisData, type BDim, type Params, Primitive } from "../core/primitive.js";
-import { Trace, Tracer, bind, withTrace } from "../core/trace.js";
+import { Trace, Tracer, bind, withNamedAxis, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 
 export class BatchTracer extends Tracer {
@@ -25,12 +25,19 @@ export class BatchTrace extends Trace {
     const vd = args.map((a) => this.unpack(a));
     const vals = vd.map((v) => v[0]), dims = vd.map((v) => v[1]);
     const parent = this.parent!;
-    if (dims.every((d) => d === null) && !prim.opts.effectful) return withTrace(parent, () => bind(prim, vals, params));
+    // collectives over this trace's axis name must see the mapped axis even when their operands are unbatched
+    const mine = prim.opts.collective === true && this.axis.name !== null && namesOf(params).includes(this.axis.name);
+    if (dims.every((d) => d === null) && !prim.opts.effectful && !mine) return withTrace(parent, () => bind(prim, vals, params));
     const rule = prim.rules.vmap;
     if (!rule) throw new Error(`Batching rule for '${prim.name}' not implemented (vmap over axis of size ${this.axis.size})`);
     const [outs, outDims] = withTrace(parent, () => rule(this.axis, vals, dims, params));
     return outs.map((o, i) => (outDims[i] === null ? o : new BatchTracer(this, o, outDims[i])));
   }
+}
+
+function namesOf(params: Params): string[] {
+  const a = params.axes ?? params.axis_name;
+  return typeof a === "string" ? [a] : globalThis.Array.isArray(a) ? (a as string[]) : [];
 }
 
 /** Moves (or creates, by broadcasting) the batch dimension of a batched value to `to`. */
@@ -53,7 +60,7 @@ export function vmapFlat(
   const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
   let outs: Array[];
   try {
-    outs = withTrace(trace, () => f(...ins));
+    outs = withNamedAxis(axis.name ? { name: axis.name, size: axis.size } : null, () => withTrace(trace, () => f(...ins)));
   } finally {
     trace.invalid = true;
   }
