@@ -238,21 +238,20 @@ export function diagIndicesFrom(a: AL): Array[] {
   if (x.shape.some((d) => d !== x.shape[0])) throw new Error(`diagIndicesFrom: all dimensions of the input must be of equal length, got shape ${shapeStr(x.shape)}`);
   return diagIndices(x.shape[0], x.ndim);
 }
-function triIndices(fn: string, n: number, k: number, m: number | undefined, lower: boolean): Array[] {
+function triIndices(n: number, k: number, m: number | undefined, lower: boolean): Array[] {
   const cols = m ?? n;
   const r: number[] = [], c: number[] = [];
   for (let i = 0; i < n; i++) for (let j = 0; j < cols; j++) if (lower ? j - i <= k : j - i >= k) { r.push(i); c.push(j); }
-  void fn;
   return [constInts(r, [r.length], indexDType()), constInts(c, [c.length], indexDType())];
 }
 /** jnp.trilIndices(n, k=0, m=null). */
-export function trilIndices(n: number, k = 0, m?: number): Array[] { return triIndices("trilIndices", n, k, m, true); }
+export function trilIndices(n: number, k = 0, m?: number): Array[] { return triIndices(n, k, m, true); }
 /** jnp.triuIndices(n, k=0, m=null). */
-export function triuIndices(n: number, k = 0, m?: number): Array[] { return triIndices("triuIndices", n, k, m, false); }
+export function triuIndices(n: number, k = 0, m?: number): Array[] { return triIndices(n, k, m, false); }
 function triFrom(fn: string, a: AL, k: number, lower: boolean): Array[] {
   const x = arr(fn, a);
   if (x.ndim !== 2) throw new Error(`${fn}: input array must be 2-d, got shape ${shapeStr(x.shape)}`);
-  return triIndices(fn, x.shape[0], k, x.shape[1], lower);
+  return triIndices(x.shape[0], k, x.shape[1], lower);
 }
 /** jnp.trilIndicesFrom(arr, k=0). */
 export const trilIndicesFrom = (a: AL, k = 0): Array[] => triFrom("trilIndicesFrom", a, k, true);

@@ -66,9 +66,7 @@ function luSolve(lu: Array, perm: Array, b: Array): Array {
 }
 /** (-1)^(number of row swaps) from 0-based LU pivots [..., k]. */
 function pivotSign(piv: Array, dtype: DType): Array {
-  const k = piv.shape[piv.ndim - 1];
   const swaps = ops.reduceSum(ops.convert(ops.ne(piv, ops.iota("int32", piv.shape, piv.ndim - 1)), "int32"), [piv.ndim - 1]);
-  void k;
   const odd = ops.rem(swaps, ops.full([], 2, "int32"));
   return ops.convert(ops.sub(ops.full([], 1, "int32"), ops.mul(odd, ops.full([], 2, "int32"))), dtype);
 }
@@ -198,12 +196,10 @@ export function pinv(a: AL, ...args: unknown[]): Array {
   if (m === 0 || n === 0) return ops.full([...x.shape.slice(0, -2), n, m], 0, x.dtype);
   const rtol = o.rtol ?? o.rcond ?? 10 * Math.max(m, n) * finfo(x.dtype).eps;
   const [s, u, vt] = P.svd(x, false, true);
-  const k = s.shape[s.ndim - 1];
   const cutoff = ops.mul(lastAxisSlice(s, 0, 1), ops.scalarLike(s, rtol));
   const sInv = ops.select(ops.gt(s, bcast(cutoff, s.shape)), s, ops.fullLike(s, Infinity));
   const uT = P.mT(u);
   const scaled = ops.div(uT, ops.broadcastInDim(sInv, uT.shape, range(uT.ndim - 1)));
-  void k;
   return P.mm(P.mT(vt), scaled);
 }
 /** jnp.linalg.matrixRank(M, rtol=null, {tol}). */

@@ -10,7 +10,6 @@ import {
 } from "./struct-util.js";
 
 type AL = ArrayLike | NestedValue;
-type Opts = Record<string, unknown>;
 
 // ---------------------------------------------------------------- shape queries
 /** jnp.shape. */
@@ -352,7 +351,7 @@ export function repeat(a: AL, ...args: unknown[]): Array {
     return takeStatic(x, repeatIndex(counts, t), ax);
   }
   if (total === undefined) throw new Error("repeat: with traced (non-concrete) repeats, the totalRepeatLength argument must be given statically");
-  if (ra.ndim !== 1 || (ra.shape[0] !== n && ra.shape[0] !== 1)) throw new Error(`repeat: repeats of shape ${shapeStr(ra.shape)} do not match axis ${ax} of size ${n}`);
+  if (ra.ndim > 1 || (ra.ndim === 1 && ra.shape[0] !== n && ra.shape[0] !== 1)) throw new Error(`repeat: repeats of shape ${shapeStr(ra.shape)} do not match axis ${ax} of size ${n}`);
   // source index of output j = number of cumulative ends <= j, clipped to the last element
   const ends = ops.cumulative("cumsum", bcast(ops.convert(ra, "int32"), [n]), 0);
   const j = ops.iota("int32", [total, n], 0);

@@ -66,7 +66,7 @@ export function isPlainOptions(x: unknown): boolean {
 export const arr = (fn: string, x: ArrayLike | NestedValue): Array => asArrayArg(fn, x);
 
 /** Promotes to a common dtype (JAX's lattice) without broadcasting, keeping weak types as JAX does. */
-export function promoteAll(fn: string, xs: Array[]): Array[] {
+export function promoteAll(_fn: string, xs: Array[]): Array[] {
   if (xs.length === 0) return xs;
   const { dtype, weakType } = promoteTypes(...xs.map((a) => ({ dtype: a.dtype, weakType: a.weakType })));
   return xs.map((a) => ops.convert(a, dtype, weakType));

@@ -244,13 +244,12 @@ export const eighP: Primitive<EighParams> = new Primitive<EighParams>("eigh", {
   jvp([a], [t], p) {
     const [v, w] = bind(eighP, [a], p);
     if (t instanceof Zero) return [[v, w], [new Zero(v.aval), new Zero(w.aval)]];
-    const nd = a.ndim, n = a.shape[nd - 1], sh = a.shape;
+    const nd = a.ndim, sh = a.shape;
     // F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it; dV = V (F * V^T dA V), dw = diag(V^T dA V)
     const eye = eyeLike(sh, a.dtype);
     const wj = ops.broadcastInDim(w, sh, [...range(nd - 2), nd - 1]), wi = ops.broadcastInDim(w, sh, range(nd - 1));
     const F = ops.sub(ops.div(scal(eye, 1), ops.add(eye, ops.sub(wj, wi))), eye);
     const vtav = mm(mm(mT(v), t), v);
-    void n;
     return [[v, w], [mm(v, ops.mul(F, vtav)), diagPart(vtav)]];
   },
   vmap: vmapUnary(() => eighP),

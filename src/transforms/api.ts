@@ -308,36 +308,55 @@ export function evalShape(f: (...args: never[]) => unknown, ...args: unknown[]):
 }
 
 // ---------------------------------------------------------------- jacobians
-function basisVmap(n: number, aval: ShapedArray): Array {
+/** Identity basis for a leaf: n one-hot tangents shaped like the leaf, stacked along a new leading axis. */
+function basis(aval: ShapedArray): Array {
+  const n = aval.size;
   return ops.reshape(ops.convert(ops.eq(ops.iota("int32", [n, n], 0), ops.iota("int32", [n, n], 1)), aval.dtype), [n, ...aval.shape]);
 }
-export function jacfwd(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
-  return (...args: unknown[]): Array => {
-    const an = normalizeArgnums("jacfwd", opts.argnums, args.length)[0];
-    const x = args[an] as Array;
-    if (!(x instanceof Array)) throw new TypeError("jacfwd: the differentiated argument must be an Array");
-    const n = x.size;
-    const pushfwd = (t: Array) => {
-      const tt = args.map((a, i) => (i === an ? t : ops.zerosLikeArray(a as Array)));
-      return jvp(f, args, tt)[1] as Array;
-    };
-    const jt = vmap(pushfwd)(basisVmap(n, x.aval)) as Array; // [n, ...out]
-    const outNd = jt.ndim - 1;
-    const moved = ops.transpose(jt, [...JSArray.from({ length: outNd }, (_, i) => i + 1), 0]);
-    return ops.reshape(moved, [...jt.shape.slice(1), ...x.shape]);
+type JacOpts = { argnums?: number | number[]; hasAux?: boolean };
+
+/** Splits f's arguments into differentiated leaves and a rebuild function, as grad does. */
+function diffSetup(fn: string, args: unknown[], argnums: number | number[] | undefined) {
+  const an = normalizeArgnums(fn, argnums, args.length);
+  const [leaves, def] = flattenArrays(fn, an.map((i) => args[i]), "differentiated argument", true);
+  leaves.forEach((x, i) => { if (!isFloat(x.dtype)) throw new TypeError(`${fn} requires real-valued inputs (floating dtypes), but argument leaf ${i} has dtype ${x.dtype}`); });
+  const rebuild = (xs: Array[]) => { const d = unflatten(def, xs) as unknown[]; const full = [...args]; an.forEach((a, k) => { full[a] = d[k]; }); return full; };
+  const wrapIn = (perLeaf: Array[]) => { const t = unflatten(def, perLeaf) as unknown[]; return typeof argnums === "object" ? t : t[0]; };
+  return { leaves, rebuild, wrapIn };
+}
+
+/** jacfwd: forward-mode Jacobian by pushing forward an identity basis with vmap; result[out][in] has shape out.shape + in.shape. */
+/** The result type defaults to Array (array in, array out); pass R for pytree inputs/outputs. */
+export function jacfwd<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
+  return (...args: unknown[]): R => {
+    const { leaves, rebuild, wrapIn } = diffSetup("jacfwd", args, opts.argnums);
+    const store: { def?: TreeDef } = {};
+    const g = (...xs: Array[]) => flatOut("jacfwd", (f as Fn)(...rebuild(xs)), store);
+    // one vmapped jvp per input leaf: [n_in, ...out] for every output leaf
+    const perIn = leaves.map((x, k) => vmap((t: Array) => jvpFlat(g, leaves, leaves.map((l, j) => (j === k ? t : new Zero(l.aval.strongly()))))[1].map(instantiateZero))(basis(x.aval)) as Array[]);
+    const outs = perIn[0].map((_, o) => leaves.map((x, k) => {
+      const jt = perIn[k][o]; // [n_in, ...out]
+      const moved = ops.transpose(jt, [...JSArray.from({ length: jt.ndim - 1 }, (_, i) => i + 1), 0]);
+      return ops.reshape(moved, [...jt.shape.slice(1), ...x.shape]);
+    }));
+    return unflatten(store.def!, outs.map(wrapIn)) as R;
   };
 }
-export function jacrev(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
-  return (...args: unknown[]): Array => {
-    const an = normalizeArgnums("jacrev", opts.argnums, args.length)[0];
-    const x = args[an] as Array;
-    const g = (xi: Array) => (f as Fn)(...args.map((a, i) => (i === an ? xi : a))) as Array;
-    const [y, pullback] = vjp(g, x);
-    const m = (y as Array).size;
-    const rows = vmap((ct: Array) => pullback(ct as never)[0] as Array)(basisVmap(m, (y as Array).aval)) as Array; // [m, ...x]
-    return ops.reshape(rows, [...(y as Array).shape, ...x.shape]);
+
+/** jacrev: reverse-mode Jacobian by pulling back an identity basis with vmap. */
+export function jacrev<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
+  return (...args: unknown[]): R => {
+    const { leaves, rebuild, wrapIn } = diffSetup("jacrev", args, opts.argnums);
+    const store: { def?: TreeDef } = {};
+    const lin = linearizeFlat((...xs) => flatOut("jacrev", (f as Fn)(...rebuild(xs)), store), leaves);
+    const ys = lin.primalsOut;
+    const outs = ys.map((y, o) => {
+      const rows = vmap((ct: Array) => backwardPass(lin.jaxpr, lin.residuals, ys.map((yy, j) => (j === o ? ct : new Zero(yy.aval)))).map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(leaves[i].aval.strongly()) : c)))(basis(y.aval)) as Array[];
+      return wrapIn(rows.map((r, k) => ops.reshape(r, [...y.shape, ...leaves[k].shape])));
+    });
+    return unflatten(store.def!, outs) as R;
   };
 }
-export function hessian(f: (...args: never[]) => unknown, opts: { argnums?: number } = {}): (...args: unknown[]) => Array {
-  return jacfwd(jacrev(f, opts), opts);
+export function hessian<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
+  return jacfwd<R>(jacrev(f, opts), opts);
 }

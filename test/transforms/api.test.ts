@@ -127,3 +127,29 @@ test("item() works on concrete primals under grad (Python control flow)", () => 
   assert.equal((grad(f)(3.0) as Array).item(), 6);
   assert.equal((grad(f)(-3.0) as Array).item(), -1);
 });
+
+test("jacobians over pytrees and argnums lists", () => {
+  const f = (p: { a: Array; b: Array }, x: Array) => ops.add(ops.mul(p.a, x), ops.reduceSum(ops.mul(p.b, p.b), [0]));
+  const p = { a: array([1, 2], { dtype: "float32" }), b: array([3, 4, 5], { dtype: "float32" }) };
+  const x = array([0.5, -1], { dtype: "float32" });
+  const jf = jacfwd<{ a: Array; b: Array }>(f)(p, x), jr = jacrev<{ a: Array; b: Array }>(f)(p, x);
+  assert.deepEqual(jf.a.shape, [2, 2]);
+  assert.deepEqual(jf.b.shape, [2, 3]);
+  assertClose(jf.a, array([[0.5, 0], [0, -1]], { dtype: "float32" }));
+  assertClose(jf.b, array([[6, 8, 10], [6, 8, 10]], { dtype: "float32" }));
+  assertClose(jr.a, jf.a);
+  assertClose(jr.b, jf.b);
+  const [ja, jx] = jacrev<Array[]>((a: Array, y: Array) => ops.mul(a, y), { argnums: [0, 1] })(p.a, x);
+  assertClose(jx, array([[1, 0], [0, 2]], { dtype: "float32" }));
+  assertClose(ja, array([[0.5, 0], [0, -1]], { dtype: "float32" }));
+});
+
+test("integer inputs get zero cotangents; closed-over values are constants; non-array leaves are rejected", () => {
+  const [, pull] = vjp((x: Array, n: Array) => ops.mul(x, ops.convert(n, "float32")), array([1.5, 2], { dtype: "float32" }), array([3, 4]));
+  const [cx, cn] = pull(array([1, 1], { dtype: "float32" })) as [Array, Array];
+  assert.deepEqual(cx.tolist(), [3, 4]);
+  assert.deepEqual(cn.tolist(), [0, 0]);
+  const c = array([2, 5], { dtype: "float32" });
+  assert.deepEqual((grad((x: Array) => ops.reduceSum(ops.mul(x, c), [0]))(array([1, 1], { dtype: "float32" })) as Array).tolist(), [2, 5]);
+  assert.throws(() => jit((x: unknown) => x as Array)("hello"), /jit\(.*\): argument leaf 0 is string hello, which is not a valid JAX type/);
+});
