@@ -22,3 +22,14 @@ export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.
 export { stopGradient } from "../transforms/stop-gradient.js";
 export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";
 export { psum, pmean, pmax, pmin, axisIndex, axisSize, allGather, ppermute, pshuffle, psumScatter, allToAll } from "../parallel/collectives.js";
+export * as linalg from "./linalg.js";
+import type { Array as Arr } from "../core/array.js";
+import { sortMany, topK as topKPrim } from "../primitives/sort.js";
+/** lax.sort(operand | operands, { dimension, isStable, numKeys }): sorts along a dimension; several operands sort by the first numKeys. */
+export function sort(operand: Arr | Arr[], opts: { dimension?: number; isStable?: boolean; numKeys?: number } = {}): Arr | Arr[] {
+  const ops1 = globalThis.Array.isArray(operand) ? operand : [operand];
+  const d = opts.dimension ?? -1;
+  const r = sortMany(ops1, d < 0 ? d + ops1[0].ndim : d, opts.isStable ?? true, opts.numKeys ?? 1);
+  return globalThis.Array.isArray(operand) ? r : r[0];
+}
+export { topKPrim as topK };

@@ -4,7 +4,8 @@
  */
 import { Array, type ArrayLike, type AtIndexer, type Index, type NestedValue } from "../core/array.js";
 import { isFloat, isInteger } from "../core/dtype.js";
-import { describe } from "../core/trace.js";
+import { ArrayImpl } from "../core/array-impl.js";
+import { describe, evalTrace, withTrace } from "../core/trace.js";
 import type { GatherMode, ScatterReduce } from "../primitives/indexing.js";
 import * as ops from "../primitives/ops.js";
 import { sliceBounds } from "./shape-pad.js";
@@ -230,8 +231,10 @@ export function getitem(x: ArrayLike | NestedValue, idx: Index[] | Index, opts: 
   } else {
     // 2) gather the advanced dims: result [...B, remaining dims in order]
     const advDims = r.items.filter((it) => it.dim >= 0 && (it.e.kind === "array" || it.e.kind === "int")).map((it) => it.dim);
-    const idxs = r.advIdx.map((v) => ops.reshape(bcast(ops.convert(v, "int32"), r.bShape), [...r.bShape, 1]));
-    const stacked = idxs.length === 1 ? idxs[0] : ops.concatenate(idxs, r.bShape.length);
+    const stacked = constFold(r.advIdx, () => {
+      const idxs = r.advIdx.map((v) => ops.reshape(bcast(ops.convert(v, "int32"), r.bShape), [...r.bShape, 1]));
+      return idxs.length === 1 ? idxs[0] : ops.concatenate(idxs, r.bShape.length);
+    });
     const mode = opts.mode === "promise_in_bounds" || opts.mode === undefined ? "clip" : opts.mode;
     y = ops.gather(y, stacked, advDims, mode, opts.fillValue ?? null);
     // 3) move the block to its NumPy position and insert new axes
@@ -254,10 +257,18 @@ export function getitem(x: ArrayLike | NestedValue, idx: Index[] | Index, opts: 
   return y;
 }
 
+/** Runs f on the eval trace when every input is a constant, so constant index arithmetic is folded, not traced. */
+function constFold<T>(inputs: readonly Array[], f: () => T): T {
+  return inputs.every((a) => a instanceof ArrayImpl) ? withTrace(evalTrace, f) : f();
+}
+
 /** The operand coordinates of every element of x[idx]: int32 [...outShape, ndim] (for scatter). */
 function coordinates(fn: string, shape: readonly number[], idx: readonly unknown[]): { coords: Array; outShape: number[]; scalarBool: boolean | null } {
   const p = plan(fn, shape, idx);
   const r = resolve(fn, shape, p, false);
+  return constFold(r.advIdx, () => coordinatesOf(r, p));
+}
+function coordinatesOf(r: Resolved, p: Plan): { coords: Array; outShape: number[]; scalarBool: boolean | null } {
   const R = r.outShape;
   const bPos = r.outSrc.map((s, i) => (s === "B" ? i : -1)).filter((i) => i >= 0);
   let advK = 0;

@@ -116,6 +116,11 @@ export function staticInts(fn: string, x: unknown, what: string): number[] {
 /** Index values of an integer array normalized from [-n, n) to [0, n) (unsigned indices pass through). */
 export function normalizeIndex(idx: Array, n: number): Array {
   if (!isInteger(idx.dtype) || idx.dtype.startsWith("u")) return idx;
+  // constant indices are normalized here rather than in the traced program
+  if (idx instanceof ArrayImpl && idx.size <= 4096 && idx.dtype !== "int64") {
+    const v = numbersOf(idx);
+    return v.every((i) => i >= 0) ? idx : ops.convert(constInts(v.map((i) => (i < 0 ? i + n : i)), idx.shape), idx.dtype);
+  }
   return ops.select(ops.lt(idx, ops.scalarLike(idx, 0)), ops.add(idx, ops.scalarLike(idx, n)), idx);
 }
 /** Broadcasts a 0-d or matching array to shape (NumPy rules, naming fn). */

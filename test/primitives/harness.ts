@@ -61,7 +61,11 @@ const dot = (a: Array, b: Array): number => toNums(a).reduce((s, v, i) => s + v 
 
 /** Runs all checks of one spec row. Call with x64 enabled (finite differences need float64). */
 export function checkSpec(s: Spec): void {
+  const prev = config.enableX64;
   config.update("enableX64", true);
+  try { checkSpecX64(s); } finally { config.update("enableX64", prev); }
+}
+function checkSpecX64(s: Spec): void {
   const xs = s.args.map((a) => makeArg(a));
   const ys = outs(s.f(...xs));
   const tol = s.tol ?? 1e-6;

@@ -1,0 +1,3 @@
+/** @file jax.lax.linalg: the linear-algebra primitives' wrappers. */
+export { cholesky, triangularSolve, lu, qr, eigh, svd } from "../primitives/linalg.js";
+export type { TriangularSolveOpts } from "../primitives/linalg.js";
