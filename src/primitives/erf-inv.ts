@@ -53,6 +53,23 @@ export const ERF_INV_F64_W_GE_16: readonly number[] = [
   4.8499064014085844221,
 ];
 
+/**
+ * Correctly rounded float32 fused multiply-add of float32 values: a*b is exact in float64 (48 bits), the sum's
+ * rounding error is recovered exactly (TwoSum), and a float32 tie hit by the float64 sum is broken by that error.
+ */
+export function fmaF32(a: number, b: number, c: number): number {
+  const prod = a * b;
+  const s = prod + c;
+  const bb = s - prod;
+  const err = (prod - (s - bb)) + (c - bb);
+  const r = f(s);
+  if (err === 0 || r === s) return r;
+  // is s exactly halfway between r and its float32 neighbour toward s?
+  const other = f(r + 2 * (s - r));
+  if (other !== r && s - r === (other - r) / 2) return (err > 0) === (other > r) ? other : r;
+  return r;
+}
+
 /** A log1p implementation for one precision: takes and returns a value of that precision. */
 export type Log1pFn = (x: number) => number;
 
@@ -75,7 +92,8 @@ export function erfInvF32(x: number, log1p: Log1pFn = log1pF32): number {
   const c = lt ? ERF_INV_F32_W_LT_5 : ERF_INV_F32_W_GE_5;
   w = lt ? f(w - 2.5) : f(f(Math.sqrt(w)) - 3);
   let p = c[0]!;
-  for (let i = 1; i < 9; i++) p = f(c[i]! + f(p * w));
+  // XLA's CPU backend contracts each Horner step into a fused multiply-add (seen: jax.random.normal(PRNGKey(0), (3,)))
+  for (let i = 1; i < 9; i++) p = fmaF32(p, w, c[i]!);
   const result = f(p * x);
   return Math.abs(x) === 1 ? x * Infinity : result;
 }
