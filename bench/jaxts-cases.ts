@@ -1,25 +1,76 @@
-/** @file jaxts side of the benchmark suite: placeholder (empty), filled in by the lead with jaxts's own cases. */
-import type { Case } from "./harness.js";
+/** @file jaxts side of the benchmark suite: the same workloads as the competitors, through jaxts's public API. */
+import * as jax from "../src/index.js";
+import { type Array, config, nn, numpy as jnp } from "../src/index.js";
+import type { Case, CaseBody, WorkloadId } from "./harness.js";
+import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, randomF32 } from "./harness.js";
 
-/*
- * How to plug jaxts in:
- * - Push one `Case` per workload into `jaxtsCases`, each with `name: "jaxts"` (the baseline column)
- *   and `workload` one of the ids in harness.ts `WORKLOADS` ("matmul-256", "matmul-1024",
- *   "matmul-2048", "mlp-compile", "mlp-step", "tanh-1e7", "add-eager-4096", "add-jit-4096").
- * - `setup()` creates inputs (and compiles, except for "mlp-compile", whose body must be the
- *   first call of a fresh jit) and resolves to the timed body. The body must force completion
- *   (blockUntilReady / dataSync as needed) and dispose its outputs; `teardown()` frees the inputs.
- * - Use harness.ts helpers for identical data: `randomF32(n, seed)` (seeds used by competitors:
- *   matmul a=10+N, b=20+N; tanh 30; add 40/41) and `mlpData()`, `MLP`, `TANH_N`, `ADD_N`.
- * - `jaxtsInit` runs once before any case (e.g. configure devices); a rejection marks jaxts
- *   unavailable. `jaxtsNotes` appear under "Contenders" in RESULTS.md.
- */
+type Params = { w1: Array; b1: Array; w2: Array; b2: Array };
+const NAME = "jaxts";
+const mk = (data: Float32Array, shape: number[]): Array => jnp.reshape(jnp.array(data), shape);
 
-/** jaxts cases: empty until the lead fills them in. */
-export const jaxtsCases: Case[] = [];
+function mlpLoss(p: Params, x: Array, y: Array): Array {
+  const h = nn.relu(jnp.add(jnp.matmul(x, p.w1), p.b1));
+  const logits = jnp.add(jnp.matmul(h, p.w2), p.b2);
+  return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / MLP.batch);
+}
+function makeStep() {
+  return jax.jit((p: Params, x: Array, y: Array): [Array, Params] => {
+    const [loss, g] = jax.valueAndGrad(mlpLoss)(p, x, y) as [Array, Params];
+    const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, MLP.lr));
+    return [loss, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
+  }, { donateArgnums: 0 });
+}
+function mlpInputs() {
+  const d = mlpData();
+  return {
+    params: { w1: mk(d.w1, [MLP.inDim, MLP.hidden]), b1: mk(d.b1, [MLP.hidden]), w2: mk(d.w2, [MLP.hidden, MLP.outDim]), b2: mk(d.b2, [MLP.outDim]) } as Params,
+    x: mk(d.x, [MLP.batch, MLP.inDim]),
+    y: mk(d.y, [MLP.batch, MLP.outDim]),
+  };
+}
+const c = (workload: WorkloadId, note: string, setup: () => Promise<CaseBody>): Case => ({ name: NAME, workload, note, setup });
 
-/** One-time initialisation of jaxts before its cases run. */
-export async function jaxtsInit(): Promise<void> {}
+export const jaxtsCases: Case[] = [
+  c("mlp-compile", "fresh jit(step) (valueAndGrad + SGD), first call: trace, ONNX compile, session creation, run", async () => {
+    const { params, x, y } = mlpInputs();
+    return () => { const step = makeStep(); const [loss] = step(params, x, y); loss.blockUntilReady(); };
+  }),
+  ...MATMUL_SIZES.map((n) => c(`matmul-${n}` as WorkloadId, `jit(matmul) f32 ${n}x${n}`, async () => {
+    const a = mk(randomF32(n * n, 10 + n), [n, n]), b = mk(randomF32(n * n, 20 + n), [n, n]);
+    const f = jax.jit((u: Array, v: Array) => jnp.matmul(u, v));
+    f(a, b).blockUntilReady();
+    return () => { f(a, b).blockUntilReady(); };
+  })),
+  c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back", async () => {
+    let { params } = mlpInputs();
+    const { x, y } = mlpInputs();
+    const step = makeStep();
+    [, params] = step(params, x, y);
+    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); };
+  }),
+  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32", async () => {
+    const x = jnp.array(randomF32(TANH_N, 30));
+    const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
+    f(x).blockUntilReady();
+    return () => { f(x).blockUntilReady(); };
+  }),
+  c("add-eager-4096", "eager jnp.add of two 4096-element float32 arrays", async () => {
+    const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
+    jnp.add(a, b);
+    return () => { jnp.add(a, b).blockUntilReady(); };
+  }),
+  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays", async () => {
+    const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
+    const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
+    f(a, b);
+    return () => { f(a, b).blockUntilReady(); };
+  }),
+];
 
-/** Remarks about the jaxts configuration (threads, execution provider) shown in RESULTS.md. */
-export const jaxtsNotes: string[] = [];
+export async function jaxtsInit(): Promise<void> {
+  if (config.backend !== "onnx") throw new Error(`jaxts bench expects the ONNX Runtime backend, got ${config.backend}`);
+}
+
+export const jaxtsNotes: string[] = [
+  "jaxts: ONNX Runtime (onnxruntime-node) CPU execution provider; jit compiles one InferenceSession per (jaxpr, avals); eager ops use cached per-primitive sessions.",
+];
