@@ -52,6 +52,8 @@ export interface CompileOptions {
   opset?: number;
   /** Rethrow bugs in lowering rules instead of running that equation on the interpreter (tests). */
   strict?: boolean;
+  /** Declare graph inputs/outputs with unknown dimensions (one session serves every shape of the same ranks). */
+  dynamicShapes?: boolean;
 }
 
 /** Elements touched by an equation (outputs, plus contraction work for dot_general). */
@@ -128,6 +130,7 @@ function buildSegment(
   slotOf: (v: Var) => number, name: string, opts: CompileOptions,
 ): OnnxStep {
   const opset = opts.opset ?? DEFAULT_OPSET;
+  const dims = (s: readonly number[]): readonly (number | null)[] => (opts.dynamicShapes ? s.map(() => null) : s);
   const g = new GraphBuilder(name);
   const ctx = new OnnxLoweringContext(g, opset);
   const env = new Map<Var, string>();
@@ -138,7 +141,7 @@ function buildSegment(
     const n = env.get(a);
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
-    const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, a.aval.shape);
+    const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
     inputs.push(slotOf(a));
     inputNames.push(nm);
     env.set(a, nm);
@@ -165,7 +168,7 @@ function buildSegment(
     let nm = env.get(v)!;
     if (!ctx.produced.has(nm) || used.has(nm) || inputNames.includes(nm)) nm = ctx.op("Identity", [nm]);
     used.add(nm);
-    g.addOutput(nm, ctx.repr(v.aval.dtype) as GDType, v.aval.shape);
+    g.addOutput(nm, ctx.repr(v.aval.dtype) as GDType, dims(v.aval.shape));
     outputs.push(slotOf(v));
     outputNames.push(nm);
     outAvals.push(v.aval);

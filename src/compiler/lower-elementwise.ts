@@ -168,6 +168,12 @@ export function neg(ctx: LoweringContext, x: string, d: DType): string {
   return rawCast(ctx, ctx.op("Neg", [rawCast(ctx, x, d, cd)]), cd, d);
 }
 
+/** sign for floats: NaN and signed zeros pass through (ORT's Sign maps -0 to 0 and, for float16, NaN to 0). */
+export function floatSign(ctx: LoweringContext, x: string, d: DType): string {
+  const keep = ctx.op("Or", [ctx.op("Equal", [x, ctx.scalar(d, 0)]), ctx.op("IsNaN", [x])]);
+  return select(ctx, keep, x, opIn(ctx, "Sign", d, [x]), d);
+}
+
 /** Float ops with an ORT kernel at float32 but maybe not float64: the kernel where it exists, else the float64 composite. */
 export function kernelOr(ctx: LoweringContext, op: string, x: string, d: DType, composite: (m: F, x: string) => string): string {
   if (ctx.repr(d) === "float64" && !ctx.supports(op, "float64")) return composite(new F(ctx, "float64"), x);

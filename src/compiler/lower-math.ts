@@ -1,7 +1,7 @@
 /** @file Composite float formulas for lowering rules where ONNX has no op or ORT's kernel is missing/inaccurate (log1p, expm1, logistic, float64 inverse trig and hyperbolics, erf family, lgamma, digamma, nextafter). */
 import type { DType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
-import { ONNX_TYPE, rawCast } from "./lower-util.js";
+import { ONNX_TYPE, rawCast, select } from "./lower-util.js";
 
 type V = string | number;
 
@@ -30,12 +30,15 @@ export class F {
   neg(a: V): string { return this.un("Neg", a); }
   abs(a: V): string { return this.un("Abs", a); }
   exp(a: V): string { return this.un("Exp", a); }
-  log(a: V): string { return this.un("Log", a); }
+  /** Log; float32 goes through float64 (ORT's float32 Log differs between its vector and scalar paths). */
+  log(a: V): string { return this.d === "float32" ? via64(this.ctx, "Log", this.v(a)) : this.un("Log", a); }
+  sin(a: V): string { return this.d === "float32" ? via64(this.ctx, "Sin", this.v(a)) : this.un("Sin", a); }
+  cos(a: V): string { return this.d === "float32" ? via64(this.ctx, "Cos", this.v(a)) : this.un("Cos", a); }
   sqrt(a: V): string { return this.un("Sqrt", a); }
   floor(a: V): string { return this.un("Floor", a); }
   isnan(a: V): string { return this.un("IsNaN", a); }
   isinf(a: V): string { return this.un("IsInf", a); }
-  where(c: string, a: V, b: V): string { return this.ctx.op("Where", [c, this.v(a), this.v(b)]); }
+  where(c: string, a: V, b: V): string { return select(this.ctx, c, this.v(a), this.v(b), this.d); }
   /** sum_i coeffs[i] x^(n-1-i) by Horner's rule (highest degree first). */
   horner(x: string, coeffs: readonly number[]): string {
     let p = this.c(coeffs[0]);
@@ -50,6 +53,21 @@ export class F {
   isNegative(s: string): string {
     return this.or(this.lt(s, 0), this.and(this.eq(s, 0), this.lt(this.div(1, s), 0)));
   }
+}
+
+/** A float32 value through a float64 kernel, rounded back once (position-independent and nearly always correctly rounded). */
+function via64(ctx: LoweringContext, op: string, x: string): string {
+  return ctx.op("Cast", [ctx.op(op, [ctx.op("Cast", [x], { to: ONNX_TYPE.float64 })])], { to: ONNX_TYPE.float32 });
+}
+
+/**
+ * Float ops whose ORT float32 kernels give different bits for the same input depending on its position
+ * (vectorized body vs scalar tail): Log, Sin, Cos, Asin, Acos, Atan. For float32/16 inputs they run in float64
+ * (kernel or composite) and round once, so eager, vmapped and jitted results agree.
+ */
+export function stableUnary(ctx: LoweringContext, op: "Log" | "Sin" | "Cos" | "Asin" | "Acos" | "Atan", x: string, d: DType): string {
+  const composite = op === "Asin" ? asin64 : op === "Acos" ? acos64 : op === "Atan" ? atan64 : null;
+  return viaDtype(ctx, [x], d, "float64", (m, [v]) => (composite ? composite(m, v) : m.un(op, v)));
 }
 
 /** Runs f on x cast to the compute dtype cd, casting the result back to d (rounding half precision once). */
@@ -86,7 +104,7 @@ export function logistic(m: F, x: string): string {
 export function roundAway(m: F, x: string): string {
   const a = m.abs(x), t = m.floor(a);
   const r = m.add(t, m.where(m.ge(m.sub(a, t), 0.5), 1, 0));
-  return m.where(m.lt(x, 0), m.neg(r), r);
+  return m.withSignOf(r, x);
 }
 
 /** cbrt(x) = sign(x) |x|^(1/3), refined by one Newton step y -= (y - a/y^2)/3. */
@@ -114,10 +132,8 @@ export function atan64(m: F, x: string): string {
   return m.where(m.isnan(x), x, m.withSignOf(full, x));
 }
 
-/** atan in dtype m.d: ORT's kernel where it exists, else the float64 composite. */
-export function atan(m: F, x: string): string {
-  return m.ctx.supports("Atan", m.d) ? m.un("Atan", x) : atan64(m, x);
-}
+/** atan from basic ops (ORT's float32 Atan kernel is position-dependent and there is no float64 one). */
+export const atan = atan64;
 
 /** atan2(y, x) with the quadrant rules of Math.atan2 (signed zeros, infinities). */
 export function atan2(m: F, y: string, x: string): string {
@@ -138,7 +154,7 @@ export function acos64(m: F, x: string): string {
   return atan2(m, m.sqrt(m.mul(m.sub(1, x), m.add(1, x))), x);
 }
 export function tan64(m: F, x: string): string {
-  return m.div(m.un("Sin", x), m.un("Cos", x));
+  return m.div(m.sin(x), m.cos(x));
 }
 export function sinh64(m: F, x: string): string {
   return m.mul(m.sub(expm1(m, x), expm1(m, m.neg(x))), 0.5);
@@ -255,7 +271,7 @@ export function lgamma64(m: F, x: string): string {
   for (let i = 1; i < 9; i++) a = m.add(a, m.div(LANCZOS[i], m.add(z, i)));
   const t = m.add(z, 7.5);
   const lg = m.add(m.sub(m.add(m.mul(m.add(z, 0.5), m.log(t)), HALF_LOG_2PI), t), m.log(a));
-  const refl = m.sub(m.log(m.div(Math.PI, m.abs(m.un("Sin", m.mul(x, Math.PI))))), lg);
+  const refl = m.sub(m.log(m.div(Math.PI, m.abs(m.sin(m.mul(x, Math.PI))))), lg);
   const r = m.where(reflect, refl, lg);
   return m.where(m.or(atPole(m, x), m.isinf(x)), Infinity, r);
 }
@@ -278,7 +294,7 @@ export function digamma64(m: F, x: string): string {
   s = m.sub(1 / 12, m.mul(f, s));
   const val = m.sub(m.sub(m.add(r, m.log(xr)), m.div(0.5, xr)), m.mul(f, s));
   const px = m.mul(x, Math.PI);
-  const refl = m.sub(val, m.div(Math.PI, m.div(m.un("Sin", px), m.un("Cos", px))));
+  const refl = m.sub(val, m.div(Math.PI, m.div(m.sin(px), m.cos(px))));
   const out = m.where(reflect, refl, val);
   return m.where(atPole(m, x), NaN, out);
 }
@@ -298,4 +314,68 @@ export function nextafter(m: F, a: string, b: string): string {
   let r = m.where(m.eq(a, 0), fromZero, moved);
   r = m.where(m.eq(a, b), b, r);
   return m.where(m.or(m.isnan(a), m.isnan(b)), NaN, r);
+}
+
+// ---------------------------------------------------------------- erf_inv, replaying XLA's expansion bit for bit
+/** The erf_inv polynomials (XLA's chlo.erf_inv; same values as src/primitives/erf-inv.ts), highest degree first. */
+export interface ErfInvCoefficients {
+  f32Lt5: readonly number[];
+  f32Ge5: readonly number[];
+  f64Lt625: readonly number[];
+  f64Lt16: readonly number[];
+  f64Ge16: readonly number[];
+}
+
+/**
+ * float32 fused multiply-add p*w + c, correctly rounded: p*w is exact in float64, the float64 sum's
+ * rounding error is recovered (TwoSum) and used to break a float32 tie the float64 sum may have hit.
+ */
+function fmaF32(ctx: LoweringContext, p: string, w: string, c: string): string {
+  const m = new F(ctx, "float64");
+  const to32 = (v: string) => ctx.op("Cast", [v], { to: ONNX_TYPE.float32 });
+  const to64 = (v: string) => ctx.op("Cast", [v], { to: ONNX_TYPE.float64 });
+  const prod = m.mul(to64(p), to64(w)), c64 = to64(c);
+  const s = m.add(prod, c64);
+  const bb = m.sub(s, prod);
+  const err = m.add(m.sub(prod, m.sub(s, bb)), m.sub(c64, bb));
+  const r = to32(s), rr = to64(r);
+  const other = to32(m.add(rr, m.mul(m.sub(s, rr), 2)));
+  const o64 = to64(other);
+  const tie = m.and(m.and(m.not(m.eq(err, 0)), m.not(m.eq(o64, rr))), m.eq(m.sub(s, rr), m.div(m.sub(o64, rr), 2)));
+  const pickOther = m.eq(m.gt(err, 0), m.gt(o64, rr));
+  return select(ctx, m.and(tie, pickOther), other, r, "float32");
+}
+
+/** erf_inv as XLA expands it: float32 with fused Horner steps, or float64 with three regimes; |x| == 1 gives x * inf. */
+export function erfInvXla(ctx: LoweringContext, x: string, d: "float32" | "float64", k: ErfInvCoefficients): string {
+  const m = new F(ctx, d);
+  const m64 = new F(ctx, "float64");
+  // w = -log1p(-x^2), log1p evaluated in float64 and rounded once (like Math.log1p rounded to the target precision)
+  const mx2 = m.mul(x, m.neg(x));
+  const l = log1p(m64, rawCast(ctx, mx2, d, "float64"));
+  const w = m.neg(rawCast(ctx, l, "float64", d));
+  const inf = m.where(m.eq(m.abs(x), 1), m.mul(x, Infinity), 0);
+  const atOne = m.eq(m.abs(x), 1);
+  if (d === "float32") {
+    const lt = m.lt(w, 5);
+    const ws = m.where(lt, m.sub(w, 2.5), m.sub(m.sqrt(w), 3));
+    const coef = (i: number) => m.where(lt, k.f32Lt5[i], k.f32Ge5[i]);
+    let p = coef(0);
+    for (let i = 1; i < 9; i++) p = fmaF32(ctx, p, ws, coef(i));
+    return m.where(atOne, inf, m.mul(p, x));
+  }
+  const lt625 = m.lt(w, 6.25), lt16 = m.lt(w, 16);
+  const coef = (i: number) => {
+    let c: string = m.c(k.f64Lt625[i]);
+    if (i < 19) c = m.where(lt625, c, k.f64Lt16[i]);
+    if (i < 17) c = m.where(lt16, c, k.f64Ge16[i]);
+    return c;
+  };
+  const sq = m.sqrt(w);
+  const ws = m.where(lt625, m.sub(w, 3.125), m.sub(sq, m.where(lt16, 3.25, 5)));
+  let p = coef(0);
+  for (let i = 1; i < 17; i++) p = m.add(coef(i), m.mul(p, ws));
+  for (let i = 17; i < 19; i++) p = m.where(lt16, m.add(coef(i), m.mul(p, ws)), p);
+  for (let i = 19; i < 23; i++) p = m.where(lt625, m.add(coef(i), m.mul(p, ws)), p);
+  return m.where(atOne, inf, m.mul(p, x));
 }

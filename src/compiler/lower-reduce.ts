@@ -4,7 +4,7 @@ import { type DType, isFloat } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import { F } from "./lower-math.js";
 import {
-  ONNX_TYPE, cast, computeDtype, filled, fromOrderKey, mathDtype, minMax, orderKey, rawCast, reduceInit, reshape, roundTo, transpose,
+  ONNX_TYPE, cast, computeDtype, select, filled, fromOrderKey, mathDtype, minMax, orderKey, rawCast, reduceInit, reshape, roundTo, transpose,
 } from "./lower-util.js";
 import { slice } from "./lower-structural.js";
 
@@ -41,7 +41,7 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
     if (isFloat(d)) {
       // ORT's ReduceMax/Min skip NaNs in some positions; JAX propagates them
       const anyNaN = ctx.op("ReduceMax", [ctx.op("IsNaN", [x]), ax], attrs);
-      y = ctx.op("Where", [anyNaN, ctx.scalar(d, NaN), y]);
+      y = select(ctx, anyNaN, ctx.scalar(d, NaN), y, d);
     }
     return y;
   }

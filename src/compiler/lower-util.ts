@@ -71,9 +71,21 @@ export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): s
   return ctx.op("Cast", [x], { to: ONNX_TYPE[ctx.repr(to)] });
 }
 
-/** Where(cond, a, b) for any dtype (ORT lacks Where kernels for bool and several integer types). */
+/**
+ * Where(cond, a, b) for any dtype. ORT lacks Where kernels for bool and several integer types, and its float
+ * kernels turn a selected -0.0 from `a` into +0.0, so floats are selected as their integer bit patterns.
+ */
 export function select(ctx: LoweringContext, cond: string, a: string, b: string, d: DType): string {
   const r = ctx.repr(d);
+  if (r === "float32" || r === "float64") {
+    const it: DType = r === "float64" ? "int64" : "int32";
+    const bits = (v: string) => ctx.op("BitCast", [v], { to: ONNX_TYPE[it] });
+    return ctx.op("BitCast", [ctx.op("Where", [cond, bits(a), bits(b)])], { to: ONNX_TYPE[r] });
+  }
+  if (r === "float16") {
+    const w = (v: string) => ctx.op("Cast", [v], { to: ONNX_TYPE.float32 });
+    return ctx.op("Cast", [select(ctx, cond, w(a), w(b), "float32")], { to: ONNX_TYPE.float16 });
+  }
   if (ctx.supports("Where", r)) return ctx.op("Where", [cond, a, b]);
   if (r === "bool") return ctx.op("Or", [ctx.op("And", [cond, a]), ctx.op("And", [ctx.op("Not", [cond]), b])]);
   const w: DType = bitWidth(r) === 64 ? "int64" : "int32";
@@ -138,7 +150,17 @@ export const mathDtype = (d: DType): DType => (d === "float64" ? "float64" : "fl
 /** Elementwise binary min/max that propagates NaN and handles bool and kernel gaps. */
 export function minMax(ctx: LoweringContext, which: "Max" | "Min", a: string, b: string, d: DType): string {
   if (d === "bool") return ctx.op(which === "Max" ? "Or" : "And", [a, b]);
-  return opIn(ctx, which, d, [a, b]);
+  if (!isFloat(d)) return opIn(ctx, which, d, [a, b]);
+  // floats: equal operands (only +0 vs -0 can differ) combine bitwise: max(+0, -0) = +0 (AND), min = -0 (OR)
+  const r = ctx.repr(d);
+  const fd: DType = r === "float64" ? "float64" : "float32";
+  const it: DType = fd === "float64" ? "int64" : "int32";
+  const af = rawCast(ctx, a, d, fd), bf = rawCast(ctx, b, d, fd);
+  const bits = (v: string) => ctx.op("BitCast", [v], { to: ONNX_TYPE[it] });
+  const tie = ctx.op(which === "Max" ? "BitwiseAnd" : "BitwiseOr", [bits(af), bits(bf)]);
+  const m = bits(ctx.op(which, [af, bf]));
+  const y = ctx.op("BitCast", [ctx.op("Where", [ctx.op("Equal", [af, bf]), tie, m])], { to: ONNX_TYPE[fd] });
+  return rawCast(ctx, y, fd, d);
 }
 
 /** An int64 scalar-to-1-D: Unsqueeze a rank-0 value to shape [1]. */

@@ -10,7 +10,8 @@ import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64 } from "./special-math.js";
 import * as ops from "./ops.js";
-import { erfInvF32, erfInvF64 } from "./erf-inv.js";
+import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, ERF_INV_F64_W_GE_16, ERF_INV_F64_W_LT_16, ERF_INV_F64_W_LT_6_25, erfInvF32, erfInvF64 } from "./erf-inv.js";
+const ERF_INV_COEFFICIENTS = { f32Lt5: ERF_INV_F32_W_LT_5, f32Ge5: ERF_INV_F32_W_GE_5, f64Lt625: ERF_INV_F64_W_LT_6_25, f64Lt16: ERF_INV_F64_W_LT_16, f64Ge16: ERF_INV_F64_W_GE_16 };
 import type { LoweringContext } from "../core/lowering-types.js";
 import { mathDtype, minMax, opIn } from "../compiler/lower-util.js";
 import * as LM from "../compiler/lower-math.js";
@@ -128,14 +129,14 @@ const popcount = (x: number, d: DType): number => {
 const bitsOf = (d: DType): number => (d === "int8" || d === "uint8" ? 8 : d === "int16" || d === "uint16" ? 16 : 32);
 
 export const neg = defUnary("neg", { onnx: (c, x, d) => LE.neg(c, x, d), kinds: "num", f: (x) => -x, fb: (x) => -x, jvp: (_x, _y, t) => ops.neg(t), linear: true });
-export const sign = defUnary("sign", { onnx: (c, x, d) => (d === "float16" ? c.op("Where", [c.op("IsNaN", [x]), x, c.op("Sign", [x])]) : opIn(c, "Sign", d, [x])), kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
+export const sign = defUnary("sign", { onnx: (c, x, d) => (isFloat(d) ? LE.floatSign(c, x, d) : opIn(c, "Sign", d, [x])), kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
 export const floor = defUnary("floor", { onnx: "Floor", kinds: "float", f: Math.floor, zeroJvp: true });
 export const ceil = defUnary("ceil", { onnx: "Ceil", kinds: "float", f: Math.ceil, zeroJvp: true });
 export const round = defUnary("round", { onnx: (c, x, d, p) => (p.rounding_method === 1 ? opIn(c, "Round", d, [x]) : LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.roundAway(m, v))), kinds: "float", f: roundAway, fp: (x, p) => (p.rounding_method === 1 ? roundHalfEven(x) : roundAway(x)), zeroJvp: true });
 export const isFinite = defUnary("is_finite", { onnx: (c, x) => c.op("Not", [c.op("Or", [c.op("IsNaN", [x]), c.op("IsInf", [x])])]), kinds: "float", f: (x) => (Number.isFinite(x) ? 1 : 0), outDtype: () => "bool" });
 export const exp = defUnary("exp", { onnx: "Exp", kinds: "float", f: Math.exp, jvp: (_x, y, t) => ops.mul(t, y) });
 export const exp2 = defUnary("exp2", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.pow(2, v)), kinds: "float", f: (x) => 2 ** x, jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.scalarLike(y, Math.LN2))) });
-export const log = defUnary("log", { onnx: "Log", kinds: "float", f: Math.log, jvp: (x, _y, t) => ops.div(t, x) });
+export const log = defUnary("log", { onnx: (c, x, d) => LM.stableUnary(c, "Log", x, d), kinds: "float", f: Math.log, jvp: (x, _y, t) => ops.div(t, x) });
 export const log1p = defUnary("log1p", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.log1p(m, v)), kinds: "float", f: Math.log1p, jvp: (x, _y, t) => ops.div(t, ops.add(x, ops.scalarLike(x, 1))) });
 export const expm1 = defUnary("expm1", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.expm1(m, v)), kinds: "float", f: Math.expm1, jvp: (_x, y, t) => ops.mul(t, ops.add(y, ops.scalarLike(y, 1))) });
 export const tanh = defUnary("tanh", { onnx: "Tanh", kinds: "float", f: Math.tanh, jvp: (_x, y, t) => ops.mul(t, ops.sub(ops.scalarLike(y, 1), ops.mul(y, y))) });
@@ -143,13 +144,13 @@ export const logistic = defUnary("logistic", { onnx: (c, x, d) => LM.viaDtype(c,
   kinds: "float", f: (x) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x))),
   jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.sub(ops.scalarLike(y, 1), y))),
 });
-export const sin = defUnary("sin", { onnx: "Sin", kinds: "float", f: Math.sin, jvp: (x, _y, t) => ops.mul(t, ops.cos(x)) });
-export const cos = defUnary("cos", { onnx: "Cos", kinds: "float", f: Math.cos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.sin(x))) });
+export const sin = defUnary("sin", { onnx: (c, x, d) => LM.stableUnary(c, "Sin", x, d), kinds: "float", f: Math.sin, jvp: (x, _y, t) => ops.mul(t, ops.cos(x)) });
+export const cos = defUnary("cos", { onnx: (c, x, d) => LM.stableUnary(c, "Cos", x, d), kinds: "float", f: Math.cos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.sin(x))) });
 export const tan = defUnary("tan", { onnx: (c, x, d) => LE.kernelOr(c, "Tan", x, d, LM.tan64), kinds: "float", f: Math.tan, jvp: (_x, y, t) => ops.mul(t, ops.add(ops.scalarLike(y, 1), ops.mul(y, y))) });
 const oneMinusSq = (x: Array) => ops.sub(ops.scalarLike(x, 1), ops.mul(x, x));
-export const asin = defUnary("asin", { onnx: (c, x, d) => LE.kernelOr(c, "Asin", x, d, LM.asin64), kinds: "float", f: Math.asin, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(oneMinusSq(x))) });
-export const acos = defUnary("acos", { onnx: (c, x, d) => LE.kernelOr(c, "Acos", x, d, LM.acos64), kinds: "float", f: Math.acos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.rsqrt(oneMinusSq(x)))) });
-export const atan = defUnary("atan", { onnx: (c, x, d) => LE.kernelOr(c, "Atan", x, d, LM.atan64), kinds: "float", f: Math.atan, jvp: (x, _y, t) => ops.div(t, ops.add(ops.scalarLike(x, 1), ops.mul(x, x))) });
+export const asin = defUnary("asin", { onnx: (c, x, d) => LM.stableUnary(c, "Asin", x, d), kinds: "float", f: Math.asin, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(oneMinusSq(x))) });
+export const acos = defUnary("acos", { onnx: (c, x, d) => LM.stableUnary(c, "Acos", x, d), kinds: "float", f: Math.acos, jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.rsqrt(oneMinusSq(x)))) });
+export const atan = defUnary("atan", { onnx: (c, x, d) => LM.stableUnary(c, "Atan", x, d), kinds: "float", f: Math.atan, jvp: (x, _y, t) => ops.div(t, ops.add(ops.scalarLike(x, 1), ops.mul(x, x))) });
 export const sinh = defUnary("sinh", { onnx: (c, x, d) => LE.kernelOr(c, "Sinh", x, d, LM.sinh64), kinds: "float", f: Math.sinh, jvp: (x, _y, t) => ops.mul(t, ops.cosh(x)) });
 export const cosh = defUnary("cosh", { onnx: (c, x, d) => LE.kernelOr(c, "Cosh", x, d, LM.cosh64), kinds: "float", f: Math.cosh, jvp: (x, _y, t) => ops.mul(t, ops.sinh(x)) });
 export const asinh = defUnary("asinh", { onnx: (c, x, d) => LE.kernelOr(c, "Asinh", x, d, LM.asinh64), kinds: "float", f: Math.asinh, jvp: (x, _y, t) => ops.mul(t, ops.rsqrt(ops.add(ops.mul(x, x), ops.scalarLike(x, 1)))) });
@@ -168,7 +169,7 @@ export const abs = defUnary("abs", { onnx: "Abs",
 export const erfP = defUnary("erf", { onnx: (c, x, d) => LE.kernelOr(c, "Erf", x, d, LM.erf64), kinds: "float", f: erf, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, 2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
 export const erfcP = defUnary("erfc", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.erfc64(m, v)), kinds: "float", f: erfc, jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, -2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))) });
 // d erfinv(x) = sqrt(pi)/2 * exp(erfinv(x)^2)
-export const erfInvP = defUnary("erf_inv", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.erfinv(m, v, d === "float64" ? 2 : 0)), kinds: "float", f: erfinv, jvp: (_x, y, t) => ops.mul(t, ops.mul(ops.scalarLike(y, Math.sqrt(Math.PI) / 2), ops.exp(ops.mul(y, y)))) });
+export const erfInvP = defUnary("erf_inv", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.erfInvXla(c, v, m.d as "float32" | "float64", ERF_INV_COEFFICIENTS)), kinds: "float", f: erfinv, jvp: (_x, y, t) => ops.mul(t, ops.mul(ops.scalarLike(y, Math.sqrt(Math.PI) / 2), ops.exp(ops.mul(y, y)))) });
 // erf_inv replays XLA's float32/float64 expansion so jax.random.normal is bit-exact with JAX
 erfInvP.rules.impl = ([x], _p, [out]) => {
   const f = x.dtype === "float64" ? erfInvF64 : erfInvF32;
@@ -353,7 +354,7 @@ export const min = defBinary("min", { onnx: (c, a, b, d) => minMax(c, "Min", a, 
   jvp: maxMinJvp((a, b) => ops.lt(a, b)),
 });
 // d atan2(a, b) = (b ta - a tb) / (a^2 + b^2)
-export const atan2 = defBinary("atan2", { onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, mathDtype(d), (m, [y, x]) => LM.atan2(m, y, x)),
+export const atan2 = defBinary("atan2", { onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, "float64", (m, [y, x]) => LM.atan2(m, y, x)),
   kinds: "float", f: Math.atan2,
   jvp: (a, b, ta, tb) => {
     const den = ops.add(ops.mul(a, a), ops.mul(b, b));

@@ -6,7 +6,7 @@ import { isFloat } from "../core/dtype.js";
 import { type BDim, Primitive, Zero } from "../core/primitive.js";
 import { broadcastShapes, prod, stridesOf } from "../core/shape.js";
 import { bind } from "../core/trace.js";
-import { threefry2x32Indexed } from "../random/threefry-kernel.js";
+import { threefry2x32Indexed } from "./threefry-kernel.js";
 import { fromNums, nums } from "./ref-util.js";
 import { digamma, lgamma } from "./special-math.js";
 import { vmapElementwise } from "./elementwise.js";

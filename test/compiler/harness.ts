@@ -54,6 +54,7 @@ export function assertSame(actual: ArrayImpl, expected: ArrayImpl, label: string
     const an = a as number, en = e as number;
     if (Number.isNaN(en)) { if (!Number.isNaN(an)) assert.fail(`${label}: element ${i}: got ${an}, expected NaN`); continue; }
     if (!Number.isFinite(en)) { if (an !== en) assert.fail(`${label}: element ${i}: got ${an}, expected ${en}`); continue; }
+    if (en === 0 && an === 0 && Object.is(an, -0) !== Object.is(en, -0)) assert.fail(`${label}: element ${i}: got ${Object.is(an, -0) ? "-0" : "+0"}, expected ${Object.is(en, -0) ? "-0" : "+0"}`);
     if (!(Math.abs(an - en) <= t.atol + t.rtol * Math.abs(en))) assert.fail(`${label}: element ${i}: got ${an}, expected ${en} (rtol ${t.rtol}, atol ${t.atol})`);
   }
 }

@@ -15,6 +15,33 @@ import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, runSessionSync } from "./ort-runtime.js";
 import type { DType as GDType } from "./graph-builder.js";
 
+/**
+ * Primitives whose ONNX lowering and reference impl agree bit for bit (exactly rounded arithmetic, data
+ * movement, integer ops): only these may take the scalar shortcut, so eager, vmapped and jitted results agree.
+ */
+const EXACT_ON_SCALARS: ReadonlySet<string> = new Set([
+  "neg", "sign", "floor", "ceil", "round", "is_finite", "abs", "not", "population_count", "clz", "copy", "sqrt",
+  "add", "sub", "mul", "div", "rem", "max", "min", "and", "or", "xor", "shift_left", "shift_right_logical",
+  "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge", "nextafter",
+  "broadcast_in_dim", "reshape", "transpose", "squeeze", "rev", "pad", "concatenate", "slice", "convert_element_type",
+  "bitcast_convert_type", "select_n", "clamp", "iota", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
+  "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
+  "gather", "dynamic_slice", "dynamic_update_slice", "stop_gradient", "threefry2x32",
+]);
+
+/**
+ * Primitives whose lowering does not depend on operand shapes (only on dtypes and ranks): their eager sessions
+ * declare unknown dimensions, so one session serves every shape.
+ */
+const SHAPE_POLYMORPHIC: ReadonlySet<string> = new Set([
+  "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic",
+  "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt",
+  "abs", "erf", "erfc", "erf_inv", "lgamma", "digamma", "not", "population_count", "clz", "copy",
+  "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor", "shift_left",
+  "shift_right_logical", "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge",
+  "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "stop_gradient",
+]);
+
 /** Tunables (tests switch the scalar fast path and strict lowering). */
 export const onnxBackendOptions = {
   /** Run primitives whose operands and results all have at most one element on the reference impl (exact, no ORT call). */
@@ -28,7 +55,11 @@ export const onnxBackendOptions = {
 };
 
 // ------------------------------------------------------------------ sessions for compiled steps
-const EAGER_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3 };
+// small eager graphs gain nothing from ORT's graph optimizer, which triples session creation time
+const EAGER_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled", logSeverityLevel: 3 };
+const EAGER_SESSION_OPT: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "basic" };
+
+const JIT_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3 };
 
 function threadsFor(step: OnnxStep, jit: boolean): number {
   if (!jit) return 1;
@@ -40,15 +71,18 @@ interface ReadyStep {
   step: OnnxStep;
   session: OrtSession;
   runOpts: RunOptions;
+  /** Owned by the shape-polymorphic cache rather than one eager entry. */
+  shared?: boolean;
 }
 
 function prepareStep(step: OnnxStep, jit: boolean): ReadyStep {
   const threads = threadsFor(step, jit);
-  const opts: SessionOptions = threads === 1 ? EAGER_SESSION : {
+  const opts: SessionOptions = !jit ? (step.nodeCount > 6 ? EAGER_SESSION_OPT : EAGER_SESSION) : threads === 1 ? JIT_SESSION : {
     intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3,
     configEntries: { "session.intra_op.allow_spinning": "0" },
   };
   const session = createSessionSync(step.model, opts);
+  sessionsCreated++;
   const bf = step.outAvals.map((a, i) => [step.outputNames[i], a.dtype] as const).filter(([, d]) => d === "bfloat16");
   const runOpts: RunOptions = bf.length ? { outputDTypes: Object.fromEntries(bf) as Record<string, GDType> } : {};
   return { step, session, runOpts };
@@ -155,48 +189,66 @@ function evictEager(): void {
   for (const m of eagerCache.values()) {
     for (const [k, e] of m) {
       if (drop-- <= 0) return;
-      e.exe?.session.dispose();
+      if (e.exe && !e.exe.shared) e.exe.session.dispose();
       m.delete(k);
       eagerCount--;
     }
   }
 }
 
-function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params): EagerEntry {
+/** Shape-polymorphic eager sessions by (primitive, params, dtypes and ranks); shared by many eager entries. */
+const polyCache = new Map<string, ReadyStep | null>();
+let sessionsCreated = 0;
+
+function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params, paramsKey: string): EagerEntry {
   const inAvals = args.map((a) => a.aval);
   const outAvals = abstractEval(prim, inAvals, params);
   const empty = outAvals.every((a) => a.size === 0);
-  const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && !CALL_PRIMITIVES.has(prim.name)
+  const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && EXACT_ON_SCALARS.has(prim.name)
     && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
   if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty };
+  const poly = SHAPE_POLYMORPHIC.has(prim.name);
+  const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
+  if (poly) {
+    const hit = polyCache.get(pkey);
+    if (hit !== undefined) return { exe: hit, outAvals, empty };
+  }
+  const exe = compileEager(prim, inAvals, outAvals, params, poly);
+  if (poly) polyCache.set(pkey, exe);
+  return { exe, outAvals, empty };
+}
+
+function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedArray[], params: Params, poly: boolean): ReadyStep | null {
   const invars = inAvals.map((a) => new Var(a));
   const outVars = outAvals.map((a) => new Var(a));
   const j = new Jaxpr([], invars, outVars, [{ primitive: prim, inputs: invars, params, outVars }]);
-  let program: Program;
   try {
-    program = compileJaxpr(j, { name: prim.name, strict: onnxBackendOptions.strict });
+    const program = compileJaxpr(j, { name: prim.name, strict: onnxBackendOptions.strict, dynamicShapes: poly });
+    const step = program.steps[0];
+    if (program.steps.length !== 1 || step.kind !== "onnx" || step.outputs.length !== outAvals.length) return null;
+    const r = prepareStep(step, false);
+    r.shared = poly;
+    return r;
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
-    return { exe: null, outAvals, empty };
+    return null;
   }
-  const step = program.steps[0];
-  if (program.steps.length !== 1 || step.kind !== "onnx" || step.outputs.length !== outAvals.length) return { exe: null, outAvals, empty };
-  try {
-    return { exe: prepareStep(step, false), outAvals, empty };
-  } catch (e) {
-    if (onnxBackendOptions.strict) throw e;
-    return { exe: null, outAvals, empty };
-  }
+}
+
+/** Cache statistics (sessions created so far, cached eager entries and shape-polymorphic sessions). */
+export function onnxCacheStats(): { sessionsCreated: number; eagerEntries: number; polySessions: number } {
+  return { sessionsCreated, eagerEntries: eagerCount, polySessions: polyCache.size };
 }
 
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   let m = eagerCache.get(prim);
   if (!m) { m = new Map(); eagerCache.set(prim, m); }
-  let key = keyOf(params);
+  const pk = keyOf(params);
+  let key = pk;
   for (let i = 0; i < args.length; i++) key += "|" + args[i].aval.key();
   let e = m.get(key);
   if (!e) {
-    e = buildEager(prim, args, params);
+    e = buildEager(prim, args, params, pk);
     if (eagerCount >= onnxBackendOptions.maxEagerSessions) evictEager();
     m.set(key, e);
     eagerCount++;
@@ -264,7 +316,9 @@ export const onnxBackend: Backend & { compiledFor: typeof compiledFor } = {
 
 /** Releases every cached eager session (jit executables are released with their jaxprs). */
 export function clearOnnxCaches(): void {
-  for (const m of eagerCache.values()) for (const e of m.values()) e.exe?.session.dispose();
+  for (const m of eagerCache.values()) for (const e of m.values()) if (e.exe && !e.exe.shared) e.exe.session.dispose();
+  for (const r of polyCache.values()) r?.session.dispose();
+  polyCache.clear();
   eagerCache.clear();
   eagerCount = 0;
 }
