@@ -19,5 +19,8 @@ if (files.length === 0) {
   console.error("run-tests: no test files found under dist/test");
   process.exit(1);
 }
-const res = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit" });
+// the ONNX Runtime backend is the default: preload it so tests that import only core modules use it too
+const preload = `--import=${new URL("../dist/src/backends/onnx/onnx-backend.js", import.meta.url).href}`;
+const env = { ...process.env, NODE_OPTIONS: [process.env.NODE_OPTIONS, preload].filter(Boolean).join(" ") };
+const res = spawnSync(process.execPath, ["--test", "--test-concurrency=2", ...files], { stdio: "inherit", env });
 process.exit(res.status ?? 1);

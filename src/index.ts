@@ -1,5 +1,8 @@
 /** @file The jaxts package entry: JAX's API (jax.*) plus the numpy, lax, nn, random and tree namespaces. */
 import "./backends/interpreter/interpreter.js";
+import "./backends/onnx/onnx-backend.js";
+import { loweringSummary } from "./backends/onnx/onnx-backend.js";
+import { setLoweringSummary } from "./transforms/api.js";
 import "./numpy/methods.js";
 
 export { config } from "./core/config.js";
@@ -20,6 +23,8 @@ export * as numpy from "./numpy/index.js";
 export * as lax from "./lax/index.js";
 export * as nn from "./nn/index.js";
 export * as random from "./random/index.js";
+export * as optim from "./optim/index.js";
+export { save, load, serialize, deserialize } from "./io/index.js";
 export * as tree from "./core/tree.js";
 export { HOST_DEVICE } from "./core/array-impl.js";
 import { HOST_DEVICE, type Device } from "./core/array-impl.js";
@@ -30,3 +35,5 @@ export const deviceCount = (): number => 1;
 export const localDeviceCount = (): number => 1;
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
+
+setLoweringSummary(loweringSummary);

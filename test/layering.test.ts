@@ -13,7 +13,7 @@ const SRC = "src";
 const ALLOWED: Record<string, string[]> = {
   core: [],
   primitives: ["core", "compiler", "backends"],
-  transforms: ["core", "primitives"],
+  transforms: ["core", "primitives", "compiler"],
   parallel: ["core", "primitives", "transforms"],
   compiler: ["core", "backends"],
   backends: ["core", "compiler"],

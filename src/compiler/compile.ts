@@ -1,7 +1,4 @@
-/**
- * @file jaxpr -> executable plan: maximal runs of lowerable equations become ONNX models; an equation whose
- * primitive has no lowering (or whose rule declines these dtypes/params) runs on its reference impl between them.
- */
+/** @file jaxpr -> executable plan: maximal runs of lowerable equations become ONNX models; an equation without a lowering runs on its reference impl between them. */
 import { DEFAULT_OPSET, GraphBuilder, type DType as GDType } from "../backends/onnx/graph-builder.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";

@@ -1,13 +1,15 @@
 /** @file The ONNX LoweringContext: wraps a GraphBuilder, dedupes constants, and lowers jaxpr equations through each primitive's `lower` rule. */
 import { GraphBuilder, attr, type AttrValue, type DType as GDType } from "../backends/onnx/graph-builder.js";
 import { ortSupports } from "../backends/onnx/ort-support.js";
+import type { Array as JArray } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
+import type { ShapedArray } from "../core/aval.js";
+import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { castNumber, bigOf } from "../core/convert.js";
 import type { DType } from "../core/dtype.js";
 import { toBFloat16Bits, fromBFloat16Bits, toFloat16Bits } from "../core/float16.js";
 import { ClosedJaxpr, Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { type LoweringContext, LoweringUnsupportedError, type OnnxAttr } from "../core/lowering-types.js";
-import { EXTERNAL_LOWERINGS } from "./lower-control.js";
 
 /** Primitives without a `lower` rule that the compiler lowers by inlining their `jaxpr` param. */
 export const CALL_PRIMITIVES: ReadonlySet<string> = new Set(["pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call"]);
@@ -145,7 +147,7 @@ export class OnnxLoweringContext implements LoweringContext {
   /** Lowers one equation given its input value names. */
   lowerEqn(eqn: JaxprEqn, inputs: string[]): string[] {
     const prim = eqn.primitive;
-    const rule = prim.rules.lower ?? EXTERNAL_LOWERINGS[prim.name];
+    const rule = prim.rules.lower;
     if (!rule) {
       const j = eqn.params.jaxpr ?? eqn.params.call_jaxpr;
       if (CALL_PRIMITIVES.has(prim.name) && (j instanceof Jaxpr || j instanceof ClosedJaxpr)) return this.inlineJaxpr(j, inputs);
@@ -181,4 +183,13 @@ export function lowerJaxprInto(ctx: OnnxLoweringContext, jaxpr: Jaxpr, inputs: s
     e.outVars.forEach((v, k) => env.set(v, outs[k]));
   });
   return jaxpr.outvars.map(read);
+}
+
+/**
+ * Lowers a primitive by tracing a JS function of lax-level ops (JAX's mlir.lower_fun): `f` is traced at
+ * `inAvals` and its jaxpr inlined on `inputs`. Use it in a `lower` rule whose impl is written with ops.
+ */
+export function lowerFun(ctx: LoweringContext, f: (...xs: JArray[]) => JArray[], inAvals: readonly ShapedArray[], inputs: string[]): string[] {
+  const { jaxpr, consts } = traceToJaxpr(f, [...inAvals], "lower_fun");
+  return ctx.inlineJaxpr(new ClosedJaxpr(jaxpr, consts), inputs);
 }

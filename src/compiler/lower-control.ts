@@ -1,8 +1,4 @@
-/**
- * @file Lowerings of the control-flow primitives cond / while / scan (defined in src/transforms) to ONNX If and Loop.
- * They are registered here by primitive name (EXTERNAL_LOWERINGS) because their definitions live outside the
- * primitive files; a definition's own `lower` rule takes precedence.
- */
+/** @file Lowerings of the control-flow primitives cond / while / scan to ONNX If and Loop (used by their definitions in src/transforms). */
 import type { ShapedArray } from "../core/aval.js";
 import type { Jaxpr } from "../core/jaxpr.js";
 import type { LoweringContext } from "../core/lowering-types.js";
@@ -69,8 +65,4 @@ export const lowerScan: Lower = (ctx, args, params, inAvals, outAvals) => {
 };
 
 /** Lowerings for primitives defined outside the primitive files, by name. */
-export const EXTERNAL_LOWERINGS: Readonly<Record<string, Lower>> = {
-  cond: lowerCond,
-  while: lowerWhile,
-  scan: lowerScan,
-};
+

@@ -38,7 +38,11 @@ export class F {
   floor(a: V): string { return this.un("Floor", a); }
   isnan(a: V): string { return this.un("IsNaN", a); }
   isinf(a: V): string { return this.un("IsInf", a); }
-  where(c: string, a: V, b: V): string { return select(this.ctx, c, this.v(a), this.v(b), this.d); }
+  where(c: string, a: V, b: V): string {
+    // ORT's float Where only mangles a -0 taken from its first value operand; a literal there is safe
+    if (typeof a === "number" && !Object.is(a, -0) && this.d !== "float16") return this.ctx.op("Where", [c, this.c(a), this.v(b)]);
+    return select(this.ctx, c, this.v(a), this.v(b), this.d);
+  }
   /** sum_i coeffs[i] x^(n-1-i) by Horner's rule (highest degree first). */
   horner(x: string, coeffs: readonly number[]): string {
     let p = this.c(coeffs[0]);
@@ -228,27 +232,6 @@ export function erfc64(m: F, x: string): string {
   const c = erfcFraction(m, m.max(a, 2.5));
   const outer = m.where(m.lt(x, 0), m.sub(2, c), c);
   return m.where(inner, s, m.where(m.isnan(x), x, outer));
-}
-
-const GILES_SMALL = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941];
-const GILES_LARGE = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682];
-
-/** erfinv: Giles' approximation (rel. error < 3e-7), then `newton` Newton steps on erf/erfc (float64 only). */
-export function erfinv(m: F, y: string, newton: number): string {
-  const w = m.neg(m.log(m.mul(m.sub(1, y), m.add(1, y))));
-  const small = m.lt(w, 5);
-  const ws = m.sub(m.where(small, w, 5), 2.5);
-  const wl = m.sub(m.sqrt(m.where(small, 5, w)), 3);
-  let x = m.mul(m.where(small, m.horner(ws, GILES_SMALL), m.horner(wl, GILES_LARGE)), y);
-  for (let i = 0; i < newton; i++) {
-    const tail = m.gt(m.abs(y), 0.9);
-    const err = m.where(tail, m.neg(m.sub(erfc64(m, x), m.sub(1, y))), m.sub(erf64(m, x), y));
-    const step = m.div(err, m.mul(m.exp(m.neg(m.mul(x, x))), TWO_OVER_SQRT_PI));
-    const ok = m.not(m.or(m.isnan(step), m.isinf(step)));
-    x = m.where(ok, m.sub(x, step), x);
-  }
-  x = m.where(m.eq(y, 1), Infinity, m.where(m.eq(y, -1), -Infinity, x));
-  return m.where(m.or(m.gt(m.abs(y), 1), m.isnan(y)), NaN, x);
 }
 
 // ---------------------------------------------------------------- lgamma / digamma (float64)

@@ -41,7 +41,8 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
     if (isFloat(d)) {
       // ORT's ReduceMax/Min skip NaNs in some positions; JAX propagates them
       const anyNaN = ctx.op("ReduceMax", [ctx.op("IsNaN", [x]), ax], attrs);
-      y = select(ctx, anyNaN, ctx.scalar(d, NaN), y, d);
+      // (a direct Where: ORT only mangles a -0 taken from the first value operand, here a NaN constant)
+      y = d === "float16" ? select(ctx, anyNaN, ctx.scalar(d, NaN), y, d) : ctx.op("Where", [anyNaN, ctx.scalar(d, NaN), y]);
     }
     return y;
   }

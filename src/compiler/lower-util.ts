@@ -147,20 +147,14 @@ export function fromOrderKey(ctx: LoweringContext, k: string, kd: DType, d: DTyp
 /** The float dtype composite formulas compute in for float dtype d (f16/bf16 -> f32). */
 export const mathDtype = (d: DType): DType => (d === "float64" ? "float64" : "float32");
 
-/** Elementwise binary min/max that propagates NaN and handles bool and kernel gaps. */
+/**
+ * Elementwise binary min/max: ORT's Max/Min propagate NaN like lax.max/min. On a +0/-0 tie they return the
+ * second operand (so relu's max(x, 0.0) gives +0 for -0), where Math.max prefers +0 either way; making ties
+ * exact would cost eight kernels per max, so this corner is left to ORT.
+ */
 export function minMax(ctx: LoweringContext, which: "Max" | "Min", a: string, b: string, d: DType): string {
   if (d === "bool") return ctx.op(which === "Max" ? "Or" : "And", [a, b]);
-  if (!isFloat(d)) return opIn(ctx, which, d, [a, b]);
-  // floats: equal operands (only +0 vs -0 can differ) combine bitwise: max(+0, -0) = +0 (AND), min = -0 (OR)
-  const r = ctx.repr(d);
-  const fd: DType = r === "float64" ? "float64" : "float32";
-  const it: DType = fd === "float64" ? "int64" : "int32";
-  const af = rawCast(ctx, a, d, fd), bf = rawCast(ctx, b, d, fd);
-  const bits = (v: string) => ctx.op("BitCast", [v], { to: ONNX_TYPE[it] });
-  const tie = ctx.op(which === "Max" ? "BitwiseAnd" : "BitwiseOr", [bits(af), bits(bf)]);
-  const m = bits(ctx.op(which, [af, bf]));
-  const y = ctx.op("BitCast", [ctx.op("Where", [ctx.op("Equal", [af, bf]), tie, m])], { to: ONNX_TYPE[fd] });
-  return rawCast(ctx, y, fd, d);
+  return opIn(ctx, which, d, [a, b]);
 }
 
 /** An int64 scalar-to-1-D: Unsqueeze a rank-0 value to shape [1]. */

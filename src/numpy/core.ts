@@ -102,6 +102,17 @@ export function broadcastTo(x: Array, shape: readonly number[], fn = "broadcast_
 export function promoteArgs(fn: string, ...xs: (ArrayLike | NestedValue)[]): Array[] {
   return broadcastArrays(fn, promoteDtypes(fn, xs));
 }
+/**
+ * For binary lax ops, which broadcast rank-0 operands themselves: promote dtypes, but leave a scalar operand
+ * unbroadcast so it stays a literal in jaxprs (`mul a 2.0:f32[]`, as JAX prints).
+ */
+export function promoteBinary(fn: string, x: ArrayLike | NestedValue, y: ArrayLike | NestedValue, inexact = false): [Array, Array] {
+  let [a, b] = promoteDtypes(fn, [x, y]);
+  if (inexact && !isFloat(a.dtype)) { a = ops.convert(a, defaultFloatDType(), a.weakType); b = ops.convert(b, defaultFloatDType(), b.weakType); }
+  if (a.ndim === 0 || b.ndim === 0) return [a, b];
+  const [p, q] = broadcastArrays(fn, [a, b]);
+  return [p, q];
+}
 /** Like promoteArgs, but ints/bools are promoted to the default float (for sin, log, divide ...). */
 export function promoteArgsInexact(fn: string, ...xs: (ArrayLike | NestedValue)[]): Array[] {
   const ys = promoteArgs(fn, ...xs);

@@ -3,7 +3,7 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { type DType, defaultFloatDType, finfo, isBigInt, isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
-import { asArrayArg, promoteArgs, promoteArgsInexact } from "./core.js";
+import { asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
 import {
   type ArrayInput, type Args, c, concreteInt, isIntLike, isNumeric, parseArgs, promoteArgsNumeric, requireKind, sel, toInexact,
 } from "./elementwise-util.js";
@@ -16,21 +16,21 @@ const floatUnary = (name: string, f: (x: Array) => Array): Unary => (x) => f(toI
 
 // ---------------------------------------------------------------- arithmetic
 export const add: Binary = (x, y) => {
-  const [a, b] = promoteArgs("add", x, y);
+  const [a, b] = promoteBinary("add", x, y);
   return isBool(a.dtype) ? ops.or(a, b) : ops.add(a, b);
 };
 export const subtract: Binary = (x, y) => {
-  const [a, b] = promoteArgs("subtract", x, y);
+  const [a, b] = promoteBinary("subtract", x, y);
   requireKind("subtract", "numeric (non-bool)", isNumeric, a);
   return ops.sub(a, b);
 };
 export const multiply: Binary = (x, y) => {
-  const [a, b] = promoteArgs("multiply", x, y);
+  const [a, b] = promoteBinary("multiply", x, y);
   return isBool(a.dtype) ? ops.and(a, b) : ops.mul(a, b);
 };
 /** True division: integer operands promote to the default float. */
-export const divide: Binary = (x, y) => { const [a, b] = promoteArgsInexact("divide", x, y); return ops.div(a, b); };
-export const trueDivide: Binary = (x, y) => { const [a, b] = promoteArgsInexact("true_divide", x, y); return ops.div(a, b); };
+export const divide: Binary = (x, y) => { const [a, b] = promoteBinary("divide", x, y, true); return ops.div(a, b); };
+export const trueDivide: Binary = (x, y) => { const [a, b] = promoteBinary("true_divide", x, y, true); return ops.div(a, b); };
 
 /** Python-style float divmod: the quotient is floored and the remainder takes the divisor's sign. */
 function floatDivmod(a: Array, b: Array): [Array, Array] {
@@ -218,8 +218,8 @@ export function round(a: ArrayInput, ...args: Args<[decimals: number, out: null]
 export const around = round;
 
 // ---------------------------------------------------------------- extrema and sign manipulation
-export const maximum: Binary = (x, y) => { const [a, b] = promoteArgs("maximum", x, y); return ops.max(a, b); };
-export const minimum: Binary = (x, y) => { const [a, b] = promoteArgs("minimum", x, y); return ops.min(a, b); };
+export const maximum: Binary = (x, y) => { const [a, b] = promoteBinary("maximum", x, y); return ops.max(a, b); };
+export const minimum: Binary = (x, y) => { const [a, b] = promoteBinary("minimum", x, y); return ops.min(a, b); };
 const isnanArr = (a: Array): Array => (isFloat(a.dtype) ? ops.ne(a, a) : ops.fullLike(a, false, "bool"));
 /** fmax/fmin ignore NaN unless both are NaN. */
 export const fmax: Binary = (x, y) => {

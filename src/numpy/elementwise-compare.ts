@@ -3,14 +3,14 @@ import { Array } from "../core/array.js";
 import { isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
 import { broadcastShapes, shapesEqual } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
-import { array, asArrayArg, promoteArgs, promoteArgsInexact } from "./core.js";
+import { array, asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
 import { type ArrayInput, type Args, c, isIntLike, parseArgs, promoteArgsNumeric, requireKind, sel } from "./elementwise-util.js";
 
 type Unary = (x: ArrayInput) => Array;
 type Binary = (x: ArrayInput, y: ArrayInput) => Array;
 
 const compare = (name: string, f: (a: Array, b: Array) => Array): Binary => (x, y) => {
-  const [a, b] = promoteArgs(name, x, y);
+  const [a, b] = promoteBinary(name, x, y);
   return f(a, b);
 };
 export const equal = compare("equal", ops.eq);

@@ -10,6 +10,7 @@ import { axisSizeOf, bind, bind1 } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 
 type AxisNames = string[];
+const COLLECTIVE_LOWER = "collectives are eliminated by vmap's batching rules; per-device lowering comes with shardMap/pmap";
 const unbound = (prim: string, axes: AxisNames) =>
   new Error(`${prim}: unbound axis name ${axes.map((a) => JSON.stringify(a)).join(", ")}. Collectives need an enclosing vmap/pmap/shardMap/xmap whose axisName is one of these`);
 const names = (x: string | string[]): AxisNames => (typeof x === "string" ? [x] : [...x]);
@@ -54,6 +55,7 @@ function defReduceCollective(name: string, reduce: (x: Array, axes: number[]) =>
       },
     // psum's transpose is psum, as in JAX (each member's cotangent is summed into every contributor)
     transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(p, [ct], params)] : undefined,
+    missing: { lower: COLLECTIVE_LOWER },
   }, { collective: true });
   return p;
 }
@@ -69,6 +71,7 @@ export const axisIndexP: Primitive<{ axis_name: string }> = new Primitive<{ axis
     return [[ops.iota("int32", [axis.size], 0)], [0]];
   },
   jvp(_p, _t, params) { const y = bind1(axisIndexP, [], params); return [[y], [new Zero(y.aval)]]; },
+  missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
 
 type AGP = { axis_name: string; axis: number; tiled: boolean; axis_size: number; axis_index_groups: number[][] | null };
@@ -104,6 +107,7 @@ export const allGatherP: Primitive<AGP> = new Primitive<AGP>("all_gather", {
     return [[ops.concatenate(per, 0)], [0]];
   },
   jvp([x], [t], p) { const y = bind1(allGatherP, [x], p); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(allGatherP, [t], p)]]; },
+  missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
 
 /** lax.psum(x, axisName, { axisIndexGroups }) over a pytree leaf. */
@@ -147,6 +151,7 @@ export const ppermuteP: Primitive<PPP> = new Primitive<PPP>("ppermute", {
   jvp([x], [t], p) { const y = bind1(ppermuteP, [x], p); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(ppermuteP, [t], p)]]; },
   // the transpose of a permutation is the inverse permutation
   transpose([ct], _a, p) { return [ct instanceof Zero ? ct : bind1(ppermuteP, [ct], { ...p, perm: p.perm.map(([a, b]) => [b, a] as [number, number]) })]; },
+  missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
 
 type PSP = { axis_name: string; scatter_dimension: number; tiled: boolean; axis_size: number };
@@ -168,6 +173,7 @@ export const psumScatterP: Primitive<PSP> = new Primitive<PSP>("reduce_scatter",
     return [[ops.moveaxis(ops.reshape(total, split), sd, 0)], [0]];
   },
   jvp([x], [t], p) { const y = bind1(psumScatterP, [x], p); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(psumScatterP, [t], p)]]; },
+  missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
 
 type ATA = { axis_name: string; split_axis: number; concat_axis: number; tiled: boolean; axis_size: number };
@@ -206,6 +212,7 @@ export const allToAllP: Primitive<ATA> = new Primitive<ATA>("all_to_all", {
   },
   jvp([x], [t], p) { const y = bind1(allToAllP, [x], p); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(allToAllP, [t], p)]]; },
   transpose([ct], _a, p) { return [ct instanceof Zero ? ct : bind1(allToAllP, [ct], { ...p, split_axis: p.concat_axis, concat_axis: p.split_axis })]; },
+  missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
 
 export const ppermute = (x: Array, axisName: string, perm: [number, number][]): Array => bind1(ppermuteP, [x], { axis_name: axisName, perm: perm.map(([a, b]) => [a, b] as [number, number]) });

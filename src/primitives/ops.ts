@@ -2,7 +2,7 @@
 import { Array, type ArrayLike } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { fromNumbers } from "../core/convert.js";
+import { convertStorage, fromNumbers } from "../core/convert.js";
 import { type DType, isFloat } from "../core/dtype.js";
 import { type Params, Primitive, UndefinedPrimal } from "../core/primitive.js";
 import { shapeStr, shapesEqual } from "../core/shape.js";
@@ -62,6 +62,8 @@ export const truncDiv = (a: Array, b: Array): Array => { const q = div(a, b); re
 
 export function convert(x: Array, dtype: DType, weakType = false): Array {
   if (x.dtype === dtype && x.weakType === weakType) return x;
+  // a concrete scalar (a JS literal) converts on the host, so it stays a literal in traced jaxprs, as in JAX
+  if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) return new ArrayImpl(new ShapedArray([], dtype, weakType), convertStorage(x.buffer, x.dtype, dtype));
   return bind1(S.convertElementTypeP, [x], { new_dtype: dtype, weak_type: weakType, sharding: null });
 }
 export const bitcast = (x: Array, dtype: DType): Array => bind1(S.bitcastConvertTypeP, [x], { new_dtype: dtype });

@@ -105,7 +105,7 @@ export const checkpointP: Primitive<CkP> = new Primitive<CkP>("checkpoint", {
     const outs = bind(checkpointP, [...inner.consts, ...args], { ...p, jaxpr: inner.jaxpr, num_saved_in: p.num_saved_in + inner.consts.length });
     return [outs, outs.map(() => 0)];
   },
-  missing: { lower: "lowered by inlining its jaxpr" },
+  lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
 });
 
 

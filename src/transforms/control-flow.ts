@@ -12,6 +12,7 @@ import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
 import { vmapFlat } from "./vmap.js";
+import { lowerCond, lowerWhile } from "../compiler/lower-control.js";
 
 /** Traces f at avals to a jaxpr whose constvars become leading invars; returns it with the consts. */
 export function closeOver(f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string): { jaxpr: Jaxpr; consts: Array[] } {
@@ -67,6 +68,7 @@ export const condP: Primitive<CondP> = new Primitive<CondP>("cond", {
     });
     return [outs, outs.map(() => 0)];
   },
+  lower: lowerCond,
   missing: { transpose: "cond is differentiated by inlining the taken branch or selecting among all branches, so linear jaxprs never contain it" },
 });
 function clampIdx(idx: Array, n: number): Array {
@@ -158,6 +160,7 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
     );
     return [out, out.map(() => 0)];
   },
+  lower: lowerWhile,
   missing: { transpose: "reverse-mode differentiation of while_loop is not supported (as in JAX); use lax.scan or foriLoop with static bounds" },
 });
 

@@ -35,7 +35,8 @@ export const customJvpCallP: Primitive<JvpP> = new Primitive<JvpP>("custom_jvp_c
     const outs = bind(customJvpCallP, [...inner.consts, ...args], { call_jaxpr: inner.jaxpr, jvp: bjvp, num_consts: inner.consts.length + num_consts });
     return [outs, outs.map(() => 0)];
   },
-  missing: { transpose: "custom_jvp_call is differentiated through its custom rule, never transposed", lower: "lowered by inlining call_jaxpr" },
+  lower: (ctx, inputs, { call_jaxpr }) => ctx.inlineJaxpr(call_jaxpr, inputs),
+  missing: { transpose: "custom_jvp_call is differentiated through its custom rule, never transposed" },
 });
 
 export interface CustomJvpFn<A extends unknown[], R> {
@@ -117,7 +118,8 @@ export const customVjpCallP: Primitive<VjpP> = new Primitive<VjpP>("custom_vjp_c
     const outs = bind(customVjpCallP, [...inner.consts, ...args], { ...p, call_jaxpr: inner.jaxpr, fwd: bfwd, bwd: bbwd, num_consts: inner.consts.length + p.num_consts, out_avals: inner.jaxpr.outAvals });
     return [outs, outs.map(() => 0)];
   },
-  missing: { transpose: "differentiated through fwd/bwd, never transposed", lower: "lowered by inlining call_jaxpr" },
+  lower: (ctx, inputs, { call_jaxpr }) => ctx.inlineJaxpr(call_jaxpr, inputs),
+  missing: { transpose: "differentiated through fwd/bwd, never transposed" },
 });
 
 export interface CustomVjpFn<A extends unknown[], R> {

@@ -40,7 +40,8 @@ export const pjitP: Primitive<PjitParams> = new Primitive<PjitParams>("pjit", {
     const outs: Array[] = bind(pjitP, [...consts, ...args], { jaxpr: j, name: `vmap(${name})`, donated_invars: [...consts.map(() => false), ...donated_invars] });
     return [outs, outs.map(() => 0)];
   },
-  missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it", lower: "lowered by inlining its jaxpr" },
+  lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
+  missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it" },
 });
 
 export interface CompiledCall {

@@ -14,6 +14,7 @@ import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
 import { vmapFlat } from "./vmap.js";
 import { closeOver, whileLoopFlat } from "./control-flow.js";
+import { lowerScan } from "../compiler/lower-control.js";
 
 type ScanP = { jaxpr: Jaxpr; num_consts: number; num_carry: number; length: number; reverse: boolean; unroll: number; linear: boolean[] };
 
@@ -123,6 +124,7 @@ export const scanP: Primitive<ScanP> = new Primitive<ScanP>("scan", {
     const ctC = outs.slice(0, nc), ctInit = outs.slice(nc, nc + nk), ctXs = outs.slice(nc + nk);
     return [...ctC, ...ctInit, ...resArgs.map(() => null), ...ctXs];
   },
+  lower: lowerScan,
   vmap(axis, args, dims, p) {
     const nc = p.num_consts, nk = p.num_carry;
     const consts = args.slice(0, nc).map((x, i) => (dims[i] === null ? x : ops.moveaxis(x, dims[i]!, 0)));

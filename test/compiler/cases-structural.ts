@@ -100,6 +100,16 @@ export function reductionCases(): Case[] {
     }
     if (!isFloatD(d)) for (const name of ["reduce_and", "reduce_or", "reduce_xor"]) { red(name, x, [1]); red(name, x, [0]); red(name, some(d, [2, 3, 7]), [0, 2]); }
   }
+  // integer reductions wrap (ORT's own integer ReduceSum/ReduceProd saturate through doubles)
+  red("reduce_sum", vec("int32", [2147483647, 2147483647, 5]), [0]);
+  red("reduce_sum", vec("uint32", [4e9, 4e9, 7]), [0]);
+  red("reduce_sum", vec("int64", [2n ** 62n + 3n, 2n ** 62n + 5n, 7n]), [0]);
+  red("reduce_sum", vec("uint64", [2n ** 63n + 3n, 2n ** 63n + 5n, 7n]), [0]);
+  red("reduce_sum", vec("int8", [100, 100, 100]), [0]);
+  red("reduce_prod", vec("int32", [100000, 100000, 7]), [0]);
+  red("reduce_prod", vec("uint8", [16, 16, 3]), [0]);
+  c.push({ prim: P("cumsum"), args: [vec("int32", [2147483647, 1, 5])], params: { axis: 0, reverse: false } });
+  c.push({ prim: P("cumsum"), args: [vec("uint8", [200, 100, 5])], params: { axis: 0, reverse: true } });
   const nanx = vec("float32", [1, NaN, 3, -Infinity, 2, 5]);
   for (const name of ["reduce_max", "reduce_min", "reduce_sum"]) for (const d of FLOATS) red(name, arr(d, [2, 3], [1, NaN, 3, 4, 2, Infinity]), [1]);
   red("reduce_max", nanx, [0]);

@@ -1,7 +1,5 @@
-/**
- * @file The "onnx" execution backend: eager primitives run as cached one-node-ish ONNX Runtime sessions
- * (one per primitive, params and input avals), jitted jaxprs as one cached session per program.
- */
+/** @file The "onnx" execution backend: cached eager sessions per primitive (shape-polymorphic for elementwise ops), one cached session per jitted program, interpreter fallback. */
+import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
@@ -12,6 +10,7 @@ import type { Params, Primitive } from "../../core/primitive.js";
 import { type Backend, abstractEval, registerBackend, setBackendSelector } from "../../core/trace.js";
 import { type Program, type OnnxStep, compileJaxpr } from "../../compiler/compile.js";
 import { CALL_PRIMITIVES } from "../../compiler/context.js";
+import { summarizeOnnx } from "../../compiler/summary.js";
 import { type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, runSessionSync } from "./ort-runtime.js";
 import type { DType as GDType } from "./graph-builder.js";
 
@@ -52,40 +51,64 @@ export const onnxBackendOptions = {
   maxEagerSessions: 2048,
   /** Work (element operations) above which a jitted program gets all intra-op threads. */
   parallelWork: 1 << 18,
+  /** Work above which a jitted program gets ORT's full graph optimizations (below: constant folding only, faster to create). */
+  optimizeWork: 1 << 14,
 };
 
 // ------------------------------------------------------------------ sessions for compiled steps
 // small eager graphs gain nothing from ORT's graph optimizer, which triples session creation time
 const EAGER_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled", logSeverityLevel: 3 };
 const EAGER_SESSION_OPT: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "basic" };
+// small jitted programs: constant folding only; big ones get ORT's fusions too
+const JIT_SESSION_SMALL: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "basic" };
+const JIT_SESSION: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "all" };
 
-const JIT_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3 };
+function sessionOptionsFor(step: OnnxStep, jit: boolean): SessionOptions {
+  if (!jit) return step.nodeCount > 6 ? EAGER_SESSION_OPT : EAGER_SESSION;
+  const big = step.work >= onnxBackendOptions.parallelWork;
+  const threads = config.intraOpThreads > 0 ? config.intraOpThreads : big ? availableParallelism() : 1;
+  const base = big || step.work >= onnxBackendOptions.optimizeWork ? JIT_SESSION : JIT_SESSION_SMALL;
+  if (threads === 1) return base;
+  return { ...base, intraOpNumThreads: threads, configEntries: { "session.intra_op.allow_spinning": "0" } };
+}
 
-function threadsFor(step: OnnxStep, jit: boolean): number {
-  if (!jit) return 1;
-  if (config.intraOpThreads > 0) return config.intraOpThreads;
-  return step.work >= onnxBackendOptions.parallelWork ? availableParallelism() : 1;
+/** An ORT session shared by every step whose model bytes and options are identical (reference counted). */
+interface SharedSession {
+  readonly session: OrtSession;
+  readonly key: string;
+  refs: number;
+}
+const sessionsByContent = new Map<string, SharedSession>();
+let sessionsCreated = 0;
+
+function acquireSession(model: Uint8Array, opts: SessionOptions): SharedSession {
+  const key = `${JSON.stringify(opts)}|${createHash("sha1").update(model).digest("base64")}`;
+  let s = sessionsByContent.get(key);
+  if (!s) {
+    s = { session: createSessionSync(model, opts), key, refs: 0 };
+    sessionsCreated++;
+    sessionsByContent.set(key, s);
+  }
+  s.refs++;
+  return s;
+}
+function releaseSession(s: SharedSession): void {
+  if (--s.refs > 0) return;
+  sessionsByContent.delete(s.key);
+  s.session.dispose();
 }
 
 interface ReadyStep {
   step: OnnxStep;
-  session: OrtSession;
+  shared: SharedSession;
   runOpts: RunOptions;
-  /** Owned by the shape-polymorphic cache rather than one eager entry. */
-  shared?: boolean;
 }
 
 function prepareStep(step: OnnxStep, jit: boolean): ReadyStep {
-  const threads = threadsFor(step, jit);
-  const opts: SessionOptions = !jit ? (step.nodeCount > 6 ? EAGER_SESSION_OPT : EAGER_SESSION) : threads === 1 ? JIT_SESSION : {
-    intraOpNumThreads: threads, interOpNumThreads: 1, graphOptimizationLevel: "all", logSeverityLevel: 3,
-    configEntries: { "session.intra_op.allow_spinning": "0" },
-  };
-  const session = createSessionSync(step.model, opts);
-  sessionsCreated++;
+  const shared = acquireSession(step.model, sessionOptionsFor(step, jit));
   const bf = step.outAvals.map((a, i) => [step.outputNames[i], a.dtype] as const).filter(([, d]) => d === "bfloat16");
   const runOpts: RunOptions = bf.length ? { outputDTypes: Object.fromEntries(bf) as Record<string, GDType> } : {};
-  return { step, session, runOpts };
+  return { step, shared, runOpts };
 }
 
 function runStep(r: ReadyStep, args: readonly ArrayImpl[]): ArrayImpl[] {
@@ -95,17 +118,27 @@ function runStep(r: ReadyStep, args: readonly ArrayImpl[]): ArrayImpl[] {
     const a = args[i];
     feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
   }
-  const outs = runSessionSync(r.session, feeds, step.outputNames, r.runOpts);
+  const outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts);
   const res = new Array<ArrayImpl>(outs.length);
   for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(step.outAvals[i], outs[i].data as ArrayImpl["buffer"]);
   return res;
 }
 
+/** The parts of a jaxpr an executable keeps to re-plan itself (not the Jaxpr object, which keys the jit cache). */
+type JaxprParts = Pick<Jaxpr, "constvars" | "invars" | "outvars" | "eqns">;
+
 /** A compiled program with its sessions (created on first use). */
 export class Executable {
   private ready: (ReadyStep | null)[];
-  constructor(readonly program: Program, private readonly jit: boolean) {
+  constructor(public program: Program, private readonly jit: boolean, private readonly parts?: JaxprParts) {
     this.ready = program.steps.map(() => null);
+  }
+  /** Replaces the plan by equation-by-equation execution (after ORT rejected or failed to run a model). */
+  fallBack(why: string): void {
+    if (!this.parts) throw new Error(`onnx backend: ${why}`);
+    this.dispose();
+    this.program = interpretedProgram(this.parts, this.program, why);
+    this.ready = this.program.steps.map(() => null);
   }
   /** Creates every session now (jit compiles ahead of the first call). */
   prepare(): this {
@@ -113,7 +146,17 @@ export class Executable {
     return this;
   }
   run(inputs: readonly ArrayImpl[]): ArrayImpl[] {
+    try {
+      return this.runPlan(inputs);
+    } catch (e) {
+      if (onnxBackendOptions.strict || !this.parts || this.program.steps.every((s) => s.kind === "host")) throw e;
+      this.fallBack(`ONNX Runtime failed: ${(e as Error).message}`);
+      return this.runPlan(inputs);
+    }
+  }
+  private runPlan(inputs: readonly ArrayImpl[]): ArrayImpl[] {
     const p = this.program;
+    if (p.steps.length === 1 && p.steps[0].kind === "onnx") return this.runSingle(p, p.steps[0], inputs);
     const env = new Array<ArrayImpl | undefined>(p.numSlots);
     p.inSlots.forEach((s, i) => { env[s] = inputs[i]; });
     const read = (o: number | ArrayImpl): ArrayImpl => (typeof o === "number" ? env[o]! : o);
@@ -134,8 +177,29 @@ export class Executable {
       return v.aval.weakType === want.weakType ? v : new ArrayImpl(want, v.buffer);
     });
   }
+  /** The common case, one ONNX model: feed the inputs it reads, pick the outputs (no environment). */
+  private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
+    const r = this.ready[0] ?? (this.ready[0] = prepareStep(s, this.jit));
+    const args = new Array<ArrayImpl>(s.inputs.length);
+    for (let i = 0; i < args.length; i++) args[i] = inputs[p.inSlots.indexOf(s.inputs[i])];
+    const outs = runStep(r, args);
+    const res = new Array<ArrayImpl>(p.outs.length);
+    for (let i = 0; i < res.length; i++) {
+      const o = p.outs[i];
+      let v: ArrayImpl;
+      if (typeof o !== "number") v = o;
+      else {
+        const k = s.outputs.indexOf(o);
+        v = k >= 0 ? outs[k] : inputs[p.inSlots.indexOf(o)];
+      }
+      const want = p.outAvals[i];
+      res[i] = v.aval.weakType === want.weakType ? v : new ArrayImpl(want, v.buffer);
+    }
+    return res;
+  }
+  /** Releases this executable's sessions (shared sessions stay alive while other users hold them). */
   dispose(): void {
-    for (const r of this.ready) r?.session.dispose();
+    for (const r of this.ready) if (r) releaseSession(r.shared);
     this.ready = this.ready.map(() => null);
   }
 }
@@ -189,16 +253,15 @@ function evictEager(): void {
   for (const m of eagerCache.values()) {
     for (const [k, e] of m) {
       if (drop-- <= 0) return;
-      if (e.exe && !e.exe.shared) e.exe.session.dispose();
+      if (e.exe) releaseSession(e.exe.shared);
       m.delete(k);
       eagerCount--;
     }
   }
 }
 
-/** Shape-polymorphic eager sessions by (primitive, params, dtypes and ranks); shared by many eager entries. */
+/** Shape-polymorphic eager steps by (primitive, params, dtypes and ranks); each eager entry using one holds a reference. */
 const polyCache = new Map<string, ReadyStep | null>();
-let sessionsCreated = 0;
 
 function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params, paramsKey: string): EagerEntry {
   const inAvals = args.map((a) => a.aval);
@@ -211,10 +274,16 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
   const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
   if (poly) {
     const hit = polyCache.get(pkey);
-    if (hit !== undefined) return { exe: hit, outAvals, empty };
+    if (hit !== undefined) {
+      if (hit) hit.shared.refs++;
+      return { exe: hit, outAvals, empty };
+    }
   }
   const exe = compileEager(prim, inAvals, outAvals, params, poly);
-  if (poly) polyCache.set(pkey, exe);
+  if (poly) {
+    polyCache.set(pkey, exe);
+    if (exe) exe.shared.refs++;
+  }
   return { exe, outAvals, empty };
 }
 
@@ -226,21 +295,21 @@ function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedA
     const program = compileJaxpr(j, { name: prim.name, strict: onnxBackendOptions.strict, dynamicShapes: poly });
     const step = program.steps[0];
     if (program.steps.length !== 1 || step.kind !== "onnx" || step.outputs.length !== outAvals.length) return null;
-    const r = prepareStep(step, false);
-    r.shared = poly;
-    return r;
+    return prepareStep(step, false);
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
     return null;
   }
 }
 
-/** Cache statistics (sessions created so far, cached eager entries and shape-polymorphic sessions). */
-export function onnxCacheStats(): { sessionsCreated: number; eagerEntries: number; polySessions: number } {
-  return { sessionsCreated, eagerEntries: eagerCount, polySessions: polyCache.size };
+/** Cache statistics: ORT sessions created so far and alive, cached eager entries, shape-polymorphic eager steps. */
+export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: number; eagerEntries: number; polySessions: number } {
+  return { sessionsCreated, sessionsAlive: sessionsByContent.size, eagerEntries: eagerCount, polySessions: polyCache.size };
 }
 
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
+  // call primitives (pjit, custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
+  if (!prim.rules.lower && CALL_PRIMITIVES.has(prim.name) && prim.rules.impl) return prim.rules.impl(args, params, []);
   let m = eagerCache.get(prim);
   if (!m) { m = new Map(); eagerCache.set(prim, m); }
   const pk = keyOf(params);
@@ -261,10 +330,20 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
       const a = args[i];
       feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
     }
-    const outs = runSessionSync(r.session, feeds, step.outputNames, r.runOpts);
-    const res = new Array<ArrayImpl>(outs.length);
-    for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(e.outAvals[i], outs[i].data as ArrayImpl["buffer"]);
-    return res;
+    let outs: HostTensor[] | null = null;
+    try {
+      outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts);
+    } catch (err) {
+      if (onnxBackendOptions.strict || !prim.rules.impl) throw err;
+      // ORT failed on this model: use the reference impl for this entry from now on
+      releaseSession(r.shared);
+      e.exe = null;
+    }
+    if (outs) {
+      const res = new Array<ArrayImpl>(outs.length);
+      for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(e.outAvals[i], outs[i].data as ArrayImpl["buffer"]);
+      return res;
+    }
   }
   if (e.empty) return e.outAvals.map((a) => new ArrayImpl(a, allocate(a.dtype, 0)));
   const impl = prim.rules.impl;
@@ -274,33 +353,43 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
 
 // ------------------------------------------------------------------ jit cache
 const jitCache = new WeakMap<Jaxpr, Executable>();
+const releaseOnCollect = new FinalizationRegistry<Executable>((e) => e.dispose());
 
 /** Compiles (or fetches) the executable for a jaxpr whose constvars come first. */
 export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   let exe = jitCache.get(jaxpr);
   if (!exe) {
     const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
-    exe = new Executable(program, true);
+    const { constvars, invars, outvars, eqns } = jaxpr;
+    exe = new Executable(program, true, { constvars, invars, outvars, eqns });
     try {
       exe.prepare();
     } catch (e) {
       if (onnxBackendOptions.strict) throw e;
       // ORT rejected a model: run the whole jaxpr equation by equation instead
-      exe = new Executable(interpretedProgram(jaxpr, program, (e as Error).message), true);
+      exe.fallBack(`session creation failed: ${(e as Error).message}`);
     }
     jitCache.set(jaxpr, exe);
+    releaseOnCollect.register(jaxpr, exe);
   }
   return exe;
 }
 
-/** A program whose every equation runs through the eager path (used when session creation fails). */
-function interpretedProgram(jaxpr: Jaxpr, p: Program, why: string): Program {
+/** A program whose every equation runs through the eager path (used when ORT rejects a model). */
+function interpretedProgram(jaxpr: JaxprParts, p: Program, why: string): Program {
   const slots = new Map<Var, number>();
   const slotOf = (v: Var): number => { let s = slots.get(v); if (s === undefined) { s = slots.size; slots.set(v, s); } return s; };
   const inSlots = [...jaxpr.constvars, ...jaxpr.invars].map(slotOf);
   const op = (a: Var | { value: ArrayImpl }) => (a instanceof Var ? slotOf(a) : a.value);
   const steps = jaxpr.eqns.map((e) => ({ kind: "host" as const, eqn: e, inputs: e.inputs.map(op), outputs: e.outVars.map(slotOf), reason: why }));
-  return { ...p, steps, numSlots: slots.size, inSlots, outs: jaxpr.outvars.map(op), notes: [`session creation failed (${why}); running equation by equation`] };
+  return { ...p, steps, numSlots: slots.size, inSlots, outs: jaxpr.outvars.map(op), notes: [`${why}; running equation by equation`] };
+}
+
+/** The ONNX program a jaxpr compiles to, as text (for `jit(f).lower(...).asText()`); compiles without creating sessions. */
+export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
+  const exe = jitCache.get(jaxpr);
+  const program = exe ? exe.program : compileJaxpr(jaxpr, { name: sanitize(name) });
+  return summarizeOnnx(program);
 }
 
 const sanitize = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 64) || "jit";
@@ -316,8 +405,8 @@ export const onnxBackend: Backend & { compiledFor: typeof compiledFor } = {
 
 /** Releases every cached eager session (jit executables are released with their jaxprs). */
 export function clearOnnxCaches(): void {
-  for (const m of eagerCache.values()) for (const e of m.values()) if (e.exe && !e.exe.shared) e.exe.session.dispose();
-  for (const r of polyCache.values()) r?.session.dispose();
+  for (const m of eagerCache.values()) for (const e of m.values()) if (e.exe) releaseSession(e.exe.shared);
+  for (const r of polyCache.values()) if (r) releaseSession(r.shared);
   polyCache.clear();
   eagerCache.clear();
   eagerCount = 0;

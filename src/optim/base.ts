@@ -1,0 +1,187 @@
+/** @file optim core (optax base/combine/update): GradientTransformation, identity, chain, masked, applyUpdates and pytree helpers. */
+import { Array } from "../core/array.js";
+import { type DType, intRange, isBigInt, isFloat, isInteger, finfo } from "../core/dtype.js";
+import * as tree from "../core/tree.js";
+import * as jnp from "../numpy/index.js";
+import { parseArgs } from "../numpy/elementwise-util.js";
+
+/** A pytree of Arrays (nested JS arrays / plain objects / registered classes; null marks an empty node). */
+export type PyTree = unknown;
+/** Optimizer state: a pytree of Arrays (so it can cross jit boundaries and be checkpointed). */
+export type OptState = PyTree;
+/** A schedule maps the step count (an int32 Array, or a JS number) to a value. */
+export type Schedule = (count: Array | number) => Array | number;
+/** A learning rate (or other hyperparameter) given as a constant or as a schedule of the step count. */
+export type ScalarOrSchedule = number | Array | Schedule;
+
+/**
+ * optax's GradientTransformation: `init(params)` builds the state; `update(updates, state, params?)`
+ * returns the transformed updates and the new state. Both are pure and work under jit/vmap.
+ */
+export interface GradientTransformation {
+  init(params: PyTree): OptState;
+  update<U>(updates: U, state: OptState, params?: PyTree): [U, OptState];
+}
+
+export const NO_PARAMS_MSG =
+  "this transformation requires the current value of the parameters, but `params` was not passed to `update`";
+
+/** Builds a GradientTransformation from untyped init/update functions. */
+export function makeTransformation(
+  init: (params: PyTree) => OptState,
+  update: (updates: PyTree, state: OptState, params?: PyTree) => [PyTree, OptState],
+): GradientTransformation {
+  return { init, update: update as GradientTransformation["update"] };
+}
+
+/** optax.EmptyState: a state with no leaves. */
+export const emptyState = (): OptState => ({});
+
+/** optax.identity: leaves updates unchanged. */
+export function identity(): GradientTransformation {
+  return makeTransformation(() => emptyState(), (u, s) => [u, s]);
+}
+
+/** optax.chain: applies the transformations in order; the state is the JS array of their states. */
+export function chain(...transforms: GradientTransformation[]): GradientTransformation {
+  transforms.forEach((t, i) => {
+    if (!t || typeof t.init !== "function" || typeof t.update !== "function") {
+      throw new TypeError(`optim.chain: argument ${i} is not a GradientTransformation (an object with init and update)`);
+    }
+  });
+  return makeTransformation(
+    (params) => transforms.map((t) => t.init(params)),
+    (updates, state, params) => {
+      if (!globalThis.Array.isArray(state) || state.length !== transforms.length) {
+        throw new Error(`optim.chain: expected a state with ${transforms.length} entries (one per transformation); make sure you called init first`);
+      }
+      const newState: OptState[] = [];
+      let u = updates;
+      transforms.forEach((t, i) => { const [nu, ns] = t.update(u, state[i], params); u = nu; newState.push(ns); });
+      return [u, newState];
+    },
+  );
+}
+
+/** tree.map over pytrees with the same structure (null subtrees are empty nodes, as MaskedNode/None in optax). */
+export function treeMap(f: (...xs: Array[]) => Array, first: PyTree, ...rest: PyTree[]): PyTree {
+  return tree.map(f as (...xs: never[]) => unknown, first, ...rest);
+}
+
+/** The dtype of an Array or JS scalar leaf. */
+export function leafDType(x: unknown): DType {
+  if (x instanceof Array) return x.dtype;
+  return jnp.asarray(x as number).dtype;
+}
+
+/** optax.apply_updates: params + updates, cast back to each param's dtype. */
+export function applyUpdates<P>(params: P, updates: PyTree): P {
+  return tree.map(((p: Array, u: Array) => jnp.astype(jnp.add(p, u), leafDType(p))) as (...xs: never[]) => unknown, params, updates) as P;
+}
+
+/** optax numerics.safe_increment: count + 1, saturating at the dtype's maximum. */
+export function safeIncrement(count: Array): Array {
+  const d = count.dtype;
+  let max: Array;
+  if (isBigInt(d)) max = jnp.array(d === "int64" ? (1n << 63n) - 1n : (1n << 64n) - 1n, { dtype: d });
+  else if (isInteger(d)) max = jnp.array(intRange(d)[1], { dtype: d });
+  else if (isFloat(d)) max = jnp.array(finfo(d).max, { dtype: d });
+  else throw new TypeError(`optim.safeIncrement: cannot increment a count of dtype ${d}; expected an integer or floating dtype`);
+  const one = jnp.array(isBigInt(d) ? 1n : 1, { dtype: d });
+  return jnp.where(jnp.less(count, max), jnp.add(count, one), max);
+}
+
+/** A zero int32 step counter (optax's `count`). */
+export const zeroCount = (): Array => jnp.zeros([], "int32");
+
+/** 1 - d for a number or Array hyperparameter (kept as a JS number when possible, i.e. a weak scalar). */
+export const oneMinus = (d: number | Array): number | Array => (typeof d === "number" ? 1 - d : jnp.subtract(1, d));
+
+/**
+ * Python-style argument parsing where the last positional parameter is a pytree `mask` (which may itself be a
+ * plain object): an object in the mask's position whose keys are not all option names is the mask.
+ */
+export function parseArgsWithMask<T extends object>(fn: string, args: readonly unknown[], names: readonly string[], optionOnly: readonly string[] = []): Partial<T> {
+  const last = args[args.length - 1];
+  const known = new Set([...names, ...optionOnly]);
+  if (args.length === names.length && names[names.length - 1] === "mask" && last !== null && typeof last === "object" &&
+      !(last instanceof Array) && Object.keys(last).some((k) => !known.has(k))) {
+    return parseArgs<T>(fn, [...args.slice(0, -1), { mask: last }], names, optionOnly);
+  }
+  return parseArgs<T>(fn, args, names, optionOnly);
+}
+
+/** Whether a hyperparameter is a schedule (a function of the step count). */
+export const isSchedule = (x: unknown): x is Schedule => typeof x === "function";
+
+// ---------------------------------------------------------------- masking
+
+type MaskTree = PyTree;
+type MaskArg = MaskTree | ((params: PyTree) => MaskTree);
+
+const isPlainObject = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === "object" && !(x instanceof Array) && !globalThis.Array.isArray(x) &&
+  (Object.getPrototypeOf(x) === Object.prototype || Object.getPrototypeOf(x) === null);
+
+function maskLeaf(m: unknown): boolean | null {
+  if (typeof m === "boolean") return m;
+  if (m instanceof Array && m.ndim === 0 && m.dtype === "bool") return Boolean(m.item());
+  return null;
+}
+
+/**
+ * Walks a mask (a prefix of `t` whose leaves are booleans) and calls `f(m, ...subtrees)` at each mask leaf.
+ * Containers are JS arrays, plain objects, null/undefined; equal-structure trees of other node kinds also work.
+ */
+function mapMask(mask: MaskTree, trees: PyTree[], f: (m: boolean, ...subs: PyTree[]) => PyTree, path = "mask"): PyTree {
+  const m = maskLeaf(mask);
+  if (m !== null) return f(m, ...trees);
+  if (mask === null || mask === undefined) return trees[0];
+  if (globalThis.Array.isArray(mask)) {
+    trees.forEach((t) => {
+      if (!globalThis.Array.isArray(t) || t.length !== mask.length) {
+        throw new Error(`optim.masked: ${path} is a list of length ${mask.length} but the updates there are ${tree.structure(t)}`);
+      }
+    });
+    return mask.map((mi, i) => mapMask(mi, trees.map((t) => (t as unknown[])[i]), f, `${path}[${i}]`));
+  }
+  if (isPlainObject(mask)) {
+    const keys = Object.keys(mask).sort();
+    trees.forEach((t) => {
+      if (!isPlainObject(t) || Object.keys(t).sort().join("\u0000") !== keys.join("\u0000")) {
+        throw new Error(`optim.masked: ${path} has keys [${keys.join(", ")}] but the updates there are ${tree.structure(t)}`);
+      }
+    });
+    const out: Record<string, unknown> = {};
+    for (const k of keys) out[k] = mapMask(mask[k], trees.map((t) => (t as Record<string, unknown>)[k]), f, `${path}.${k}`);
+    return out;
+  }
+  // other node kinds: the mask must have exactly the structure of the tree
+  const [ml, md] = tree.flatten(mask);
+  const flats = trees.map((t) => tree.flatten(t));
+  flats.forEach(([, d]) => {
+    if (!d.equals(md)) throw new Error(`optim.masked: ${path} has structure ${md} but the updates there are ${d}`);
+  });
+  return tree.unflatten(md, ml.map((mv, i) => {
+    const b = maskLeaf(mv);
+    if (b === null) throw new TypeError(`optim.masked: mask leaves must be booleans, got ${String(mv)} in ${path}`);
+    return f(b, ...flats.map(([l]) => l[i]));
+  }));
+}
+
+/** optax.masked: applies `inner` only where the mask is true; elsewhere updates pass through unchanged. */
+export function masked(inner: GradientTransformation, mask: MaskArg): GradientTransformation {
+  const maskOf = (t: PyTree): MaskTree => (typeof mask === "function" ? (mask as (p: PyTree) => MaskTree)(t) : mask);
+  // masked-out subtrees become null (an empty node, like optax's MaskedNode)
+  const maskTree = (m: MaskTree, t: PyTree): PyTree => mapMask(m, [t], (b, s) => (b ? s : null));
+  return makeTransformation(
+    (params) => ({ innerState: inner.init(maskTree(maskOf(params), params)) }),
+    (updates, state, params) => {
+      const m = maskOf(updates);
+      const inState = (state as { innerState: OptState }).innerState;
+      const [newMasked, newInner] = inner.update(maskTree(m, updates), inState, params === undefined || params === null ? params : maskTree(m, params));
+      const merged = mapMask(m, [newMasked, updates], (b, n, o) => (b ? n : o));
+      return [merged, { innerState: newInner }];
+    },
+  );
+}
