@@ -22,7 +22,7 @@ const ALLOWED: Record<string, string[]> = {
   nn: ["core", "primitives", "transforms", "numpy"],
   random: ["core", "primitives", "transforms", "numpy", "lax"],
   optim: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
-  io: ["core", "primitives", "numpy"],
+  io: ["core", "primitives", "numpy", "transforms", "compiler", "backends"],
 };
 
 function files(dir: string, out: string[] = []): string[] {
