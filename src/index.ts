@@ -27,12 +27,9 @@ export * as optim from "./optim/index.js";
 export { save, load, serialize, deserialize, exportOnnx } from "./io/index.js";
 export * as tree from "./core/tree.js";
 export { HOST_DEVICE } from "./core/array-impl.js";
-import { HOST_DEVICE, type Device } from "./core/array-impl.js";
-
-export function devices(): Device[] { return [HOST_DEVICE]; }
-export const localDevices = devices;
-export const deviceCount = (): number => 1;
-export const localDeviceCount = (): number => 1;
+export type { Device } from "./core/array-impl.js";
+export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "./parallel/mesh.js";
+export * as sharding from "./parallel/sharding-namespace.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
 

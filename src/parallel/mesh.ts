@@ -1,0 +1,91 @@
+/** @file CPU devices, Mesh and makeMesh: named axes laid over an n-d array of devices (jax.sharding.Mesh). */
+import { type Device, HOST_DEVICE } from "../core/array-impl.js";
+import { config } from "../core/config.js";
+
+class CpuDevice implements Device {
+  readonly platform = "cpu";
+  readonly deviceKind = "cpu";
+  readonly processIndex = 0;
+  constructor(readonly id: number) {}
+  toString(): string { return `CpuDevice(id=${this.id})`; }
+}
+
+let cached: Device[] | null = null;
+/** The CPU devices: config.numCpuDevices (or JAXTS_NUM_CPU_DEVICES) of them, fixed at first use as in JAX. */
+export function devices(): Device[] {
+  if (!cached) {
+    const n = config.numCpuDevices;
+    if (!Number.isInteger(n) || n < 1) throw new Error(`devices: numCpuDevices must be a positive integer, got ${n}`);
+    cached = [HOST_DEVICE, ...Array.from({ length: n - 1 }, (_, i) => new CpuDevice(i + 1))];
+  }
+  return [...cached];
+}
+export const localDevices = devices;
+export const deviceCount = (): number => devices().length;
+export const localDeviceCount = deviceCount;
+
+type Nested = Device | Nested[];
+
+/** jax.sharding.Mesh: `new Mesh(devices, axisNames)` with devices nested to the mesh's rank. */
+export class Mesh {
+  readonly axisNames: readonly string[];
+  readonly devices: Nested;
+  /** Mesh shape as axis name -> size, in axis order. */
+  readonly shape: Readonly<Record<string, number>>;
+  readonly dims: readonly number[];
+  /** Devices in row-major mesh order. */
+  readonly flatDevices: readonly Device[];
+  constructor(devs: Nested, axisNames: string | readonly string[]) {
+    const names = typeof axisNames === "string" ? [axisNames] : [...axisNames];
+    const dims: number[] = [];
+    for (let d: Nested = devs; Array.isArray(d); d = d[0]) { dims.push(d.length); if (d.length === 0) break; }
+    if (dims.length !== names.length) {
+      throw new Error(`Mesh: devices array of shape (${dims.join(", ")}) has ${dims.length} dimensions but ${names.length} axis names were given (${names.join(", ")})`);
+    }
+    if (new Set(names).size !== names.length) throw new Error(`Mesh: repeated axis names ${JSON.stringify(names)}`);
+    const flat: Device[] = [];
+    const rec = (d: Nested, k: number): void => {
+      if (k === dims.length) {
+        if (Array.isArray(d)) throw new Error(`Mesh: devices array is ragged or deeper than ${dims.length} dimensions`);
+        flat.push(d);
+        return;
+      }
+      if (!Array.isArray(d) || d.length !== dims[k]) throw new Error(`Mesh: devices array is ragged at depth ${k} (expected ${dims[k]} entries)`);
+      d.forEach((x) => rec(x, k + 1));
+    };
+    rec(devs, 0);
+    if (new Set(flat.map((d) => d.id)).size !== flat.length) throw new Error("Mesh: a device appears twice");
+    this.axisNames = Object.freeze(names);
+    this.devices = devs;
+    this.dims = Object.freeze(dims);
+    this.flatDevices = Object.freeze(flat);
+    this.shape = Object.freeze(Object.fromEntries(names.map((n, i) => [n, dims[i]])));
+  }
+  get size(): number { return this.flatDevices.length; }
+  get deviceIds(): number[] { return this.flatDevices.map((d) => d.id); }
+  axisSize(name: string): number {
+    const i = this.axisNames.indexOf(name);
+    if (i < 0) throw new Error(`Mesh: no axis named ${JSON.stringify(name)}; axes are ${JSON.stringify(this.axisNames)}`);
+    return this.dims[i];
+  }
+  /** Mesh coordinates (one per axis) of the k-th device in row-major order. */
+  coords(k: number): number[] {
+    const c = new Array<number>(this.dims.length);
+    for (let i = this.dims.length - 1; i >= 0; i--) { c[i] = k % this.dims[i]; k = Math.floor(k / this.dims[i]); }
+    return c;
+  }
+  toString(): string { return `Mesh(${this.axisNames.map((n, i) => `'${n}': ${this.dims[i]}`).join(", ")})`; }
+}
+
+/** jax.make_mesh(shape, axisNames): the first prod(shape) devices, in order. */
+export function makeMesh(shape: readonly number[], axisNames: readonly string[], opts: { devices?: Device[] } = {}): Mesh {
+  const devs = opts.devices ?? devices();
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n > devs.length) throw new Error(`makeMesh: mesh shape (${shape.join(", ")}) needs ${n} devices but only ${devs.length} exist (set config numCpuDevices or JAXTS_NUM_CPU_DEVICES)`);
+  const build = (k: number, off: number): Nested => {
+    if (k === shape.length) return devs[off];
+    const stride = shape.slice(k + 1).reduce((a, b) => a * b, 1);
+    return Array.from({ length: shape[k] }, (_, i) => build(k + 1, off + i * stride));
+  };
+  return new Mesh(build(0, 0), axisNames);
+}
