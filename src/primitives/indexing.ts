@@ -5,6 +5,7 @@
 import type { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
+import { wrapInt } from "../core/convert.js";
 import { type DType, allocate, isFloat, isInteger, isUnsigned, intRange } from "../core/dtype.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
@@ -32,9 +33,10 @@ export function defaultFill(d: DType): number {
 
 /** For each index tuple: the operand offset of its slice start, or -1 when out of bounds (fill/drop). */
 function tupleOffsets(x: ShapedArray, idx: ArrayImpl, axes: readonly number[], mode: GatherMode): Float64Array {
-  const k = axes.length, nb = idx.size / Math.max(k, 1);
+  // one index tuple per position of the leading (batch) dims of `indices`, even when no axis is indexed
+  const k = axes.length, nb = prod(idx.shape.slice(0, -1));
   const iv = nums(idx), xs = stridesOf(x.shape);
-  const offs = new Float64Array(k === 0 ? idx.size / 1 : nb);
+  const offs = new Float64Array(nb);
   for (let b = 0; b < offs.length; b++) {
     let o = 0;
     for (let j = 0; j < k; j++) {
@@ -129,8 +131,8 @@ export const scatterP = new Primitive<SP>("scatter", {
         const j = offs[b] + win[w], v = u[b * win.length + w];
         switch (reduce) {
           case "none": r[j] = v; break;
-          case "add": r[j] = x.dtype === "bool" ? (r[j] || v ? 1 : 0) : r[j] + v; break;
-          case "mul": r[j] = int ? Math.imul(r[j], v) : r[j] * v; break;
+          case "add": r[j] = x.dtype === "bool" ? (r[j] || v ? 1 : 0) : int ? wrapInt(r[j] + v, x.dtype) : r[j] + v; break;
+          case "mul": r[j] = int ? wrapInt(Math.imul(r[j], v), x.dtype) : r[j] * v; break;
           case "min": r[j] = Number.isNaN(v) || v < r[j] ? v : r[j]; break;
           case "max": r[j] = Number.isNaN(v) || v > r[j] ? v : r[j]; break;
         }

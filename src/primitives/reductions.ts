@@ -180,8 +180,21 @@ function defCum(name: string, f: (acc: number, v: number, d: DType) => number): 
       return [x];
     },
     impl([x], { axis, reverse }, [out]) {
-      const xs = nums(x);
       const n = x.shape[axis], inner = prod(x.shape.slice(axis + 1)), outer = prod(x.shape.slice(0, axis));
+      if (isBigInt(x.dtype)) {
+        const xb = bigs(x), rb = new globalThis.Array<bigint>(xb.length);
+        const fb = (acc: bigint, v: bigint): bigint => (name === "cumsum" ? acc + v : name === "cumprod" ? acc * v : name === "cummax" ? (v > acc ? v : acc) : name === "cummin" ? (v < acc ? v : acc) : acc);
+        for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) {
+          let acc = 0n;
+          for (let kk = 0; kk < n; kk++) {
+            const j = o * n * inner + (reverse ? n - 1 - kk : kk) * inner + i;
+            acc = kk === 0 ? xb[j] : fb(acc, xb[j]);
+            rb[j] = acc;
+          }
+        }
+        return [fromBigs(out, rb)];
+      }
+      const xs = nums(x);
       const r = new Float64Array(xs.length);
       for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) {
         let acc = NaN;
@@ -298,10 +311,23 @@ export const dotGeneralP = new Primitive<DP>("dot_general", {
     const aB = offs(a.shape, lb, as, nb), aF = offs(a.shape, lf, as, nl), aC = offs(a.shape, lc, as, nc);
     const bB = offs(b.shape, rb, bs, nb), bF = offs(b.shape, rf, bs, nr), bC = offs(b.shape, rc, bs, nc);
     const r = new Float64Array(nb * nl * nr);
+    if (isBigInt(out.dtype) || isBigInt(a.dtype)) {
+      // 64-bit integers: exact two's-complement accumulation in bigint
+      const Ab = bigs(a), Bb = bigs(b);
+      const rb = new globalThis.Array<bigint>(nb * nl * nr);
+      for (let q = 0; q < nb; q++) for (let i = 0; i < nl; i++) for (let j = 0; j < nr; j++) {
+        let s = 0n;
+        for (let c = 0; c < nc; c++) s += Ab[aB[q] + aF[i] + aC[c]] * Bb[bB[q] + bF[j] + bC[c]];
+        rb[(q * nl + i) * nr + j] = s;
+      }
+      return [fromBigs(out, rb)];
+    }
     const intMath = isInteger(out.dtype);
     for (let q = 0; q < nb; q++) for (let i = 0; i < nl; i++) for (let j = 0; j < nr; j++) {
       let s = 0;
-      for (let c = 0; c < nc; c++) s += A[aB[q] + aF[i] + aC[c]] * B[bB[q] + bF[j] + bC[c]];
+      // narrower integers accumulate modulo 2^32 (exact wraparound, no double rounding)
+      if (intMath) for (let c = 0; c < nc; c++) s = (s + Math.imul(A[aB[q] + aF[i] + aC[c]], B[bB[q] + bF[j] + bC[c]])) | 0;
+      else for (let c = 0; c < nc; c++) s += A[aB[q] + aF[i] + aC[c]] * B[bB[q] + bF[j] + bC[c]];
       r[(q * nl + i) * nr + j] = intMath ? wrapInt(s, out.dtype) : s;
     }
     return [fromNums(out, r)];
