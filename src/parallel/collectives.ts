@@ -123,7 +123,13 @@ export const pmean = (x: Array, axisName: string | string[], opts: { axisIndexGr
   const n = psum(ops.fullLike(x, 1), axisName, opts);
   return ops.div(psum(x, axisName, opts), n);
 };
-export const axisIndex = (axisName: string): Array => bind1(axisIndexP, [], { axis_name: axisName });
+/** lax.axisIndex(name | names): over several axes the index is row-major, sum_k idx(a_k) * prod(size(a_{k+1..})). */
+export const axisIndex = (axisName: string | string[]): Array => {
+  const ns = names(axisName);
+  let r: Array = bind1(axisIndexP, [], { axis_name: ns[0] });
+  for (const n of ns.slice(1)) r = ops.add(ops.mul(r, axisSizeOf("axis_index", n)), bind1(axisIndexP, [], { axis_name: n }));
+  return r;
+};
 export const allGather = (x: Array, axisName: string, opts: { axis?: number; tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array =>
   bind(allGatherP, [x], { axis_name: axisName, axis: opts.axis ?? 0, tiled: opts.tiled ?? false, axis_size: axisSizeOf("all_gather", axisName), axis_index_groups: opts.axisIndexGroups ?? null })[0];
 
