@@ -31,6 +31,7 @@ export type { Device } from "./core/array-impl.js";
 export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "./parallel/mesh.js";
 export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap, pmap } from "./parallel/shard-map.js";
+export { xmap, setMesh } from "./parallel/xmap.js";
 export type { ShardMapOpts, PmapOpts } from "./parallel/shard-map.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
