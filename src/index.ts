@@ -32,6 +32,8 @@ export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "
 export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap, pmap } from "./parallel/shard-map.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
+export { devicePut, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
+export * as debug from "./parallel/debug.js";
 export type { ShardMapOpts, PmapOpts } from "./parallel/shard-map.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;

@@ -23,6 +23,8 @@ export class ArrayImpl extends Array {
   #aval: ShapedArray;
   #data: TypedArray | null;
   readonly device: Device;
+  /** Placement metadata set by devicePut / sharded constructors (a parallel-layer Sharding); null = on `device`. */
+  placement: unknown = null;
   constructor(aval: ShapedArray, data: TypedArray, device: Device = HOST_DEVICE) {
     super();
     if (data.length !== aval.size) {

@@ -30,6 +30,19 @@ function m(name: string): (self: Array, ...args: unknown[]) => unknown {
   return f as unknown as (self: Array, ...args: unknown[]) => unknown;
 }
 
+/** Sharding accessors are provided by the parallel layer, which registers them at import (core may not import it). */
+export interface ShardingHooks {
+  sharding(x: Array): unknown;
+  addressableShards(x: Array): unknown[];
+  isFullyReplicated(x: Array): boolean;
+}
+let SHARDING: ShardingHooks | null = null;
+export function registerShardingHooks(h: ShardingHooks): void { SHARDING = h; }
+function sh(): ShardingHooks {
+  if (!SHARDING) throw new Error("Array.sharding: the parallel layer is not loaded (import \"jaxts\")");
+  return SHARDING;
+}
+
 /** The `x.at(idx)` helper for functional updates (JAX's x.at[idx]). */
 export interface AtIndexer {
   get(opts?: { mode?: "clip" | "fill" | "promise_in_bounds"; fillValue?: number }): Array;
@@ -122,6 +135,11 @@ export abstract class Array {
   clip(min?: ArrayLike | null, max?: ArrayLike | null): Array { return m("clip")(this, min, max) as Array; }
   take(indices: ArrayLike | number[], axis?: number): Array { return m("take")(this, indices, axis) as Array; }
   copy(): Array { return m("copy")(this) as Array; }
+  /** The array's sharding (a SingleDeviceSharding unless placed with devicePut or made sharded). */
+  get sharding(): unknown { return sh().sharding(this); }
+  /** One entry per device holding part of the array: { device, index, replicaId, data }. */
+  get addressableShards(): unknown[] { return sh().addressableShards(this); }
+  get isFullyReplicated(): boolean { return sh().isFullyReplicated(this); }
   /** Iterates over the leading axis, like iterating a NumPy/JAX array. */
   *[Symbol.iterator](): Iterator<Array> {
     if (this.ndim === 0) throw new TypeError(`iteration over a 0-d array (${this.aval.str()})`);

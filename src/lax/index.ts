@@ -33,3 +33,4 @@ export function sort(operand: Arr | Arr[], opts: { dimension?: number; isStable?
   return globalThis.Array.isArray(operand) ? r : r[0];
 }
 export { topKPrim as topK };
+export { withShardingConstraint } from "../parallel/device-put.js";

@@ -1,0 +1,98 @@
+/**
+ * @file devicePut, makeArrayFromCallback, withShardingConstraint and the Array sharding accessors
+ * (x.sharding, x.addressableShards, x.isFullyReplicated). Placement is recorded as metadata: every device's
+ * block is a view computed from the sharding's index map until device workers hold real per-device buffers.
+ */
+import { Array, registerShardingHooks } from "../core/array.js";
+import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
+import { ShapedArray } from "../core/aval.js";
+import { fromNumbers } from "../core/convert.js";
+import { Tracer } from "../core/trace.js";
+import * as ops from "../primitives/ops.js";
+import { type Index, NamedShardingImpl, type Sharding, SingleDeviceShardingImpl } from "./sharding.js";
+
+export interface Shard { device: Device; index: Index; replicaId: number; data: Array }
+
+const shardingOf = (x: Array): Sharding => {
+  if (x instanceof ArrayImpl && x.placement) return x.placement as Sharding;
+  return new SingleDeviceShardingImpl(x instanceof ArrayImpl ? x.device : HOST_DEVICE);
+};
+function blockOf(x: Array, index: Index): Array {
+  return ops.slice(x, index.map((r) => r[0]), index.map((r) => r[1]));
+}
+function shardsOf(x: Array): Shard[] {
+  const s = shardingOf(x);
+  const idx = s.devicesIndicesMap(x.shape);
+  const reps = s instanceof NamedShardingImpl ? s.replicaIds() : [0];
+  return [...idx.entries()].map(([device, index], k) => ({ device, index, replicaId: reps[k] ?? 0, data: blockOf(x, index) }));
+}
+registerShardingHooks({
+  sharding: shardingOf,
+  addressableShards: shardsOf,
+  isFullyReplicated: (x) => shardingOf(x).isFullyReplicated,
+});
+
+function toSharding(fn: string, d: Device | Sharding): Sharding {
+  if (d instanceof NamedShardingImpl || d instanceof SingleDeviceShardingImpl) return d;
+  if (d && typeof d === "object" && "platform" in d && "id" in d) return new SingleDeviceShardingImpl(d as Device);
+  throw new TypeError(`${fn}: expected a Device or a Sharding, got ${String(d)}`);
+}
+
+/** jax.device_put(x, deviceOrSharding): the same values placed as described (inside jit: a sharding constraint). */
+export function devicePut<T>(x: T, where?: Device | Sharding): T {
+  if (where === undefined) return x;
+  const s = toSharding("devicePut", where);
+  const place = (a: unknown): unknown => {
+    if (a instanceof Tracer) return a;
+    if (!(a instanceof ArrayImpl)) return a;
+    s.shardShape(a.shape); // validates divisibility and rank with a clear error
+    const out = new ArrayImpl(a.aval, a.buffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
+    out.placement = s;
+    return out;
+  };
+  if (Array.prototype.isPrototypeOf(x as object)) return place(x) as T;
+  if (globalThis.Array.isArray(x)) return x.map(place) as T;
+  return place(x) as T;
+}
+
+/** lax.with_sharding_constraint: identity on values; records the sharding on concrete arrays. */
+export function withShardingConstraint<T>(x: T, s: Sharding): T { return devicePut(x, s); }
+
+/** jax.make_array_from_callback(shape, sharding, cb): cb(index) returns each device's block (called once per distinct block). */
+export function makeArrayFromCallback(shape: readonly number[], s: Sharding, cb: (index: Index) => Array | number[] | number): Array {
+  const idx = s.devicesIndicesMap(shape);
+  const blockShape = s.shardShape(shape);
+  const n = shape.reduce((a, b) => a * b, 1);
+  let dtype: ShapedArray["dtype"] | null = null;
+  const done = new Set<string>();
+  let vals: Float64Array | null = null;
+  for (const index of idx.values()) {
+    const key = JSON.stringify(index);
+    if (done.has(key)) continue;
+    done.add(key);
+    const r = cb(index);
+    const blk = r instanceof Array ? r : ops.reshape(fromNested(r), blockShape);
+    if (blk.shape.join() !== blockShape.join()) throw new Error(`makeArrayFromCallback: the callback returned shape (${blk.shape.join(", ")}) for index ${key}, expected the block shape (${blockShape.join(", ")})`);
+    dtype ??= blk.dtype;
+    vals ??= new Float64Array(n);
+    const bv = Float64Array.from((blk.dataSync() as ArrayLike<number>));
+    // scatter the block into the global row-major buffer
+    const bs = blockShape, nd = shape.length, pos = new globalThis.Array<number>(nd).fill(0);
+    for (let k = 0; k < bv.length; k++) {
+      let off = 0;
+      for (let d = 0; d < nd; d++) off = off * shape[d] + index[d][0] + pos[d];
+      vals[off] = bv[k];
+      for (let d = nd - 1; d >= 0; d--) { if (++pos[d] < bs[d]) break; pos[d] = 0; }
+    }
+  }
+  const out = new ArrayImpl(new ShapedArray(shape, dtype ?? "float32"), fromNumbers(vals ?? new Float64Array(n), dtype ?? "float32"));
+  out.placement = s;
+  return out;
+}
+function fromNested(r: number[] | number): Array {
+  const flat = typeof r === "number" ? [r] : (r.flat(Infinity as 1) as number[]);
+  return new ArrayImpl(new ShapedArray([flat.length], "float32"), Float32Array.from(flat));
+}
+
+/** arr.addressable_data(i): the i-th device's block. */
+export const addressableData = (x: Array, i: number): Array => shardsOf(x)[i].data;
