@@ -24,6 +24,7 @@ export * as lax from "./lax/index.js";
 export * as nn from "./nn/index.js";
 export * as random from "./random/index.js";
 export * as optim from "./optim/index.js";
+export * as profiler from "./profiler/index.js";
 export { save, load, serialize, deserialize, exportOnnx } from "./io/index.js";
 export * as tree from "./core/tree.js";
 export { HOST_DEVICE } from "./core/array-impl.js";

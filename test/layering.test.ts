@@ -22,6 +22,7 @@ const ALLOWED: Record<string, string[]> = {
   nn: ["core", "primitives", "transforms", "numpy"],
   random: ["core", "primitives", "transforms", "numpy", "lax"],
   optim: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
+  profiler: ["core"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends"],
 };
 

@@ -124,9 +124,19 @@ export function addExecutionHook(h: (prim: Primitive) => void): () => void {
   executionHooks.push(h);
   return () => { const i = executionHooks.indexOf(h); if (i >= 0) executionHooks.splice(i, 1); };
 }
+/** A profiler sink receives one timed event per eager primitive execution (or compiled call). */
+export type ProfileSink = (name: string, startMs: number, endMs: number, args: { shapes: string }) => void;
+let profileSink: ProfileSink | null = null;
+export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
+
 export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   for (const h of executionHooks) h(prim);
-  return getBackend().execute(prim, args, params);
+  if (!profileSink) return getBackend().execute(prim, args, params);
+  const t0 = performance.now();
+  const out = getBackend().execute(prim, args, params);
+  const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
+  profileSink(name, t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
+  return out;
 }
 
 /** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
