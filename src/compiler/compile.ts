@@ -2,6 +2,7 @@
 import { DEFAULT_OPSET, GraphBuilder, type DType as GDType } from "../backends/onnx/graph-builder.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
+import type { DType } from "../core/dtype.js";
 import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
@@ -15,6 +16,8 @@ export interface OnnxStep {
   readonly model: Uint8Array;
   readonly inputs: readonly number[];
   readonly inputNames: readonly string[];
+  /** dtypes of the graph inputs (jaxts dtypes: bfloat16 travels as float32). */
+  readonly inputDTypes: readonly DType[];
   readonly outputs: readonly number[];
   readonly outputNames: readonly string[];
   readonly outAvals: readonly ShapedArray[];
@@ -131,7 +134,7 @@ function buildSegment(
   const g = new GraphBuilder(name);
   const ctx = new OnnxLoweringContext(g, opset);
   const env = new Map<Var, string>();
-  const inputs: number[] = [], inputNames: string[] = [];
+  const inputs: number[] = [], inputNames: string[] = [], inputDTypes: DType[] = [];
   const defined = new Set<Var>();
   const read = (a: Var | Literal): string => {
     if (a instanceof Literal) return ctx.arrayConstant(a.value);
@@ -141,6 +144,7 @@ function buildSegment(
     const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
     inputs.push(slotOf(a));
     inputNames.push(nm);
+    inputDTypes.push(a.aval.dtype);
     env.set(a, nm);
     return nm;
   };
@@ -170,5 +174,5 @@ function buildSegment(
     outputNames.push(nm);
     outAvals.push(v.aval);
   }
-  return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
+  return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
 }

@@ -1,8 +1,6 @@
 /** @file Every golden vector of shared/golden/random.json checked through the public random API (key, PRNGKey, split, foldIn, bits, threefry2x32, uniform, randint, normal), in the flag mode it states. */
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 
 import "../../src/backends/interpreter/interpreter.js";
 import { ArrayImpl } from "../../src/core/array-impl.js";
@@ -11,20 +9,14 @@ import type { DType } from "../../src/core/dtype.js";
 import { array } from "../../src/numpy/core.js";
 import * as random from "../../src/random/index.js";
 import { erfInvF32 } from "../../src/random/erf-inv.js";
+import { type GoldenVector, goldenVectors, withFlags } from "./helpers.js";
 
-interface GoldenVector { id: string; kind: string; flag_context: string; inputs: Record<string, unknown>; expected: unknown }
-const vectors = (JSON.parse(readFileSync(resolve(process.cwd(), "../shared/golden/random.json"), "utf8")) as { vectors: GoldenVector[] }).vectors;
+const vectors = goldenVectors();
 
 const saved = { p: config.threefryPartitionable, x64: config.enableX64 };
 after(() => { config.update("threefryPartitionable", saved.p); config.update("enableX64", saved.x64); });
 
-/** Runs f with the given flags, restoring them afterwards. */
-function withFlags<T>(flags: { partitionable?: boolean; x64?: boolean }, f: () => T): T {
-  const p = config.threefryPartitionable, x = config.enableX64;
-  if (flags.partitionable !== undefined) config.update("threefryPartitionable", flags.partitionable);
-  if (flags.x64 !== undefined) config.update("enableX64", flags.x64);
-  try { return f(); } finally { config.update("threefryPartitionable", p); config.update("enableX64", x); }
-}
+
 function modesOf(v: GoldenVector): boolean[] {
   if (/partitionable=False/.test(v.flag_context)) return [false];
   if (/partitionable=True/.test(v.flag_context) || /current defaults/.test(v.flag_context)) return [true];
@@ -181,11 +173,8 @@ describe("normal's erf_inv", () => {
   });
 });
 
-import { test as t2 } from "node:test";
-import assert2 from "node:assert/strict";
-import * as R2 from "../../src/random/index.js";
-t2("normal(PRNGKey(0), (3,)) equals JAX's printed output bit for bit (XLA fuses the erf_inv Horner steps into FMAs)", () => {
-  const got = Array.from(R2.normal(R2.PRNGKey(0), [3]).dataSync() as Float32Array);
+it("normal(PRNGKey(0), (3,)) equals JAX's printed output bit for bit (XLA fuses the erf_inv Horner steps into FMAs)", () => {
+  const got = Array.from(random.normal(random.PRNGKey(0), [3]).dataSync() as Float32Array);
   const want = Array.from(new Float32Array([1.6226422, 2.0252647, -0.43359444]));
-  assert2.deepEqual(got, want);
+  assert.deepEqual(got, want);
 });

@@ -1,23 +1,12 @@
 /** @file Tests of the float32/float64 erfinv emulation: reference erfinv values and the normal-sampler golden vectors (normal = sqrt(2) * erfinv(uniform)). */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 
 import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, erfInvF32, erfInvF64 } from "../../src/random/erf-inv.js";
 import { randomBits, seedToKey } from "../../src/random/threefry-kernel.js";
+import { type GoldenVector, goldenVectors } from "./helpers.js";
 
-interface GoldenVector {
-  id: string;
-  kind: string;
-  flag_context: string;
-  inputs: Record<string, unknown>;
-  expected: unknown;
-}
-
-const golden = JSON.parse(readFileSync(resolve(process.cwd(), "../shared/golden/random.json"), "utf8")) as {
-  vectors: GoldenVector[];
-};
+const golden = { vectors: goldenVectors() };
 
 /** erfinv reference values (scipy.special.erfinv in float64). */
 const REFERENCE: ReadonlyArray<readonly [number, number]> = [

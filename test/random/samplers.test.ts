@@ -9,15 +9,11 @@ import type { DType } from "../../src/core/dtype.js";
 import { array } from "../../src/numpy/core.js";
 import * as random from "../../src/random/index.js";
 import { randomBits, seedToKey } from "../../src/random/threefry-kernel.js";
+import { withFlags } from "./helpers.js";
 
 const saved = { p: config.threefryPartitionable, x64: config.enableX64 };
 after(() => { config.update("threefryPartitionable", saved.p); config.update("enableX64", saved.x64); });
-function withFlags<T>(flags: { partitionable?: boolean; x64?: boolean }, f: () => T): T {
-  const p = config.threefryPartitionable, x = config.enableX64;
-  if (flags.partitionable !== undefined) config.update("threefryPartitionable", flags.partitionable);
-  if (flags.x64 !== undefined) config.update("enableX64", flags.x64);
-  try { return f(); } finally { config.update("threefryPartitionable", p); config.update("enableX64", x); }
-}
+
 const nums = (x: JArray): number[] => {
   const out: number[] = [];
   const rec = (v: unknown): void => { if (globalThis.Array.isArray(v)) v.forEach(rec); else out.push(typeof v === "boolean" ? Number(v) : Number(v)); };

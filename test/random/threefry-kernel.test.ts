@@ -1,8 +1,6 @@
 /** @file Known-answer tests of the pure-TS Threefry-2x32 kernel and JAX key derivation against shared/golden/random.json and JAX's own test-suite values. */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
 
 import {
   type BitWidth,
@@ -16,18 +14,9 @@ import {
   threefry2x32Block,
   threefryHash,
 } from "../../src/random/threefry-kernel.js";
+import { type GoldenVector, goldenVectors } from "./helpers.js";
 
-interface GoldenVector {
-  id: string;
-  kind: string;
-  flag_context: string;
-  inputs: Record<string, unknown>;
-  expected: unknown;
-}
-
-const golden = JSON.parse(readFileSync(resolve(process.cwd(), "../shared/golden/random.json"), "utf8")) as {
-  vectors: GoldenVector[];
-};
+const golden = { vectors: goldenVectors() };
 const vectors = golden.vectors;
 
 const hex = (s: unknown): number => Number.parseInt(String(s), 16) >>> 0;

@@ -11,8 +11,8 @@ import { type Backend, abstractEval, registerBackend, setBackendSelector } from 
 import { type Program, type OnnxStep, compileJaxpr } from "../../compiler/compile.js";
 import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
-import { type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, runSessionSync } from "./ort-runtime.js";
-import type { DType as GDType } from "./graph-builder.js";
+import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync } from "./ort-runtime.js";
+import type { DType as GDType, HostArray } from "./graph-builder.js";
 
 /**
  * Primitives whose ONNX lowering and reference impl agree bit for bit (exactly rounded arithmetic, data
@@ -69,7 +69,9 @@ function sessionOptionsFor(step: OnnxStep, jit: boolean): SessionOptions {
   const threads = config.intraOpThreads > 0 ? config.intraOpThreads : big ? availableParallelism() : 1;
   const base = big || step.work >= onnxBackendOptions.optimizeWork ? JIT_SESSION : JIT_SESSION_SMALL;
   if (threads === 1) return base;
-  return { ...base, intraOpNumThreads: threads, configEntries: { "session.intra_op.allow_spinning": "0" } };
+  // ORT's default spinning: a worker that has just finished a parallel section waits for the next one
+  // hot instead of sleeping, which is what multithreaded GEMMs back to back want (raw ORT's default too)
+  return { ...base, intraOpNumThreads: threads };
 }
 
 /** An ORT session shared by every step whose model bytes and options are identical (reference counted). */
@@ -102,25 +104,37 @@ interface ReadyStep {
   step: OnnxStep;
   shared: SharedSession;
   runOpts: RunOptions;
+  /** Cheap synchronous runner (null: bfloat16 values or no native binding; use runSessionSync). */
+  fast: FastRunner | null;
 }
 
 function prepareStep(step: OnnxStep, jit: boolean): ReadyStep {
   const shared = acquireSession(step.model, sessionOptionsFor(step, jit));
   const bf = step.outAvals.map((a, i) => [step.outputNames[i], a.dtype] as const).filter(([, d]) => d === "bfloat16");
   const runOpts: RunOptions = bf.length ? { outputDTypes: Object.fromEntries(bf) as Record<string, GDType> } : {};
-  return { step, shared, runOpts };
+  const fast = fastRunner(shared.session, step.inputNames.map((name, i) => ({ name, dtype: step.inputDTypes[i] as GDType })),
+    step.outputNames.map((name, i) => ({ name, dtype: step.outAvals[i].dtype as GDType })));
+  return { step, shared, runOpts, fast };
 }
 
-function runStep(r: ReadyStep, args: readonly ArrayImpl[]): ArrayImpl[] {
+function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly ShapedArray[] = r.step.outAvals): ArrayImpl[] {
   const { step } = r;
-  const feeds: Record<string, HostTensor> = {};
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
+  const n = args.length;
+  let outs: HostArray[];
+  if (r.fast) {
+    const data = new Array<HostArray>(n), shapes = new Array<readonly number[]>(n);
+    for (let i = 0; i < n; i++) { const a = args[i]; data[i] = a.buffer as HostArray; shapes[i] = a.shape; }
+    outs = r.fast.run(data, shapes);
+  } else {
+    const feeds: Record<string, HostTensor> = {};
+    for (let i = 0; i < n; i++) {
+      const a = args[i];
+      feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
+    }
+    outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data);
   }
-  const outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts);
   const res = new Array<ArrayImpl>(outs.length);
-  for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(step.outAvals[i], outs[i].data as ArrayImpl["buffer"]);
+  for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(outAvals[i], outs[i] as ArrayImpl["buffer"]);
   return res;
 }
 
@@ -310,6 +324,10 @@ export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: numb
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   // call primitives (pjit, custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
   if (!prim.rules.lower && CALL_PRIMITIVES.has(prim.name) && prim.rules.impl) return prim.rules.impl(args, params, []);
+  // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
+  if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) {
+    return runJitted(params.jaxpr, args, params.name as string | undefined, params.donated_invars as readonly boolean[] | undefined);
+  }
   let m = eagerCache.get(prim);
   if (!m) { m = new Map(); eagerCache.set(prim, m); }
   const pk = keyOf(params);
@@ -323,26 +341,13 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
     eagerCount++;
   }
   if (e.exe) {
-    const r = e.exe;
-    const { step } = r;
-    const feeds: Record<string, HostTensor> = {};
-    for (let i = 0; i < args.length; i++) {
-      const a = args[i];
-      feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
-    }
-    let outs: HostTensor[] | null = null;
     try {
-      outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts);
+      return runStep(e.exe, args, e.outAvals);
     } catch (err) {
       if (onnxBackendOptions.strict || !prim.rules.impl) throw err;
       // ORT failed on this model: use the reference impl for this entry from now on
-      releaseSession(r.shared);
+      releaseSession(e.exe.shared);
       e.exe = null;
-    }
-    if (outs) {
-      const res = new Array<ArrayImpl>(outs.length);
-      for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(e.outAvals[i], outs[i].data as ArrayImpl["buffer"]);
-      return res;
     }
   }
   if (e.empty) return e.outAvals.map((a) => new ArrayImpl(a, allocate(a.dtype, 0)));
@@ -375,6 +380,20 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   return exe;
 }
 
+/**
+ * Runs a jitted program. Donated inputs (JAX's donate_argnums) are invalid afterwards: each one that is not
+ * itself an output is disposed, which hands its storage to the buffer pool for later outputs.
+ */
+function runJitted(jaxpr: Jaxpr, args: ArrayImpl[], name: string | undefined, donate: readonly boolean[] | undefined): ArrayImpl[] {
+  const outs = compiledFor(jaxpr, name).run(args);
+  if (donate) {
+    for (let i = 0; i < args.length; i++) {
+      if (donate[i] && !outs.includes(args[i])) args[i].dispose();
+    }
+  }
+  return outs;
+}
+
 /** A program whose every equation runs through the eager path (used when ORT rejects a model). */
 function interpretedProgram(jaxpr: JaxprParts, p: Program, why: string): Program {
   const slots = new Map<Var, number>();
@@ -398,7 +417,8 @@ export const onnxBackend: Backend & { compiledFor: typeof compiledFor } = {
   name: "onnx",
   execute: executeEager,
   executeJaxpr(jaxpr: Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[] {
-    return compiledFor(jaxpr, opts.name).run(consts.length ? [...consts, ...args] : args);
+    const donate = opts.donate && consts.length ? [...consts.map(() => false), ...opts.donate] : opts.donate;
+    return runJitted(jaxpr, consts.length ? [...consts, ...args] : args, opts.name, donate);
   },
   compiledFor,
 };

@@ -73,7 +73,8 @@ interface NativeSession {
   loadModel(buffer: ArrayBufferLike, byteOffset: number, byteLength: number, options: object): void;
   readonly inputMetadata: RawMeta[];
   readonly outputMetadata: RawMeta[];
-  run(feeds: Record<string, ort.Tensor>, fetches: OrtFetches, options: object): OrtResults;
+  /** Without `options` the binding uses its default run options (cheaper than parsing an empty object). */
+  run(feeds: Record<string, ort.Tensor>, fetches: OrtFetches, options?: object): OrtResults;
   dispose(): void;
 }
 interface NativeBindingModule {
@@ -370,8 +371,61 @@ export function runSessionSync(
   const h = handlesOf(session);
   if (!h.native) throw new Error("ort-runtime: session has no synchronous path; use runSession()");
   const { ortFeeds, fetches } = prepare(feeds, outputNames, opts);
-  const results = h.native.run(ortFeeds, fetches, {});
+  const results = h.native.run(ortFeeds, fetches);
   return collect(results, outputNames, opts);
+}
+
+/** A synchronous runner for one session with fixed input/output names and dtypes (see fastRunner). */
+export interface FastRunner {
+  /** Runs with one data array and shape per input (in the order given to fastRunner); returns one array per output. */
+  run(data: readonly HostArray[], shapes: readonly (readonly number[])[]): HostArray[];
+}
+
+/**
+ * A per-call-cheap synchronous runner: the feed and fetch objects are built once and only their data and
+ * dims change per call (the native run reads them synchronously and keeps no reference), and outputs are
+ * taken as ORT returns them. null when the native binding is missing or a value is bfloat16 (those need
+ * conversions: use runSessionSync).
+ */
+export function fastRunner(
+  session: OrtSession,
+  inputs: readonly { name: string; dtype: DType }[],
+  outputs: readonly { name: string; dtype: DType }[],
+): FastRunner | null {
+  const h = handlesOf(session);
+  if (!h.native || inputs.some((i) => i.dtype === "bfloat16") || outputs.some((o) => o.dtype === "bfloat16")) return null;
+  const nat = h.native;
+  type Feed = { type: string; data: HostArray | null; dims: readonly number[]; location: "cpu" };
+  const feedObjs: Feed[] = inputs.map((i) => ({ type: ORT_TYPE[i.dtype]!, data: null, dims: [], location: "cpu" }));
+  const feeds: Record<string, Feed> = {};
+  inputs.forEach((i, k) => { feeds[i.name] = feedObjs[k]!; });
+  const fetches: OrtFetches = {};
+  for (const o of outputs) fetches[o.name] = null;
+  const outNames = outputs.map((o) => o.name);
+  const ctors = outputs.map((o) => storageCtor(o.dtype));
+  return {
+    run(data, shapes) {
+      for (let k = 0; k < feedObjs.length; k++) {
+        const f = feedObjs[k]!;
+        f.data = data[k]!;
+        f.dims = shapes[k]!;
+      }
+      let res: OrtResults;
+      try {
+        res = nat.run(feeds as unknown as Record<string, ort.Tensor>, fetches);
+      } finally {
+        for (const f of feedObjs) f.data = null;
+      }
+      const out = new Array<HostArray>(outNames.length);
+      for (let k = 0; k < outNames.length; k++) {
+        const t = res[outNames[k]!];
+        if (!t) throw new Error(`ort-runtime: output '${outNames[k]}' missing from results`);
+        const d = t.data as HostArray;
+        out[k] = d instanceof ctors[k]! && d.byteOffset === 0 && d.byteLength === d.buffer.byteLength ? d : fromOrtTensor(t, false).data;
+      }
+      return out;
+    },
+  };
 }
 
 /**
