@@ -8,7 +8,7 @@ import { type MaybeZero, Zero } from "../core/primitive.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
-import { callCompiled, newTraceCache, traceCached } from "./jit.js";
+import { NO_MATCH, callCompiled, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass, linearizeFlat } from "./linearize.js";
 import { vmapFlat } from "./vmap.js";
@@ -249,14 +249,21 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       outDefs.set(key, store.def!);
       return outs;
     };
-    return { leaves, key, flatF, donate };
+    return { leaves, key, flatF, donate, def };
   };
 
+  const noStatic = staticNums.length === 0 && staticNames.length === 0;
   const call = (...args: A): R => {
-    const { leaves, key, flatF, donate } = prepare(args);
+    if (noStatic) {
+      const r = fastCall(cache, args);
+      if (r !== NO_MATCH) return r as R;
+    }
+    const { leaves, key, flatF, donate, def } = prepare(args);
     const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name);
     const outs = callCompiled(c, leaves, name, donate);
-    return unflatten(outDefs.get(key)!, outs) as R;
+    const outDef = outDefs.get(key)!;
+    if (noStatic && cache.entries.get(key) === c) recordFast(cache, args, def, c, outDef, name, donate);
+    return unflatten(outDef, outs) as R;
   };
   const jitted = call as Jitted<A, R>;
   jitted.lower = (...args: A): Lowered => {
@@ -266,7 +273,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     const text = () => `module @jit_${name}\n${c.jaxpr.toString()}${loweringSummary ? `\n\n${loweringSummary(c.jaxpr)}` : ""}`;
     return { asText: text, jaxpr: closed, compile: () => ({ call: (...a: unknown[]) => call(...(a as A)), asText: text }) };
   };
-  jitted.clearCache = () => cache.entries.clear();
+  jitted.clearCache = () => cache.clear();
   jitted.cacheSize = () => cache.entries.size;
   return jitted;
 }

@@ -6,7 +6,8 @@ import { config, onConfigChange } from "../core/config.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
-import { bind, getBackend, withTrace, evalTrace } from "../core/trace.js";
+import { bind, getBackend, withTrace, evalTrace, executePrimitive, getCurrentTrace } from "../core/trace.js";
+import { type TreeDef, unflatten } from "../core/tree.js";
 import { jvpFlat } from "./jvp.js";
 import { vmapFlat } from "./vmap.js";
 
@@ -50,16 +51,104 @@ export interface CompiledCall {
   outAvals: ShapedArray[];
 }
 
+/** One traced signature of a jitted function, matched per call without building a cache key (see fastCall). */
+export interface FastEntry {
+  readonly def: TreeDef;
+  readonly avals: readonly ShapedArray[];
+  readonly consts: readonly ArrayImpl[];
+  readonly params: PjitParams;
+  readonly outDef: TreeDef;
+}
+
 /** A cache of traced jaxprs keyed by input avals (and static args); cleared when semantics flags change. */
 export class TraceCache {
   readonly entries = new Map<string, CompiledCall>();
+  /** Recently used signatures for the eval-trace fast path (most recent first). */
+  fast: FastEntry[] = [];
   hits = 0;
   misses = 0;
+  clear(): void { this.entries.clear(); this.fast = []; }
 }
 const allCaches = new Set<WeakRef<TraceCache>>();
 onConfigChange((name) => {
-  if (name === "enableX64" || name === "threefryPartitionable") for (const r of allCaches) r.deref()?.entries.clear();
+  if (name === "enableX64" || name === "threefryPartitionable") for (const r of allCaches) r.deref()?.clear();
 });
+
+const MAX_FAST = 8;
+
+/** Pushes `x`'s leaves to `out` when x has exactly the structure `def` with concrete array leaves. */
+function matchTree(def: TreeDef, x: unknown, out: ArrayImpl[]): boolean {
+  switch (def.kind) {
+    case "leaf":
+      if (!(x instanceof ArrayImpl)) return false;
+      out.push(x);
+      return true;
+    case "array": {
+      if (!globalThis.Array.isArray(x) || x.length !== def.children.length) return false;
+      for (let i = 0; i < x.length; i++) if (!matchTree(def.children[i], x[i], out)) return false;
+      return true;
+    }
+    case "object": {
+      if (x === null || typeof x !== "object" || globalThis.Array.isArray(x) || x instanceof Array) return false;
+      const p = Object.getPrototypeOf(x);
+      if (p !== Object.prototype && p !== null) return false;
+      const keys = def.aux as string[];
+      const o = x as Record<string, unknown>;
+      let n = 0;
+      for (const _k in o) n++;
+      if (n !== keys.length) return false;
+      for (let i = 0; i < keys.length; i++) {
+        if (!Object.prototype.hasOwnProperty.call(o, keys[i])) return false;
+        if (!matchTree(def.children[i], o[keys[i]], out)) return false;
+      }
+      return true;
+    }
+    case "null": return x === null;
+    case "undefined": return x === undefined;
+    default: return false;
+  }
+}
+
+const NO_MATCH: unique symbol = Symbol("no fast match");
+
+/**
+ * The per-call fast path of jit on concrete arguments: when the arguments match a recorded signature
+ * (same tree structure, same avals) the program runs directly, with no cache key string and no retrace.
+ * Returns NO_MATCH otherwise (the caller takes the general path, which records new signatures).
+ */
+export function fastCall(cache: TraceCache, args: unknown[]): unknown {
+  const fast = cache.fast;
+  if (fast.length === 0 || getCurrentTrace() !== evalTrace) return NO_MATCH;
+  const leaves: ArrayImpl[] = [];
+  for (let k = 0; k < fast.length; k++) {
+    const e = fast[k];
+    leaves.length = 0;
+    if (!matchTree(e.def, args, leaves)) continue;
+    let same = true;
+    for (let i = 0; i < leaves.length; i++) {
+      const a = leaves[i].aval, b = e.avals[i];
+      if (a !== b && !a.equals(b)) { same = false; break; }
+    }
+    if (!same) continue;
+    cache.hits++;
+    if (k > 0) { fast.splice(k, 1); fast.unshift(e); }
+    const outs = executePrimitive(pjitP as unknown as Primitive, e.consts.length ? [...e.consts, ...leaves] : leaves, e.params);
+    return unflatten(e.outDef, outs);
+  }
+  return NO_MATCH;
+}
+export { NO_MATCH };
+
+/** Records a signature for fastCall after a general-path call at the eval trace (no static arguments). */
+export function recordFast(cache: TraceCache, args: unknown[], def: TreeDef, c: CompiledCall, outDef: TreeDef, name: string, donate: boolean[]): void {
+  if (getCurrentTrace() !== evalTrace || !c.consts.every((x) => x instanceof ArrayImpl)) return;
+  const leaves: ArrayImpl[] = [];
+  // only signatures whose leaves are all concrete arrays (JS scalars take the general path)
+  if (!matchTree(def, args, leaves)) return;
+  const params: PjitParams = { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] };
+  cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef });
+  if (cache.fast.length > MAX_FAST) cache.fast.length = MAX_FAST;
+}
 export function newTraceCache(): TraceCache {
   const c = new TraceCache();
   allCaches.add(new WeakRef(c));

@@ -1,6 +1,7 @@
 /** @file Vectorizing map: the batch trace, batching of every primitive through its vmap rule, and vmap(). */
 import { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
+import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
 import { type AxisData, type BDim, type Params, Primitive } from "../core/primitive.js";
 import { Trace, Tracer, bind, withNamedAxis, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
@@ -26,7 +27,7 @@ export class BatchTrace extends Trace {
     const vals = vd.map((v) => v[0]), dims = vd.map((v) => v[1]);
     const parent = this.parent!;
     // collectives over this trace's axis name must see the mapped axis even when their operands are unbatched
-    const mine = prim.opts.collective === true && this.axis.name !== null && namesOf(params).includes(this.axis.name);
+    const mine = this.axis.name !== null && usesAxis(prim, params, this.axis.name);
     if (dims.every((d) => d === null) && !prim.opts.effectful && !mine) return withTrace(parent, () => bind(prim, vals, params));
     const rule = prim.rules.vmap;
     if (!rule) throw new Error(`Batching rule for '${prim.name}' not implemented (vmap over axis of size ${this.axis.size})`);
@@ -35,6 +36,15 @@ export class BatchTrace extends Trace {
   }
 }
 
+/** Whether a primitive (or a call primitive's jaxpr, recursively) runs a collective over axis `name`. */
+function usesAxis(prim: Primitive, params: Params, name: string): boolean {
+  if (prim.opts.collective === true) return namesOf(params).includes(name);
+  for (const v of Object.values(params)) {
+    const js = v instanceof Jaxpr ? [v] : v instanceof ClosedJaxpr ? [v.jaxpr] : globalThis.Array.isArray(v) ? v.filter((x): x is Jaxpr => x instanceof Jaxpr) : [];
+    for (const j of js) if (j.eqns.some((e) => usesAxis(e.primitive, e.params, name))) return true;
+  }
+  return false;
+}
 function namesOf(params: Params): string[] {
   const a = params.axes ?? params.axis_name;
   return typeof a === "string" ? [a] : globalThis.Array.isArray(a) ? (a as string[]) : [];

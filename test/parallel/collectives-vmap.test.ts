@@ -74,3 +74,11 @@ test("a collective over an unbound axis name fails with a clear error", () => {
   assert.throws(() => lax.psum(array([1, 2]), "batch"), /psum.*unbound axis name "batch"/);
   assert.throws(() => vmap((y: Array) => lax.allGather(y, "j"), { axisName: "i" })(array([1, 2])), /all_gather.*unbound axis name "j"/);
 });
+
+test("a jitted function with a collective inside vmap, even on unbatched inputs", () => {
+  const f = jit((y: Array) => lax.psum(y, "i"));
+  // unbatched input: every member holds the same value, so psum multiplies by the axis size
+  const out = vmap((_: Array) => f(array(2, { dtype: "float32" })), { axisName: "i" })(array([0, 0, 0], { dtype: "float32" }));
+  assert.deepEqual(out.tolist(), [6, 6, 6]);
+  assert.deepEqual(vmap(f, { axisName: "i" })(array([1, 2, 3], { dtype: "float32" })).tolist(), [6, 6, 6]);
+});
