@@ -5,7 +5,7 @@ import * as ops from "../primitives/ops.js";
 export {
   add, sub, mul, div, rem, pow, max, min, atan2, nextafter, neg, sign, floor, ceil, round, isFinite, exp, exp2, log, log1p, expm1,
   tanh, logistic, sin, cos, tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, sqrt, rsqrt, cbrt, abs, erf, erfc, erfInv,
-  lgamma, digamma, not, populationCount, clz, integerPow, square, eq, ne, lt, le, gt, ge, and, or, xor,
+  lgamma, digamma, polygamma, not, populationCount, clz, integerPow, square, eq, ne, lt, le, gt, ge, and, or, xor,
   shiftLeft, shiftRightLogical, shiftRightArithmetic, broadcastInDim, reshape, transpose, squeeze, expandDims, rev, pad,
   concatenate, slice, sliceInDim, select, selectN, clamp, iota, reduceSum, reduceMax, reduceMin, reduceProd, reduceAnd, reduceOr,
   reduceXor, argmax, argmin, dotGeneral, dynamicSlice, dynamicUpdateSlice, gather, scatter, bitcast as bitcastConvertType,

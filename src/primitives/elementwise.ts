@@ -8,7 +8,7 @@ import { type AxisData, type BDim, type MaybeZero, type Params, Primitive, type 
 import { shapesEqual } from "../core/shape.js";
 import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
-import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64 } from "./special-math.js";
+import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64, polygamma as polygammaScalar } from "./special-math.js";
 import * as ops from "./ops.js";
 import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, ERF_INV_F64_W_GE_16, ERF_INV_F64_W_LT_16, ERF_INV_F64_W_LT_6_25, erfInvF32, erfInvF64 } from "./erf-inv.js";
 const ERF_INV_COEFFICIENTS = { f32Lt5: ERF_INV_F32_W_LT_5, f32Ge5: ERF_INV_F32_W_GE_5, f64Lt625: ERF_INV_F64_W_LT_6_25, f64Lt16: ERF_INV_F64_W_LT_16, f64Ge16: ERF_INV_F64_W_GE_16 };
@@ -177,7 +177,26 @@ erfInvP.rules.impl = ([x], _p, [out]) => {
 };
 export const lgammaP = defUnary("lgamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.lgamma64(m, v)), kinds: "float", f: lgamma, jvp: (x, _y, t) => ops.mul(t, ops.digamma(x)) });
 export const digammaP = defUnary("digamma", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.digamma64(m, v)), kinds: "float", f: digamma });
-digammaP.rules.missing = { jvp: "needs polygamma (trigamma), not yet a primitive" };
+/** polygamma(m, x) with a static order m (the operand x only, as JAX differentiates it); d/dx psi^(m) = psi^(m+1). */
+export const polygammaP: Primitive<{ m: number }> = new Primitive<{ m: number }>("polygamma", {
+  abstractEval([x], { m }) {
+    if (!isFloat(x.dtype)) throw new TypeError(`polygamma requires a floating dtype, got ${x.str()}`);
+    if (!Number.isInteger(m) || m < 0) throw new TypeError(`polygamma: the order m must be a non-negative integer, got ${m}`);
+    return [x];
+  },
+  impl([x], { m }, [out]) { return [fromNums(out, globalThis.Array.from(nums(x), (v) => polygammaScalar(m, v)))]; },
+  jvp([x], [t], { m }) {
+    const y = ops.bindN(polygammaP, [x], { m })[0];
+    return [[y], [t instanceof Zero ? new Zero(y.aval) : ops.mul(t, ops.bindN(polygammaP, [x], { m: m + 1 })[0])]];
+  },
+  missing: { lower: "series evaluation with a data-dependent shift; runs on the interpreter between ONNX segments" },
+});
+polygammaP.rules.vmap = vmapElementwise(polygammaP);
+// d digamma(x) = polygamma(1, x)
+digammaP.rules.jvp = ([x], [t]) => {
+  const y = ops.digamma(x);
+  return [[y], [t instanceof Zero ? new Zero(y.aval) : ops.mul(t, ops.bindN(polygammaP, [x], { m: 1 })[0])]];
+};
 export const integerPow = defUnary("integer_pow", { onnx: (c, x, d, p, o) => LE.integerPow(c, x, d, p.y as number, o.shape),
   kinds: "num", f: (x) => x, fp: () => NaN,
   jvp: (x, _y, t, p) => {

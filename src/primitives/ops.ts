@@ -56,6 +56,7 @@ export const asinh = un(E.asinh), acosh = un(E.acosh), atanh = un(E.atanh), sqrt
 export const abs = un(E.abs), erf = un(E.erfP), erfc = un(E.erfcP), erfInv = un(E.erfInvP), lgamma = un(E.lgammaP), digamma = un(E.digammaP);
 export const not = un(E.not), populationCount = un(E.populationCount), clz = un(E.clz), copy = un(E.copyP);
 export const integerPow = (x: Array, y: number): Array => bind1(E.integerPow, [x], { y });
+export const polygamma = (m: number, x: Array): Array => bind1(E.polygammaP, [x], { m });
 export const square = (x: Array): Array => integerPow(x, 2);
 /** Quotient rounded toward zero, for floats (used by rem's jvp). */
 export const truncDiv = (a: Array, b: Array): Array => { const q = div(a, b); return isFloat(q.dtype) ? select(lt(q, scalarLike(q, 0)), ceil(q), floor(q)) : q; };

@@ -101,7 +101,7 @@ export function digamma(x: number): number {
   if (x <= 0 && Number.isInteger(x)) return NaN;
   if (x < 0) return digamma(1 - x) - Math.PI / Math.tan(Math.PI * x);
   let r = 0;
-  while (x < 6) { r -= 1 / x; x += 1; }
+  while (x < 15) { r -= 1 / x; x += 1; }
   const f = 1 / (x * x);
   // psi(x) ~ ln x - 1/2x - 1/12x^2 + 1/120x^4 - 1/252x^6 + 1/240x^8 - 5/660x^10
   return r + Math.log(x) - 0.5 / x - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f * (5 / 660)))));
@@ -125,4 +125,25 @@ export function nextafterF64(x: number, y: number): number {
   if (x === 0) { u[0] = 1n; return y > 0 ? buf[0] : -buf[0]; }
   if ((y > x) === (x > 0)) u[0] += 1n; else u[0] -= 1n;
   return buf[0];
+}
+
+const BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6];
+const factorial = (n: number): number => { let r = 1; for (let i = 2; i <= n; i++) r *= i; return r; };
+
+/**
+ * polygamma(m, x) for integer m >= 1 and x > 0: shift x up with psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m!/x^(m+1),
+ * then the asymptotic series psi^(m)(x) ~ (-1)^(m+1) [(m-1)!/x^m + m!/(2x^(m+1)) + sum_k B_2k (2k+m-1)!/((2k)! x^(2k+m))].
+ */
+export function polygamma(m: number, x: number): number {
+  if (m === 0) return digamma(x);
+  if (!Number.isInteger(m) || m < 0 || Number.isNaN(x)) return NaN;
+  if (x <= 0 && Number.isInteger(x)) return NaN;
+  if (x <= 0) return NaN; // reflection for negative x is not needed by JAX's uses (it returns nan too)
+  const sgn = m % 2 === 1 ? 1 : -1;
+  const mf = factorial(m);
+  let acc = 0;
+  while (x < 15) { acc += mf / x ** (m + 1); x += 1; }
+  let s = factorial(m - 1) / x ** m + mf / (2 * x ** (m + 1));
+  for (let k = 1; k <= BERNOULLI_2K.length; k++) s += (BERNOULLI_2K[k - 1] * factorial(2 * k + m - 1)) / (factorial(2 * k) * x ** (2 * k + m));
+  return sgn * (acc + s);
 }

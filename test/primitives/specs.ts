@@ -17,7 +17,7 @@ export const SPECS: Spec[] = [
   u("asin", ops.asin, -0.8, 0.8), u("acos", ops.acos, -0.8, 0.8), u("atan", ops.atan), u("sinh", ops.sinh), u("cosh", ops.cosh),
   u("asinh", ops.asinh), u("acosh", ops.acosh, 1.2, 3), u("atanh", ops.atanh, -0.8, 0.8), u("sqrt", ops.sqrt, 0.2, 3),
   u("rsqrt", ops.rsqrt, 0.2, 3), u("cbrt", ops.cbrt, 0.2, 3), u("abs", ops.abs, 0.1, 2), u("erf", ops.erf), u("erfc", ops.erfc),
-  u("erf_inv", ops.erfInv, -0.8, 0.8), u("lgamma", ops.lgamma, 0.5, 4), u("digamma", ops.digamma, 0.5, 4, { noGrad: "needs polygamma" }),
+  u("erf_inv", ops.erfInv, -0.8, 0.8), u("lgamma", ops.lgamma, 0.5, 4), u("digamma", ops.digamma, 0.5, 4), u("polygamma(1)", (x) => ops.polygamma(1, x), 0.5, 4), u("polygamma(3)", (x) => ops.polygamma(3, x), 0.5, 4),
   u("integer_pow", (x) => ops.integerPow(x, 3)), u("copy", ops.copy),
   { name: "not", f: (x) => ops.not(x), args: [{ shape: S, dtype: "int32", lo: -50, hi: 50 }] },
   { name: "population_count", f: (x) => ops.populationCount(x), args: [{ shape: S, dtype: "int32", lo: 0, hi: 1000 }] },
