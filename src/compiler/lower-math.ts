@@ -259,13 +259,13 @@ export function lgamma64(m: F, x: string): string {
   return m.where(m.or(atPole(m, x), m.isinf(x)), Infinity, r);
 }
 
-// digamma: recurrence psi(x) = psi(x+1) - 1/x up to x >= 6, the asymptotic series, reflection for x < 0
+// digamma: recurrence psi(x) = psi(x+1) - 1/x up to x >= 15 (the series is then exact to f64), the asymptotic series, reflection for x < 0
 export function digamma64(m: F, x: string): string {
   const reflect = m.lt(x, 0);
   let xr = m.where(reflect, m.sub(1, x), x);
   let r = m.c(0);
-  for (let k = 0; k < 6; k++) {
-    const lo = m.lt(xr, 6);
+  for (let k = 0; k < 15; k++) {
+    const lo = m.lt(xr, 15);
     r = m.sub(r, m.where(lo, m.div(1, xr), 0));
     xr = m.where(lo, m.add(xr, 1), xr);
   }

@@ -285,7 +285,8 @@ class NameScope {
   }
 }
 
-interface PendingNode {
+/** A node as the builder holds it (graph rewrites in the compiler edit these in place). */
+export interface GraphNode {
   opType: string;
   inputs: string[];
   outputs: string[];
@@ -293,6 +294,10 @@ interface PendingNode {
   domain: string;
   name: string;
 }
+type PendingNode = GraphNode;
+
+/** Initializers up to this many elements keep their values readable (constantValue) for graph rewrites. */
+const KEEP_CONSTANT_VALUES = 64;
 
 export interface ModelOptions {
   /** Default opset for the "" (ai.onnx) domain. */
@@ -326,7 +331,8 @@ export class GraphBuilder {
   private readonly outputs: ValueInfoProto[] = [];
   private readonly valueInfos: ValueInfoProto[] = [];
   private readonly initializers: TensorProto[] = [];
-  private readonly nodes: PendingNode[] = [];
+  private nodes: PendingNode[] = [];
+  private readonly smallConstants = new Map<string, TensorLiteral>();
   /** True for subgraph builders (If/Loop/Scan bodies). */
   readonly isSubgraph: boolean;
 
@@ -393,7 +399,37 @@ export class GraphBuilder {
   /** Add a named initializer (constant tensor stored in the graph). */
   addInitializer(name: string, dtype: DType, shape: readonly number[], data: TensorLiteral["data"]): string {
     this.initializers.push(tensorProto(this.scope.claim(name), dtype, shape, data));
+    if (data.length <= KEEP_CONSTANT_VALUES) this.smallConstants.set(name, { dtype, shape, data });
     return name;
+  }
+
+  // ---- access for graph rewrites (src/compiler/optimize-graph.ts) ----
+
+  /** The nodes in order (mutable: rewrites edit inputs/attributes in place). */
+  get nodeList(): GraphNode[] {
+    return this.nodes;
+  }
+  /** Replaces the node list (rewrites that drop or add nodes). */
+  setNodes(nodes: GraphNode[]): void {
+    this.nodes = nodes;
+  }
+  /** Names of the graph inputs and outputs. */
+  get inputNames(): string[] {
+    return this.inputs.map((v) => v.name!);
+  }
+  get outputNames(): string[] {
+    return this.outputs.map((v) => v.name!);
+  }
+  /** The value of a small initializer (at most 64 elements), else undefined. */
+  constantValue(name: string): TensorLiteral | undefined {
+    return this.smallConstants.get(name);
+  }
+  /** Drops initializers no node or output reads (after rewrites). */
+  pruneInitializers(used: ReadonlySet<string>): void {
+    for (let i = this.initializers.length - 1; i >= 0; i--) {
+      const n = this.initializers[i]!.name!;
+      if (!used.has(n)) { this.initializers.splice(i, 1); this.smallConstants.delete(n); }
+    }
   }
 
   /**
