@@ -39,31 +39,31 @@ export const jaxtsCases: Case[] = [
     const a = mk(randomF32(n * n, 10 + n), [n, n]), b = mk(randomF32(n * n, 20 + n), [n, n]);
     const f = jax.jit((u: Array, v: Array) => jnp.matmul(u, v));
     f(a, b).blockUntilReady();
-    return () => { f(a, b).blockUntilReady(); };
+    return () => { const c = f(a, b); c.blockUntilReady(); c.dispose(); };
   })),
   c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back", async () => {
     let { params } = mlpInputs();
     const { x, y } = mlpInputs();
     const step = makeStep();
     [, params] = step(params, x, y);
-    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); };
+    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
   }),
   c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32", async () => {
     const x = jnp.array(randomF32(TANH_N, 30));
     const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
     f(x).blockUntilReady();
-    return () => { f(x).blockUntilReady(); };
+    return () => { const y = f(x); y.blockUntilReady(); y.dispose(); };
   }),
   c("add-eager-4096", "eager jnp.add of two 4096-element float32 arrays", async () => {
     const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
     jnp.add(a, b);
-    return () => { jnp.add(a, b).blockUntilReady(); };
+    return () => { const c = jnp.add(a, b); c.blockUntilReady(); c.dispose(); };
   }),
   c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays", async () => {
     const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
     const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
     f(a, b);
-    return () => { f(a, b).blockUntilReady(); };
+    return () => { const c = f(a, b); c.blockUntilReady(); c.dispose(); };
   }),
 ];
 

@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string[]> = {
   random: ["core", "primitives", "transforms", "numpy", "lax"],
   optim: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
   profiler: ["core"],
+  models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends"],
 };
 

@@ -6,6 +6,7 @@ import type { DType } from "../core/dtype.js";
 import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
+import { optimizeGraph } from "./optimize-graph.js";
 
 /** A value read by a step: a slot of the environment or a literal. */
 export type Operand = number | ArrayImpl;
@@ -142,6 +143,7 @@ function buildSegment(
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
     const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
+    if (!opts.dynamicShapes) ctx.shapes.set(nm, a.aval.shape);
     inputs.push(slotOf(a));
     inputNames.push(nm);
     inputDTypes.push(a.aval.dtype);
@@ -160,7 +162,11 @@ function buildSegment(
       if (opts.strict || !(err instanceof Error)) throw err;
       throw Object.assign(new LoweringUnsupportedError(e.primitive.name, `its lowering failed: ${err.message}`), { eqnIndex: k });
     }
-    e.outVars.forEach((v, q) => { env.set(v, outs[q]); defined.add(v); });
+    e.outVars.forEach((v, q) => {
+      env.set(v, outs[q]);
+      defined.add(v);
+      if (!opts.dynamicShapes) ctx.shapes.set(outs[q], v.aval.shape);
+    });
   }
   const outputs: number[] = [], outputNames: string[] = [], outAvals: ShapedArray[] = [];
   const used = new Set<string>();
@@ -174,5 +180,6 @@ function buildSegment(
     outputNames.push(nm);
     outAvals.push(v.aval);
   }
+  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes);
   return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
 }

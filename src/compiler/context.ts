@@ -1,5 +1,5 @@
 /** @file The ONNX LoweringContext: wraps a GraphBuilder, dedupes constants, and lowers jaxpr equations through each primitive's `lower` rule. */
-import { GraphBuilder, attr, type AttrValue, type DType as GDType } from "../backends/onnx/graph-builder.js";
+import { GraphBuilder, attr, type AttrValue, type DType as GDType, type GraphNode, type TensorLiteral } from "../backends/onnx/graph-builder.js";
 import { ortSupports } from "../backends/onnx/ort-support.js";
 import type { Array as JArray } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
@@ -38,7 +38,10 @@ export class OnnxLoweringContext implements LoweringContext {
   readonly produced = new Set<string>();
   /** Number of nodes emitted. */
   nodeCount = 0;
+  /** Static shapes of named values where known (graph inputs and equation results; used by graph rewrites). */
+  readonly shapes = new Map<string, readonly number[]>();
   private readonly consts = new Map<string, string>();
+  private readonly producers = new Map<string, GraphNode>();
 
   constructor(readonly g: GraphBuilder, opset: number) {
     this.opset = opset;
@@ -48,9 +51,30 @@ export class OnnxLoweringContext implements LoweringContext {
     const a: Record<string, AttrValue> = {};
     for (const [k, v] of Object.entries(attrs)) a[k] = toAttr(k, v);
     const outs = this.g.addNode(op, inputs, numOutputs, a);
-    for (const o of outs) this.produced.add(o);
+    const n = this.g.nodeList[this.g.nodeList.length - 1];
+    for (const o of outs) { this.produced.add(o); this.producers.set(o, n); }
     this.nodeCount++;
     return outs;
+  }
+
+  /** The node that produced `name` in this graph, if any. */
+  producerOf(name: string): GraphNode | undefined {
+    return this.producers.get(name);
+  }
+
+  /**
+   * The value of `name` when it is a small constant, possibly reshaped or broadcast (Reshape/Expand/Unsqueeze
+   * of a constant): its distinct element values, else undefined.
+   */
+  constantOf(name: string): TensorLiteral | undefined {
+    for (let k = 0; k < 8; k++) {
+      const c = this.g.constantValue(name);
+      if (c) return c;
+      const p = this.producers.get(name);
+      if (!p || !(p.opType === "Expand" || p.opType === "Reshape" || p.opType === "Unsqueeze")) return undefined;
+      name = p.inputs[0];
+    }
+    return undefined;
   }
 
   op(op: string, inputs: string[], attrs: Record<string, OnnxAttr> = {}): string {

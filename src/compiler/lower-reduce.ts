@@ -135,6 +135,11 @@ export function dotGeneral(
   if (cd === "bool") cd = "int32";
   if (cd === "float16" || cd === "bfloat16") cd = "float32";
   if (!ctx.supports("MatMul", cd)) cd = computeDtype(ctx, "MatMul", cd);
+  if (a.ndim === 2 && b.ndim === 2 && lb.length === 0 && lc.length === 1 && (cd === "float32" || cd === "float64") && isFloat(od)) {
+    // a plain matrix product: Gemm reads transposed operands in place (no Transpose nodes)
+    const y = ctx.op("Gemm", [rawCast(ctx, lhs, a.dtype, cd), rawCast(ctx, rhs, b.dtype, cd)], { transA: lc[0] === 0 ? 1 : 0, transB: rc[0] === 1 ? 1 : 0 });
+    return roundTo(ctx, rawCast(ctx, y, cd, od), od);
+  }
   const prep = (x: string, s: ShapedArray, batch: number[], first: number[], second: number[], shape: number[]) => {
     const t = transpose(ctx, x, [...batch, ...first, ...second]);
     const c = rawCast(ctx, t, s.dtype, cd);

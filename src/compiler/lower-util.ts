@@ -1,6 +1,39 @@
 /** @file Helpers for lowering rules (imported by the primitive definitions): JAX-exact casts, dtype-safe select, computing in a dtype ORT supports, bfloat16 rounding. */
 import { type DType, isBigInt, isFloat, isInteger, isUnsigned, intRange } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
+import { OnnxLoweringContext } from "./context.js";
+
+/** The single value every element of constant `x` holds (possibly broadcast), else undefined. */
+function uniformConstant(ctx: OnnxLoweringContext, x: string): number | undefined {
+  const c = ctx.constantOf(x);
+  if (!c || c.data.length === 0) return undefined;
+  const v = Number(c.data[0]);
+  for (let i = 1; i < c.data.length; i++) if (!Object.is(Number(c.data[i]), v)) return undefined;
+  return v;
+}
+
+/**
+ * select(x <= k, k, x) is Max(x, k) and select(x >= k, k, x) is Min(x, k) for a constant k, ties included:
+ * ORT's Max/Min return their second operand on a tie (so -0 <= 0 gives the constant, as the select does) and
+ * propagate NaN (NaN <= k is false: the select gives x). This is relu's select against zero.
+ */
+function clampSelect(ctx: LoweringContext, cond: string, a: string, b: string): string | undefined {
+  if (!(ctx instanceof OnnxLoweringContext)) return undefined;
+  const p = ctx.producerOf(cond);
+  if (!p || (p.opType !== "LessOrEqual" && p.opType !== "GreaterOrEqual") || p.inputs[0] !== b) return undefined;
+  const k = uniformConstant(ctx, p.inputs[1]);
+  if (k === undefined || !Object.is(k, uniformConstant(ctx, a)) || ctx.constantOf(p.inputs[1])!.data.length !== 1) return undefined;
+  return ctx.op(p.opType === "LessOrEqual" ? "Max" : "Min", [b, p.inputs[1]]);
+}
+
+/** True when `x` is a constant (possibly broadcast) none of whose elements is -0.0. */
+function constantWithoutNegZero(ctx: LoweringContext, x: string): boolean {
+  if (!(ctx instanceof OnnxLoweringContext)) return false;
+  const c = ctx.constantOf(x);
+  if (!c) return false;
+  for (let i = 0; i < c.data.length; i++) if (Object.is(Number(c.data[i]), -0)) return false;
+  return true;
+}
 
 /** ONNX TensorProto data type codes (for Cast's `to`). */
 export const ONNX_TYPE: Readonly<Record<DType, number>> = {
@@ -73,10 +106,17 @@ export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): s
 
 /**
  * Where(cond, a, b) for any dtype. ORT lacks Where kernels for bool and several integer types, and its float
- * kernels turn a selected -0.0 from `a` into +0.0, so floats are selected as their integer bit patterns.
+ * kernels turn a selected -0.0 from `a` into +0.0, so floats are selected as their integer bit patterns
+ * (unless `a` is a constant without -0.0, the common select-against-zero).
  */
 export function select(ctx: LoweringContext, cond: string, a: string, b: string, d: DType): string {
   const r = ctx.repr(d);
+  if (r === "float32" || r === "float64") {
+    const m = clampSelect(ctx, cond, a, b);
+    if (m) return m;
+    // the -0.0 mangling only affects values taken from `a`: a constant `a` without -0.0 selects exactly
+    if (constantWithoutNegZero(ctx, a)) return ctx.op("Where", [cond, a, b]);
+  }
   if (r === "float32" || r === "float64") {
     const it: DType = r === "float64" ? "int64" : "int32";
     const bits = (v: string) => ctx.op("BitCast", [v], { to: ONNX_TYPE[it] });

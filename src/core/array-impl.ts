@@ -20,6 +20,8 @@ export const HOST_DEVICE: Device = {
 };
 
 export class ArrayImpl extends Array {
+  /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
+  static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
   #aval: ShapedArray;
   #data: TypedArray | null;
   readonly device: Device;
@@ -40,11 +42,15 @@ export class ArrayImpl extends Array {
   get aval(): ShapedArray { return this.#aval; }
   /** The storage itself (read-only by convention; the array is immutable). */
   get buffer(): TypedArray {
-    if (this.#data === null) throw new Error(`Array: use of a disposed array ${this.#aval.str()}`);
+    if (this.#data === null) throw new Error(`Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`);
     return this.#data;
   }
   get isDisposed(): boolean { return this.#data === null; }
-  override dispose(): void { this.#data = null; }
+  override dispose(): void {
+    const d = this.#data;
+    this.#data = null;
+    if (d !== null && ArrayImpl.releaseHook) ArrayImpl.releaseHook(this, d);
+  }
   /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8). */
   dataSync(): TypedArray { return this.buffer.slice(); }
   item(): number | boolean | bigint {

@@ -11,6 +11,9 @@ import { type Backend, abstractEval, registerBackend, setBackendSelector } from 
 import { type Program, type OnnxStep, compileJaxpr } from "../../compiler/compile.js";
 import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
+import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
+import { acquire, own, ownsStorage } from "./buffer-pool.js";
+import { WasmKernel } from "./wasm-kernel.js";
 import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
 
@@ -53,6 +56,8 @@ export const onnxBackendOptions = {
   parallelWork: 1 << 18,
   /** Work above which a jitted program gets ORT's full graph optimizations (below: constant folding only, faster to create). */
   optimizeWork: 1 << 14,
+  /** Run jitted pure float32 elementwise programs as one fused WebAssembly SIMD kernel (single pass over memory). */
+  fuseElementwise: true,
 };
 
 // ------------------------------------------------------------------ sessions for compiled steps
@@ -141,25 +146,43 @@ function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly Sh
 /** The parts of a jaxpr an executable keeps to re-plan itself (not the Jaxpr object, which keys the jit cache). */
 type JaxprParts = Pick<Jaxpr, "constvars" | "invars" | "outvars" | "eqns">;
 
-/** A compiled program with its sessions (created on first use). */
+/** A pure elementwise program's fused kernel. */
+interface Fused {
+  readonly spec: FusedSpec;
+  readonly kernel: WasmKernel;
+}
+
+/** An array over `v`'s storage with aval `want` (a copy when the storage is pooled: it has one owner). */
+function rewrap(v: ArrayImpl, want: ShapedArray): ArrayImpl {
+  if (v.aval.weakType === want.weakType) return v;
+  return new ArrayImpl(want, ownsStorage(v) ? v.buffer.slice() : v.buffer);
+}
+
+/** A compiled program with its sessions (created on first use), or its fused elementwise kernel. */
 export class Executable {
   private ready: (ReadyStep | null)[];
-  constructor(public program: Program, private readonly jit: boolean, private readonly parts?: JaxprParts) {
+  constructor(public program: Program, private readonly jit: boolean, private readonly parts?: JaxprParts, private fused: Fused | null = null) {
     this.ready = program.steps.map(() => null);
   }
+  /** True when the program runs as a fused elementwise kernel instead of ONNX Runtime sessions. */
+  get isFused(): boolean { return this.fused !== null; }
   /** Replaces the plan by equation-by-equation execution (after ORT rejected or failed to run a model). */
   fallBack(why: string): void {
     if (!this.parts) throw new Error(`onnx backend: ${why}`);
     this.dispose();
+    this.fused = null;
     this.program = interpretedProgram(this.parts, this.program, why);
     this.ready = this.program.steps.map(() => null);
   }
   /** Creates every session now (jit compiles ahead of the first call). */
   prepare(): this {
+    if (this.fused) return this;
     this.program.steps.forEach((s, i) => { if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = prepareStep(s, this.jit); });
     return this;
   }
-  run(inputs: readonly ArrayImpl[]): ArrayImpl[] {
+  /** Runs the program; `donate[i]` lets input i's storage become an output's (fused kernels write in place). */
+  run(inputs: readonly ArrayImpl[], donate?: readonly boolean[]): ArrayImpl[] {
+    if (this.fused) return this.runFused(this.fused, inputs, donate);
     try {
       return this.runPlan(inputs);
     } catch (e) {
@@ -185,11 +208,34 @@ export class Executable {
         s.outputs.forEach((q, i) => { env[q] = outs[i]; });
       }
     }
-    return p.outs.map((o, i) => {
-      const v = read(o);
-      const want = p.outAvals[i];
-      return v.aval.weakType === want.weakType ? v : new ArrayImpl(want, v.buffer);
-    });
+    return p.outs.map((o, i) => rewrap(read(o), p.outAvals[i]));
+  }
+  /** One pass of the fused kernel; outputs come from the buffer pool, or are donated inputs' storage. */
+  private runFused({ spec, kernel }: Fused, inputs: readonly ArrayImpl[], donate: readonly boolean[] | undefined): ArrayImpl[] {
+    let n = 1;
+    for (const d of spec.shape) n *= d;
+    const ins = new Array<Float32Array>(spec.numInputs), scalars = new Array<number>(spec.numScalars);
+    for (let i = 0; i < inputs.length; i++) {
+      const [kind, k] = spec.params[i];
+      const d = inputs[i].buffer as Float32Array;
+      if (kind === "input") ins[k] = d; else scalars[k] = d[0];
+    }
+    const outs = new Array<Float32Array>(spec.outputs.length);
+    const taken = new Set<number>();
+    for (let j = 0; j < outs.length; j++) {
+      let d: Float32Array | undefined;
+      // a donated array whose storage nothing else shares becomes this output (same size, read before written)
+      if (donate) {
+        for (let i = 0; i < inputs.length && !d; i++) {
+          if (donate[i] && !taken.has(i) && spec.params[i][0] === "input" && ownsStorage(inputs[i])) { taken.add(i); d = inputs[i].buffer as Float32Array; }
+        }
+      }
+      outs[j] = d ?? (acquire(Float32Array, n) as Float32Array);
+    }
+    kernel.run(ins, scalars, outs, n);
+    const res = new Array<ArrayImpl>(outs.length);
+    for (let j = 0; j < outs.length; j++) res[j] = own(new ArrayImpl(this.program.outAvals[j], outs[j]));
+    return res;
   }
   /** The common case, one ONNX model: feed the inputs it reads, pick the outputs (no environment). */
   private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
@@ -206,8 +252,7 @@ export class Executable {
         const k = s.outputs.indexOf(o);
         v = k >= 0 ? outs[k] : inputs[p.inSlots.indexOf(o)];
       }
-      const want = p.outAvals[i];
-      res[i] = v.aval.weakType === want.weakType ? v : new ArrayImpl(want, v.buffer);
+      res[i] = rewrap(v, p.outAvals[i]);
     }
     return res;
   }
@@ -366,7 +411,7 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   if (!exe) {
     const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
     const { constvars, invars, outvars, eqns } = jaxpr;
-    exe = new Executable(program, true, { constvars, invars, outvars, eqns });
+    exe = new Executable(program, true, { constvars, invars, outvars, eqns }, fusedFor(jaxpr));
     try {
       exe.prepare();
     } catch (e) {
@@ -385,13 +430,27 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
  * itself an output is disposed, which hands its storage to the buffer pool for later outputs.
  */
 function runJitted(jaxpr: Jaxpr, args: ArrayImpl[], name: string | undefined, donate: readonly boolean[] | undefined): ArrayImpl[] {
-  const outs = compiledFor(jaxpr, name).run(args);
+  const outs = compiledFor(jaxpr, name).run(args, donate);
   if (donate) {
     for (let i = 0; i < args.length; i++) {
       if (donate[i] && !outs.includes(args[i])) args[i].dispose();
     }
   }
   return outs;
+}
+
+/** The fused kernel of a pure float32 elementwise program (null: not one, disabled, or no WebAssembly SIMD). */
+function fusedFor(jaxpr: Jaxpr): Fused | null {
+  if (!onnxBackendOptions.fuseElementwise) return null;
+  const spec = fuseElementwise(jaxpr);
+  if (!spec) return null;
+  try {
+    const kernel = WasmKernel.create(spec);
+    return kernel ? { spec, kernel } : null;
+  } catch (e) {
+    if (onnxBackendOptions.strict) throw e;
+    return null;
+  }
 }
 
 /** A program whose every equation runs through the eager path (used when ORT rejects a model). */
@@ -408,7 +467,9 @@ function interpretedProgram(jaxpr: JaxprParts, p: Program, why: string): Program
 export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
   const exe = jitCache.get(jaxpr);
   const program = exe ? exe.program : compileJaxpr(jaxpr, { name: sanitize(name) });
-  return summarizeOnnx(program);
+  const fused = exe ? exe.isFused : onnxBackendOptions.fuseElementwise && fuseElementwise(jaxpr) !== null;
+  const head = fused ? "// runs as one fused elementwise kernel (WebAssembly SIMD, single pass); the ONNX model below is its fallback\n" : "";
+  return head + summarizeOnnx(program);
 }
 
 const sanitize = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 64) || "jit";

@@ -110,7 +110,7 @@ test("jit: a whole program compiles to one ONNX session and matches the interpre
   assert.equal(exe.program.steps.length, 1);
   assert.equal(exe.program.steps[0].kind, "onnx");
   const text = summarizeOnnx(exe.program);
-  assert.match(text, /MatMul/);
+  assert.match(text, /Gemm/);
   assert.match(text, /Tanh/);
 });
 

@@ -1,0 +1,85 @@
+/**
+ * @file A small decoder-only Transformer LM built from jaxts's public pieces: init, forward (with per-block remat),
+ * cross-entropy loss and a data-parallel training step over a mesh axis (shardMap + psum of gradients, optim.adamw).
+ */
+import { type Array } from "../core/array.js";
+import * as jnp from "../numpy/index.js";
+import * as nn from "../nn/index.js";
+import * as random from "../random/index.js";
+import * as optim from "../optim/index.js";
+import * as lax from "../lax/index.js";
+import { checkpoint, checkpointPolicies } from "../transforms/checkpoint.js";
+import { valueAndGrad } from "../transforms/api.js";
+import { map as treeMap } from "../core/tree.js";
+
+export interface TransformerConfig { vocab: number; dModel: number; heads: number; layers: number; seq: number; ff: number }
+export interface Block { wq: Array; wk: Array; wv: Array; wo: Array; w1: Array; w2: Array; ln1: Array; ln2: Array }
+export interface Params { embed: Array; pos: Array; blocks: Block[]; lnf: Array }
+
+/** Initializes parameters with scaled normal draws from one key (deterministic for a seed). */
+export function initParams(cfg: TransformerConfig, seed: number): Params {
+  let key = random.PRNGKey(seed);
+  const draw = (shape: number[], scale: number): Array => {
+    const [k1, k2] = random.split(key) as unknown as Array[];
+    key = k1;
+    return jnp.multiply(random.normal(k2, shape), scale);
+  };
+  const d = cfg.dModel;
+  return {
+    embed: draw([cfg.vocab, d], 0.02),
+    pos: draw([cfg.seq, d], 0.02),
+    blocks: globalThis.Array.from({ length: cfg.layers }, () => ({
+      wq: draw([d, d], d ** -0.5), wk: draw([d, d], d ** -0.5), wv: draw([d, d], d ** -0.5), wo: draw([d, d], d ** -0.5),
+      w1: draw([d, cfg.ff], d ** -0.5), w2: draw([cfg.ff, d], cfg.ff ** -0.5), ln1: jnp.ones([d]), ln2: jnp.ones([d]),
+    })),
+    lnf: jnp.ones([d]),
+  };
+}
+
+const layerNorm = (x: Array, g: Array): Array => jnp.multiply(nn.standardize(x, -1, { epsilon: 1e-5 }), g);
+
+/** One pre-norm block: causal multi-head attention then an MLP, both residual. x: [batch, seq, d]. */
+function block(cfg: TransformerConfig, p: Block, x: Array): Array {
+  const [b, s, d] = x.shape;
+  const h = cfg.heads, hd = d / h;
+  const a = layerNorm(x, p.ln1);
+  const split = (t: Array) => jnp.transpose(jnp.reshape(t, [b, s, h, hd]), [0, 2, 1, 3]); // [b, h, s, hd]
+  const q = split(jnp.matmul(a, p.wq)), k = split(jnp.matmul(a, p.wk)), v = split(jnp.matmul(a, p.wv));
+  const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
+  const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
+  const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
+  const ctx = jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, d]);
+  const x1 = jnp.add(x, jnp.matmul(ctx, p.wo));
+  const m = nn.gelu(jnp.matmul(layerNorm(x1, p.ln2), p.w1));
+  return jnp.add(x1, jnp.matmul(m, p.w2));
+}
+
+/** Logits [batch, seq, vocab] for int32 tokens [batch, seq]; each block is rematerialized in the backward pass. */
+export function forward(cfg: TransformerConfig, params: Params, tokens: Array): Array {
+  let x = jnp.add(jnp.take(params.embed, tokens, 0), params.pos);
+  const remat = checkpoint((p: Block, h: Array) => block(cfg, p, h), { policy: checkpointPolicies.dotsWithNoBatchDimsSaveable });
+  for (const p of params.blocks) x = remat(p, x);
+  return jnp.matmul(layerNorm(x, params.lnf), jnp.transpose(params.embed));
+}
+
+/** Mean next-token cross-entropy. */
+export function loss(cfg: TransformerConfig, params: Params, tokens: Array, targets: Array): Array {
+  const logp = nn.logSoftmax(forward(cfg, params, tokens), -1);
+  return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(targets, cfg.vocab)), -1)));
+}
+
+/**
+ * A data-parallel training step body for shardMap: per-shard gradients averaged over `axis` with pmean, then an
+ * optax-style update. Returns [loss, params, optState].
+ */
+export function makeTrainStep(cfg: TransformerConfig, opt: optim.GradientTransformation, axis: string | null) {
+  return (params: Params, state: optim.OptState, tokens: Array, targets: Array): [Array, Params, optim.OptState] => {
+    let [l, g] = valueAndGrad((p: Params) => loss(cfg, p, tokens, targets))(params) as [Array, Params];
+    if (axis) {
+      l = lax.pmean(l, axis);
+      g = treeMap((x: Array) => lax.pmean(x, axis), g) as Params;
+    }
+    const [updates, next] = opt.update(g, state, params);
+    return [l, optim.applyUpdates(params, updates) as Params, next];
+  };
+}
