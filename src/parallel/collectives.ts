@@ -53,13 +53,31 @@ function defReduceCollective(name: string, reduce: (x: Array, axes: number[]) =>
         const hit = ops.convert(ops.eq(x, y), x.dtype);
         return [[y], [ops.div(bind1(psumP, [ops.mul(t, hit)], params), bind1(psumP, [hit], params))]];
       },
-    // psum's transpose is psum, as in JAX (each member's cotangent is summed into every contributor)
-    transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(p, [ct], params)] : undefined,
+    // psum's transpose (JAX's shard_map semantics with varying-axis tracking): a cotangent that varies over the
+    // axis is summed (psum); an invariant one (the same on every member) flows back unchanged (pvary)
+    transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(psumTransposeP, [ct], params)] : undefined,
     missing: { lower: COLLECTIVE_LOWER },
   }, { collective: true });
   return p;
 }
 export const psumP = defReduceCollective("psum", (x, a) => ops.reduceSum(x, a), true);
+
+/** The transpose of psum: psum of a varying (batched) cotangent, identity on an invariant (unbatched) one. */
+export const psumTransposeP: Primitive<{ axes: AxisNames; axis_index_groups: number[][] | null }> = new Primitive<{ axes: AxisNames; axis_index_groups: number[][] | null }>("psum_transpose", {
+  abstractEval([x]) { return [x]; },
+  impl(_a, { axes }) { throw unbound("psum_transpose", axes); },
+  vmap(axis, [x], [d], params) {
+    if (!axis.name || !params.axes.includes(axis.name)) return [[bind1(psumTransposeP, [x], params)], [d]];
+    const rest = params.axes.filter((a) => a !== axis.name);
+    const again = (v: Array) => (rest.length ? bind1(psumTransposeP, [v], { ...params, axes: rest }) : v);
+    if (d === null) return [[again(x)], [null]];
+    const [[y], [dy]] = psumP.rules.vmap!(axis, [x], [d], { ...params, axes: [axis.name] });
+    return [[again(y)], [dy]];
+  },
+  jvp([x], [t], params) { const y = bind1(psumTransposeP, [x], params); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(psumTransposeP, [t], params)]]; },
+  transpose([ct], _a, params) { return [ct instanceof Zero ? ct : bind1(psumP, [ct], params)]; },
+  missing: { lower: COLLECTIVE_LOWER },
+}, { collective: true });
 export const pmaxP = defReduceCollective("pmax", (x, a) => ops.reduceMax(x, a), false);
 export const pminP = defReduceCollective("pmin", (x, a) => ops.reduceMin(x, a), false);
 

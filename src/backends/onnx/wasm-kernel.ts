@@ -8,11 +8,12 @@ import type { FusedSpec } from "../../compiler/fuse-elementwise.js";
 
 // the project's TypeScript lib has no WebAssembly declarations: the little used here
 interface WasmInstance { readonly exports: Record<string, unknown> }
-interface WasmMemory { readonly buffer: ArrayBuffer }
+export interface WasmMemory { readonly buffer: ArrayBufferLike }
 declare const WebAssembly: {
   validate(bytes: Uint8Array): boolean;
   Module: new (bytes: Uint8Array) => object;
   Instance: new (module: object, imports: object) => WasmInstance;
+  Memory: new (d: { initial: number; maximum: number; shared: boolean }) => WasmMemory;
 };
 
 /** Elements per input/output region (one call of the compiled function processes at most this many). */
@@ -75,8 +76,8 @@ class Emitter {
   private nv = 0;
   private readonly consts = new Map<string, number>();
   constructor(readonly constBase: number) {}
-  /** Local 0: byte count (param); local 1: loop offset; v128 locals from 2. Constants are negative handles. */
-  fresh(): number { return 2 + this.nv++; }
+  /** Locals 0, 1: end and base (params); 2: loop offset; v128 locals from 3. Constants are negative handles. */
+  fresh(): number { return 3 + this.nv++; }
   get numV128(): number { return this.nv; }
   private constant(key: string, bytes: number[]): number {
     let h = this.consts.get(key);
@@ -101,8 +102,8 @@ class Emitter {
   /** Lanes of a where mask is set, else of b. */
   sel(a: number, b: number, mask: number): number { this.get(a); this.get(b); this.get(mask); this.body.simd(SIMD.bitselect); return this.set(); }
   shift(op: number, a: number, n: number): number { this.get(a); this.body.push(0x41).s32(n).simd(op); return this.set(); }
-  load(offset: number): number { this.body.push(0x20, 0x01).simd(SIMD.load).push(4).u32(offset); return this.set(); }
-  store(offset: number, v: number): void { this.body.push(0x20, 0x01); this.get(v); this.body.simd(SIMD.store).push(4).u32(offset); }
+  load(offset: number): number { this.body.push(0x20, 0x02).simd(SIMD.load).push(4).u32(offset); return this.set(); }
+  store(offset: number, v: number): void { this.body.push(0x20, 0x02); this.get(v); this.body.simd(SIMD.store).push(4).u32(offset); }
   /** A rank-0 input, read once before the loop. */
   splatScalar(offset: number): number {
     const l = this.fresh();
@@ -161,7 +162,8 @@ class Emitter {
   tanh(x: number): number {
     const xc = this.clamp(x, -9, 9);
     const t = this.mul(xc, xc);
-    return this.div(this.mul(xc, this.horner(TANH_P, t)), this.horner(TANH_Q, t));
+    // the rational form can overshoot 1 by an ulp near the clamp: keep |tanh| <= 1
+    return this.clamp(this.div(this.mul(xc, this.horner(TANH_P, t)), this.horner(TANH_Q, t)), -1, 1);
   }
   logistic(x: number): number {
     // 1/(1+e^-x) for x >= 0, e^x/(1+e^x) below (no cancellation, tiny results keep their precision)
@@ -175,131 +177,184 @@ function section(id: number, content: Bytes): number[] {
   return [id, ...new Bytes().u32(content.b.length).b, ...content.b];
 }
 
-/** The module bytes and memory layout for a spec. */
-function compile(spec: FusedSpec): { bytes: Uint8Array; regionBase: number; pages: number } {
-  const regionBase = Math.ceil((spec.numScalars * 4) / 16) * 16 + 16;
-  const region = CHUNK * 4;
-  const constBase = regionBase + (spec.numInputs + spec.outputs.length) * region;
+/** Emits one value of the program for the vector at `u` (loads of inputs are relative to the loop offset). */
+function emitOp(em: Emitter, v: Extract<FusedSpec["values"][number], { kind: "op" }>, a: readonly number[]): number {
+  switch (v.op) {
+    case "neg": return em.un(SIMD.fneg, a[0]);
+    case "abs": return em.un(SIMD.fabs, a[0]);
+    case "sqrt": return em.un(SIMD.fsqrt, a[0]);
+    case "rsqrt": return em.div(em.f(1), em.un(SIMD.fsqrt, a[0]));
+    case "floor": return em.un(SIMD.ffloor, a[0]);
+    case "ceil": return em.un(SIMD.fceil, a[0]);
+    case "sign": return em.sel(em.f(1), em.sel(em.f(-1), a[0], em.bin(SIMD.flt, a[0], em.f(0))), em.bin(SIMD.fgt, a[0], em.f(0)));
+    case "exp": return em.exp(a[0]);
+    case "log": return em.log(a[0]);
+    case "tanh": return em.tanh(a[0]);
+    case "logistic": return em.logistic(a[0]);
+    case "add": return em.add(a[0], a[1]);
+    case "sub": return em.sub(a[0], a[1]);
+    case "mul": return em.mul(a[0], a[1]);
+    case "div": return em.div(a[0], a[1]);
+    // lax.max/min: NaN wins, -0 < +0 (the exact min/max, not pmin/pmax)
+    case "max": return em.bin(SIMD.fmax, a[0], a[1]);
+    case "min": return em.bin(SIMD.fmin, a[0], a[1]);
+    case "eq": return em.bin(SIMD.feq, a[0], a[1]);
+    case "ne": return em.bin(SIMD.fne, a[0], a[1]);
+    case "lt": return em.bin(SIMD.flt, a[0], a[1]);
+    case "le": return em.bin(SIMD.fle, a[0], a[1]);
+    case "gt": return em.bin(SIMD.fgt, a[0], a[1]);
+    case "ge": return em.bin(SIMD.fge, a[0], a[1]);
+    case "and": return em.bin(SIMD.and, a[0], a[1]);
+    case "or": return em.bin(SIMD.or, a[0], a[1]);
+    case "not": return em.un(SIMD.not, a[0]);
+    case "select": return em.sel(a[2], a[1], a[0]);
+  }
+}
+
+/**
+ * Memory layout: rank-0 inputs at 0, constants at `constBase`, then `slots` slots of (inputs + outputs) regions
+ * of CHUNK elements each. The function `k(count, base)` evaluates `count` bytes per region of the slot at `base`.
+ */
+export interface KernelLayout {
+  readonly constBase: number;
+  readonly slotStart: number;
+  readonly slotBytes: number;
+  readonly regionBytes: number;
+  readonly pages: number;
+}
+
+/** The module (importing shared memory "e"."m") and its memory layout for a spec with `slots` slots. */
+function compile(spec: FusedSpec, slots: number): { bytes: Uint8Array; layout: KernelLayout } {
+  const regionBytes = CHUNK * 4;
+  const constBase = Math.ceil((spec.numScalars * 4) / 16) * 16 + 16;
   const em = new Emitter(constBase);
   const scalars = new Map<number, number>();
   // the chain for vector `u` of UNROLL consecutive ones (independent chains give the CPU parallel work)
-  const emitVector = (u: number): void => {
-  const local: number[] = [];
-  for (const v of spec.values) {
-    let l: number;
-    switch (v.kind) {
-      case "input": l = em.load(regionBase + v.index * region + 16 * u); break;
-      case "scalar": l = scalars.get(v.index) ?? em.splatScalar(v.index * 4); scalars.set(v.index, l); break;
-      case "const": l = em.f(v.value); break;
-      case "op": {
-        const a = v.args.map((k) => local[k]);
-        switch (v.op) {
-          case "neg": l = em.un(SIMD.fneg, a[0]); break;
-          case "abs": l = em.un(SIMD.fabs, a[0]); break;
-          case "sqrt": l = em.un(SIMD.fsqrt, a[0]); break;
-          case "rsqrt": l = em.div(em.f(1), em.un(SIMD.fsqrt, a[0])); break;
-          case "floor": l = em.un(SIMD.ffloor, a[0]); break;
-          case "ceil": l = em.un(SIMD.fceil, a[0]); break;
-          case "sign": l = em.sel(em.f(1), em.sel(em.f(-1), a[0], em.bin(SIMD.flt, a[0], em.f(0))), em.bin(SIMD.fgt, a[0], em.f(0))); break;
-          case "exp": l = em.exp(a[0]); break;
-          case "log": l = em.log(a[0]); break;
-          case "tanh": l = em.tanh(a[0]); break;
-          case "logistic": l = em.logistic(a[0]); break;
-          case "add": l = em.add(a[0], a[1]); break;
-          case "sub": l = em.sub(a[0], a[1]); break;
-          case "mul": l = em.mul(a[0], a[1]); break;
-          case "div": l = em.div(a[0], a[1]); break;
-          case "max": l = em.bin(SIMD.fmax, a[0], a[1]); break;
-          case "min": l = em.bin(SIMD.fmin, a[0], a[1]); break;
-          case "eq": l = em.bin(SIMD.feq, a[0], a[1]); break;
-          case "ne": l = em.bin(SIMD.fne, a[0], a[1]); break;
-          case "lt": l = em.bin(SIMD.flt, a[0], a[1]); break;
-          case "le": l = em.bin(SIMD.fle, a[0], a[1]); break;
-          case "gt": l = em.bin(SIMD.fgt, a[0], a[1]); break;
-          case "ge": l = em.bin(SIMD.fge, a[0], a[1]); break;
-          case "and": l = em.bin(SIMD.and, a[0], a[1]); break;
-          case "or": l = em.bin(SIMD.or, a[0], a[1]); break;
-          case "not": l = em.un(SIMD.not, a[0]); break;
-          case "select": l = em.sel(a[2], a[1], a[0]); break;
-        }
-        break;
-      }
+  for (let u = 0; u < UNROLL; u++) {
+    const local: number[] = [];
+    for (const v of spec.values) {
+      let l: number;
+      if (v.kind === "input") l = em.load(v.index * regionBytes + 16 * u);
+      else if (v.kind === "scalar") { l = scalars.get(v.index) ?? em.splatScalar(v.index * 4); scalars.set(v.index, l); }
+      else if (v.kind === "const") l = em.f(v.value);
+      else l = emitOp(em, v, v.args.map((k) => local[k]));
+      local.push(l);
     }
-    local.push(l);
+    spec.outputs.forEach((v, j) => em.store((spec.numInputs + j) * regionBytes + 16 * u, local[v]));
   }
-  spec.outputs.forEach((v, j) => em.store(regionBase + (spec.numInputs + j) * region + 16 * u, local[v]));
-  };
-  for (let u = 0; u < UNROLL; u++) emitVector(u);
+  const slotStart = Math.ceil((constBase + em.constBytes.length) / 64) * 64 + 64;
+  const slotBytes = (spec.numInputs + spec.outputs.length) * regionBytes;
+  const pages = Math.ceil((slotStart + slots * slotBytes) / 65536);
 
   const code = new Bytes();
-  code.push(0x02, 0x01, 0x7f).u32(em.numV128).push(0x7b); // locals: 1 x i32, n x v128
+  code.push(0x02, 0x01, 0x7f).u32(em.numV128).push(0x7b); // locals: 1 x i32 (offset), n x v128
   code.push(...em.pre.b);
+  code.push(0x20, 0x01, 0x20, 0x00, 0x6a, 0x21, 0x00, 0x20, 0x01, 0x21, 0x02); // end = base + count; offset = base
   code.push(0x02, 0x40, 0x03, 0x40); // block, loop
-  code.push(0x20, 0x01, 0x20, 0x00, 0x4f, 0x0d, 0x01); // if offset >= count: break
+  code.push(0x20, 0x02, 0x20, 0x00, 0x4f, 0x0d, 0x01); // if offset >= end: break
   code.push(...em.body.b);
-  code.push(0x20, 0x01, 0x41).s32(16 * UNROLL).push(0x6a, 0x21, 0x01, 0x0c, 0x00); // offset += 16 * UNROLL; continue
+  code.push(0x20, 0x02, 0x41).s32(16 * UNROLL).push(0x6a, 0x21, 0x02, 0x0c, 0x00); // offset += 16 * UNROLL; continue
   code.push(0x0b, 0x0b, 0x0b); // end loop, end block, end function
   const funcBody = new Bytes().u32(code.b.length).push(...code.b);
-
-  const pages = Math.ceil((constBase + em.constBytes.length + 16) / 65536);
   const data = new Bytes().push(0x01, 0x00, 0x41).s32(constBase).push(0x0b).u32(em.constBytes.length).push(...em.constBytes);
   const mod = [
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-    ...section(1, new Bytes().push(0x01, 0x60, 0x01, 0x7f, 0x00)),
+    ...section(1, new Bytes().push(0x01, 0x60, 0x02, 0x7f, 0x7f, 0x00)),
+    ...section(2, new Bytes().push(0x01, 0x01, 0x65, 0x01, 0x6d, 0x02, 0x03).u32(pages).u32(pages)),
     ...section(3, new Bytes().push(0x01, 0x00)),
-    ...section(5, new Bytes().push(0x01, 0x00).u32(pages)),
-    ...section(7, new Bytes().push(0x02, 0x01, 0x6b, 0x00, 0x00, 0x01, 0x6d, 0x02, 0x00)),
+    ...section(7, new Bytes().push(0x01, 0x01, 0x6b, 0x00, 0x00)),
     ...section(10, new Bytes().push(0x01, ...funcBody.b)),
     ...section(11, data),
   ];
-  return { bytes: new Uint8Array(mod), regionBase, pages };
+  return { bytes: new Uint8Array(mod), layout: { constBase, slotStart, slotBytes, regionBytes, pages } };
 }
 
-/** A compiled fused kernel with its own memory. */
+/** A compiled module plus its shared memory; instantiated on this thread and by helper threads. */
+export interface CompiledKernel {
+  readonly module: object;
+  readonly memory: WasmMemory;
+  readonly layout: KernelLayout;
+  readonly numInputs: number;
+  readonly numOutputs: number;
+  /** Slot 0 is this thread's; slots 1.. are lent to helper threads. */
+  readonly slots: number;
+}
+
+/** A fused kernel: the compiled program, this thread's instance and views of every slot's regions. */
 export class WasmKernel {
-  private readonly fn: (bytes: number) => void;
-  private readonly ins: Float32Array[];
-  private readonly outs: Float32Array[];
+  readonly compiled: CompiledKernel;
+  /** k(count, base): evaluates `count` bytes per region of the slot at byte offset `base`. */
+  readonly fn: (count: number, base: number) => void;
+  private readonly views: { ins: Float32Array[]; outs: Float32Array[] }[];
   private readonly scalars: Float32Array;
 
-  private constructor(spec: FusedSpec) {
-    const { bytes, regionBase } = compile(spec);
-    const inst = new WebAssembly.Instance(new WebAssembly.Module(bytes), {});
-    this.fn = inst.exports.k as (bytes: number) => void;
-    const buf = (inst.exports.m as WasmMemory).buffer;
-    const region = (k: number) => new Float32Array(buf, regionBase + k * CHUNK * 4, CHUNK);
-    this.ins = Array.from({ length: spec.numInputs }, (_, k) => region(k));
-    this.outs = spec.outputs.map((_, j) => region(spec.numInputs + j));
+  private constructor(spec: FusedSpec, slots: number) {
+    const { bytes, layout } = compile(spec, slots);
+    const module = new WebAssembly.Module(bytes);
+    const memory = new WebAssembly.Memory({ initial: layout.pages, maximum: layout.pages, shared: true });
+    const inst = new WebAssembly.Instance(module, { e: { m: memory } });
+    this.fn = inst.exports.k as (count: number, base: number) => void;
+    this.compiled = { module, memory, layout, numInputs: spec.numInputs, numOutputs: spec.outputs.length, slots };
+    const buf = memory.buffer;
+    const region = (slot: number, k: number) => new Float32Array(buf, layout.slotStart + slot * layout.slotBytes + k * layout.regionBytes, CHUNK);
+    this.views = Array.from({ length: slots }, (_, j) => ({
+      ins: Array.from({ length: spec.numInputs }, (_, k) => region(j, k)),
+      outs: spec.outputs.map((_, k) => region(j, spec.numInputs + k)),
+    }));
     this.scalars = new Float32Array(buf, 0, Math.max(spec.numScalars, 1));
   }
 
-  /** The kernel for `spec`, or null where WebAssembly SIMD is unavailable. */
-  static create(spec: FusedSpec): WasmKernel | null {
+  /** The kernel for `spec` with `helperSlots` slots for helper threads, or null where WebAssembly SIMD or threads are unavailable. */
+  static create(spec: FusedSpec, helperSlots = 0): WasmKernel | null {
     if (typeof WebAssembly !== "object" || !simdSupported()) return null;
-    return new WasmKernel(spec);
+    return new WasmKernel(spec, 1 + helperSlots);
+  }
+
+  /** Byte offset of slot j. */
+  slotBase(j: number): number { return this.compiled.layout.slotStart + j * this.compiled.layout.slotBytes; }
+
+  setScalars(scalars: readonly number[]): void {
+    for (let k = 0; k < scalars.length; k++) this.scalars[k] = scalars[k];
+  }
+  /** Copies chunk `c` (elements c*CHUNK..) of every input into slot j; returns the element count. */
+  fill(j: number, ins: readonly Float32Array[], c: number, n: number): number {
+    const off = c * CHUNK, m = Math.min(CHUNK, n - off);
+    const v = this.views[j].ins;
+    for (let k = 0; k < ins.length; k++) v[k].set(off === 0 && m === ins[k].length ? ins[k] : ins[k].subarray(off, off + m));
+    return m;
+  }
+  /** Bytes the kernel processes for m elements (whole unrolled iterations; lanes past m are scratch). */
+  static bytesFor(m: number): number { return Math.ceil(m / (4 * UNROLL)) * 16 * UNROLL; }
+  /** Copies slot j's results for chunk `c` (m elements) into the outputs. */
+  drain(j: number, outs: readonly Float32Array[], c: number, m: number): void {
+    const v = this.views[j].outs;
+    for (let k = 0; k < outs.length; k++) outs[k].set(m === CHUNK ? v[k] : v[k].subarray(0, m), c * CHUNK);
   }
 
   /**
-   * Evaluates n elements: `ins` hold n elements each (rank-0 operands in `scalars`), results go to `outs`.
-   * An output may be the same array as an input (every chunk is read before it is written).
+   * Evaluates n elements on this thread: `ins` hold n elements each (rank-0 operands in `scalars`), results
+   * go to `outs`. An output may be the same array as an input (every chunk is read before it is written).
    */
   run(ins: readonly Float32Array[], scalars: readonly number[], outs: readonly Float32Array[], n: number): void {
-    for (let k = 0; k < scalars.length; k++) this.scalars[k] = scalars[k];
-    for (let off = 0; off < n; off += CHUNK) {
-      const m = Math.min(CHUNK, n - off);
-      for (let k = 0; k < ins.length; k++) this.ins[k].set(off === 0 && m === ins[k].length ? ins[k] : ins[k].subarray(off, off + m));
-      this.fn(Math.ceil(m / (4 * UNROLL)) * 16 * UNROLL);
-      for (let j = 0; j < outs.length; j++) outs[j].set(m === CHUNK ? this.outs[j] : this.outs[j].subarray(0, m), off);
+    this.setScalars(scalars);
+    const base = this.slotBase(0);
+    for (let c = 0; c * CHUNK < n; c++) {
+      const m = this.fill(0, ins, c, n);
+      this.fn(WasmKernel.bytesFor(m), base);
+      this.drain(0, outs, c, m);
     }
   }
 }
+
+/** Elements per chunk (exported for the parallel runner). */
+export const KERNEL_CHUNK = CHUNK;
 
 let simdOk: boolean | undefined;
 function simdSupported(): boolean {
   if (simdOk === undefined) {
     // (func (result v128) v128.const 0)
     const probe = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]);
-    try { simdOk = WebAssembly.validate(probe); } catch { simdOk = false; }
+    try { simdOk = WebAssembly.validate(probe) && typeof SharedArrayBuffer === "function"; } catch { simdOk = false; }
   }
   return simdOk === true;
 }
