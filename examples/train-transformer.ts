@@ -1,13 +1,14 @@
-/** @file Trains the small Transformer LM data-parallel over a mesh of CPU devices (shardMap + pmean), with remat and adamw. */
+/** @file Trains the small Transformer LM data x tensor parallel over a (2, 2) mesh of CPU devices, with remat and adamw. */
 import { config } from "../src/core/config.js";
-config.update("numCpuDevices", 2);
-import { type Array, jit, makeMesh, numpy as jnp, optim, shardMap, sharding } from "../src/index.js";
-import { type TransformerConfig, initParams, makeTrainStep } from "../src/models/transformer.js";
+config.update("numCpuDevices", 4);
+import { type Array, jit, makeMesh, numpy as jnp, optim } from "../src/index.js";
+import { type TransformerConfig, initParams, makeShardedTrainStep } from "../src/models/transformer.js";
 
 const cfg: TransformerConfig = { vocab: 32, dModel: 32, heads: 4, layers: 2, seq: 16, ff: 64 };
-const mesh = makeMesh([2], ["data"]);
+const mesh = makeMesh([2, 2], ["data", "model"]);
 const opt = optim.adamw(optim.warmupCosineDecaySchedule(0, 3e-3, 10, 200, 3e-4));
-const step = jit(shardMap(makeTrainStep(cfg, opt, "data"), { mesh, inSpecs: [sharding.P(), sharding.P(), sharding.P("data"), sharding.P("data")], outSpecs: [sharding.P(), sharding.P(), sharding.P()] }));
+// batch split over "data", attention heads and MLP units split over "model" (Megatron-style), one jit for the step
+const step = jit(makeShardedTrainStep(cfg, opt, mesh));
 
 // task: predict the token three positions back
 const toks = globalThis.Array.from({ length: 16 }, (_, b) => globalThis.Array.from({ length: cfg.seq }, (_, i) => (b * 5 + i * 7) % cfg.vocab));

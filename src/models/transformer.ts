@@ -11,6 +11,9 @@ import * as lax from "../lax/index.js";
 import { checkpoint, checkpointPolicies } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
 import { map as treeMap } from "../core/tree.js";
+import type { Mesh } from "../parallel/mesh.js";
+import { P } from "../parallel/sharding.js";
+import { shardMap } from "../parallel/shard-map.js";
 
 export interface TransformerConfig { vocab: number; dModel: number; heads: number; layers: number; seq: number; ff: number }
 export interface Block { wq: Array; wk: Array; wv: Array; wo: Array; w1: Array; w2: Array; ln1: Array; ln2: Array }
@@ -38,33 +41,38 @@ export function initParams(cfg: TransformerConfig, seed: number): Params {
 
 const layerNorm = (x: Array, g: Array): Array => jnp.multiply(nn.standardize(x, -1, { epsilon: 1e-5 }), g);
 
-/** One pre-norm block: causal multi-head attention then an MLP, both residual. x: [batch, seq, d]. */
-function block(cfg: TransformerConfig, p: Block, x: Array): Array {
+/**
+ * One pre-norm block: causal multi-head attention then an MLP, both residual. x: [batch, seq, d].
+ * With `tp` (a mesh axis), the weights are Megatron-style shards: wq/wk/wv/w1 split by columns (this shard's heads
+ * and hidden units), wo/w2 by rows; the two row-parallel products are summed over `tp` with psum.
+ */
+function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | null = null): Array {
   const [b, s, d] = x.shape;
-  const h = cfg.heads, hd = d / h;
+  const hd = d / cfg.heads, h = p.wq.shape[1] / hd;
+  const reduce = (t: Array) => (tp ? lax.psum(t, tp) : t);
   const a = layerNorm(x, p.ln1);
   const split = (t: Array) => jnp.transpose(jnp.reshape(t, [b, s, h, hd]), [0, 2, 1, 3]); // [b, h, s, hd]
   const q = split(jnp.matmul(a, p.wq)), k = split(jnp.matmul(a, p.wk)), v = split(jnp.matmul(a, p.wv));
   const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
   const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
   const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
-  const ctx = jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, d]);
-  const x1 = jnp.add(x, jnp.matmul(ctx, p.wo));
+  const ctx = jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, h * hd]);
+  const x1 = jnp.add(x, reduce(jnp.matmul(ctx, p.wo)));
   const m = nn.gelu(jnp.matmul(layerNorm(x1, p.ln2), p.w1));
-  return jnp.add(x1, jnp.matmul(m, p.w2));
+  return jnp.add(x1, reduce(jnp.matmul(m, p.w2)));
 }
 
 /** Logits [batch, seq, vocab] for int32 tokens [batch, seq]; each block is rematerialized in the backward pass. */
-export function forward(cfg: TransformerConfig, params: Params, tokens: Array): Array {
+export function forward(cfg: TransformerConfig, params: Params, tokens: Array, tp: string | null = null): Array {
   let x = jnp.add(jnp.take(params.embed, tokens, 0), params.pos);
-  const remat = checkpoint((p: Block, h: Array) => block(cfg, p, h), { policy: checkpointPolicies.dotsWithNoBatchDimsSaveable });
+  const remat = checkpoint((p: Block, h: Array) => block(cfg, p, h, tp), { policy: checkpointPolicies.dotsWithNoBatchDimsSaveable });
   for (const p of params.blocks) x = remat(p, x);
   return jnp.matmul(layerNorm(x, params.lnf), jnp.transpose(params.embed));
 }
 
 /** Mean next-token cross-entropy. */
-export function loss(cfg: TransformerConfig, params: Params, tokens: Array, targets: Array): Array {
-  const logp = nn.logSoftmax(forward(cfg, params, tokens), -1);
+export function loss(cfg: TransformerConfig, params: Params, tokens: Array, targets: Array, tp: string | null = null): Array {
+  const logp = nn.logSoftmax(forward(cfg, params, tokens, tp), -1);
   return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(targets, cfg.vocab)), -1)));
 }
 
@@ -79,6 +87,32 @@ export function makeTrainStep(cfg: TransformerConfig, opt: optim.GradientTransfo
       l = lax.pmean(l, axis);
       g = treeMap((x: Array) => lax.pmean(x, axis), g) as Params;
     }
+    const [updates, next] = opt.update(g, state, params);
+    return [l, optim.applyUpdates(params, updates) as Params, next];
+  };
+}
+
+/** PartitionSpecs of the parameters for Megatron-style tensor parallelism over mesh axis `tp`. */
+export function paramSpecs(cfg: TransformerConfig, tp: string): unknown {
+  const col = P(null, tp), row = P(tp, null), rep = P();
+  return {
+    embed: rep, pos: rep, lnf: rep,
+    blocks: globalThis.Array.from({ length: cfg.layers }, () => ({ wq: col, wk: col, wv: col, wo: row, w1: col, w2: row, ln1: rep, ln2: rep })),
+  };
+}
+
+/**
+ * A data x tensor parallel training step: the loss is a shardMap over the mesh (batch split over `data`, weights
+ * over `model`, activations summed with psum over `model`, the loss averaged with pmean over `data`), and the
+ * gradient is taken of that whole program, so replicated and sharded parameters both get exact gradients.
+ */
+export function makeShardedTrainStep(cfg: TransformerConfig, opt: optim.GradientTransformation, mesh: Mesh, axes = { data: "data", model: "model" }) {
+  const shardedLoss = shardMap(
+    (p: Params, x: Array, y: Array) => lax.pmean(loss(cfg, p, x, y, axes.model), axes.data),
+    { mesh, inSpecs: [paramSpecs(cfg, axes.model), P(axes.data), P(axes.data)], outSpecs: P() },
+  );
+  return (params: Params, state: optim.OptState, tokens: Array, targets: Array): [Array, Params, optim.OptState] => {
+    const [l, g] = valueAndGrad(shardedLoss)(params, tokens, targets) as [Array, Params];
     const [updates, next] = opt.update(g, state, params);
     return [l, optim.applyUpdates(params, updates) as Params, next];
   };

@@ -13,7 +13,7 @@ import { closeOver } from "./control-flow.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
-import { vmapFlat } from "./vmap.js";
+import { vmapFlatKeep } from "./vmap.js";
 
 /** A policy says whether the output of an equation may be saved for the backward pass. */
 export type Policy = ((prim: Primitive, params: Params) => boolean) & { policyName?: string };
@@ -101,9 +101,10 @@ export const checkpointP: Primitive<CkP> = new Primitive<CkP>("checkpoint", {
     return [...args.slice(0, k).map(() => null), ...r.map((c) => (c instanceof Zero ? c : c))];
   },
   vmap(axis, args, dims, p) {
-    const inner = closeOver((...xs) => vmapFlat((...ys) => evalJaxpr(p.jaxpr, [], ys), xs, dims, () => 0, axis), args.map((a) => a.aval), "vmap(checkpoint)");
+    let outDims: (number | null)[] = [];
+    const inner = closeOver((...xs) => { const r = vmapFlatKeep((...ys) => evalJaxpr(p.jaxpr, [], ys), xs, dims, axis); outDims = r.dims; return r.outs; }, args.map((a) => a.aval), "vmap(checkpoint)");
     const outs = bind(checkpointP, [...inner.consts, ...args], { ...p, jaxpr: inner.jaxpr, num_saved_in: p.num_saved_in + inner.consts.length });
-    return [outs, outs.map(() => 0)];
+    return [outs, outDims];
   },
   lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
 });

@@ -9,7 +9,7 @@ import { Primitive } from "../core/primitive.js";
 import { bind, getBackend, withTrace, evalTrace, executePrimitive, getCurrentTrace } from "../core/trace.js";
 import { type TreeDef, unflatten } from "../core/tree.js";
 import { jvpFlat } from "./jvp.js";
-import { vmapFlat } from "./vmap.js";
+import { vmapFlatKeep } from "./vmap.js";
 
 export interface PjitParams { jaxpr: Jaxpr; name: string; donated_invars: boolean[]; [k: string]: unknown }
 
@@ -33,13 +33,14 @@ export const pjitP: Primitive<PjitParams> = new Primitive<PjitParams>("pjit", {
   },
   vmap(axis, args, dims, { jaxpr, name, donated_invars }) {
     const inAvals = args.map((a) => a.aval);
+    let outDims: (number | null)[] = [];
     const { jaxpr: bj, consts } = traceToJaxpr(
-      (...xs) => vmapFlat((...ys) => evalJaxpr(jaxpr, [], ys), xs, dims, () => 0, axis),
+      (...xs) => { const r = vmapFlatKeep((...ys) => evalJaxpr(jaxpr, [], ys), xs, dims, axis); outDims = r.dims; return r.outs; },
       inAvals, "vmap(pjit)",
     );
     const j = convertConstvars(bj);
     const outs: Array[] = bind(pjitP, [...consts, ...args], { jaxpr: j, name: `vmap(${name})`, donated_invars: [...consts.map(() => false), ...donated_invars] });
-    return [outs, outs.map(() => 0)];
+    return [outs, outDims];
   },
   lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
   missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it" },

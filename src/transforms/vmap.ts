@@ -80,3 +80,25 @@ export function vmapFlat(
     return moveBatchAxis(v, d, to, axis.size);
   });
 }
+
+/**
+ * Like vmapFlat, but outputs that do not depend on the mapped axis stay unbatched (their dim is null) and batched
+ * ones move to axis 0; returns the outputs with their dims. Call-like primitives use it so replication survives.
+ */
+export function vmapFlatKeep(f: (...xs: Array[]) => Array[], args: Array[], inDims: BDim[], axis: AxisData): { outs: Array[]; dims: BDim[] } {
+  const trace = new BatchTrace(axis);
+  const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
+  let raw: Array[];
+  try {
+    raw = withNamedAxis(axis.name ? { name: axis.name, size: axis.size } : null, () => withTrace(trace, () => f(...ins)));
+  } finally {
+    trace.invalid = true;
+  }
+  const dims: BDim[] = [];
+  const outs = raw.map((o) => {
+    const [v, d] = trace.unpack(o);
+    dims.push(d === null ? null : 0);
+    return d === null ? v : ops.moveaxis(v, d, 0);
+  });
+  return { outs, dims };
+}

@@ -2,9 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
-config.update("numCpuDevices", 2);
+config.update("numCpuDevices", 4);
 import { type Array, jit, makeMesh, numpy as jnp, optim, shardMap, sharding, tree } from "../../src/index.js";
-import { type TransformerConfig, initParams, loss, makeTrainStep } from "../../src/models/transformer.js";
+import { type TransformerConfig, initParams, loss, makeShardedTrainStep, makeTrainStep } from "../../src/models/transformer.js";
 const { P } = sharding;
 
 const cfg: TransformerConfig = { vocab: 16, dModel: 16, heads: 2, layers: 2, seq: 8, ff: 32 };
@@ -39,6 +39,23 @@ test("a data-parallel step (shardMap over 2 devices, pmean of grads) matches the
   const dp = shardMap(makeTrainStep(cfg, opt, "data"), { mesh, inSpecs: [P(), P(), P("data"), P("data")], outSpecs: [P(), P(), P()] });
   const [l2, p2] = jit(dp)(params, state, x, y) as [Array, typeof params, unknown];
   assert.ok(Math.abs((l1.item() as number) - (l2.item() as number)) < 1e-5);
+  const a = tree.leaves(p1) as Array[], b = tree.leaves(p2) as Array[];
+  a.forEach((u, i) => {
+    const d = jnp.max(jnp.abs(jnp.subtract(u, b[i]))).item() as number;
+    assert.ok(d < 1e-5, `parameter leaf ${i} differs by ${d}`);
+  });
+});
+
+test("a data x tensor parallel step on a (2, 2) mesh matches the single-device step", () => {
+
+  const params = initParams(cfg, 2);
+  const opt = optim.sgd(0.1);
+  const state = opt.init(params);
+  const [x, y] = batch(4, 3);
+  const [l1, p1] = makeTrainStep(cfg, opt, null)(params, state, x, y);
+  const mesh = makeMesh([2, 2], ["data", "model"]);
+  const [l2, p2] = jit(makeShardedTrainStep(cfg, opt, mesh))(params, state, x, y);
+  assert.ok(Math.abs((l1.item() as number) - (l2.item() as number)) < 1e-5, `${l1.item()} vs ${l2.item()}`);
   const a = tree.leaves(p1) as Array[], b = tree.leaves(p2) as Array[];
   a.forEach((u, i) => {
     const d = jnp.max(jnp.abs(jnp.subtract(u, b[i]))).item() as number;

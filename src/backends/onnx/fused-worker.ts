@@ -4,7 +4,7 @@
  */
 import { parentPort } from "node:worker_threads";
 
-interface KernelMsg { type: "kernel"; id: number; module: object; memory: object; ctrl: SharedArrayBuffer; slot0: number; readyIndex: number }
+interface KernelMsg { type: "kernel"; id: number; module: object; memory: object; ctrl: SharedArrayBuffer; slot0: number; slots: number; readyIndex: number }
 interface RunMsg { type: "run"; id: number; seq: number }
 interface DropMsg { type: "drop"; id: number }
 
@@ -14,13 +14,14 @@ declare const WebAssembly: { Instance: new (m: object, i: object) => { exports: 
 const CALL = 0, STATE = 4, COUNT = 36, BASE = 68;
 const POSTED = 1, TAKEN = 2, DONE = 3;
 
-const kernels = new Map<number, { fn: (count: number, base: number) => void; ctrl: Int32Array; slot0: number }>();
+interface Kernel { fn: (count: number, base: number) => void; ctrl: Int32Array; slot0: number; slots: number }
+const kernels = new Map<number, Kernel>();
 
 parentPort!.on("message", (m: KernelMsg | RunMsg | DropMsg) => {
   if (m.type === "kernel") {
     const inst = new WebAssembly.Instance(m.module, { e: { m: m.memory } });
     const ctrl = new Int32Array(m.ctrl);
-    kernels.set(m.id, { fn: inst.exports.k as (count: number, base: number) => void, ctrl, slot0: m.slot0 });
+    kernels.set(m.id, { fn: inst.exports.k as (count: number, base: number) => void, ctrl, slot0: m.slot0, slots: m.slots });
     Atomics.store(ctrl, m.readyIndex, 1);
   } else if (m.type === "drop") {
     kernels.delete(m.id);
@@ -30,13 +31,13 @@ parentPort!.on("message", (m: KernelMsg | RunMsg | DropMsg) => {
   }
 });
 
-/** While call `seq` lasts, evaluate every chunk posted to this thread's two slots. */
-function work(k: { fn: (count: number, base: number) => void; ctrl: Int32Array; slot0: number }, seq: number): void {
-  const { fn, ctrl, slot0 } = k;
+/** While call `seq` lasts, evaluate every chunk posted to this thread's slots. */
+function work(k: Kernel, seq: number): void {
+  const { fn, ctrl, slot0, slots } = k;
   let idle = 0;
   while (Atomics.load(ctrl, CALL) === seq) {
     let found = false;
-    for (let s = slot0; s < slot0 + 2; s++) {
+    for (let s = slot0; s < slot0 + slots; s++) {
       if (Atomics.compareExchange(ctrl, STATE + s, POSTED, TAKEN) !== POSTED) continue;
       fn(Atomics.load(ctrl, COUNT + s), Atomics.load(ctrl, BASE + s));
       Atomics.store(ctrl, STATE + s, DONE);

@@ -13,7 +13,7 @@ import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
 import { acquire, own, ownsStorage } from "./buffer-pool.js";
-import { WasmKernel } from "./wasm-kernel.js";
+import { ParallelKernel } from "./fused-workers.js";
 import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
 
@@ -149,7 +149,7 @@ type JaxprParts = Pick<Jaxpr, "constvars" | "invars" | "outvars" | "eqns">;
 /** A pure elementwise program's fused kernel. */
 interface Fused {
   readonly spec: FusedSpec;
-  readonly kernel: WasmKernel;
+  readonly kernel: ParallelKernel;
 }
 
 /** An array over `v`'s storage with aval `want` (a copy when the storage is pooled: it has one owner). */
@@ -445,7 +445,7 @@ function fusedFor(jaxpr: Jaxpr): Fused | null {
   const spec = fuseElementwise(jaxpr);
   if (!spec) return null;
   try {
-    const kernel = WasmKernel.create(spec);
+    const kernel = ParallelKernel.create(spec);
     return kernel ? { spec, kernel } : null;
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
