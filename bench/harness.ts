@@ -419,6 +419,7 @@ export function renderReport(rep: Report): string {
     `- Warmup ${rep.timing.warmupMs} ms, then samples (each batching calls to last ≥ ${rep.timing.minSampleMs} ms) ` +
       `for ~${rep.timing.targetMs} ms per case, between ${rep.timing.minSamples} and ${rep.timing.maxSamples} samples; \`performance.now()\`.`,
     "- Every timed body forces completion (blockUntilReady / synchronous execution) and frees its outputs.",
+    "- Before each case the runner forces a full garbage collection and waits 50 ms (no contender pays for another's garbage).",
     "- GFLOP/s counts 2·N³ per matmul; GB/s counts 8 bytes per element (read + write) for tanh(2x+1).",
     "- Speed-up ratios divide the contender's median time by the baseline's median time.",
   );

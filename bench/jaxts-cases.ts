@@ -35,31 +35,31 @@ export const jaxtsCases: Case[] = [
     const { params, x, y } = mlpInputs();
     return () => { const step = makeStep(); const [loss] = step(params, x, y); loss.blockUntilReady(); };
   }),
-  ...MATMUL_SIZES.map((n) => c(`matmul-${n}` as WorkloadId, `jit(matmul) f32 ${n}x${n}`, async () => {
+  ...MATMUL_SIZES.map((n) => c(`matmul-${n}` as WorkloadId, `jit(matmul) f32 ${n}x${n}, output disposed`, async () => {
     const a = mk(randomF32(n * n, 10 + n), [n, n]), b = mk(randomF32(n * n, 20 + n), [n, n]);
     const f = jax.jit((u: Array, v: Array) => jnp.matmul(u, v));
     f(a, b).blockUntilReady();
     return () => { const c = f(a, b); c.blockUntilReady(); c.dispose(); };
   })),
-  c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back", async () => {
+  c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back, loss disposed", async () => {
     let { params } = mlpInputs();
     const { x, y } = mlpInputs();
     const step = makeStep();
     [, params] = step(params, x, y);
     return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
   }),
-  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32", async () => {
+  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32, output disposed; runs as a fused elementwise kernel (Wasm SIMD, this thread plus helper threads)", async () => {
     const x = jnp.array(randomF32(TANH_N, 30));
     const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
     f(x).blockUntilReady();
     return () => { const y = f(x); y.blockUntilReady(); y.dispose(); };
   }),
-  c("add-eager-4096", "eager jnp.add of two 4096-element float32 arrays", async () => {
+  c("add-eager-4096", "eager jnp.add of two 4096-element float32 arrays, output disposed", async () => {
     const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
     jnp.add(a, b);
     return () => { const c = jnp.add(a, b); c.blockUntilReady(); c.dispose(); };
   }),
-  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays", async () => {
+  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays, output disposed; a pure elementwise program, so it runs as a fused Wasm SIMD kernel (through ONNX Runtime: ~10 µs, see notes/onnx-runtime.md)", async () => {
     const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
     const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
     f(a, b);
@@ -72,5 +72,6 @@ export async function jaxtsInit(): Promise<void> {
 }
 
 export const jaxtsNotes: string[] = [
-  "jaxts: ONNX Runtime (onnxruntime-node) CPU execution provider; jit compiles one InferenceSession per (jaxpr, avals); eager ops use cached per-primitive sessions.",
+  "jaxts: ONNX Runtime (onnxruntime-node) CPU execution provider; jit compiles one InferenceSession per (jaxpr, avals) (all cores with spinning for large programs, one thread for small ones); eager ops use cached per-primitive sessions.",
+  "jitted pure float32 elementwise programs run as one fused WebAssembly SIMD kernel instead (single pass over memory; large calls shared with a helper thread); outputs of those come from a buffer pool that disposed and garbage-collected arrays feed.",
 ];

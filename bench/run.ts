@@ -1,5 +1,7 @@
 /** @file Benchmark entry point (`npm run bench`): runs every workload for every available contender in one process, prints the table, writes bench/RESULTS.md. */
 import path from "node:path";
+import v8 from "node:v8";
+import vm from "node:vm";
 import { jaxJs } from "./competitors/jax-js.js";
 import { rawOrt } from "./competitors/raw-ort.js";
 import { tfjsCpu, tfjsWasm } from "./competitors/tfjs.js";
@@ -35,6 +37,16 @@ function arg(name: string): string | undefined {
 const flag = (name: string) => process.argv.includes(`--${name}`);
 
 const log = (s: string) => process.stderr.write(s + "\n");
+
+// Between cases: collect the previous case's garbage and let background sweeping and finalizers finish,
+// so one contender's heap (tfjs-cpu allocates heavily) does not burden the next one's measurement.
+v8.setFlagsFromString("--expose-gc");
+const gc = vm.runInNewContext("gc") as () => void;
+async function settle(): Promise<void> {
+  gc();
+  await new Promise((r) => setTimeout(r, 50));
+  gc();
+}
 
 async function main(): Promise<void> {
   const t0 = performance.now();
@@ -79,6 +91,7 @@ async function main(): Promise<void> {
     for (const c of ready) {
       for (const k of casesOf.get(c.name)!.filter((x) => x.workload === w.id)) {
         const r: CaseResult = { contender: c.name, workload: w.id, note: k.note };
+        await settle();
         try {
           const body = await k.setup();
           try {

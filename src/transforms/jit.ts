@@ -147,6 +147,7 @@ export function recordFast(cache: TraceCache, args: unknown[], def: TreeDef, c: 
   // only signatures whose leaves are all concrete arrays (JS scalars take the general path)
   if (!matchTree(def, args, leaves)) return;
   const params: PjitParams = { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] };
+  if (donate.some(Boolean)) params.donate_at_dispatch = true;
   cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef });
   if (cache.fast.length > MAX_FAST) cache.fast.length = MAX_FAST;
 }
@@ -171,5 +172,8 @@ export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) 
 }
 
 export function callCompiled(c: CompiledCall, args: Array[], name: string, donate: boolean[]): Array[] {
-  return bind(pjitP, [...c.consts, ...args], { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] });
+  const params: PjitParams = { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] };
+  // donation applies to a call dispatched on concrete arrays, never to a pjit equation recorded in another jaxpr
+  if (getCurrentTrace() === evalTrace && donate.some(Boolean)) params.donate_at_dispatch = true;
+  return bind(pjitP, [...c.consts, ...args], params);
 }

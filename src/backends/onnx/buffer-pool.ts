@@ -12,8 +12,10 @@ type Ctor = { new (buffer: ArrayBufferLike, byteOffset?: number, length?: number
 
 /** Tunables (tests shrink them). */
 export const bufferPoolOptions = {
-  /** Buffers smaller than this are left to the allocator (malloc recycles small blocks cheaply). */
-  minBytes: 64 * 1024,
+  /** Buffers smaller than this are left to the allocator. */
+  minBytes: 4096,
+  /** Buffers smaller than this are not watched for garbage collection (only recycled when disposed). */
+  minWatchedBytes: 64 * 1024,
   /** Most bytes kept in the pool; the oldest free buffers are dropped beyond it. */
   maxPooledBytes: 256 * 1024 * 1024,
   /**
@@ -28,7 +30,7 @@ interface Watched { buffer: ArrayBufferLike; ctor: Ctor; length: number; bytes: 
 
 const free = new Map<Ctor, Map<number, TypedArray[]>>();
 /** Free buffers in release order (oldest first), for eviction. */
-let order: TypedArray[] = [];
+const order = new Set<TypedArray>();
 let pooledBytes = 0;
 let watchedBytes = 0;
 /** The one array allowed to hand each buffer back (arrays sharing storage with it are not). */
@@ -56,10 +58,11 @@ function bucket(ctor: Ctor, length: number, create: boolean): TypedArray[] | und
 function pushFree(v: TypedArray): void {
   if (v.byteLength > bufferPoolOptions.maxPooledBytes) { unwatch(v); return; }
   bucket(v.constructor as Ctor, v.length, true)!.push(v);
-  order.push(v);
+  order.add(v);
   pooledBytes += v.byteLength;
-  while (pooledBytes > bufferPoolOptions.maxPooledBytes && order.length) {
-    const old = order.shift()!;
+  for (const old of order) {
+    if (pooledBytes <= bufferPoolOptions.maxPooledBytes) break;
+    order.delete(old);
     const b = bucket(old.constructor as Ctor, old.length, false);
     const i = b ? b.indexOf(old) : -1;
     if (i < 0) continue;
@@ -78,7 +81,7 @@ function unwatch(v: TypedArray): void {
 }
 
 function watch(v: TypedArray): void {
-  if (watched.has(v) || watchedBytes + v.byteLength > bufferPoolOptions.maxWatchedBytes) return;
+  if (v.byteLength < bufferPoolOptions.minWatchedBytes || watched.has(v) || watchedBytes + v.byteLength > bufferPoolOptions.maxWatchedBytes) return;
   // only whole-buffer views: the memory is recycled as a whole
   if (v.byteOffset !== 0 || v.byteLength !== v.buffer.byteLength) return;
   const w: Watched = { buffer: v.buffer, ctor: v.constructor as Ctor, length: v.length, bytes: v.byteLength };
@@ -98,8 +101,7 @@ export function acquire(ctor: Ctor, length: number): TypedArray {
     const b = bucket(ctor, length, false);
     const v = b?.pop();
     if (v) {
-      const i = order.lastIndexOf(v);
-      if (i >= 0) order.splice(i, 1);
+      order.delete(v);
       pooledBytes -= v.byteLength;
       stats.reused++;
       return v;
@@ -143,6 +145,6 @@ export function bufferPoolStats(): { pooledBytes: number; watchedBytes: number; 
 export function clearBufferPool(): void {
   for (const v of order) unwatch(v);
   free.clear();
-  order = [];
+  order.clear();
   pooledBytes = 0;
 }

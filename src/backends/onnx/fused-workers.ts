@@ -24,8 +24,9 @@ export const fusedThreadOptions = {
 };
 
 // control words (Int32Array over a SharedArrayBuffer), shared with fused-worker.ts
-const CALL = 0, STATE = 4, COUNT = 36, BASE = 68, READY = 100, CTRL_WORDS = 116;
-const EMPTY = 0, POSTED = 1, TAKEN = 2, DONE = 3;
+const CALL = 0, STATE = 4, COUNT = 36, BASE = 68, READY = 100, NAP = 108, CTRL_WORDS = 116;
+// slot states: EMPTY -> POSTED (filled here) -> TAKEN (by its helper) -> DONE -> EMPTY (drained here)
+const EMPTY = 0, POSTED = 1, DONE = 3;
 
 let workers: Worker[] | null = null;
 let retired = false;
@@ -54,26 +55,31 @@ const dropped = new FinalizationRegistry<number>((id) => { for (const w of worke
 export class ParallelKernel {
   private readonly ctrl: Int32Array;
   private readonly id = nextId++;
-  private registered = false;
+  /** Kernel over shared memory with SLOTS slots per helper, made (and sent to the helpers) on the first large call. */
+  private shared: WasmKernel | null = null;
   private seq = 0;
-  private constructor(readonly kernel: WasmKernel, private readonly helpers: number) {
+  /** Calls spread over helper threads so far, and chunks helpers evaluated (tests). */
+  readonly stats = { parallelCalls: 0, helperChunks: 0 };
+  /** `kernel`: this thread's kernel over private memory (copies to it are faster than to shared memory). */
+  private constructor(readonly kernel: WasmKernel, private readonly spec: FusedSpec, private readonly helpers: number) {
     this.ctrl = new Int32Array(new SharedArrayBuffer(CTRL_WORDS * 4));
-    if (helpers > 0) dropped.register(this, this.id);
   }
 
   /** null where WebAssembly SIMD is unavailable. */
   static create(spec: FusedSpec): ParallelKernel | null {
-    const helpers = retired ? 0 : fusedThreadOptions.helpers;
-    const kernel = WasmKernel.create(spec, SLOTS * helpers);
-    return kernel ? new ParallelKernel(kernel, helpers) : null;
+    const kernel = WasmKernel.create(spec);
+    return kernel ? new ParallelKernel(kernel, spec, retired || typeof SharedArrayBuffer !== "function" ? 0 : fusedThreadOptions.helpers) : null;
   }
 
   /** As WasmKernel.run (outputs may alias inputs), spread over helper threads when the call is large. */
   run(ins: readonly Float32Array[], scalars: readonly number[], outs: readonly Float32Array[], n: number): void {
     const ready = this.readyHelpers(n);
-    if (ready.length === 0) { this.kernel.run(ins, scalars, outs, n); return; }
-    const k = this.kernel, ctrl = this.ctrl, fn = k.fn;
-    k.setScalars(scalars);
+    const h = this.shared;
+    if (ready.length === 0 || !h) { this.kernel.run(ins, scalars, outs, n); return; }
+    const own = this.kernel, ctrl = this.ctrl;
+    own.setScalars(scalars);
+    h.setScalars(scalars);
+    this.stats.parallelCalls++;
     this.seq = (this.seq % 0x3fffffff) + 1;
     Atomics.store(ctrl, CALL, this.seq);
     const ws = helperThreads();
@@ -85,25 +91,35 @@ export class ParallelKernel {
     let next = 0;
     const post = (s: number): void => {
       const c = next++;
-      const m = k.fill(1 + s, ins, c, n);
+      const m = h.fill(s, ins, c, n);
       chunkOf[s] = c;
       sizeOf[s] = m;
       Atomics.store(ctrl, COUNT + s, WasmKernel.bytesFor(m));
-      Atomics.store(ctrl, BASE + s, k.slotBase(1 + s));
+      Atomics.store(ctrl, BASE + s, h.slotBase(s));
       Atomics.store(ctrl, STATE + s, POSTED);
+      // a helper that went to sleep waiting for work
+      const nap = NAP + Math.floor(s / SLOTS);
+      if (Atomics.load(ctrl, nap) === 1) { Atomics.store(ctrl, nap, 0); Atomics.notify(ctrl, nap); }
     };
-    const finish = (s: number): void => {
-      k.drain(1 + s, outs, chunkOf[s], sizeOf[s]);
+    /** Evaluates slot s here (a chunk no helper took, or one a stuck helper holds: its inputs are intact). */
+    const evalHere = (s: number): void => {
+      h.fn(WasmKernel.bytesFor(sizeOf[s]), h.slotBase(s));
+      h.drain(s, outs, chunkOf[s], sizeOf[s]);
       chunkOf[s] = -1;
-      Atomics.store(ctrl, STATE + s, EMPTY);
     };
     try {
       for (const s of slots) if (next < chunks) post(s);
-      const base0 = k.slotBase(0);
+      const base0 = own.slotBase(0);
       let deadline = 0;
       for (;;) {
         for (const s of slots) {
-          if (chunkOf[s] >= 0 && Atomics.load(ctrl, STATE + s) === DONE) { finish(s); if (next < chunks) post(s); }
+          if (chunkOf[s] >= 0 && Atomics.load(ctrl, STATE + s) === DONE) {
+            this.stats.helperChunks++;
+            h.drain(s, outs, chunkOf[s], sizeOf[s]);
+            chunkOf[s] = -1;
+            Atomics.store(ctrl, STATE + s, EMPTY);
+            if (next < chunks) post(s);
+          }
         }
         if (next < chunks) {
           // serve the helpers first; evaluate a chunk here only while every helper slot is occupied
@@ -111,48 +127,42 @@ export class ParallelKernel {
           for (const s of slots) if (chunkOf[s] < 0) { full = false; break; }
           if (!full) continue;
           const c = next++;
-          const m = k.fill(0, ins, c, n);
-          fn(WasmKernel.bytesFor(m), base0);
-          k.drain(0, outs, c, m);
+          const m = own.fill(0, ins, c, n);
+          own.fn(WasmKernel.bytesFor(m), base0);
+          own.drain(0, outs, c, m);
           continue;
         }
         // everything is handed out: take back chunks no helper has started, wait for the rest
         let busy = false;
         for (const s of slots) {
           if (chunkOf[s] < 0) continue;
-          if (Atomics.compareExchange(ctrl, STATE + s, POSTED, EMPTY) === POSTED) {
-            fn(WasmKernel.bytesFor(sizeOf[s]), k.slotBase(1 + s));
-            k.drain(1 + s, outs, chunkOf[s], sizeOf[s]);
-            chunkOf[s] = -1;
-          } else busy = true;
+          if (Atomics.compareExchange(ctrl, STATE + s, POSTED, EMPTY) === POSTED) evalHere(s);
+          else busy = true;
         }
         if (!busy) break;
         if (deadline === 0) deadline = performance.now() + fusedThreadOptions.stuckMs;
         else if (performance.now() > deadline) {
-          // a helper is stuck: redo its chunks here (their inputs are intact) and stop using helpers
+          // a helper is stuck: redo its chunks here and stop using helpers
           retired = true;
-          for (const s of slots) {
-            if (chunkOf[s] < 0 || Atomics.load(ctrl, STATE + s) === DONE) continue;
-            fn(WasmKernel.bytesFor(sizeOf[s]), k.slotBase(1 + s));
-            k.drain(1 + s, outs, chunkOf[s], sizeOf[s]);
-            chunkOf[s] = -1;
-          }
+          for (const s of slots) if (chunkOf[s] >= 0 && Atomics.load(ctrl, STATE + s) !== DONE) evalHere(s);
         }
       }
     } finally {
       Atomics.store(ctrl, CALL, 0);
-      Atomics.notify(ctrl, CALL);
+      for (const w of ready) { Atomics.store(ctrl, NAP + w, 0); Atomics.notify(ctrl, NAP + w); }
     }
   }
 
-  /** Helpers that have instantiated this kernel (registering it with them on first use). */
+  /** Helpers that have instantiated the shared kernel (which is made and sent to them on the first large call). */
   private readyHelpers(n: number): number[] {
     if (this.helpers === 0 || retired || n < fusedThreadOptions.minElements) return [];
     const ws = helperThreads();
-    if (!this.registered) {
-      this.registered = true;
-      const c = this.kernel.compiled;
-      ws.forEach((w, i) => w.postMessage({ type: "kernel", id: this.id, module: c.module, memory: c.memory, ctrl: this.ctrl.buffer, slot0: SLOTS * i, slots: SLOTS, readyIndex: READY + i }));
+    if (!this.shared) {
+      this.shared = WasmKernel.create(this.spec, SLOTS * this.helpers, true);
+      if (!this.shared) return [];
+      const c = this.shared.compiled;
+      ws.forEach((w, i) => w.postMessage({ type: "kernel", id: this.id, module: c.module, memory: c.memory, ctrl: this.ctrl.buffer, slot0: SLOTS * i, slots: SLOTS, helper: i, readyIndex: READY + i }));
+      dropped.register(this, this.id);
     }
     const ready: number[] = [];
     for (let w = 0; w < Math.min(ws.length, this.helpers); w++) if (Atomics.load(this.ctrl, READY + w) === 1) ready.push(w);

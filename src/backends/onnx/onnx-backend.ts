@@ -1,4 +1,4 @@
-/** @file The "onnx" execution backend: cached eager sessions per primitive (shape-polymorphic for elementwise ops), one cached session per jitted program, interpreter fallback. */
+/** @file The "onnx" execution backend: cached eager sessions per primitive (shape-polymorphic for elementwise ops), one cached session per jitted program (or a fused elementwise kernel), interpreter fallback, donation. */
 import { createHash } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { ArrayImpl } from "../../core/array-impl.js";
@@ -166,6 +166,8 @@ export class Executable {
   }
   /** True when the program runs as a fused elementwise kernel instead of ONNX Runtime sessions. */
   get isFused(): boolean { return this.fused !== null; }
+  /** The fused kernel, if any (tests inspect its thread statistics). */
+  get fusedKernel(): ParallelKernel | null { return this.fused ? this.fused.kernel : null; }
   /** Replaces the plan by equation-by-equation execution (after ORT rejected or failed to run a model). */
   fallBack(why: string): void {
     if (!this.parts) throw new Error(`onnx backend: ${why}`);
@@ -371,7 +373,10 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
   if (!prim.rules.lower && CALL_PRIMITIVES.has(prim.name) && prim.rules.impl) return prim.rules.impl(args, params, []);
   // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
   if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) {
-    return runJitted(params.jaxpr, args, params.name as string | undefined, params.donated_invars as readonly boolean[] | undefined);
+    // donation only for a call dispatched by jit on concrete arrays (a pjit equation evaluated inside another
+    // program must leave its inputs alone: they may be read again)
+    const donate = params.donate_at_dispatch === true ? (params.donated_invars as readonly boolean[] | undefined) : undefined;
+    return runJitted(params.jaxpr, args, params.name as string | undefined, donate);
   }
   let m = eagerCache.get(prim);
   if (!m) { m = new Map(); eagerCache.set(prim, m); }

@@ -17,7 +17,7 @@ declare const WebAssembly: {
 };
 
 /** Elements per input/output region (one call of the compiled function processes at most this many). */
-const CHUNK = 8192;
+const CHUNK = 16384;
 /** 4-lane vectors per loop iteration (CHUNK is a multiple of 4 * UNROLL). */
 const UNROLL = 4;
 
@@ -26,10 +26,10 @@ const SIMD = {
   load: 0x00, load32Splat: 0x09, store: 0x0b, const: 0x0c,
   feq: 0x41, fne: 0x42, flt: 0x43, fgt: 0x44, fle: 0x45, fge: 0x46,
   not: 0x4d, and: 0x4e, or: 0x50, bitselect: 0x52,
-  fceil: 0x67, ffloor: 0x68, fnearest: 0x6a,
+  fceil: 0x67, ffloor: 0x68,
   ishl: 0xab, ishrS: 0xac, ishrU: 0xad, iadd: 0xae, isub: 0xb1,
   fabs: 0xe0, fneg: 0xe1, fsqrt: 0xe3, fadd: 0xe4, fsub: 0xe5, fmul: 0xe6, fdiv: 0xe7, fmin: 0xe8, fmax: 0xe9, fpmin: 0xea, fpmax: 0xeb,
-  truncSatS: 0xf8, convertS: 0xfa,
+  convertS: 0xfa,
 } as const;
 
 class Bytes {
@@ -223,8 +223,8 @@ export interface KernelLayout {
   readonly pages: number;
 }
 
-/** The module (importing shared memory "e"."m") and its memory layout for a spec with `slots` slots. */
-function compile(spec: FusedSpec, slots: number): { bytes: Uint8Array; layout: KernelLayout } {
+/** The module (importing memory "e"."m", shared or not) and its memory layout for a spec with `slots` slots. */
+function compile(spec: FusedSpec, slots: number, shared: boolean): { bytes: Uint8Array; layout: KernelLayout } {
   const regionBytes = CHUNK * 4;
   const constBase = Math.ceil((spec.numScalars * 4) / 16) * 16 + 16;
   const em = new Emitter(constBase);
@@ -260,7 +260,7 @@ function compile(spec: FusedSpec, slots: number): { bytes: Uint8Array; layout: K
   const mod = [
     0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
     ...section(1, new Bytes().push(0x01, 0x60, 0x02, 0x7f, 0x7f, 0x00)),
-    ...section(2, new Bytes().push(0x01, 0x01, 0x65, 0x01, 0x6d, 0x02, 0x03).u32(pages).u32(pages)),
+    ...section(2, new Bytes().push(0x01, 0x01, 0x65, 0x01, 0x6d, 0x02, shared ? 0x03 : 0x01).u32(pages).u32(pages)),
     ...section(3, new Bytes().push(0x01, 0x00)),
     ...section(7, new Bytes().push(0x01, 0x01, 0x6b, 0x00, 0x00)),
     ...section(10, new Bytes().push(0x01, ...funcBody.b)),
@@ -269,14 +269,13 @@ function compile(spec: FusedSpec, slots: number): { bytes: Uint8Array; layout: K
   return { bytes: new Uint8Array(mod), layout: { constBase, slotStart, slotBytes, regionBytes, pages } };
 }
 
-/** A compiled module plus its shared memory; instantiated on this thread and by helper threads. */
+/** A compiled module plus its memory (shared: also instantiated by helper threads). */
 export interface CompiledKernel {
   readonly module: object;
   readonly memory: WasmMemory;
   readonly layout: KernelLayout;
   readonly numInputs: number;
   readonly numOutputs: number;
-  /** Slot 0 is this thread's; slots 1.. are lent to helper threads. */
   readonly slots: number;
 }
 
@@ -288,10 +287,11 @@ export class WasmKernel {
   private readonly views: { ins: Float32Array[]; outs: Float32Array[] }[];
   private readonly scalars: Float32Array;
 
-  private constructor(spec: FusedSpec, slots: number) {
-    const { bytes, layout } = compile(spec, slots);
+  private constructor(spec: FusedSpec, slots: number, shared: boolean) {
+    const { bytes, layout } = compile(spec, slots, shared);
     const module = new WebAssembly.Module(bytes);
-    const memory = new WebAssembly.Memory({ initial: layout.pages, maximum: layout.pages, shared: true });
+    // shared memory only where helper threads need it: copies to and from it are slower
+    const memory = new WebAssembly.Memory({ initial: layout.pages, maximum: layout.pages, shared });
     const inst = new WebAssembly.Instance(module, { e: { m: memory } });
     this.fn = inst.exports.k as (count: number, base: number) => void;
     this.compiled = { module, memory, layout, numInputs: spec.numInputs, numOutputs: spec.outputs.length, slots };
@@ -304,10 +304,13 @@ export class WasmKernel {
     this.scalars = new Float32Array(buf, 0, Math.max(spec.numScalars, 1));
   }
 
-  /** The kernel for `spec` with `helperSlots` slots for helper threads, or null where WebAssembly SIMD or threads are unavailable. */
-  static create(spec: FusedSpec, helperSlots = 0): WasmKernel | null {
-    if (typeof WebAssembly !== "object" || !simdSupported()) return null;
-    return new WasmKernel(spec, 1 + helperSlots);
+  /**
+   * The kernel for `spec` with `slots` chunk slots (slot 0 is what run() uses), its memory shared with helper
+   * threads or not; null where WebAssembly SIMD (or, for shared memory, SharedArrayBuffer) is unavailable.
+   */
+  static create(spec: FusedSpec, slots = 1, shared = false): WasmKernel | null {
+    if (typeof WebAssembly !== "object" || !simdSupported() || (shared && typeof SharedArrayBuffer !== "function")) return null;
+    return new WasmKernel(spec, slots, shared);
   }
 
   /** Byte offset of slot j. */
@@ -354,7 +357,7 @@ function simdSupported(): boolean {
   if (simdOk === undefined) {
     // (func (result v128) v128.const 0)
     const probe = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11]);
-    try { simdOk = WebAssembly.validate(probe) && typeof SharedArrayBuffer === "function"; } catch { simdOk = false; }
+    try { simdOk = WebAssembly.validate(probe); } catch { simdOk = false; }
   }
   return simdOk === true;
 }
