@@ -61,24 +61,24 @@ export function moveBatchAxis(x: Array, from: BDim, to: number | null, size: num
   return ops.moveaxis(x, from, t);
 }
 
+/** Runs f under a fresh batch trace (its axis name bound) and returns each output's value and batch dim. */
+function runBatched(f: (...xs: Array[]) => Array[], args: Array[], inDims: BDim[], axis: AxisData): [Array, BDim][] {
+  const trace = new BatchTrace(axis);
+  const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
+  try {
+    const outs = withNamedAxis(axis.name ? { name: axis.name, size: axis.size } : null, () => withTrace(trace, () => f(...ins)));
+    return outs.map((o) => trace.unpack(o));
+  } finally {
+    trace.invalid = true;
+  }
+}
+
 /** Flat vmap: inputs batched along inDims (null = unbatched); outputs moved to outDims. */
 export function vmapFlat(
   f: (...xs: Array[]) => Array[], args: Array[], inDims: BDim[], outDims: (number | null)[] | ((i: number) => number | null),
   axis: AxisData,
 ): Array[] {
-  const trace = new BatchTrace(axis);
-  const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
-  let outs: Array[];
-  try {
-    outs = withNamedAxis(axis.name ? { name: axis.name, size: axis.size } : null, () => withTrace(trace, () => f(...ins)));
-  } finally {
-    trace.invalid = true;
-  }
-  return outs.map((o, i) => {
-    const [v, d] = trace.unpack(o);
-    const to = typeof outDims === "function" ? outDims(i) : outDims[i];
-    return moveBatchAxis(v, d, to, axis.size);
-  });
+  return runBatched(f, args, inDims, axis).map(([v, d], i) => moveBatchAxis(v, d, typeof outDims === "function" ? outDims(i) : outDims[i], axis.size));
 }
 
 /**
@@ -86,19 +86,6 @@ export function vmapFlat(
  * ones move to axis 0; returns the outputs with their dims. Call-like primitives use it so replication survives.
  */
 export function vmapFlatKeep(f: (...xs: Array[]) => Array[], args: Array[], inDims: BDim[], axis: AxisData): { outs: Array[]; dims: BDim[] } {
-  const trace = new BatchTrace(axis);
-  const ins = args.map((a, i) => (inDims[i] === null ? a : new BatchTracer(trace, a, inDims[i])));
-  let raw: Array[];
-  try {
-    raw = withNamedAxis(axis.name ? { name: axis.name, size: axis.size } : null, () => withTrace(trace, () => f(...ins)));
-  } finally {
-    trace.invalid = true;
-  }
-  const dims: BDim[] = [];
-  const outs = raw.map((o) => {
-    const [v, d] = trace.unpack(o);
-    dims.push(d === null ? null : 0);
-    return d === null ? v : ops.moveaxis(v, d, 0);
-  });
-  return { outs, dims };
+  const pairs = runBatched(f, args, inDims, axis);
+  return { outs: pairs.map(([v, d]) => (d === null ? v : ops.moveaxis(v, d, 0))), dims: pairs.map(([, d]) => (d === null ? null : 0)) };
 }

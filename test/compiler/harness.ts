@@ -7,6 +7,11 @@ import { ShapedArray } from "../../src/core/aval.js";
 import { fromBigInts, fromNumbers } from "../../src/core/convert.js";
 import { type DType, isBigInt, isFloat } from "../../src/core/dtype.js";
 import type { Params, Primitive } from "../../src/core/primitive.js";
+import type { Array as JaxArray } from "../../src/core/array.js";
+import { config } from "../../src/core/config.js";
+import { type Jaxpr, evalJaxpr } from "../../src/core/jaxpr.js";
+import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
+import { evalTrace, withTrace } from "../../src/core/trace.js";
 
 // tests exercise the ONNX lowering itself: no scalar shortcut, and lowering bugs must surface
 onnxBackendOptions.strict = true;
@@ -95,4 +100,22 @@ export function checkAll(cases: Case[]): void {
     try { check(c); } catch (e) { fails.push((e as Error).message); }
   }
   if (fails.length) assert.fail(`${fails.length} of ${cases.length} cases failed:\n${fails.slice(0, 40).join("\n")}`);
+}
+
+/** Traces f at args, runs the jaxpr on the interpreter and as one compiled ONNX program, and compares the outputs. */
+export function checkProgram(f: (...xs: JaxArray[]) => JaxArray[], args: ArrayImpl[], label: string, tol?: { rtol?: number; atol?: number }): Jaxpr {
+  const { jaxpr, consts } = traceToJaxpr(f, args.map((a) => a.aval), label);
+  const cs = consts as ArrayImpl[];
+  const prev = config.backend;
+  config.update("backend", "interpreter");
+  let expected: ArrayImpl[];
+  try {
+    expected = withTrace(evalTrace, () => evalJaxpr(jaxpr, cs, args)) as ArrayImpl[];
+  } finally {
+    config.update("backend", prev);
+  }
+  const actual = onnxBackend.executeJaxpr!(jaxpr, cs, args, { name: label });
+  assert.equal(actual.length, expected.length);
+  actual.forEach((a, i) => assertSame(a, expected[i], `${label} out ${i}`, tol));
+  return jaxpr;
 }

@@ -9,26 +9,14 @@ import { evalJaxpr } from "../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
 import { evalTrace, withTrace } from "../../src/core/trace.js";
 import * as ops from "../../src/primitives/ops.js";
-import { arr, assertSame } from "./harness.js";
+import { arr, checkProgram } from "./harness.js";
 
 // these programs are about the ONNX graph: keep pure elementwise ones on ONNX Runtime too
 onnxBackendOptions.fuseElementwise = false;
 
 /** Compiles f for args, checks it against the interpreter (float tolerance), returns the ONNX summary. */
 function program(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string, tol?: { rtol?: number; atol?: number }): string {
-  const { jaxpr, consts } = traceToJaxpr(f, args.map((a) => a.aval), label);
-  const cs = consts as ArrayImpl[];
-  const prev = config.backend;
-  config.update("backend", "interpreter");
-  let expected: ArrayImpl[];
-  try {
-    expected = withTrace(evalTrace, () => evalJaxpr(jaxpr, cs, args)) as ArrayImpl[];
-  } finally {
-    config.update("backend", prev);
-  }
-  const actual = onnxBackend.executeJaxpr!(jaxpr, cs, args, { name: label });
-  actual.forEach((a, i) => assertSame(a, expected[i], `${label} out ${i}`, tol));
-  return loweringSummary(jaxpr, label);
+  return loweringSummary(checkProgram(f, args, label, tol), label);
 }
 
 const seq = (n: number, scale = 1, shift = 0): number[] => globalThis.Array.from({ length: n }, (_, i) => (((i * 7919) % 17) - 8) * scale + shift);

@@ -23,7 +23,7 @@ import { jit } from "../../../src/transforms/api.js";
 import { stopGradientP } from "../../../src/transforms/stop-gradient.js";
 import { customJvp, customVjp } from "../../../src/transforms/custom-derivatives.js";
 import { checkpoint, checkpointName } from "../../../src/transforms/checkpoint.js";
-import { assertSame, arr } from "../../compiler/harness.js";
+import { assertSame, arr, checkProgram } from "../../compiler/harness.js";
 import { binaryFloatCases, binaryIntCases, unaryFloatCases, unaryIntCases } from "../../compiler/cases-elementwise.js";
 import { STRUCTURAL_GROUPS } from "../../compiler/cases-structural.js";
 
@@ -80,23 +80,6 @@ function getPrim(name: string): Primitive {
   return allPrimitives().find((p) => p.name === name)!;
 }
 
-/** Traces f at avals, runs the jaxpr on the interpreter and as one compiled ONNX program, compares. */
-function checkProgram(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string): Jaxpr {
-  const { jaxpr, consts } = traceToJaxpr(f, args.map((a) => a.aval), label);
-  const cs = consts as ArrayImpl[];
-  const prev = config.backend;
-  config.update("backend", "interpreter");
-  let expected: ArrayImpl[];
-  try {
-    expected = withTrace(evalTrace, () => evalJaxpr(jaxpr, cs, args)) as ArrayImpl[];
-  } finally {
-    config.update("backend", prev);
-  }
-  const actual = onnxBackend.executeJaxpr!(jaxpr, cs, args, { name: label });
-  assert.equal(actual.length, expected.length);
-  actual.forEach((a, i) => assertSame(a, expected[i], `${label} out ${i}`));
-  return jaxpr;
-}
 
 test("jit: a whole program compiles to one ONNX session and matches the interpreter", () => {
   const w = arr("float32", [4, 3], [0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, 0.8, -0.9, 1.0, 1.1, -1.2]);
