@@ -1,7 +1,6 @@
 /** @file Forward-mode differentiation: the JVP trace, jvp() and symbolic-zero tangents. */
 import { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
-import { isFloat } from "../core/dtype.js";
 import { type MaybeZero, type Params, Primitive, Zero } from "../core/primitive.js";
 import { Trace, Tracer, bind, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
@@ -49,6 +48,3 @@ export function jvpFlat(f: (...xs: Array[]) => Array[], primals: Array[], tangen
   const res = outs.map((o) => trace.unpack(o));
   return [res.map((r) => r[0]), res.map((r) => r[1])];
 }
-
-/** Whether a tangent may flow through a value of this aval (floats only; ints get float0 zeros). */
-export const isDifferentiable = (a: ShapedArray): boolean => isFloat(a.dtype);

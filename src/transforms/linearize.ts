@@ -11,7 +11,7 @@ import { JaxprTrace, JaxprTracer } from "../core/jaxpr-trace.js";
 import { type MaybeZero, type Params, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { bind, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
-import { JVPTrace, JVPTracer } from "./jvp.js";
+import { jvpFlat } from "./jvp.js";
 
 /**
  * Partial evaluation: values that do not depend on its own tracers ("known") are computed by the parent
@@ -39,20 +39,13 @@ export interface Linearized {
 export function linearizeFlat(f: (...xs: Array[]) => Array[], primals: Array[]): Linearized {
   const pe = new PartialEvalTrace();
   const tanIns = primals.map((p) => pe.newArg(p.aval.strongly()));
-  const jvpTrace = new JVPTrace(pe);
-  // integer/bool inputs carry symbolic-zero (float0) tangents, as in JAX
-  const ins = primals.map((p, i) => (isFloat(p.dtype) ? new JVPTracer(jvpTrace, p, tanIns[i]) : p));
-  let outs: Array[];
-  try {
-    outs = withTrace(jvpTrace, () => f(...ins));
-  } finally {
-    jvpTrace.invalid = true;
-  }
-  const pairs = outs.map((o) => jvpTrace.unpack(o));
-  const primalsOut = pairs.map(([p]) => p);
-  const kinds = pairs.map(([, t]) => (t instanceof Zero ? "zero" : "staged") as "staged" | "zero");
+  // the JVP runs with the partial-evaluation trace as its parent; integer/bool inputs carry symbolic-zero (float0)
+  // tangents, as in JAX
+  const [primalsOut, tangentsOut] = withTrace(pe, () =>
+    jvpFlat(f, primals, primals.map((p, i) => (isFloat(p.dtype) ? tanIns[i] : new Zero(p.aval)))));
+  const kinds = tangentsOut.map((t) => (t instanceof Zero ? "zero" : "staged") as "staged" | "zero");
   // zero tangents become literal-free placeholder outputs: we stage zeros so the jaxpr has one output per primal
-  const tanOuts = pairs.map(([p, t]) => (t instanceof Zero ? withTrace(pe, () => ops.zerosLikeAval(p.aval)) : t));
+  const tanOuts = tangentsOut.map((t, i) => (t instanceof Zero ? withTrace(pe, () => ops.zerosLikeAval(primalsOut[i].aval)) : t));
   const { jaxpr, consts } = pe.finish(tanIns, tanOuts);
   for (const pOut of primalsOut) {
     if (pOut instanceof JaxprTracer && pOut.trace === pe) throw new Error("linearize: internal error, a primal output depends on tangents");
