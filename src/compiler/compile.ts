@@ -143,7 +143,7 @@ function buildSegment(
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
     const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
-    if (!opts.dynamicShapes) ctx.shapes.set(nm, a.aval.shape);
+    if (!opts.dynamicShapes) { ctx.shapes.set(nm, a.aval.shape); ctx.dtypes.set(nm, ctx.repr(a.aval.dtype)); }
     inputs.push(slotOf(a));
     inputNames.push(nm);
     inputDTypes.push(a.aval.dtype);
@@ -165,7 +165,7 @@ function buildSegment(
     e.outVars.forEach((v, q) => {
       env.set(v, outs[q]);
       defined.add(v);
-      if (!opts.dynamicShapes) ctx.shapes.set(outs[q], v.aval.shape);
+      if (!opts.dynamicShapes) { ctx.shapes.set(outs[q], v.aval.shape); ctx.dtypes.set(outs[q], ctx.repr(v.aval.dtype)); }
     });
   }
   const outputs: number[] = [], outputNames: string[] = [], outAvals: ShapedArray[] = [];
@@ -180,6 +180,6 @@ function buildSegment(
     outputNames.push(nm);
     outAvals.push(v.aval);
   }
-  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes);
+  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes, ctx.dtypes);
   return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
 }

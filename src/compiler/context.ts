@@ -40,6 +40,8 @@ export class OnnxLoweringContext implements LoweringContext {
   nodeCount = 0;
   /** Static shapes of named values where known (graph inputs and equation results; used by graph rewrites). */
   readonly shapes = new Map<string, readonly number[]>();
+  /** ONNX element types (jaxts dtype names) of the values in `shapes`. */
+  readonly dtypes = new Map<string, string>();
   private readonly consts = new Map<string, string>();
   private readonly producers = new Map<string, GraphNode>();
 

@@ -84,3 +84,16 @@ test("reshape chains collapse and dead nodes disappear", () => {
   const t2 = program((v) => { void ops.broadcastInDim(v, [2, 4, 3], [1, 2]); return [ops.neg(v)]; }, [x], "dead");
   assert.equal(count(t2, "Expand"), 0, t2);
 });
+
+test("a float32 sum over a matrix's leading axis (a bias gradient) is a product with a ones row; small and other-axis sums stay ReduceSum, ints never become a (float-only) Gemm", () => {
+  const big = arr("float32", [64, 160], seq(64 * 160, 0.125, 0.5));
+  const text = program((xv) => [ops.reduceSum(xv, [0])], [big], "colsum", { rtol: 1e-5, atol: 1e-5 });
+  assert.equal(count(text, "ReduceSum"), 0, text);
+  assert.equal(count(text, "Gemm"), 1, text);
+  const rows = program((xv) => [ops.reduceSum(xv, [1])], [big], "rowsum", { rtol: 1e-5, atol: 1e-5 });
+  assert.equal(count(rows, "ReduceSum"), 1, rows);
+  const small = program((xv) => [ops.reduceSum(xv, [0])], [arr("float32", [8, 16], seq(128, 0.5))], "small");
+  assert.equal(count(small, "ReduceSum"), 1, small);
+  const ints = program((xv) => [ops.reduceSum(xv, [0])], [arr("int32", [64, 160], seq(64 * 160))], "ints");
+  assert.equal(count(ints, "Gemm"), 0, ints);
+});

@@ -1,9 +1,9 @@
 /**
  * @file Recycling of large host buffers. Writing freshly allocated memory costs a page fault per 4 KiB here
- * (~2.5-12 µs each). Outputs the backend writes itself (fused elementwise kernels) are taken from a size-bucketed
- * pool, and their storage goes back to it when the array is disposed (explicitly, or by being donated to a jitted
- * call) or garbage collected. ONNX Runtime outputs are not pooled: onnxruntime-node always copies them into a
- * fresh ArrayBuffer it allocates itself.
+ * (~2.5-12 µs each). Outputs the backend writes itself (fused elementwise kernels, and ONNX Runtime runs through
+ * jaxts's native runner, which binds outputs to caller buffers) are taken from a size-bucketed pool, and their
+ * storage goes back to it when the array is disposed (explicitly, or by being donated to a jitted call) or garbage
+ * collected. Without the native runner, onnxruntime-node copies every output into a fresh ArrayBuffer it allocates.
  */
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { TypedArray } from "../../core/dtype.js";
@@ -125,6 +125,12 @@ export function own(a: ArrayImpl): ArrayImpl {
 /** True when `a` is the sole user of its (pooled) storage. */
 export function ownsStorage(a: ArrayImpl): boolean {
   return !a.isDisposed && owners.get(a.buffer) === a;
+}
+
+/** Returns storage nothing references any more (e.g. an output buffer of a failed run) to the pool. */
+export function recycle(d: TypedArray): void {
+  if (d.byteLength < bufferPoolOptions.minBytes || owners.has(d)) return;
+  pushFree(d);
 }
 
 /** The release hook ArrayImpl.dispose() calls: recycles storage its owner gives up. */

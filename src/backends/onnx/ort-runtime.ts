@@ -1,8 +1,12 @@
-/** @file onnxruntime-node wrapper: session creation and execution (sync and async), host-tensor feeds/fetches, preallocated outputs. The only file that imports ORT. */
+/** @file ONNX Runtime wrapper: session creation and execution (sync and async) through jaxts's native runner or onnxruntime-node's binding, host-tensor feeds/fetches, preallocated outputs. The only file that imports ORT. */
 
+import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import ort from "onnxruntime-node";
 import {
+  ONNX_DTYPE,
   ORT_TYPE,
   dtypeFromOnnx,
   dtypeFromOrt,
@@ -99,9 +103,104 @@ function native(): NativeBindingModule | null {
   return nativeModule;
 }
 
-/** Whether synchronous session creation/run is available (onnxruntime-node's native binding was found). */
+/** Whether synchronous session creation/run is available (jaxts's native runner or onnxruntime-node's binding). */
 export function syncAvailable(): boolean {
-  return native() !== null;
+  return addon() !== null || native() !== null;
+}
+
+// ---------------------------------------------------------------------------
+// jaxts's native runner (native/ort-addon.cc, built by scripts/build-native.mjs): the same libonnxruntime that
+// onnxruntime-node ships, driven through ORT's C API, with outputs written into buffers the caller owns.
+// onnxruntime-node's binding copies every output into a fresh ArrayBuffer instead (see notes/onnx-runtime.md).
+// ---------------------------------------------------------------------------
+
+interface AddonValueInfo { name: string; type: number; shape: (number | string)[] }
+interface AddonSession { handle: object; inputs: AddonValueInfo[]; outputs: AddonValueInfo[] }
+interface AddonModule {
+  init(libraryPath: string): string;
+  createSession(model: Uint8Array, options: object): AddonSession;
+  release(handle: object): void;
+  runner(handle: object, inputNames: string[], inputTypes: number[], outputNames: string[], outputTypes: number[]): object;
+  run(runner: object, inputs: readonly HostArray[], inputShapes: readonly (readonly number[])[],
+    outputs: readonly (HostArray | null)[], outputShapes: readonly (readonly number[] | null)[]): ([ArrayBuffer, number[]] | undefined)[] | undefined;
+}
+
+let addonModule: AddonModule | null | undefined;
+let addonError = "";
+
+function packageRoot(): string | null {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 8; i++) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "native"))) return dir;
+    const up = dirname(dir);
+    if (up === dir) break;
+    dir = up;
+  }
+  return null;
+}
+
+function ortLibraryPath(req: NodeRequire): string | null {
+  const base = join(dirname(req.resolve("onnxruntime-node/package.json")), "bin");
+  for (const napi of ["napi-v6", "napi-v3", "napi-v4", "napi-v5", "napi-v7", "napi-v8"]) {
+    const p = join(base, napi, process.platform, process.arch, "libonnxruntime.so.1");
+    if (existsSync(p)) return p;
+  }
+  return null;
+}
+
+function addon(): AddonModule | null {
+  if (addonModule !== undefined) return addonModule;
+  addonModule = null;
+  if (process.env.JAXTS_NATIVE === "0") { addonError = "disabled by JAXTS_NATIVE=0"; return null; }
+  try {
+    const req = createRequire(import.meta.url);
+    const root = packageRoot();
+    const file = process.env.JAXTS_NATIVE_ADDON || (root ? join(root, "native", "build", "jaxts-ort.node") : "");
+    if (!file || !existsSync(file)) { addonError = "native/build/jaxts-ort.node is not built (npm run build builds it with g++)"; return null; }
+    const lib = ortLibraryPath(req);
+    if (!lib) { addonError = "onnxruntime-node ships no libonnxruntime.so.1 for this platform"; return null; }
+    const m = req(file) as AddonModule;
+    m.init(lib);
+    addonModule = m;
+  } catch (e) {
+    addonError = (e as Error).message;
+  }
+  return addonModule;
+}
+
+/** Which runner executes sessions: "native" (jaxts's addon: outputs into caller buffers) or "onnxruntime-node". */
+export function runnerKind(): { kind: "native" | "onnxruntime-node"; why?: string } {
+  return addon() ? { kind: "native" } : { kind: "onnxruntime-node", why: addonError };
+}
+
+const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };
+
+function toAddonOptions(given: SessionOptions): object {
+  const o: SessionOptions = { ...defaultOptions, ...given };
+  const out: Record<string, unknown> = {};
+  if (o.intraOpNumThreads !== undefined) out.intraOpNumThreads = o.intraOpNumThreads;
+  if (o.interOpNumThreads !== undefined) out.interOpNumThreads = o.interOpNumThreads;
+  out.graphOptimizationLevel = LEVEL[o.graphOptimizationLevel ?? "all"];
+  if (o.executionMode !== undefined) out.executionMode = o.executionMode === "parallel" ? 1 : 0;
+  if (o.enableCpuMemArena !== undefined) out.cpuMemArena = o.enableCpuMemArena ? 1 : 0;
+  if (o.enableMemPattern !== undefined) out.memPattern = o.enableMemPattern ? 1 : 0;
+  out.logSeverityLevel = o.logSeverityLevel ?? 3;
+  if (o.configEntries) out.configEntries = Object.entries(o.configEntries);
+  return out;
+}
+
+function metaFromAddon(m: AddonValueInfo): ValueMeta {
+  let dtype: DType | null = null;
+  if (m.type !== 0) {
+    try { dtype = dtypeFromOnnx(m.type); } catch { dtype = null; }
+  }
+  return { name: m.name, dtype, shape: m.shape.map((d) => (typeof d === "string" || d >= 0 ? d : null)) };
+}
+
+/** An output ORT allocated (the addon copied it into a fresh ArrayBuffer) as host storage of `dtype`. */
+function fromAddonOutput(pair: [ArrayBuffer, number[]] | undefined, dtype: DType, name: string): HostArray {
+  if (!pair) throw new Error(`ort-runtime: output '${name}' missing from results`);
+  return new (storageCtor(dtype))(pair[0]);
 }
 
 /** ONNX Runtime version string. */
@@ -177,13 +276,14 @@ function metaFromPublic(m: ort.InferenceSession.ValueMetadata): ValueMeta {
 }
 
 interface Handles {
+  addon: AddonSession | null;
   native: NativeSession | null;
   pub: ort.InferenceSession | null;
 }
 const handles = new WeakMap<OrtSession, Handles>();
 function handlesOf(s: OrtSession): Handles {
   const h = handles.get(s);
-  if (!h || (!h.native && !h.pub)) throw new Error("ort-runtime: session was disposed");
+  if (!h || (!h.addon && !h.native && !h.pub)) throw new Error("ort-runtime: session was disposed");
   return h;
 }
 
@@ -193,7 +293,10 @@ export class OrtSession {
   readonly outputs: readonly ValueMeta[];
 
   private constructor(h: Handles) {
-    if (h.native) {
+    if (h.addon) {
+      this.inputs = h.addon.inputs.map(metaFromAddon);
+      this.outputs = h.addon.outputs.map(metaFromAddon);
+    } else if (h.native) {
       this.inputs = h.native.inputMetadata.map(metaFromRaw);
       this.outputs = h.native.outputMetadata.map(metaFromRaw);
     } else if (h.pub) {
@@ -218,18 +321,25 @@ export class OrtSession {
   }
   /** True when runSessionSync works on this session. */
   get isSync(): boolean {
-    return handles.get(this)?.native != null;
+    const h = handles.get(this);
+    return h?.addon != null || h?.native != null;
+  }
+  /** True when jaxts's native runner executes this session (outputs can be written into caller buffers). */
+  get isNative(): boolean {
+    return handles.get(this)?.addon != null;
   }
   get disposed(): boolean {
     const h = handles.get(this);
-    return !h || (!h.native && !h.pub);
+    return !h || (!h.addon && !h.native && !h.pub);
   }
 
   dispose(): void {
     const h = handles.get(this);
     if (!h) return;
+    if (h.addon) addon()!.release(h.addon.handle);
     if (h.native) h.native.dispose();
     if (h.pub) void h.pub.release();
+    h.addon = null;
     h.native = null;
     h.pub = null;
   }
@@ -237,12 +347,14 @@ export class OrtSession {
 
 /** Load a model synchronously (blocks for the duration of ORT's graph optimization). */
 export function createSessionSync(modelBytes: Uint8Array, options: SessionOptions = {}): OrtSession {
+  const a = addon();
+  if (a) return OrtSession.wrap({ addon: a.createSession(modelBytes, toAddonOptions(options)), native: null, pub: null });
   const m = native();
   if (!m) throw new Error("ort-runtime: synchronous ORT binding unavailable; use createSession()");
   m.initOrt();
   const s = new m.binding.InferenceSession();
   s.loadModel(modelBytes.buffer, modelBytes.byteOffset, modelBytes.byteLength, toOrtOptions(options));
-  return OrtSession.wrap({ native: s, pub: null });
+  return OrtSession.wrap({ addon: null, native: s, pub: null });
 }
 
 /**
@@ -250,12 +362,12 @@ export function createSessionSync(modelBytes: Uint8Array, options: SessionOption
  * load on the main thread, so this does not offload work; it only yields once.
  */
 export async function createSession(modelBytes: Uint8Array, options: SessionOptions = {}): Promise<OrtSession> {
-  if (native()) {
+  if (syncAvailable()) {
     await new Promise<void>((r) => setImmediate(r));
     return createSessionSync(modelBytes, options);
   }
   const s = await ort.InferenceSession.create(modelBytes, toOrtOptions(options));
-  return OrtSession.wrap({ native: null, pub: s });
+  return OrtSession.wrap({ addon: null, native: null, pub: s });
 }
 
 // ---------------------------------------------------------------------------
@@ -358,6 +470,50 @@ function collect(results: OrtResults, outputNames: readonly string[], opts: RunO
   });
 }
 
+/** runSessionSync through the native runner: bfloat16 values cross the model boundary as float32. */
+function runAddon(
+  a: AddonSession,
+  session: OrtSession,
+  feeds: Readonly<Record<string, HostTensor>>,
+  outputNames: readonly string[],
+  opts: RunOptions,
+): HostTensor[] {
+  const names = Object.keys(feeds);
+  const data: HostArray[] = [], shapes: (readonly number[])[] = [], types: number[] = [];
+  for (const k of names) {
+    const t = feeds[k]!;
+    const n = shapeSize(t.shape);
+    if (t.data.length !== n) throw new Error(`ort-runtime: '${k}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
+    const bf = t.dtype === "bfloat16";
+    data.push(bf ? bf16BitsToF32(t.data as Uint16Array) : t.data);
+    shapes.push(t.shape);
+    types.push(ONNX_DTYPE[bf ? "float32" : t.dtype]);
+  }
+  const outMeta = outputNames.map((name) => {
+    const m = session.outputs.find((o) => o.name === name);
+    if (!m || !m.dtype) throw new Error(`ort-runtime: the model has no tensor output '${name}'`);
+    return m;
+  });
+  const outs: (HostArray | null)[] = [], outShapes: (readonly number[] | null)[] = [];
+  for (const m of outMeta) {
+    const pre = opts.preallocated?.[m.name];
+    if (pre?.dtype === "bfloat16") throw new Error(`ort-runtime: cannot preallocate bfloat16 output '${m.name}'`);
+    outs.push(pre ? pre.data : null);
+    outShapes.push(pre ? pre.shape : null);
+  }
+  const r = addon()!.runner(a.handle, names, types, [...outputNames], outMeta.map((m) => ONNX_DTYPE[m.dtype!]));
+  const res = addon()!.run(r, data, shapes, outs, outShapes);
+  return outMeta.map((m, i) => {
+    const pre = opts.preallocated?.[m.name];
+    if (pre) return pre;
+    const pair = res?.[i];
+    const host = fromAddonOutput(pair, m.dtype!, m.name);
+    const shape = pair![1];
+    if (opts.outputDTypes?.[m.name] === "bfloat16" && m.dtype === "float32") return { dtype: "bfloat16", shape, data: f32ToBf16Bits(host as Float32Array) };
+    return { dtype: m.dtype!, shape, data: host } as HostTensor;
+  });
+}
+
 /**
  * Run synchronously (blocks the calling thread for the whole execution).
  * Returns one HostTensor per requested output, in order.
@@ -369,6 +525,7 @@ export function runSessionSync(
   opts: RunOptions = {},
 ): HostTensor[] {
   const h = handlesOf(session);
+  if (h.addon) return runAddon(h.addon, session, feeds, outputNames, opts);
   if (!h.native) throw new Error("ort-runtime: session has no synchronous path; use runSession()");
   const { ortFeeds, fetches } = prepare(feeds, outputNames, opts);
   const results = h.native.run(ortFeeds, fetches);
@@ -377,8 +534,14 @@ export function runSessionSync(
 
 /** A synchronous runner for one session with fixed input/output names and dtypes (see fastRunner). */
 export interface FastRunner {
-  /** Runs with one data array and shape per input (in the order given to fastRunner); returns one array per output. */
-  run(data: readonly HostArray[], shapes: readonly (readonly number[])[]): HostArray[];
+  /**
+   * Runs with one data array and shape per input (in the order given to fastRunner); returns one array per output.
+   * With `outputs` (native runner only: see `writesOutputs`), ORT writes output k into `outputs[k]` (shape
+   * `outputShapes[k]`, exactly the output's shape) and that same array is returned; null entries are allocated.
+   */
+  run(data: readonly HostArray[], shapes: readonly (readonly number[])[], outputs?: readonly (HostArray | null)[], outputShapes?: readonly (readonly number[] | null)[]): HostArray[];
+  /** True when `outputs` are written in place (jaxts's native runner); otherwise they are ignored. */
+  readonly writesOutputs: boolean;
 }
 
 /**
@@ -393,7 +556,9 @@ export function fastRunner(
   outputs: readonly { name: string; dtype: DType }[],
 ): FastRunner | null {
   const h = handlesOf(session);
-  if (!h.native || inputs.some((i) => i.dtype === "bfloat16") || outputs.some((o) => o.dtype === "bfloat16")) return null;
+  if (inputs.some((i) => i.dtype === "bfloat16") || outputs.some((o) => o.dtype === "bfloat16")) return null;
+  if (h.addon) return addonRunner(h.addon, inputs, outputs);
+  if (!h.native) return null;
   const nat = h.native;
   type Feed = { type: string; data: HostArray | null; dims: readonly number[]; location: "cpu" };
   const feedObjs: Feed[] = inputs.map((i) => ({ type: ORT_TYPE[i.dtype]!, data: null, dims: [], location: "cpu" }));
@@ -404,6 +569,7 @@ export function fastRunner(
   const outNames = outputs.map((o) => o.name);
   const ctors = outputs.map((o) => storageCtor(o.dtype));
   return {
+    writesOutputs: false,
     run(data, shapes) {
       for (let k = 0; k < feedObjs.length; k++) {
         const f = feedObjs[k]!;
@@ -428,6 +594,23 @@ export function fastRunner(
   };
 }
 
+function addonRunner(a: AddonSession, inputs: readonly { name: string; dtype: DType }[], outputs: readonly { name: string; dtype: DType }[]): FastRunner {
+  const m = addon()!;
+  const r = m.runner(a.handle, inputs.map((i) => i.name), inputs.map((i) => ONNX_DTYPE[i.dtype]), outputs.map((o) => o.name), outputs.map((o) => ONNX_DTYPE[o.dtype]));
+  const n = outputs.length;
+  const none: null[] = new globalThis.Array(n).fill(null);
+  return {
+    writesOutputs: true,
+    run(data, shapes, outs = none, outShapes = none) {
+      const res = m.run(r, data, shapes, outs, outShapes);
+      if (!res) return outs as HostArray[];
+      const out = new globalThis.Array<HostArray>(n);
+      for (let k = 0; k < n; k++) out[k] = outs[k] ?? fromAddonOutput(res[k], outputs[k]!.dtype, outputs[k]!.name);
+      return out;
+    },
+  };
+}
+
 /**
  * Run asynchronously. As in ORT-node itself, the work still runs on the main
  * thread after one `setImmediate`: the promise does not make execution concurrent.
@@ -439,7 +622,7 @@ export async function runSession(
   opts: RunOptions = {},
 ): Promise<HostTensor[]> {
   const h = handlesOf(session);
-  if (h.native) {
+  if (h.addon || h.native) {
     await new Promise<void>((r) => setImmediate(r));
     return runSessionSync(session, feeds, outputNames, opts);
   }

@@ -108,7 +108,7 @@ test("a donating jit traced into another program donates nothing when that progr
   assert.throws(() => w.tolist(), /disposed|donated/);
 });
 
-test("memory stays flat over 2,000 jitted MLP training steps (donated parameters, GC'd losses)", async () => {
+test("memory stays flat over 10,000 jitted MLP training steps (donated parameters, GC'd losses)", async () => {
   v8.setFlagsFromString("--expose-gc");
   const gc = vm.runInNewContext("gc") as () => void;
   type P = { w1: Array; b1: Array; w2: Array; b2: Array };
@@ -149,14 +149,14 @@ test("memory stays flat over 2,000 jitted MLP training steps (donated parameters
   const first = run(200);
   const m0 = await settled();
   const s0 = onnxCacheStats().sessionsAlive;
-  const l1 = run(1800);
+  const l1 = run(9800);
   const m1 = await settled();
   assert.ok(l1 < first, `the loss decreases (${first} -> ${l1})`);
   assert.equal(onnxCacheStats().sessionsAlive, s0, "no new sessions");
   assert.equal(step.cacheSize(), 1);
   const mb = (b: number) => (b / 2 ** 20).toFixed(1);
-  assert.ok(m1.heap - m0.heap < 2 * 2 ** 20, `the JS heap grew by ${mb(m1.heap - m0.heap)} MiB over 1,800 steps`);
-  assert.ok(m1.external - m0.external < 16 * 2 ** 20, `external memory grew by ${mb(m1.external - m0.external)} MiB over 1,800 steps`);
-  assert.ok(m1.rss - m0.rss < 64 * 2 ** 20, `RSS grew by ${mb(m1.rss - m0.rss)} MiB over 1,800 steps`);
+  assert.ok(m1.heap - m0.heap < 2 * 2 ** 20, `the JS heap grew by ${mb(m1.heap - m0.heap)} MiB over 9,800 steps`);
+  assert.ok(m1.external - m0.external < 16 * 2 ** 20, `external memory grew by ${mb(m1.external - m0.external)} MiB over 9,800 steps`);
+  assert.ok(m1.rss - m0.rss < 64 * 2 ** 20, `RSS grew by ${mb(m1.rss - m0.rss)} MiB over 9,800 steps`);
   assert.ok(bufferPoolStats().pooledBytes <= 256 * 2 ** 20);
 });

@@ -1,0 +1,45 @@
+// @file Builds the optional native ONNX Runtime runner (native/ort-addon.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
+// Without it jaxts runs through onnxruntime-node's own binding (slower: that binding copies every output).
+import { existsSync, mkdirSync, renameSync, statSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+const src = join(root, "native", "ort-addon.cc");
+const outDir = join(root, "native", "build");
+const out = join(outDir, "jaxts-ort.node");
+
+function note(msg) {
+  console.error(`build-native: ${msg}`);
+}
+
+function nodeApiIncludeDir() {
+  const candidates = [
+    join(dirname(process.execPath), "..", "include", "node"),
+    "/usr/include/node",
+    "/usr/local/include/node",
+  ];
+  return candidates.find((d) => existsSync(join(d, "node_api.h"))) ?? null;
+}
+
+function main() {
+  if (process.env.JAXTS_NATIVE === "0") return note("skipped (JAXTS_NATIVE=0)");
+  if (process.platform !== "linux") return note(`skipped: only built on Linux (this is ${process.platform})`);
+  if (existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs) return; // up to date
+  const inc = nodeApiIncludeDir();
+  if (!inc) return note("skipped: Node-API headers (node_api.h) not found; using onnxruntime-node's binding");
+  const cxx = process.env.CXX || "g++";
+  mkdirSync(outDir, { recursive: true });
+  const tmp = `${out}.${process.pid}.tmp`;
+  const args = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", `-I${inc}`, src, "-o", tmp, "-ldl"];
+  const res = spawnSync(cxx, args, { encoding: "utf8" });
+  if (res.error || res.status !== 0) {
+    rmSync(tmp, { force: true });
+    return note(`skipped: ${cxx} failed (${res.error?.message ?? res.stderr.trim().split("\n").slice(0, 5).join(" | ")}); using onnxruntime-node's binding`);
+  }
+  renameSync(tmp, out); // atomic: a concurrent reader never sees a half-written addon
+  note(`built ${out}`);
+}
+
+main();

@@ -1,0 +1,121 @@
+/** @file The session runners: jaxts's native ORT runner (outputs written into caller buffers, pooled jit outputs, errors) and the onnxruntime-node fallback computing the same results. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { GraphBuilder } from "../../../src/backends/onnx/graph-builder.js";
+import { createSessionSync, fastRunner, runSessionSync, runnerKind } from "../../../src/backends/onnx/ort-runtime.js";
+import { bufferPoolStats } from "../../../src/backends/onnx/buffer-pool.js";
+import * as jax from "../../../src/index.js";
+import { type Array, numpy as jnp } from "../../../src/index.js";
+
+function matmulModel(m: number, k: number, n: number): Uint8Array {
+  const g = new GraphBuilder("mm");
+  g.addInput("a", "float32", [m, k]);
+  g.addInput("b", "float32", [k, n]);
+  g.addNode("MatMul", ["a", "b"], ["c"]);
+  g.addOutput("c", "float32", [m, n]);
+  return g.toModelBytes();
+}
+const seq = (n: number, f: (i: number) => number) => Float32Array.from({ length: n }, (_, i) => f(i));
+function refMatmul(a: Float32Array, b: Float32Array, m: number, k: number, n: number): Float64Array {
+  const c = new Float64Array(m * n);
+  for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) { let s = 0; for (let q = 0; q < k; q++) s += a[i * k + q] * b[q * n + j]; c[i * n + j] = s; }
+  return c;
+}
+
+test("the native runner is in use (npm run build compiles it with g++; JAXTS_NATIVE=0 disables it)", () => {
+  const r = runnerKind();
+  if (process.env.JAXTS_NATIVE === "0") assert.equal(r.kind, "onnxruntime-node");
+  else assert.equal(r.kind, "native", `native runner unavailable: ${r.why}`);
+});
+
+test("native runner: ORT writes outputs into the caller's buffer in place, every call", { skip: runnerKind().kind !== "native" }, () => {
+  const [m, k, n] = [5, 7, 3];
+  const s = createSessionSync(matmulModel(m, k, n), { intraOpNumThreads: 1 });
+  assert.ok(s.isNative);
+  assert.deepEqual(s.inputs.map((i) => [i.name, i.dtype, i.shape]), [["a", "float32", [m, k]], ["b", "float32", [k, n]]]);
+  const run = fastRunner(s, [{ name: "a", dtype: "float32" }, { name: "b", dtype: "float32" }], [{ name: "c", dtype: "float32" }])!;
+  assert.ok(run.writesOutputs);
+  const out = new Float32Array(m * n).fill(NaN);
+  for (let trial = 0; trial < 3; trial++) {
+    const a = seq(m * k, (i) => Math.sin(i + trial)), b = seq(k * n, (i) => Math.cos(2 * i - trial));
+    const [c] = run.run([a, b], [[m, k], [k, n]], [out], [[m, n]]);
+    assert.equal(c, out, "the returned array is the caller's buffer");
+    const want = refMatmul(a, b, m, k, n);
+    for (let i = 0; i < want.length; i++) assert.ok(Math.abs(out[i] - want[i]) < 1e-5, `c[${i}] = ${out[i]}, want ${want[i]}`);
+  }
+  // without a buffer, ORT allocates and the runner returns a fresh array with the same values
+  const a = seq(m * k, (i) => i / 10), b = seq(k * n, (i) => 1 - i / 20);
+  const [fresh] = run.run([a, b], [[m, k], [k, n]]);
+  assert.ok(fresh instanceof Float32Array && fresh.length === m * n);
+  const want = refMatmul(a, b, m, k, n);
+  for (let i = 0; i < want.length; i++) assert.ok(Math.abs(fresh[i] - want[i]) < 1e-5);
+  // runSessionSync with a preallocated output goes through the same binding
+  const pre = { dtype: "float32" as const, shape: [m, n], data: new Float32Array(m * n) };
+  const [t] = runSessionSync(s, { a: { dtype: "float32", shape: [m, k], data: a }, b: { dtype: "float32", shape: [k, n], data: b } }, ["c"], { preallocated: { c: pre } });
+  assert.equal(t.data, pre.data);
+  assert.deepEqual(globalThis.Array.from(t.data as Float32Array), globalThis.Array.from(fresh as Float32Array));
+  s.dispose();
+  assert.throws(() => run.run([a, b], [[m, k], [k, n]]), /released/);
+});
+
+test("native runner: bad feeds and outputs are errors naming the value, not crashes", { skip: runnerKind().kind !== "native" }, () => {
+  const s = createSessionSync(matmulModel(2, 3, 4), { intraOpNumThreads: 1 });
+  const run = fastRunner(s, [{ name: "a", dtype: "float32" }, { name: "b", dtype: "float32" }], [{ name: "c", dtype: "float32" }])!;
+  const a = new Float32Array(6), b = new Float32Array(12);
+  // an output buffer with the wrong shape
+  assert.throws(() => run.run([a, b], [[2, 3], [3, 4]], [new Float32Array(6)], [[2, 3]]), /Run:.*(shape|dimension|size)/i);
+  // an input whose shape does not match the model
+  assert.throws(() => run.run([a, new Float32Array(8)], [[2, 3], [2, 4]]), /Run:.*(dimension|shape|Got invalid)/i);
+  // a name the model does not have
+  assert.throws(() => fastRunner(s, [{ name: "zz", dtype: "float32" }], [{ name: "c", dtype: "float32" }]), /no value named 'zz'/);
+  // still usable afterwards
+  const [c] = run.run([Float32Array.from([1, 2, 3, 4, 5, 6]), new Float32Array(12).fill(1)], [[2, 3], [3, 4]]);
+  assert.deepEqual(globalThis.Array.from(c as Float32Array), [6, 6, 6, 6, 15, 15, 15, 15]);
+  s.dispose();
+});
+
+test("jitted outputs are written into pooled buffers: a disposed result's storage holds the next result", { skip: runnerKind().kind !== "native" }, () => {
+  const f = jax.jit((x: Array, y: Array) => jnp.matmul(x, y));
+  const x = jnp.reshape(jnp.arange(64 * 32, undefined, undefined, "float32"), [64, 32]), y = jnp.ones([32, 48]);
+  const first = f(x, y);
+  const want = first.tolist();
+  const buf = (first as unknown as { buffer: Float32Array }).buffer;
+  first.dispose();
+  const before = bufferPoolStats().reused;
+  const second = f(x, y);
+  assert.equal((second as unknown as { buffer: Float32Array }).buffer, buf, "the disposed result's buffer was reused");
+  assert.equal(bufferPoolStats().reused, before + 1);
+  assert.deepEqual(second.tolist(), want);
+  assert.equal((want as number[][])[1][0], 32 * 32 + (31 * 32) / 2);
+});
+
+test("the onnxruntime-node fallback (JAXTS_NATIVE=0) computes the same MLP step as the native runner", () => {
+  const script = `
+    const jax = await import(${JSON.stringify(new URL("../../../src/index.js", import.meta.url).href)});
+    const rt = await import(${JSON.stringify(new URL("../../../src/backends/onnx/ort-runtime.js", import.meta.url).href)});
+    const { numpy: jnp, nn } = jax;
+    const r = (shape, seed) => jnp.reshape(jnp.array(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * 1.7 + seed) * 0.3)), shape);
+    const loss = (p, x) => jnp.sum(jnp.square(jnp.matmul(nn.relu(jnp.add(jnp.matmul(x, p.w1), p.b1)), p.w2)));
+    const step = jax.jit((p, x) => { const [l, g] = jax.valueAndGrad(loss)(p, x); return [l, jax.tree.map((w, gw) => jnp.subtract(w, jnp.multiply(gw, 0.01)), p, g)]; });
+    let p = { w1: r([40, 24], 1), b1: r([24], 2), w2: r([24, 6], 3) };
+    const x = r([16, 40], 4);
+    const losses = [];
+    for (let i = 0; i < 3; i++) { const [l, q] = step(p, x); losses.push(l.item()); p = q; }
+    console.log(JSON.stringify({ runner: rt.runnerKind().kind, losses, w2: p.w2.tolist() }));
+  `;
+  const run = (native: boolean) => {
+    const env = { ...process.env, JAXTS_NATIVE: native ? "1" : "0" };
+    const res = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", env, cwd: fileURLToPath(new URL("../../..", import.meta.url)) });
+    assert.equal(res.status, 0, res.stderr);
+    return JSON.parse(res.stdout.trim().split("\n").pop()!) as { runner: string; losses: number[]; w2: number[][] };
+  };
+  const fallback = run(false);
+  assert.equal(fallback.runner, "onnxruntime-node");
+  const native = run(true);
+  if (runnerKind().kind === "native") assert.equal(native.runner, "native");
+  assert.ok(fallback.losses[2] < fallback.losses[0], "the loss decreases");
+  for (let i = 0; i < 3; i++) assert.ok(Math.abs(native.losses[i] - fallback.losses[i]) <= 1e-5 * Math.abs(fallback.losses[i]), `loss ${i}`);
+  native.w2.flat().forEach((v, i) => assert.ok(Math.abs(v - fallback.w2.flat()[i]) < 1e-5, `w2[${i}]`));
+});
