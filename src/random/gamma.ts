@@ -8,6 +8,9 @@ import { prod, shapeStr } from "../core/shape.js";
 import { bind, evalTrace, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { randomGammaGrad } from "../primitives/random.js";
+// random_gamma_grad's ONNX lowering (side effect: setLowering)
+import "../lax/lower-special.js";
+import { setLowering } from "../transforms/lower-fun.js";
 import { stopGradient } from "../transforms/stop-gradient.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { type KeyLike, checkKey, splitData, splitList } from "./keys.js";
@@ -123,6 +126,8 @@ export const randomGammaP: Primitive<GammaParams> = new Primitive<GammaParams>("
     lower: "lower by inlining gammaImpl (src/random/gamma.ts), as JAX's mlir.lower_fun(_gamma_impl); needs a while-loop lowering",
   },
 });
+// lowered by inlining gammaImpl, as JAX lowers random_gamma_p with mlir.lower_fun(_gamma_impl) (its loops are traced while loops)
+setLowering(randomGammaP, ([k, a], { log_space }) => [gammaImpl(k, a, log_space)]);
 
 function gammaFrom(fn: string, data: Array, a: Array, shape: Shape | null, dtype: DType, logSpace: boolean): Array {
   const s = shape === null ? a.shape : shape;

@@ -2,6 +2,7 @@
 import type { DType } from "../../src/core/dtype.js";
 import { getPrimitive } from "../../src/core/primitive.js";
 import "../../src/primitives/ops.js";
+import "../../src/lax/lower-special.js";
 import { type Case, FLOATS, INTS, arr, vec } from "./harness.js";
 
 
@@ -64,6 +65,8 @@ export function unaryFloatCases(): Case[] {
     cases.push(...unaryCases(name, FLOATS, values, name === "round" ? { rounding_method: 0 } : {}));
   }
   cases.push(...unaryCases("round", FLOATS, DOMAINS.round, { rounding_method: 1 }));
+  const PG = [-2.5, 1e-3, -1, -0, 0, 0.5, 1, 2.5, 14.9, 15, 100, 1e5, NaN, Infinity, -Infinity];
+  for (const m of [0, 1, 2, 4]) cases.push(...unaryCases("polygamma", FLOATS, PG, { m }));
   for (const y of [0, 1, 2, 3, 5, -1, -2, 7]) cases.push(...unaryCases("integer_pow", FLOATS, [-2, -0.5, 0, 0.3, 1, 1.7, 3, 10, NaN], { y }));
   return cases;
 }

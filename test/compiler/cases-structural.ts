@@ -3,8 +3,10 @@ import type { DType } from "../../src/core/dtype.js";
 import { DTYPES } from "../../src/core/dtype.js";
 import { getPrimitive } from "../../src/core/primitive.js";
 import "../../src/primitives/ops.js";
+import "../../src/lax/lower-special.js";
 import "../../src/primitives/sort.js";
 import "../../src/primitives/random.js";
+import "../../src/random/gamma.js";
 import "../../src/primitives/linalg.js";
 import { type Case, FLOATS, INTS, arr, vec } from "./harness.js";
 
@@ -204,6 +206,11 @@ export function randomCases(): Case[] {
     { prim: P("threefry2x32"), args: [u([], [0]), u([], [42]), u([4], [0, 1, 2, 3]), u([4], [4, 5, 6, 7])] },
     { prim: P("threefry2x32"), args: [u([], [0x12345678]), u([], [0xdeadbeef]), u([2, 3], seq(6, (i) => i * 0x9e3779b9)), u([3], [7, 8, 9])] },
     { prim: P("random_gamma_grad"), args: [vec("float32", [0.5, 1, 2.5, 10]), vec("float32", [0.3, 1, 2, 12])] },
+    { prim: P("random_gamma_grad"), args: [vec("float64", [1e-3, 0.5, 3, 3, 100, NaN, -1, 2, 2, 2]), vec("float64", [1e-5, 2, 50, 1e-3, 95, 1, 1, 0, -1, Infinity])] },
+    { prim: P("random_gamma_grad"), args: [arr("float32", [], [2.5]), arr("float32", [2, 2], [0.1, 1, 4, 30])] },
+    { prim: P("random_gamma_grad"), args: [arr("float16", [3], [0.5, 2, 8]), arr("float16", [], [1.5])] },
+    { prim: P("random_gamma"), args: [u([2], [0, 42]), vec("float32", [0.3, 1, 2.5, 10])], params: { log_space: false } },
+    { prim: P("random_gamma"), args: [u([2, 2], [0, 42, 1, 7]), arr("float64", [2, 3], [0.3, 1, 2.5, 10, 0.01, 4])], params: { log_space: true } },
   ];
 }
 
