@@ -6,6 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as ort from "onnxruntime-node";
 import * as jax from "../../src/index.js";
+import { ArrayImpl } from "../../src/core/array-impl.js";
+import { Primitive } from "../../src/core/primitive.js";
+import { bind } from "../../src/core/trace.js";
 import { type Array, numpy as jnp, nn, exportOnnx } from "../../src/index.js";
 
 async function runPlain(path: string, feeds: Record<string, Array>): Promise<Float32Array[]> {
@@ -52,6 +55,25 @@ test("a training step (valueAndGrad + SGD) exports and matches", async () => {
 test("a function that cannot be one ONNX graph is refused with the reason", () => {
   const dir = mkdtempSync(join(tmpdir(), "jaxts-export-"));
   const a = jnp.array([[4, 1], [1, 3]], { dtype: "float32" });
-  assert.throws(() => exportOnnx(join(dir, "c.onnx"), (m: Array) => jnp.linalg.cholesky(m), a), /exportOnnx: .*cholesky/);
+  // a primitive with an interpreter impl only (defined here: every library primitive may gain a lowering)
+  const hostOnly = new Primitive("test_export_host_only", {
+    abstractEval: ([x]) => [x],
+    impl: ([x]) => [new ArrayImpl(x.aval, Float32Array.from(x.dataSync() as Float32Array))],
+    missing: { lower: "test primitive without a lowering" },
+  });
+  assert.throws(() => exportOnnx(join(dir, "c.onnx"), (m: Array) => bind(hostOnly as Primitive, [m])[0], a), /exportOnnx: .*test_export_host_only/);
   assert.deepEqual(readdirSync(dir), []);
+});
+
+test("jnp.linalg.cholesky and solve export as one graph (lowered via lax loops) and run in plain ONNX Runtime", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "jaxts-export-"));
+  const a = jnp.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], { dtype: "float32" });
+  const b = jnp.array([[1], [2], [3]], { dtype: "float32" });
+  const f = (m: Array, r: Array) => [jnp.linalg.cholesky(m), jnp.linalg.solve(m, r)];
+  exportOnnx(join(dir, "c.onnx"), f, a, b);
+  const [l, x] = await runPlain(join(dir, "c.onnx"), { arg0: a, arg1: b });
+  const [lj, xj] = f(a, b);
+  close(l, lj.dataSync() as Float32Array);
+  close(x, xj.dataSync() as Float32Array);
+  assert.ok(Math.abs(l[0] - 2) < 1e-6, "L[0, 0] = sqrt(4)");
 });
