@@ -3,10 +3,12 @@
  * float64 reference kernels step for step (Householder QR with LAPACK signs, cyclic Jacobi eigh, one-sided Jacobi svd).
  */
 import type { Array } from "../core/array.js";
+import { ShapedArray } from "../core/aval.js";
 import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
-import { eighP, qrP, svdP, triPart } from "../primitives/linalg.js";
-import { foriLoop } from "../transforms/scan.js";
+import { eighP, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
+import { fromNums } from "../primitives/ref-util.js";
+import { foriLoop, scan, whileLoop } from "../transforms/scan.js";
 import { setLowering } from "../transforms/lower-fun.js";
 
 const F64: DType = "float64";
@@ -112,4 +114,132 @@ setLowering(qrP, ([a], { full_matrices }) => {
   const r = triPart(ops.slice(w, a.shape.map(() => 0), [...B, rows, n]), false, 0);
   const q = householderProduct(w, taus, rows);
   return [ops.convert(q, a.dtype), ops.convert(r, a.dtype)];
+});
+
+// ---------------------------------------------------------------- shared Jacobi machinery
+const EPS = 2 ** -52;
+const MAX_SWEEPS = 100;
+/** The cyclic order of the reference's sweeps: (p, q) for p < q, row by row, as two int32 constants. */
+function pairTables(n: number): [Array, Array] {
+  const ps: number[] = [], qs: number[] = [];
+  for (let p = 0; p < n - 1; p++) for (let q = p + 1; q < n; q++) { ps.push(p); qs.push(q); }
+  const av = new ShapedArray([ps.length], "int32");
+  return [fromNums(av, ps), fromNums(av, qs)];
+}
+/** Sums x [...B, r, c] over its last two axes where `mask` holds: x[p, q] for a one-hot mask. */
+const pick2 = (x: Array, mask: Array): Array => ops.reduceSum(ops.select(mask, x, zeros(x)), [x.ndim - 2, x.ndim - 1]);
+/** Column j of x [...B, r, c] where colMask = (col == j): [...B, r]. */
+const pickCol = (x: Array, colMask: Array): Array => ops.reduceSum(ops.select(colMask, x, zeros(x)), [x.ndim - 1]);
+/** v [...B, r] as a column broadcast over `shape` [...B, r, c]. */
+const asCol = (v: Array, shape: readonly number[]): Array => ops.broadcastInDim(v, shape, [...range(v.ndim - 1), v.ndim - 1]);
+/** v [...B, c] as a row broadcast over `shape` [...B, r, c]. */
+const asRow = (v: Array, shape: readonly number[]): Array => ops.broadcastInDim(v, shape, [...range(v.ndim - 1), v.ndim]);
+/** The smaller root t = tan(phi) of t^2 + 2 z t - 1 = 0 (the reference's rotation angle), for z = cot(2 phi). */
+function smallRoot(z: Array): Array {
+  const az = ops.abs(z);
+  const sgn = ops.select(ops.ge(z, c64(0)), ops.fullLike(z, 1), ops.fullLike(z, -1));
+  const big = ops.gt(az, c64(1e150));
+  const zs = ops.select(big, zeros(z), z); // keeps z^2 finite on the unused branch
+  const regular = ops.div(sgn, ops.add(az, ops.sqrt(ops.add(ops.mul(zs, zs), c64(1)))));
+  return ops.select(big, ops.div(c64(1), ops.mul(c64(2), z)), regular);
+}
+/**
+ * Stable ordering permutation of keys [...B, n] as a one-hot float64 matrix P [...B, n(src), n(dst)] with
+ * P[src, dst] = 1 iff key src lands at dst (ascending or descending, ties in index order, as the reference sort).
+ */
+function sortPermutation(keys: Array, ascending: boolean): Array {
+  const nd = keys.ndim, n = keys.shape[nd - 1], sh = [...keys.shape, n];
+  const ki = ops.broadcastInDim(keys, sh, [...range(nd - 1), nd - 1]); // [.., i, j] = key_i
+  const kj = ops.broadcastInDim(keys, sh, [...range(nd - 1), nd]); // [.., i, j] = key_j
+  const ii = ops.iota("int32", sh, nd - 1), jj = ops.iota("int32", sh, nd);
+  const before = ops.or(ascending ? ops.lt(ki, kj) : ops.gt(ki, kj), ops.and(ops.eq(ki, kj), ops.lt(ii, jj)));
+  // rank_j = #{i : key_i sorts before key_j}
+  const rank = ops.reduceSum(ops.convert(before, "int32"), [nd - 1]); // [...B, n] indexed by j
+  const rankSrc = ops.broadcastInDim(rank, sh, [...range(nd - 1), nd - 1]);
+  return ops.convert(ops.eq(rankSrc, jj), F64);
+}
+/** Batched x @ y on the last two axes. */
+const mm = (x: Array, y: Array): Array => {
+  const nd = x.ndim, bd = range(nd - 2);
+  return ops.dotGeneral(x, y, [[[nd - 1], [nd - 2]], [bd, bd]]);
+};
+/** Per batch: are all entries of x [...B, r, c] finite? */
+const allFinite = (x: Array): Array => ops.reduceAnd(ops.isFinite(x), [x.ndim - 2, x.ndim - 1]);
+const anyOf = (x: Array): Array => ops.reduceOr(x, range(x.ndim));
+
+// ---------------------------------------------------------------- eigh: cyclic Jacobi (Rutishauser's rotations)
+/** Cyclic Jacobi on symmetric A [...B, n, n] (n >= 2), sweeping until one full sweep rotates nothing: [A, V]. */
+function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
+  const nd = A0.ndim, sh = A0.shape, n = sh[nd - 1];
+  const rowI = ops.iota("int32", sh, nd - 2), colI = ops.iota("int32", sh, nd - 1);
+  const V0 = ops.convert(ops.eq(rowI, colI), F64);
+  const [pt, qt] = pairTables(n);
+  const tol = lead(absTol, sh.slice(0, nd - 2));
+  const rotate = ([A, V, rot]: [Array, Array, Array], [p, q]: [Array, Array]): [[Array, Array, Array], null] => {
+    const rP = ops.eq(rowI, p), rQ = ops.eq(rowI, q), cP = ops.eq(colI, p), cQ = ops.eq(colI, q);
+    const apq = pick2(A, ops.and(rP, cQ)), app = pick2(A, ops.and(rP, cP)), aqq = pick2(A, ops.and(rQ, cQ));
+    const aa = ops.abs(apq);
+    const skip = ops.or(ops.le(aa, ops.mul(c64(EPS), ops.sqrt(ops.abs(ops.mul(app, aqq))))), ops.le(aa, tol));
+    const apqS = ops.select(skip, ops.fullLike(apq, 1), apq);
+    // theta = cot(2 phi), t = tan(phi), tau = tan(phi / 2)
+    const t = smallRoot(ops.div(ops.sub(aqq, app), ops.mul(c64(2), apqS)));
+    const c = ops.div(c64(1), ops.sqrt(ops.add(ops.mul(t, t), c64(1))));
+    const s = ops.mul(t, c), tau = ops.div(s, ops.add(c64(1), c));
+    const vs = sh.slice(0, nd - 1);
+    const sV = lead(s, vs), tauV = lead(tau, vs);
+    const rot2 = (xp: Array, xq: Array): [Array, Array] => [
+      ops.sub(xp, ops.mul(sV, ops.add(xq, ops.mul(tauV, xp)))),
+      ops.add(xq, ops.mul(sV, ops.sub(xp, ops.mul(tauV, xq)))),
+    ];
+    const [nrp, nrq] = rot2(pickCol(A, cP), pickCol(A, cQ));
+    const [nvp, nvq] = rot2(pickCol(V, cP), pickCol(V, cQ));
+    const pq = ops.or(ops.and(rP, cQ), ops.and(rQ, cP));
+    const notPQr = ops.not(ops.or(rP, rQ)), notPQc = ops.not(ops.or(cP, cQ));
+    let An = A;
+    An = ops.select(ops.and(cP, notPQr), asCol(nrp, sh), An);
+    An = ops.select(ops.and(rP, notPQc), asRow(nrp, sh), An);
+    An = ops.select(ops.and(cQ, notPQr), asCol(nrq, sh), An);
+    An = ops.select(ops.and(rQ, notPQc), asRow(nrq, sh), An);
+    An = ops.select(ops.and(rP, cP), lead(ops.sub(app, ops.mul(t, apq)), sh), An);
+    An = ops.select(ops.and(rQ, cQ), lead(ops.add(aqq, ops.mul(t, apq)), sh), An);
+    An = ops.select(pq, zeros(A), An);
+    const Vn = ops.select(cP, asCol(nvp, sh), ops.select(cQ, asCol(nvq, sh), V));
+    const skipM = lead(skip, sh);
+    const Askip = ops.select(pq, zeros(A), A);
+    return [[ops.select(skipM, Askip, An), ops.select(skipM, V, Vn), ops.or(rot, ops.not(skip))], null];
+  };
+  const rot0 = ops.full(sh.slice(0, nd - 2), false, "bool");
+  const [, , A, V] = whileLoop(
+    ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
+    ([sweep, , A, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
+      const [[A2, V2, rot]] = scan(rotate, [A, V, rot0] as [Array, Array, Array], [pt, qt] as [Array, Array]);
+      return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(rot), A2, V2];
+    },
+    [ops.full([], 0, "int32"), ops.full([], true, "bool"), A0, V0] as [Array, Array, Array, Array],
+  );
+  return [A, V];
+}
+
+setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
+  const nd = a.ndim, sh = a.shape, n = sh[nd - 1];
+  const x = f64(a);
+  const rowI = ops.iota("int32", sh, nd - 2), colI = ops.iota("int32", sh, nd - 1);
+  // the triangle named by `lower`, mirrored
+  let A = ops.select(lower ? ops.ge(rowI, colI) : ops.le(rowI, colI), x, mT(x));
+  const finite = allFinite(x);
+  A = ops.select(lead(finite, sh), A, zeros(A));
+  const absTol = ops.mul(c64(EPS * EPS), ops.sqrt(ops.reduceSum(ops.mul(A, A), [nd - 2, nd - 1])));
+  let V: Array;
+  if (n >= 2) [A, V] = jacobiEigh(A, absTol);
+  else V = ops.convert(ops.eq(rowI, colI), F64);
+  let w = ops.reduceSum(ops.select(ops.eq(rowI, colI), A, zeros(A)), [nd - 1]);
+  if (sort_eigenvalues && n >= 2) {
+    const perm = sortPermutation(w, true);
+    w = ops.reduceSum(ops.mul(perm, ops.broadcastInDim(w, perm.shape, [...range(nd - 2), nd - 2])), [nd - 2]);
+    V = mm(V, perm);
+  }
+  const nanV = ops.fullLike(V, NaN), nanW = ops.fullLike(w, NaN);
+  V = ops.select(lead(finite, V.shape), V, nanV);
+  w = ops.select(lead(finite, w.shape), w, nanW);
+  return [ops.convert(V, a.dtype), ops.convert(w, a.dtype)];
 });

@@ -1,5 +1,5 @@
 /** @file The ONNX lowerings of qr, eigh and svd (src/lax/lower-linalg-decomp.ts): one ONNX program, agreement with the reference interpreter, identities, degenerate inputs. */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import { compiledFor, onnxBackend } from "../../src/backends/onnx/onnx-backend.js";
@@ -122,4 +122,72 @@ test("jnp.linalg.qr runs as one ONNX program", () => {
   agree(run((x) => { const o = jnp.linalg.qr(x, "complete") as { Q: Array; R: Array }; return [o.Q, o.R]; }, [a], "jnp qr complete"), "jnp.qr float32");
 });
 
-test("report", () => { console.log("max abs error vs interpreter:", JSON.stringify(maxErr)); });
+// ---------------------------------------------------------------- eigh
+/** Symmetric (a + a^T) / 2 of a concrete batch. */
+function symm(a: ArrayImpl): ArrayImpl {
+  const n = a.shape[a.ndim - 1], v = vals(a), o = v.slice();
+  for (let t = 0; t < v.length; t += n * n) for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) o[t + i * n + j] = 0.5 * (v[t + i * n + j] + v[t + j * n + i]);
+  return mat(a.dtype, [...a.shape], o);
+}
+/** Checks A V = V diag(w) and V^T V = I for symmetric A (batched). */
+function checkEigh(a: ArrayImpl, v: ArrayImpl, w: ArrayImpl, tol: number, label: string): void {
+  const n = a.shape[a.ndim - 1], batch = a.size / (n * n), wv = vals(w), vv = vals(v);
+  const av = matmul(a, v).flat();
+  const vd = vv.map((x, i) => x * wv[Math.floor(i / (n * n)) * n + (i % n)]);
+  const scale = Math.max(1, ...wv.map(Math.abs));
+  assertNear(av.map((x) => x / scale), vd.map((x) => x / scale), tol, `${label} AV=VW`);
+  assertNear(matmul(tr(v), v).flat(), eyeVals(batch, n), tol, `${label} VtV=I`);
+}
+const EIGH_SHAPES: number[][] = [[1, 1], [2, 2], [5, 5], [12, 12], [3, 4, 4], [2, 2, 5, 5]];
+test("eigh lowers to one ONNX program and agrees with the interpreter (float32/float64, batched, lower/upper, sorted/unsorted)", () => {
+  for (const dtype of ["float32", "float64"] as DType[]) {
+    for (const [si, shape] of EIGH_SHAPES.entries()) {
+      const a = randMat(dtype, shape, 101 + si); // not symmetric: `lower` picks the triangle
+      for (const lower of [true, false]) {
+        for (const sort of [true, false]) {
+          const r = run((x) => P.eigh(x, lower, sort), [a], `eigh ${dtype} ${shape}`);
+          agree(r, `eigh ${dtype} [${shape}] lower=${lower} sort=${sort}`);
+          const [v, w] = r.onnx;
+          const n = shape[shape.length - 1], av = vals(a), sv = av.slice();
+          for (let t = 0; t < av.length; t += n * n) for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
+            const useIJ = lower ? i >= j : i <= j;
+            sv[t + i * n + j] = useIJ ? av[t + i * n + j] : av[t + j * n + i];
+          }
+          checkEigh(mat("float64", [...shape], sv), v, w, dtype === "float64" ? 1e-12 : 2e-5, `eigh ${shape}`);
+          if (sort) { const wv = vals(w); for (let i = 1; i < wv.length; i++) if (i % n !== 0) assert.ok(wv[i - 1] <= wv[i], "ascending eigenvalues"); }
+        }
+      }
+    }
+  }
+});
+
+test("eigh lowering: repeated eigenvalues, zero, diagonal, 2x2 with tiny off-diagonal and NaN inputs agree with the interpreter", () => {
+  for (const dtype of ["float32", "float64"] as DType[]) {
+    // Q diag(1, 1, 2, 2, 2) Q^T with Q from a qr of a random matrix
+    const q = vals(run((x) => [P.qr(x)[0]], [randMat("float64", [5, 5], 5)], "q").ref[0]);
+    const d = [1, 1, 2, 2, 2], rep = new globalThis.Array<number>(25).fill(0);
+    for (let i = 0; i < 5; i++) for (let j = 0; j < 5; j++) for (let l = 0; l < 5; l++) rep[i * 5 + j] += q[i * 5 + l] * d[l] * q[j * 5 + l];
+    const cases: [string, ArrayImpl][] = [
+      ["repeated", mat(dtype, [5, 5], rep)],
+      ["identity", mat(dtype, [4, 4], eyeVals(1, 4))],
+      ["zero", mat(dtype, [3, 3], new globalThis.Array(9).fill(0))],
+      ["diagonal", mat(dtype, [3, 3], [3, 0, 0, 0, -1, 0, 0, 0, 2])],
+      ["tiny off-diagonal", mat(dtype, [2, 2], [1, 1e-20, 1e-20, 1])],
+      ["nan", mat(dtype, [2, 3, 3], [NaN, 1, 2, 1, 4, 5, 2, 5, 8, 1, 2, 3, 2, 5, 6, 3, 6, 10])],
+      ["inf", mat(dtype, [2, 2], [Infinity, 1, 1, 2])],
+    ];
+    for (const [name, a] of cases) {
+      const r = run((x) => P.eigh(x), [a], `eigh ${name}`);
+      agree(r, `eigh ${name} ${dtype}`);
+      if (name !== "nan" && name !== "inf") checkEigh(symm(a), r.onnx[0], r.onnx[1], dtype === "float64" ? 1e-12 : 2e-5, `eigh ${name}`);
+    }
+  }
+});
+
+test("jnp.linalg.eigh / eigvalsh run as one ONNX program", () => {
+  const a = symm(randMat("float32", [2, 4, 4], 9));
+  agree(run((x) => { const o = jnp.linalg.eigh(x) as unknown as { eigenvalues: Array; eigenvectors: Array }; return [o.eigenvalues, o.eigenvectors]; }, [a], "jnp eigh"), "jnp.eigh float32");
+  agree(run((x) => [jnp.linalg.eigvalsh(x) as Array], [a], "jnp eigvalsh"), "jnp.eigvalsh float32");
+});
+
+after(() => { console.log("max abs error vs interpreter:", JSON.stringify(maxErr)); });
