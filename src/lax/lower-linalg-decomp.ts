@@ -243,3 +243,118 @@ setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
   w = ops.select(lead(finite, w.shape), w, nanW);
   return [ops.convert(V, a.dtype), ops.convert(w, a.dtype)];
 });
+
+// ---------------------------------------------------------------- svd: one-sided (Hestenes) Jacobi
+/** Column pairs of W [...B, R, C] (C >= 2) rotated until |w_p . w_q| <= R eps ||w_p|| ||w_q|| for every pair: [W, V]. */
+function jacobiSvd(W0: Array, withV: boolean): [Array, Array | null] {
+  const nd = W0.ndim, sh = W0.shape, R = sh[nd - 2], C = sh[nd - 1], B = sh.slice(0, nd - 2);
+  const vsh = [...B, C, C];
+  const colW = ops.iota("int32", sh, nd - 1), colV = ops.iota("int32", vsh, nd - 1);
+  const V0 = ops.convert(ops.eq(ops.iota("int32", vsh, nd - 2), colV), F64);
+  const [pt, qt] = pairTables(C);
+  const tol = c64(Math.max(R, 1) * EPS);
+  /** Columns p, q of X replaced by c x_p - s x_q and s x_p + c x_q. */
+  const rot = (X: Array, col: Array, p: Array, q: Array, c: Array, s: Array): Array => {
+    const cp = ops.eq(col, p), cq = ops.eq(col, q), xs = X.shape;
+    const xp = asCol(pickCol(X, cp), xs), xq = asCol(pickCol(X, cq), xs);
+    const cM = lead(c, xs), sM = lead(s, xs);
+    const np = ops.sub(ops.mul(cM, xp), ops.mul(sM, xq)), nq = ops.add(ops.mul(sM, xp), ops.mul(cM, xq));
+    return ops.select(cp, np, ops.select(cq, nq, X));
+  };
+  const step = ([W, V, rotd]: [Array, Array, Array], [p, q]: [Array, Array]): [[Array, Array, Array], null] => {
+    const wp = pickCol(W, ops.eq(colW, p)), wq = pickCol(W, ops.eq(colW, q)); // [...B, R]
+    const alpha = ops.reduceSum(ops.mul(wp, wp), [nd - 2]), beta = ops.reduceSum(ops.mul(wq, wq), [nd - 2]);
+    const gamma = ops.reduceSum(ops.mul(wp, wq), [nd - 2]);
+    const skip = ops.or(ops.eq(gamma, c64(0)), ops.le(ops.abs(gamma), ops.mul(ops.mul(tol, ops.sqrt(alpha)), ops.sqrt(beta))));
+    const gS = ops.select(skip, ops.fullLike(gamma, 1), gamma);
+    // zeta = (beta - alpha) / (2 gamma), t = tan(phi) (smaller root), c = cos(phi), s = sin(phi)
+    const t = smallRoot(ops.div(ops.sub(beta, alpha), ops.mul(c64(2), gS)));
+    const c = ops.div(c64(1), ops.sqrt(ops.add(c64(1), ops.mul(t, t)))), s = ops.mul(c, t);
+    const Wn = ops.select(lead(skip, sh), W, rot(W, colW, p, q, c, s));
+    const Vn = withV ? ops.select(lead(skip, vsh), V, rot(V, colV, p, q, c, s)) : V;
+    return [[Wn, Vn, ops.or(rotd, ops.not(skip))], null];
+  };
+  const rot0 = ops.full(B, false, "bool");
+  const [, , W, V] = whileLoop(
+    ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
+    ([sweep, , W, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
+      const [[W2, V2, r]] = scan(step, [W, V, rot0] as [Array, Array, Array], [pt, qt] as [Array, Array]);
+      return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(r), W2, V2];
+    },
+    [ops.full([], 0, "int32"), ops.full([], true, "bool"), W0, V0] as [Array, Array, Array, Array],
+  );
+  return [W, withV ? V : null];
+}
+
+/**
+ * The reference's completeOrthonormal: each column j of U [...B, R, cols] not marked valid becomes the standard basis
+ * vector e_i least covered by the valid columns (first minimum), Gram-Schmidt-orthogonalised twice (column by column,
+ * in index order) against them, normalised, and then counts as valid.
+ */
+function completeOrthonormal(U0: Array, valid0: Array): Array {
+  const nd = U0.ndim, sh = U0.shape, R = sh[nd - 2], cols = sh[nd - 1], B = sh.slice(0, nd - 2);
+  const colI = ops.iota("int32", sh, nd - 1), rowV = ops.iota("int32", [...B, R], nd - 2), validI = ops.iota("int32", valid0.shape, nd - 2);
+  const colOf = (U: Array, c: number): Array => ops.reshape(ops.slice(U, [...B.map(() => 0), 0, c], [...B, R, c + 1]), [...B, R]);
+  const flag = (valid: Array, c: number): Array => ops.reshape(ops.slice(valid, [...B.map(() => 0), c], [...B, c + 1]), B);
+  const [U] = foriLoop(0, cols, (j: Array, [U, valid]: [Array, Array]): [Array, Array] => {
+    const vj = ops.reduceOr(ops.and(ops.eq(validI, j), valid), [nd - 2]);
+    let cover = ops.full([...B, R], 0, F64);
+    for (let c = 0; c < cols; c++) {
+      const u = colOf(U, c);
+      cover = ops.add(cover, ops.select(lead(flag(valid, c), [...B, R]), ops.mul(u, u), zeros(u)));
+    }
+    const best = ops.argmin(cover, nd - 2, "int32");
+    let r = ops.convert(ops.eq(rowV, lead(best, [...B, R])), F64);
+    for (let pass = 0; pass < 2; pass++) {
+      for (let c = 0; c < cols; c++) {
+        const u = colOf(U, c);
+        const d = ops.reduceSum(ops.mul(u, r), [nd - 2]);
+        r = ops.select(lead(flag(valid, c), [...B, R]), ops.sub(r, ops.mul(lead(d, [...B, R]), u)), r);
+      }
+    }
+    const norm = ops.sqrt(ops.reduceSum(ops.mul(r, r), [nd - 2]));
+    const Un = ops.select(ops.eq(colI, j), asCol(ops.div(r, lead(norm, [...B, R])), sh), U);
+    const validN = ops.or(valid, ops.eq(validI, j));
+    return [ops.select(lead(vj, sh), U, Un), validN];
+  }, [U0, valid0] as [Array, Array]);
+  return U;
+}
+
+setLowering(svdP, ([a], { full_matrices, compute_uv }) => {
+  const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], k = Math.min(m, n), B = a.shape.slice(0, nd - 2);
+  const transposed = m < n, R = transposed ? n : m, C = transposed ? m : n;
+  const x = f64(a);
+  const finite = allFinite(x);
+  let W = transposed ? mT(x) : x;
+  W = ops.select(lead(finite, W.shape), W, zeros(W));
+  // scale by a power of two (exact) near max|a| so that sums of squares cannot overflow
+  const maxAbs = ops.reduceMax(ops.abs(W), [nd - 2, nd - 1]);
+  const pos = ops.gt(maxAbs, c64(0));
+  const e = ops.floor(ops.div(ops.log(ops.select(pos, maxAbs, ops.fullLike(maxAbs, 1))), c64(Math.LN2)));
+  const scale = ops.select(pos, ops.pow(ops.fullLike(e, 2), e), ops.fullLike(e, 1));
+  W = ops.div(W, lead(scale, W.shape));
+  let V: Array | null = null;
+  if (C >= 2) [W, V] = jacobiSvd(W, compute_uv);
+  else if (compute_uv) V = ops.full([...B, 1, 1], 1, F64);
+  const norms = ops.sqrt(ops.reduceSum(ops.mul(W, W), [nd - 2])); // [...B, C]
+  const perm = C >= 2 ? sortPermutation(norms, false) : ops.full([...B, 1, 1], 1, F64);
+  const sorted = ops.reduceSum(ops.mul(perm, ops.broadcastInDim(norms, perm.shape, [...range(nd - 2), nd - 2])), [nd - 2]);
+  const nanIf = (v: Array): Array => ops.select(lead(finite, v.shape), v, ops.fullLike(v, NaN));
+  const sOut = ops.convert(nanIf(ops.mul(sorted, lead(scale, sorted.shape))), a.dtype);
+  if (!compute_uv) return [sOut];
+  const ucW = full_matrices ? R : C;
+  // u_j = w_order[j] / s_j where s_j > 0; the rest (and columns C.. of a full u) are completed
+  const ws = mm(W, perm);
+  const posS = ops.gt(sorted, c64(0));
+  let Uw = ops.div(ws, asRow(ops.select(posS, sorted, ops.fullLike(sorted, 1)), ws.shape));
+  Uw = ops.select(asRow(posS, ws.shape), Uw, zeros(Uw));
+  let valid = posS;
+  if (ucW > C) {
+    Uw = ops.concatenate([Uw, ops.full([...B, R, ucW - C], 0, F64)], nd - 1);
+    valid = ops.concatenate([valid, ops.full([...B, ucW - C], false, "bool")], nd - 2);
+  }
+  Uw = completeOrthonormal(Uw, valid);
+  const Vs = mm(V!, perm);
+  const [u, vt] = transposed ? [Vs, mT(Uw)] : [Uw, mT(Vs)];
+  return [sOut, ops.convert(nanIf(u), a.dtype), ops.convert(nanIf(vt), a.dtype)];
+});

@@ -190,4 +190,65 @@ test("jnp.linalg.eigh / eigvalsh run as one ONNX program", () => {
   agree(run((x) => [jnp.linalg.eigvalsh(x) as Array], [a], "jnp eigvalsh"), "jnp.eigvalsh float32");
 });
 
+// ---------------------------------------------------------------- svd
+/** Checks U[:, :k] diag(s) Vt[:k, :] = A and the orthonormality of U's and Vt's columns / rows (batched). */
+function checkSvd(a: ArrayImpl, s: ArrayImpl, u: ArrayImpl, vt: ArrayImpl, tol: number, label: string): void {
+  const [m, n] = a.shape.slice(-2), k = Math.min(m, n), uc = u.shape[u.ndim - 1], vr = vt.shape[vt.ndim - 2];
+  const batch = a.size / (m * n), sv = vals(s), uv = vals(u), vv = vals(vt), rec: number[] = [];
+  for (let t = 0; t < batch; t++) for (let i = 0; i < m; i++) for (let j = 0; j < n; j++) {
+    let acc = 0;
+    for (let l = 0; l < k; l++) acc += uv[t * m * uc + i * uc + l] * sv[t * k + l] * vv[t * vr * n + l * n + j];
+    rec.push(acc);
+  }
+  assertNear(rec, vals(a), tol, `${label} USVt=A`);
+  assertNear(matmul(tr(u), u).flat(), eyeVals(batch, uc), tol, `${label} UtU=I`);
+  assertNear(matmul(vt, tr(vt)).flat(), eyeVals(batch, vr), tol, `${label} VtV=I`);
+  for (let i = 0; i < sv.length; i++) { assert.ok(sv[i] >= 0, `${label}: s >= 0`); if (i % k !== 0) assert.ok(sv[i - 1] >= sv[i], `${label}: descending`); }
+}
+const SVD_SHAPES: number[][] = [[1, 1], [2, 2], [5, 5], [12, 12], [5, 3], [3, 5], [12, 5], [1, 4], [2, 4, 3], [2, 3, 4]];
+test("svd lowers to one ONNX program and agrees with the interpreter (float32/float64, batched, tall/wide, full/reduced, with/without u and vt)", () => {
+  for (const dtype of ["float32", "float64"] as DType[]) {
+    for (const [si, shape] of SVD_SHAPES.entries()) {
+      const a = randMat(dtype, shape, 211 + si);
+      for (const full of [false, true]) {
+        const r = run((x) => P.svd(x, full, true), [a], `svd ${dtype} ${shape}`);
+        agree(r, `svd ${dtype} [${shape}] full=${full}`);
+        checkSvd(a, r.onnx[0], r.onnx[1], r.onnx[2], dtype === "float64" ? 1e-12 : 2e-5, `svd ${shape} full=${full}`);
+      }
+      agree(run((x) => P.svd(x, false, false), [a], `svd s ${dtype} ${shape}`), `svd ${dtype} [${shape}] s only`);
+    }
+  }
+});
+
+test("svd lowering: zero, rank-deficient, repeated singular values, scaled and NaN inputs agree with the interpreter", () => {
+  for (const dtype of ["float32", "float64"] as DType[]) {
+    const cases: [string, ArrayImpl][] = [
+      ["zero", mat(dtype, [3, 2], new globalThis.Array(6).fill(0))],
+      ["rank1", mat(dtype, [4, 3], [1, 2, 3, 2, 4, 6, -1, -2, -3, 0.5, 1, 1.5])],
+      ["rank1 wide", mat(dtype, [2, 4], [1, 2, 3, 4, 2, 4, 6, 8])],
+      ["identity", mat(dtype, [3, 3], eyeVals(1, 3))],
+      ["zero column", mat(dtype, [3, 3], [1, 0, 2, 3, 0, 4, 5, 0, 6])],
+      ["large", mat(dtype, [2, 2], dtype === "float64" ? [1e200, 3e199, -2e200, 5e199] : [1e30, 3e29, -2e30, 5e29])],
+      ["nan", mat(dtype, [2, 2, 3], [NaN, 1, 2, 3, 4, 5, 1, 2, 3, 4, 5, 7])],
+    ];
+    for (const [name, a] of cases) {
+      for (const full of [false, true]) {
+        const r = run((x) => P.svd(x, full, true), [a], `svd ${name}`);
+        agree(r, `svd ${name} ${dtype} full=${full}`);
+        if (name !== "nan" && name !== "large") checkSvd(a, r.onnx[0], r.onnx[1], r.onnx[2], dtype === "float64" ? 1e-12 : 2e-5, `svd ${name}`);
+      }
+    }
+  }
+});
+
+test("jnp.linalg.svd / svdvals / pinv / norm(ord=2) / matrixRank / cond run as one ONNX program", () => {
+  const a = randMat("float32", [2, 5, 3], 17);
+  agree(run((x) => { const o = jnp.linalg.svd(x) as unknown as { U: Array; S: Array; Vh: Array }; return [o.U, o.S, o.Vh]; }, [a], "jnp svd"), "jnp.svd float32");
+  agree(run((x) => [jnp.linalg.svdvals(x)], [a], "jnp svdvals"), "jnp.svdvals float32");
+  agree(run((x) => [jnp.linalg.pinv(x)], [a], "jnp pinv"), "jnp.pinv float32");
+  agree(run((x) => [jnp.linalg.norm(x, 2, [-2, -1])], [a], "jnp norm2"), "jnp.norm2 float32");
+  agree(run((x) => [jnp.linalg.matrixRank(x)], [a], "jnp matrixRank"), "jnp.matrixRank float32");
+  agree(run((x) => [jnp.linalg.cond(x)], [a], "jnp cond"), "jnp.cond float32");
+});
+
 after(() => { console.log("max abs error vs interpreter:", JSON.stringify(maxErr)); });
