@@ -119,15 +119,14 @@ setLowering(qrP, ([a], { full_matrices }) => {
 // ---------------------------------------------------------------- shared Jacobi machinery
 const EPS = 2 ** -52;
 const MAX_SWEEPS = 100;
-/** The cyclic order of the reference's sweeps: (p, q) for p < q, row by row, as two int32 constants. */
-function pairTables(n: number): [Array, Array] {
+type Step = (c: [Array, Array, Array], pq: [Array, Array]) => [[Array, Array, Array], null];
+/** One cyclic sweep: a scan over the static schedule of pairs (p, q), p < q < n, row by row as the reference. */
+function sweepPairs(step: Step, init: [Array, Array, Array], n: number): [Array, Array, Array] {
   const ps: number[] = [], qs: number[] = [];
   for (let p = 0; p < n - 1; p++) for (let q = p + 1; q < n; q++) { ps.push(p); qs.push(q); }
   const av = new ShapedArray([ps.length], "int32");
-  return [fromNums(av, ps), fromNums(av, qs)];
+  return scan(step, init, [fromNums(av, ps), fromNums(av, qs)] as [Array, Array])[0];
 }
-/** Sums x [...B, r, c] over its last two axes where `mask` holds: x[p, q] for a one-hot mask. */
-const pick2 = (x: Array, mask: Array): Array => ops.reduceSum(ops.select(mask, x, zeros(x)), [x.ndim - 2, x.ndim - 1]);
 /** Column j of x [...B, r, c] where colMask = (col == j): [...B, r]. */
 const pickCol = (x: Array, colMask: Array): Array => ops.reduceSum(ops.select(colMask, x, zeros(x)), [x.ndim - 1]);
 /** v [...B, r] as a column broadcast over `shape` [...B, r, c]. */
@@ -173,11 +172,15 @@ function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
   const nd = A0.ndim, sh = A0.shape, n = sh[nd - 1];
   const rowI = ops.iota("int32", sh, nd - 2), colI = ops.iota("int32", sh, nd - 1);
   const V0 = ops.convert(ops.eq(rowI, colI), F64);
-  const [pt, qt] = pairTables(n);
   const tol = lead(absTol, sh.slice(0, nd - 2));
+  const vs = sh.slice(0, nd - 1), vecI = ops.iota("int32", vs, nd - 2);
+  /** Entry i of the vectors x [...B, n]: [...B]. */
+  const at = (x: Array, isI: Array): Array => ops.reduceSum(ops.select(isI, x, zeros(x)), [nd - 2]);
   const rotate = ([A, V, rot]: [Array, Array, Array], [p, q]: [Array, Array]): [[Array, Array, Array], null] => {
-    const rP = ops.eq(rowI, p), rQ = ops.eq(rowI, q), cP = ops.eq(colI, p), cQ = ops.eq(colI, q);
-    const apq = pick2(A, ops.and(rP, cQ)), app = pick2(A, ops.and(rP, cP)), aqq = pick2(A, ops.and(rQ, cQ));
+    const cP = ops.eq(colI, p), cQ = ops.eq(colI, q), rP = ops.eq(rowI, p), rQ = ops.eq(rowI, q);
+    const vP = ops.eq(vecI, p), vQ = ops.eq(vecI, q);
+    const arp = pickCol(A, cP), arq = pickCol(A, cQ); // columns p and q of A
+    const apq = at(arp, vQ), app = at(arp, vP), aqq = at(arq, vQ);
     const aa = ops.abs(apq);
     const skip = ops.or(ops.le(aa, ops.mul(c64(EPS), ops.sqrt(ops.abs(ops.mul(app, aqq))))), ops.le(aa, tol));
     const apqS = ops.select(skip, ops.fullLike(apq, 1), apq);
@@ -185,34 +188,28 @@ function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
     const t = smallRoot(ops.div(ops.sub(aqq, app), ops.mul(c64(2), apqS)));
     const c = ops.div(c64(1), ops.sqrt(ops.add(ops.mul(t, t), c64(1))));
     const s = ops.mul(t, c), tau = ops.div(s, ops.add(c64(1), c));
-    const vs = sh.slice(0, nd - 1);
-    const sV = lead(s, vs), tauV = lead(tau, vs);
+    const sV = lead(s, vs), tauV = lead(tau, vs), skipV = lead(skip, vs);
     const rot2 = (xp: Array, xq: Array): [Array, Array] => [
       ops.sub(xp, ops.mul(sV, ops.add(xq, ops.mul(tauV, xp)))),
       ops.add(xq, ops.mul(sV, ops.sub(xp, ops.mul(tauV, xq)))),
     ];
-    const [nrp, nrq] = rot2(pickCol(A, cP), pickCol(A, cQ));
-    const [nvp, nvq] = rot2(pickCol(V, cP), pickCol(V, cQ));
-    const pq = ops.or(ops.and(rP, cQ), ops.and(rQ, cP));
-    const notPQr = ops.not(ops.or(rP, rQ)), notPQc = ops.not(ops.or(cP, cQ));
-    let An = A;
-    An = ops.select(ops.and(cP, notPQr), asCol(nrp, sh), An);
-    An = ops.select(ops.and(rP, notPQc), asRow(nrp, sh), An);
-    An = ops.select(ops.and(cQ, notPQr), asCol(nrq, sh), An);
-    An = ops.select(ops.and(rQ, notPQc), asRow(nrq, sh), An);
-    An = ops.select(ops.and(rP, cP), lead(ops.sub(app, ops.mul(t, apq)), sh), An);
-    An = ops.select(ops.and(rQ, cQ), lead(ops.add(aqq, ops.mul(t, apq)), sh), An);
-    An = ops.select(pq, zeros(A), An);
-    const Vn = ops.select(cP, asCol(nvp, sh), ops.select(cQ, asCol(nvq, sh), V));
-    const skipM = lead(skip, sh);
-    const Askip = ops.select(pq, zeros(A), A);
-    return [[ops.select(skipM, Askip, An), ops.select(skipM, V, Vn), ops.or(rot, ops.not(skip))], null];
+    const [nrp, nrq] = rot2(arp, arq);
+    // new columns p and q (also rows, by symmetry): rotated entries, the new diagonal pair, zero at (p, q)
+    const newP = ops.select(vP, lead(ops.sub(app, ops.mul(t, apq)), vs), nrp);
+    const newQ = ops.select(vQ, lead(ops.add(aqq, ops.mul(t, apq)), vs), nrq);
+    const colP = ops.select(vQ, zeros(arp), ops.select(skipV, arp, newP));
+    const colQ = ops.select(vP, zeros(arq), ops.select(skipV, arq, newQ));
+    const An = ops.select(cP, asCol(colP, sh), ops.select(cQ, asCol(colQ, sh), ops.select(rP, asRow(colP, sh), ops.select(rQ, asRow(colQ, sh), A))));
+    const vp = pickCol(V, cP), vq = pickCol(V, cQ);
+    const [nvp, nvq] = rot2(vp, vq);
+    const Vn = ops.select(cP, asCol(ops.select(skipV, vp, nvp), sh), ops.select(cQ, asCol(ops.select(skipV, vq, nvq), sh), V));
+    return [[An, Vn, ops.or(rot, ops.not(skip))], null];
   };
   const rot0 = ops.full(sh.slice(0, nd - 2), false, "bool");
   const [, , A, V] = whileLoop(
     ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
     ([sweep, , A, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
-      const [[A2, V2, rot]] = scan(rotate, [A, V, rot0] as [Array, Array, Array], [pt, qt] as [Array, Array]);
+      const [A2, V2, rot] = sweepPairs(rotate, [A, V, rot0], n);
       return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(rot), A2, V2];
     },
     [ops.full([], 0, "int32"), ops.full([], true, "bool"), A0, V0] as [Array, Array, Array, Array],
@@ -251,18 +248,10 @@ function jacobiSvd(W0: Array, withV: boolean): [Array, Array | null] {
   const vsh = [...B, C, C];
   const colW = ops.iota("int32", sh, nd - 1), colV = ops.iota("int32", vsh, nd - 1);
   const V0 = ops.convert(ops.eq(ops.iota("int32", vsh, nd - 2), colV), F64);
-  const [pt, qt] = pairTables(C);
   const tol = c64(Math.max(R, 1) * EPS);
-  /** Columns p, q of X replaced by c x_p - s x_q and s x_p + c x_q. */
-  const rot = (X: Array, col: Array, p: Array, q: Array, c: Array, s: Array): Array => {
-    const cp = ops.eq(col, p), cq = ops.eq(col, q), xs = X.shape;
-    const xp = asCol(pickCol(X, cp), xs), xq = asCol(pickCol(X, cq), xs);
-    const cM = lead(c, xs), sM = lead(s, xs);
-    const np = ops.sub(ops.mul(cM, xp), ops.mul(sM, xq)), nq = ops.add(ops.mul(sM, xp), ops.mul(cM, xq));
-    return ops.select(cp, np, ops.select(cq, nq, X));
-  };
   const step = ([W, V, rotd]: [Array, Array, Array], [p, q]: [Array, Array]): [[Array, Array, Array], null] => {
-    const wp = pickCol(W, ops.eq(colW, p)), wq = pickCol(W, ops.eq(colW, q)); // [...B, R]
+    const cpW = ops.eq(colW, p), cqW = ops.eq(colW, q);
+    const wp = pickCol(W, cpW), wq = pickCol(W, cqW); // [...B, R]
     const alpha = ops.reduceSum(ops.mul(wp, wp), [nd - 2]), beta = ops.reduceSum(ops.mul(wq, wq), [nd - 2]);
     const gamma = ops.reduceSum(ops.mul(wp, wq), [nd - 2]);
     const skip = ops.or(ops.eq(gamma, c64(0)), ops.le(ops.abs(gamma), ops.mul(ops.mul(tol, ops.sqrt(alpha)), ops.sqrt(beta))));
@@ -270,15 +259,26 @@ function jacobiSvd(W0: Array, withV: boolean): [Array, Array | null] {
     // zeta = (beta - alpha) / (2 gamma), t = tan(phi) (smaller root), c = cos(phi), s = sin(phi)
     const t = smallRoot(ops.div(ops.sub(beta, alpha), ops.mul(c64(2), gS)));
     const c = ops.div(c64(1), ops.sqrt(ops.add(c64(1), ops.mul(t, t)))), s = ops.mul(c, t);
-    const Wn = ops.select(lead(skip, sh), W, rot(W, colW, p, q, c, s));
-    const Vn = withV ? ops.select(lead(skip, vsh), V, rot(V, colV, p, q, c, s)) : V;
+    /** Columns p, q of X (xp, xq given) replaced by c x_p - s x_q and s x_p + c x_q (kept when skipped). */
+    const rot = (X: Array, cp: Array, cq: Array, xp: Array, xq: Array): Array => {
+      const xs = xp.shape, cM = lead(c, xs), sM = lead(s, xs), sk = lead(skip, xs);
+      const np = ops.select(sk, xp, ops.sub(ops.mul(cM, xp), ops.mul(sM, xq)));
+      const nq = ops.select(sk, xq, ops.add(ops.mul(sM, xp), ops.mul(cM, xq)));
+      return ops.select(cp, asCol(np, X.shape), ops.select(cq, asCol(nq, X.shape), X));
+    };
+    const Wn = rot(W, cpW, cqW, wp, wq);
+    let Vn = V;
+    if (withV) {
+      const cpV = ops.eq(colV, p), cqV = ops.eq(colV, q);
+      Vn = rot(V, cpV, cqV, pickCol(V, cpV), pickCol(V, cqV));
+    }
     return [[Wn, Vn, ops.or(rotd, ops.not(skip))], null];
   };
   const rot0 = ops.full(B, false, "bool");
   const [, , W, V] = whileLoop(
     ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
     ([sweep, , W, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
-      const [[W2, V2, r]] = scan(step, [W, V, rot0] as [Array, Array, Array], [pt, qt] as [Array, Array]);
+      const [W2, V2, r] = sweepPairs(step, [W, V, rot0], C);
       return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(r), W2, V2];
     },
     [ops.full([], 0, "int32"), ops.full([], true, "bool"), W0, V0] as [Array, Array, Array, Array],
