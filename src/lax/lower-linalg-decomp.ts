@@ -6,7 +6,7 @@ import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
 import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
-import { eighP, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
+import { eighP, mm, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
 import { fromNums } from "../primitives/ref-util.js";
 import { foriLoop, scan, whileLoop } from "../transforms/scan.js";
 import { setLowering } from "../transforms/lower-fun.js";
@@ -157,11 +157,6 @@ function sortPermutation(keys: Array, ascending: boolean): Array {
   const rankSrc = ops.broadcastInDim(rank, sh, [...range(nd - 1), nd - 1]);
   return ops.convert(ops.eq(rankSrc, jj), F64);
 }
-/** Batched x @ y on the last two axes. */
-const mm = (x: Array, y: Array): Array => {
-  const nd = x.ndim, bd = range(nd - 2);
-  return ops.dotGeneral(x, y, [[[nd - 1], [nd - 2]], [bd, bd]]);
-};
 /** Per batch: are all entries of x [...B, r, c] finite? */
 const allFinite = (x: Array): Array => ops.reduceAnd(ops.isFinite(x), [x.ndim - 2, x.ndim - 1]);
 const anyOf = (x: Array): Array => ops.reduceOr(x, range(x.ndim));
