@@ -9,6 +9,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { type Atom, Jaxpr, Literal, Var } from "../core/jaxpr.js";
 import { flatten } from "../core/tree.js";
 import { compileJaxpr } from "../compiler/compile.js";
+import { lowerFunOptions } from "../transforms/lower-fun.js";
 import { type ModelProto, type NodeProto, type ValueInfoProto, decodeModel, encodeModel } from "../backends/onnx/onnx-proto.js";
 import { makeJaxpr } from "../transforms/api.js";
 
@@ -33,7 +34,13 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
   });
   const m = (a: Atom): Atom => (a instanceof Var && sub.has(a) ? sub.get(a)! : a);
   const j = new Jaxpr([], cj.jaxpr.invars, cj.jaxpr.outvars.map(m), cj.jaxpr.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) })));
-  const prog = compileJaxpr(j, { name: "jaxts_export" });
+  lowerFunOptions.exporting = true;
+  let prog: ReturnType<typeof compileJaxpr>;
+  try {
+    prog = compileJaxpr(j, { name: "jaxts_export" });
+  } finally {
+    lowerFunOptions.exporting = false;
+  }
   const onnxSteps = prog.steps.filter((s) => s.kind === "onnx");
   if (prog.steps.length !== 1 || onnxSteps.length !== 1) {
     const why = prog.notes.length ? prog.notes.join("; ") : `${prog.steps.length} program steps`;

@@ -9,7 +9,14 @@ import * as ops from "../primitives/ops.js";
 import { eighP, mm, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
 import { fromNums } from "../primitives/ref-util.js";
 import { foriLoop, scan, whileLoop } from "../transforms/scan.js";
-import { setLowering } from "../transforms/lower-fun.js";
+import { setLowering, tooSlowOnOnnx } from "../transforms/lower-fun.js";
+
+/**
+ * Largest Jacobi dimension jit lowers into ONNX. Cyclic Jacobi applies n(n-1)/2 rotations per sweep, one Loop
+ * iteration each, with a fixed per-iteration cost in ORT: at n = 64 an eigh took ~3 s in ONNX vs ~40 ms on the
+ * interpreter's kernel. Above this size jit runs eigh/svd as a host step; exportOnnx lowers any size.
+ */
+export const jacobiLoweringOptions = { maxN: 16 };
 
 const F64: DType = "float64";
 const range = (n: number): number[] => [...globalThis.Array(n).keys()];
@@ -214,6 +221,7 @@ function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
 
 setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
   const nd = a.ndim, sh = a.shape, n = sh[nd - 1];
+  tooSlowOnOnnx("eigh", n > jacobiLoweringOptions.maxN, `n = ${n} > ${jacobiLoweringOptions.maxN}: cyclic Jacobi in an ONNX Loop is slower than the interpreter's kernel; jit runs it as a host step (exportOnnx lowers any size)`);
   const x = f64(a);
   const rowI = ops.iota("int32", sh, nd - 2), colI = ops.iota("int32", sh, nd - 1);
   // the triangle named by `lower`, mirrored
@@ -318,6 +326,7 @@ function completeOrthonormal(U0: Array, valid0: Array): Array {
 setLowering(svdP, ([a], { full_matrices, compute_uv }) => {
   const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], k = Math.min(m, n), B = a.shape.slice(0, nd - 2);
   const transposed = m < n, R = transposed ? n : m, C = transposed ? m : n;
+  tooSlowOnOnnx("svd", C > jacobiLoweringOptions.maxN, `min(m, n) = ${C} > ${jacobiLoweringOptions.maxN}: one-sided Jacobi in an ONNX Loop is slower than the interpreter's kernel; jit runs it as a host step (exportOnnx lowers any size)`);
   const x = f64(a);
   const finite = allFinite(x);
   let W = transposed ? mT(x) : x;

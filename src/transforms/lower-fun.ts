@@ -7,9 +7,24 @@ import type { ShapedArray } from "../core/aval.js";
 import type { Array } from "../core/array.js";
 import { ClosedJaxpr, type Jaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
+import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
 
 type Lower = NonNullable<PrimitiveRules["lower"]>;
+
+/**
+ * `exporting` is true while jax.exportOnnx compiles: lowerings that jit leaves to the interpreter for speed at large
+ * sizes (see `tooSlowOnOnnx`) must then lower at any size, since the model has to be standalone.
+ */
+export const lowerFunOptions = { exporting: false };
+
+/**
+ * Throws LoweringUnsupportedError (so jit runs the equation on the interpreter between ONNX segments) when `big`
+ * and not exporting: for algorithms whose ONNX form is much slower than the reference kernel at that size.
+ */
+export function tooSlowOnOnnx(prim: string, big: boolean, why: string): void {
+  if (big && !lowerFunOptions.exporting) throw new LoweringUnsupportedError(prim, why);
+}
 
 /** The traced implementation of one (params, input avals) instance, cached. */
 function cacheKey(params: Record<string, unknown>, avals: readonly ShapedArray[]): string {

@@ -252,3 +252,20 @@ test("jnp.linalg.svd / svdvals / pinv / norm(ord=2) / matrixRank / cond run as o
 });
 
 after(() => { console.log("max abs error vs interpreter:", JSON.stringify(maxErr)); });
+
+test("eigh/svd above the Jacobi size limit run as a host step under jit (same values) but still export as one ONNX graph", async () => {
+  const { toOnnx } = await import("../../src/io/export-onnx.js");
+  const { jacobiLoweringOptions } = await import("../../src/lax/lower-linalg-decomp.js");
+  const n = jacobiLoweringOptions.maxN + 2;
+  const a = randMat("float32", [n, n], 91);
+  const sym = (x: Array) => jnp.add(x, jnp.matrixTranspose(x));
+  const e = run((x) => P.eigh(sym(x)), [a], "eigh_big");
+  assert.ok(e.kinds.includes("host"), `eigh ${n}x${n} steps: ${e.kinds}`);
+  e.onnx.forEach((o, i) => assert.deepEqual(vals(o), vals(e.ref[i])));
+  const s = run((x) => P.svd(x, false), [randMat("float32", [n + 3, n], 92)], "svd_big");
+  assert.ok(s.kinds.includes("host"), `svd steps: ${s.kinds}`);
+  s.onnx.forEach((o, i) => vals(o).forEach((v, k) => assert.ok(Math.abs(v - vals(s.ref[i])[k]) < 1e-5)));
+  // the size limit is a jit speed choice: export lowers any size (exportOnnx needs one standalone graph)
+  const m = toOnnx((x: Array) => P.eigh(sym(x)), a);
+  assert.ok(m.bytes.length > 0 && /Loop/.test(Buffer.from(m.bytes).toString("latin1")));
+});
