@@ -72,6 +72,6 @@ export async function jaxtsInit(): Promise<void> {
 }
 
 export const jaxtsNotes: string[] = [
-  "jaxts: ONNX Runtime (onnxruntime-node) CPU execution provider; jit compiles one InferenceSession per (jaxpr, avals) (all cores with spinning for large programs, one thread for small ones); eager ops use cached per-primitive sessions.",
-  "jitted pure float32 elementwise programs run as one fused WebAssembly SIMD kernel instead (single pass over memory; large calls shared with a helper thread); outputs of those come from a buffer pool that disposed and garbage-collected arrays feed.",
+  "jaxts: ONNX Runtime CPU execution provider (the libonnxruntime of onnxruntime-node, driven by jaxts's native runner: outputs written into pooled buffers); jit compiles one session per (jaxpr, avals) (all cores with spinning for large programs, one thread for small ones); eager ops use cached per-primitive sessions.",
+  "jitted pure float32 elementwise programs run as one fused WebAssembly SIMD kernel instead (single pass over memory; large calls shared with a helper thread); all outputs come from a buffer pool that disposed, donated and garbage-collected arrays feed.",
 ];
