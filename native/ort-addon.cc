@@ -38,8 +38,6 @@ struct ApiBase {
 
 // Slot numbers in OrtApi (stable: the table is append-only across releases).
 enum Slot : int {
-  kCreateStatus = 0,
-  kGetErrorCode = 1,
   kGetErrorMessage = 2,
   kCreateEnv = 3,
   kCreateSessionFromArray = 8,
@@ -72,9 +70,7 @@ enum Slot : int {
   kCreateCpuMemoryInfo = 69,
   kAllocatorFree = 76,
   kGetAllocatorWithDefaultOptions = 78,
-  kReleaseEnv = 92,
   kReleaseStatus = 93,
-  kReleaseMemoryInfo = 94,
   kReleaseSession = 95,
   kReleaseValue = 96,
   kReleaseTypeInfo = 98,
@@ -181,7 +177,7 @@ napi_value Init(napi_env env, napi_callback_info info) {
       g_api = nullptr;
       if (Failed(env, s, "CreateEnv")) return nullptr;
     }
-    // OrtArenaAllocator = 1... device allocator 0, OrtMemTypeDefault = 0
+    // CPU memory info for tensors over caller memory: OrtDeviceAllocator (0), OrtMemTypeDefault (0)
     s = fn<St (*)(int, int, OrtMemoryInfo**)>(kCreateCpuMemoryInfo)(0, 0, &g_cpu);
     if (Failed(env, s, "CreateCpuMemoryInfo")) return nullptr;
     s = fn<St (*)(OrtAllocator**)>(kGetAllocatorWithDefaultOptions)(&g_alloc);

@@ -258,11 +258,10 @@ function leadingSumsAsGemm(v: GraphView): boolean {
     const ones = v.g.constant("float32", [1, s[0]], new Float32Array(s[0]).fill(1));
     n.opType = "Gemm";
     n.attrs = [];
-    if (keep) {
-      n.inputs = [ones, x];
-    } else {
+    n.inputs = [ones, x];
+    if (!keep) {
+      // Gemm gives [1, N]: reshape to the [N] the ReduceSum produced
       const row = v.g.fresh("colsum");
-      n.inputs = [ones, x];
       n.outputs = [row];
       v.g.addNode("Reshape", [row, v.g.int64s([s[1]])], [out]);
     }

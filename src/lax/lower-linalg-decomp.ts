@@ -4,12 +4,12 @@
  */
 import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
-import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { eighP, mm, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
 import { fromNums } from "../primitives/ref-util.js";
 import { foriLoop, scan, whileLoop } from "../transforms/scan.js";
 import { setLowering, tooSlowOnOnnx } from "../transforms/lower-fun.js";
+import { F64, anyTrue, f64, isNan, lead, range, zeros } from "./lower-util.js";
 
 /**
  * Largest Jacobi dimension jit lowers into ONNX. Cyclic Jacobi applies n(n-1)/2 rotations per sweep, one Loop
@@ -18,15 +18,7 @@ import { setLowering, tooSlowOnOnnx } from "../transforms/lower-fun.js";
  */
 export const jacobiLoweringOptions = { maxN: 16 };
 
-const F64: DType = "float64";
-const range = (n: number): number[] => [...globalThis.Array(n).keys()];
-const f64 = (x: Array): Array => ops.convert(x, F64);
-const zeros = (x: Array): Array => ops.zerosLikeArray(x);
 const c64 = (v: number): Array => ops.full([], v, F64);
-/** x [...B] broadcast to `shape` [...B, ...] along its leading axes. */
-const lead = (x: Array, shape: readonly number[]): Array => ops.broadcastInDim(x, shape, range(x.ndim));
-/** True where x is NaN. */
-const isNan = (x: Array): Array => ops.ne(x, x);
 
 /** ||x|| over the last axis, scaled by max|x| as the reference's scaledNorm (NaN if any entry is NaN, inf if one is inf). */
 function scaledNorm(x: Array): Array {
@@ -134,6 +126,22 @@ function sweepPairs(step: Step, init: [Array, Array, Array], n: number): [Array,
   const av = new ShapedArray([ps.length], "int32");
   return scan(step, init, [fromNums(av, ps), fromNums(av, qs)] as [Array, Array])[0];
 }
+/**
+ * Cyclic sweeps of `step` over the pairs of n, carrying [X, Y, rotated?] (rotated? per batch element, shape `batch`),
+ * until a sweep rotates nothing in any batch element or MAX_SWEEPS sweeps ran: the final [X, Y].
+ */
+function jacobiSweeps(step: Step, X0: Array, Y0: Array, batch: readonly number[], n: number): [Array, Array] {
+  const rot0 = ops.full(batch, false, "bool");
+  const [, , X, Y] = whileLoop(
+    ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
+    ([sweep, , X, Y]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
+      const [X2, Y2, rot] = sweepPairs(step, [X, Y, rot0], n);
+      return [ops.add(sweep, ops.full([], 1, "int32")), anyTrue(rot), X2, Y2];
+    },
+    [ops.full([], 0, "int32"), ops.full([], true, "bool"), X0, Y0] as [Array, Array, Array, Array],
+  );
+  return [X, Y];
+}
 /** Column j of x [...B, r, c] where colMask = (col == j): [...B, r]. */
 const pickCol = (x: Array, colMask: Array): Array => ops.reduceSum(ops.select(colMask, x, zeros(x)), [x.ndim - 1]);
 /** v [...B, r] as a column broadcast over `shape` [...B, r, c]. */
@@ -166,7 +174,6 @@ function sortPermutation(keys: Array, ascending: boolean): Array {
 }
 /** Per batch: are all entries of x [...B, r, c] finite? */
 const allFinite = (x: Array): Array => ops.reduceAnd(ops.isFinite(x), [x.ndim - 2, x.ndim - 1]);
-const anyOf = (x: Array): Array => ops.reduceOr(x, range(x.ndim));
 
 // ---------------------------------------------------------------- eigh: cyclic Jacobi (Rutishauser's rotations)
 /** Cyclic Jacobi on symmetric A [...B, n, n] (n >= 2), sweeping until one full sweep rotates nothing: [A, V]. */
@@ -207,16 +214,7 @@ function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
     const Vn = ops.select(cP, asCol(ops.select(skipV, vp, nvp), sh), ops.select(cQ, asCol(ops.select(skipV, vq, nvq), sh), V));
     return [[An, Vn, ops.or(rot, ops.not(skip))], null];
   };
-  const rot0 = ops.full(sh.slice(0, nd - 2), false, "bool");
-  const [, , A, V] = whileLoop(
-    ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
-    ([sweep, , A, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
-      const [A2, V2, rot] = sweepPairs(rotate, [A, V, rot0], n);
-      return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(rot), A2, V2];
-    },
-    [ops.full([], 0, "int32"), ops.full([], true, "bool"), A0, V0] as [Array, Array, Array, Array],
-  );
-  return [A, V];
+  return jacobiSweeps(rotate, A0, V0, sh.slice(0, nd - 2), n);
 }
 
 setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
@@ -277,15 +275,7 @@ function jacobiSvd(W0: Array, withV: boolean): [Array, Array | null] {
     }
     return [[Wn, Vn, ops.or(rotd, ops.not(skip))], null];
   };
-  const rot0 = ops.full(B, false, "bool");
-  const [, , W, V] = whileLoop(
-    ([sweep, any]: [Array, Array, Array, Array]) => ops.and(ops.lt(sweep, ops.full([], MAX_SWEEPS, "int32")), any),
-    ([sweep, , W, V]: [Array, Array, Array, Array]): [Array, Array, Array, Array] => {
-      const [W2, V2, r] = sweepPairs(step, [W, V, rot0], C);
-      return [ops.add(sweep, ops.full([], 1, "int32")), anyOf(r), W2, V2];
-    },
-    [ops.full([], 0, "int32"), ops.full([], true, "bool"), W0, V0] as [Array, Array, Array, Array],
-  );
+  const [W, V] = jacobiSweeps(step, W0, V0, B, C);
   return [W, withV ? V : null];
 }
 

@@ -1,28 +1,23 @@
 /** @file ONNX lowerings (via setLowering) of cholesky, triangular_solve and lu: the reference kernels' algorithms as loops of one-hot masked row/column updates, computed in float64. */
 import type { Array } from "../core/array.js";
-import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { type TriangularSolveParams, choleskyP, luP, mT, triPart, triangularSolveP } from "../primitives/linalg.js";
 import { foriLoop } from "../transforms/scan.js";
 import { setLowering } from "../transforms/lower-fun.js";
+import { F64, lead, range, zeros } from "./lower-util.js";
 
 // Every lowering converts to float64, runs the reference kernel's algorithm step for step (same pivots, same
 // failure tests, same elements read) and rounds back, so float32 results agree with the interpreter's
 // float64-then-rounded results. Dynamic row/column access uses one-hot masks (iota == i) with select, never
 // multiplication by a mask, so an Inf/NaN elsewhere in the matrix cannot leak in as 0 * Inf.
 
-const range = (n: number): number[] => [...globalThis.Array(n).keys()];
-const F64: DType = "float64";
 
 /** int32 index grid along `axis` of `shape`. */
 const idx = (shape: readonly number[], axis: number): Array => ops.iota("int32", shape, axis);
 /** A 0-d int32 value broadcast to `shape`. */
 const bc = (i: Array, shape: readonly number[]): Array => ops.broadcastInDim(i, shape, []);
-/** x [...B, ...] broadcast to `shape` whose leading dims hold x's dims (the rest are new trailing axes). */
-const bcLead = (x: Array, shape: readonly number[]): Array => ops.broadcastInDim(x, shape, range(x.ndim));
 /** x [...B, c] broadcast along a new axis `at` of `shape` (at = nd-2: repeated over rows; nd-1: over columns). */
 const bcAt = (x: Array, shape: readonly number[], at: number): Array => ops.broadcastInDim(x, shape, range(shape.length).filter((d) => d !== at));
-const zeros = (x: Array): Array => ops.zerosLikeArray(x);
 const i32 = (v: number): Array => ops.full([], v, "int32");
 /** Zero-element operands need no loop (ONNX Loop shape inference rejects zero-size carries). */
 const isEmpty = (x: Array): boolean => x.shape.includes(0);
@@ -69,13 +64,13 @@ function choleskyImpl([a]: Array[]): Array[] {
     const d = elemAt(s, j);
     const good2 = ops.and(good, ops.gt(d, ops.full(d.shape, 0, F64)));
     const ljj = ops.sqrt(d);
-    const sb = bcAt(s, sh, nd - 1), db = bcLead(ljj, sh);
+    const sb = bcAt(s, sh, nd - 1), db = lead(ljj, sh);
     const atCol = ops.eq(cols, jb);
     const below = ops.and(atCol, ops.gt(rows, jb)), diag = ops.and(atCol, ops.eq(rows, jb));
     const w2 = ops.select(below, ops.div(sb, db), ops.select(diag, db, w));
     return [w2, good2];
   }, [l0, ops.full(B, true, "bool")] as [Array, Array]);
-  const out = ops.select(bcLead(ok, sh), l, ops.full(sh, NaN, F64));
+  const out = ops.select(lead(ok, sh), l, ops.full(sh, NaN, F64));
   return [ops.convert(out, a.dtype)];
 }
 
@@ -98,7 +93,7 @@ function substitute(t: Array, b: Array, tLower: boolean, unit: boolean): Array {
     // r = T[i, solved] @ X[solved, :]
     const r = ops.dotGeneral(ti, xs, [[[nd - 2], [nd - 2]], [range(nd - 2), range(nd - 2)]]);
     let xi = ops.sub(rowAt(x, i), r);
-    if (!unit) xi = ops.div(xi, bcLead(elemAt(rowAt(t, i), i), xi.shape));
+    if (!unit) xi = ops.div(xi, lead(elemAt(rowAt(t, i), i), xi.shape));
     return ops.select(ops.eq(bRows, bc(i, b.shape)), bcAt(xi, b.shape, nd - 2), x);
   }, b);
 }
@@ -141,27 +136,27 @@ function luImpl([a]: Array[]): Array[] {
     const cand = ops.and(ops.ge(vRows, jv), ops.eq(col, col));
     const score = ops.select(cand, col, ops.full(vShape, -1, F64));
     const best = ops.reduceMax(score, [nd - 2]);
-    const first = ops.reduceMin(ops.select(ops.eq(score, bcLead(best, vShape)), vRows, ops.full(vShape, m, "int32")), [nd - 2]);
+    const first = ops.reduceMin(ops.select(ops.eq(score, lead(best, vShape)), vRows, ops.full(vShape, m, "int32")), [nd - 2]);
     const diagNan = ops.ne(elemAt(col, j), elemAt(col, j));
     const pv = ops.select(diagNan, bc(j, B), first);
     // swap rows j and p of w and entries j and p of perm
     const rj = rowAt(w, j);
-    const pb = bcLead(pv, sh), jb = bc(j, sh);
+    const pb = lead(pv, sh), jb = bc(j, sh);
     const wRowJ = bcAt(rj, sh, nd - 2);
     const isJ = ops.eq(rows, jb), isP = ops.eq(rows, pb);
     const wRowP = bcAt(ops.reduceSum(ops.select(isP, w, zeros(w)), [nd - 2]), sh, nd - 2);
     const ws = ops.select(isJ, wRowP, ops.select(isP, wRowJ, w));
-    const pvv = bcLead(pv, vShape);
-    const permJ = bcLead(elemAt(perm, j), vShape);
-    const permP = bcLead(ops.reduceSum(ops.select(ops.eq(vRows, pvv), perm, ops.zerosLikeArray(perm)), [nd - 2]), vShape);
+    const pvv = lead(pv, vShape);
+    const permJ = lead(elemAt(perm, j), vShape);
+    const permP = lead(ops.reduceSum(ops.select(ops.eq(vRows, pvv), perm, ops.zerosLikeArray(perm)), [nd - 2]), vShape);
     const perm2 = ops.select(ops.eq(vRows, jv), permP, ops.select(ops.eq(vRows, pvv), permJ, perm));
-    const piv2 = ops.select(ops.eq(pivIdx, bc(j, pivShape)), bcLead(pv, pivShape), piv);
+    const piv2 = ops.select(ops.eq(pivIdx, bc(j, pivShape)), lead(pv, pivShape), piv);
     // scale the column below the diagonal by a nonzero pivot
     const uRow = rowAt(ws, j);
     const pivot = elemAt(uRow, j);
-    const pivB = bcLead(pivot, sh);
+    const pivB = lead(pivot, sh);
     const below = ops.gt(rows, jb), atCol = ops.eq(cols, jb), right = ops.gt(cols, jb);
-    const scale = ops.and(ops.and(below, atCol), bcLead(ops.ne(pivot, ops.full(pivot.shape, 0, F64)), sh));
+    const scale = ops.and(ops.and(below, atCol), lead(ops.ne(pivot, ops.full(pivot.shape, 0, F64)), sh));
     const ws2 = ops.select(scale, ops.div(ws, pivB), ws);
     // Schur complement: w[i, c] -= w[i, j] w[j, c] for i > j, c > j
     const l = bcAt(colAt(ws2, j), sh, nd - 1), u = bcAt(uRow, sh, nd - 2);

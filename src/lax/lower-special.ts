@@ -1,17 +1,13 @@
 /** @file ONNX lowerings (via setLowering) of the iterative special functions polygamma and random_gamma_grad, mirroring their float64 reference kernels. */
 import type { Array } from "../core/array.js";
-import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { polygammaP } from "../primitives/elementwise.js";
 import { randomGammaGradP } from "../primitives/random.js";
 import { whileLoopFlat } from "../transforms/control-flow.js";
 import { setLowering } from "../transforms/lower-fun.js";
+import { F64, anyTrue, isNan } from "./lower-util.js";
 
-const F64: DType = "float64";
 const full64 = (like: Array, v: number): Array => ops.full(like.shape, v, F64);
-const isNan = (x: Array): Array => ops.ne(x, x);
-/** True when any element of a boolean array is true (a 0-d bool). */
-const anyTrue = (b: Array): Array => ops.reduceOr(b, b.shape.map((_, i) => i));
 
 // ---------------------------------------------------------------- polygamma
 // Mirrors special-math.ts polygamma: for m >= 1 shift x up to >= 15 with psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m!/x^(m+1)

@@ -14,7 +14,7 @@ import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
 import { acquire, own, ownsStorage, recycle } from "./buffer-pool.js";
 import { ParallelKernel } from "./fused-workers.js";
-import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync } from "./ort-runtime.js";
+import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
 
 /**
@@ -144,13 +144,6 @@ function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly Sh
   return res;
 }
 
-type StorageCtor = Parameters<typeof acquire>[0];
-const STORAGE: Readonly<Record<GDType, StorageCtor>> = {
-  bool: Uint8Array, uint8: Uint8Array, int8: Int8Array, int16: Int16Array, uint16: Uint16Array, float16: Uint16Array,
-  bfloat16: Uint16Array, int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
-  float32: Float32Array, float64: Float64Array,
-};
-
 /**
  * A run whose outputs ORT writes straight into pooled buffers (jaxts's native runner): steady-state calls
  * allocate no fresh memory, whose first touch costs about as much as a 256x256 GEMM here.
@@ -161,7 +154,7 @@ function runIntoPool(fast: FastRunner, data: readonly HostArray[], shapes: reado
   for (let i = 0; i < m; i++) {
     const a = outAvals[i];
     // empty outputs: ORT allocates (there is no memory to hand it)
-    bufs[i] = a.size > 0 ? (acquire(STORAGE[a.dtype as GDType], a.size) as HostArray) : null;
+    bufs[i] = a.size > 0 ? (acquire(storageCtor(a.dtype as GDType), a.size) as HostArray) : null;
     outShapes[i] = a.shape;
   }
   let outs: HostArray[];

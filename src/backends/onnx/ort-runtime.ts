@@ -428,8 +428,9 @@ function fromOrtTensor(t: ort.Tensor, copy: boolean, want?: DType): HostTensor {
   return { dtype, shape, data };
 }
 
-type StorageCtor = { new (buf: ArrayBufferLike): HostArray; new (n: number): HostArray };
-function storageCtor(dtype: DType): StorageCtor {
+type StorageCtor = { new (buf: ArrayBufferLike, byteOffset?: number, length?: number): HostArray; new (n: number): HostArray; readonly name: string };
+/** The typed-array class that holds a dtype's host data (see HostArrayMap). */
+export function storageCtor(dtype: DType): StorageCtor {
   switch (dtype) {
     case "bool": case "uint8": return Uint8Array;
     case "int8": return Int8Array;
