@@ -90,27 +90,27 @@ export const sparseSigmoid = f("sparse_sigmoid", (a) => sel(ops.le(a, c(a, -1)),
 export const log1mexp = f("log1mexp", (a) => sel(ops.lt(a, c(a, Math.LN2)), ops.log(ops.neg(ops.expm1(ops.neg(a)))), ops.log1p(ops.neg(ops.exp(ops.neg(a))))));
 
 interface SoftmaxOpts { axis: Axis; where: ArrayInput | null }
-/** softmax(x, axis=-1, where): exp(x - max) / sum; masked-out entries are 0. */
-export function softmax(x: ArrayInput, ...args: Args<[axis: Axis, where: ArrayInput | null], Partial<SoftmaxOpts>>): Array {
-  const o = parseArgs<SoftmaxOpts>("softmax", args, ["axis", "where"]);
-  const a = toInexact("softmax", x);
+type SoftmaxArgs = Args<[axis: Axis, where: ArrayInput | null], Partial<SoftmaxOpts>>;
+/** The arguments softmax and logSoftmax share: the inexact operand, its axis (default -1), the mask and the (masked) max. */
+function softmaxArgs(name: string, x: ArrayInput, args: SoftmaxArgs): { a: Array; axis: Axis; w: ArrayInput | undefined; xmax: Array } {
+  const o = parseArgs<SoftmaxOpts>(name, args, ["axis", "where"]);
+  const a = toInexact(name, x);
   const axis = o.axis === undefined ? -1 : o.axis;
-  axesOf("softmax", axis, a.shape);
+  axesOf(name, axis, a.shape);
   const w = o.where ?? undefined;
-  const xmax = max(a, { axis, keepdims: true, initial: -Infinity, where: w });
+  return { a, axis, w, xmax: max(a, { axis, keepdims: true, initial: -Infinity, where: w }) };
+}
+/** softmax(x, axis=-1, where): exp(x - max) / sum; masked-out entries are 0. */
+export function softmax(x: ArrayInput, ...args: SoftmaxArgs): Array {
+  const { a, axis, w, xmax } = softmaxArgs("softmax", x, args);
   const safe = w === undefined ? a : whereArr("softmax", w, a, -Infinity);
   const un = ops.exp(ops.sub(safe, broadcast(xmax, a.shape)));
   const r = ops.div(un, broadcast(sum(un, { axis, keepdims: true, where: w }), a.shape));
   return w === undefined ? r : whereArr("softmax", w, r, 0);
 }
 /** logSoftmax(x, axis=-1, where): x - max - log(sum(exp(x - max))); masked-out entries are -inf. */
-export function logSoftmax(x: ArrayInput, ...args: Args<[axis: Axis, where: ArrayInput | null], Partial<SoftmaxOpts>>): Array {
-  const o = parseArgs<SoftmaxOpts>("log_softmax", args, ["axis", "where"]);
-  const a = toInexact("log_softmax", x);
-  const axis = o.axis === undefined ? -1 : o.axis;
-  axesOf("log_softmax", axis, a.shape);
-  const w = o.where ?? undefined;
-  const xmax = max(a, { axis, keepdims: true, initial: -Infinity, where: w });
+export function logSoftmax(x: ArrayInput, ...args: SoftmaxArgs): Array {
+  const { a, axis, w, xmax } = softmaxArgs("log_softmax", x, args);
   const shifted = ops.sub(a, broadcast(xmax, a.shape));
   const lse = ops.log(sum(ops.exp(shifted), { axis, keepdims: true, where: w }));
   const r = ops.sub(shifted, broadcast(lse, a.shape));
