@@ -92,6 +92,11 @@ export interface Case {
   setup(): Promise<CaseBody>;
   /** Free everything `setup()` allocated. */
   teardown?(): void | Promise<void>;
+  /**
+   * Called (untimed) before the warmup and before every sample, since samples of different contenders
+   * interleave: e.g. selects the library's process-wide backend again.
+   */
+  activate?(): void | Promise<void>;
   /** Short remark shown in RESULTS.md, e.g. what the body includes. */
   readonly note?: string;
 }
@@ -124,6 +129,8 @@ export interface TimingOptions {
   maxSamples: number;
   /** Each sample batches enough calls to last at least this long (timer noise, small bodies). */
   minSampleMs: number;
+  /** Rounds the samples of one workload are spread over, each contender taking its share per round. */
+  rounds: number;
 }
 
 export const DEFAULT_TIMING: TimingOptions = {
@@ -132,6 +139,7 @@ export const DEFAULT_TIMING: TimingOptions = {
   minSamples: 5,
   maxSamples: 80,
   minSampleMs: 5,
+  rounds: 8,
 };
 
 export const QUICK_TIMING: TimingOptions = {
@@ -140,6 +148,7 @@ export const QUICK_TIMING: TimingOptions = {
   minSamples: 3,
   maxSamples: 10,
   minSampleMs: 2,
+  rounds: 2,
 };
 
 /** Summary of one measured case, times in seconds per call. */
@@ -174,18 +183,23 @@ async function timeCalls(body: CaseBody, k: number): Promise<number> {
   return performance.now() - t0;
 }
 
+/** How one case will be sampled: calls per sample and number of samples (from its warmup). */
+export interface SamplePlan {
+  perSample: number;
+  nSamples: number;
+}
+
+/** Time a single call with no warmup (first-call workloads). */
+export async function measureOnce(body: CaseBody): Promise<Measurement> {
+  const s = (await timeCalls(body, 1)) / 1e3;
+  return { median: s, q1: s, q3: s, samples: 1, callsPerSample: 1 };
+}
+
 /**
- * Measure `body`: warm up for `warmupMs`, pick a batch size so one sample lasts `minSampleMs`,
- * then take samples until `targetMs` is spent (within [minSamples, maxSamples]).
- * With `once`, time a single call with no warmup.
+ * Warm `body` up for `warmupMs` (also estimating the cost of one call), then pick a batch size so one sample
+ * lasts `minSampleMs` and a sample count that spends about `targetMs` (within [minSamples, maxSamples]).
  */
-export async function measure(body: CaseBody, once: boolean, opts: TimingOptions): Promise<Measurement> {
-  if (once) {
-    const ms = await timeCalls(body, 1);
-    const s = ms / 1e3;
-    return { median: s, q1: s, q3: s, samples: 1, callsPerSample: 1 };
-  }
-  // Warmup, also estimating the cost of one call.
+export async function warmUp(body: CaseBody, opts: TimingOptions): Promise<SamplePlan> {
   let calls = 0;
   let spent = 0;
   let est = Number.POSITIVE_INFINITY;
@@ -200,19 +214,53 @@ export async function measure(body: CaseBody, once: boolean, opts: TimingOptions
   // A body slower than the whole target gets at most 3 samples (keeps slow contenders bounded).
   const minSamples = est > opts.targetMs ? Math.min(3, opts.minSamples) : opts.minSamples;
   const nSamples = Math.max(minSamples, Math.min(opts.maxSamples, Math.floor(opts.targetMs / (est * perSample))));
-  const times: number[] = [];
-  for (let i = 0; i < nSamples; i++) {
-    const ms = await timeCalls(body, perSample);
-    times.push(ms / perSample / 1e3);
+  return { perSample, nSamples };
+}
+
+/** One sample: seconds per call over a batch of `perSample` calls. */
+export async function takeSample(body: CaseBody, perSample: number): Promise<number> {
+  return (await timeCalls(body, perSample)) / perSample / 1e3;
+}
+
+/** Median and quartiles of a case's samples. */
+export function summarize(samples: readonly number[], perSample: number): Measurement {
+  const times = [...samples].sort((a, b) => a - b);
+  return { median: quantile(times, 0.5), q1: quantile(times, 0.25), q3: quantile(times, 0.75), samples: times.length, callsPerSample: perSample };
+}
+
+/**
+ * Measure many cases side by side (every contender's case of every workload): each is warmed up and planned alone,
+ * then their samples are taken in `rounds` rounds, every case taking its share of samples in each round (after
+ * `settle`: a garbage collection and a pause, so the previous case's thread pools have gone idle). The shared
+ * machine's slow and fast phases then fall on every case alike instead of on whichever ran at the time.
+ */
+export async function measureInterleaved(
+  cases: readonly { body: CaseBody; activate?: () => void | Promise<void> }[], opts: TimingOptions, settle: () => Promise<void>,
+): Promise<(Measurement | Error)[]> {
+  const toError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
+  // a case that throws drops out with its error; the others go on
+  const plans: (SamplePlan | Error)[] = [];
+  for (const c of cases) {
+    await settle();
+    plans.push(await (async () => { await c.activate?.(); return warmUp(c.body, opts); })().catch(toError));
   }
-  times.sort((a, b) => a - b);
-  return {
-    median: quantile(times, 0.5),
-    q1: quantile(times, 0.25),
-    q3: quantile(times, 0.75),
-    samples: nSamples,
-    callsPerSample: perSample,
-  };
+  const samples: number[][] = cases.map(() => []);
+  for (let r = 0; r < opts.rounds; r++) {
+    for (let i = 0; i < cases.length; i++) {
+      const p = plans[i]!;
+      if (p instanceof Error) continue;
+      const upTo = Math.round(((r + 1) * p.nSamples) / opts.rounds);
+      if (samples[i]!.length >= upTo) continue;
+      await settle();
+      try {
+        await cases[i]!.activate?.();
+        while (samples[i]!.length < upTo) samples[i]!.push(await takeSample(cases[i]!.body, p.perSample));
+      } catch (e) {
+        plans[i] = toError(e);
+      }
+    }
+  }
+  return plans.map((p, i) => (p instanceof Error ? p : summarize(samples[i]!, p.perSample)));
 }
 
 /** Convert seconds per call into the workload's unit. */
@@ -396,7 +444,7 @@ export function renderReport(rep: Report): string {
   for (const [k, v] of Object.entries(rep.packages)) lines.push(`- ${k} ${v}`);
   lines.push("", "## Results", "");
   lines.push(
-    "Medians of adaptive repetitions in one process; ± is the interquartile range as % of the median. " +
+    "Medians of adaptive repetitions in one process, samples interleaved across contenders; ± is the interquartile range as % of the median. " +
       "Throughput rows (↑) are better high, time rows (↓) better low. The first-call row is a single " +
       "measurement. Shared, noisy machine: compare ratios within one run, not absolute times across runs.",
     "",
@@ -419,7 +467,11 @@ export function renderReport(rep: Report): string {
     `- Warmup ${rep.timing.warmupMs} ms, then samples (each batching calls to last ≥ ${rep.timing.minSampleMs} ms) ` +
       `for ~${rep.timing.targetMs} ms per case, between ${rep.timing.minSamples} and ${rep.timing.maxSamples} samples; \`performance.now()\`.`,
     "- Every timed body forces completion (blockUntilReady / synchronous execution) and frees its outputs.",
-    "- Before each case the runner forces a full garbage collection and waits 50 ms (no contender pays for another's garbage).",
+    `- After the first-call row, every case is set up and warmed up alone; then all samples are taken in ${rep.timing.rounds} rounds ` +
+      "over the whole run, each round visiting every workload and contender for its share, so the shared machine's slow and fast " +
+      "phases fall on every case alike.",
+    "- Before each setup, warmup and round the runner forces a full garbage collection and waits 50 ms (no contender pays for another's garbage, " +
+      "and the previous contender's spinning thread-pool workers have gone idle).",
     "- GFLOP/s counts 2·N³ per matmul; GB/s counts 8 bytes per element (read + write) for tanh(2x+1).",
     "- Speed-up ratios divide the contender's median time by the baseline's median time.",
   );

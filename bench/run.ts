@@ -6,13 +6,16 @@ import { jaxJs } from "./competitors/jax-js.js";
 import { rawOrt } from "./competitors/raw-ort.js";
 import { tfjsCpu, tfjsWasm } from "./competitors/tfjs.js";
 import {
+  type Case,
+  type CaseBody,
   type CaseResult,
   type Contender,
   DEFAULT_TIMING,
   QUICK_TIMING,
   WORKLOADS,
   formatTables,
-  measure,
+  measureInterleaved,
+  measureOnce,
   packageVersion,
   renderReport,
   repoRoot,
@@ -84,32 +87,49 @@ async function main(): Promise<void> {
   }
   const casesOf = new Map(ready.map((c) => [c.name, c.cases()]));
 
-  // Workload-major: every contender's first-call case runs before any other of its cases.
+  // First-call workloads run first (every contender's caches still cold). Every other case is then set up and
+  // warmed up, and the samples of all of them are interleaved over the whole run (measureInterleaved): each round
+  // visits every workload and contender, so a slow phase of the shared machine hits every row and column alike.
   const results: CaseResult[] = [];
+  const live: { r: CaseResult; body: CaseBody; k: Case }[] = [];
   for (const w of WORKLOADS) {
     if (onlyWorkloads && !onlyWorkloads.includes(w.id)) continue;
     for (const c of ready) {
       for (const k of casesOf.get(c.name)!.filter((x) => x.workload === w.id)) {
         const r: CaseResult = { contender: c.name, workload: w.id, note: k.note };
+        results.push(r);
         await settle();
         try {
           const body = await k.setup();
-          try {
-            r.measurement = await measure(body, w.once === true, timing);
-          } finally {
-            await k.teardown?.();
-          }
+          if (w.once) {
+            try {
+              r.measurement = await measureOnce(body);
+            } finally {
+              await k.teardown?.();
+            }
+          } else live.push({ r, body, k });
         } catch (e) {
           r.error = e instanceof Error ? e.message.split("\n")[0] : String(e);
         }
-        results.push(r);
-        const m = r.measurement;
-        log(
-          `[bench] ${w.id.padEnd(15)} ${c.name.padEnd(10)} ` +
-            (m ? `${(m.median * 1e3).toPrecision(4)} ms/call (${m.samples}x${m.callsPerSample})` : `ERROR ${r.error}`),
-        );
       }
     }
+  }
+  try {
+    const ms = await measureInterleaved(live.map((l) => ({ body: l.body, activate: l.k.activate?.bind(l.k) })), timing, settle);
+    live.forEach((l, i) => {
+      const m = ms[i]!;
+      if (m instanceof Error) l.r.error = m.message.split("\n")[0];
+      else l.r.measurement = m;
+    });
+  } finally {
+    for (const l of live) await l.k.teardown?.();
+  }
+  for (const r of results) {
+    const m = r.measurement;
+    log(
+      `[bench] ${r.workload.padEnd(15)} ${r.contender.padEnd(10)} ` +
+        (m ? `${(m.median * 1e3).toPrecision(4)} ms/call (${m.samples}x${m.callsPerSample})` : `ERROR ${r.error}`),
+    );
   }
 
   const names = ready.map((c) => c.name);
