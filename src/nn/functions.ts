@@ -3,6 +3,7 @@ import { Array } from "../core/array.js";
 import { type DType, defaultFloatDType, isBool } from "../core/dtype.js";
 import { shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
+import { stopGradient } from "../transforms/stop-gradient.js";
 import { asArrayArg } from "../numpy/core.js";
 import { type ArrayInput, type Args, type Axis, axesOf, axisOf, c, concreteInt, parseArgs, promoteArgsNumeric, sel, toInexact, userDType, whereArr } from "../numpy/elementwise-util.js";
 import { logaddexp, tanh as jnpTanh } from "../numpy/elementwise-arith.js";
@@ -91,14 +92,18 @@ export const log1mexp = f("log1mexp", (a) => sel(ops.lt(a, c(a, Math.LN2)), ops.
 
 interface SoftmaxOpts { axis: Axis; where: ArrayInput | null }
 type SoftmaxArgs = Args<[axis: Axis, where: ArrayInput | null], Partial<SoftmaxOpts>>;
-/** The arguments softmax and logSoftmax share: the inexact operand, its axis (default -1), the mask and the (masked) max. */
+/**
+ * The arguments softmax and logSoftmax share: the inexact operand, its axis (default -1), the mask and the (masked)
+ * max. The max is only a shift for stability, which both results are invariant to: as in JAX it is a
+ * stop_gradient, so derivatives skip the max's own (zero-sum) tie-splitting JVP.
+ */
 function softmaxArgs(name: string, x: ArrayInput, args: SoftmaxArgs): { a: Array; axis: Axis; w: ArrayInput | undefined; xmax: Array } {
   const o = parseArgs<SoftmaxOpts>(name, args, ["axis", "where"]);
   const a = toInexact(name, x);
   const axis = o.axis === undefined ? -1 : o.axis;
   axesOf(name, axis, a.shape);
   const w = o.where ?? undefined;
-  return { a, axis, w, xmax: max(a, { axis, keepdims: true, initial: -Infinity, where: w }) };
+  return { a, axis, w, xmax: stopGradient(max(a, { axis, keepdims: true, initial: -Infinity, where: w })) };
 }
 /** softmax(x, axis=-1, where): exp(x - max) / sum; masked-out entries are 0. */
 export function softmax(x: ArrayInput, ...args: SoftmaxArgs): Array {
