@@ -16,6 +16,10 @@
 #include <string>
 #include <vector>
 
+namespace jaxts {
+void RegisterFused(napi_env env, napi_value exports);  // native/fused.cc
+}
+
 namespace {
 
 // ------------------------------------------------------------------ ORT C API, the slots this file uses
@@ -44,6 +48,7 @@ enum Slot : int {
   kRun = 9,
   kCreateSessionOptions = 10,
   kSetSessionExecutionMode = 13,
+  kEnableProfiling = 14,
   kEnableMemPattern = 16,
   kDisableMemPattern = 17,
   kEnableCpuMemArena = 18,
@@ -229,6 +234,16 @@ bool ApplyOptions(napi_env env, OrtSessionOptions* so, napi_value opts) {
   if (num("logSeverityLevel", &n) && (s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionLogSeverityLevel)(so, int(n)))) return !Failed(env, s, "SetSessionLogSeverityLevel");
   if (num("cpuMemArena", &n) && (s = fn<St (*)(OrtSessionOptions*)>(n ? kEnableCpuMemArena : kDisableCpuMemArena)(so))) return !Failed(env, s, "CpuMemArena");
   if (num("memPattern", &n) && (s = fn<St (*)(OrtSessionOptions*)>(n ? kEnableMemPattern : kDisableMemPattern)(so))) return !Failed(env, s, "MemPattern");
+  napi_value prefix = Prop(env, opts, "profileFilePrefix");  // per-node timings, written when the session is released
+  if (!IsUndefined(env, prefix)) {
+    std::string p;
+    if (!GetString(env, prefix, &p)) {
+      Throw(env, "profileFilePrefix must be a string");
+      return false;
+    }
+    s = fn<St (*)(OrtSessionOptions*, const char*)>(kEnableProfiling)(so, p.c_str());
+    if (Failed(env, s, "EnableProfiling")) return false;
+  }
   napi_value entries = Prop(env, opts, "configEntries");  // [[key, value], ...]
   if (!IsUndefined(env, entries)) {
     uint32_t len = 0;
@@ -559,5 +574,6 @@ NAPI_MODULE_INIT() {
       {"run", nullptr, Run, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  jaxts::RegisterFused(env, exports);
   return exports;
 }

@@ -40,6 +40,11 @@ export interface SessionOptions {
    * e.g. { "session.intra_op.allow_spinning": "0" }.
    */
   configEntries?: Readonly<Record<string, string>>;
+  /**
+   * Record ORT's per-node timings; the JSON file (`${prefix}_<date>.json`, chrome://tracing format) is written
+   * when the session is released.
+   */
+  profileFilePrefix?: string;
 }
 
 /** Input/output metadata. dtype is null for non-tensor values; shape uses null/string for dynamic dims. */
@@ -123,6 +128,9 @@ interface AddonModule {
   runner(handle: object, inputNames: string[], inputTypes: number[], outputNames: string[], outputTypes: number[]): object;
   run(runner: object, inputs: readonly HostArray[], inputShapes: readonly (readonly number[])[],
     outputs: readonly (HostArray | null)[], outputShapes: readonly (readonly number[] | null)[]): ([ArrayBuffer, number[]] | undefined)[] | undefined;
+  fusedCompile(code: Int32Array, numInputs: number, numScalars: number): object;
+  fusedRun(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
+  fusedIsa(): string;
 }
 
 let addonModule: AddonModule | null | undefined;
@@ -173,6 +181,17 @@ export function runnerKind(): { kind: "native" | "onnxruntime-node"; why?: strin
   return addon() ? { kind: "native" } : { kind: "onnxruntime-node", why: addonError };
 }
 
+/** The native addon's fused elementwise kernels (native/fused.cc), or null without the addon. */
+export function nativeFusedApi(): {
+  compile(code: Int32Array, numInputs: number, numScalars: number): object;
+  run(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
+  isa(): string;
+} | null {
+  const a = addon();
+  if (!a || typeof a.fusedCompile !== "function") return null;
+  return { compile: (c, i, s) => a.fusedCompile(c, i, s), run: (h, i, s, o, n) => a.fusedRun(h, i, s, o, n), isa: () => a.fusedIsa() };
+}
+
 const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };
 
 function toAddonOptions(given: SessionOptions): object {
@@ -186,6 +205,7 @@ function toAddonOptions(given: SessionOptions): object {
   if (o.enableMemPattern !== undefined) out.memPattern = o.enableMemPattern ? 1 : 0;
   out.logSeverityLevel = o.logSeverityLevel ?? 3;
   if (o.configEntries) out.configEntries = Object.entries(o.configEntries);
+  if (o.profileFilePrefix !== undefined) out.profileFilePrefix = o.profileFilePrefix;
   return out;
 }
 
@@ -233,6 +253,7 @@ function toOrtOptions(given: SessionOptions): ort.InferenceSession.SessionOption
   if (o.enableCpuMemArena !== undefined) out.enableCpuMemArena = o.enableCpuMemArena;
   if (o.enableMemPattern !== undefined) out.enableMemPattern = o.enableMemPattern;
   if (o.logSeverityLevel !== undefined) out.logSeverityLevel = o.logSeverityLevel;
+  if (o.profileFilePrefix !== undefined) { out.enableProfiling = true; out.profileFilePrefix = o.profileFilePrefix; }
   if (o.configEntries) {
     // The node binding flattens nested objects into dotted keys.
     type Nested = { [k: string]: string | Nested };

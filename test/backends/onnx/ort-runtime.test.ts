@@ -2,6 +2,9 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GraphBuilder } from "../../../src/backends/onnx/graph-builder.js";
 import { createSessionSync, fastRunner, runSessionSync, runnerKind } from "../../../src/backends/onnx/ort-runtime.js";
@@ -58,6 +61,23 @@ test("native runner: ORT writes outputs into the caller's buffer in place, every
   assert.deepEqual(globalThis.Array.from(t.data as Float32Array), globalThis.Array.from(fresh as Float32Array));
   s.dispose();
   assert.throws(() => run.run([a, b], [[m, k], [k, n]]), /released/);
+});
+
+test("profileFilePrefix records ORT's per-node timings, written when the session is released", () => {
+  const dir = mkdtempSync(join(tmpdir(), "jaxts-prof-"));
+  try {
+    const s = createSessionSync(matmulModel(4, 6, 3), { intraOpNumThreads: 1, profileFilePrefix: join(dir, "mm") });
+    const a = seq(24, (i) => i), b = seq(18, (i) => -i);
+    for (let i = 0; i < 3; i++) runSessionSync(s, { a: { dtype: "float32", shape: [4, 6], data: a }, b: { dtype: "float32", shape: [6, 3], data: b } }, ["c"]);
+    s.dispose();
+    const files = readdirSync(dir).filter((f) => f.startsWith("mm") && f.endsWith(".json"));
+    assert.equal(files.length, 1, `one profile: ${files.join(", ")}`);
+    const events = JSON.parse(readFileSync(join(dir, files[0]), "utf8")) as { name: string; cat: string; args?: { op_name?: string } }[];
+    assert.equal(events.filter((e) => e.name === "model_run").length, 3, "one model_run per run");
+    assert.ok(events.some((e) => e.cat === "Node" && e.args?.op_name === "MatMul"), "per-node events name the op");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("native runner: bad feeds and outputs are errors naming the value, not crashes", { skip: runnerKind().kind !== "native" }, () => {
