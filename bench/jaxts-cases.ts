@@ -48,7 +48,7 @@ export const jaxtsCases: Case[] = [
     [, params] = step(params, x, y);
     return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
   }),
-  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32, output disposed; runs as a fused elementwise kernel (Wasm SIMD, this thread plus helper threads)", async () => {
+  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32, output disposed; runs as a fused elementwise kernel (native AVX-512, this thread plus a helper thread)", async () => {
     const x = jnp.array(randomF32(TANH_N, 30));
     const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
     f(x).blockUntilReady();
@@ -59,7 +59,7 @@ export const jaxtsCases: Case[] = [
     jnp.add(a, b);
     return () => { const c = jnp.add(a, b); c.blockUntilReady(); c.dispose(); };
   }),
-  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays, output disposed; a pure elementwise program, so it runs as a fused Wasm SIMD kernel (through ONNX Runtime: ~10 µs, see notes/onnx-runtime.md)", async () => {
+  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays, output disposed; a pure elementwise program, so it runs as a fused native kernel (through ONNX Runtime: ~10 µs, see notes/onnx-runtime.md)", async () => {
     const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
     const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
     f(a, b);
@@ -73,5 +73,5 @@ export async function jaxtsInit(): Promise<void> {
 
 export const jaxtsNotes: string[] = [
   "jaxts: ONNX Runtime CPU execution provider (the libonnxruntime of onnxruntime-node, driven by jaxts's native runner: outputs written into pooled buffers); jit compiles one session per (jaxpr, avals) (all cores with spinning for large programs, one thread for small ones); eager ops use cached per-primitive sessions.",
-  "jitted pure float32 elementwise programs run as one fused WebAssembly SIMD kernel instead (single pass over memory; large calls shared with a helper thread); all outputs come from a buffer pool that disposed, donated and garbage-collected arrays feed.",
+  "jitted pure float32 elementwise programs run as one fused kernel instead (jaxts's native addon: AVX-512 vectors, one pass over memory, large calls shared with a native helper thread); all outputs come from a buffer pool that disposed, donated and garbage-collected arrays feed.",
 ];

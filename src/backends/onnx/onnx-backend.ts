@@ -14,6 +14,7 @@ import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
 import { acquire, own, ownsStorage, recycle } from "./buffer-pool.js";
 import { ParallelKernel } from "./fused-workers.js";
+import { NativeFusedKernel } from "./native-fused.js";
 import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
 
@@ -56,8 +57,10 @@ export const onnxBackendOptions = {
   parallelWork: 1 << 18,
   /** Work above which a jitted program gets ORT's full graph optimizations (below: constant folding only, faster to create). */
   optimizeWork: 1 << 14,
-  /** Run jitted pure float32 elementwise programs as one fused WebAssembly SIMD kernel (single pass over memory). */
+  /** Run jitted pure float32 elementwise programs as one fused kernel (single pass over memory). */
   fuseElementwise: true,
+  /** Fused kernels run natively (AVX-512/AVX2, native threads) when the native addon is loaded; else WebAssembly SIMD. */
+  nativeFused: true,
 };
 
 // ------------------------------------------------------------------ sessions for compiled steps
@@ -175,7 +178,7 @@ type JaxprParts = Pick<Jaxpr, "constvars" | "invars" | "outvars" | "eqns">;
 /** A pure elementwise program's fused kernel. */
 interface Fused {
   readonly spec: FusedSpec;
-  readonly kernel: ParallelKernel;
+  readonly kernel: ParallelKernel | NativeFusedKernel;
 }
 
 /** An array over `v`'s storage with aval `want` (a copy when the storage is pooled: it has one owner). */
@@ -193,7 +196,7 @@ export class Executable {
   /** True when the program runs as a fused elementwise kernel instead of ONNX Runtime sessions. */
   get isFused(): boolean { return this.fused !== null; }
   /** The fused kernel, if any (tests inspect its thread statistics). */
-  get fusedKernel(): ParallelKernel | null { return this.fused ? this.fused.kernel : null; }
+  get fusedKernel(): ParallelKernel | NativeFusedKernel | null { return this.fused ? this.fused.kernel : null; }
   /** Replaces the plan by equation-by-equation execution (after ORT rejected or failed to run a model). */
   fallBack(why: string): void {
     if (!this.parts) throw new Error(`onnx backend: ${why}`);
@@ -470,13 +473,13 @@ function runJitted(jaxpr: Jaxpr, args: ArrayImpl[], name: string | undefined, do
   return outs;
 }
 
-/** The fused kernel of a pure float32 elementwise program (null: not one, disabled, or no WebAssembly SIMD). */
+/** The fused kernel of a pure float32 elementwise program (null: not one, disabled, or neither the native addon nor WebAssembly SIMD). */
 function fusedFor(jaxpr: Jaxpr): Fused | null {
   if (!onnxBackendOptions.fuseElementwise) return null;
   const spec = fuseElementwise(jaxpr);
   if (!spec) return null;
   try {
-    const kernel = ParallelKernel.create(spec);
+    const kernel = (onnxBackendOptions.nativeFused ? NativeFusedKernel.create(spec) : null) ?? ParallelKernel.create(spec);
     return kernel ? { spec, kernel } : null;
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
@@ -499,7 +502,7 @@ export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
   const exe = jitCache.get(jaxpr);
   const program = exe ? exe.program : compileJaxpr(jaxpr, { name: sanitize(name) });
   const fused = exe ? exe.isFused : onnxBackendOptions.fuseElementwise && fuseElementwise(jaxpr) !== null;
-  const head = fused ? "// runs as one fused elementwise kernel (WebAssembly SIMD, single pass); the ONNX model below is its fallback\n" : "";
+  const head = fused ? "// runs as one fused elementwise kernel (native vectors or WebAssembly SIMD, single pass); the ONNX model below is its fallback\n" : "";
   return head + summarizeOnnx(program);
 }
 

@@ -1,11 +1,14 @@
-/** @file Fused elementwise kernels: which jaxprs fuse, agreement with the interpreter (case tables, special values, wide random ranges), helper threads, donation and the buffer pool. */
+/** @file Fused elementwise kernels (native and WebAssembly): which jaxprs fuse, agreement with the interpreter (case tables, special values, wide random ranges), native = WebAssembly bit for bit, helper threads, donation and the buffer pool. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { compiledFor, onnxBackend, onnxBackendOptions } from "../../../src/backends/onnx/onnx-backend.js";
 import { bufferPoolStats } from "../../../src/backends/onnx/buffer-pool.js";
-import { fusedThreadOptions } from "../../../src/backends/onnx/fused-workers.js";
+import { ParallelKernel, fusedThreadOptions } from "../../../src/backends/onnx/fused-workers.js";
+import { NativeFusedKernel } from "../../../src/backends/onnx/native-fused.js";
+import { nativeFusedApi } from "../../../src/backends/onnx/ort-runtime.js";
+import { WasmKernel } from "../../../src/backends/onnx/wasm-kernel.js";
 import "../../../src/index.js";
 import { ArrayImpl } from "../../../src/core/array-impl.js";
 import type { Array } from "../../../src/core/array.js";
@@ -14,7 +17,7 @@ import { type Jaxpr, evalJaxpr } from "../../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../../src/core/jaxpr-trace.js";
 import type { Params, Primitive } from "../../../src/core/primitive.js";
 import { bind, evalTrace, withTrace } from "../../../src/core/trace.js";
-import { fuseElementwise } from "../../../src/compiler/fuse-elementwise.js";
+import { type FusedSpec, fuseElementwise } from "../../../src/compiler/fuse-elementwise.js";
 import * as ops from "../../../src/primitives/ops.js";
 import { jit } from "../../../src/transforms/api.js";
 import { binaryFloatCases, unaryFloatCases } from "../../compiler/cases-elementwise.js";
@@ -38,11 +41,26 @@ function both(f: (...xs: Array[]) => Array[], args: ArrayImpl[]): { actual: Arra
   return { actual, expected, jaxpr };
 }
 
+/** The kernels under test: the native one (when the addon is built) and the WebAssembly one. */
+const KINDS: readonly ("native" | "wasm")[] = nativeFusedApi() ? ["native", "wasm"] : ["wasm"];
+function withKind<T>(kind: "native" | "wasm", f: () => T): T {
+  const prev = onnxBackendOptions.nativeFused;
+  onnxBackendOptions.nativeFused = kind === "native";
+  try { return f(); } finally { onnxBackendOptions.nativeFused = prev; }
+}
+
+/** Checks f's fused result against the interpreter on every kernel kind. */
 function checkFused(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string, fused = true): void {
-  const { actual, expected, jaxpr } = both(f, args);
-  assert.equal(compiledFor(jaxpr).isFused, fused, `${label}: fused`);
-  assert.equal(actual.length, expected.length);
-  actual.forEach((a, i) => assertSame(a, expected[i], `${label} out ${i}`));
+  for (const kind of KINDS) {
+    withKind(kind, () => {
+      const { actual, expected, jaxpr } = both(f, args);
+      const exe = compiledFor(jaxpr);
+      assert.equal(exe.isFused, fused, `${label}: fused`);
+      if (fused) assert.equal(exe.fusedKernel instanceof NativeFusedKernel, kind === "native", `${label}: ${kind} kernel`);
+      assert.equal(actual.length, expected.length);
+      actual.forEach((a, i) => assertSame(a, expected[i], `${label} (${kind}) out ${i}`));
+    });
+  }
 }
 
 const rand = (n: number, lo: number, hi: number, seed: number): number[] => {
@@ -117,17 +135,74 @@ test("fused chains: comparisons and selects, logic, integer_pow, scalar inputs a
   checkFused((a) => [ops.convert(ops.mul(a, 2), "float32", true), ops.copy(a)], [arr("float32", [4], [1, 2, 3, 4], true)], "weak types and copies");
 });
 
+test("the native kernel equals the WebAssembly kernel bit for bit: every operation, wide ranges, edges, threads, in place", (t) => {
+  if (!nativeFusedApi()) { t.skip("native addon not built"); return; }
+  const edge = [0, -0, 1e-45, -1e-45, 1.17549435e-38, -1.17549435e-38, 1e-30, 0.5, -0.5, 1.5, -1.5, 2.5, 88.72, 89, -104, 9, -9,
+    8388607.5, -8388607.5, 8388608, 16777217, 3.4e38, -3.4e38, NaN, Infinity, -Infinity];
+  const n = 300_007; // several native chunks (threads), not a multiple of any block or vector width
+  const a = new Float32Array([...rand(n, -120, 120, 11), ...edge]), b = new Float32Array([...rand(n, -3, 3, 12), ...edge.reverse()]);
+  const pos = a.map((v) => Math.abs(v));
+  const len = a.length;
+  type V = FusedSpec["values"][number];
+  const unary = ["neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "sign", "exp", "log", "tanh", "logistic"] as const;
+  const binary = ["add", "sub", "mul", "div", "max", "min"] as const;
+  const compare = ["eq", "ne", "lt", "le", "gt", "ge"] as const;
+  const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec =>
+    ({ values, outputs, params: [], numInputs, numScalars, shape: [len] });
+  const progs: [string, FusedSpec, Float32Array[], number[]][] = [
+    ...unary.map((op): [string, FusedSpec, Float32Array[], number[]] =>
+      [op, spec([{ kind: "input", index: 0 }, { kind: "op", op, args: [0] }], [1], 1), [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a], []]),
+    ...binary.map((op): [string, FusedSpec, Float32Array[], number[]] =>
+      [op, spec([{ kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }], [2], 2), [a, b], []]),
+    // comparisons and logic feed selects (masks are not outputs)
+    ...compare.map((op): [string, FusedSpec, Float32Array[], number[]] => [op, spec([
+      { kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }, { kind: "op", op: "not", args: [2] },
+      { kind: "op", op: "and", args: [2, 3] }, { kind: "op", op: "or", args: [2, 4] }, { kind: "op", op: "select", args: [5, 0, 1] },
+      { kind: "scalar", index: 0 }, { kind: "const", value: -0.25 }, { kind: "op", op: "select", args: [3, 7, 8] }], [6, 9], 2, 1), [a, b], [1.75]]),
+    ["tanh(2x+1)", spec([{ kind: "input", index: 0 }, { kind: "const", value: 2 }, { kind: "op", op: "mul", args: [0, 1] },
+      { kind: "const", value: 1 }, { kind: "op", op: "add", args: [2, 3] }, { kind: "op", op: "tanh", args: [4] }], [5], 1), [a], []],
+  ];
+  for (const [label, sp, ins, scalars] of progs) {
+    const nat = NativeFusedKernel.create(sp)!, wasm = WasmKernel.create(sp)!;
+    const want = sp.outputs.map(() => new Float32Array(len)), got = sp.outputs.map(() => new Float32Array(len));
+    wasm.run(ins, scalars, want, len);
+    nat.run(ins, scalars, got, len);
+    for (let j = 0; j < got.length; j++) {
+      const gb = new Uint32Array(got[j].buffer), wb = new Uint32Array(want[j].buffer);
+      for (let i = 0; i < len; i++) {
+        // NaN payloads may differ; everything else is bit-identical
+        if (gb[i] !== wb[i] && !(Number.isNaN(got[j][i]) && Number.isNaN(want[j][i])))
+          assert.fail(`${label} out ${j} at ${i}: x=${ins[0][i]} y=${ins[1]?.[i]}: native ${got[j][i]} vs wasm ${want[j][i]}`);
+      }
+    }
+    // small calls (one thread) agree with large ones, and outputs may be the inputs' own storage
+    const head = sp.outputs.map(() => new Float32Array(1000));
+    nat.run(ins.map((x) => x.subarray(0, 1000)), scalars, head, 1000);
+    head.forEach((h, j) => assert.deepEqual(new Uint32Array(h.buffer), new Uint32Array(got[j].buffer, 0, 1000), `${label}: small call`));
+    if (sp.outputs.length === 1) {
+      const inPlace = ins[0].slice();
+      nat.run([inPlace, ...ins.slice(1)], scalars, [inPlace], len);
+      assert.deepEqual(new Uint32Array(inPlace.buffer).filter((_, i) => !Number.isNaN(inPlace[i])),
+        new Uint32Array(got[0].buffer).filter((_, i) => !Number.isNaN(got[0][i])), `${label}: in place`);
+    }
+  }
+  const sp = progs[0][1];
+  assert.throws(() => NativeFusedKernel.create(sp)!.run([], [], [new Float32Array(len)], len), /inputs: expected 1 Float32Arrays/);
+  assert.throws(() => NativeFusedKernel.create(sp)!.run([a.subarray(0, 10)], [], [new Float32Array(len)], len), /input 0 must be a Float32Array of at least/);
+});
+
 test("large calls are shared with helper threads and agree bit for bit with one thread", async (t) => {
   if (fusedThreadOptions.helpers === 0) { t.skip("one core: no helper threads"); return; }
-  const prevMin = fusedThreadOptions.minElements;
+  const prevMin = fusedThreadOptions.minElements, prevNative = onnxBackendOptions.nativeFused;
   fusedThreadOptions.minElements = 1 << 14;
+  onnxBackendOptions.nativeFused = false; // the WebAssembly kernel's helper threads
   try {
     const xs = arr("float32", [300_001], rand(300_001, -6, 6, 4));
     const f = jit((v: Array) => ops.tanh(ops.add(ops.mul(v, ops.scalarLike(v, 2)), ops.scalarLike(v, 1))));
     const first = f(xs) as ArrayImpl;
     const exe = compiledFor(f.lower(xs).jaxpr.jaxpr);
     const k = exe.fusedKernel!;
-    assert.ok(k, "fused");
+    assert.ok(k instanceof ParallelKernel, "fused, WebAssembly");
     // helpers instantiate the kernel asynchronously; until then calls run on this thread
     for (let i = 0; i < 200 && k.stats.helperChunks === 0; i++) {
       await new Promise((r) => setTimeout(r, 10));
@@ -141,6 +216,7 @@ test("large calls are shared with helper threads and agree bit for bit with one 
     assert.deepEqual(first.buffer, single);
   } finally {
     fusedThreadOptions.minElements = prevMin;
+    onnxBackendOptions.nativeFused = prevNative;
   }
 });
 
