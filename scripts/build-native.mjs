@@ -1,4 +1,4 @@
-// @file Builds the optional native ONNX Runtime runner (native/ort-addon.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
+// @file Builds the optional native ONNX Runtime runner and its GEMM (native/*.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
 // Without it jaxts runs through onnxruntime-node's own binding (slower: that binding copies every output).
 import { existsSync, mkdirSync, renameSync, statSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -6,7 +6,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const src = join(root, "native", "ort-addon.cc");
+const sources = ["ort-addon.cc", "gemm-op.cc", "sgemm.cc"].map((f) => join(root, "native", f));
+const headers = ["gemm-op.h", "sgemm.h"].map((f) => join(root, "native", f));
 const outDir = join(root, "native", "build");
 const out = join(outDir, "jaxts-ort.node");
 
@@ -26,13 +27,13 @@ function nodeApiIncludeDir() {
 function main() {
   if (process.env.JAXTS_NATIVE === "0") return note("skipped (JAXTS_NATIVE=0)");
   if (process.platform !== "linux") return note(`skipped: only built on Linux (this is ${process.platform})`);
-  if (existsSync(out) && statSync(out).mtimeMs >= statSync(src).mtimeMs) return; // up to date
+  if (existsSync(out) && [...sources, ...headers].every((f) => statSync(out).mtimeMs >= statSync(f).mtimeMs)) return; // up to date
   const inc = nodeApiIncludeDir();
   if (!inc) return note("skipped: Node-API headers (node_api.h) not found; using onnxruntime-node's binding");
   const cxx = process.env.CXX || "g++";
   mkdirSync(outDir, { recursive: true });
   const tmp = `${out}.${process.pid}.tmp`;
-  const args = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", `-I${inc}`, src, "-o", tmp, "-ldl"];
+  const args = ["-O2", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden", `-I${inc}`, ...sources, "-o", tmp, "-ldl"];
   const res = spawnSync(cxx, args, { encoding: "utf8" });
   if (res.error || res.status !== 0) {
     rmSync(tmp, { force: true });

@@ -123,6 +123,7 @@ interface AddonModule {
   runner(handle: object, inputNames: string[], inputTypes: number[], outputNames: string[], outputTypes: number[]): object;
   run(runner: object, inputs: readonly HostArray[], inputShapes: readonly (readonly number[])[],
     outputs: readonly (HostArray | null)[], outputShapes: readonly (readonly number[] | null)[]): ([ArrayBuffer, number[]] | undefined)[] | undefined;
+  gemmKernel(): string | null;
 }
 
 let addonModule: AddonModule | null | undefined;
@@ -171,6 +172,14 @@ function addon(): AddonModule | null {
 /** Which runner executes sessions: "native" (jaxts's addon: outputs into caller buffers) or "onnxruntime-node". */
 export function runnerKind(): { kind: "native" | "onnxruntime-node"; why?: string } {
   return addon() ? { kind: "native" } : { kind: "onnxruntime-node", why: addonError };
+}
+
+/**
+ * The micro-kernel ("avx512" / "avx2") behind the jaxts.Gemm custom op every native session can run, or null when
+ * there is none (no native runner, no fast kernel for this CPU, JAXTS_NATIVE_GEMM=0): then GEMMs stay ONNX Gemm.
+ */
+export function nativeGemmKernel(): string | null {
+  return addon()?.gemmKernel() ?? null;
 }
 
 const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };
