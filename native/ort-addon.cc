@@ -19,6 +19,7 @@
 namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);  // native/fused.cc
 }
+#include "gemm-op.h"
 
 namespace {
 
@@ -90,6 +91,7 @@ OrtMemoryInfo* g_cpu = nullptr;
 OrtAllocator* g_alloc = nullptr;
 std::mutex g_init_mutex;
 std::string g_version;
+const char* g_gemm = nullptr;  // jaxts.Gemm custom op kernel, when registered
 
 template <typename F>
 F fn(Slot s) { return reinterpret_cast<F>(const_cast<void*>(g_api[s])); }
@@ -187,6 +189,7 @@ napi_value Init(napi_env env, napi_callback_info info) {
     if (Failed(env, s, "CreateCpuMemoryInfo")) return nullptr;
     s = fn<St (*)(OrtAllocator**)>(kGetAllocatorWithDefaultOptions)(&g_alloc);
     if (Failed(env, s, "GetAllocatorWithDefaultOptions")) return nullptr;
+    g_gemm = jaxts::RegisterGemmOp(g_api, g_version.c_str());
   }
   napi_value v;
   napi_create_string_utf8(env, g_version.c_str(), g_version.size(), &v);
@@ -320,6 +323,12 @@ napi_value CreateSession(napi_env env, napi_callback_info info) {
   auto release_so = [&] { fn<void (*)(OrtSessionOptions*)>(kReleaseSessionOptions)(so); };
   if (!ApplyOptions(env, so, argv[1])) {
     release_so();
+    return nullptr;
+  }
+  // every session may contain jaxts.Gemm nodes (the domain is registered once, at init)
+  if (St g = reinterpret_cast<St>(jaxts::AddGemmOpDomain(reinterpret_cast<::OrtSessionOptions*>(so)))) {
+    release_so();
+    Failed(env, g, "AddCustomOpDomain");
     return nullptr;
   }
   auto* sess = new Session();
@@ -563,6 +572,14 @@ napi_value Run(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// gemmKernel() -> "avx512" | "avx2" | null: the micro-kernel behind the jaxts.Gemm custom op (null: not registered)
+napi_value GemmKernel(napi_env env, napi_callback_info) {
+  napi_value v;
+  if (g_gemm) napi_create_string_utf8(env, g_gemm, NAPI_AUTO_LENGTH, &v);
+  else napi_get_null(env, &v);
+  return v;
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT() {
@@ -572,6 +589,7 @@ NAPI_MODULE_INIT() {
       {"release", nullptr, Release, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"runner", nullptr, MakeRunner, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"run", nullptr, Run, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"gemmKernel", nullptr, GemmKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);

@@ -6,6 +6,7 @@ import type { DType } from "../core/dtype.js";
 import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
+import { nativeGemmKernel } from "../backends/onnx/ort-runtime.js";
 import { optimizeGraph } from "./optimize-graph.js";
 
 /** A value read by a step: a slot of the environment or a literal. */
@@ -55,6 +56,8 @@ export interface CompileOptions {
   strict?: boolean;
   /** Declare graph inputs/outputs with unknown dimensions (one session serves every shape of the same ranks). */
   dynamicShapes?: boolean;
+  /** Standard ONNX operators only (exportOnnx): no jaxts custom ops, which only jaxts's native runner provides. */
+  portable?: boolean;
 }
 
 /** Elements touched by an equation (outputs, plus contraction work for dot_general). */
@@ -180,6 +183,6 @@ function buildSegment(
     outputNames.push(nm);
     outAvals.push(v.aval);
   }
-  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes, ctx.dtypes);
+  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: !opts.portable && nativeGemmKernel() !== null });
   return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
 }

@@ -63,7 +63,8 @@ function graphLines(g: GraphProto, indent: string): string[] {
   for (const n of g.node ?? []) {
     const attrs = (n.attribute ?? []).map((a) => attrStr(a, indent));
     const outs = (n.output ?? []).join(", ");
-    lines.push(`${indent}  ${outs} = ${n.opType}${attrs.length ? `[${attrs.join(" ")}]` : ""}(${(n.input ?? []).map(arg).join(", ")})`);
+    const op = n.domain ? `${n.domain}.${n.opType}` : n.opType;
+    lines.push(`${indent}  ${outs} = ${op}${attrs.length ? `[${attrs.join(" ")}]` : ""}(${(n.input ?? []).map(arg).join(", ")})`);
   }
   lines.push(`${indent}  return ${(g.output ?? []).map(vi).join(", ")}`);
   return lines;

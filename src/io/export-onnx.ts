@@ -37,7 +37,7 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
   lowerFunOptions.exporting = true;
   let prog: ReturnType<typeof compileJaxpr>;
   try {
-    prog = compileJaxpr(j, { name: "jaxts_export" });
+    prog = compileJaxpr(j, { name: "jaxts_export", portable: true });
   } finally {
     lowerFunOptions.exporting = false;
   }

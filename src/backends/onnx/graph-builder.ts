@@ -391,6 +391,11 @@ export class GraphBuilder {
     return outs;
   }
 
+  /** Import an operator-set domain (e.g. one whose ops a graph rewrite switched nodes to). */
+  useDomain(domain: string, version: number): void {
+    if (domain !== "") this.scope.domains.set(domain, version);
+  }
+
   /** Single-output convenience form of addNode. */
   op(opType: string, inputs: readonly string[], attrs: Readonly<Record<string, AttrValue>> = {}, domain = ""): string {
     return this.addNode(opType, inputs, 1, attrs, domain)[0]!;

@@ -131,6 +131,7 @@ interface AddonModule {
   fusedCompile(code: Int32Array, numInputs: number, numScalars: number): object;
   fusedRun(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
   fusedIsa(): string;
+  gemmKernel(): string | null;
 }
 
 let addonModule: AddonModule | null | undefined;
@@ -190,6 +191,14 @@ export function nativeFusedApi(): {
   const a = addon();
   if (!a || typeof a.fusedCompile !== "function") return null;
   return { compile: (c, i, s) => a.fusedCompile(c, i, s), run: (h, i, s, o, n) => a.fusedRun(h, i, s, o, n), isa: () => a.fusedIsa() };
+}
+
+/**
+ * The micro-kernel ("avx512" / "avx2") behind the jaxts.Gemm custom op every native session can run, or null when
+ * there is none (no native runner, no fast kernel for this CPU, JAXTS_NATIVE_GEMM=0): then GEMMs stay ONNX Gemm.
+ */
+export function nativeGemmKernel(): string | null {
+  return addon()?.gemmKernel() ?? null;
 }
 
 const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };

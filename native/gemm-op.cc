@@ -1,0 +1,278 @@
+/** @file ONNX Runtime custom op jaxts.Gemm: Y = alpha * op(A) op(B) + beta * C (ONNX Gemm, float32) on jaxts's SGEMM, split over ORT's intra-op threads. */
+// jaxts's graph optimizer swaps large float32 ONNX Gemm nodes for this op in the programs jit runs (never in
+// exported models), so compiled programs keep one ORT session and ORT's own thread pool: the op hands its
+// row or column blocks to KernelContext_ParallelFor. The OrtCustomOp table and the OrtApi slots used here
+// are declared by their documented layout and indices (the C API is append-only).
+
+#include "gemm-op.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "sgemm.h"
+
+struct OrtKernelInfo;
+struct OrtKernelContext;
+struct OrtValue;
+struct OrtTensorTypeAndShapeInfo;
+struct OrtCustomOpDomain;
+
+namespace jaxts {
+namespace {
+
+using St = OrtStatus*;
+const void* const* g_api = nullptr;
+OrtCustomOpDomain* g_domain = nullptr;
+const char* g_kernel = nullptr;
+
+enum Slot : int {
+  kCreateStatus = 0,
+  kCreateCustomOpDomain = 26,
+  kCustomOpDomainAdd = 27,
+  kAddCustomOpDomain = 28,
+  kGetTensorMutableData = 51,
+  kGetDimensionsCount = 61,
+  kGetDimensions = 62,
+  kGetTensorTypeAndShape = 65,
+  kKernelInfoGetAttributeFloat = 85,
+  kKernelInfoGetAttributeInt64 = 86,
+  kKernelContextGetInputCount = 88,
+  kKernelContextGetInput = 90,
+  kKernelContextGetOutput = 91,
+  kReleaseStatus = 93,
+  kReleaseTensorTypeAndShapeInfo = 99,
+  kKernelContextParallelFor = 274,  // since ONNX Runtime 1.18 (API 18)
+};
+
+template <typename F>
+F fn(Slot s) { return reinterpret_cast<F>(const_cast<void*>(g_api[s])); }
+
+St Error(const std::string& msg) {
+  // ORT_INVALID_ARGUMENT = 2
+  return fn<St (*)(int, const char*)>(kCreateStatus)(2, ("jaxts.Gemm: " + msg).c_str());
+}
+
+// ------------------------------------------------------------------ the OrtCustomOp table (layout of onnxruntime_c_api.h)
+struct CustomOp {
+  uint32_t version;
+  void* (*CreateKernel)(const CustomOp*, const void* api, const OrtKernelInfo*);
+  const char* (*GetName)(const CustomOp*);
+  const char* (*GetExecutionProviderType)(const CustomOp*);
+  int (*GetInputType)(const CustomOp*, size_t);
+  size_t (*GetInputTypeCount)(const CustomOp*);
+  int (*GetOutputType)(const CustomOp*, size_t);
+  size_t (*GetOutputTypeCount)(const CustomOp*);
+  void (*KernelCompute)(void*, OrtKernelContext*);
+  void (*KernelDestroy)(void*);
+  int (*GetInputCharacteristic)(const CustomOp*, size_t);
+  int (*GetOutputCharacteristic)(const CustomOp*, size_t);
+  int (*GetInputMemoryType)(const CustomOp*, size_t);
+  int (*GetVariadicInputMinArity)(const CustomOp*);
+  int (*GetVariadicInputHomogeneity)(const CustomOp*);
+  int (*GetVariadicOutputMinArity)(const CustomOp*);
+  int (*GetVariadicOutputHomogeneity)(const CustomOp*);
+  St (*CreateKernelV2)(const CustomOp*, const void* api, const OrtKernelInfo*, void** kernel);
+  St (*KernelComputeV2)(void*, OrtKernelContext*);
+  // members ORT reads only for version >= 17 (shape inference, opset range, in-place and alias hints)
+  void* later[7];
+};
+
+struct Kernel {
+  bool transA = false, transB = false;
+  float alpha = 1.f, beta = 1.f;
+};
+
+int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) {
+  int64_t v = dflt;
+  St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*)>(kKernelInfoGetAttributeInt64)(info, name, &v);
+  if (s) { fn<void (*)(St)>(kReleaseStatus)(s); return dflt; }
+  return v;
+}
+float FloatAttr(const OrtKernelInfo* info, const char* name, float dflt) {
+  float v = dflt;
+  St s = fn<St (*)(const OrtKernelInfo*, const char*, float*)>(kKernelInfoGetAttributeFloat)(info, name, &v);
+  if (s) { fn<void (*)(St)>(kReleaseStatus)(s); return dflt; }
+  return v;
+}
+
+St CreateKernelV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
+  auto* k = new Kernel();
+  k->transA = IntAttr(info, "transA", 0) != 0;
+  k->transB = IntAttr(info, "transB", 0) != 0;
+  k->alpha = FloatAttr(info, "alpha", 1.f);
+  k->beta = FloatAttr(info, "beta", 1.f);
+  *out = k;
+  return nullptr;
+}
+void* CreateKernel(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  CreateKernelV2(op, api, info, &k);
+  return k;
+}
+void KernelDestroy(void* k) { delete static_cast<Kernel*>(k); }
+
+// Shape of a tensor value (rank <= 2 here).
+bool Dims(const OrtValue* v, int64_t* d, size_t* rank) {
+  OrtTensorTypeAndShapeInfo* ti = nullptr;
+  if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return false;
+  }
+  size_t n = 0;
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &n);
+  bool ok = n <= 2;
+  if (ok && n) fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, d, n);
+  fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
+  *rank = n;
+  return ok;
+}
+float* Data(const OrtValue* v) {
+  void* p = nullptr;
+  if (St s = fn<St (*)(OrtValue*, void**)>(kGetTensorMutableData)(const_cast<OrtValue*>(v), &p)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return nullptr;
+  }
+  return static_cast<float*>(p);
+}
+
+std::string Shape(const int64_t* d, size_t rank) {
+  std::string s = "[";
+  for (size_t i = 0; i < rank; i++) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// One parallel job: T tasks, each a contiguous band of rows (split_m) or columns of Y.
+struct Job {
+  const Sgemm* g;
+  int tasks;
+  bool split_m;
+  int band;  // rows or columns per task (a multiple of the micro-tile)
+};
+void RunTask(void* p, size_t i) {
+  const Job& j = *static_cast<const Job*>(p);
+  const int lo = int(i) * j.band;
+  if (j.split_m) SgemmBlock(*j.g, lo, std::min(j.g->M, lo + j.band), 0, j.g->N);
+  else SgemmBlock(*j.g, 0, j.g->M, lo, std::min(j.g->N, lo + j.band));
+}
+
+unsigned Threads() {
+  static const unsigned n = [] { unsigned h = std::thread::hardware_concurrency(); return h ? h : 1u; }();
+  return n;
+}
+
+St KernelComputeV2(void* kp, OrtKernelContext* ctx) {
+  const Kernel& k = *static_cast<Kernel*>(kp);
+  size_t nin = 0;
+  fn<St (*)(const OrtKernelContext*, size_t*)>(kKernelContextGetInputCount)(ctx, &nin);
+  const OrtValue* in[3] = {nullptr, nullptr, nullptr};
+  for (size_t i = 0; i < nin && i < 3; i++)
+    if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &in[i])) return s;
+  if (!in[0] || !in[1]) return Error("A and B are required");
+  int64_t da[2] = {0, 0}, db[2] = {0, 0}, dc[2] = {1, 1};
+  size_t ra = 0, rb = 0, rc = 0;
+  if (!Dims(in[0], da, &ra) || !Dims(in[1], db, &rb) || ra != 2 || rb != 2)
+    return Error("A and B must be matrices, got A" + Shape(da, ra) + " B" + Shape(db, rb));
+  const int64_t M = k.transA ? da[1] : da[0], K = k.transA ? da[0] : da[1];
+  const int64_t KB = k.transB ? db[1] : db[0], N = k.transB ? db[0] : db[1];
+  if (K != KB) return Error("inner dimensions differ: A" + Shape(da, ra) + (k.transA ? "^T" : "") + " B" + Shape(db, rb) + (k.transB ? "^T" : ""));
+  if (M > INT32_MAX / 2 || N > INT32_MAX / 2 || K > INT32_MAX / 2) return Error("matrix too large");
+  const int64_t ydims[2] = {M, N};
+  OrtValue* yv = nullptr;
+  if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, ydims, 2, &yv)) return s;
+  if (M == 0 || N == 0) return nullptr;
+  float* Y = Data(yv);
+  if (!Y) return Error("cannot access the output");
+  bool accumulate = false;
+  if (in[2] && k.beta != 0.f) {
+    // Y = beta * C broadcast to [M, N] (unidirectional numpy broadcasting, as ONNX Gemm allows)
+    if (!Dims(in[2], dc, &rc)) return Error("C must have rank <= 2");
+    const int64_t cm = rc == 2 ? dc[0] : 1, cn = rc >= 1 ? dc[rc - 1] : 1;
+    if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
+      return Error("C" + Shape(dc, rc) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
+    const float* C = Data(in[2]);
+    for (int64_t i = 0; i < M; i++) {
+      const float* crow = C + (cm == 1 ? 0 : i * cn);
+      float* yrow = Y + i * N;
+      if (cn == 1) for (int64_t j = 0; j < N; j++) yrow[j] = k.beta * crow[0];
+      else for (int64_t j = 0; j < N; j++) yrow[j] = k.beta * crow[j];
+    }
+    accumulate = true;
+  }
+  const float* A = Data(in[0]);
+  const float* B = Data(in[1]);
+  const Sgemm g{int(M), int(N), int(K), A, k.transA ? long(M) : long(K), k.transA, B, k.transB ? long(K) : long(N), k.transB,
+                k.alpha, Y, long(N), accumulate};
+  // Split Y into bands for the intra-op threads. A band re-packs the whole of the other operand, so split
+  // the side whose packing is cheaper to repeat (a transposed B or plain A is gathered, not copied).
+  const double flops = 2.0 * double(M) * double(N) * double(K);
+  const int T = flops < double(1 << 22) ? 1 : int(Threads());
+  const int mr = SgemmTileRows(), nr = SgemmTileCols();
+  const double repackB = double(K) * double(N) * (k.transB ? 2 : 1), repackA = double(M) * double(K) * (k.transA ? 1 : 2);
+  bool split_m = M >= int64_t(T) * mr && (repackB <= repackA || N < int64_t(T) * nr);
+  if (T == 1 || (!split_m && N < int64_t(T) * nr)) {
+    SgemmBlock(g, 0, g.M, 0, g.N);
+    return nullptr;
+  }
+  const int dim = split_m ? g.M : g.N, tile = split_m ? mr : nr;
+  const int band = ((dim + T - 1) / T + tile - 1) / tile * tile;
+  Job job{&g, (dim + band - 1) / band, split_m, band};
+  return fn<St (*)(const OrtKernelContext*, void (*)(void*, size_t), size_t, size_t, void*)>(kKernelContextParallelFor)(
+      ctx, RunTask, size_t(job.tasks), 0, &job);
+}
+void KernelCompute(void* k, OrtKernelContext* ctx) {
+  // only reached if ORT ignores KernelComputeV2; errors cannot be reported from here
+  if (St s = KernelComputeV2(k, ctx)) {
+    std::fprintf(stderr, "jaxts.Gemm failed\n");
+    fn<void (*)(St)>(kReleaseStatus)(s);
+  }
+}
+
+const char* GetName(const CustomOp*) { return "Gemm"; }
+const char* GetEp(const CustomOp*) { return nullptr; }  // CPU execution provider
+int FloatType(const CustomOp*, size_t) { return 1; }     // ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT
+size_t Three(const CustomOp*) { return 3; }
+size_t One(const CustomOp*) { return 1; }
+int InputCharacteristic(const CustomOp*, size_t i) { return i == 2 ? 1 : 0; }  // C is optional
+int Required(const CustomOp*, size_t) { return 0; }
+int DefaultMem(const CustomOp*, size_t) { return 0; }  // OrtMemTypeDefault
+int OneArity(const CustomOp*) { return 1; }
+
+CustomOp g_op = {
+    16,  // the OrtCustomOp version whose members are filled in (V2 create/compute)
+    CreateKernel, GetName, GetEp, FloatType, Three, FloatType, One, KernelCompute, KernelDestroy,
+    InputCharacteristic, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateKernelV2, KernelComputeV2,
+    {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
+}  // namespace
+
+const char* RegisterGemmOp(const void* const* api, const char* version) {
+  if (g_domain) return g_kernel;
+  const char* kernel = SgemmKernelName();
+  const char* off = std::getenv("JAXTS_NATIVE_GEMM");
+  if (!kernel || (off && std::strcmp(off, "0") == 0)) return nullptr;
+  int major = 0, minor = 0;
+  if (std::sscanf(version, "%d.%d", &major, &minor) != 2 || major < 1 || (major == 1 && minor < 18)) return nullptr;
+  g_api = api;
+  OrtCustomOpDomain* d = nullptr;
+  St s = fn<St (*)(const char*, OrtCustomOpDomain**)>(kCreateCustomOpDomain)("jaxts", &d);
+  if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &g_op);
+  if (s) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return nullptr;
+  }
+  g_domain = d;  // lives as long as the process: every session may use it
+  g_kernel = kernel;
+  return g_kernel;
+}
+
+OrtStatus* AddGemmOpDomain(OrtSessionOptions* options) {
+  if (!g_domain) return nullptr;
+  return fn<St (*)(OrtSessionOptions*, OrtCustomOpDomain*)>(kAddCustomOpDomain)(options, g_domain);
+}
+
+}  // namespace jaxts
