@@ -186,26 +186,22 @@ St KernelComputeV2(void* kp, OrtKernelContext* ctx) {
   if (M == 0 || N == 0) return nullptr;
   float* Y = Data(yv);
   if (!Y) return Error("cannot access the output");
-  bool accumulate = false;
+  const float* A = Data(in[0]);
+  const float* B = Data(in[1]);
+  Sgemm g{int(M), int(N), int(K), A, k.transA ? long(M) : long(K), k.transA, B, k.transB ? long(K) : long(N), k.transB,
+          k.alpha, Y, long(N), false};
   if (in[2] && k.beta != 0.f) {
-    // Y = beta * C broadcast to [M, N] (unidirectional numpy broadcasting, as ONNX Gemm allows)
+    // + beta * C broadcast to [M, N] (unidirectional numpy broadcasting, as ONNX Gemm allows), added in the
+    // micro-kernels' epilogue: no separate pass over Y
     if (!Dims(in[2], dc, &rc)) return Error("C must have rank <= 2");
     const int64_t cm = rc == 2 ? dc[0] : 1, cn = rc >= 1 ? dc[rc - 1] : 1;
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
       return Error("C" + Shape(dc, rc) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
-    const float* C = Data(in[2]);
-    for (int64_t i = 0; i < M; i++) {
-      const float* crow = C + (cm == 1 ? 0 : i * cn);
-      float* yrow = Y + i * N;
-      if (cn == 1) for (int64_t j = 0; j < N; j++) yrow[j] = k.beta * crow[0];
-      else for (int64_t j = 0; j < N; j++) yrow[j] = k.beta * crow[j];
-    }
-    accumulate = true;
+    g.Cin = Data(in[2]);
+    g.cin_rs = cm == 1 ? 0 : long(cn);
+    g.cin_cs = cn == 1 ? 0 : 1;
+    g.beta = k.beta;
   }
-  const float* A = Data(in[0]);
-  const float* B = Data(in[1]);
-  const Sgemm g{int(M), int(N), int(K), A, k.transA ? long(M) : long(K), k.transA, B, k.transB ? long(K) : long(N), k.transB,
-                k.alpha, Y, long(N), accumulate};
   // Split Y into bands for the intra-op threads. A band re-packs the whole of the other operand, so split
   // the side whose packing is cheaper to repeat (a transposed B or plain A is gathered, not copied).
   const double flops = 2.0 * double(M) * double(N) * double(K);

@@ -96,23 +96,34 @@ void PackB(const Sgemm& g, int k0, int kc, int j0, int nc, float* out) {
   }
 }
 
-// Micro-kernel contract: c[0:mr, 0:nr] = alpha * (packed a strip) x (packed b strip) (+ c when add).
-using MicroKernel = void (*)(int kc, const float* a, const float* b, float* c, long ldc, float alpha, bool add, int mr, int nr);
+// What a micro-kernel does with its tile of products P: c = alpha P, c += alpha P (add), or c = alpha P + beta Cin
+// (cin: the addend at the tile's origin, read through strides rs/cs, 0 for a broadcast axis).
+struct Epilogue {
+  float alpha;
+  bool add;
+  const float* cin;
+  long rs, cs;
+  float beta;
+};
 
-// Scalar epilogue for partial tiles, from a full MR x NR tile of products in tmp.
-inline void StorePartial(const float* tmp, int nr_full, float* c, long ldc, float alpha, bool add, int mr, int nr) {
+// Micro-kernel contract: c[0:mr, 0:nr] = epilogue of (packed a strip) x (packed b strip).
+using MicroKernel = void (*)(int kc, const float* a, const float* b, float* c, long ldc, const Epilogue& e, int mr, int nr);
+
+// Scalar epilogue for partial tiles (or general addend strides), from a full MR x NR tile of products in tmp.
+inline void StorePartial(const float* tmp, int nr_full, float* c, long ldc, const Epilogue& e, int mr, int nr) {
   for (int i = 0; i < mr; i++)
     for (int j = 0; j < nr; j++) {
-      const float v = alpha * tmp[i * nr_full + j];
-      c[i * ldc + j] = add ? c[i * ldc + j] + v : v;
+      const float v = e.alpha * tmp[i * nr_full + j];
+      float* ci = c + i * ldc + j;
+      *ci = e.add ? *ci + v : e.cin ? v + e.beta * e.cin[i * e.rs + j * e.cs] : v;
     }
 }
 
 #ifdef JAXTS_X86
 // AVX-512: 14 x 32 tile = 28 zmm accumulators + 2 B vectors + 1 broadcast (of 32 registers).
 constexpr int kMR512 = 14, kNR512 = 32;
-__attribute__((target("avx512f,fma"))) void Kernel512(int kc, const float* a, const float* b, float* c, long ldc, float alpha,
-                                                     bool add, int mr, int nr) {
+__attribute__((target("avx512f,fma"))) void Kernel512(int kc, const float* a, const float* b, float* c, long ldc, const Epilogue& e,
+                                                     int mr, int nr) {
   __m512 acc0[kMR512], acc1[kMR512];
   for (int i = 0; i < kMR512; i++) acc0[i] = acc1[i] = _mm512_setzero_ps();
   for (int k = 0; k < kc; k++) {
@@ -130,12 +141,18 @@ __attribute__((target("avx512f,fma"))) void Kernel512(int kc, const float* a, co
   alignas(64) float tmp[kMR512 * kNR512];
 #pragma GCC unroll 14
   for (int i = 0; i < kMR512; i++) { _mm512_store_ps(tmp + i * kNR512, acc0[i]); _mm512_store_ps(tmp + i * kNR512 + 16, acc1[i]); }
-  if (nr != kNR512) return StorePartial(tmp, kNR512, c, ldc, alpha, add, mr, nr);
-  const __m512 va = _mm512_set1_ps(alpha);
+  if (nr != kNR512 || (e.cin && e.cs > 1)) return StorePartial(tmp, kNR512, c, ldc, e, mr, nr);
+  const __m512 va = _mm512_set1_ps(e.alpha), vb = _mm512_set1_ps(e.beta);
   for (int i = 0; i < mr; i++) {
     float* ci = c + i * ldc;
     __m512 v0 = _mm512_mul_ps(va, _mm512_load_ps(tmp + i * kNR512)), v1 = _mm512_mul_ps(va, _mm512_load_ps(tmp + i * kNR512 + 16));
-    if (add) { v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0); v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1); }
+    if (e.add) { v0 = _mm512_add_ps(_mm512_loadu_ps(ci), v0); v1 = _mm512_add_ps(_mm512_loadu_ps(ci + 16), v1); }
+    else if (e.cin) {
+      const float* r = e.cin + i * e.rs;
+      const __m512 c0 = e.cs ? _mm512_loadu_ps(r) : _mm512_set1_ps(r[0]), c1 = e.cs ? _mm512_loadu_ps(r + 16) : c0;
+      v0 = _mm512_add_ps(v0, _mm512_mul_ps(vb, c0));
+      v1 = _mm512_add_ps(v1, _mm512_mul_ps(vb, c1));
+    }
     _mm512_storeu_ps(ci, v0);
     _mm512_storeu_ps(ci + 16, v1);
   }
@@ -143,8 +160,8 @@ __attribute__((target("avx512f,fma"))) void Kernel512(int kc, const float* a, co
 
 // AVX2 + FMA: 6 x 16 tile = 12 ymm accumulators + 2 B vectors + 1 broadcast (of 16 registers).
 constexpr int kMR256 = 6, kNR256 = 16;
-__attribute__((target("avx2,fma"))) void Kernel256(int kc, const float* a, const float* b, float* c, long ldc, float alpha,
-                                                  bool add, int mr, int nr) {
+__attribute__((target("avx2,fma"))) void Kernel256(int kc, const float* a, const float* b, float* c, long ldc, const Epilogue& e,
+                                                  int mr, int nr) {
   __m256 acc0[kMR256], acc1[kMR256];
   for (int i = 0; i < kMR256; i++) acc0[i] = acc1[i] = _mm256_setzero_ps();
   for (int k = 0; k < kc; k++) {
@@ -161,12 +178,18 @@ __attribute__((target("avx2,fma"))) void Kernel256(int kc, const float* a, const
   alignas(32) float tmp[kMR256 * kNR256];
 #pragma GCC unroll 6
   for (int i = 0; i < kMR256; i++) { _mm256_store_ps(tmp + i * kNR256, acc0[i]); _mm256_store_ps(tmp + i * kNR256 + 8, acc1[i]); }
-  if (nr != kNR256) return StorePartial(tmp, kNR256, c, ldc, alpha, add, mr, nr);
-  const __m256 va = _mm256_set1_ps(alpha);
+  if (nr != kNR256 || (e.cin && e.cs > 1)) return StorePartial(tmp, kNR256, c, ldc, e, mr, nr);
+  const __m256 va = _mm256_set1_ps(e.alpha), vb = _mm256_set1_ps(e.beta);
   for (int i = 0; i < mr; i++) {
     float* ci = c + i * ldc;
     __m256 v0 = _mm256_mul_ps(va, _mm256_load_ps(tmp + i * kNR256)), v1 = _mm256_mul_ps(va, _mm256_load_ps(tmp + i * kNR256 + 8));
-    if (add) { v0 = _mm256_add_ps(_mm256_loadu_ps(ci), v0); v1 = _mm256_add_ps(_mm256_loadu_ps(ci + 8), v1); }
+    if (e.add) { v0 = _mm256_add_ps(_mm256_loadu_ps(ci), v0); v1 = _mm256_add_ps(_mm256_loadu_ps(ci + 8), v1); }
+    else if (e.cin) {
+      const float* r = e.cin + i * e.rs;
+      const __m256 c0 = e.cs ? _mm256_loadu_ps(r) : _mm256_set1_ps(r[0]), c1 = e.cs ? _mm256_loadu_ps(r + 8) : c0;
+      v0 = _mm256_add_ps(v0, _mm256_mul_ps(vb, c0));
+      v1 = _mm256_add_ps(v1, _mm256_mul_ps(vb, c1));
+    }
     _mm256_storeu_ps(ci, v0);
     _mm256_storeu_ps(ci + 8, v1);
   }
@@ -187,9 +210,10 @@ void Run(const Sgemm& g, int m0, int m1, int n0, int n1, MicroKernel kernel) {
   const int M = m1 - m0, N = n1 - n0, K = g.K;
   if (M <= 0 || N <= 0) return;
   if (K == 0) {
-    // an empty sum: alpha * 0 (+ C)
+    // an empty sum: alpha * 0 (+ C or beta * Cin)
     if (!g.accumulate)
-      for (int i = m0; i < m1; i++) std::memset(g.C + (long)i * g.ldc + n0, 0, sizeof(float) * N);
+      for (int i = m0; i < m1; i++)
+        for (int j = n0; j < n1; j++) g.C[(long)i * g.ldc + j] = g.Cin ? g.beta * g.Cin[i * g.cin_rs + j * g.cin_cs] : 0.f;
     return;
   }
   const int ncmax = std::min(P::kNC, (N + NR - 1) / NR * NR), kcmax = std::min(P::kKC, K);
@@ -202,6 +226,7 @@ void Run(const Sgemm& g, int m0, int m1, int n0, int n1, MicroKernel kernel) {
     for (int pc = 0; pc < K; pc += P::kKC) {
       const int kc = std::min(P::kKC, K - pc);
       const bool add = g.accumulate || pc > 0;
+      const bool with_cin = !add && g.Cin;
       PackB<NR>(g, pc, kc, n0 + jc, nc, pb);
       for (int ic = 0; ic < M; ic += P::kMC) {
         const int mc = std::min(P::kMC, M - ic);
@@ -209,8 +234,9 @@ void Run(const Sgemm& g, int m0, int m1, int n0, int n1, MicroKernel kernel) {
         for (int jr = 0; jr < nc; jr += NR) {
           const float* bs = pb + (long)jr * kc;
           for (int ir = 0; ir < mc; ir += MR) {
-            float* c = g.C + (long)(m0 + ic + ir) * g.ldc + (n0 + jc + jr);
-            kernel(kc, pa + (long)ir * kc, bs, c, g.ldc, g.alpha, add, std::min(MR, mc - ir), std::min(NR, nc - jr));
+            const long row = m0 + ic + ir, col = n0 + jc + jr;
+            const Epilogue e{g.alpha, add, with_cin ? g.Cin + row * g.cin_rs + col * g.cin_cs : nullptr, g.cin_rs, g.cin_cs, g.beta};
+            kernel(kc, pa + (long)ir * kc, bs, g.C + row * g.ldc + col, g.ldc, e, std::min(MR, mc - ir), std::min(NR, nc - jr));
           }
         }
       }
@@ -272,7 +298,7 @@ void SgemmBlock(const Sgemm& g, int m0, int m1, int n0, int n1) {
         s += a * b;
       }
       float* c = g.C + (long)i * g.ldc + j;
-      *c = g.accumulate ? *c + g.alpha * s : g.alpha * s;
+      *c = g.accumulate ? *c + g.alpha * s : g.Cin ? g.alpha * s + g.beta * g.Cin[i * g.cin_rs + j * g.cin_cs] : g.alpha * s;
     }
 }
 

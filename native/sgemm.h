@@ -3,7 +3,10 @@
 
 namespace jaxts {
 
-/** C[m, n] (+)= alpha * sum_k op(A)[m, k] * op(B)[k, n], row-major storage, op = optional transpose. */
+/**
+ * C[m, n] = alpha * sum_k op(A)[m, k] * op(B)[k, n] (+ C[m, n] when accumulating, or + beta * Cin[m * cin_rs + n * cin_cs]
+ * with a broadcast addend), row-major storage, op = optional transpose.
+ */
 struct Sgemm {
   int M, N, K;
   const float* A;  // op(A)[i, k] = transA ? A[k * lda + i] : A[i * lda + k]
@@ -15,7 +18,10 @@ struct Sgemm {
   float alpha;
   float* C;
   long ldc;
-  bool accumulate;  // true: C += alpha * AB (C holds the addend); false: C = alpha * AB
+  bool accumulate;  // true: C += alpha * AB (C holds the addend); false: C = alpha * AB (+ beta * Cin)
+  const float* Cin = nullptr;  // optional addend, read through strides (0 = broadcast along that axis)
+  long cin_rs = 0, cin_cs = 0;
+  float beta = 1.f;
 };
 
 /** The micro-kernel this CPU runs: "avx512", "avx2" or nullptr (no fast kernel: leave GEMMs to ONNX Runtime). */

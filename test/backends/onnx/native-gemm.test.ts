@@ -50,6 +50,7 @@ test("jaxts.Gemm computes ONNX Gemm: transposes, alpha/beta, every broadcast of 
     cases.push({ M: 33, N: 45, K: 27, tA: 1, tB: 0, alpha: -0.01, beta: 1, c, threads: 1 }, { M: 33, N: 45, K: 27, tA: 0, tB: 1, alpha: 2.5, beta: -0.5, c, threads: 1 });
   cases.push({ M: 600, N: 520, K: 530, tA: 0, tB: 0, alpha: 0.25, beta: 2, c: [520], threads: 2 });
   cases.push({ M: 20, N: 30, K: 10, tA: 0, tB: 0, alpha: 1, beta: 0, c: [20, 30], threads: 1 });
+  cases.push({ M: 5, N: 6, K: 0, tA: 0, tB: 1, alpha: 1, beta: 2, c: [6], threads: 1 }, { M: 784, N: 512, K: 128, tA: 1, tB: 0, alpha: -0.01, beta: 1, c: [784, 512], threads: 2 });
   for (const k of cases) {
     const a = rnd(k.M * k.K), b = rnd(k.K * k.N), c = k.c ? rnd(k.c.reduce((p, q) => p * q, 1)) : null;
     const want = runGemm("", k, a, b, c), got = runGemm("jaxts", k, a, b, c);
