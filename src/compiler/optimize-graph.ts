@@ -208,6 +208,9 @@ function foldGemmEpilogues(v: GraphView): boolean {
   let changed = false;
   for (const gm of v.g.nodeList) {
     if (!isGemm(gm) || gm.opType === "") continue;
+    // ORT's Gemm returns C unscaled when the contraction is empty (K = 0): fold only nonempty products
+    const as = v.shape(gm.inputs[0]);
+    if (!as || as.length !== 2 || as[intAttr(gm, "transA", 0) ? 0 : 1] === 0) continue;
     for (;;) {
       const y = gm.outputs[0];
       const c = v.soleConsumer(y);

@@ -54,6 +54,10 @@ test("an SGD update w - lr * (x^T g) is one Gemm with alpha = -lr and C = w", ()
   // a Gemm result read twice keeps its epilogue ops
   const t2 = program((xv, gv, wv) => { const d = ops.dotGeneral(xv, gv, [[[0], [0]], [[], []]]); return [ops.sub(wv, d), d]; }, [x, g, w], "shared");
   assert.equal(count(t2, "Sub"), 1, t2);
+  // an empty contraction (K = 0) keeps its epilogue: ORT's Gemm returns C unscaled there, so x y - w would come out as +w
+  const e = arr("float32", [3, 0], []), f = arr("float32", [0, 4], []), z = arr("float32", [3, 4], seq(12, 0.5, 1));
+  const t3 = program((ev, fv, zv) => [ops.sub(ops.dotGeneral(ev, fv, [[[1], [0]], [[], []]]), zv)], [e, f, z], "empty contraction");
+  assert.equal(count(t3, "Sub"), 1, t3);
 });
 
 test("relu's select against zero is Max (exact on NaN and -0); other float selects keep exact -0 handling", () => {
