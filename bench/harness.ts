@@ -348,6 +348,34 @@ export function formatTables(results: readonly CaseResult[], contenders: readonl
   return out;
 }
 
+/** The speed targets of issue #4 [engine]: jaxts's speed-up over `contender` on `workload` must reach `min`. */
+export const TARGETS: readonly { workload: WorkloadId; contender: string; min: number; what: string }[] = [
+  ...MATMUL_SIZES.flatMap((n) => [
+    { workload: `matmul-${n}` as WorkloadId, contender: "raw-ort", min: 0.9, what: `f32 matmul N=${n} under jit: >= 0.9x raw ORT throughput` },
+    { workload: `matmul-${n}` as WorkloadId, contender: "jax-js", min: 6, what: `f32 matmul N=${n} under jit: >= 6x jax-js` },
+  ]),
+  { workload: "mlp-step", contender: "jax-js", min: 8, what: "MLP 784-512-10 b128 train step: >= 8x faster than jax-js" },
+  { workload: "mlp-step", contender: "tfjs-wasm", min: 40, what: "MLP train step: >= 40x faster than TensorFlow.js wasm" },
+  { workload: "tanh-1e7", contender: "jax-js", min: 10, what: "jit(x => tanh(2x+1)) on 1e7 float32: >= 10x jax-js" },
+  { workload: "add-eager-4096", contender: "jax-js", min: 1, what: "eager add of two 4096-element arrays: no slower than jax-js" },
+  { workload: "add-jit-4096", contender: "jax-js", min: 1, what: "jit call of the same add: no slower than jax-js" },
+  { workload: "mlp-compile", contender: "jax-js", min: 1, what: "compile time of the MLP step (first call): no slower than jax-js" },
+];
+
+/** A table of the targets this run measured: the speed-up reached and whether it meets the target (jaxts baseline only). */
+export function formatTargets(results: readonly CaseResult[]): string {
+  const get = (c: string, w: WorkloadId) => results.find((r) => r.contender === c && r.workload === w)?.measurement;
+  const rows = TARGETS.flatMap((t) => {
+    const b = get("jaxts", t.workload), m = get(t.contender, t.workload);
+    if (!b || !m) return [];
+    const r = m.median / b.median;
+    return [[t.what, `${fmtNum(r)}×`, r >= t.min ? "met" : "MISSED"]];
+  });
+  if (rows.length === 0) return "";
+  const missed = rows.filter((r) => r[2] !== "met").length;
+  return mdTable(["target", "this run", ""], rows) + `\n\n${missed === 0 ? "Every target measured in this run is met." : `${missed} of ${rows.length} targets missed in this run.`}`;
+}
+
 /** Directory holding the repository's package.json (named "jaxts"), else the working directory. */
 export function repoRoot(): string {
   const here = path.dirname(fileURLToPath(import.meta.url));
@@ -450,6 +478,8 @@ export function renderReport(rep: Report): string {
     "",
   );
   lines.push(formatTables(rep.results, names, rep.baseline), "");
+  const targets = rep.baseline === "jaxts" ? formatTargets(rep.results) : "";
+  if (targets) lines.push("## Targets (issue #4 [engine])", "", targets, "");
   lines.push("## Contenders", "");
   for (const c of rep.contenders) {
     lines.push(`- **${c.name}**${c.version ? ` (${c.version})` : ""}${c.unavailable ? `: unavailable: ${c.unavailable}` : ""}`);

@@ -14,6 +14,7 @@ import {
   QUICK_TIMING,
   WORKLOADS,
   formatTables,
+  formatTargets,
   measureInterleaved,
   measureOnce,
   packageVersion,
@@ -134,6 +135,10 @@ async function main(): Promise<void> {
 
   const names = ready.map((c) => c.name);
   console.log("\n" + formatTables(results, names, baseline) + "\n");
+  if (baseline === "jaxts") {
+    const t = formatTargets(results);
+    if (t) console.log(t + "\n");
+  }
   for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
 
   const elapsedS = (performance.now() - t0) / 1e3;
