@@ -47,6 +47,9 @@ constexpr float cTanhP[] = {1.0f, 0.13381025195121765f, 0.003495586570352316f, 2
 constexpr float cTanhQ[] = {1.0f, 0.4671434164047241f, 0.025876976549625397f, 0.00032856324105523527f, 7.776544634907623e-07f};
 constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 
+// the transcendental helpers are large: without this GCC calls them per vector (zmm arguments spilled around each call)
+#define FUSED_INLINE inline __attribute__((always_inline))
+
 using EvalFn = void (*)(const Program&, const float* const*, const float*, float* const*, int64_t, int, float*, const float**);
 
 #pragma GCC push_options
