@@ -131,6 +131,8 @@ export interface TimingOptions {
   minSampleMs: number;
   /** Rounds the samples of one workload are spread over, each contender taking its share per round. */
   rounds: number;
+  /** Untimed calls (about this long) before each share of samples. */
+  reWarmMs: number;
 }
 
 export const DEFAULT_TIMING: TimingOptions = {
@@ -140,6 +142,7 @@ export const DEFAULT_TIMING: TimingOptions = {
   maxSamples: 80,
   minSampleMs: 5,
   rounds: 8,
+  reWarmMs: 20,
 };
 
 export const QUICK_TIMING: TimingOptions = {
@@ -149,6 +152,7 @@ export const QUICK_TIMING: TimingOptions = {
   maxSamples: 10,
   minSampleMs: 2,
   rounds: 2,
+  reWarmMs: 5,
 };
 
 /** Summary of one measured case, times in seconds per call. */
@@ -187,6 +191,8 @@ async function timeCalls(body: CaseBody, k: number): Promise<number> {
 export interface SamplePlan {
   perSample: number;
   nSamples: number;
+  /** Estimated milliseconds per call (from the warmup). */
+  estMs: number;
 }
 
 /** Time a single call with no warmup (first-call workloads). */
@@ -214,7 +220,7 @@ export async function warmUp(body: CaseBody, opts: TimingOptions): Promise<Sampl
   // A body slower than the whole target gets at most 3 samples (keeps slow contenders bounded).
   const minSamples = est > opts.targetMs ? Math.min(3, opts.minSamples) : opts.minSamples;
   const nSamples = Math.max(minSamples, Math.min(opts.maxSamples, Math.floor(opts.targetMs / (est * perSample))));
-  return { perSample, nSamples };
+  return { perSample, nSamples, estMs: est };
 }
 
 /** One sample: seconds per call over a batch of `perSample` calls. */
@@ -254,6 +260,9 @@ export async function measureInterleaved(
       await settle();
       try {
         await cases[i]!.activate?.();
+        // re-warm after the other cases ran (caches, thread pools, JIT state): ~20 ms of untimed calls, skipped for
+        // bodies slower than that (their samples dwarf the transition)
+        if (p.estMs <= opts.reWarmMs) await timeCalls(cases[i]!.body, Math.max(1, Math.floor(opts.reWarmMs / Math.max(p.estMs, 1e-3))));
         while (samples[i]!.length < upTo) samples[i]!.push(await takeSample(cases[i]!.body, p.perSample));
       } catch (e) {
         plans[i] = toError(e);
@@ -499,7 +508,8 @@ export function renderReport(rep: Report): string {
     "- Every timed body forces completion (blockUntilReady / synchronous execution) and frees its outputs.",
     `- After the first-call row, every case is set up and warmed up alone; then all samples are taken in ${rep.timing.rounds} rounds ` +
       "over the whole run, each round visiting every workload and contender for its share, so the shared machine's slow and fast " +
-      "phases fall on every case alike.",
+      `phases fall on every case alike. Each share starts with ~${rep.timing.reWarmMs} ms of untimed calls (bodies slower than that excepted): ` +
+      "samples measure the steady state, not the switch from another case.",
     "- Before each setup, warmup and round the runner forces a full garbage collection and waits 50 ms (no contender pays for another's garbage, " +
       "and the previous contender's spinning thread-pool workers have gone idle).",
     "- GFLOP/s counts 2·N³ per matmul; GB/s counts 8 bytes per element (read + write) for tanh(2x+1).",
