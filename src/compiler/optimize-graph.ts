@@ -247,14 +247,15 @@ export interface OptimizeOptions {
   nativeGemm?: boolean;
 }
 
-/** Smallest M, N and K of a Gemm handed to jaxts's SGEMM (measured: from 1024 it wins, at 512 it ties MLAS). */
-export const NATIVE_GEMM_MIN_DIM = 512;
+/** Smallest M, N and K of a Gemm handed to jaxts's SGEMM (tunable; see nativeGemms for the measurements). */
+export const nativeGemmOptions = { minM: 512, minN: 512, minK: 128 };
 
 /**
  * Float32 Gemm -> jaxts.Gemm: the same operator (ONNX Gemm attributes and broadcasting of C) computed by jaxts's
  * packed AVX-512/AVX2 SGEMM (native/sgemm.cc). On this Zen 4 host, two threads, measured against ORT's MLAS Gemm
- * one session after the other: 1024^3 1.2-1.35x, 2048^3 1.15-1.2x, 512^3 ~1x faster; on the MLP's thin shapes
- * (K or M = 128) MLAS is faster, so only GEMMs large in every dimension switch.
+ * one session after the other: 1024^3 1.2-1.35x, 2048^3 1.15-1.2x, 512^3 ~1x, an MLP weight update
+ * [784,128]^T x [128,512] + W 1.15x faster; with a short M (the MLP's [128,784] x [784,512]) it only ties, so
+ * M and N must reach 512 and K 128.
  */
 function nativeGemms(v: GraphView): void {
   let changed = false;
@@ -265,7 +266,7 @@ function nativeGemms(v: GraphView): void {
     if (v.dtypes.get(n.outputs[0]) !== "float32" && v.dtypes.get(n.inputs[0]) !== "float32") continue;
     const tA = intAttr(n, "transA", 0), tB = intAttr(n, "transB", 0);
     const M = a[tA ? 1 : 0], K = a[tA ? 0 : 1], N = b[tB ? 0 : 1];
-    if (Math.min(M, N, K) < NATIVE_GEMM_MIN_DIM) continue;
+    if (M < nativeGemmOptions.minM || N < nativeGemmOptions.minN || K < nativeGemmOptions.minK) continue;
     n.domain = "jaxts";
     changed = true;
   }
