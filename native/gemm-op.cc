@@ -203,7 +203,8 @@ St KernelComputeV2(void* kp, OrtKernelContext* ctx) {
     g.beta = k.beta;
   }
   // Split Y into bands for the intra-op threads. A band re-packs the whole of the other operand, so split
-  // the side whose packing is cheaper to repeat (a transposed B or plain A is gathered, not copied).
+  // the side whose packing is cheaper to repeat (a transposed B or plain A is gathered, not copied). In a
+  // session with one intra-op thread ParallelFor runs the bands one after the other on the calling thread.
   const double flops = 2.0 * double(M) * double(N) * double(K);
   const int T = flops < double(1 << 22) ? 1 : int(Threads());
   const int mr = SgemmTileRows(), nr = SgemmTileCols();

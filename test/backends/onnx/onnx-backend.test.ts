@@ -2,7 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { interpreterBackend } from "../../../src/backends/interpreter/interpreter.js";
-import { clearOnnxCaches, compiledFor, loweringSummary, onnxBackend, onnxBackendOptions, onnxCacheStats } from "../../../src/backends/onnx/onnx-backend.js";
+import { clearOnnxCaches, compiledFor, loweringSummary, onnxBackend, onnxBackendOptions, onnxCacheStats, sessionOptionsFor } from "../../../src/backends/onnx/onnx-backend.js";
+import { availableParallelism } from "node:os";
 import "../../../src/index.js";
 import { ArrayImpl } from "../../../src/core/array-impl.js";
 import type { Array } from "../../../src/core/array.js";
@@ -79,6 +80,26 @@ function getPrim(name: string): Primitive {
   return allPrimitives().find((p) => p.name === name)!;
 }
 
+
+test("thread counts follow the work: small steps one thread, big eager ops and jitted programs every core (eager ones without spinning), config.intraOpThreads wins", () => {
+  const big = onnxBackendOptions.parallelWork, cores = availableParallelism();
+  const small = { work: 100, nodeCount: 1 }, large = { work: 4 * big, nodeCount: 1 };
+  assert.equal(sessionOptionsFor(small, false).intraOpNumThreads, 1);
+  assert.equal(sessionOptionsFor(small, true).intraOpNumThreads, 1);
+  const eager = sessionOptionsFor(large, false), jitted = sessionOptionsFor(large, true);
+  assert.equal(eager.intraOpNumThreads, cores);
+  assert.equal(jitted.intraOpNumThreads, cores);
+  if (cores > 1) assert.equal(eager.configEntries?.["session.intra_op.allow_spinning"], "0", "eager workers sleep between calls");
+  assert.equal(jitted.configEntries?.["session.intra_op.allow_spinning"], undefined, "jitted programs keep ORT's spinning");
+  const prev = config.intraOpThreads;
+  config.update("intraOpThreads", 3);
+  try {
+    assert.equal(sessionOptionsFor(small, false).intraOpNumThreads, 3);
+    assert.equal(sessionOptionsFor(large, true).intraOpNumThreads, 3);
+  } finally {
+    config.update("intraOpThreads", prev);
+  }
+});
 
 test("jit: a whole program compiles to one ONNX session and matches the interpreter", () => {
   const w = arr("float32", [4, 3], [0.1, -0.2, 0.3, 0.4, -0.5, 0.6, 0.7, 0.8, -0.9, 1.0, 1.1, -1.2]);
