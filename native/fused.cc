@@ -17,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "fused.h"
+
 namespace jaxts_fused {
 
 enum Tag : int32_t { kInput = 0, kScalar = 1, kConst = 2, kOp = 3 };
@@ -191,21 +193,9 @@ bool Floats(napi_env env, napi_value v, float** data, size_t* len) {
 
 void FinalizeProgram(napi_env, void* data, void*) { delete static_cast<Program*>(data); }
 
-// fusedCompile(code: Int32Array, numInputs, numScalars) -> handle. code = [nv, nout, nv x (tag, x, a, b, c), nout outputs]
-napi_value Compile(napi_env env, napi_callback_info info) {
-  size_t argc = 3;
-  napi_value argv[3];
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  napi_typedarray_type t;
-  size_t len = 0, off = 0;
-  void* p = nullptr;
-  napi_value ab;
-  int32_t ni = 0, ns = 0;
-  if (argc < 3 || napi_get_typedarray_info(env, argv[0], &t, &len, &p, &ab, &off) != napi_ok || t != napi_int32_array ||
-      napi_get_value_int32(env, argv[1], &ni) != napi_ok || napi_get_value_int32(env, argv[2], &ns) != napi_ok)
-    return Throw(env, "fusedCompile(code: Int32Array, numInputs, numScalars)");
-  const int32_t* c = static_cast<const int32_t*>(p);
-  if (len < 2 || c[0] < 0 || c[1] < 0 || len != size_t(2 + 5 * int64_t(c[0]) + c[1])) return Throw(env, "malformed program");
+// Parses code = [nv, nout, nv x (tag, x, a, b, c), nout outputs]; nullptr (and *err) when malformed.
+Program* Parse(const int32_t* c, size_t len, int32_t ni, int32_t ns, std::string* err) {
+  if (len < 2 || c[0] < 0 || c[1] < 0 || len != size_t(2 + 5 * int64_t(c[0]) + c[1])) { *err = "malformed program"; return nullptr; }
   auto* prog = new Program();
   prog->num_inputs = ni;
   prog->num_scalars = ns;
@@ -229,7 +219,8 @@ napi_value Compile(napi_env env, napi_callback_info info) {
     } else ok = false;
     if (!ok) {
       delete prog;
-      return Throw(env, "malformed value " + std::to_string(v));
+      *err = "malformed value " + std::to_string(v);
+      return nullptr;
     }
     prog->values.push_back(x);
   }
@@ -237,10 +228,30 @@ napi_value Compile(napi_env env, napi_callback_info info) {
     const int32_t o = c[2 + 5 * nv + j];
     if (o < 0 || o >= nv) {
       delete prog;
-      return Throw(env, "malformed output " + std::to_string(j));
+      *err = "malformed output " + std::to_string(j);
+      return nullptr;
     }
     prog->outputs.push_back(o);
   }
+  return prog;
+}
+
+// fusedCompile(code: Int32Array, numInputs, numScalars) -> handle. code = [nv, nout, nv x (tag, x, a, b, c), nout outputs]
+napi_value Compile(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  napi_typedarray_type t;
+  size_t len = 0, off = 0;
+  void* p = nullptr;
+  napi_value ab;
+  int32_t ni = 0, ns = 0;
+  if (argc < 3 || napi_get_typedarray_info(env, argv[0], &t, &len, &p, &ab, &off) != napi_ok || t != napi_int32_array ||
+      napi_get_value_int32(env, argv[1], &ni) != napi_ok || napi_get_value_int32(env, argv[2], &ns) != napi_ok)
+    return Throw(env, "fusedCompile(code: Int32Array, numInputs, numScalars)");
+  std::string err;
+  Program* prog = Parse(static_cast<const int32_t*>(p), len, ni, ns, &err);
+  if (!prog) return Throw(env, err);
   napi_value handle;
   napi_create_external(env, prog, FinalizeProgram, nullptr, &handle);
   return handle;
@@ -297,6 +308,24 @@ napi_value IsaName(napi_env env, napi_callback_info) {
 }  // namespace jaxts_fused
 
 namespace jaxts {
+FusedProgram* ParseFused(const int32_t* code, size_t len, int num_inputs, int num_scalars, std::string* err) {
+  return reinterpret_cast<FusedProgram*>(jaxts_fused::Parse(code, len, num_inputs, num_scalars, err));
+}
+void FreeFused(FusedProgram* p) { delete reinterpret_cast<jaxts_fused::Program*>(p); }
+size_t FusedOutputCount(const FusedProgram* p) { return reinterpret_cast<const jaxts_fused::Program*>(p)->outputs.size(); }
+int64_t FusedChunkElements() { return jaxts_fused::kChunk; }
+void RunFusedChunk(const FusedProgram* p, const float* const* ins, const float* scalars, float* const* outs, int64_t n, int64_t chunk) {
+  jaxts_fused::Job j;
+  j.p = reinterpret_cast<const jaxts_fused::Program*>(p);
+  j.ins = ins;
+  j.scalars = scalars;
+  j.outs = outs;
+  j.n = std::min(n, (chunk + 1) * jaxts_fused::kChunk);
+  j.next.store(chunk * jaxts_fused::kChunk);
+  // exactly one chunk: the first fetch_add takes [chunk*kChunk, ...), the next one is past j.n
+  jaxts_fused::RunChunks(j);
+}
+
 void RegisterFused(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"fusedCompile", nullptr, jaxts_fused::Compile, nullptr, nullptr, nullptr, napi_default, nullptr},

@@ -12,7 +12,9 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "fused.h"
 #include "sgemm.h"
 
 struct OrtKernelInfo;
@@ -40,6 +42,8 @@ enum Slot : int {
   kGetTensorTypeAndShape = 65,
   kKernelInfoGetAttributeFloat = 85,
   kKernelInfoGetAttributeInt64 = 86,
+  kGetTensorShapeElementCount = 64,
+  kKernelInfoGetAttributeArrayInt64 = 163,
   kKernelContextGetInputCount = 88,
   kKernelContextGetInput = 90,
   kKernelContextGetOutput = 91,
@@ -238,6 +242,129 @@ int Required(const CustomOp*, size_t) { return 0; }
 int DefaultMem(const CustomOp*, size_t) { return 0; }  // OrtMemTypeDefault
 int OneArity(const CustomOp*) { return 1; }
 
+// ------------------------------------------------------------------ jaxts.Fused: a fused elementwise program in a graph
+// Inputs: `num_inputs` float32 tensors of one shape, then `num_scalars` one-element float32 tensors; outputs: float32
+// tensors of that shape. Attribute `program`: the encoding of src/backends/onnx/native-fused.ts (native/fused.cc runs it).
+struct FusedKernel {
+  FusedProgram* prog = nullptr;
+  int num_inputs = 0, num_scalars = 0;
+  std::string error;  // a malformed program is reported at compute time, with ORT's status
+  ~FusedKernel() { if (prog) FreeFused(prog); }
+};
+
+St CreateFusedV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
+  auto* k = new FusedKernel();
+  k->num_inputs = int(IntAttr(info, "num_inputs", 0));
+  k->num_scalars = int(IntAttr(info, "num_scalars", 0));
+  size_t len = 0;
+  St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*)>(kKernelInfoGetAttributeArrayInt64)(info, "program", nullptr, &len);
+  std::vector<int64_t> code64(len);
+  if (!s && len) s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*)>(kKernelInfoGetAttributeArrayInt64)(info, "program", code64.data(), &len);
+  if (s) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    k->error = "missing attribute 'program'";
+  } else {
+    std::vector<int32_t> code(code64.begin(), code64.end());
+    k->prog = ParseFused(code.data(), code.size(), k->num_inputs, k->num_scalars, &k->error);
+  }
+  *out = k;
+  return nullptr;
+}
+void* CreateFused(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  CreateFusedV2(op, api, info, &k);
+  return k;
+}
+void DestroyFused(void* k) { delete static_cast<FusedKernel*>(k); }
+
+int64_t ElementCount(const OrtValue* v) {
+  OrtTensorTypeAndShapeInfo* ti = nullptr;
+  if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return -1;
+  }
+  size_t n = 0;
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetTensorShapeElementCount)(ti, &n);
+  fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
+  return int64_t(n);
+}
+
+struct FusedJob {
+  const FusedProgram* prog;
+  const float* const* ins;
+  const float* scalars;
+  float* const* outs;
+  int64_t n;
+};
+void RunFusedTask(void* p, size_t i) {
+  const FusedJob& j = *static_cast<const FusedJob*>(p);
+  RunFusedChunk(j.prog, j.ins, j.scalars, j.outs, j.n, int64_t(i));
+}
+
+St ComputeFusedV2(void* kp, OrtKernelContext* ctx) {
+  const FusedKernel& k = *static_cast<FusedKernel*>(kp);
+  if (!k.prog) return Error("jaxts.Fused: " + k.error);
+  size_t nin = 0;
+  fn<St (*)(const OrtKernelContext*, size_t*)>(kKernelContextGetInputCount)(ctx, &nin);
+  if (nin != size_t(k.num_inputs + k.num_scalars))
+    return Error("jaxts.Fused: expected " + std::to_string(k.num_inputs + k.num_scalars) + " inputs, got " + std::to_string(nin));
+  std::vector<const float*> ins(k.num_inputs);
+  std::vector<float> scalars(k.num_scalars);
+  int64_t dims[8] = {0};
+  size_t rank = 0;
+  int64_t n = 0;
+  for (size_t i = 0; i < nin; i++) {
+    const OrtValue* v = nullptr;
+    if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &v)) return s;
+    const int64_t count = ElementCount(v);
+    if (int(i) < k.num_inputs) {
+      if (i == 0) {
+        n = count;
+        OrtTensorTypeAndShapeInfo* ti = nullptr;
+        fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti);
+        fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &rank);
+        if (rank > 8) { fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti); return Error("jaxts.Fused: rank > 8"); }
+        fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, dims, rank);
+        fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
+      } else if (count != n) {
+        return Error("jaxts.Fused: input " + std::to_string(i) + " has " + std::to_string(count) + " elements, input 0 has " + std::to_string(n));
+      }
+      ins[i] = Data(v);
+    } else {
+      if (count != 1) return Error("jaxts.Fused: scalar input " + std::to_string(i) + " has " + std::to_string(count) + " elements");
+      scalars[i - k.num_inputs] = *Data(v);
+    }
+  }
+  const size_t nout = FusedOutputCount(k.prog);
+  std::vector<float*> outs(nout);
+  for (size_t j = 0; j < nout; j++) {
+    OrtValue* o = nullptr;
+    if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, j, dims, rank, &o)) return s;
+    outs[j] = n ? Data(o) : nullptr;
+  }
+  if (n == 0) return nullptr;
+  FusedJob job{k.prog, ins.data(), scalars.data(), outs.data(), n};
+  const int64_t chunks = (n + FusedChunkElements() - 1) / FusedChunkElements();
+  if (chunks == 1) { RunFusedTask(&job, 0); return nullptr; }
+  return fn<St (*)(const OrtKernelContext*, void (*)(void*, size_t), size_t, size_t, void*)>(kKernelContextParallelFor)(
+      ctx, RunFusedTask, size_t(chunks), 0, &job);
+}
+void ComputeFused(void* k, OrtKernelContext* ctx) {
+  if (St s = ComputeFusedV2(k, ctx)) {
+    std::fprintf(stderr, "jaxts.Fused failed\n");
+    fn<void (*)(St)>(kReleaseStatus)(s);
+  }
+}
+const char* FusedName(const CustomOp*) { return "Fused"; }
+int Variadic(const CustomOp*, size_t) { return 2; }  // INPUT_OUTPUT_VARIADIC: any number of float32 tensors
+
+CustomOp g_fused_op = {
+    16,
+    CreateFused, FusedName, GetEp, FloatType, One, FloatType, One, ComputeFused, DestroyFused,
+    Variadic, Variadic, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateFusedV2, ComputeFusedV2,
+    {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
 CustomOp g_op = {
     16,  // the OrtCustomOp version whose members are filled in (V2 create/compute)
     CreateKernel, GetName, GetEp, FloatType, Three, FloatType, One, KernelCompute, KernelDestroy,
@@ -258,6 +385,7 @@ const char* RegisterGemmOp(const void* const* api, const char* version) {
   OrtCustomOpDomain* d = nullptr;
   St s = fn<St (*)(const char*, OrtCustomOpDomain**)>(kCreateCustomOpDomain)("jaxts", &d);
   if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &g_op);
+  if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &g_fused_op);
   if (s) {
     fn<void (*)(St)>(kReleaseStatus)(s);
     return nullptr;

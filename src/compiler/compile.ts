@@ -7,7 +7,14 @@ import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
 import { nativeGemmKernel } from "../backends/onnx/ort-runtime.js";
+import { fuseGraphElementwise } from "./fuse-graph.js";
 import { optimizeGraph } from "./optimize-graph.js";
+
+/** Tunables (tests and benchmarks switch them). */
+export const compileOptions = {
+  /** Fuse float32 elementwise nodes of ONNX programs into jaxts.Fused nodes (native runner only). */
+  fuseInGraph: true,
+};
 
 /** A value read by a step: a slot of the environment or a literal. */
 export type Operand = number | ArrayImpl;
@@ -183,6 +190,11 @@ function buildSegment(
     outputNames.push(nm);
     outAvals.push(v.aval);
   }
-  if (!opts.dynamicShapes) optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: !opts.portable && nativeGemmKernel() !== null });
+  if (!opts.dynamicShapes) {
+    // jaxts's custom ops (jaxts.Gemm, jaxts.Fused) exist only in sessions its native runner creates
+    const native = !opts.portable && nativeGemmKernel() !== null;
+    optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
+    if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
+  }
   return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
 }

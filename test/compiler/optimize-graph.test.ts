@@ -9,10 +9,12 @@ import { evalJaxpr } from "../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
 import { evalTrace, withTrace } from "../../src/core/trace.js";
 import * as ops from "../../src/primitives/ops.js";
+import { compileOptions } from "../../src/compiler/compile.js";
 import { arr, checkProgram } from "./harness.js";
 
-// these programs are about the ONNX graph: keep pure elementwise ones on ONNX Runtime too
+// these programs are about the ONNX graph: keep pure elementwise ones on ONNX Runtime too, unfused
 onnxBackendOptions.fuseElementwise = false;
+compileOptions.fuseInGraph = false;
 
 /** Compiles f for args, checks it against the interpreter (float tolerance), returns the ONNX summary. */
 function program(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string, tol?: { rtol?: number; atol?: number }): string {
