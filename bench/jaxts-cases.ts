@@ -74,5 +74,6 @@ export async function jaxtsInit(): Promise<void> {
 export const jaxtsNotes: string[] = [
   "jaxts: ONNX Runtime CPU execution provider (the libonnxruntime of onnxruntime-node, driven by jaxts's native runner: outputs written into pooled buffers); jit compiles one session per (jaxpr, avals) (all cores with spinning for large programs, one thread for small ones); eager ops use cached per-primitive sessions.",
   "float32 GEMMs with M, N >= 512 and K >= 128 run in jaxts's own SGEMM (AVX-512, registered with ORT as the custom op jaxts.Gemm, on ORT's intra-op threads: the matmuls and the MLP's weight-gradient update); the others (the MLP's forward and small products) in ORT's MLAS Gemm.",
+  "inside ONNX programs, connected exact float32 elementwise nodes run as one native fused pass (custom op jaxts.Fused), e.g. the MLP's relu gradient.",
   "jitted pure float32 elementwise programs run as one fused kernel instead (jaxts's native addon: AVX-512 vectors, one pass over memory, large calls shared with a native helper thread); all outputs come from a buffer pool that disposed, donated and garbage-collected arrays feed.",
 ];
