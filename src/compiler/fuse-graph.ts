@@ -10,7 +10,8 @@ type Shape = readonly number[];
 
 /**
  * ONNX operators fused, with the fused operation computing them. Only exactly rounded operations (IEEE arithmetic,
- * comparisons, selects): a fused program gives bit for bit what ORT's kernels give, so fusion never changes results.
+ * comparisons, selects): a fused program gives bit for bit what ORT's kernels give. The one difference: Max/Min
+ * of -0 and +0, where ORT returns either zero (operand order, vector or scalar path) and fused programs follow lax.
  */
 const FUSIBLE: Readonly<Record<string, FusedOp>> = {
   Add: "add", Sub: "sub", Mul: "mul", Div: "div", Neg: "neg", Abs: "abs", Sqrt: "sqrt", Floor: "floor", Ceil: "ceil",
