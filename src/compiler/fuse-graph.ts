@@ -5,6 +5,7 @@
 import type { GraphBuilder, GraphNode } from "../backends/onnx/graph-builder.js";
 import { encodeFused } from "../backends/onnx/native-fused.js";
 import type { FusedOp, FusedSpec, FusedValue } from "./fuse-elementwise.js";
+import { readsOf, sameShape } from "./optimize-graph.js";
 
 type Shape = readonly number[];
 
@@ -29,7 +30,6 @@ const SAME_TYPE = new Set(["Add", "Sub", "Mul", "Div", "Neg", "Abs", "Sqrt", "Fl
 /** Worth a node of its own even alone: ORT's Where broadcasts through a slow general path. */
 const ALONE = new Set(["Where"]);
 
-const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean => !!a && !!b && a.length === b.length && a.every((d, i) => d === b[i]);
 const isScalarShape = (s: Shape | undefined, rank: number): boolean => !!s && s.length <= rank && s.every((d) => d === 1);
 
 /** Replaces fusible groups of `g`'s top-level nodes by jaxts.Fused nodes; returns how many groups it made. */
@@ -190,9 +190,9 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
 
 /** Every value a node reads, including those its subgraphs (If/Loop bodies, nested) read. */
 function readsOfNode(n: GraphNode): string[] {
-  const r = [...n.inputs];
-  for (const [, a] of n.attrs) if (a.kind === "graph" || a.kind === "graphs") for (const sg of a.kind === "graph" ? [a.value] : a.value) for (const m of sg.nodeList) r.push(...readsOfNode(m));
-  return r;
+  const r = new Set<string>();
+  readsOf(n, r);
+  return [...r];
 }
 
 /** Stable topological order (nodes are already ordered except readers of fused results). */

@@ -31,7 +31,7 @@ function broadcastShapes(shapes: readonly Shape[]): Shape | undefined {
   }
   return out;
 }
-const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean => !!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]);
+export const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean => !!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]);
 
 function intAttr(n: GraphNode, name: string, dflt: number): number {
   const a = n.attrs.find(([k]) => k === name)?.[1];
@@ -48,7 +48,7 @@ function setAttr(n: GraphNode, name: string, v: TaggedAttr): void {
 }
 
 /** Every value name a node reads, including outer values its subgraphs (If/Loop bodies) read. */
-function readsOf(n: GraphNode, out: Set<string>): void {
+export function readsOf(n: GraphNode, out: Set<string>): void {
   for (const i of n.inputs) if (i) out.add(i);
   for (const [, a] of n.attrs) {
     const gs = a.kind === "graph" ? [a.value] : a.kind === "graphs" ? a.value : [];

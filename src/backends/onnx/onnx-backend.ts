@@ -74,14 +74,13 @@ const JIT_SESSION: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: 
 /** Session options of a compiled step: threads by its work, graph optimizations by its size (exported for tests). */
 export function sessionOptionsFor(step: Pick<OnnxStep, "work" | "nodeCount">, jit: boolean): SessionOptions {
   const big = step.work >= onnxBackendOptions.parallelWork;
+  const threads = config.intraOpThreads > 0 ? config.intraOpThreads : big ? availableParallelism() : 1;
   if (!jit) {
     const base = step.nodeCount > 6 ? EAGER_SESSION_OPT : EAGER_SESSION;
-    const threads = config.intraOpThreads > 0 ? config.intraOpThreads : big ? availableParallelism() : 1;
     // a big eager op (a large matmul, a transcendental over millions of elements) gets every core; its workers
     // sleep between calls instead of spinning, since eager code runs other work (and other sessions) in between
     return threads === 1 ? base : { ...base, intraOpNumThreads: threads, configEntries: { "session.intra_op.allow_spinning": "0" } };
   }
-  const threads = config.intraOpThreads > 0 ? config.intraOpThreads : big ? availableParallelism() : 1;
   const base = big || step.work >= onnxBackendOptions.optimizeWork ? JIT_SESSION : JIT_SESSION_SMALL;
   if (threads === 1) return base;
   // ORT's default spinning: a worker that has just finished a parallel section waits for the next one
