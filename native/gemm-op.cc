@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fused.h"
+#include "ort-api.h"
 #include "sgemm.h"
 
 struct OrtKernelInfo;
@@ -31,33 +32,14 @@ const void* const* g_api = nullptr;
 OrtCustomOpDomain* g_domain = nullptr;
 const char* g_kernel = nullptr;
 
-enum Slot : int {
-  kCreateStatus = 0,
-  kCreateCustomOpDomain = 26,
-  kCustomOpDomainAdd = 27,
-  kAddCustomOpDomain = 28,
-  kGetTensorMutableData = 51,
-  kGetDimensionsCount = 61,
-  kGetDimensions = 62,
-  kGetTensorTypeAndShape = 65,
-  kKernelInfoGetAttributeFloat = 85,
-  kKernelInfoGetAttributeInt64 = 86,
-  kGetTensorShapeElementCount = 64,
-  kKernelInfoGetAttributeArrayInt64 = 163,
-  kKernelContextGetInputCount = 88,
-  kKernelContextGetInput = 90,
-  kKernelContextGetOutput = 91,
-  kReleaseStatus = 93,
-  kReleaseTensorTypeAndShapeInfo = 99,
-  kKernelContextParallelFor = 274,  // since ONNX Runtime 1.18 (API 18)
-};
+using namespace ort;  // slot indices (native/ort-api.h)
 
 template <typename F>
-F fn(Slot s) { return reinterpret_cast<F>(const_cast<void*>(g_api[s])); }
+F fn(Slot s) { return ort::At<F>(g_api, s); }
 
-St Error(const std::string& msg) {
+St Error(const char* op, const std::string& msg) {
   // ORT_INVALID_ARGUMENT = 2
-  return fn<St (*)(int, const char*)>(kCreateStatus)(2, ("jaxts.Gemm: " + msg).c_str());
+  return fn<St (*)(int, const char*)>(kCreateStatus)(2, (std::string(op) + ": " + msg).c_str());
 }
 
 // ------------------------------------------------------------------ the OrtCustomOp table (layout of onnxruntime_c_api.h)
@@ -120,20 +102,26 @@ void* CreateKernel(const CustomOp* op, const void* api, const OrtKernelInfo* inf
 void KernelDestroy(void* k) { delete static_cast<Kernel*>(k); }
 
 // Shape of a tensor value (rank <= 2 here).
-bool Dims(const OrtValue* v, int64_t* d, size_t* rank) {
+// Rank, dims (into d, when given and rank <= max_rank) and element count of a tensor value; false when it has no
+// shape or a larger rank.
+bool TensorShape(const OrtValue* v, int64_t* d, size_t max_rank, size_t* rank, int64_t* count = nullptr) {
   OrtTensorTypeAndShapeInfo* ti = nullptr;
   if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) {
     fn<void (*)(St)>(kReleaseStatus)(s);
     return false;
   }
-  size_t n = 0;
+  size_t n = 0, elements = 0;
   fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &n);
-  bool ok = n <= 2;
-  if (ok && n) fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, d, n);
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetTensorShapeElementCount)(ti, &elements);
+  const bool ok = n <= max_rank;
+  if (ok && n && d) fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, d, n);
   fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
   *rank = n;
+  if (count) *count = int64_t(elements);
   return ok;
 }
+// Shape of a Gemm operand (rank <= 2).
+bool Dims(const OrtValue* v, int64_t* d, size_t* rank) { return TensorShape(v, d, 2, rank); }
 float* Data(const OrtValue* v) {
   void* p = nullptr;
   if (St s = fn<St (*)(OrtValue*, void**)>(kGetTensorMutableData)(const_cast<OrtValue*>(v), &p)) {
@@ -175,21 +163,21 @@ St KernelComputeV2(void* kp, OrtKernelContext* ctx) {
   const OrtValue* in[3] = {nullptr, nullptr, nullptr};
   for (size_t i = 0; i < nin && i < 3; i++)
     if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &in[i])) return s;
-  if (!in[0] || !in[1]) return Error("A and B are required");
+  if (!in[0] || !in[1]) return Error("jaxts.Gemm", "A and B are required");
   int64_t da[2] = {0, 0}, db[2] = {0, 0}, dc[2] = {1, 1};
   size_t ra = 0, rb = 0, rc = 0;
   if (!Dims(in[0], da, &ra) || !Dims(in[1], db, &rb) || ra != 2 || rb != 2)
-    return Error("A and B must be matrices, got A" + Shape(da, ra) + " B" + Shape(db, rb));
+    return Error("jaxts.Gemm", "A and B must be matrices, got A" + Shape(da, ra) + " B" + Shape(db, rb));
   const int64_t M = k.transA ? da[1] : da[0], K = k.transA ? da[0] : da[1];
   const int64_t KB = k.transB ? db[1] : db[0], N = k.transB ? db[0] : db[1];
-  if (K != KB) return Error("inner dimensions differ: A" + Shape(da, ra) + (k.transA ? "^T" : "") + " B" + Shape(db, rb) + (k.transB ? "^T" : ""));
-  if (M > INT32_MAX / 2 || N > INT32_MAX / 2 || K > INT32_MAX / 2) return Error("matrix too large");
+  if (K != KB) return Error("jaxts.Gemm", "inner dimensions differ: A" + Shape(da, ra) + (k.transA ? "^T" : "") + " B" + Shape(db, rb) + (k.transB ? "^T" : ""));
+  if (M > INT32_MAX / 2 || N > INT32_MAX / 2 || K > INT32_MAX / 2) return Error("jaxts.Gemm", "matrix too large");
   const int64_t ydims[2] = {M, N};
   OrtValue* yv = nullptr;
   if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, ydims, 2, &yv)) return s;
   if (M == 0 || N == 0) return nullptr;
   float* Y = Data(yv);
-  if (!Y) return Error("cannot access the output");
+  if (!Y) return Error("jaxts.Gemm", "cannot access the output");
   const float* A = Data(in[0]);
   const float* B = Data(in[1]);
   Sgemm g{int(M), int(N), int(K), A, k.transA ? long(M) : long(K), k.transA, B, k.transB ? long(K) : long(N), k.transB,
@@ -197,10 +185,10 @@ St KernelComputeV2(void* kp, OrtKernelContext* ctx) {
   if (in[2] && k.beta != 0.f) {
     // + beta * C broadcast to [M, N] (unidirectional numpy broadcasting, as ONNX Gemm allows), added in the
     // micro-kernels' epilogue: no separate pass over Y
-    if (!Dims(in[2], dc, &rc)) return Error("C must have rank <= 2");
+    if (!Dims(in[2], dc, &rc)) return Error("jaxts.Gemm", "C must have rank <= 2");
     const int64_t cm = rc == 2 ? dc[0] : 1, cn = rc >= 1 ? dc[rc - 1] : 1;
     if ((cm != 1 && cm != M) || (cn != 1 && cn != N))
-      return Error("C" + Shape(dc, rc) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
+      return Error("jaxts.Gemm", "C" + Shape(dc, rc) + " does not broadcast to [" + std::to_string(M) + "," + std::to_string(N) + "]");
     g.Cin = Data(in[2]);
     g.cin_rs = cm == 1 ? 0 : long(cn);
     g.cin_cs = cn == 1 ? 0 : 1;
@@ -277,18 +265,6 @@ void* CreateFused(const CustomOp* op, const void* api, const OrtKernelInfo* info
 }
 void DestroyFused(void* k) { delete static_cast<FusedKernel*>(k); }
 
-int64_t ElementCount(const OrtValue* v) {
-  OrtTensorTypeAndShapeInfo* ti = nullptr;
-  if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return -1;
-  }
-  size_t n = 0;
-  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetTensorShapeElementCount)(ti, &n);
-  fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
-  return int64_t(n);
-}
-
 struct FusedJob {
   const FusedProgram* prog;
   const float* const* ins;
@@ -303,11 +279,11 @@ void RunFusedTask(void* p, size_t i) {
 
 St ComputeFusedV2(void* kp, OrtKernelContext* ctx) {
   const FusedKernel& k = *static_cast<FusedKernel*>(kp);
-  if (!k.prog) return Error("jaxts.Fused: " + k.error);
+  if (!k.prog) return Error("jaxts.Fused", k.error);
   size_t nin = 0;
   fn<St (*)(const OrtKernelContext*, size_t*)>(kKernelContextGetInputCount)(ctx, &nin);
   if (nin != size_t(k.num_inputs + k.num_scalars))
-    return Error("jaxts.Fused: expected " + std::to_string(k.num_inputs + k.num_scalars) + " inputs, got " + std::to_string(nin));
+    return Error("jaxts.Fused", "expected " + std::to_string(k.num_inputs + k.num_scalars) + " inputs, got " + std::to_string(nin));
   std::vector<const float*> ins(k.num_inputs);
   std::vector<float> scalars(k.num_scalars);
   int64_t dims[8] = {0};
@@ -316,22 +292,20 @@ St ComputeFusedV2(void* kp, OrtKernelContext* ctx) {
   for (size_t i = 0; i < nin; i++) {
     const OrtValue* v = nullptr;
     if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &v)) return s;
-    const int64_t count = ElementCount(v);
+    // input 0's shape is the outputs' shape; the others only need their element counts
+    int64_t count = -1;
+    size_t r = 0;
+    if (!TensorShape(v, i == 0 ? dims : nullptr, 8, &r, &count) && i == 0) return Error("jaxts.Fused", "rank > 8");
+    if (i == 0) rank = r;
     if (int(i) < k.num_inputs) {
       if (i == 0) {
         n = count;
-        OrtTensorTypeAndShapeInfo* ti = nullptr;
-        fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti);
-        fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &rank);
-        if (rank > 8) { fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti); return Error("jaxts.Fused: rank > 8"); }
-        fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, dims, rank);
-        fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
       } else if (count != n) {
-        return Error("jaxts.Fused: input " + std::to_string(i) + " has " + std::to_string(count) + " elements, input 0 has " + std::to_string(n));
+        return Error("jaxts.Fused", "input " + std::to_string(i) + " has " + std::to_string(count) + " elements, input 0 has " + std::to_string(n));
       }
       ins[i] = Data(v);
     } else {
-      if (count != 1) return Error("jaxts.Fused: scalar input " + std::to_string(i) + " has " + std::to_string(count) + " elements");
+      if (count != 1) return Error("jaxts.Fused", "scalar input " + std::to_string(i) + " has " + std::to_string(count) + " elements");
       scalars[i - k.num_inputs] = *Data(v);
     }
   }

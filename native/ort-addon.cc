@@ -20,6 +20,7 @@ namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);  // native/fused.cc
 }
 #include "gemm-op.h"
+#include "ort-api.h"
 
 namespace {
 
@@ -41,49 +42,7 @@ struct ApiBase {
   const char* (*GetVersionString)();
 };
 
-// Slot numbers in OrtApi (stable: the table is append-only across releases).
-enum Slot : int {
-  kGetErrorMessage = 2,
-  kCreateEnv = 3,
-  kCreateSessionFromArray = 8,
-  kRun = 9,
-  kCreateSessionOptions = 10,
-  kSetSessionExecutionMode = 13,
-  kEnableProfiling = 14,
-  kEnableMemPattern = 16,
-  kDisableMemPattern = 17,
-  kEnableCpuMemArena = 18,
-  kDisableCpuMemArena = 19,
-  kSetSessionLogSeverityLevel = 22,
-  kSetSessionGraphOptimizationLevel = 23,
-  kSetIntraOpNumThreads = 24,
-  kSetInterOpNumThreads = 25,
-  kSessionGetInputCount = 30,
-  kSessionGetOutputCount = 31,
-  kSessionGetInputTypeInfo = 33,
-  kSessionGetOutputTypeInfo = 34,
-  kSessionGetInputName = 36,
-  kSessionGetOutputName = 37,
-  kCreateTensorWithDataAsOrtValue = 49,
-  kGetTensorMutableData = 51,
-  kCastTypeInfoToTensorInfo = 55,
-  kGetTensorElementType = 60,
-  kGetDimensionsCount = 61,
-  kGetDimensions = 62,
-  kGetSymbolicDimensions = 63,
-  kGetTensorShapeElementCount = 64,
-  kGetTensorTypeAndShape = 65,
-  kCreateCpuMemoryInfo = 69,
-  kAllocatorFree = 76,
-  kGetAllocatorWithDefaultOptions = 78,
-  kReleaseStatus = 93,
-  kReleaseSession = 95,
-  kReleaseValue = 96,
-  kReleaseTypeInfo = 98,
-  kReleaseTensorTypeAndShapeInfo = 99,
-  kReleaseSessionOptions = 100,
-  kAddSessionConfigEntry = 130,
-};
+using namespace jaxts::ort;  // slot indices (native/ort-api.h)
 
 const void* const* g_api = nullptr;  // the OrtApi table
 OrtEnv* g_env = nullptr;
@@ -94,7 +53,7 @@ std::string g_version;
 const char* g_gemm = nullptr;  // jaxts.Gemm custom op kernel, when registered
 
 template <typename F>
-F fn(Slot s) { return reinterpret_cast<F>(const_cast<void*>(g_api[s])); }
+F fn(Slot s) { return At<F>(g_api, s); }
 
 // typed accessors for the slots
 const char* ErrorMessage(St s) { return fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s); }

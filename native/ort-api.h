@@ -1,0 +1,68 @@
+/** @file The slots of ONNX Runtime's C API table (OrtApi) that jaxts's native code calls, by index, in one place. */
+#pragma once
+
+// The OrtApi table only ever grows (append-only across releases), so these indices hold for every newer runtime.
+// Signatures are the ones onnxruntime_c_api.h documents; each call site casts the slot to its signature.
+namespace jaxts {
+namespace ort {
+
+enum Slot : int {
+  kCreateStatus = 0,
+  kGetErrorMessage = 2,
+  kCreateEnv = 3,
+  kCreateSessionFromArray = 8,
+  kRun = 9,
+  kCreateSessionOptions = 10,
+  kSetSessionExecutionMode = 13,
+  kEnableProfiling = 14,
+  kEnableMemPattern = 16,
+  kDisableMemPattern = 17,
+  kEnableCpuMemArena = 18,
+  kDisableCpuMemArena = 19,
+  kSetSessionLogSeverityLevel = 22,
+  kSetSessionGraphOptimizationLevel = 23,
+  kSetIntraOpNumThreads = 24,
+  kSetInterOpNumThreads = 25,
+  kCreateCustomOpDomain = 26,
+  kCustomOpDomainAdd = 27,
+  kAddCustomOpDomain = 28,
+  kSessionGetInputCount = 30,
+  kSessionGetOutputCount = 31,
+  kSessionGetInputTypeInfo = 33,
+  kSessionGetOutputTypeInfo = 34,
+  kSessionGetInputName = 36,
+  kSessionGetOutputName = 37,
+  kCreateTensorWithDataAsOrtValue = 49,
+  kGetTensorMutableData = 51,
+  kCastTypeInfoToTensorInfo = 55,
+  kGetTensorElementType = 60,
+  kGetDimensionsCount = 61,
+  kGetDimensions = 62,
+  kGetSymbolicDimensions = 63,
+  kGetTensorShapeElementCount = 64,
+  kGetTensorTypeAndShape = 65,
+  kCreateCpuMemoryInfo = 69,
+  kAllocatorFree = 76,
+  kGetAllocatorWithDefaultOptions = 78,
+  kKernelInfoGetAttributeFloat = 85,
+  kKernelInfoGetAttributeInt64 = 86,
+  kKernelContextGetInputCount = 88,
+  kKernelContextGetInput = 90,
+  kKernelContextGetOutput = 91,
+  kReleaseStatus = 93,
+  kReleaseSession = 95,
+  kReleaseValue = 96,
+  kReleaseTypeInfo = 98,
+  kReleaseTensorTypeAndShapeInfo = 99,
+  kReleaseSessionOptions = 100,
+  kAddSessionConfigEntry = 130,
+  kKernelInfoGetAttributeArrayInt64 = 163,
+  kKernelContextParallelFor = 274,  // since ONNX Runtime 1.18 (API 18)
+};
+
+/** Slot s of the table `api`, as a function pointer of type F. */
+template <typename F>
+F At(const void* const* api, Slot s) { return reinterpret_cast<F>(const_cast<void*>(api[s])); }
+
+}  // namespace ort
+}  // namespace jaxts
