@@ -96,6 +96,7 @@ export function computeFans(shape: readonly number[], opts: { inAxis?: Axes; out
   if (shape.length <= 1) throw new RangeError(`${fn}: can't compute input and output sizes of a ${shape.length}-dimensional weights shape ${shapeStr(shape)}; it must be at least 2-D`);
   const size = (name: string, a: Axes) => axesIn(fn, name, a, shape).reduce((p, i) => p * shape[i], 1);
   const inSize = size("inAxis", opts.inAxis ?? -2), outSize = size("outAxis", opts.outAxis ?? -1), batchSize = size("batchAxis", opts.batchAxis ?? []);
+  if (inSize * outSize * batchSize === 0) throw new RangeError(`${fn}: can't compute fans of a weights shape ${shapeStr(shape)} with a zero-size input, output or batch axis`);
   const receptive = shape.reduce((p, d) => p * d, 1) / inSize / outSize / batchSize;
   return [inSize * receptive, outSize * receptive];
 }

@@ -1,13 +1,14 @@
 /** @file jax.nn.initializers: JAX's published docstring values, exact equality with the jax.random composition JAX defines, sample statistics, fans, orthogonality and bad inputs. */
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
-import "../../src/backends/interpreter/interpreter.js";
+import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
 import { config } from "../../src/core/config.js";
 import * as I from "../../src/nn/initializers.js";
 import * as nn from "../../src/nn/index.js";
 import { PRNGKey, key as newKey } from "../../src/random/keys.js";
 import * as random from "../../src/random/samplers.js";
+import { jit } from "../../src/transforms/api.js";
 import { assertThrowsWith } from "../numpy/math-cases.js";
 
 const saved = { p: config.threefryPartitionable, x64: config.enableX64 };
@@ -196,6 +197,24 @@ describe("orthogonal and deltaOrthogonal", () => {
   });
 });
 
+describe("under jit (the key traced; shapes, fans and constants static)", () => {
+  const k = newKey(5);
+  const CASES: [string, I.Initializer, number[], number][] = [
+    ["glorotNormal", I.glorotNormal(), [3, 4], 0],
+    ["heUniform conv", I.heUniform(), [3, 3, 2, 4], 0],
+    ["truncatedNormal", I.truncatedNormal(0.5), [6], 0],
+    ["orthogonal (QR in the program)", I.orthogonal(), [6, 4], 1e-6],
+    ["deltaOrthogonal", I.deltaOrthogonal(), [3, 2, 2], 1e-6],
+  ];
+  for (const [name, init, shape, tol] of CASES) {
+    it(`${name}: jit equals eager`, () => {
+      const eager = flat(init(k, shape)), jitted = flat(jit((kk: unknown) => init(kk, shape))(k));
+      if (tol === 0) assert.deepEqual(jitted, eager);
+      else jitted.forEach((x, i) => assert.ok(Math.abs(x - eager[i]) <= tol, `${name}[${i}]: jit ${x} vs eager ${eager[i]}`));
+    });
+  }
+});
+
 describe("nn namespace and bad inputs", () => {
   it("is exported as nn.initializers", () => {
     assert.equal(nn.initializers.glorotNormal, I.glorotNormal);
@@ -206,6 +225,7 @@ describe("nn namespace and bad inputs", () => {
     ["unknown mode", () => I.varianceScaling(1, "fan_mid" as "fan_in", "normal"), ["initializers.varianceScaling", "fan_mid", "fan_avg"]],
     ["unknown distribution", () => I.varianceScaling(1, "fan_in", "cauchy" as "normal"), ["initializers.varianceScaling", "cauchy", "truncated_normal"]],
     ["1-D shape", () => I.glorotNormal()(k, [5]), ["initializers.glorotNormal", "(5,)", "at least 2-D"]],
+    ["zero-size fan", () => I.glorotUniform()(k, [0, 3]), ["initializers.glorotUniform", "(0, 3)", "zero-size"]],
     ["axis out of range", () => I.heNormal({ inAxis: 3 })(k, [2, 3]), ["initializers.heNormal", "inAxis", "(2, 3)"]],
     ["integer dtype", () => I.lecunNormal()(k, [2, 3], "int32"), ["initializers.lecunNormal", "floating", "int32"]],
     ["missing key", () => I.normal()(null, [2]), ["initializers.normal", "key"]],
