@@ -94,13 +94,13 @@ export function dotProductAttention(query: ArrayInput, key: ArrayInput, value: A
     const sum = add(logits, b);
     logits = sum.dtype === lt ? sum : ops.convert(sum, lt);
   }
-  const keep = combinedMask(o, logitsShape);
+  const qLen = seqLengths("querySeqLengths", o.querySeqLengths, B), kvLen = seqLengths("keyValueSeqLengths", o.keyValueSeqLengths, B);
+  const keep = combinedMask(o, logitsShape, qLen, kvLen);
   if (keep) logits = ops.select(keep, logits, ops.full(logitsShape, -0.7 * finfo(lt).max, lt));
   const f32 = logits.dtype === "float32" ? logits : ops.convert(logits, "float32");
   let probs = softmax(f32, -1);
   if (probs.dtype !== kd) probs = ops.convert(probs, kd);
   let out = ops.reshape(einsum("BKGTS,BSKH->BTKGH", ops.reshape(probs, [B, K, G, T, S]), v), [B, T, N, H]);
-  const qLen = seqLengths("querySeqLengths", o.querySeqLengths, B), kvLen = seqLengths("keyValueSeqLengths", o.keyValueSeqLengths, B);
   if (qLen && kvLen) {
     // padded query rows (t >= querySeqLengths[b]) are zeroed
     const valid = ops.lt(ops.iota("int32", [B, T, N, H], 1), ops.broadcastInDim(qLen, [B, T, N, H], [0]));
@@ -110,8 +110,7 @@ export function dotProductAttention(query: ArrayInput, key: ArrayInput, value: A
 }
 
 /** The conjunction of the boolean mask, causal, window and padding masks over (B, N, T, S), or null if none applies. */
-function combinedMask(o: Opts, shape: readonly number[]): Array | null {
-  const [B, , T, S] = shape;
+function combinedMask(o: Opts, shape: readonly number[], qLen: Array | null, kvLen: Array | null): Array | null {
   const parts: Array[] = [];
   if (o.mask !== null && o.mask !== undefined) {
     const m = asArrayArg(FN, o.mask);
@@ -125,7 +124,6 @@ function combinedMask(o: Opts, shape: readonly number[]): Array | null {
     // t - left <= s <= t + right
     parts.push(ops.le(t, ops.add(s, ops.full(shape, w[0], "int32"))), ops.ge(t, ops.sub(s, ops.full(shape, w[1], "int32"))));
   }
-  const qLen = seqLengths("querySeqLengths", o.querySeqLengths, B), kvLen = seqLengths("keyValueSeqLengths", o.keyValueSeqLengths, B);
   if (qLen) parts.push(ops.lt(t, ops.broadcastInDim(qLen, shape, [0])));
   if (kvLen) parts.push(ops.lt(s, ops.broadcastInDim(kvLen, shape, [0])));
   return parts.length === 0 ? null : parts.reduce((a, b) => ops.and(a, b));
