@@ -1,3 +1,4 @@
-/** @file jax.nn: activations, softmax, one-hot, standardize, initializers. */
+/** @file jax.nn: activations, glu, softmax, one-hot, standardize, dot-product attention, initializers. */
 export * from "./functions.js";
+export * from "./attention.js";
 export * as initializers from "./initializers.js";
