@@ -1,0 +1,82 @@
+/** @file Array.toString against JAX's repr as NumPy/ml_dtypes print it (test/fixtures/repr-cases.json, scripts/gen-repr-fixtures.py). */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { ArrayImpl } from "../../src/core/array-impl.js";
+import { type DType, type TypedArray, isBigInt } from "../../src/core/dtype.js";
+import { fromBigInts, fromNumbers } from "../../src/core/convert.js";
+import { formatArray } from "../../src/core/format.js";
+import { exactDecimal, formatG, roundKeep, shortestDecimal } from "../../src/core/float-digits.js";
+
+type Value = number | boolean | string;
+interface Case { name: string; dtype: DType; shape: number[]; weak: boolean; data: Value[]; array2string: string; repr: string }
+interface ScalarSet { dtype: DType; data: Value[]; repr: string[] }
+const fixture = JSON.parse(readFileSync("test/fixtures/repr-cases.json", "utf8")) as { cases: Case[]; scalars: ScalarSet[] };
+
+const num = (v: Value): number =>
+  v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v);
+
+/** The fixture's values as the storage of an Array of that dtype (every value is exact in it). */
+function storage(dtype: DType, data: Value[]): TypedArray {
+  if (dtype === "bool") return Uint8Array.from(data, (v) => (v ? 1 : 0));
+  if (isBigInt(dtype)) return fromBigInts(data.map((v) => BigInt(v as string)), dtype);
+  return fromNumbers(data.map(num), dtype);
+}
+
+const arrayOf = (dtype: DType, shape: number[], data: Value[], weak = false): ArrayImpl =>
+  ArrayImpl.of(shape, dtype, storage(dtype, data), weak);
+
+test("the fixture stores every value exactly in its dtype", () => {
+  for (const c of fixture.cases) {
+    if (c.dtype === "bool" || isBigInt(c.dtype)) continue;
+    const a = arrayOf(c.dtype, c.shape, c.data);
+    c.data.forEach((v, i) => assert.ok(Object.is(a.elementAt(i), num(v)), `${c.name}[${i}]: ${v} is not a ${c.dtype}`));
+  }
+});
+
+for (const c of fixture.cases) {
+  test(`repr: ${c.name} (${c.dtype}[${c.shape}])`, () => {
+    assert.equal(arrayOf(c.dtype, c.shape, c.data, c.weak).toString(), c.repr);
+  });
+}
+
+test("repr of single values shows each dtype's own shortest digits", () => {
+  for (const set of fixture.scalars) {
+    const wrong: string[] = [];
+    set.data.forEach((v, i) => {
+      const got = arrayOf(set.dtype, [], [v]).toString();
+      if (got !== set.repr[i]) wrong.push(`${v}: got ${got}, want ${set.repr[i]}`);
+    });
+    assert.deepEqual(wrong, [], `${set.dtype}: ${wrong.length} of ${set.data.length} differ`);
+  }
+});
+
+test("the README tour's gradient prints as in JAX", () => {
+  const g = arrayOf("float32", [2, 3], [0.8399486541748047, 0.005364418029785156, 0, 0, 0, 0]);
+  assert.equal(String(g), "Array([[0.83994865, 0.00536442, 0.        ],\n       [0.        , 0.        , 0.        ]], dtype=float32)");
+});
+
+test("printing a large array reads only the printed corners", () => {
+  let reads = 0;
+  const s = formatArray([1000, 1000], "float32", false, (i) => { reads++; return i % 7; }, 1e6);
+  // 6 x 6 corner elements, read once to size the columns and once to print them
+  assert.equal(reads, 2 * 36);
+  assert.equal(s.split("\n").length, 7);
+  assert.match(s, /^Array\(\[\[0\., 1\., 2\., \.\.\., 3\., 4\., 5\.\],\n {7}\[6\., 0\., 1\., \.\.\., 2\., 3\., 4\.\],/);
+});
+
+test("float digits: exact expansion, half-even rounding, float32 and float16 shortest, %g", () => {
+  assert.deepEqual(exactDecimal(0.1), { digits: "1000000000000000055511151231257827021181583404541015625", exp: -1 });
+  assert.deepEqual(exactDecimal(2 ** -9), { digits: "1953125", exp: -3 });
+  assert.deepEqual(roundKeep(exactDecimal(2 ** -9), 6), { digits: "195312", exp: -3 }); // tie: 2 is even
+  assert.deepEqual(roundKeep(exactDecimal(3 * 2 ** -9), 6), { digits: "585938", exp: -3 }); // tie: 7 is odd
+  assert.deepEqual(roundKeep(exactDecimal(0.96), 1), { digits: "1", exp: 0 }); // carry into a new digit
+  assert.deepEqual(shortestDecimal(Math.fround(0.1), "float32"), { digits: "1", exp: -1 });
+  assert.deepEqual(shortestDecimal(Math.fround(16777216), "float32"), { digits: "16777216", exp: 7 });
+  assert.deepEqual(shortestDecimal(0.0999755859375, "float16"), { digits: "1", exp: -1 });
+  assert.deepEqual(shortestDecimal(0.1, "float64"), { digits: "1", exp: -1 });
+  assert.equal(formatG(13 / 128), "0.101562");
+  assert.equal(formatG(0.10009765625), "0.100098");
+  assert.equal(formatG(1236992), "1.23699e+06");
+  assert.equal(formatG(-0), "-0");
+});
