@@ -12,7 +12,8 @@ A case is {"name", "dtype", "shape", "data", "weak", "array2string", "repr"}. `d
 list of values, each exactly the element stored (float32/float16/bfloat16 values are written as the Python
 float of the element, which JS reads back to the same double); "nan"/"inf"/"-inf" stand for non-finite
 floats, int64/uint64 values are decimal strings. `scalars` lists single 0-d values per dtype (the repr of a
-0-d array shows the element's own shortest digits), as {"dtype", "data": [...], "repr": [...]}.
+0-d array shows the element's own shortest digits), as {"dtype", "data": [...], "repr": [...]}. `strs` holds
+str(jax_array) cases (np.array2string with its defaults), as {"name", "dtype", "shape", "data", "str"}.
 """
 import json
 import math
@@ -173,6 +174,21 @@ case("empty weak", [], "float32", (0,), weak=True)
 case("empty bool", [], "bool", (1, 0, 2))
 
 
+# str(jax_array), which PRNG key arrays print after "overlaying:": np.array2string with its defaults
+strs = []
+for name, values, dtype, shape in [
+    ("key", [0, 42], "uint32", (2,)),
+    ("split keys", rng.integers(0, 2**32, 6, dtype=np.uint32), "uint32", (3, 2)),
+    ("key grid", rng.integers(0, 2**32, 8, dtype=np.uint32), "uint32", (2, 2, 2)),
+    ("long key row", rng.integers(0, 2**32, 40, dtype=np.uint32), "uint32", (20, 2)),
+    ("many keys", rng.integers(0, 2**32, 1200, dtype=np.uint32), "uint32", (600, 2)),
+    ("floats", rng.standard_normal(20), "float32", (20,)),
+]:
+    a = np.asarray(values, dtype=dtype).reshape(shape)
+    strs.append({"name": name, "dtype": dtype, "shape": list(shape), "data": [encode(v, dtype) for v in a.reshape(-1)],
+                 "str": np.array2string(a)})
+
+
 def scalars(dtype, values):
     a = np.asarray(values, dtype=dtype_of(dtype))
     return {"dtype": dtype, "data": [encode(v, dtype) for v in a], "repr": [jax_repr(np.asarray(v)) for v in a]}
@@ -195,5 +211,5 @@ with open(OUT, "w") as f:
     # one case per line keeps the file diffable
     head = json.dumps({"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__})[:-1]
     lines = lambda items: ",\n".join(json.dumps(x, allow_nan=False) for x in items)
-    f.write(f'{head},\n"cases": [\n{lines(cases)}\n],\n"scalars": [\n{lines(scalar_sets)}\n]}}\n')
+    f.write(f'{head},\n"cases": [\n{lines(cases)}\n],\n"strs": [\n{lines(strs)}\n],\n"scalars": [\n{lines(scalar_sets)}\n]}}\n')
 print(f"wrote {len(cases)} cases and {sum(len(s['data']) for s in scalar_sets)} scalars to {OUT}")

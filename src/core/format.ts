@@ -10,7 +10,6 @@ const THRESHOLD = 1000;
 const EDGE_ITEMS = 3;
 const PRECISION = 8;
 const PREFIX = "Array(";
-const SEPARATOR = ", ";
 
 /** Where NumPy (>= 2.3) switches to scientific notation: 10^min(8, finfo(dtype).precision). */
 const EXP_CUTOFF: Partial<Record<DType, number>> = { float16: 1e3, float32: 1e6, float64: 1e8 };
@@ -93,8 +92,14 @@ function extendLine(acc: { s: string; line: string }, word: string, width: numbe
   acc.line += word;
 }
 
-/** np.array2string(value, separator=', ', prefix='Array(', suffix=',') for a non-empty array. */
-export function array2string(shape: readonly number[], dtype: DType, get: (i: number) => Element): string {
+/** The array2string arguments that change with the caller: repr uses (', ', 'Array(', ','), str uses (' ', '', ''). */
+export interface Array2StringOptions { separator: string; prefix: string; suffix: string }
+
+/** np.array2string(value, separator, prefix, suffix) for a non-empty array, with NumPy's default print options. */
+export function array2string(
+  shape: readonly number[], dtype: DType, get: (i: number) => Element,
+  { separator, prefix, suffix }: Array2StringOptions = { separator: ", ", prefix: PREFIX, suffix: "," },
+): string {
   const rank = shape.length;
   const size = shape.reduce((a, b) => a * b, 1);
   const summarize = size > THRESHOLD;
@@ -112,7 +117,7 @@ export function array2string(shape: readonly number[], dtype: DType, get: (i: nu
   };
   collect(0, 0);
   const fmt = formatterFor(dtype, shown, rank);
-  const width = LINE_WIDTH - ",".length; // JAX passes suffix=',' which NumPy takes off the line width
+  const width = LINE_WIDTH - suffix.length; // the suffix is kept free on every line
 
   const rec = (axis: number, offset: number, indent: string, curWidth: number): string => {
     if (axis === rank) return fmt(get(offset));
@@ -124,17 +129,17 @@ export function array2string(shape: readonly number[], dtype: DType, get: (i: nu
     const half = cut(n) ? EDGE_ITEMS : -1;
     let s: string;
     if (axis === rank - 1) {
-      const elemWidth = curWidth - 1; // leave room for the "," or "]" after each element
+      const elemWidth = curWidth - Math.max(separator.trimEnd().length, 1); // room for the "," or "]" after each element
       const acc = { s: "", line: indent };
       for (let k = 0; k < idx.length; k++) {
-        if (k === half) { extendLine(acc, "...", elemWidth, indent); acc.line += SEPARATOR; }
+        if (k === half) { extendLine(acc, "...", elemWidth, indent); acc.line += separator; }
         extendLine(acc, item(k), elemWidth, indent);
-        if (k < idx.length - 1) acc.line += SEPARATOR;
+        if (k < idx.length - 1) acc.line += separator;
       }
       s = acc.s + acc.line;
     } else {
       // rows of a matrix end with ",\n"; blocks of higher rank get one blank line per extra dimension
-      const lineSep = SEPARATOR.trimEnd() + "\n".repeat(rank - axis - 1);
+      const lineSep = separator.trimEnd() + "\n".repeat(rank - axis - 1);
       const parts: string[] = [];
       for (let k = 0; k < idx.length; k++) {
         if (k === half) parts.push(indent + "...");
@@ -144,7 +149,7 @@ export function array2string(shape: readonly number[], dtype: DType, get: (i: nu
     }
     return "[" + s.slice(indent.length) + "]";
   };
-  return rec(0, 0, " ".repeat(PREFIX.length + 1), width);
+  return rec(0, 0, " ".repeat(prefix.length + 1), width);
 }
 
 /** jax.Array.__repr__: `Array(<array2string>, dtype=float32)`, weak types marked, empty arrays by shape. */

@@ -5,13 +5,14 @@ import { readFileSync } from "node:fs";
 import { ArrayImpl } from "../../src/core/array-impl.js";
 import { type DType, type TypedArray, isBigInt } from "../../src/core/dtype.js";
 import { fromBigInts, fromNumbers } from "../../src/core/convert.js";
-import { formatArray } from "../../src/core/format.js";
+import { array2string, formatArray } from "../../src/core/format.js";
 import { exactDecimal, formatG, roundKeep, shortestDecimal } from "../../src/core/float-digits.js";
 
 type Value = number | boolean | string;
 interface Case { name: string; dtype: DType; shape: number[]; weak: boolean; data: Value[]; array2string: string; repr: string }
+interface StrCase { name: string; dtype: DType; shape: number[]; data: Value[]; str: string }
 interface ScalarSet { dtype: DType; data: Value[]; repr: string[] }
-const fixture = JSON.parse(readFileSync("test/fixtures/repr-cases.json", "utf8")) as { cases: Case[]; scalars: ScalarSet[] };
+const fixture = JSON.parse(readFileSync("test/fixtures/repr-cases.json", "utf8")) as { cases: Case[]; strs: StrCase[]; scalars: ScalarSet[] };
 
 const num = (v: Value): number =>
   v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v);
@@ -39,6 +40,13 @@ for (const c of fixture.cases) {
     assert.equal(arrayOf(c.dtype, c.shape, c.data, c.weak).toString(), c.repr);
   });
 }
+
+test("str (np.array2string defaults, as PRNG keys print their data)", () => {
+  for (const c of fixture.strs) {
+    const a = arrayOf(c.dtype, c.shape, c.data);
+    assert.equal(array2string(c.shape, c.dtype, (i) => a.elementAt(i), { separator: " ", prefix: "", suffix: "" }), c.str, c.name);
+  }
+});
 
 test("repr of single values shows each dtype's own shortest digits", () => {
   for (const set of fixture.scalars) {
