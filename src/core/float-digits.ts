@@ -51,6 +51,28 @@ export function roundKeep(d: Decimal, keep: number): Decimal {
 /** Rounds to `f` digits after the decimal point (half to even, on the exact value). */
 export const roundFraction = (d: Decimal, f: number): Decimal => roundKeep(d, d.exp + 1 + f);
 
+// JS's toExponential/toFixed round the exact value too, but ties go up: when the next digit could be a final 5,
+// the BigInt path decides instead.
+
+/** |x| rounded half-to-even to n >= 1 significant digits. */
+export function roundSignificant(x: number, n: number): Decimal {
+  const a = Math.abs(x);
+  if (a === 0) return ZERO;
+  if (n < 100 && !a.toExponential(n).split("e")[0].endsWith("5")) return parseExponential(a.toExponential(n - 1));
+  return roundKeep(exactDecimal(a), n);
+}
+
+/** |x| rounded half-to-even to f digits after the point. */
+export function roundFractionDigits(x: number, f: number): Decimal {
+  const a = Math.abs(x);
+  if (a === 0) return ZERO;
+  if (a < 1e21 && f < 100 && !a.toFixed(f + 1).endsWith("5")) {
+    const digits = a.toFixed(f).replace(".", "").replace(/^0+/, "");
+    return digits === "" ? ZERO : fromInteger(digits, -f);
+  }
+  return roundFraction(exactDecimal(a), f);
+}
+
 /** Digits after the point in positional notation. */
 export const fractionLength = (d: Decimal): number => Math.max(0, d.digits.length - 1 - d.exp);
 
@@ -65,30 +87,38 @@ export function castTo(dtype: DType): (v: number) => number {
 const toNumber = (d: Decimal): number => Number(`${d.digits}e${d.exp - d.digits.length + 1}`);
 
 /**
- * The shortest decimal that reads back as |x| in `dtype` (Dragon4's unique mode): with p digits, the exact value
- * rounded half-to-even or, at a power of two where the gap below is half the gap above, the other neighbour.
+ * The shortest decimal that reads back as |x| in `dtype` (Dragon4's unique mode): with p digits, the nearest
+ * (ties to even) or, at a power of two where the gap below is half the gap above, the other neighbour.
  */
 export function shortestDecimal(x: number, dtype: DType): Decimal {
   const a = Math.abs(x);
   if (a === 0) return ZERO;
   if (dtype === "float64") return parseExponential(a.toExponential());
   const cast = castTo(dtype);
-  const exact = exactDecimal(a);
+  // only at a power of two is the gap below smaller than the gap above
+  const pow2 = a === 2 ** Math.round(Math.log2(a));
   for (let p = 1; p < 17; p++) {
-    const near = roundKeep(exact, p);
-    const v = toNumber(near);
-    if (cast(v) === a) return near;
-    const e10 = near.exp - p + 1;
-    const other = BigInt(near.digits.padEnd(p, "0")) + (v > a ? -1n : 1n);
+    const s = a.toExponential(p - 1);
+    const v = Number(s);
+    if (cast(v) === a) {
+      // JS rounded a tie up; Dragon4 takes the even neighbour when that one reads back too
+      if (!a.toExponential(p).split("e")[0].endsWith("5")) return parseExponential(s);
+      const even = roundKeep(exactDecimal(a), p);
+      return cast(toNumber(even)) === a ? even : parseExponential(s);
+    }
+    if (!pow2) continue;
+    const [m, e] = s.split("e");
+    const e10 = Number(e) - (p - 1);
+    const other = BigInt(m.replace(".", "")) + (v > a ? -1n : 1n);
     if (other > 0n && cast(Number(`${other}e${e10}`)) === a) return fromInteger(other.toString(), e10);
   }
-  return exact;
+  return exactDecimal(a);
 }
 
 /** NumPy's dragon4_positional(unique=True, fractional=True, precision, trim='.') without padding: "-0.125", "3.". */
 export function positionalDigits(x: number, dtype: DType, precision: number): { int: string; frac: string } {
   const shortest = shortestDecimal(x, dtype);
-  const d = fractionLength(shortest) > precision ? roundFraction(exactDecimal(x), precision) : shortest;
+  const d = fractionLength(shortest) > precision ? roundFractionDigits(x, precision) : shortest;
   const sign = x < 0 || Object.is(x, -0) ? "-" : "";
   if (d.exp < 0) return { int: sign + "0", frac: "0".repeat(-d.exp - 1) + (d.digits === "0" ? "" : d.digits) };
   return { int: sign + d.digits.slice(0, d.exp + 1).padEnd(d.exp + 1, "0"), frac: d.digits.slice(d.exp + 1) };
@@ -103,8 +133,8 @@ export function scientificDigits(
 ): { int: string; frac: string; exp: number } {
   const shortest = shortestDecimal(x, dtype);
   const f = shortest.digits.length - 1;
-  const d = f > precision ? roundKeep(exactDecimal(x), precision + 1)
-    : f < minDigits ? roundKeep(exactDecimal(x), minDigits + 1) : shortest;
+  const d = f > precision ? roundSignificant(x, precision + 1)
+    : f < minDigits ? roundSignificant(x, minDigits + 1) : shortest;
   const sign = x < 0 || Object.is(x, -0) ? "-" : "";
   return { int: sign + d.digits[0], frac: d.digits.slice(1).padEnd(minDigits, "0"), exp: d.digits === "0" ? 0 : d.exp };
 }
@@ -118,7 +148,7 @@ export function formatG(x: number): string {
   if (Number.isNaN(x)) return "nan";
   if (!Number.isFinite(x)) return x < 0 ? "-inf" : "inf";
   const sign = x < 0 || Object.is(x, -0) ? "-" : "";
-  const d = roundKeep(exactDecimal(x), 6);
+  const d = roundSignificant(x, 6);
   if (d.digits === "0") return sign + "0";
   // %g picks positional notation when -4 <= exponent < precision
   if (d.exp < -4 || d.exp >= 6) {
