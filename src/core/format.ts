@@ -95,13 +95,14 @@ function extendLine(acc: { s: string; line: string }, word: string, width: numbe
 /** The array2string arguments that change with the caller: repr uses (', ', 'Array(', ','), str uses (' ', '', ''). */
 export interface Array2StringOptions { separator: string; prefix: string; suffix: string }
 
-/** np.array2string(value, separator, prefix, suffix) for a non-empty array, with NumPy's default print options. */
+/** np.array2string(value, separator, prefix, suffix) with NumPy's default print options. */
 export function array2string(
   shape: readonly number[], dtype: DType, get: (i: number) => Element,
   { separator, prefix, suffix }: Array2StringOptions = { separator: ", ", prefix: PREFIX, suffix: "," },
 ): string {
   const rank = shape.length;
   const size = shape.reduce((a, b) => a * b, 1);
+  if (size === 0) return "[]"; // NumPy prints every empty array this way, whatever its shape
   const summarize = size > THRESHOLD;
   const strides: number[] = new globalThis.Array(rank).fill(1);
   for (let k = rank - 2; k >= 0; k--) strides[k] = strides[k + 1] * shape[k + 1];

@@ -48,6 +48,10 @@ test("str (np.array2string defaults, as PRNG keys print their data)", () => {
   }
 });
 
+test("str of empty arrays is [] whatever the shape, as in NumPy", () => {
+  for (const shape of [[0], [2, 0], [0, 3, 1]]) assert.equal(array2string(shape, "int32", () => 0, { separator: " ", prefix: "", suffix: "" }), "[]");
+});
+
 test("repr of single values shows each dtype's own shortest digits", () => {
   for (const set of fixture.scalars) {
     const wrong: string[] = [];
