@@ -1,73 +1,168 @@
-/** @file Printing arrays the way JAX does: Array([[1., 2.], [3., 4.]], dtype=float32). */
+/** @file Printing arrays the way JAX does: Array(<NumPy's array2string of the value>, dtype=float32). */
 import { type DType } from "./dtype.js";
+import { castTo, exponentString, formatG, positionalDigits, scientificDigits } from "./float-digits.js";
 
-/** Shortest decimal that round-trips through the dtype (NumPy's repr digits). */
-function shortest(x: number, d: DType): string {
-  if (d === "float64") return String(x);
-  const round = d === "float32" ? Math.fround : (v: number) => v;
-  for (let p = 1; p <= 17; p++) {
-    const s = x.toPrecision(p);
-    const back = Number(s);
-    if (round(back) === x || (d !== "float32" && Math.abs(back - x) <= Math.abs(x) * (d === "float16" ? 2 ** -11 : 2 ** -8))) return String(back);
+type Element = number | boolean | bigint;
+
+/** NumPy's print options as JAX leaves them. */
+const LINE_WIDTH = 75;
+const THRESHOLD = 1000;
+const EDGE_ITEMS = 3;
+const PRECISION = 8;
+const PREFIX = "Array(";
+
+/** Where NumPy (>= 2.3) switches to scientific notation: 10^min(8, finfo(dtype).precision). */
+const EXP_CUTOFF: Partial<Record<DType, number>> = { float16: 1e3, float32: 1e6, float64: 1e8 };
+
+/** NumPy's FloatingFormat (floatmode 'maxprec', precision 8): one width and notation for all shown elements. */
+function floatFormatter(shown: number[], dtype: DType): (x: number) => string {
+  const finite = shown.filter(Number.isFinite);
+  const nonZero = finite.filter((v) => v !== 0).map(Math.abs);
+  let sci = false;
+  if (nonZero.length > 0) {
+    let max = nonZero[0], min = nonZero[0];
+    for (const v of nonZero) { if (v > max) max = v; if (v < min) min = v; }
+    const cutoff = EXP_CUTOFF[dtype] ?? 1e8;
+    // NumPy compares in the dtype (the Python float 1e-4 is weak), so a float32 1e-4 is not below 1e-4
+    const cast = castTo(dtype);
+    sci = max >= cutoff || min < cast(1e-4) || cast(max / min) > 1000;
   }
-  return String(x);
-}
-
-function formatFloats(vals: number[], d: DType): string[] {
-  const finite = vals.filter((v) => Number.isFinite(v) && v !== 0).map(Math.abs);
-  const maxA = finite.length ? Math.max(...finite) : 0;
-  const minA = finite.length ? Math.min(...finite) : 0;
-  const sci = maxA >= 1e16 || (minA < 1e-4 && minA > 0) || (minA > 0 && maxA / minA > 1e3 && minA < 1e-3);
-  // scientific notation: one mantissa precision for all elements, like NumPy
-  const sciDigits = sci ? Math.max(0, ...vals.filter(Number.isFinite).map((v) => {
-    const m = Number(shortest(v, d)).toExponential().split("e")[0];
-    return m.includes(".") ? m.length - m.indexOf(".") - 1 : 0;
-  })) : 0;
-  const strs = vals.map((v) => {
-    if (Number.isNaN(v)) return "nan";
-    if (v === Infinity) return "inf";
-    if (v === -Infinity) return "-inf";
-    if (sci) {
-      const [m, e] = Number(shortest(v, d)).toExponential(sciDigits).split("e");
-      const exp = Number(e);
-      return `${m.includes(".") ? m : m + "."}e${exp < 0 ? "-" : "+"}${String(Math.abs(exp)).padStart(2, "0")}`;
+  let padLeft = 0, padRight = 0, precision = 0, expWidth = 2;
+  if (sci) {
+    for (const v of finite) {
+      const p = scientificDigits(v, dtype, PRECISION, 0);
+      // the sizing pass trims trailing zeros (trim='.'), so count the significant fraction digits only
+      precision = Math.max(precision, p.frac.replace(/0+$/, "").length);
+      padLeft = Math.max(padLeft, p.int.length);
+      expWidth = Math.max(expWidth, String(Math.abs(p.exp)).length);
     }
-    let s = shortest(v, d);
-    if (s.includes("e")) s = v.toFixed(20).replace(/0+$/, "");
-    if (!s.includes(".")) s += ".";
-    if (Object.is(v, -0)) s = "-0.";
-    return s;
-  });
-  if (sci) return strs;
-  // align like NumPy: pad integer parts on the left, fractions on the right
-  const ip = strs.map((s) => (s.includes(".") ? s.slice(0, s.indexOf(".")) : s));
-  const fp = strs.map((s) => (s.includes(".") ? s.slice(s.indexOf(".")) : ""));
-  const fw = Math.max(...fp.map((f) => f.length));
-  return strs.map((_, i) => ip[i] + fp[i].padEnd(fw, " "));
+    padRight = expWidth + 2 + precision;
+  } else {
+    for (const v of finite) {
+      const p = positionalDigits(v, dtype, PRECISION);
+      padLeft = Math.max(padLeft, p.int.length);
+      padRight = Math.max(padRight, p.frac.length);
+    }
+  }
+  if (finite.length < shown.length) {
+    // nan and inf are right-aligned in the full width, which may have to grow for them
+    const negInf = shown.some((v) => v === -Infinity) ? 1 : 0;
+    padLeft = Math.max(padLeft, 3 + negInf - (padRight + 1));
+  }
+  return (x) => {
+    if (!Number.isFinite(x)) {
+      const s = Number.isNaN(x) ? "nan" : x < 0 ? "-inf" : "inf";
+      return s.padStart(padLeft + padRight + 1, " ");
+    }
+    if (sci) {
+      const p = scientificDigits(x, dtype, precision, precision);
+      return `${p.int.padStart(padLeft, " ")}.${p.frac}${exponentString(p.exp, expWidth)}`;
+    }
+    const p = positionalDigits(x, dtype, PRECISION);
+    return `${p.int.padStart(padLeft, " ")}.${p.frac.padEnd(padRight, " ")}`;
+  };
 }
 
-export function formatArray(
-  shape: readonly number[], dtype: DType, weak: boolean, get: (i: number) => number | boolean | bigint, size: number,
+/** NumPy's IntegerFormat: right-aligned to the wider of the largest and smallest shown value. */
+function intFormatter(shown: (number | bigint)[]): (x: Element) => string {
+  let max = shown[0], min = shown[0];
+  for (const v of shown) { if (v > max) max = v; if (v < min) min = v; }
+  const width = Math.max(String(max).length, String(min).length);
+  return (x) => String(x).padStart(width, " ");
+}
+
+function formatterFor(dtype: DType, shown: Element[], rank: number): (x: Element) => string {
+  // " True" keeps columns aligned with "False", except for a lone 0-d value
+  if (dtype === "bool") return (x) => (x ? (rank === 0 ? "True" : " True") : "False");
+  // ml_dtypes' bfloat16 is not a NumPy floating type: each element is its own repr, unpadded
+  if (dtype === "bfloat16") return (x) => formatG(x as number);
+  if (dtype === "float16" || dtype === "float32" || dtype === "float64") {
+    const f = floatFormatter(shown as number[], dtype);
+    return (x) => f(x as number);
+  }
+  return intFormatter(shown as (number | bigint)[]);
+}
+
+/** NumPy's _extendLine: wrap before `word` when it would pass the width, unless the line holds only its indent. */
+function extendLine(acc: { s: string; line: string }, word: string, width: number, indent: string): void {
+  if (acc.line.length + word.length > width && acc.line.length > indent.length) {
+    acc.s += acc.line.trimEnd() + "\n";
+    acc.line = indent;
+  }
+  acc.line += word;
+}
+
+/** The array2string arguments that change with the caller: repr uses (', ', 'Array(', ','), str uses (' ', '', ''). */
+export interface Array2StringOptions { separator: string; prefix: string; suffix: string }
+
+/** np.array2string(value, separator, prefix, suffix) with NumPy's default print options. */
+export function array2string(
+  shape: readonly number[], dtype: DType, get: (i: number) => Element,
+  { separator, prefix, suffix }: Array2StringOptions = { separator: ", ", prefix: PREFIX, suffix: "," },
 ): string {
-  const raw: (number | boolean | bigint)[] = [];
-  for (let i = 0; i < size; i++) raw.push(get(i));
-  let strs: string[];
-  if (dtype === "bool") strs = raw.map((v) => (v ? "True" : "False"));
-  else if (dtype.startsWith("float") || dtype === "bfloat16") strs = formatFloats(raw as number[], dtype);
-  else strs = raw.map((v) => String(v));
-  const w = Math.max(0, ...strs.map((s) => s.length));
-  const padded = strs.map((s) => s.padStart(w, " "));
-  const prefix = "Array(";
-  let k = 0;
-  const rec = (dim: number, indent: number): string => {
-    if (dim === shape.length) return padded[k++];
-    if (shape[dim] === 0) { return "[]"; }
-    const parts: string[] = [];
-    for (let i = 0; i < shape[dim]; i++) parts.push(rec(dim + 1, indent + 1));
-    const sep = dim === shape.length - 1 ? ", " : "," + "\n".repeat(shape.length - dim - 1) + " ".repeat(indent + 1);
-    return "[" + parts.join(sep) + "]";
+  const rank = shape.length;
+  const size = shape.reduce((a, b) => a * b, 1);
+  if (size === 0) return "[]"; // NumPy prints every empty array this way, whatever its shape
+  const summarize = size > THRESHOLD;
+  const strides: number[] = new globalThis.Array(rank).fill(1);
+  for (let k = rank - 2; k >= 0; k--) strides[k] = strides[k + 1] * shape[k + 1];
+  // indices along an axis that are printed: all of them, or the edge items around "..."
+  const cut = (n: number): boolean => summarize && n > 2 * EDGE_ITEMS;
+  const shownIdx = (n: number): number[] => (cut(n)
+    ? [0, 1, 2, n - 3, n - 2, n - 1]
+    : globalThis.Array.from({ length: n }, (_, i) => i));
+  const shown: Element[] = [];
+  const collect = (axis: number, offset: number): void => {
+    if (axis === rank) { shown.push(get(offset)); return; }
+    for (const i of shownIdx(shape[axis])) collect(axis + 1, offset + i * strides[axis]);
   };
-  const body = shape.length === 0 ? padded[0] : rec(0, prefix.length);
-  const sizeNote = size === 0 && shape.length > 0 ? `, shape=(${shape.join(", ")}${shape.length === 1 ? "," : ""})` : "";
-  return `${prefix}${body}${sizeNote}, dtype=${dtype}${weak ? ", weak_type=True" : ""})`;
+  collect(0, 0);
+  const fmt = formatterFor(dtype, shown, rank);
+  const width = LINE_WIDTH - suffix.length; // the suffix is kept free on every line
+
+  const rec = (axis: number, offset: number, indent: string, curWidth: number): string => {
+    if (axis === rank) return fmt(get(offset));
+    const n = shape[axis];
+    const idx = shownIdx(n);
+    const nextIndent = indent + " ";
+    const nextWidth = curWidth - 1; // room for the closing "]"
+    const item = (k: number): string => rec(axis + 1, offset + idx[k] * strides[axis], nextIndent, nextWidth);
+    const half = cut(n) ? EDGE_ITEMS : -1;
+    let s: string;
+    if (axis === rank - 1) {
+      const elemWidth = curWidth - Math.max(separator.trimEnd().length, 1); // room for the "," or "]" after each element
+      const acc = { s: "", line: indent };
+      for (let k = 0; k < idx.length; k++) {
+        if (k === half) { extendLine(acc, "...", elemWidth, indent); acc.line += separator; }
+        extendLine(acc, item(k), elemWidth, indent);
+        if (k < idx.length - 1) acc.line += separator;
+      }
+      s = acc.s + acc.line;
+    } else {
+      // rows of a matrix end with ",\n"; blocks of higher rank get one blank line per extra dimension
+      const lineSep = separator.trimEnd() + "\n".repeat(rank - axis - 1);
+      const parts: string[] = [];
+      for (let k = 0; k < idx.length; k++) {
+        if (k === half) parts.push(indent + "...");
+        parts.push(indent + item(k));
+      }
+      s = parts.join(lineSep);
+    }
+    return "[" + s.slice(indent.length) + "]";
+  };
+  return rec(0, 0, " ".repeat(prefix.length + 1), width);
+}
+
+/** jax.Array.__repr__: `Array(<array2string>, dtype=float32)`, weak types marked, empty arrays by shape. */
+export function formatArray(
+  shape: readonly number[], dtype: DType, weak: boolean, get: (i: number) => Element, size: number,
+): string {
+  const dtypeStr = `dtype=${dtype}${weak ? ", weak_type=True" : ""})`;
+  const body = size === 0
+    ? `[], shape=(${shape.join(", ")}${shape.length === 1 ? "," : ""})`
+    : array2string(shape, dtype, get);
+  // JAX measures the last line as its length + 2 and, when dtype= would pass the width, pads with len('Array(') spaces
+  const lastLine = body.length - body.lastIndexOf("\n") + 1;
+  const sep = lastLine + dtypeStr.length + 1 > LINE_WIDTH ? " ".repeat(PREFIX.length) : " ";
+  return `${PREFIX}${body},${sep}${dtypeStr}`;
 }

@@ -5,6 +5,7 @@ import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import { type DType, defaultUIntDType, isInteger, isUnsigned } from "../core/dtype.js";
 import { shapeStr } from "../core/shape.js";
+import { array2string } from "../core/format.js";
 import { Tracer, describe } from "../core/trace.js";
 import { registerNode } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
@@ -63,7 +64,10 @@ export class PRNGKeyArray {
     const s = this.shape;
     const shape = `(${s.join(", ")}${s.length === 1 ? "," : ""})`;
     if (this.data instanceof Tracer) return `Traced<key<fry>[${s.join(",")}]>`;
-    return `Array(${shape}, dtype=key<fry>) overlaying:\n${numpyStr(this.data.tolist())}`;
+    // JAX prints str() of the uint32 key data: NumPy's array2string with its default ' ' separator
+    const words = (this.data.tolist() as unknown[]).flat(Infinity) as number[];
+    const data = array2string(this.data.shape, this.data.dtype, (i) => words[i], { separator: " ", prefix: "", suffix: "" });
+    return `Array(${shape}, dtype=key<fry>) overlaying:\n${data}`;
   }
   [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
 }
@@ -71,22 +75,6 @@ registerNode(PRNGKeyArray, {
   flatten: (k) => [[k.data], null],
   unflatten: (_aux, [d]) => new PRNGKeyArray(d as Array),
 });
-
-/** NumPy's str of a nested list of integers: right-aligned to a common width, rows on separate lines. */
-function numpyStr(v: unknown): string {
-  const leaves: string[] = [];
-  const collect = (x: unknown): void => { if (JSArray.isArray(x)) x.forEach(collect); else leaves.push(String(x)); };
-  collect(v);
-  const w = leaves.reduce((m, l) => Math.max(m, l.length), 0);
-  const rec = (x: unknown, depth: number): string => {
-    if (!JSArray.isArray(x)) return String(x).padStart(w);
-    if (x.length === 0 || !JSArray.isArray(x[0])) return `[${x.map((e) => rec(e, depth + 1)).join(" ")}]`;
-    const sep = "\n".repeat(Math.max(1, numDims(x) - 1)) + " ".repeat(depth + 1);
-    return `[${x.map((e) => rec(e, depth + 1)).join(sep)}]`;
-  };
-  return rec(v, 0);
-}
-const numDims = (x: unknown): number => (JSArray.isArray(x) ? 1 + (x.length ? numDims(x[0]) : 0) : 0);
 
 /** Anything the samplers accept as a key: a typed key array or raw uint32 key data of shape (..., 2). */
 export type KeyLike = PRNGKeyArray | Array;
