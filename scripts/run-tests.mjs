@@ -12,6 +12,8 @@ function collect(dir, out) {
   return out;
 }
 
+// paths below are relative to the repository root, whatever directory this script is started from
+process.chdir(new URL("..", import.meta.url));
 const filter = process.argv.slice(2);
 let files = collect("dist/test", []);
 if (filter.length > 0) files = files.filter((f) => filter.some((s) => f.includes(s)));
