@@ -234,7 +234,7 @@ function rebuild(enc: Enc, tensors: Map<string, RawTensor>, what: string, budget
 }
 
 /**
- * deserialize(bytes, like?): the pytree stored in safetensors bytes. With `like`, the result has like's
+ * deserialize(bytes, like?, { maxBytes }?): the pytree stored in safetensors bytes. With `like`, the result has like's
  * structure and every tensor is checked against like's leaf shapes and dtypes; otherwise the structure
  * comes from the jaxts metadata, or (for files from other writers) is a flat object of name -> Array.
  */
@@ -287,9 +287,10 @@ function deserializeFrom<T>(bytes: Uint8Array, like: T | undefined, what: string
 }
 
 /**
- * load(path, like?): reads a .safetensors file. With `like` (a pytree of Arrays or ShapeDtypeStructs)
+ * load(path, like?, { maxBytes }?): reads a .safetensors file. With `like` (a pytree of Arrays or ShapeDtypeStructs)
  * the result has like's structure, validated leaf by leaf; without it, the structure saved by `save`
- * is rebuilt (files from other writers load as a flat object of tensor name -> Array).
+ * is rebuilt (files from other writers load as a flat object of tensor name -> Array). Only regular files are
+ * read; tree references to one tensor share one Array; the tensor storage allocated is capped by maxBytes.
  */
 export function load<T = unknown>(path: string, like?: T, options: LoadOptions = {}): T {
   if (typeof path !== "string" || path === "") throw new TypeError(`load: path must be a non-empty string, got ${describeLeaf(path)}`);
