@@ -111,7 +111,8 @@ function serializeAs(pytree: unknown, fn: string): Uint8Array {
 /**
  * save(path, pytree): writes every leaf Array of the pytree to a .safetensors file named by its dotted
  * path ("layers.0.w"), with the tree structure in __metadata__. The write is atomic: the bytes go to a
- * temporary file in the same directory, which is synced and then renamed over `path`.
+ * temporary file `<path>.jaxts-tmp-<pid>-<hex>` beside it, which is synced and then renamed over `path`;
+ * temporaries that killed saves to the same path left behind (their pid is gone) are removed first.
  */
 export function save(path: string, pytree: unknown): void {
   if (typeof path !== "string" || path === "") throw new TypeError(`save: path must be a non-empty string, got ${describeLeaf(path)}`);
