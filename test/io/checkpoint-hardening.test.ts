@@ -1,8 +1,8 @@
 /** @file Hostile and interrupted checkpoints: shared references with an allocation cap, non-regular files, deep nesting, stale temporaries of killed saves. */
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, watch, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, watch, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import "../../src/backends/interpreter/interpreter.js";
@@ -13,6 +13,7 @@ import { TREE_KEY, FORMAT_KEY } from "../../src/io/checkpoint.js";
 import { type RawTensor, MAX_HEADER_DEPTH, encode, jsonDepthExceeded } from "../../src/io/safetensors.js";
 
 const dir = mkdtempSync(join(tmpdir(), "jaxts-ckpt-hard-"));
+after(() => rmSync(dir, { recursive: true, force: true })); // crafted files and the killed save's temporary are tens of MB
 let fileNo = 0;
 const fresh = (name = "ckpt"): string => join(dir, `${name}-${fileNo++}.safetensors`);
 
