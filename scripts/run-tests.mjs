@@ -1,6 +1,7 @@
 // @file Runs every compiled test file (dist/test/**/*.test.js) with Node's built-in test runner.
 import { readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
 
 function collect(dir, out) {
@@ -12,6 +13,8 @@ function collect(dir, out) {
   return out;
 }
 
+// paths below are relative to the repository root, whatever directory this script is started from
+process.chdir(fileURLToPath(new URL("..", import.meta.url)));
 const filter = process.argv.slice(2);
 let files = collect("dist/test", []);
 if (filter.length > 0) files = files.filter((f) => filter.some((s) => f.includes(s)));

@@ -15,6 +15,27 @@ const UNSUPPORTED_ST = ["F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3
 export const MAX_HEADER_BYTES = 100_000_000;
 const LITTLE = endianness() === "LE";
 
+/** Deepest nesting of objects/lists a valid header needs is 3 ({name: {shape: [...]}}); deeper headers are refused before parsing. */
+export const MAX_HEADER_DEPTH = 8;
+
+/**
+ * The offset at which the JSON text's nesting of objects and lists first exceeds `limit` levels, or -1.
+ * A linear scan (brackets inside strings do not count), so hostile nesting is refused before anything recursive sees it.
+ */
+export function jsonDepthExceeded(text: string, limit: number): number {
+  let depth = 0, inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x7b || c === 0x5b) { if (++depth > limit) return i; } // { [
+    else if (c === 0x7d || c === 0x5d) depth--; // } ]
+  }
+  return -1;
+}
+
 /** One tensor: its dtype, shape and raw little-endian row-major bytes. */
 export interface RawTensor { dtype: DType; shape: number[]; bytes: Uint8Array }
 
@@ -92,6 +113,8 @@ export function decode(buf: Uint8Array, what: string): Decoded {
   let text: string;
   try { text = new TextDecoder("utf-8", { fatal: true }).decode(buf.subarray(8, 8 + n)); } catch { throw bad("the header is not valid UTF-8"); }
   if (!text.startsWith("{")) throw bad(`the JSON header must start with "{", got ${JSON.stringify(text.slice(0, 16))}`);
+  const deep = jsonDepthExceeded(text, MAX_HEADER_DEPTH);
+  if (deep >= 0) throw bad(`the JSON header nests objects/lists deeper than ${MAX_HEADER_DEPTH} levels (at byte ${deep}); a valid header needs 3`);
   let header: unknown;
   try { header = JSON.parse(text); } catch (e) { throw bad(`the header is not valid JSON (${(e as Error).message})`); }
   if (header === null || typeof header !== "object" || Array.isArray(header)) throw bad("the header must be a JSON object");

@@ -1,6 +1,6 @@
 /** @file Test helpers: decode NumPy fixture JSON and compare Arrays against expected values with tolerances. */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFixtureJson } from "./repo-root.js";
 import { Array } from "../../src/core/array.js";
 import type { DType } from "../../src/core/dtype.js";
 import { array } from "../../src/numpy/core.js";
@@ -10,7 +10,7 @@ import * as ops from "../../src/primitives/ops.js";
 export interface FixArray { dtype: DType; shape: number[]; data: (number | boolean | string)[] }
 
 export function loadFixture<T>(name: string): T {
-  return JSON.parse(readFileSync(`test/fixtures/${name}`, "utf8")) as T;
+  return readFixtureJson<T>(name);
 }
 const num = (v: number | boolean | string): number =>
   typeof v === "boolean" ? (v ? 1 : 0) : v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v);

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { repoPath } from "../helpers/repo-root.js";
 import "../../src/index.js";
 import { compiledFor, onnxBackend } from "../../src/backends/onnx/onnx-backend.js";
 import type { ArrayImpl } from "../../src/core/array-impl.js";
@@ -198,7 +198,7 @@ test("lu: ties, zero pivots, singular matrices and NaN entries match the interpr
 
 test("the lowerings match the NumPy fixtures (test/fixtures/linalg-kernels.json)", () => {
   type Num = number | string;
-  const fx = JSON.parse(readFileSync(join(process.cwd(), "test", "fixtures", "linalg-kernels.json"), "utf8")) as {
+  const fx = JSON.parse(readFileSync(repoPath("test", "fixtures", "linalg-kernels.json"), "utf8")) as {
     cholesky: { name: string; batch: number; n: number; tol: number; a: Num[]; l: Num[] | null }[];
     triangularSolve: { batch: number; m: number; n: number; tol: number; a: Num[]; b: Num[]; x: Num[]; leftSide: boolean; lower: boolean; transposeA: boolean; unitDiagonal: boolean }[];
     lu: { name: string; batch: number; m: number; n: number; tol: number; a: Num[]; lu: Num[]; pivots: number[]; permutation: number[] }[];

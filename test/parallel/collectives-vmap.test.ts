@@ -1,13 +1,13 @@
-/** @file Collectives under vmap with a named axis, checked against JAX's stated values (../shared/golden/parallel.json) and loops. */
+/** @file Collectives under vmap with a named axis, checked against JAX's stated values (test/fixtures/golden/parallel.json) and loops. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFixtureJson } from "../helpers/repo-root.js";
 import { type Array, grad, jit, vmap, lax } from "../../src/index.js";
 import { array } from "../../src/numpy/core.js";
 import * as ops from "../../src/primitives/ops.js";
 
 interface Case { id: string; inputs?: Record<string, unknown>; expected: unknown; sub_cases?: { op: string; expected: number[] }[] }
-const golden = JSON.parse(readFileSync("../shared/golden/parallel.json", "utf8")) as { cases: Case[] };
+const golden = readFixtureJson<{ cases: Case[] }>("golden/parallel.json");
 const byId = (id: string) => golden.cases.find((c) => c.id === id)!;
 const near = (a: unknown, b: unknown) => {
   const fa = (a as number[]).flat(3) as number[], fb = (b as number[]).flat(3) as number[];

@@ -1,13 +1,13 @@
 /** @file shardMap and pmap: JAX's stated results (golden) and agreement with the single-device computation. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFixtureJson } from "../helpers/repo-root.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, grad, jit, lax, makeMesh, numpy as jnp, pmap, shardMap, sharding } from "../../src/index.js";
 const { P } = sharding;
 
-const golden = JSON.parse(readFileSync("../shared/golden/parallel.json", "utf8")) as { cases: { id: string; inputs?: Record<string, unknown>; expected: unknown; sub_cases?: { expected: number[] }[] }[] };
+const golden = readFixtureJson<{ cases: { id: string; inputs?: Record<string, unknown>; expected: unknown; sub_cases?: { expected: number[] }[] }[] }>("golden/parallel.json");
 const byId = (id: string) => golden.cases.find((c) => c.id === id)!;
 const arange = (n: number, shape: number[]) => jnp.reshape(jnp.arange(n, { dtype: "float32" }), shape);
 

@@ -1,13 +1,13 @@
 /** @file Mesh, PartitionSpec and NamedSharding against JAX's stated shard indices, shapes and replica ids (golden). */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFixtureJson } from "../helpers/repo-root.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { devices, makeMesh, sharding } from "../../src/index.js";
 const { Mesh, NamedSharding, P } = sharding;
 
-const golden = JSON.parse(readFileSync("../shared/golden/parallel.json", "utf8")) as { cases: { id: string; expected: Record<string, unknown>; expected_all_devices_derived?: Record<string, { device: number; index: number[][]; replica_id: number }[]> }[] };
+const golden = readFixtureJson<{ cases: { id: string; expected: Record<string, unknown>; expected_all_devices_derived?: Record<string, { device: number; index: number[][]; replica_id: number }[]> }[] }>("golden/parallel.json");
 const byId = (id: string) => golden.cases.find((c) => c.id === id)!;
 
 const specOf = (k: string) => {

@@ -1,4 +1,4 @@
-/** @file Every golden vector of shared/golden/random.json checked through the public random API (key, PRNGKey, split, foldIn, bits, threefry2x32, uniform, randint, normal), in the flag mode it states. */
+/** @file Every golden vector of test/fixtures/golden/random.json checked through the public random API (key, PRNGKey, split, foldIn, bits, threefry2x32, uniform, randint, normal), in the flag mode it states. */
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 

@@ -1,13 +1,11 @@
-/** @file Shared helpers of the random tests: the golden vectors of ../shared/golden/random.json and flag scoping. */
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+/** @file Shared helpers of the random tests: the golden vectors of test/fixtures/golden/random.json and flag scoping. */
 import { config } from "../../src/core/config.js";
+import { readFixtureJson } from "../helpers/repo-root.js";
 
 export interface GoldenVector { id: string; kind: string; flag_context: string; inputs: Record<string, unknown>; expected: unknown }
 
-/** The golden random vectors (CI places shared/ beside the clone, so the relative path holds there too). */
-export const goldenVectors = (): GoldenVector[] =>
-  (JSON.parse(readFileSync(resolve(process.cwd(), "../shared/golden/random.json"), "utf8")) as { vectors: GoldenVector[] }).vectors;
+/** The golden random vectors (JAX's outputs, committed under test/fixtures/golden). */
+export const goldenVectors = (): GoldenVector[] => readFixtureJson<{ vectors: GoldenVector[] }>("golden/random.json").vectors;
 
 /** Runs f with the given flags, restoring them afterwards. */
 export function withFlags<T>(flags: { partitionable?: boolean; x64?: boolean }, f: () => T): T {

@@ -1,4 +1,4 @@
-/** @file Known-answer tests of the pure-TS Threefry-2x32 kernel and JAX key derivation against shared/golden/random.json and JAX's own test-suite values. */
+/** @file Known-answer tests of the pure-TS Threefry-2x32 kernel and JAX key derivation against test/fixtures/golden/random.json and JAX's own test-suite values. */
 import { describe, it } from "node:test";
 import assert from "node:assert/strict";
 

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { repoPath } from "../../helpers/repo-root.js";
 
 import {
   cholesky,
@@ -63,7 +63,7 @@ interface Fixture {
   solve: (Case & { n: number; nrhs: number; b: Num[]; x: Num[] })[];
 }
 
-const fx = JSON.parse(readFileSync(join(process.cwd(), "test", "fixtures", "linalg-kernels.json"), "utf8")) as Fixture;
+const fx = JSON.parse(readFileSync(repoPath("test", "fixtures", "linalg-kernels.json"), "utf8")) as Fixture;
 
 /** Decodes a fixture list ("NaN"/"Infinity"/"-Infinity" strings allowed). */
 function f64(xs: Num[]): Float64Array {
