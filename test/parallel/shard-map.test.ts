@@ -43,8 +43,9 @@ test("shard_map_axis_index_axis_size (golden)", () => {
   const m42 = makeMesh([4, 2], ["i", "j"]);
   const idx2 = shardMap(() => jnp.reshape(lax.axisIndex(["i", "j"]), [1, 1]), { mesh: m42, inSpecs: [], outSpecs: P("i", "j") })();
   assert.deepEqual(idx2.tolist(), exp["axis_index(('i','j'))[None,None], mesh (4,2) ('i','j'), out P('i','j')"]);
-  const s1 = shardMap(() => lax.axisSize("i"), { mesh: m8, inSpecs: [], outSpecs: P() })();
-  const s2 = shardMap(() => lax.axisSize(["i", "j"]), { mesh: m42, inSpecs: [], outSpecs: P() })();
+  // lax.axisSize is a static number (JAX's Python int); shardMap returns it as an array, as JAX does
+  const s1 = shardMap(() => lax.axisSize("i"), { mesh: m8, inSpecs: [], outSpecs: P() })() as unknown as Array;
+  const s2 = shardMap(() => lax.axisSize(["i", "j"]), { mesh: m42, inSpecs: [], outSpecs: P() })() as unknown as Array;
   assert.deepEqual([s1.item(), s2.item()], exp["axis_size('i') on (8,) and axis_size(('i','j')) on (4,2)"]);
 });
 
