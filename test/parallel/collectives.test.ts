@@ -96,6 +96,26 @@ test("FSDP gradients: allGather's transpose is psumScatter, so each member gets 
   assertClose(jit(fsdp)(data, w), want);
 });
 
+test("psumScatter's transpose is allGather and allToAll's is the inverse allToAll (gradients by hand)", () => {
+  const x = jnp.reshape(jnp.arange(32, { dtype: "float32" }), [4, 8]);
+  const w = jnp.reshape(jnp.array([1, 2, 3, 4, 5, 6, 7, 8], { dtype: "float32" }), [4, 2]);
+  // member m keeps y_m = (sum_k x_k)[2m:2m+2]; L = sum_m w_m . y_m, so dL/dx_k = concat_m w_m for every k
+  const ps = (xx: Array) => jnp.sum(jnp.multiply(w, vmap((r: Array) => lax.psumScatter(r, "i", { tiled: true }), { axisName: "i" })(xx)));
+  assert.deepEqual(grad(ps)(x).tolist(), globalThis.Array(4).fill([1, 2, 3, 4, 5, 6, 7, 8]));
+  // all_to_all (split 0, concat 0, untiled) transposes members with rows: L = sum(W * out) gives dL/dx = W^T
+  const wt = jnp.reshape(jnp.arange(16, { dtype: "float32" }), [4, 4]);
+  const a2a = (xx: Array) => jnp.sum(jnp.multiply(wt, vmap((r: Array) => lax.allToAll(r, "i", 0, 0), { axisName: "i" })(xx)));
+  assert.deepEqual(grad(a2a)(x.get(":", ":4")).tolist(), jnp.transpose(wt).tolist());
+  // tiled with split 1 / concat 0: y_m = stack_k x_k[:, 2m:2m+2]; the gradient routes each block back
+  const x3 = jnp.reshape(jnp.arange(64, { dtype: "float32" }), [4, 2, 8]);
+  const w3 = jnp.reshape(jnp.arange(64, { dtype: "float32" }), [4, 8, 2]);
+  const f3 = (xx: Array) => jnp.sum(jnp.multiply(w3, vmap((r: Array) => lax.allToAll(r, "i", 1, 0, { tiled: true }), { axisName: "i" })(xx)));
+  const g3 = grad(f3)(x3);
+  // d/dx_k[:, 2m:2m+2] = w3_m[2k:2k+2, :]
+  const want = [0, 1, 2, 3].map((k) => [0, 1].map((r) => [0, 1, 2, 3].flatMap((m) => [0, 1].map((c) => (w3.tolist() as number[][][])[m][2 * k + r][c]))));
+  assert.deepEqual(g3.tolist(), want);
+});
+
 test("pswapaxes is allToAll with split and concat at the same axis; axisSize is a static number", () => {
   const x = jnp.reshape(jnp.arange(16, { dtype: "float32" }), [4, 4]);
   const f = (v: Array) => lax.pswapaxes(v, "i", 0);
