@@ -3,7 +3,9 @@
  * axis_index). Under vmap they reduce over the batch dimension of the matching axis name; shardMap/pmap add the
  * multi-device implementation. Outside any mapped axis they fail with an error naming the axis.
  */
-import type { Array } from "../core/array.js";
+import { Array } from "../core/array.js";
+import { unflatten } from "../core/tree.js";
+import { flattenArrays } from "../transforms/api-util.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { type AxisData, type BDim, Primitive, Zero } from "../core/primitive.js";
@@ -134,7 +136,7 @@ export const allGatherP: Primitive<AGP> = new Primitive<AGP>("all_gather", {
   // all_gather's transpose is psum_scatter along the gathered dimension (JAX's rule)
   transpose([ct], _a, p) {
     if (ct instanceof Zero) return [ct];
-    return [psumScatter(ct, p.axis_name, { scatterDimension: p.axis, tiled: p.tiled, axisIndexGroups: p.axis_index_groups ?? undefined })];
+    return [psumScatter1(ct, p.axis_name, { scatterDimension: p.axis, tiled: p.tiled, axisIndexGroups: p.axis_index_groups ?? undefined })];
   },
   missing: { lower: COLLECTIVE_LOWER },
 }, { collective: true });
@@ -243,6 +245,15 @@ export const allToAllP: Primitive<ATA> = new Primitive<ATA>("all_to_all", {
 }, { collective: true });
 
 // ---------------------------------------------------------------- public wrappers (lax.*)
+/** A collective on one array, or mapped over the leaves of a pytree as JAX does (JS numbers become arrays). */
+export type TreeCollective<R extends unknown[]> = { (x: Array, ...rest: R): Array; <T>(x: T, ...rest: R): T };
+function overLeaves<R extends unknown[]>(fn: string, one: (x: Array, ...rest: R) => Array): TreeCollective<R> {
+  return ((x: unknown, ...rest: R): unknown => {
+    if (x instanceof Array) return one(x, ...rest);
+    const [leaves, def] = flattenArrays(fn, x, "argument");
+    return unflatten(def, leaves.map((l) => one(l, ...rest)));
+  }) as TreeCollective<R>;
+}
 export interface GroupOpts { axisIndexGroups?: number[][] }
 const str = (x: Array) => `${x.dtype}[${x.shape.join(",")}]`;
 const nameStr = (ns: AxisNames) => (ns.length === 1 ? JSON.stringify(ns[0]) : `(${ns.map((n) => JSON.stringify(n)).join(", ")})`);
@@ -329,15 +340,16 @@ function groupStackUneven(fn: string, x: Array, ns: AxisNames, groups: number[][
 }
 
 /** lax.psum(x, axisName | axisNames, { axisIndexGroups }): the sum over the named axes (bool sums as int32). */
-export const psum = reduceWrapper("psum", psumP, (x, a) => ops.reduceSum(x, a));
-export const pmax = reduceWrapper("pmax", pmaxP, (x, a) => ops.reduceMax(x, a));
-export const pmin = reduceWrapper("pmin", pminP, (x, a) => ops.reduceMin(x, a));
+const psum1 = reduceWrapper("psum", psumP, (x, a) => ops.reduceSum(x, a));
+export const psum = overLeaves("psum", psum1);
+export const pmax = overLeaves("pmax", reduceWrapper("pmax", pmaxP, (x, a) => ops.reduceMax(x, a)));
+export const pmin = overLeaves("pmin", reduceWrapper("pmin", pminP, (x, a) => ops.reduceMin(x, a)));
 /** lax.axisSize(name | names): the (combined) size of bound axes as a static number, like JAX's Python int. */
 export const axisSize = (axisName: string | string[]): number => combinedSize("axis_size", names(axisName));
-export const pmean = (x: Array, axisName: string | string[], opts: GroupOpts = {}): Array => {
-  const n = psum(ops.fullLike(x, 1), axisName, opts);
-  return ops.div(psum(x, axisName, opts), n);
-};
+export const pmean = overLeaves("pmean", (x: Array, axisName: string | string[], opts: GroupOpts = {}): Array => {
+  const n = psum1(ops.fullLike(x, 1), axisName, opts);
+  return ops.div(psum1(x, axisName, opts), n);
+});
 /** lax.axisIndex(name | names): over several axes the index is row-major, sum_k idx(a_k) * prod(size(a_{k+1..})). */
 export const axisIndex = (axisName: string | string[]): Array => {
   const ns = names(axisName);
@@ -347,7 +359,7 @@ export const axisIndex = (axisName: string | string[]): Array => {
 };
 
 /** lax.allGather(x, axisName | names, { axis, tiled, axisIndexGroups }): every member's x, stacked (or concatenated) at `axis`. */
-export function allGather(x: Array, axisName: string | string[], opts: { axis?: number; tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
+function allGather1(x: Array, axisName: string | string[], opts: { axis?: number; tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
   const fn = "allGather", ns = names(axisName), tiled = opts.tiled ?? false;
   if (ns.length === 0) return x;
   // untiled: a new dimension, so axis ranges over rank + 1 positions (JAX canonicalizes against ndim + 1)
@@ -363,7 +375,7 @@ export function allGather(x: Array, axisName: string | string[], opts: { axis?: 
 }
 
 /** lax.ppermute(x, axisName | names, perm): member dst receives member src's x for each [src, dst]; others get zeros. */
-export function ppermute(x: Array, axisName: string | string[], perm: [number, number][]): Array {
+function ppermute1(x: Array, axisName: string | string[], perm: [number, number][]): Array {
   const fn = "ppermute", ns = names(axisName);
   if (!globalThis.Array.isArray(perm) || !perm.every((q) => globalThis.Array.isArray(q) && q.length === 2 && q.every(Number.isInteger))) {
     throw new TypeError(`${fn}: perm must be a list of [source, destination] index pairs, got ${JSON.stringify(perm)}`);
@@ -384,14 +396,14 @@ export function ppermute(x: Array, axisName: string | string[], perm: [number, n
   return ops.select(ops.broadcastInDim(ops.eq(has, scalarI32(1)), x.shape, []), pick(v.stack, k), ops.zerosLikeArray(x));
 }
 /** lax.pshuffle(x, axisName, perm): member i receives member perm[i]'s value; perm must be a permutation of 0..n-1. */
-export function pshuffle(x: Array, axisName: string | string[], perm: number[]): Array {
+function pshuffle1(x: Array, axisName: string | string[], perm: number[]): Array {
   const ok = globalThis.Array.isArray(perm) && new Set(perm).size === perm.length && perm.every((p) => Number.isInteger(p) && p >= 0 && p < perm.length);
   if (!ok) throw new Error(`pshuffle: perm ${JSON.stringify(perm)} does not represent a permutation of 0..${globalThis.Array.isArray(perm) ? perm.length - 1 : "n-1"} (axis ${nameStr(names(axisName))})`);
-  return ppermute(x, axisName, perm.map((src, dst) => [src, dst] as [number, number]));
+  return ppermute1(x, axisName, perm.map((src, dst) => [src, dst] as [number, number]));
 }
 
 /** lax.psumScatter(x, axisName | names, { scatterDimension, tiled, axisIndexGroups }): member r keeps block r of the group's sum. */
-export function psumScatter(x: Array, axisName: string | string[], opts: { scatterDimension?: number; tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
+function psumScatter1(x: Array, axisName: string | string[], opts: { scatterDimension?: number; tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
   const fn = "psumScatter", ns = names(axisName), tiled = opts.tiled ?? false;
   if (ns.length === 0) return x;
   const sd = canonAxis(fn, "scatterDimension", opts.scatterDimension ?? 0, x.ndim, x);
@@ -410,7 +422,7 @@ export function psumScatter(x: Array, axisName: string | string[], opts: { scatt
 }
 
 /** lax.allToAll(x, axisName | names, splitAxis, concatAxis, { tiled, axisIndexGroups }): split x across the group, gather what others sent. */
-export function allToAll(x: Array, axisName: string | string[], splitAxis: number, concatAxis: number, opts: { tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
+function allToAll1(x: Array, axisName: string | string[], splitAxis: number, concatAxis: number, opts: { tiled?: boolean; axisIndexGroups?: number[][] } = {}): Array {
   const fn = "allToAll", ns = names(axisName), tiled = opts.tiled ?? false;
   const sa = canonAxis(fn, "splitAxis", splitAxis, x.ndim, x);
   const ca = canonAxis(fn, "concatAxis", concatAxis, x.ndim, x);
@@ -432,5 +444,10 @@ export function allToAll(x: Array, axisName: string | string[], splitAxis: numbe
   return ops.reshape(blk, bs);
 }
 /** lax.pswapaxes(x, axisName, axis): all_to_all with split and concat both at `axis` (the mapped axis swaps with it). */
-export const pswapaxes = (x: Array, axisName: string | string[], axis: number, opts: GroupOpts = {}): Array =>
-  allToAll(x, axisName, axis, axis, opts);
+export const pswapaxes = overLeaves("pswapaxes", (x: Array, axisName: string | string[], axis: number, opts: GroupOpts = {}): Array =>
+  allToAll1(x, axisName, axis, axis, opts));
+export const allGather = overLeaves("allGather", allGather1);
+export const ppermute = overLeaves("ppermute", ppermute1);
+export const pshuffle = overLeaves("pshuffle", pshuffle1);
+export const psumScatter = overLeaves("psumScatter", psumScatter1);
+export const allToAll = overLeaves("allToAll", allToAll1);

@@ -149,3 +149,17 @@ test("bad collective arguments raise errors naming the function, axis and shapes
   assert.throws(v((r) => lax.allGather(r, "i", { axisIndexGroups: [[0], [1, 2, 3]] })), /allGather: axisIndexGroups .* must all have the same size/);
   assert.throws(() => lax.axisSize("nope"), /axis_size: unbound axis name "nope"/);
 });
+
+test("collectives map over the leaves of a pytree, as in JAX (numbers become arrays)", () => {
+  const x = jnp.array([1, 2, 3, 4], { dtype: "float32" });
+  const out = vmap((v: Array) => lax.psum({ a: v, b: [jnp.multiply(v, 10), 1] }, "i"), { axisName: "i" })(x) as unknown as { a: Array; b: [Array, Array] };
+  assert.deepEqual(out.a.tolist(), [10, 10, 10, 10]);
+  assert.deepEqual(out.b[0].tolist(), [100, 100, 100, 100]);
+  // psum(1, 'i') is the axis size
+  assert.deepEqual(out.b[1].tolist(), [4, 4, 4, 4]);
+  const [g, h] = vmap((v: Array) => lax.allGather([v, jnp.negative(v)], "i"), { axisName: "i" })(x) as unknown as [Array, Array];
+  assert.deepEqual((g.tolist() as number[][])[0], [1, 2, 3, 4]);
+  assert.deepEqual((h.tolist() as number[][])[3], [-1, -2, -3, -4]);
+  const pm = vmap((v: Array) => lax.pmean({ m: v }, "i"), { axisName: "i" })(x) as unknown as { m: Array };
+  assert.deepEqual(pm.m.tolist(), [2.5, 2.5, 2.5, 2.5]);
+});
