@@ -31,11 +31,13 @@ export { HOST_DEVICE } from "./core/array-impl.js";
 export type { Device } from "./core/array-impl.js";
 export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "./parallel/mesh.js";
 export * as sharding from "./parallel/sharding-namespace.js";
-export { shardMap, pmap } from "./parallel/shard-map.js";
+export { shardMap } from "./parallel/shard-map.js";
+export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
-export { devicePut, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
+export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
-export type { ShardMapOpts, PmapOpts } from "./parallel/shard-map.js";
+export type { ShardMapOpts } from "./parallel/shard-map.js";
+export type { PmapOpts } from "./parallel/pmap.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
 

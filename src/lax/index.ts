@@ -23,7 +23,7 @@ export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.
 /** lax.stop_gradient: the value with a zero derivative. */
 export { stopGradient } from "../transforms/stop-gradient.js";
 export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";
-export { psum, pmean, pmax, pmin, axisIndex, axisSize, allGather, ppermute, pshuffle, psumScatter, allToAll } from "../parallel/collectives.js";
+export { psum, pmean, pmax, pmin, axisIndex, axisSize, allGather, ppermute, pshuffle, psumScatter, allToAll, pswapaxes } from "../parallel/collectives.js";
 export * as linalg from "./linalg.js";
 import type { Array as Arr } from "../core/array.js";
 import { sortMany, topK as topKPrim } from "../primitives/sort.js";

@@ -9,7 +9,10 @@ import { ShapedArray } from "../core/aval.js";
 import { fromNumbers } from "../core/convert.js";
 import { Tracer } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
-import { type Index, NamedShardingImpl, type Sharding, SingleDeviceShardingImpl } from "./sharding.js";
+import { unflatten } from "../core/tree.js";
+import { flattenArrays } from "../transforms/api-util.js";
+import { Mesh } from "./mesh.js";
+import { type Index, NamedShardingImpl, PartitionSpecImpl, type Sharding, SingleDeviceShardingImpl } from "./sharding.js";
 
 export interface Shard { device: Device; index: Index; replicaId: number; data: Array }
 
@@ -96,3 +99,43 @@ function fromNested(r: number[] | number): Array {
 
 /** arr.addressable_data(i): the i-th device's block. */
 export const addressableData = (x: Array, i: number): Array => shardsOf(x)[i].data;
+
+const isDevice = (d: unknown): d is Device => !!d && typeof d === "object" && "platform" in d && "id" in d;
+function checkDevices(fn: string, devs: readonly Device[]): void {
+  if (!globalThis.Array.isArray(devs) || devs.length === 0) throw new Error(`${fn}: devices must be a non-empty list of Device objects (from devices())`);
+  devs.forEach((d, i) => { if (!isDevice(d)) throw new TypeError(`${fn}: devices[${i}] is ${typeof d} ${JSON.stringify(d)}; expected a Device from devices()`); });
+}
+/** A one-axis mesh over `devs` and the sharding that splits a new leading axis across it (JAX's internal axis names). */
+const leadingSharding = (devs: readonly Device[], axis: string) => new NamedShardingImpl(new Mesh([...devs], [axis]), new PartitionSpecImpl(axis));
+
+/**
+ * jax.device_put_sharded(shards, devices): the shards (arrays or identical pytrees of them) stacked along a new
+ * leading axis, shard i on devices[i] (NamedSharding over a one-axis mesh of `devices`).
+ */
+export function devicePutSharded<T>(shards: readonly T[], devs: readonly Device[]): T {
+  const fn = "devicePutSharded";
+  if (!globalThis.Array.isArray(shards)) throw new TypeError(`${fn}: shards must be a list (one entry per device), got ${typeof shards}`);
+  checkDevices(fn, devs);
+  if (shards.length !== devs.length) throw new Error(`${fn}: len(shards) = ${shards.length} must equal len(devices) = ${devs.length}`);
+  const flat = shards.map((s) => flattenArrays(fn, s, "shard"));
+  const def = flat[0][1];
+  flat.forEach(([, d], i) => { if (!d.equals(def)) throw new TypeError(`${fn}: shard ${i} has tree structure ${d} but shard 0 has ${def}`); });
+  const sharding = leadingSharding(devs, "_device_put_sharded");
+  const leaves = flat[0][0].map((_, k) => {
+    const xs = flat.map(([ls]) => ls[k]);
+    xs.forEach((x, i) => {
+      if (x.dtype !== xs[0].dtype || x.shape.join() !== xs[0].shape.join()) throw new Error(`${fn}: the shards must have consistent shape and dtype, but shard 0 is ${xs[0].dtype}[${xs[0].shape.join(",")}] and shard ${i} is ${x.dtype}[${x.shape.join(",")}]`);
+    });
+    return devicePut(ops.concatenate(xs.map((x) => ops.expandDims(x, [0])), 0), sharding);
+  });
+  return unflatten(def, leaves) as T;
+}
+
+/** jax.device_put_replicated(x, devices): x (or each leaf) broadcast along a new leading axis, slice i on devices[i]. */
+export function devicePutReplicated<T>(x: T, devs: readonly Device[]): T {
+  const fn = "devicePutReplicated";
+  checkDevices(fn, devs);
+  const [ls, def] = flattenArrays(fn, x, "argument");
+  const sharding = leadingSharding(devs, "_device_put_replicated");
+  return unflatten(def, ls.map((l) => devicePut(ops.broadcastBatch(l, devs.length, 0), sharding))) as T;
+}

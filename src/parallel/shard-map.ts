@@ -1,5 +1,5 @@
 /**
- * @file shardMap and pmap with JAX's semantics. Each device's block is a slice of a nested vmap over the mesh axes
+ * @file shardMap with JAX's semantics. Each device's block is a slice of a nested vmap over the manual mesh axes
  * (axis names bound, so collectives reduce across blocks); this single-process emulation gives JAX's results and
  * shapes and is the oracle the worker-thread devices will be tested against.
  */
@@ -7,33 +7,51 @@ import { Array } from "../core/array.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
-import { jit, vmap } from "../transforms/api.js";
 import { vmapFlat } from "../transforms/vmap.js";
-import { devices } from "./mesh.js";
-import type { Mesh } from "./mesh.js";
-import { PartitionSpecImpl } from "./sharding.js";
+import { devicePut } from "./device-put.js";
+import { Mesh } from "./mesh.js";
+import { NamedShardingImpl, PartitionSpecImpl } from "./sharding.js";
+import { getMesh } from "./xmap.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
 
-/** Broadcasts a spec prefix tree onto the leaves of a value tree (a single spec applies to a whole subtree). */
-function specsFor(fn: string, specs: unknown, tree: unknown, what: string): Spec[] {
-  const n = flatten(tree)[0].length;
-  if (specs instanceof PartitionSpecImpl) return new JSArray(n).fill(specs);
-  const out: Spec[] = [];
-  const rec = (s: unknown, t: unknown): void => {
-    if (s instanceof PartitionSpecImpl) { flatten(t)[0].forEach(() => out.push(s)); return; }
-    if (s === null || s === undefined) { flatten(t)[0].forEach(() => out.push(new PartitionSpecImpl())); return; }
+/**
+ * Broadcasts a spec prefix tree onto the leaves of a value tree (a single spec applies to a whole subtree).
+ * A null spec marks its subtree static when `nullIsStatic` (JAX's in_specs None), else replicated (P()).
+ */
+export function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullIsStatic = false): (Spec | null)[] {
+  const out: (Spec | null)[] = [];
+  const rec = (s: unknown, t: unknown, path: string): void => {
+    const n = flatten(t)[0].length;
+    if (s instanceof PartitionSpecImpl) { for (let i = 0; i < n; i++) out.push(s); return; }
+    if (s === null || s === undefined) { for (let i = 0; i < n; i++) out.push(nullIsStatic ? null : new PartitionSpecImpl()); return; }
     if (JSArray.isArray(s)) {
-      if (!JSArray.isArray(t) || t.length !== s.length) throw new TypeError(`${fn}: ${what} ${JSON.stringify(String(s))} does not match the structure of the values (${JSArray.isArray(t) ? `length ${t.length}` : typeof t})`);
-      s.forEach((si, i) => rec(si, t[i]));
+      if (!JSArray.isArray(t) || t.length !== s.length) throw new TypeError(`${fn}: ${what}${path} is a list of ${s.length} specs but the values there are ${JSArray.isArray(t) ? `a list of ${t.length}` : typeof t}; ${what} must be a prefix of the values' tree`);
+      s.forEach((si, i) => rec(si, t[i], `${path}[${i}]`));
       return;
     }
-    if (typeof s === "object" && t && typeof t === "object") { for (const k of Object.keys(t).sort()) rec((s as Record<string, unknown>)[k], (t as Record<string, unknown>)[k]); return; }
-    throw new TypeError(`${fn}: ${what} must be PartitionSpecs (P(...)) in a tree matching the values`);
+    if (typeof s === "object" && t && typeof t === "object" && !(t instanceof Array)) {
+      for (const k of Object.keys(t).sort()) rec((s as Record<string, unknown>)[k], (t as Record<string, unknown>)[k], `${path}.${k}`);
+      return;
+    }
+    throw new TypeError(`${fn}: ${what}${path} must be a PartitionSpec (P(...))${nullIsStatic ? ", null" : ""} or a tree of them matching the values, got ${typeof s === "object" ? "an object" : JSON.stringify(s)}`);
   };
-  rec(specs, tree);
+  rec(specs, tree, "");
   return out;
+}
+
+/** Every axis a spec names must be a manual mesh axis (JAX: "must refer to an axis marked as manual"). */
+function checkSpecAxes(fn: string, what: string, specs: (Spec | null)[], manual: readonly string[], mesh: Mesh): void {
+  specs.forEach((s, k) => {
+    if (!s) return;
+    for (let d = 0; d < s.length; d++) for (const nm of s.names(d)) {
+      if (!manual.includes(nm)) {
+        const why = mesh.axisNames.includes(nm) ? `which is not a manual axis (axisNames: ${manual.join(", ")})` : `which is not an axis of ${mesh}`;
+        throw new Error(`${fn}: ${what}[${k}] ${s} refers to axis ${JSON.stringify(nm)}, ${why}`);
+      }
+    }
+  });
 }
 
 /** Moves each mesh-split part of x's dims to the front, one leading dim per used mesh axis, in mesh order. */
@@ -61,7 +79,7 @@ function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): A
 function mergeFromMesh(fn: string, y: Array, spec: Spec, mesh: Mesh, k: number): Array {
   const used = mesh.axisNames.filter((nm) => spec.entries.some((_, d) => spec.names(d).includes(nm)));
   const block = y.shape.slice(used.length);
-  if (spec.length > block.length) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${block.length}`);
+  if (spec.length > block.length) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${block.length} (shape (${block.join(", ")}))`);
   // target order: for each block dim d, the mesh dims of its names (in spec order), then the block dim
   const perm: number[] = [];
   const outShape: number[] = [];
@@ -74,66 +92,85 @@ function mergeFromMesh(fn: string, y: Array, spec: Spec, mesh: Mesh, k: number):
   return ops.reshape(ops.transpose(y, perm), outShape);
 }
 
-export interface ShardMapOpts { mesh: Mesh; inSpecs: unknown; outSpecs: unknown; checkVma?: boolean; checkRep?: boolean }
+export interface ShardMapOpts {
+  /** The mesh; defaults to the one set with setMesh (JAX's context mesh). */
+  mesh?: Mesh;
+  /** A prefix tree of PartitionSpecs over the arguments; a null entry passes that argument through unchanged (static). */
+  inSpecs: unknown;
+  /** A prefix tree of PartitionSpecs over the outputs (or a function returning one, as pmap uses). */
+  outSpecs: unknown;
+  /** false: no replication check; an output unsharded over an axis is the first device's value along it. */
+  checkVma?: boolean;
+  /** The older name of checkVma. */
+  checkRep?: boolean;
+  /** The manual mesh axes (default: all); the others stay automatic, i.e. f sees whole data along them. */
+  axisNames?: Iterable<string>;
+}
 
 /** jax.shard_map: f sees per-device blocks; collectives over mesh axis names combine them. */
 export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: ShardMapOpts): (...args: A) => R {
-  const { mesh } = opts;
-  const fn = "shard_map";
+  const fn = "shardMap";
+  if (!opts || typeof opts !== "object") throw new TypeError(`${fn}: expected options { mesh, inSpecs, outSpecs }, got ${String(opts)}`);
+  const checkVma = opts.checkVma ?? opts.checkRep ?? true;
   return (...args: A): R => {
-    const inSpecs = specsFor(fn, JSArray.isArray(opts.inSpecs) && !(opts.inSpecs instanceof PartitionSpecImpl) ? opts.inSpecs : [opts.inSpecs], JSArray.isArray(opts.inSpecs) ? args : [args[0]], "in_specs");
-    const [leaves, def] = flattenArrays(fn, args, "argument");
-    if (inSpecs.length !== leaves.length) throw new TypeError(`${fn}: in_specs describe ${inSpecs.length} array leaves but the arguments have ${leaves.length}`);
-    const split = leaves.map((x, k) => splitToMesh(fn, x, inSpecs[k], mesh, k));
-    const usedIn = inSpecs.map((s) => new Set(s.entries.flatMap((_, d) => s.names(d))));
+    const mesh = opts.mesh ?? getMesh();
+    if (!(mesh instanceof Mesh)) {
+      throw new TypeError(`${fn}: a Mesh is required: pass { mesh } (from makeMesh or new Mesh) or set one with setMesh(mesh); got ${mesh === null || mesh === undefined ? "no mesh" : String(mesh)}`);
+    }
+    const manual = opts.axisNames === undefined ? [...mesh.axisNames] : [...new Set(opts.axisNames)];
+    const unknown = manual.filter((a) => !mesh.axisNames.includes(a));
+    if (unknown.length) throw new Error(`${fn}: axisNames [${manual.join(", ")}] must be a subset of the mesh axis names [${mesh.axisNames.join(", ")}]; unknown: ${unknown.join(", ")}`);
+    const axes = mesh.axisNames.filter((a) => manual.includes(a));
+    // a bare spec is a prefix of the whole argument tuple (JAX broadcasts it to every argument)
+    const inSpecs = specsFor(fn, opts.inSpecs, args, "in_specs", true);
+    checkSpecAxes(fn, "in_specs", inSpecs, axes, mesh);
+    const [allLeaves, def] = flatten(args);
+    const dynIdx = allLeaves.map((_, i) => i).filter((i) => inSpecs[i] !== null);
+    const [leaves] = flattenArrays(fn, dynIdx.map((i) => allLeaves[i]), "argument");
+    const dynSpecs = dynIdx.map((i) => inSpecs[i]!);
+    const split = leaves.map((x, k) => splitToMesh(fn, x, dynSpecs[k], mesh, k));
+    const usedIn = dynSpecs.map((s) => new Set(s.entries.flatMap((_, d) => s.names(d))));
     let outDef: TreeDef | null = null;
     let outSpecs: Spec[] = [];
-    // nested vmaps, outermost = first mesh axis; each binds its mesh axis name for collectives
+    // nested vmaps, outermost = first manual mesh axis; each binds its mesh axis name for collectives
     const level = (a: number) => (...xs: Array[]): Array[] => {
-      if (a === mesh.axisNames.length) {
-        const out = f(...(unflatten(def, xs) as A));
+      if (a === axes.length) {
+        const full = [...allLeaves];
+        dynIdx.forEach((i, k) => { full[i] = xs[k]; });
+        const out = f(...(unflatten(def, full) as A));
         const [ol, od] = flattenArrays(fn, out, "output");
         outDef = od;
-        outSpecs = specsFor(fn, opts.outSpecs, out, "out_specs");
+        outSpecs = specsFor(fn, typeof opts.outSpecs === "function" && !(opts.outSpecs instanceof PartitionSpecImpl) ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
+        checkSpecAxes(fn, "out_specs", outSpecs, axes, mesh);
         return ol;
       }
-      const name = mesh.axisNames[a];
+      const name = axes[a];
       const inAxes = xs.map((_, k) => (usedIn[k].has(name) ? 0 : null));
-      return vmapOuts(level(a + 1), xs, inAxes, name, mesh.dims[a], () => outSpecs);
+      return vmapOuts(level(a + 1), xs, inAxes, name, mesh.axisSize(name), () => outSpecs, checkVma);
     };
     const outs = level(0)(...split);
-    const merged = outs.map((y, k) => mergeFromMesh(fn, y, outSpecs[k], mesh, k));
+    const merged = outs.map((y, k) => devicePut(mergeFromMesh(fn, y, outSpecs[k], mesh, k), new NamedShardingImpl(mesh, outSpecs[k])));
     return unflatten(outDef!, merged) as R;
   };
 }
 
-/** vmap whose out axes are chosen after tracing: 0 for outputs whose spec uses this axis, else null (replicated). */
-function vmapOuts(f: (...xs: Array[]) => Array[], xs: Array[], inAxes: (number | null)[], name: string, size: number, specs: () => Spec[]): Array[] {
-  const outDim = (i: number): number | null => { const sp = specs()[i]; return sp && sp.entries.some((_, d) => sp.names(d).includes(name)) ? 0 : null; };
+const usesAxis = (sp: Spec | undefined, name: string) => !!sp && sp.entries.some((_, d) => sp.names(d).includes(name));
+
+/**
+ * vmap whose out axes are chosen after tracing: 0 for outputs whose spec uses this axis, else null (replicated).
+ * Without the replication check (checkVma false) an unsharded output is the first member's value along the axis.
+ */
+function vmapOuts(f: (...xs: Array[]) => Array[], xs: Array[], inAxes: (number | null)[], name: string, size: number, specs: () => Spec[], checkVma: boolean): Array[] {
+  if (!checkVma) {
+    const outs = vmapFlat(f, xs, inAxes, () => 0, { size, name });
+    return outs.map((y, i) => (usesAxis(specs()[i], name) ? y : ops.squeeze(ops.sliceInDim(y, 0, 1, 1, 0), [0])));
+  }
   try {
-    return vmapFlat(f, xs, inAxes, outDim, { size, name });
+    return vmapFlat(f, xs, inAxes, (i) => (usesAxis(specs()[i], name) ? 0 : null), { size, name });
   } catch (e) {
     if (e instanceof Error && /outAxes=null/.test(e.message)) {
-      throw new Error(`shard_map: an output is declared replicated over mesh axis ${JSON.stringify(name)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(name)}) or name the axis in out_specs`);
+      throw new Error(`shardMap: an output is declared replicated over mesh axis ${JSON.stringify(name)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(name)}), name the axis in out_specs, or pass checkVma: false to take the first device's value`);
     }
     throw e;
   }
-}
-
-export interface PmapOpts { axisName?: string; inAxes?: number | null | (number | null)[]; outAxes?: number | null | (number | null)[]; staticBroadcastedArgnums?: number | number[]; devices?: unknown[] }
-
-/** jax.pmap: maps f over the leading axis, one device per element (at most the device count), axis name bound. */
-export function pmap<A extends unknown[], R>(f: (...args: A) => R, opts: PmapOpts = {}): (...args: A) => R {
-  const jf = jit((...a: A) => vmap(f, { axisName: opts.axisName, inAxes: (opts.inAxes ?? 0) as never, outAxes: (opts.outAxes ?? 0) as never })(...a), { staticArgnums: opts.staticBroadcastedArgnums });
-  return (...args: A): R => {
-    const [leaves] = flattenArrays("pmap", args.filter((_, i) => ![opts.staticBroadcastedArgnums].flat().includes(i)), "argument");
-    const inAx = opts.inAxes ?? 0;
-    const sizes = new Set(leaves.map((l, k) => { const a = JSArray.isArray(inAx) ? inAx[k] ?? 0 : inAx; return a === null ? -1 : l.shape[a < 0 ? a + l.ndim : a]; }).filter((s) => s >= 0));
-    const n = [...sizes][0];
-    const avail = opts.devices?.length ?? devices().length;
-    if (n !== undefined && n > avail) {
-      throw new Error(`pmap: compiling computation that requires ${n} logical devices, but only ${avail} devices are available (set config numCpuDevices or JAXTS_NUM_CPU_DEVICES)`);
-    }
-    return jf(...args);
-  };
 }

@@ -11,7 +11,7 @@ import * as ops from "../primitives/ops.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
-import { vmapFlat } from "./vmap.js";
+import { vmapFlat, vmapFlatKeep } from "./vmap.js";
 import { lowerCond, lowerWhile } from "../compiler/lower-control.js";
 
 /** Traces f at avals to a jaxpr whose constvars become leading invars; returns it with the consts. */
@@ -52,12 +52,18 @@ export const condP: Primitive<CondP> = new Primitive<CondP>("cond", {
   },
   vmap(axis, [idx, ...xs], [di, ...dxs], { branches }) {
     if (di === null) {
-      const bs = branches.map((b) => closeOver((...ys) => vmapFlat((...zs) => evalJaxpr(b, [], zs), ys, dxs, () => 0, axis), xs.map((x) => x.aval), "vmap(cond)"));
+      // an output that no branch makes depend on the batch stays unbatched (JAX's switch with unused varying operands)
+      const batched = branches[0].outvars.map(() => false);
+      for (const b of branches) {
+        closeOver((...ys) => { const r = vmapFlatKeep((...zs) => evalJaxpr(b, [], zs), ys, dxs, axis); r.dims.forEach((d, k) => { if (d !== null) batched[k] = true; }); return r.outs; }, xs.map((x) => x.aval), "vmap(cond)");
+      }
+      const outDim = (k: number) => (batched[k] ? 0 : null);
+      const bs = branches.map((b) => closeOver((...ys) => vmapFlat((...zs) => evalJaxpr(b, [], zs), ys, dxs, outDim, axis), xs.map((x) => x.aval), "vmap(cond)"));
       const consts = bs.flatMap((b) => b.consts);
       let off = 0;
       const unified = bs.map((b) => { const j = padConsts(b.jaxpr, bs.map((c) => c.consts.length), off, consts); off += b.consts.length; return j; });
       const outs = bind(condP, [idx, ...consts, ...xs], { branches: unified });
-      return [outs, outs.map(() => 0)];
+      return [outs, outs.map((_, k) => outDim(k))];
     }
     const ib = ops.moveaxis(idx, di, 0);
     const res = branches.map((b) => vmapFlat((...zs) => evalJaxpr(b, [], zs), xs, dxs, () => 0, axis));

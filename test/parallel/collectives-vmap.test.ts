@@ -72,7 +72,7 @@ test("axisIndex, axisSize, pmax/pmin, psumScatter and allToAll under vmap agree 
 
 test("a collective over an unbound axis name fails with a clear error", () => {
   assert.throws(() => lax.psum(array([1, 2]), "batch"), /psum.*unbound axis name "batch"/);
-  assert.throws(() => vmap((y: Array) => lax.allGather(y, "j"), { axisName: "i" })(array([1, 2])), /all_gather.*unbound axis name "j"/);
+  assert.throws(() => vmap((y: Array) => lax.allGather(y, "j"), { axisName: "i" })(array([1, 2])), /allGather.*unbound axis name "j"/);
 });
 
 test("a jitted function with a collective inside vmap, even on unbatched inputs", () => {

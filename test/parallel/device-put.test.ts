@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
-import { type Array, addressableData, debug, devicePut, devices, jit, makeArrayFromCallback, makeMesh, numpy as jnp, sharding } from "../../src/index.js";
+import { type Array, addressableData, debug, devicePut, devicePutReplicated, devicePutSharded, devices, jit, makeArrayFromCallback, makeMesh, numpy as jnp, sharding } from "../../src/index.js";
 const { NamedSharding, P, SingleDeviceSharding } = sharding;
 
 interface Shard { device: { id: number }; index: [number, number][]; replicaId: number; data: Array }
@@ -48,4 +48,33 @@ test("visualizeArraySharding draws the block grid (golden 1-D case)", () => {
   assert.match(text, /CPU 0,2,4,6 │ CPU 1,3,5,7/);
   assert.throws(() => debug.visualizeArraySharding(jnp.zeros([2, 2, 2]), { print: false }), /only 1-D and 2-D/);
   void SingleDeviceSharding;
+});
+
+test("devicePutSharded stacks the shards along a new leading axis, shard i on devices[i] (JAX's docstring examples)", () => {
+  const devs = devices().slice(0, 4);
+  const xs = devs.map((_, i) => jnp.multiply(jnp.ones([5]), i));
+  const y = devicePutSharded(xs, devs);
+  assert.deepEqual(y.tolist(), jnp.stack(xs).tolist());
+  assert.equal(String(y.sharding), "NamedSharding(mesh=Mesh('_device_put_sharded': 4), spec=PartitionSpec('_device_put_sharded'))");
+  const shards = y.addressableShards as Shard[];
+  assert.deepEqual(shards.map((s) => s.device.id), [0, 1, 2, 3]);
+  assert.deepEqual(shards[2].data.tolist(), [[2, 2, 2, 2, 2]]);
+  // a list of identical pytrees stacks leaf by leaf
+  const pairs = devs.map((_, i) => [i, jnp.arange(i, i + 4)] as [number, Array]);
+  const [a, b] = devicePutSharded(pairs, devs) as unknown as [Array, Array];
+  assert.deepEqual(a.tolist(), [0, 1, 2, 3]);
+  assert.deepEqual(b.tolist(), [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]]);
+  assert.throws(() => devicePutSharded(xs.slice(0, 3), devs), /devicePutSharded: len\(shards\) = 3 must equal len\(devices\) = 4/);
+  assert.throws(() => devicePutSharded([jnp.ones([2]), jnp.ones([3])], devs.slice(0, 2)), /devicePutSharded: the shards must have consistent shape and dtype, but shard 0 is float32\[2\] and shard 1 is float32\[3\]/);
+  assert.throws(() => devicePutSharded([jnp.ones([2])], [7 as never]), /devicePutSharded: devices\[0\] is number 7/);
+});
+
+test("devicePutReplicated broadcasts along a new leading axis, one copy per device", () => {
+  const devs = devices().slice(2, 5);
+  const x = jnp.array([1, 2, 3], { dtype: "float32" });
+  const y = devicePutReplicated(x, devs);
+  assert.deepEqual(y.tolist(), [[1, 2, 3], [1, 2, 3], [1, 2, 3]]);
+  assert.deepEqual((y.addressableShards as Shard[]).map((s) => s.device.id), [2, 3, 4]);
+  assert.equal(String(y.sharding), "NamedSharding(mesh=Mesh('_device_put_replicated': 3), spec=PartitionSpec('_device_put_replicated'))");
+  assert.throws(() => devicePutReplicated(x, []), /devicePutReplicated: devices must be a non-empty list/);
 });
