@@ -7,7 +7,7 @@ import {
   ONNX_TYPE, cast, computeDtype, select, filled, fromOrderKey, mathDtype, minMax, orderKey, rawCast, reduceInit, reshape, roundTo, transpose,
 } from "./lower-util.js";
 import { slice } from "./lower-structural.js";
-import { blockedOptions, blockedReduce, blockedScan, divisorNear } from "./lower-blocked.js";
+import { blockedCumsum, blockedOptions, blockedSum, divisorNear } from "./lower-blocked.js";
 
 export type ReduceKind = "sum" | "prod" | "max" | "min" | "and" | "or" | "xor";
 
@@ -31,10 +31,18 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
   }
   if (kind === "sum" || (kind === "prod" && isFloat(d))) {
     const op = kind === "sum" ? "ReduceSum" : "ReduceProd";
+    const n = axes.reduce((p, i) => p * a.shape[i], 1);
     const cd = d === "float16" ? "float32" : computeDtype(ctx, op, d);
+    if (kind === "prod") {
+      // every factor adds its rounding (no order helps): long float32 products run in float64
+      const pd = cd === "float32" && n > blockedOptions.maxRun && ctx.supports(op, "float64") ? "float64" : cd;
+      const xc = rawCast(ctx, x, d, cd);
+      const y = ctx.op(op, [pd === cd ? xc : ctx.op("Cast", [xc], { to: ONNX_TYPE.float64 }), ax], attrs);
+      return roundTo(ctx, rawCast(ctx, pd === cd ? y : ctx.op("Cast", [y], { to: ONNX_TYPE[cd] }), cd, d), d);
+    }
     const xc = rawCast(ctx, x, d, cd);
     // long runs: a tree of short ORT reductions (ORT accumulates each output naively)
-    const blocked = blockedReduce(ctx, op, xc, a.shape, axes, cd);
+    const blocked = blockedSum(ctx, xc, a.shape, axes, cd);
     const y = blocked === undefined ? ctx.op(op, [xc, ax], attrs) : reshape(ctx, blocked, out.shape);
     return roundTo(ctx, rawCast(ctx, y, cd, d), d);
   }
@@ -96,10 +104,16 @@ export function cumulative(ctx: LoweringContext, kind: CumKind, x: string, a: Sh
   if (kind === "cumsum" || kind === "cumprod") {
     const op = kind === "cumsum" ? "CumSum" : "CumProd";
     const cd = d === "float16" ? "float32" : computeDtype(ctx, op, d);
-    const xc = rawCast(ctx, x, d, cd);
-    // long float scans: scan within blocks plus a scan of the block totals (integers stay exact as they are)
-    const blocked = isFloat(cd) ? blockedScan(ctx, op, xc, a.shape, axis, reverse, cd) : undefined;
-    const y = blocked === undefined ? ctx.op(op, [xc, ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 }) : reshape(ctx, blocked, a.shape);
+    const long = isFloat(cd) && n > blockedOptions.maxRun;
+    const scan = (v: string) => ctx.op(op, [v, ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 });
+    let xc = rawCast(ctx, x, d, cd);
+    if (long && kind === "cumprod" && cd === "float32" && ctx.supports(op, "float64")) {
+      // every factor adds its rounding (no order helps): long float32 products run in float64
+      xc = ctx.op("Cast", [scan(ctx.op("Cast", [xc], { to: ONNX_TYPE.float64 }))], { to: ONNX_TYPE.float32 });
+      return roundTo(ctx, rawCast(ctx, xc, cd, d), d);
+    }
+    // long float sums: scan within blocks plus a scan of the block totals (integers stay exact as they are)
+    const y = long && kind === "cumsum" ? reshape(ctx, blockedCumsum(ctx, xc, a.shape, axis, reverse, cd)!, a.shape) : scan(xc);
     return roundTo(ctx, rawCast(ctx, y, cd, d), d);
   }
   // Hillis-Steele scan: y_i = combine(y_i, y_{i-k}) for k = 1, 2, 4, ...
@@ -174,7 +188,7 @@ function splitMatMul(ctx: LoweringContext, L: string, R: string, B: number, M: n
   if (M === 1 || N === 1) {
     // [B, M, K] * [B, 1, K] summed over K (contiguous), or [B, K, 1] * [B, K, N] summed over K (strided)
     const p = N === 1 ? ctx.op("Mul", [reshape(ctx, L, [B, M, K]), reshape(ctx, R, [B, 1, K])]) : ctx.op("Mul", [reshape(ctx, L, [B, K, 1]), reshape(ctx, R, [B, K, N])]);
-    return reshape(ctx, blockedReduce(ctx, "ReduceSum", p, N === 1 ? [B, M, K] : [B, K, N], [N === 1 ? 2 : 1], cd, true)!, outShape);
+    return reshape(ctx, blockedSum(ctx, p, N === 1 ? [B, M, K] : [B, K, N], [N === 1 ? 2 : 1], cd, true)!, outShape);
   }
   const want = Math.max(blockedOptions.kBlock, Math.min(M, N));
   let kb = divisorNear(K, want), l = reshape(ctx, L, [B, M, K]), r = reshape(ctx, R, [B, K, N]);
@@ -190,5 +204,5 @@ function splitMatMul(ctx: LoweringContext, L: string, R: string, B: number, M: n
   // lhs blocks [B, nb, M, kb] (a transpose); rhs blocks [B, nb, kb, N] are a plain reshape
   const lb = transpose(ctx, reshape(ctx, l, [B, M, nb, kb]), [0, 2, 1, 3]);
   const parts = ctx.op("MatMul", [lb, reshape(ctx, r, [B, nb, kb, N])]);
-  return reshape(ctx, blockedReduce(ctx, "ReduceSum", parts, [B, nb, M, N], [1], cd, true)!, outShape);
+  return reshape(ctx, blockedSum(ctx, parts, [B, nb, M, N], [1], cd, true)!, outShape);
 }
