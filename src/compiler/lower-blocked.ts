@@ -1,7 +1,7 @@
 /** @file Blocked (tree) float sums and prefix sums: long runs are cut into short blocks so ORT's naive float accumulation stays short. */
 import type { DType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
-import { reshape } from "./lower-util.js";
+import { reshape, transpose } from "./lower-util.js";
 import { slice } from "./lower-structural.js";
 
 /**
@@ -105,17 +105,28 @@ function scanRun(ctx: LoweringContext, x: string, pre: number, n: number, post: 
     y = padEnd(ctx, y, s, ax, m, -0, cd);
   }
   const nb = m / d;
-  const within = scan(reshape(ctx, y, runShape(pre, post, nb, d)[0]), ax + 1);
+  // ORT's CumSum pays per slice (the elements after the axis, one here for a contiguous run): scan such blocks
+  // transposed, [.., d, nb] along d, whose slices hold nb elements; the totals are then one contiguous row.
+  // (With post > 1 the transposes of 3-D blocks cost more than they save: those scan in place.)
+  const tr = post === 1;
+  const [sb] = runShape(pre, post, nb, d);
+  const perm = sb.map((_, i) => (i === ax ? ax + 1 : i === ax + 1 ? ax : i));
+  const bx = tr ? ax : ax + 1;
+  const blocks = reshape(ctx, y, sb);
+  const within = scan(tr ? transpose(ctx, blocks, perm) : blocks, bx);
   // each block's total is its inclusive scan at the last (first, when reversed) element
   const at = reverse ? 0 : d - 1;
-  const totals = scanRun(ctx, slice(ctx, within, [at], [at + 1], [ax + 1]), pre, nb, post, reverse, block, cd);
+  const totals = scanRun(ctx, slice(ctx, within, [at], [at + 1], [bx]), pre, nb, post, reverse, block, cd);
   // block b is offset by the combined totals of the blocks before (after, when reversed) it
   const [sf] = runShape(pre, post, 1);
   const fill = ctx.op("Expand", [ctx.scalar(cd, -0), ctx.ints(sf)]);
   const offs = reverse
     ? ctx.op("Concat", [slice(ctx, totals, [1], [nb], [ax]), fill], { axis: ax })
     : ctx.op("Concat", [fill, slice(ctx, totals, [0], [nb - 1], [ax])], { axis: ax });
-  const r = reshape(ctx, ctx.op("Add", [within, reshape(ctx, offs, runShape(pre, post, nb, 1)[0])]), runShape(pre, post, m)[0]);
+  const os = runShape(pre, post, nb, 1)[0];
+  if (tr) [os[ax], os[ax + 1]] = [os[ax + 1], os[ax]];
+  const sum = ctx.op("Add", [within, reshape(ctx, offs, os)]);
+  const r = reshape(ctx, tr ? transpose(ctx, sum, perm) : sum, runShape(pre, post, m)[0]);
   return m === n ? r : slice(ctx, r, [0], [n], [ax]);
 }
 

@@ -136,6 +136,20 @@ test("cumsum of 1e6 elements (forward and reverse) and of a prime length (padded
       assert.ok(rel(got[n - 1], total) <= bound(n), `${name} last: ${got[n - 1]}, want ${total}`);
     }
   }
+  // along an axis of 2-D arrays: strided runs (axis 0 of [250000, 4]) and several contiguous runs (axis 1 of [4, 250000])
+  const r = rng(9), h2 = Float32Array.from({ length: 1e6 }, () => r());
+  const x2 = jnp.array(h2);
+  const c0 = host(jit((v: Array) => jnp.cumsum(v, 0))(jnp.reshape(x2, [250000, 4])));
+  const c1 = host(jit((v: Array) => lax.cumsum(v, 1, true))(jnp.reshape(x2, [4, 250000])));
+  for (let j = 0; j < 4; j++) {
+    const w0 = refCumsum(Float32Array.from({ length: 250000 }, (_, i) => h2[4 * i + j]));
+    const w1 = refCumsum(h2.slice(j * 250000, (j + 1) * 250000).reverse());
+    for (let i = 0; i < 250000; i += i < 3000 ? 1 : 499) {
+      assert.ok(rel(c0[4 * i + j], w0[i]) <= bound(i + 2), `axis 0 [${i}, ${j}]: ${c0[4 * i + j]}, want ${w0[i]}`);
+      // reverse along axis 1: position 249999 - i holds the suffix sum of i + 1 elements
+      assert.ok(rel(c1[j * 250000 + 249999 - i], w1[i]) <= bound(i + 2), `reverse axis 1 [${j}, ${249999 - i}]`);
+    }
+  }
   // the interpreter's cumsum too
   const h = new Float32Array(1e6).fill(0.7615942);
   const last = onInterpreter(() => host(jnp.cumsum(jnp.array(h))))[1e6 - 1];
