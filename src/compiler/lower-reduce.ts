@@ -7,6 +7,7 @@ import {
   ONNX_TYPE, cast, computeDtype, select, filled, fromOrderKey, mathDtype, minMax, orderKey, rawCast, reduceInit, reshape, roundTo, transpose,
 } from "./lower-util.js";
 import { slice } from "./lower-structural.js";
+import { blockedCumsum, blockedOptions, blockedSum, divisorNear } from "./lower-blocked.js";
 
 export type ReduceKind = "sum" | "prod" | "max" | "min" | "and" | "or" | "xor";
 
@@ -30,8 +31,19 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
   }
   if (kind === "sum" || (kind === "prod" && isFloat(d))) {
     const op = kind === "sum" ? "ReduceSum" : "ReduceProd";
+    const n = axes.reduce((p, i) => p * a.shape[i], 1);
     const cd = d === "float16" ? "float32" : computeDtype(ctx, op, d);
-    const y = ctx.op(op, [rawCast(ctx, x, d, cd), ax], attrs);
+    if (kind === "prod") {
+      // every factor adds its rounding (no order helps): long float32 products run in float64
+      const pd = cd === "float32" && n > blockedOptions.maxRun && ctx.supports(op, "float64") ? "float64" : cd;
+      const xc = rawCast(ctx, x, d, cd);
+      const y = ctx.op(op, [pd === cd ? xc : ctx.op("Cast", [xc], { to: ONNX_TYPE.float64 }), ax], attrs);
+      return roundTo(ctx, rawCast(ctx, pd === cd ? y : ctx.op("Cast", [y], { to: ONNX_TYPE[cd] }), cd, d), d);
+    }
+    const xc = rawCast(ctx, x, d, cd);
+    // long runs: a tree of short ORT reductions (ORT accumulates each output naively)
+    const blocked = blockedSum(ctx, xc, a.shape, axes, cd);
+    const y = blocked === undefined ? ctx.op(op, [xc, ax], attrs) : reshape(ctx, blocked, out.shape);
     return roundTo(ctx, rawCast(ctx, y, cd, d), d);
   }
   if (kind === "max" || kind === "min") {
@@ -92,7 +104,16 @@ export function cumulative(ctx: LoweringContext, kind: CumKind, x: string, a: Sh
   if (kind === "cumsum" || kind === "cumprod") {
     const op = kind === "cumsum" ? "CumSum" : "CumProd";
     const cd = d === "float16" ? "float32" : computeDtype(ctx, op, d);
-    const y = ctx.op(op, [rawCast(ctx, x, d, cd), ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 });
+    const long = isFloat(cd) && n > blockedOptions.maxRun;
+    const scan = (v: string) => ctx.op(op, [v, ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 });
+    let xc = rawCast(ctx, x, d, cd);
+    if (long && kind === "cumprod" && cd === "float32" && ctx.supports(op, "float64")) {
+      // every factor adds its rounding (no order helps): long float32 products run in float64
+      xc = ctx.op("Cast", [scan(ctx.op("Cast", [xc], { to: ONNX_TYPE.float64 }))], { to: ONNX_TYPE.float32 });
+      return roundTo(ctx, rawCast(ctx, xc, cd, d), d);
+    }
+    // long float sums: scan within blocks plus a scan of the block totals (integers stay exact as they are)
+    const y = long && kind === "cumsum" ? reshape(ctx, blockedCumsum(ctx, xc, a.shape, axis, reverse, cd)!, a.shape) : scan(xc);
     return roundTo(ctx, rawCast(ctx, y, cd, d), d);
   }
   // Hillis-Steele scan: y_i = combine(y_i, y_{i-k}) for k = 1, 2, 4, ...
@@ -135,7 +156,8 @@ export function dotGeneral(
   if (cd === "bool") cd = "int32";
   if (cd === "float16" || cd === "bfloat16") cd = "float32";
   if (!ctx.supports("MatMul", cd)) cd = computeDtype(ctx, "MatMul", cd);
-  if (a.ndim === 2 && b.ndim === 2 && lb.length === 0 && lc.length === 1 && (cd === "float32" || cd === "float64") && isFloat(od)) {
+  const splitK = isFloat(cd) && K > blockedOptions.maxK;
+  if (!splitK && a.ndim === 2 && b.ndim === 2 && lb.length === 0 && lc.length === 1 && (cd === "float32" || cd === "float64") && isFloat(od)) {
     // a plain matrix product: Gemm reads transposed operands in place (no Transpose nodes)
     const y = ctx.op("Gemm", [rawCast(ctx, lhs, a.dtype, cd), rawCast(ctx, rhs, b.dtype, cd)], { transA: lc[0] === 0 ? 1 : 0, transB: rc[0] === 1 ? 1 : 0 });
     return roundTo(ctx, rawCast(ctx, y, cd, od), od);
@@ -148,9 +170,39 @@ export function dotGeneral(
   };
   const L = prep(lhs, a, lb, lf, lc, B === 1 && lb.length === 0 ? [M, K] : [B, M, K]);
   const R = prep(rhs, b, rb, rc, rf, B === 1 && lb.length === 0 ? [K, N] : [B, K, N]);
-  let y = ctx.op("MatMul", [L, R]);
+  let y = splitK ? splitMatMul(ctx, L, R, B, M, K, N, cd) : ctx.op("MatMul", [L, R]);
   if (!(out.shape.length === 2 && out.shape[0] === M && out.shape[1] === N && lb.length === 0)) y = reshape(ctx, y, out.shape);
   if (od === "bool") return ctx.op("Cast", [y], { to: ONNX_TYPE.bool });
   if (isFloat(cd) !== isFloat(od)) return cast(ctx, y, cd, od);
   return roundTo(ctx, rawCast(ctx, y, cd, od), od);
+}
+
+/**
+ * [B, M, K] x [B, K, N] (B = 1 may be absent) with a long contraction K, as a tree. ORT's MatMul accumulates each
+ * output along K in long sequential runs (error O(K) ulp). A vector operand (M = 1 or N = 1): elementwise products
+ * and a blocked ReduceSum. Otherwise: products of K-blocks of about max(kBlock, min(M, N)) terms (a batched MatMul;
+ * the partial products then take no more memory than an operand), then a blocked sum over the blocks.
+ */
+function splitMatMul(ctx: LoweringContext, L: string, R: string, B: number, M: number, K: number, N: number, cd: DType): string {
+  const outShape = B === 1 ? [M, N] : [B, M, N];
+  if (M === 1 || N === 1) {
+    // [B, M, K] * [B, 1, K] summed over K (contiguous), or [B, K, 1] * [B, K, N] summed over K (strided)
+    const p = N === 1 ? ctx.op("Mul", [reshape(ctx, L, [B, M, K]), reshape(ctx, R, [B, 1, K])]) : ctx.op("Mul", [reshape(ctx, L, [B, K, 1]), reshape(ctx, R, [B, K, N])]);
+    return reshape(ctx, blockedSum(ctx, p, N === 1 ? [B, M, K] : [B, K, N], [N === 1 ? 2 : 1], cd, true)!, outShape);
+  }
+  const want = Math.max(blockedOptions.kBlock, Math.min(M, N));
+  let kb = divisorNear(K, want), l = reshape(ctx, L, [B, M, K]), r = reshape(ctx, R, [B, K, N]);
+  if (kb === 0) {
+    // zero-pad K to a multiple of the block (the extra products are 0 * 0)
+    kb = want;
+    const k2 = Math.ceil(K / kb) * kb;
+    l = ctx.op("Pad", [l, ctx.ints([0, 0, 0, 0, 0, k2 - K]), ctx.scalar(cd, 0)], { mode: "constant" });
+    r = ctx.op("Pad", [r, ctx.ints([0, 0, 0, 0, k2 - K, 0]), ctx.scalar(cd, 0)], { mode: "constant" });
+    K = k2;
+  }
+  const nb = K / kb;
+  // lhs blocks [B, nb, M, kb] (a transpose); rhs blocks [B, nb, kb, N] are a plain reshape
+  const lb = transpose(ctx, reshape(ctx, l, [B, M, nb, kb]), [0, 2, 1, 3]);
+  const parts = ctx.op("MatMul", [lb, reshape(ctx, r, [B, nb, kb, N])]);
+  return reshape(ctx, blockedSum(ctx, parts, [B, nb, M, N], [1], cd, true)!, outShape);
 }

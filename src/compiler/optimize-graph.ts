@@ -275,6 +275,8 @@ function nativeGemms(v: GraphView): void {
 
 /** Smallest matrix whose leading-axis sum becomes a product with a ones row (smaller ones are not worth it). */
 const SUM_AS_GEMM_MIN = 8192;
+/** Longest sum rewritten as a product: MLAS accumulates along K in short register blocks, accurate up to a few thousand terms. */
+const SUM_AS_GEMM_MAX_K = 4096;
 
 /**
  * ReduceSum of a float32 matrix over its leading axis -> ones[1,M] @ X (a bias gradient: sum over the batch).
@@ -286,7 +288,8 @@ function leadingSumsAsGemm(v: GraphView): boolean {
   for (const n of v.g.nodeList) {
     if (n.opType !== "ReduceSum" || n.domain !== "" || n.inputs.length !== 2) continue;
     const x = n.inputs[0], s = v.shape(x), axes = v.ints(n.inputs[1]);
-    if (v.dtypes.get(x) !== "float32" || !s || s.length !== 2 || s[0] < 8 || s[0] * s[1] < SUM_AS_GEMM_MIN) continue;
+    // (at most SUM_AS_GEMM_MAX_K rows: longer sums are blocked by the lowering, which this must not undo)
+    if (v.dtypes.get(x) !== "float32" || !s || s.length !== 2 || s[0] < 8 || s[0] > SUM_AS_GEMM_MAX_K || s[0] * s[1] < SUM_AS_GEMM_MIN) continue;
     if (!axes || axes.length !== 1 || (axes[0] !== 0 && axes[0] !== -2)) continue;
     const keep = intAttr(n, "keepdims", 1) === 1, out = n.outputs[0];
     const ones = v.g.constant("float32", [1, s[0]], new Float32Array(s[0]).fill(1));

@@ -33,6 +33,15 @@ function outIndexMap(shape: readonly number[], axes: readonly number[]): Int32Ar
   return map;
 }
 
+/** Neumaier's compensated step: returns s + v and adds the rounding error of that addition to c[i]. */
+function neumaier(s: number, v: number, c: Float64Array, i: number): number {
+  const t = s + v;
+  c[i] += Math.abs(s) >= Math.abs(v) ? (s - t) + v : (v - t) + s;
+  return t;
+}
+/** A compensated sum's value: s corrected by c (s itself once it is infinite or NaN, or when c is 0: keeps -0). */
+const compensated = (s: number, c: number): number => (c === 0 || !Number.isFinite(s) ? s : s + c);
+
 /** Batching for reductions: shift axes past the batch dim; the output keeps the batch at the same place. */
 function vmapReduce(p: Primitive) {
   return (_a: AxisData, [x]: Array[], [d]: BDim[], params: Params): [Array[], BDim[]] => {
@@ -61,6 +70,13 @@ function defReduce(name: string, kinds: (d: DType) => boolean, init: (d: DType) 
       }
       const r = new Float64Array(out.size).fill(init(x.dtype));
       const xs = nums(x);
+      if (kind === "sum" && isFloat(x.dtype)) {
+        // compensated: the float64 sum of float64 inputs is accurate to O(1) ulp, not O(n)
+        const c = new Float64Array(out.size);
+        for (let k = 0; k < map.length; k++) { const o = map[k]; r[o] = neumaier(r[o], xs[k], c, o); }
+        for (let o = 0; o < r.length; o++) r[o] = compensated(r[o], c[o]);
+        return [fromNums(out, r)];
+      }
       for (let k = 0; k < map.length; k++) r[map[k]] = f(r[map[k]], xs[k], x.dtype);
       return [fromNums(out, r)];
     },
@@ -196,13 +212,16 @@ function defCum(name: string, f: (acc: number, v: number, d: DType) => number): 
       }
       const xs = nums(x);
       const r = new Float64Array(xs.length);
+      const sum = name === "cumsum" && isFloat(x.dtype), c = new Float64Array(1);
       for (let o = 0; o < outer; o++) for (let i = 0; i < inner; i++) {
         let acc = NaN;
+        c[0] = 0;
         for (let kk = 0; kk < n; kk++) {
           const k = reverse ? n - 1 - kk : kk;
           const j = o * n * inner + k * inner + i;
-          acc = kk === 0 ? xs[j] : f(acc, xs[j], x.dtype);
-          r[j] = acc;
+          // float cumsum: compensated running sum (error O(1) ulp of each prefix)
+          acc = kk === 0 ? xs[j] : sum ? neumaier(acc, xs[j], c, 0) : f(acc, xs[j], x.dtype);
+          r[j] = sum ? compensated(acc, c[0]) : acc;
         }
       }
       return [fromNums(out, r)];
@@ -322,12 +341,17 @@ export const dotGeneralP = new Primitive<DP>("dot_general", {
       }
       return [fromBigs(out, rb)];
     }
-    const intMath = isInteger(out.dtype);
+    const intMath = isInteger(out.dtype), comp = new Float64Array(1);
     for (let q = 0; q < nb; q++) for (let i = 0; i < nl; i++) for (let j = 0; j < nr; j++) {
       let s = 0;
       // narrower integers accumulate modulo 2^32 (exact wraparound, no double rounding)
       if (intMath) for (let c = 0; c < nc; c++) s = (s + Math.imul(A[aB[q] + aF[i] + aC[c]], B[bB[q] + bF[j] + bC[c]])) | 0;
-      else for (let c = 0; c < nc; c++) s += A[aB[q] + aF[i] + aC[c]] * B[bB[q] + bF[j] + bC[c]];
+      else {
+        // floats: compensated sum of the (float64) products
+        comp[0] = 0;
+        for (let c = 0; c < nc; c++) s = neumaier(s, A[aB[q] + aF[i] + aC[c]] * B[bB[q] + bF[j] + bC[c]], comp, 0);
+        s = compensated(s, comp[0]);
+      }
       r[(q * nl + i) * nr + j] = intMath ? wrapInt(s, out.dtype) : s;
     }
     return [fromNums(out, r)];
