@@ -68,6 +68,35 @@ test("static args select different traces", () => {
   assert.equal((f(array(2.0, "float32"), 2) as Array).item(), 4);
 });
 
+test("static args are keyed by value, structure or identity: no stale program when they change", () => {
+  let traces = 0;
+  const f = jit((x: Array, o: { act: (y: Array) => Array; k: number }) => { traces++; return ops.mul(o.act(x), o.k); }, { staticArgnums: 1 });
+  const x = array([0.5, -2], { dtype: "float32" });
+  const run = (act: (y: Array) => Array, k: number) => (f(x, { act, k }) as Array).tolist() as number[];
+  assertClose(array(run(ops.tanh, 1), "float32"), array([Math.tanh(0.5), Math.tanh(-2)], "float32"));
+  // the function (by identity) and the number inside the static object both select the trace
+  assertClose(array(run(ops.sin, 1), "float32"), array([Math.sin(0.5), Math.sin(-2)], "float32"));
+  assertClose(array(run(ops.sin, 3), "float32"), array([3 * Math.sin(0.5), 3 * Math.sin(-2)], "float32"));
+  assert.equal(traces, 3);
+  run(ops.tanh, 1);
+  run(ops.sin, 3);
+  assert.equal(traces, 3);
+  // values JSON.stringify confuses: Infinity/-Infinity/NaN (all "null"), [1] vs ["1"]
+  const g = jit((x: Array, c: unknown) => ops.add(x, typeof c === "number" ? c : (c as unknown[]).length * 10 + (typeof (c as unknown[])[0] === "string" ? 1 : 0)), { staticArgnums: 1 });
+  const one = array(1, "float32");
+  assert.deepEqual([Infinity, -Infinity, NaN].map((c) => (g(one, c) as Array).item()), [Infinity, -Infinity, NaN]);
+  assert.deepEqual([[1], ["1"]].map((c) => (g(one, c) as Array).item()), [11, 12]);
+  assert.equal(g.cacheSize(), 5);
+  // -0 and +0 are different static values (1/x differs)
+  const h = jit((x: Array, c: number) => ops.add(x, 1 / c), { staticArgnums: 1 });
+  assert.deepEqual([0, -0].map((c) => (h(one, c) as Array).item()), [Infinity, -Infinity]);
+  // staticArgnames entries are keyed the same way
+  const k = jit((x: Array, o: { act: (y: Array) => Array }) => o.act(x), { staticArgnames: "act" });
+  assert.equal((k(array(0, "float32"), { act: ops.cos }) as Array).item(), 1);
+  assert.equal((k(array(0, "float32"), { act: ops.exp }) as Array).item(), 1);
+  assert.equal((k(array(0, "float32"), { act: ops.sin }) as Array).item(), 0);
+});
+
 test("compositions: jit(vmap(grad)) equals per-example grads", () => {
   const xs = array([[0.1, 0.2], [0.3, -0.4], [1.0, 2.0]], { dtype: "float32" });
   const g = jit(vmap(grad(sinSq))) as (x: Array) => Array;
