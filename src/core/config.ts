@@ -37,6 +37,13 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
     if (name === "backend" && value !== "onnx" && value !== "interpreter") {
       throw new Error(`config.update: backend must be "onnx" or "interpreter", got ${JSON.stringify(value)}`);
     }
+    if (name === "numCpuDevices" && !(Number.isInteger(value) && (value as number) >= 1)) {
+      throw new RangeError(`config.update: numCpuDevices must be a positive integer (the number of CPU devices), got ${String(value)}`);
+    }
+    if (name === "intraOpThreads" && !(Number.isInteger(value) && (value as number) >= 0)) {
+      throw new RangeError(`config.update: intraOpThreads must be a non-negative integer (0 = all cores), got ${String(value)}`);
+    }
+    guards.get(name)?.(value);
     (this as ConfigFlags)[name] = value;
     for (const l of listeners) l(name);
   },
@@ -46,6 +53,11 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
 };
 const defaults: ConfigFlags = { ...config };
 const listeners: ((name: keyof ConfigFlags) => void)[] = [];
+const guards = new Map<keyof ConfigFlags, (value: unknown) => void>();
+/** Lets a later layer refuse a new value (e.g. numCpuDevices once the devices exist, as JAX after backend init). */
+export function setConfigGuard<K extends keyof ConfigFlags>(name: K, fn: (value: ConfigFlags[K]) => void): void {
+  guards.set(name, fn as (value: unknown) => void);
+}
 /** Lets caches (jit, sessions) invalidate when a flag that changes semantics flips. */
 export function onConfigChange(fn: (name: keyof ConfigFlags) => void): void {
   listeners.push(fn);
