@@ -131,12 +131,25 @@ export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
 
 export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   for (const h of executionHooks) h(prim);
-  if (!profileSink) return getBackend().execute(prim, args, params);
+  if (!profileSink) return execute(prim, args, params);
   const t0 = performance.now();
-  const out = getBackend().execute(prim, args, params);
+  const out = execute(prim, args, params);
   const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
   profileSink(name, t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
   return out;
+}
+
+/** Runs one primitive on the backend; a result too large to allocate raises naming the primitive and its operands. */
+function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
+  try {
+    return getBackend().execute(prim, args, params);
+  } catch (e) {
+    if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
+      const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
+      throw new RangeError(`${name}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
+    }
+    throw e;
+  }
 }
 
 /** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
