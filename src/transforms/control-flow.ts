@@ -176,11 +176,12 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
  */
 export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: Array[]) => Array[], init: Array[], check?: (inAvals: ShapedArray[], outAvals: ShapedArray[]) => void): Array[] {
   const traceBody = (avals: ShapedArray[]) => closeOver((...xs) => bodyFn(...xs).map((y, i) => (check ? (y.aval.weakType ? ops.convert(y, y.dtype, false) : y) : ops.convert(y, avals[i].dtype, false))), avals, "while_loop body");
-  let avals = init.map((x) => x.aval.strongly());
+  // the public loops trace the body with the initial carry's weak types, as JAX does (a weak int carry plus an int8 is int8)
+  let avals = init.map((x) => (check ? x.aval : x.aval.strongly()));
   let b = traceBody(avals);
   if (check) {
     const promoted = promoteWeakCarry(init, b.jaxpr.outAvals);
-    if (promoted) { init = promoted; avals = init.map((x) => x.aval.strongly()); b = traceBody(avals); }
+    if (promoted) { init = promoted; avals = init.map((x) => x.aval); b = traceBody(avals); }
     check(init.map((x) => x.aval), b.jaxpr.outAvals);
   }
   const initS = init.map((x, i) => ops.convert(x, avals[i].dtype, false));

@@ -173,9 +173,9 @@ function scanImpl<C, X, Y>(fn: string, what: string, f: (carry: C, x: X) => [C, 
     // only the weak type may differ from the input carry (checked below); the loop carries strong types
     return [...c2l.map((v) => (v.aval.weakType ? ops.convert(v, v.dtype, false) : v)), ...yl];
   }, [...cAvals, ...xl.map((x) => x.aval.update({ shape: x.shape.slice(1) }))], what);
-  let body = trace(cl.map((c) => c.aval.strongly()));
+  let body = trace(cl.map((c) => c.aval));
   const promoted = promoteWeakCarry(cl, body.jaxpr.outAvals.slice(0, cl.length));
-  if (promoted) { cl = promoted; body = trace(cl.map((c) => c.aval.strongly())); }
+  if (promoted) { cl = promoted; body = trace(cl.map((c) => c.aval)); }
   checkCarryTypes(fn, what, leafPaths(cdef, "carry"), cl.map((c) => c.aval), body.jaxpr.outAvals.slice(0, cl.length));
   const cS = cl.map((c) => (c.aval.weakType ? ops.convert(c, c.dtype, false) : c));
   const outs = bind(scanP, [...body.consts, ...cS, ...xl], { jaxpr: body.jaxpr, num_consts: body.consts.length, num_carry: cl.length, length, reverse: opts.reverse ?? false, unroll: opts.unroll ?? 1, linear: [...body.consts, ...cS, ...xl].map(() => false) });

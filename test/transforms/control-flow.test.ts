@@ -85,6 +85,13 @@ test("loop carries: weak-typed initial values are promoted to the body's type (a
   assert.equal(d.item(), 1.75);
   // an int carry stays int: the body's weak Python-style constants do not change it
   assert.equal(lax.foriLoop(0, 4, (i, v: Array) => jnp.add(v, i), 0 as unknown as Array).item(), 6);
+  // the body sees the initial carry's weak type, as in JAX: weak int + int8 is int8, so the carry is promoted to int8
+  const one8 = array(1, { dtype: "int8" });
+  for (const r of [lax.foriLoop(0, 3, (_i, v: Array) => jnp.add(v, one8), 0 as unknown as Array), lax.foriLoop(0, array(3), (_i, v: Array) => jnp.add(v, one8), 0 as unknown as Array),
+    lax.whileLoop((v: Array) => jnp.less(v, 3), (v: Array) => jnp.add(v, one8), 0 as unknown as Array)]) {
+    assert.equal(r.dtype, "int8");
+    assert.equal(r.item(), 3);
+  }
   // a strong float32 carry may come back weak (only the weak type differs)
   assert.equal(lax.scan((_c: Array, x: Array) => [jnp.add(ops.convert(x, "float32"), 0.5), null] as [Array, null], f32(0), array([1, 2]))[0].item(), 2.5);
 });
