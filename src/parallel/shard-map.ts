@@ -124,10 +124,19 @@ export interface PmapOpts { axisName?: string; inAxes?: number | null | (number 
 
 /** jax.pmap: maps f over the leading axis, one device per element (at most the device count), axis name bound. */
 export function pmap<A extends unknown[], R>(f: (...args: A) => R, opts: PmapOpts = {}): (...args: A) => R {
-  const jf = jit((...a: A) => vmap(f, { axisName: opts.axisName, inAxes: (opts.inAxes ?? 0) as never, outAxes: (opts.outAxes ?? 0) as never })(...a), { staticArgnums: opts.staticBroadcastedArgnums });
+  const statNums = opts.staticBroadcastedArgnums === undefined ? [] : [opts.staticBroadcastedArgnums].flat();
+  // static arguments are jit-static (keyed by value) and broadcast: vmap maps only the others (JAX drops their in_axes)
+  const jf = jit((...a: A) => {
+    const stat = new Set(statNums.map((i) => (i < 0 ? i + a.length : i)));
+    const dynIdx = a.map((_, i) => i).filter((i) => !stat.has(i));
+    const inAxes = JSArray.isArray(opts.inAxes) && stat.size ? dynIdx.map((i) => (opts.inAxes as (number | null)[])[i]) : opts.inAxes ?? 0;
+    const g = (...d: unknown[]) => f(...(a.map((v, i) => (stat.has(i) ? v : d[dynIdx.indexOf(i)])) as A));
+    return vmap(g, { axisName: opts.axisName, inAxes: inAxes as never, outAxes: (opts.outAxes ?? 0) as never })(...dynIdx.map((i) => a[i]));
+  }, { staticArgnums: statNums });
   return (...args: A): R => {
-    const [leaves] = flattenArrays("pmap", args.filter((_, i) => ![opts.staticBroadcastedArgnums].flat().includes(i)), "argument");
-    const inAx = opts.inAxes ?? 0;
+    const statSet = new Set(statNums.map((i) => (i < 0 ? i + args.length : i)));
+    const [leaves] = flattenArrays("pmap", args.filter((_, i) => !statSet.has(i)), "argument");
+    const inAx = JSArray.isArray(opts.inAxes) && statSet.size ? opts.inAxes.filter((_, i) => !statSet.has(i)) : opts.inAxes ?? 0;
     const sizes = new Set(leaves.map((l, k) => { const a = JSArray.isArray(inAx) ? inAx[k] ?? 0 : inAx; return a === null ? -1 : l.shape[a < 0 ? a + l.ndim : a]; }).filter((s) => s >= 0));
     const n = [...sizes][0];
     const avail = opts.devices?.length ?? devices().length;
