@@ -163,9 +163,14 @@ export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakT
   }
   const data = d === "int64" || d === "uint64" ? (d === "int64" ? new BigInt64Array([bigOf(x, d)]) : new BigUint64Array([bigOf(x, d)]))
     : d === "float32" ? new Float32Array([Number(x)]) : d === "float64" ? new Float64Array([Number(x)]) : d === "int32" ? new Int32Array([Number(x)]) : null;
-  if (data) return new ArrayImpl(new ShapedArray([], d, weak), data);
-  throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
+  if (!data) throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
+  const out = new ArrayImpl(new ShapedArray([], d, weak), data);
+  if (d === "float32" && typeof x === "number" && data[0] !== x && !Number.isNaN(x)) literals.set(out, x);
+  return out;
 }
+const literals = new WeakMap<ArrayImpl, number>();
+/** The JS number a float32 scalar was made from when float32 could not hold it exactly (converting it to float16 then rounds once, as JAX). */
+export function scalarLiteral(x: ArrayImpl): number | undefined { return literals.get(x); }
 
 export function toArray(x: ArrayLike, fn = "bind"): Array {
   if (x instanceof Array) return x;

@@ -6,7 +6,7 @@ import { convertStorage, fromNumbers } from "../core/convert.js";
 import { DTYPES, type DType, isDType, isFloat } from "../core/dtype.js";
 import { type Params, Primitive, UndefinedPrimal } from "../core/primitive.js";
 import { shapeStr, shapesEqual } from "../core/shape.js";
-import { bind, bind1, describe, scalarToArray } from "../core/trace.js";
+import { bind, bind1, describe, scalarLiteral, scalarToArray } from "../core/trace.js";
 import * as E from "./elementwise.js";
 import * as S from "./structural.js";
 import * as R from "./reductions.js";
@@ -65,7 +65,11 @@ export function convert(x: Array, dtype: DType, weakType = false): Array {
   if (x.dtype === dtype && x.weakType === weakType) return x;
   if (!isDType(dtype)) throw new TypeError(`convert_element_type: cannot convert ${x.aval.str()} to unknown dtype ${JSON.stringify(dtype)}; expected one of ${DTYPES.join(", ")}`);
   // a concrete scalar (a JS literal) converts on the host, so it stays a literal in traced jaxprs, as in JAX
-  if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) return new ArrayImpl(new ShapedArray([], dtype, weakType), convertStorage(x.buffer, x.dtype, dtype));
+  if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) {
+    // a JS number converts from its own double (one rounding), not from the float32 it was held in
+    const lit = isFloat(dtype) ? scalarLiteral(x) : undefined;
+    return new ArrayImpl(new ShapedArray([], dtype, weakType), lit === undefined ? convertStorage(x.buffer, x.dtype, dtype) : fromNumbers([lit], dtype));
+  }
   return bind1(S.convertElementTypeP, [x], { new_dtype: dtype, weak_type: weakType, sharding: null });
 }
 export const bitcast = (x: Array, dtype: DType): Array => bind1(S.bitcastConvertTypeP, [x], { new_dtype: dtype });

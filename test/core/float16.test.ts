@@ -45,6 +45,12 @@ function checkBackend(backend: "onnx" | "interpreter"): void {
     // JS numbers, one by one and nested
     assert.deepEqual(xs.slice(0, 40).map((x) => array(x, { dtype: "float16" }).item()), want16.slice(0, 40));
     assert.deepEqual(array(xs, { dtype: "float16" }).tolist(), want16);
+    // weak JS-number (non-integer: integers are int literals) scalars meeting float16/bfloat16 arrays convert from the double too (JAX converts Python floats once)
+    const some = xs.map((x, i) => [x, i] as const).filter(([x]) => Number.isFinite(x) && !Number.isInteger(x)).slice(0, 60);
+    const z16 = jnp.zeros([1], "float16"), zbf = jnp.zeros([1], "bfloat16");
+    assert.deepEqual(some.map(([x]) => (jnp.subtract(x, z16).tolist() as number[])[0]), some.map(([, i]) => want16[i]));
+    assert.deepEqual(some.map(([x]) => (jnp.full([1], x, "float16").tolist() as number[])[0]), some.map(([, i]) => want16[i]));
+    assert.deepEqual(some.map(([x]) => (jnp.subtract(x, zbf).tolist() as number[])[0]), some.map(([, i]) => wantBf[i]));
     // float64 arrays (x64) converted eagerly and inside a jitted program
     config.update("enableX64", true);
     try {
