@@ -220,10 +220,10 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
 
   const prepare = (args: unknown[]) => {
     const n = args.length;
-    // as in JAX, every static/donated argnum must name a passed positional argument
-    const bad = [...staticNums, ...donateNums].filter((i) => i >= n || i < -n);
+    // as in JAX, every static argnum must name a passed positional argument
+    const bad = staticNums.filter((i) => i >= n || i < -n);
     if (bad.length) {
-      throw new RangeError(`jit(${name}): staticArgnums=[${staticNums.join(", ")}] and donateArgnums=[${donateNums.join(", ")}] refer to argument(s) ${bad.join(", ")}, but the function was called with only ${n} positional argument(s)`);
+      throw new RangeError(`jit(${name}): staticArgnums=[${staticNums.join(", ")}] refers to argument(s) ${bad.join(", ")}, but the function was called with only ${n} positional argument(s)`);
     }
     const stat = new Set(staticNums.map((i) => (i < 0 ? i + n : i)));
     const dyn: unknown[] = [], statVals: string[] = [];

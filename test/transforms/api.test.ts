@@ -185,9 +185,8 @@ test("integer inputs get zero cotangents; closed-over values are constants; non-
 
 const BAD: [string, () => unknown, string[]][] = [
   ["jit of a non-function", () => jit(123 as never), ["jit: expected a function to compile, got number 123"]],
-  ["jit staticArgnums beyond the arity", () => jit(function f(x: Array) { return x; }, { staticArgnums: 3 })(array(1)), ["jit(f): staticArgnums=[3]", "refer to argument(s) 3, but the function was called with only 1 positional argument(s)"]],
+  ["jit staticArgnums beyond the arity", () => jit(function f(x: Array) { return x; }, { staticArgnums: 3 })(array(1)), ["jit(f): staticArgnums=[3]", "refers to argument(s) 3, but the function was called with only 1 positional argument(s)"]],
   ["jit negative staticArgnums beyond the arity", () => jit((x: Array, _n: number) => x, { staticArgnums: -3 })(array(1), 2), ["staticArgnums=[-3]", "argument(s) -3", "only 2 positional"]],
-  ["jit donateArgnums beyond the arity", () => jit((x: Array) => x, { donateArgnums: 1 })(array(1)), ["donateArgnums=[1]", "only 1 positional"]],
   ["jit non-integer staticArgnums", () => jit((x: Array) => x, { staticArgnums: [0.5] }), ["staticArgnums must be an integer or a list of integers"]],
   ["jit static Array argument", () => jit((x: Array, n: Array) => ops.add(x, n), { staticArgnums: 1 })(array(1), array([2, 3])), ["non-hashable static arguments are not supported: static argument 1 is a jaxts Array i32[2]"]],
   ["jit static typed array argument", () => jit((x: Array, _t: Float32Array) => x, { staticArgnums: 1 })(array(1), new Float32Array(2)), ["static argument 1 is a Float32Array"]],
