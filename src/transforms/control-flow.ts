@@ -175,7 +175,12 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
  * _promote_weak_typed_inputs), then `check(inAvals, outAvals)` raises on any remaining dtype/shape difference.
  */
 export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: Array[]) => Array[], init: Array[], check?: (inAvals: ShapedArray[], outAvals: ShapedArray[]) => void): Array[] {
-  const traceBody = (avals: ShapedArray[]) => closeOver((...xs) => bodyFn(...xs).map((y, i) => (check ? (y.aval.weakType ? ops.convert(y, y.dtype, false) : y) : ops.convert(y, avals[i].dtype, false))), avals, "while_loop body");
+  let outWeak: boolean[] = [];
+  const traceBody = (avals: ShapedArray[]) => closeOver((...xs) => {
+    const ys = bodyFn(...xs);
+    outWeak = ys.map((y) => y.aval.weakType);
+    return ys.map((y, i) => (check ? (y.aval.weakType ? ops.convert(y, y.dtype, false) : y) : ops.convert(y, avals[i].dtype, false)));
+  }, avals, "while_loop body");
   // the public loops trace the body with the initial carry's weak types, as JAX does (a weak int carry plus an int8 is int8)
   let avals = init.map((x) => (check ? x.aval : x.aval.strongly()));
   let b = traceBody(avals);
@@ -186,7 +191,9 @@ export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: A
   }
   const initS = init.map((x, i) => ops.convert(x, avals[i].dtype, false));
   const c = closeOver((...xs) => [condFn(...xs)], avals, "while_loop cond");
-  return bind(whileP, [...c.consts, ...b.consts, ...initS], { cond_jaxpr: c.jaxpr, body_jaxpr: b.jaxpr, cond_nconsts: c.consts.length, body_nconsts: b.consts.length });
+  const outs = bind(whileP, [...c.consts, ...b.consts, ...initS], { cond_jaxpr: c.jaxpr, body_jaxpr: b.jaxpr, cond_nconsts: c.consts.length, body_nconsts: b.consts.length });
+  // as JAX, the public loops' results have the body output's weak types
+  return check ? outs.map((o, i) => (outWeak[i] ? ops.convert(o, o.dtype, true) : o)) : outs;
 }
 
 export { scan, scanP, foriLoop, map, whileLoop } from "./scan.js";

@@ -161,6 +161,7 @@ function scanImpl<C, X, Y>(fn: string, what: string, f: (carry: C, x: X) => [C, 
   if (lens.size > 1) throw new TypeError(`${fn} got values with different leading axis sizes: ${xl.map((x) => x.shape[0]).join(", ")}${opts.length !== undefined ? ` and length=${opts.length}` : ""}`);
   const length = [...lens][0];
   let ydef: ReturnType<typeof flatten>[1] | null = null;
+  let outWeak: boolean[] = [];
   const trace = (cAvals: ShapedArray[]) => closeOver((...zs) => {
     const c = unflatten(cdef, zs.slice(0, cl.length)) as C;
     const x = unflatten(xdef, zs.slice(cl.length)) as X;
@@ -171,6 +172,7 @@ function scanImpl<C, X, Y>(fn: string, what: string, f: (carry: C, x: X) => [C, 
     const [yl, yd] = flattenArrays(fn, r[1], "y output");
     ydef = yd;
     // only the weak type may differ from the input carry (checked below); the loop carries strong types
+    outWeak = c2l.map((v) => v.aval.weakType);
     return [...c2l.map((v) => (v.aval.weakType ? ops.convert(v, v.dtype, false) : v)), ...yl];
   }, [...cAvals, ...xl.map((x) => x.aval.update({ shape: x.shape.slice(1) }))], what);
   let body = trace(cl.map((c) => c.aval));
@@ -179,7 +181,9 @@ function scanImpl<C, X, Y>(fn: string, what: string, f: (carry: C, x: X) => [C, 
   checkCarryTypes(fn, what, leafPaths(cdef, "carry"), cl.map((c) => c.aval), body.jaxpr.outAvals.slice(0, cl.length));
   const cS = cl.map((c) => (c.aval.weakType ? ops.convert(c, c.dtype, false) : c));
   const outs = bind(scanP, [...body.consts, ...cS, ...xl], { jaxpr: body.jaxpr, num_consts: body.consts.length, num_carry: cl.length, length, reverse: opts.reverse ?? false, unroll: opts.unroll ?? 1, linear: [...body.consts, ...cS, ...xl].map(() => false) });
-  return [unflatten(cdef, outs.slice(0, cl.length)) as C, unflatten(ydef!, outs.slice(cl.length)) as Y];
+  // as JAX, the final carry has the body output's weak types (a JS-number carry the body keeps weak stays weak)
+  const carryOut = outs.slice(0, cl.length).map((o, i) => (outWeak[i] ? ops.convert(o, o.dtype, true) : o));
+  return [unflatten(cdef, carryOut) as C, unflatten(ydef!, outs.slice(cl.length)) as Y];
 }
 
 /** lax.whileLoop(condFun, bodyFun, initVal) over a pytree carry. */

@@ -92,6 +92,14 @@ test("loop carries: weak-typed initial values are promoted to the body's type (a
     assert.equal(r.dtype, "int8");
     assert.equal(r.item(), 3);
   }
+  // the result has the body output's weak type, as JAX: a JS-number carry kept weak stays weak (so it then adopts int8)
+  for (const r of [lax.foriLoop(0, 3, (_i, v: Array) => jnp.add(v, 1), 0 as unknown as Array), lax.foriLoop(0, array(3), (_i, v: Array) => jnp.add(v, 1), 0 as unknown as Array),
+    lax.whileLoop((v: Array) => jnp.less(v, 3), (v: Array) => jnp.add(v, 1), 0 as unknown as Array)]) {
+    assert.deepEqual([r.dtype, r.weakType, r.item()], ["int32", true, 3]);
+    assert.equal(jnp.add(r, one8).dtype, "int8");
+  }
+  const strong = lax.scan((v: Array, x: Array) => [jnp.add(v, x), null] as [Array, null], 0 as unknown as Array, array([1, 2]))[0];
+  assert.deepEqual([strong.dtype, strong.weakType, strong.item()], ["int32", false, 3]);
   // a strong float32 carry may come back weak (only the weak type differs)
   assert.equal(lax.scan((_c: Array, x: Array) => [jnp.add(ops.convert(x, "float32"), 0.5), null] as [Array, null], f32(0), array([1, 2]))[0].item(), 2.5);
 });
