@@ -75,6 +75,8 @@ const BELOW_2_64 = 18446744073709549568;
 export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): string {
   if (from === to) return x;
   if (from === "bfloat16") return cast(ctx, x, "float32", to);
+  // ORT casts float64 to a half type through float32, which rounds twice; round to odd first to round once
+  if (from === "float64" && (to === "float16" || to === "bfloat16")) return cast(ctx, castRoundToOdd(ctx, x), "float32", to);
   if (to === "bfloat16") {
     const b = ctx.op("Cast", [x], { to: ONNX_TYPE.bfloat16 });
     return ctx.op("Cast", [b], { to: ONNX_TYPE.float32 });
@@ -102,6 +104,23 @@ export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): s
     return select(ctx, over, ctx.scalar(to, to === "int64" ? 2n ** 63n - 1n : 2n ** 64n - 1n), r, to);
   }
   return ctx.op("Cast", [x], { to: ONNX_TYPE[ctx.repr(to)] });
+}
+
+/**
+ * float64 -> float32 rounded to odd: an inexact result with an even last bit steps one ulp toward x. A value rounded
+ * to odd with p >= q + 2 bits then rounds to nearest-even at q bits exactly as x would (float16 q=11, bfloat16 q=8).
+ */
+function castRoundToOdd(ctx: LoweringContext, x: string): string {
+  const y = ctx.op("Cast", [x], { to: ONNX_TYPE.float32 });
+  const back = ctx.op("Cast", [y], { to: ONNX_TYPE.float64 });
+  const bits = ctx.op("BitCast", [y], { to: ONNX_TYPE.int32 });
+  const even = ctx.op("Equal", [ctx.op("BitwiseAnd", [bits, ctx.scalar("int32", 1)]), ctx.scalar("int32", 0)]);
+  const inexact = ctx.op("Not", [ctx.op("Or", [ctx.op("Equal", [back, x]), ctx.op("IsNaN", [x])])]);
+  const fix = ctx.op("Cast", [ctx.op("And", [inexact, even])], { to: ONNX_TYPE.int32 });
+  // magnitudes grow with the bit pattern for either sign: +1 when |y| < |x|, else -1
+  const away = ctx.op("Cast", [ctx.op("Less", [ctx.op("Abs", [back]), ctx.op("Abs", [x])])], { to: ONNX_TYPE.int32 });
+  const step = ctx.op("Mul", [fix, ctx.op("Sub", [ctx.op("Add", [away, away]), ctx.scalar("int32", 1)])]);
+  return ctx.op("BitCast", [ctx.op("Add", [bits, step])], { to: ONNX_TYPE.float32 });
 }
 
 /**

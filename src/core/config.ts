@@ -13,19 +13,22 @@ export interface ConfigFlags {
   debugNans: boolean;
 }
 
-function envInt(name: string, dflt: number): number {
+/** An integer environment setting; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
+function envInt(name: string, dflt: number, min: number): number {
   const v = typeof process !== "undefined" ? process.env[name] : undefined;
-  const n = v === undefined ? NaN : Number.parseInt(v, 10);
-  return Number.isFinite(n) && n > 0 ? n : dflt;
+  if (v === undefined || v.trim() === "") return dflt;
+  const n = Number(v.trim());
+  if (!Number.isInteger(n) || n < min) throw new RangeError(`jaxts config: environment variable ${name}=${JSON.stringify(v)} must be an integer >= ${min}`);
+  return n;
 }
 
 export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void; read<K extends keyof ConfigFlags>(name: K): ConfigFlags[K] } = {
   enableX64: process.env.JAX_ENABLE_X64 === "1" || process.env.JAX_ENABLE_X64 === "true",
   backend: process.env.JAXTS_BACKEND === "interpreter" ? "interpreter" : "onnx",
   threefryPartitionable: process.env.JAX_THREEFRY_PARTITIONABLE !== "0",
-  numCpuDevices: envInt("JAXTS_NUM_CPU_DEVICES", 1),
+  numCpuDevices: envInt("JAXTS_NUM_CPU_DEVICES", 1, 1),
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
-  intraOpThreads: envInt("JAXTS_INTRA_OP_THREADS", 0),
+  intraOpThreads: envInt("JAXTS_INTRA_OP_THREADS", 0, 0),
   debugNans: false,
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
@@ -37,6 +40,13 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
     if (name === "backend" && value !== "onnx" && value !== "interpreter") {
       throw new Error(`config.update: backend must be "onnx" or "interpreter", got ${JSON.stringify(value)}`);
     }
+    if (name === "numCpuDevices" && !(Number.isInteger(value) && (value as number) >= 1)) {
+      throw new RangeError(`config.update: numCpuDevices must be a positive integer (the number of CPU devices), got ${String(value)}`);
+    }
+    if (name === "intraOpThreads" && !(Number.isInteger(value) && (value as number) >= 0)) {
+      throw new RangeError(`config.update: intraOpThreads must be a non-negative integer (0 = all cores), got ${String(value)}`);
+    }
+    guards.get(name)?.(value);
     (this as ConfigFlags)[name] = value;
     for (const l of listeners) l(name);
   },
@@ -46,6 +56,11 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
 };
 const defaults: ConfigFlags = { ...config };
 const listeners: ((name: keyof ConfigFlags) => void)[] = [];
+const guards = new Map<keyof ConfigFlags, (value: unknown) => void>();
+/** Lets a later layer refuse a new value (e.g. numCpuDevices once the devices exist, as JAX after backend init). */
+export function setConfigGuard<K extends keyof ConfigFlags>(name: K, fn: (value: ConfigFlags[K]) => void): void {
+  guards.set(name, fn as (value: unknown) => void);
+}
 /** Lets caches (jit, sessions) invalidate when a flag that changes semantics flips. */
 export function onConfigChange(fn: (name: keyof ConfigFlags) => void): void {
   listeners.push(fn);

@@ -42,11 +42,13 @@ export function fromFloat16Bits(h: number): number {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
-/** Round-to-nearest-even conversion to bfloat16 bits (the top half of a float32). */
+/** Round-to-nearest-even conversion to bfloat16 bits (the top half of a float32), rounding the double once. */
 export function toBFloat16Bits(x: number): number {
-  f32[0] = x;
-  const b = u32[0];
   if (Number.isNaN(x)) return 0x7fc0;
+  f32[0] = x;
+  // round to odd in float32 (an inexact even result steps one ulp toward x) so the 16-bit rounding below is the only one
+  if (f32[0] !== x && (u32[0] & 1) === 0) u32[0] += Math.abs(f32[0]) < Math.abs(x) ? 1 : -1;
+  const b = u32[0];
   const lsb = (b >>> 16) & 1;
   return ((b + 0x7fff + lsb) >>> 16) & 0xffff;
 }

@@ -60,3 +60,13 @@ export function checkShape(fn: string, shape: unknown): number[] {
   }
   return arr as number[];
 }
+
+/** The most elements one array can hold: a JS typed array's length limit. */
+export const MAX_ELEMENTS = 2 ** 32;
+/** Raises when an array of `shape` could never be allocated (more elements than a typed array can hold). */
+export function checkAllocatable(fn: string, shape: readonly number[]): void {
+  const n = shape.reduce((a, b) => a * b, 1);
+  if (n > MAX_ELEMENTS) {
+    throw new RangeError(`${fn}: shape ${shapeStr(shape)} has ${n} elements, more than an array can hold (at most ${MAX_ELEMENTS} = 2^32, the JS typed-array length limit)`);
+  }
+}

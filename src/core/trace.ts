@@ -131,12 +131,25 @@ export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
 
 export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   for (const h of executionHooks) h(prim);
-  if (!profileSink) return getBackend().execute(prim, args, params);
+  if (!profileSink) return execute(prim, args, params);
   const t0 = performance.now();
-  const out = getBackend().execute(prim, args, params);
+  const out = execute(prim, args, params);
   const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
   profileSink(name, t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
   return out;
+}
+
+/** Runs one primitive on the backend; a result too large to allocate raises naming the primitive and its operands. */
+function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
+  try {
+    return getBackend().execute(prim, args, params);
+  } catch (e) {
+    if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
+      const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
+      throw new RangeError(`${name}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
+    }
+    throw e;
+  }
 }
 
 /** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
@@ -150,9 +163,14 @@ export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakT
   }
   const data = d === "int64" || d === "uint64" ? (d === "int64" ? new BigInt64Array([bigOf(x, d)]) : new BigUint64Array([bigOf(x, d)]))
     : d === "float32" ? new Float32Array([Number(x)]) : d === "float64" ? new Float64Array([Number(x)]) : d === "int32" ? new Int32Array([Number(x)]) : null;
-  if (data) return new ArrayImpl(new ShapedArray([], d, weak), data);
-  throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
+  if (!data) throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
+  const out = new ArrayImpl(new ShapedArray([], d, weak), data);
+  if (d === "float32" && typeof x === "number" && data[0] !== x && !Number.isNaN(x)) literals.set(out, x);
+  return out;
 }
+const literals = new WeakMap<ArrayImpl, number>();
+/** The JS number a float32 scalar was made from when float32 could not hold it exactly (converting it to float16 then rounds once, as JAX). */
+export function scalarLiteral(x: ArrayImpl): number | undefined { return literals.get(x); }
 
 export function toArray(x: ArrayLike, fn = "bind"): Array {
   if (x instanceof Array) return x;

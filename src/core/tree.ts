@@ -123,3 +123,18 @@ export function map(f: (...xs: never[]) => unknown, tree: unknown, ...rest: unkn
   const fn = f as (...xs: unknown[]) => unknown;
   return unflatten(def, ls.map((l, i) => fn(l, ...others.map((o) => o[i]))));
 }
+
+/** The path of every leaf of `def` as JS accessor text after `root` (e.g. "carry[1].w"), in leaf order. */
+export function leafPaths(def: TreeDef, root = ""): string[] {
+  const out: string[] = [];
+  const rec = (d: TreeDef, p: string): void => {
+    switch (d.kind) {
+      case "leaf": out.push(p); return;
+      case "array": case "custom": d.children.forEach((c, i) => rec(c, `${p}[${i}]`)); return;
+      case "object": (d.aux as string[]).forEach((k, i) => rec(d.children[i], /^[A-Za-z_$][\w$]*$/.test(k) ? `${p}.${k}` : `${p}[${JSON.stringify(k)}]`)); return;
+      default: return;
+    }
+  };
+  rec(def, root);
+  return out;
+}

@@ -1,5 +1,7 @@
 /** @file The jax.lax namespace: thin, checked wrappers over primitives (JAX names in camelCase). */
-import type { Array } from "../core/array.js";
+import { Array } from "../core/array.js";
+import { checkDType } from "../core/dtype.js";
+import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 // ONNX lowerings of polygamma and random_gamma_grad (side effect: setLowering)
 import "./lower-special.js";
@@ -14,7 +16,11 @@ export {
 } from "../primitives/ops.js";
 export type { DotDims } from "../primitives/ops.js";
 
-export const convertElementType = (x: Array, dtype: Parameters<typeof ops.convert>[1]): Array => ops.convert(x, dtype);
+export const convertElementType = (x: Array, dtype: Parameters<typeof ops.convert>[1]): Array => {
+  const d = checkDType("lax.convertElementType", dtype);
+  if (!(x instanceof Array)) throw new TypeError(`lax.convertElementType: operand must be an Array, got ${describe(x)}`);
+  return ops.convert(x, d);
+};
 export const cumsum = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumsum", x, axis < 0 ? axis + x.ndim : axis, reverse);
 export const cumprod = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumprod", x, axis < 0 ? axis + x.ndim : axis, reverse);
 export const cummax = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cummax", x, axis < 0 ? axis + x.ndim : axis, reverse);

@@ -29,6 +29,8 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
   const dtype = o.dtype === undefined ? undefined : canonicalizeDType(checkDType("array", o.dtype));
   if (value instanceof Array) return dtype && dtype !== value.dtype ? ops.convert(value, dtype) : value.weakType && !dtype ? ops.convert(value, value.dtype, false) : value;
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
+    // a JS number becomes a float dtype in one rounding (not through float32 first)
+    if (typeof value === "number" && dtype && isFloat(dtype)) return new ArrayImpl(new ShapedArray([], dtype, false), fromNumbers([value], dtype));
     const s = scalarToArray(value);
     return ops.convert(s, dtype ?? s.dtype, false);
   }

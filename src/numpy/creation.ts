@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { type DType, defaultFloatDType, defaultIntDType, isFloat, isInteger, promoteTypes } from "../core/dtype.js";
-import { broadcastShapes, checkShape, shapeStr } from "../core/shape.js";
+import { broadcastShapes, checkAllocatable, checkShape, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
 import { type ArrayInput, type Args, axisOf, c, concreteInt, parseArgs, sel, userDType } from "./elementwise-util.js";
@@ -12,7 +12,9 @@ import { sum } from "./reductions.js";
 export type ShapeArg = number | readonly number[];
 function shapeOf(fn: string, s: unknown): number[] {
   if (s instanceof Array) throw new TypeError(`${fn}: shape must be a non-negative integer or a list of them, got an Array ${s.aval.str()}`);
-  return checkShape(fn, globalThis.Array.isArray(s) ? [...s] : s);
+  const shape = checkShape(fn, globalThis.Array.isArray(s) ? [...s] : s);
+  checkAllocatable(fn, shape);
+  return shape;
 }
 
 /** zeros(shape, dtype = default float). */

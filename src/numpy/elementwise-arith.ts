@@ -2,6 +2,7 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { type DType, defaultFloatDType, finfo, isBigInt, isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
+import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
 import {
@@ -234,8 +235,11 @@ export const fmin: Binary = (x, y) => {
 export function clip(arr: ArrayInput, ...args: Args<[min: ArrayInput | null, max: ArrayInput | null], { min?: ArrayInput | null; max?: ArrayInput | null }>): Array {
   const o = parseArgs<{ min: ArrayInput | null; max: ArrayInput | null }>("clip", args, ["min", "max"]);
   let r = asArrayArg("clip", arr);
-  if (o.min !== undefined && o.min !== null) r = maximum(o.min, r);
-  if (o.max !== undefined && o.max !== null) r = minimum(o.max, r);
+  const bound = (name: string, v: unknown): Array => {
+    try { return asArrayArg("clip", v as ArrayInput); } catch { throw new TypeError(`clip: ${name} must be an Array, a JS number, a nested list or null, got ${describe(v)}`); }
+  };
+  if (o.min !== undefined && o.min !== null) r = maximum(bound("min", o.min), r);
+  if (o.max !== undefined && o.max !== null) r = minimum(bound("max", o.max), r);
   return r;
 }
 /** Sign bit of floats (true for -0.0 and negative NaN), x < 0 for ints, false for bools. */

@@ -1,6 +1,6 @@
 /** @file CPU devices, Mesh and makeMesh: named axes laid over an n-d array of devices (jax.sharding.Mesh). */
 import { type Device, HOST_DEVICE } from "../core/array-impl.js";
-import { config } from "../core/config.js";
+import { config, setConfigGuard } from "../core/config.js";
 
 class CpuDevice implements Device {
   readonly platform = "cpu";
@@ -11,6 +11,12 @@ class CpuDevice implements Device {
 }
 
 let cached: Device[] | null = null;
+// as JAX's jax_num_cpu_devices: the count is fixed once the devices exist (setting the same value again is allowed)
+setConfigGuard("numCpuDevices", (n) => {
+  if (cached && n !== cached.length) {
+    throw new Error(`config.update: numCpuDevices cannot change to ${n} after the ${cached.length} CPU device(s) were created; as in JAX, set it before the backend is initialized (before the first devices(), makeMesh, pmap, shardMap or devicePut call), or set JAXTS_NUM_CPU_DEVICES`);
+  }
+});
 /** The CPU devices: config.numCpuDevices (or JAXTS_NUM_CPU_DEVICES) of them, fixed at first use as in JAX. */
 export function devices(): Device[] {
   if (!cached) {

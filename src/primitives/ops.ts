@@ -3,10 +3,10 @@ import { Array, type ArrayLike } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { convertStorage, fromNumbers } from "../core/convert.js";
-import { type DType, isFloat } from "../core/dtype.js";
+import { DTYPES, type DType, isDType, isFloat } from "../core/dtype.js";
 import { type Params, Primitive, UndefinedPrimal } from "../core/primitive.js";
 import { shapeStr, shapesEqual } from "../core/shape.js";
-import { bind, bind1, scalarToArray } from "../core/trace.js";
+import { bind, bind1, describe, scalarLiteral, scalarToArray } from "../core/trace.js";
 import * as E from "./elementwise.js";
 import * as S from "./structural.js";
 import * as R from "./reductions.js";
@@ -63,8 +63,13 @@ export const truncDiv = (a: Array, b: Array): Array => { const q = div(a, b); re
 
 export function convert(x: Array, dtype: DType, weakType = false): Array {
   if (x.dtype === dtype && x.weakType === weakType) return x;
+  if (!isDType(dtype)) throw new TypeError(`convert_element_type: cannot convert ${x.aval.str()} to unknown dtype ${JSON.stringify(dtype)}; expected one of ${DTYPES.join(", ")}`);
   // a concrete scalar (a JS literal) converts on the host, so it stays a literal in traced jaxprs, as in JAX
-  if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) return new ArrayImpl(new ShapedArray([], dtype, weakType), convertStorage(x.buffer, x.dtype, dtype));
+  if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) {
+    // a JS number converts from its own double (one rounding), not from the float32 it was held in
+    const lit = isFloat(dtype) ? scalarLiteral(x) : undefined;
+    return new ArrayImpl(new ShapedArray([], dtype, weakType), lit === undefined ? convertStorage(x.buffer, x.dtype, dtype) : fromNumbers([lit], dtype));
+  }
   return bind1(S.convertElementTypeP, [x], { new_dtype: dtype, weak_type: weakType, sharding: null });
 }
 export const bitcast = (x: Array, dtype: DType): Array => bind1(S.bitcastConvertTypeP, [x], { new_dtype: dtype });
@@ -114,6 +119,8 @@ export const selectN = (pred: Array, cases: readonly Array[]): Array => bind1(S.
 /** select(pred, onTrue, onFalse) (note select_n's order is [false, true]). */
 export const select = (pred: Array, onTrue: Array, onFalse: Array): Array => selectN(pred, [onFalse, onTrue]);
 export const clamp = (lo: ArrayLike, x: Array, hi: ArrayLike): Array => {
+  const ok = (v: unknown) => v instanceof Array || typeof v === "number" || typeof v === "boolean" || typeof v === "bigint";
+  if (!(x instanceof Array) || !ok(lo) || !ok(hi)) throw new TypeError(`clamp: expected clamp(min, x, max) with x an Array and min/max Arrays or JS numbers, got ${[lo, x, hi].map(describe).join(", ")}`);
   const l = lo instanceof Array ? lo : scalarLike(x, lo as number);
   const h = hi instanceof Array ? hi : scalarLike(x, hi as number);
   return bind1(S.clampP, [l, x, h]);

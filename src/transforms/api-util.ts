@@ -26,5 +26,11 @@ export function normalizeArgnums(fn: string, argnums: number | number[] | undefi
   });
 }
 
+/** Raises when an argnum option (static/nondiff) names a positional argument the call did not pass. */
+export function checkArgnumsPassed(fn: string, option: string, nums: readonly number[], nargs: number): void {
+  const bad = nums.filter((i) => !Number.isInteger(i) || i < 0 || i >= nargs);
+  if (bad.length) throw new RangeError(`${fn}: ${option}=[${nums.join(", ")}] refers to argument(s) ${bad.join(", ")}, but the function was called with ${nargs} positional argument(s)`);
+}
+
 export { flatten, unflatten };
 export type { TreeDef };

@@ -5,6 +5,8 @@ import { type DType, isFloat } from "../core/dtype.js";
 import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
+import { paramsKey, staticArgKey } from "../core/static-key.js";
+import { describe } from "../core/trace.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
@@ -184,14 +186,23 @@ export interface JitOpts { staticArgnums?: number | number[]; staticArgnames?: s
 export interface Lowered { asText(): string; compile(): { call: (...args: unknown[]) => unknown; asText(): string }; jaxpr: ClosedJaxpr }
 export type Jitted<A extends unknown[], R> = ((...args: A) => R) & { lower(...args: A): Lowered; clearCache(): void; cacheSize(): number };
 
-function staticKey(v: unknown): string {
-  if (v === undefined) return "u";
-  if (typeof v === "function") return `fn:${v.name}:${fnId(v)}`;
-  try { return JSON.stringify(v); } catch { return String(v); }
+/** A cache-key form of a pytree structure: custom nodes contribute their class (by identity) and aux data. */
+function defKey(d: TreeDef): string {
+  switch (d.kind) {
+    case "leaf": return "*";
+    case "null": return "N";
+    case "undefined": return "u";
+    case "array": return `[${d.children.map(defKey).join(",")}]`;
+    case "object": return `{${(d.aux as string[]).map((k, i) => `${JSON.stringify(k)}:${defKey(d.children[i])}`).join(",")}}`;
+    case "custom": return `C${paramsKey(d.aux)}(${d.children.map(defKey).join(",")})`;
+  }
 }
-const fnIds = new WeakMap<object, number>();
-let nextFnId = 0;
-function fnId(f: object): number { let i = fnIds.get(f); if (i === undefined) { i = nextFnId++; fnIds.set(f, i); } return i; }
+
+function argnumList(fn: string, name: string, v: number | number[] | undefined): number[] {
+  const l = v === undefined ? [] : typeof v === "number" ? [v] : v;
+  if (!JSArray.isArray(l) || !l.every((i) => Number.isInteger(i))) throw new TypeError(`${fn}: ${name} must be an integer or a list of integers, got ${describe(v)}`);
+  return l;
+}
 
 /**
  * jit(f): traces f once per distinct (argument structure, avals, static values) and runs the staged
@@ -199,26 +210,32 @@ function fnId(f: object): number { let i = fnIds.get(f); if (i === undefined) { 
  * tracing, i.e. on the first call for each new signature — exactly as in JAX.
  */
 export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts = {}): Jitted<A, R> {
+  if (typeof f !== "function") throw new TypeError(`jit: expected a function to compile, got ${describe(f)}`);
   const cache = newTraceCache();
-  const staticNums = opts.staticArgnums === undefined ? [] : typeof opts.staticArgnums === "number" ? [opts.staticArgnums] : opts.staticArgnums;
-  const staticNames = opts.staticArgnames === undefined ? [] : typeof opts.staticArgnames === "string" ? [opts.staticArgnames] : opts.staticArgnames;
-  const donateNums = opts.donateArgnums === undefined ? [] : typeof opts.donateArgnums === "number" ? [opts.donateArgnums] : opts.donateArgnums;
   const name = f.name || "fn";
+  const staticNums = argnumList(`jit(${name})`, "staticArgnums", opts.staticArgnums);
+  const staticNames = opts.staticArgnames === undefined ? [] : typeof opts.staticArgnames === "string" ? [opts.staticArgnames] : opts.staticArgnames;
+  const donateNums = argnumList(`jit(${name})`, "donateArgnums", opts.donateArgnums);
   const outDefs = new Map<string, TreeDef>();
 
   const prepare = (args: unknown[]) => {
     const n = args.length;
+    // as in JAX, every static argnum must name a passed positional argument
+    const bad = staticNums.filter((i) => i >= n || i < -n);
+    if (bad.length) {
+      throw new RangeError(`jit(${name}): staticArgnums=[${staticNums.join(", ")}] refers to argument(s) ${bad.join(", ")}, but the function was called with only ${n} positional argument(s)`);
+    }
     const stat = new Set(staticNums.map((i) => (i < 0 ? i + n : i)));
     const dyn: unknown[] = [], statVals: string[] = [];
     let optsStatic: Record<string, unknown> | null = null;
     args.forEach((a, i) => {
-      if (stat.has(i)) { statVals.push(`${i}=${staticKey(a)}`); return; }
+      if (stat.has(i)) { statVals.push(`${i}=${staticArgKey(`jit(${name})`, `static argument ${i}`, a)}`); return; }
       if (i === n - 1 && staticNames.length && a !== null && typeof a === "object" && !(a instanceof Array) && !JSArray.isArray(a)) {
         // Python-style keyword options: named static entries leave the traced tree
         const o = a as Record<string, unknown>;
         optsStatic = {};
         const rest: Record<string, unknown> = {};
-        for (const [k, v] of Object.entries(o)) { if (staticNames.includes(k)) { optsStatic[k] = v; statVals.push(`${k}=${staticKey(v)}`); } else rest[k] = v; }
+        for (const [k, v] of Object.entries(o)) { if (staticNames.includes(k)) { optsStatic[k] = v; statVals.push(`${JSON.stringify(k)}=${staticArgKey(`jit(${name})`, `static argument ${JSON.stringify(k)}`, v)}`); } else rest[k] = v; }
         dyn.push(rest);
         return;
       }
@@ -231,7 +248,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       let k = 0;
       dyn.forEach((a, i) => { const cnt = flatten(a)[0].length; if (donateNums.includes(i)) for (let j = 0; j < cnt; j++) donate[k + j] = true; k += cnt; });
     }
-    const key = `${def}|${leaves.map((l) => l.aval.key()).join(";")}|${statVals.join(",")}`;
+    const key = `${defKey(def)}|${leaves.map((l) => l.aval.key()).join(";")}|${statVals.join(",")}`;
     const rebuild = (xs: Array[]): unknown[] => {
       const d = unflatten(def, xs) as unknown[];
       const full: unknown[] = [];

@@ -8,7 +8,7 @@ import { type Atom, Jaxpr, type JaxprEqn, Var, evalJaxpr } from "../core/jaxpr.j
 import { type Params, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import type { TreeDef } from "../core/tree.js";
 import { bind, bind1, evalTrace, withTrace } from "../core/trace.js";
-import { flattenArrays, unflatten } from "./api-util.js";
+import { checkArgnumsPassed, flattenArrays, unflatten } from "./api-util.js";
 import { closeOver } from "./control-flow.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass } from "./linearize.js";
@@ -115,6 +115,7 @@ export function checkpoint<A extends unknown[], R>(f: (...args: A) => R, opts: {
   const policy = opts.policy ?? checkpointPolicies.nothingSaveable;
   return (...args: A): R => {
     const stat = new Set(opts.staticArgnums ?? []);
+    checkArgnumsPassed("checkpoint", "staticArgnums", [...stat], args.length);
     const dynIdx = args.map((_, i) => i).filter((i) => !stat.has(i));
     const [leaves, def] = flattenArrays("checkpoint", dynIdx.map((i) => args[i]), "argument");
     let outDef: TreeDef | null = null;

@@ -6,13 +6,14 @@ import { isFloat } from "../core/dtype.js";
 import { Jaxpr, Var, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
-import { bind, evalTrace, withTrace } from "../core/trace.js";
+import { bind, describe, evalTrace, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
 import { vmapFlat, vmapFlatKeep } from "./vmap.js";
 import { lowerCond, lowerWhile } from "../compiler/lower-control.js";
+import { promoteWeakCarry } from "./carry-check.js";
 
 /** Traces f at avals to a jaxpr whose constvars become leading invars; returns it with the consts. */
 export function closeOver(f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string): { jaxpr: Jaxpr; consts: Array[] } {
@@ -97,6 +98,10 @@ export function cond(pred: Array | boolean, trueFun: (...xs: Array[]) => Array |
 }
 /** lax.switch(index, branches, ...operands): index clamped into range. */
 export function switch_(index: Array | number, branches: ((...xs: Array[]) => Array | Array[])[], ...operands: Array[]): Array | Array[] {
+  if (!globalThis.Array.isArray(branches) || branches.length === 0) throw new TypeError(`lax.switch: branches must be a non-empty list of functions, got ${globalThis.Array.isArray(branches) ? "an empty list" : describe(branches)}`);
+  branches.forEach((b, k) => { if (typeof b !== "function") throw new TypeError(`lax.switch: branch ${k} is ${describe(b)}, expected a function`); });
+  if (typeof index !== "number" && !(index instanceof Array)) throw new TypeError(`lax.switch: index must be an integer scalar (a JS number or a 0-d Array), got ${describe(index)}`);
+  if (index instanceof Array && index.ndim !== 0) throw new TypeError(`lax.switch: index must be a scalar, got an Array of shape [${index.shape}]`);
   const i = typeof index === "number" ? ops.full([], index, "int32") : ops.convert(index, "int32");
   return switchImpl("lax.switch", clampIdx(i, branches.length), branches, operands);
 }
@@ -170,12 +175,31 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
   missing: { transpose: "reverse-mode differentiation of while_loop is not supported (as in JAX); use lax.scan or foriLoop with static bounds" },
 });
 
-export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: Array[]) => Array[], init: Array[]): Array[] {
-  const avals = init.map((x) => x.aval.strongly());
+/**
+ * Flat while loop. Internal callers (jvp, vmap) get body outputs cast to the carry types; with `check` (the public
+ * loops) the body may only change weak types: weak initial carries are promoted and the body retraced (as JAX's
+ * _promote_weak_typed_inputs), then `check(inAvals, outAvals)` raises on any remaining dtype/shape difference.
+ */
+export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: Array[]) => Array[], init: Array[], check?: (inAvals: ShapedArray[], outAvals: ShapedArray[]) => void): Array[] {
+  let outWeak: boolean[] = [];
+  const traceBody = (avals: ShapedArray[]) => closeOver((...xs) => {
+    const ys = bodyFn(...xs);
+    outWeak = ys.map((y) => y.aval.weakType);
+    return ys.map((y, i) => (check ? (y.aval.weakType ? ops.convert(y, y.dtype, false) : y) : ops.convert(y, avals[i].dtype, false)));
+  }, avals, "while_loop body");
+  // the public loops trace the body with the initial carry's weak types, as JAX does (a weak int carry plus an int8 is int8)
+  let avals = init.map((x) => (check ? x.aval : x.aval.strongly()));
+  let b = traceBody(avals);
+  if (check) {
+    const promoted = promoteWeakCarry(init, b.jaxpr.outAvals);
+    if (promoted) { init = promoted; avals = init.map((x) => x.aval); b = traceBody(avals); }
+    check(init.map((x) => x.aval), b.jaxpr.outAvals);
+  }
   const initS = init.map((x, i) => ops.convert(x, avals[i].dtype, false));
   const c = closeOver((...xs) => [condFn(...xs)], avals, "while_loop cond");
-  const b = closeOver((...xs) => bodyFn(...xs).map((y, i) => ops.convert(y, avals[i].dtype, false)), avals, "while_loop body");
-  return bind(whileP, [...c.consts, ...b.consts, ...initS], { cond_jaxpr: c.jaxpr, body_jaxpr: b.jaxpr, cond_nconsts: c.consts.length, body_nconsts: b.consts.length });
+  const outs = bind(whileP, [...c.consts, ...b.consts, ...initS], { cond_jaxpr: c.jaxpr, body_jaxpr: b.jaxpr, cond_nconsts: c.consts.length, body_nconsts: b.consts.length });
+  // as JAX, the public loops' results have the body output's weak types
+  return check ? outs.map((o, i) => (outWeak[i] ? ops.convert(o, o.dtype, true) : o)) : outs;
 }
 
 export { scan, scanP, foriLoop, map, whileLoop } from "./scan.js";

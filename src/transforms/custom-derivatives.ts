@@ -8,7 +8,7 @@ import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primit
 import type { TreeDef } from "../core/tree.js";
 import { bind, evalTrace, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
-import { flattenArrays, unflatten } from "./api-util.js";
+import { checkArgnumsPassed, flattenArrays, unflatten } from "./api-util.js";
 import { closeOver } from "./control-flow.js";
 import { instantiateZero } from "./jvp.js";
 import { vmapFlat } from "./vmap.js";
@@ -50,6 +50,7 @@ export function customJvp<A extends unknown[], R>(fn: (...args: A) => R, opts: {
   const nondiff = new Set(opts.nondiffArgnums ?? []);
   const wrapped = ((...args: A): R => {
     if (!rule) throw new Error(`customJvp(${fn.name || "fn"}): no jvp rule defined; call .defjvp(rule) first`);
+    checkArgnumsPassed(`customJvp(${fn.name || "fn"})`, "nondiffArgnums", [...nondiff], args.length);
     const diffIdx = args.map((_, i) => i).filter((i) => !nondiff.has(i));
     const [leaves, def] = flattenArrays("custom_jvp", diffIdx.map((i) => args[i]), "argument", true);
     const rebuild = (xs: Array[]): A => {
@@ -134,6 +135,7 @@ export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: {
   const nondiff = new Set(opts.nondiffArgnums ?? []);
   const wrapped = ((...args: A): R => {
     if (!fwdU || !bwdU) throw new Error(`customVjp(${fn.name || "fn"}): call .defvjp(fwd, bwd) first`);
+    checkArgnumsPassed(`customVjp(${fn.name || "fn"})`, "nondiffArgnums", [...nondiff], args.length);
     const diffIdx = args.map((_, i) => i).filter((i) => !nondiff.has(i));
     const diffArgs = diffIdx.map((i) => args[i]);
     const [leaves, def] = flattenArrays("custom_vjp", diffArgs, "argument", true);

@@ -8,6 +8,7 @@ import type { Array } from "../core/array.js";
 import { ClosedJaxpr, type Jaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
+import { paramsKey } from "../core/static-key.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
 
 type Lower = NonNullable<PrimitiveRules["lower"]>;
@@ -26,9 +27,9 @@ export function tooSlowOnOnnx(prim: string, big: boolean, why: string): void {
   if (big && !lowerFunOptions.exporting) throw new LoweringUnsupportedError(prim, why);
 }
 
-/** The traced implementation of one (params, input avals) instance, cached. */
+/** The traced implementation of one (params, input avals) instance, cached (params keyed exactly: Infinity is not -Infinity). */
 function cacheKey(params: Record<string, unknown>, avals: readonly ShapedArray[]): string {
-  return JSON.stringify(params, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v)) + "|" + avals.map((a) => `${a.dtype}[${a.shape.join(",")}]`).join(";");
+  return paramsKey(params) + "|" + avals.map((a) => `${a.dtype}[${a.shape.join(",")}]`).join(";");
 }
 
 /**

@@ -5,8 +5,8 @@ import type { ShapedArray } from "../core/aval.js";
 import { isFloat } from "../core/dtype.js";
 import { Jaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
-import { flatten, unflatten } from "../core/tree.js";
-import { bind, evalTrace, withTrace } from "../core/trace.js";
+import { flatten, leafPaths, unflatten } from "../core/tree.js";
+import { bind, describe, evalTrace, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "./api-util.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
@@ -14,6 +14,7 @@ import { backwardPass } from "./linearize.js";
 import { partialEvalJaxpr } from "./partial-eval.js";
 import { vmapFlat } from "./vmap.js";
 import { closeOver, whileLoopFlat } from "./control-flow.js";
+import { checkCarryStructure, checkCarryTypes, promoteWeakCarry } from "./carry-check.js";
 import { lowerScan } from "../compiler/lower-control.js";
 
 type ScanP = { jaxpr: Jaxpr; num_consts: number; num_carry: number; length: number; reverse: boolean; unroll: number; linear: boolean[] };
@@ -146,60 +147,89 @@ export const scanP: Primitive<ScanP> = new Primitive<ScanP>("scan", {
 
 /** lax.scan(f, init, xs, { length, reverse, unroll }) -> [carry, ys]; f(carry, x) -> [carry, y]. */
 export function scan<C, X, Y>(f: (carry: C, x: X) => [C, Y], init: C, xs: X | null = null, opts: { length?: number; reverse?: boolean; unroll?: number } = {}): [C, Y] {
-  const [cl, cdef] = flattenArrays("lax.scan", init, "carry");
-  const [xl, xdef] = flattenArrays("lax.scan", xs, "xs");
+  return scanImpl("lax.scan", "scan body", f, init, xs, opts);
+}
+
+function scanImpl<C, X, Y>(fn: string, what: string, f: (carry: C, x: X) => [C, Y], init: C, xs: X | null, opts: { length?: number; reverse?: boolean; unroll?: number }): [C, Y] {
+  if (typeof f !== "function") throw new TypeError(`${fn}: expected a body function f(carry, x) => [carry, y], got ${describe(f)}`);
+  let [cl, cdef] = flattenArrays(fn, init, "carry");
+  const [xl, xdef] = flattenArrays(fn, xs, "xs");
+  xl.forEach((x, i) => { if (x.ndim === 0) throw new TypeError(`${fn}: xs leaf ${i} is a 0-d array ${x.aval.str()}; scan needs xs leaves with a leading axis to iterate over`); });
   const lens = new Set(xl.map((x) => x.shape[0]));
   if (opts.length !== undefined) lens.add(opts.length);
-  if (lens.size === 0) throw new TypeError("lax.scan: got no xs to scan over and no length argument");
-  if (lens.size > 1) throw new TypeError(`lax.scan got values with different leading axis sizes: ${xl.map((x) => x.shape[0]).join(", ")}${opts.length !== undefined ? ` and length=${opts.length}` : ""}`);
+  if (lens.size === 0) throw new TypeError(`${fn}: got no xs to scan over and no length argument`);
+  if (lens.size > 1) throw new TypeError(`${fn} got values with different leading axis sizes: ${xl.map((x) => x.shape[0]).join(", ")}${opts.length !== undefined ? ` and length=${opts.length}` : ""}`);
   const length = [...lens][0];
-  const cAvals = cl.map((c) => c.aval.strongly());
-  const cS = cl.map((c, i) => ops.convert(c, cAvals[i].dtype, false));
   let ydef: ReturnType<typeof flatten>[1] | null = null;
-  const body = closeOver((...zs) => {
+  let outWeak: boolean[] = [];
+  const trace = (cAvals: ShapedArray[]) => closeOver((...zs) => {
     const c = unflatten(cdef, zs.slice(0, cl.length)) as C;
     const x = unflatten(xdef, zs.slice(cl.length)) as X;
-    const [c2, y] = f(c, x);
-    const [c2l, c2def] = flattenArrays("lax.scan", c2, "carry output");
-    if (!c2def.equals(cdef)) throw new TypeError(`lax.scan: the body function's carry output structure ${c2def} differs from the input carry structure ${cdef}`);
-    const [yl, yd] = flattenArrays("lax.scan", y, "y output");
+    const r = f(c, x) as unknown;
+    if (!globalThis.Array.isArray(r) || r.length !== 2) throw new TypeError(`${fn}: ${what} output must be a pair [carry, y], got ${describe(r)}`);
+    const [c2l, c2def] = flattenArrays(fn, r[0], "carry output");
+    checkCarryStructure(fn, what, cdef, c2def);
+    const [yl, yd] = flattenArrays(fn, r[1], "y output");
     ydef = yd;
-    return [...c2l.map((v, i) => ops.convert(v, cAvals[i].dtype, false)), ...yl];
-  }, [...cAvals, ...xl.map((x) => x.aval.update({ shape: x.shape.slice(1) }))], "scan body");
+    // only the weak type may differ from the input carry (checked below); the loop carries strong types
+    outWeak = c2l.map((v) => v.aval.weakType);
+    return [...c2l.map((v) => (v.aval.weakType ? ops.convert(v, v.dtype, false) : v)), ...yl];
+  }, [...cAvals, ...xl.map((x) => x.aval.update({ shape: x.shape.slice(1) }))], what);
+  let body = trace(cl.map((c) => c.aval));
+  const promoted = promoteWeakCarry(cl, body.jaxpr.outAvals.slice(0, cl.length));
+  if (promoted) { cl = promoted; body = trace(cl.map((c) => c.aval)); }
+  checkCarryTypes(fn, what, leafPaths(cdef, "carry"), cl.map((c) => c.aval), body.jaxpr.outAvals.slice(0, cl.length));
+  const cS = cl.map((c) => (c.aval.weakType ? ops.convert(c, c.dtype, false) : c));
   const outs = bind(scanP, [...body.consts, ...cS, ...xl], { jaxpr: body.jaxpr, num_consts: body.consts.length, num_carry: cl.length, length, reverse: opts.reverse ?? false, unroll: opts.unroll ?? 1, linear: [...body.consts, ...cS, ...xl].map(() => false) });
-  return [unflatten(cdef, outs.slice(0, cl.length)) as C, unflatten(ydef!, outs.slice(cl.length)) as Y];
+  // as JAX, the final carry has the body output's weak types (a JS-number carry the body keeps weak stays weak)
+  const carryOut = outs.slice(0, cl.length).map((o, i) => (outWeak[i] ? ops.convert(o, o.dtype, true) : o));
+  return [unflatten(cdef, carryOut) as C, unflatten(ydef!, outs.slice(cl.length)) as Y];
 }
 
 /** lax.whileLoop(condFun, bodyFun, initVal) over a pytree carry. */
 export function whileLoop<C>(condFun: (c: C) => Array | boolean, bodyFun: (c: C) => C, init: C): C {
+  if (typeof condFun !== "function" || typeof bodyFun !== "function") throw new TypeError(`lax.whileLoop: expected condFun and bodyFun functions, got ${describe(condFun)} and ${describe(bodyFun)}`);
   const [cl, cdef] = flattenArrays("lax.whileLoop", init, "init_val");
   const out = whileLoopFlat(
     (...xs) => { const r = condFun(unflatten(cdef, xs) as C); return typeof r === "boolean" ? ops.full([], r, "bool") : r; },
     (...xs) => {
       const [o, odef] = flattenArrays("lax.whileLoop", bodyFun(unflatten(cdef, xs) as C), "body output");
-      if (!odef.equals(cdef)) throw new TypeError(`lax.whileLoop: body_fun output structure ${odef} differs from init_val structure ${cdef}`);
+      checkCarryStructure("lax.whileLoop", "while_loop body", cdef, odef);
       return o;
     },
     cl,
+    (inAvals, outAvals) => checkCarryTypes("lax.whileLoop", "while_loop body", leafPaths(cdef, "carry"), inAvals, outAvals),
   );
   return unflatten(cdef, out) as C;
 }
 
 /** lax.foriLoop(lower, upper, body(i, val), init): a scan when the bounds are static (so it is differentiable), else a while loop. */
 export function foriLoop<C>(lower: number | Array, upper: number | Array, body: (i: Array, c: C) => C, init: C): C {
+  if (typeof body !== "function") throw new TypeError(`lax.foriLoop: expected a body function body(i, carry) => carry, got ${describe(body)}`);
   if (typeof lower === "number" && typeof upper === "number") {
     const n = Math.max(0, upper - lower);
-    const [c] = scan((carry: C, i: Array) => [body(i, carry), null] as [C, null], init, ops.add(ops.iota("int32", [n], 0), lower));
+    const [c] = scanImpl("lax.foriLoop", "fori_loop body", (carry: C, i: Array) => [body(i, carry), null] as [C, null], init, ops.add(ops.iota("int32", [n], 0), lower), {});
     return c;
   }
   const lo = typeof lower === "number" ? ops.full([], lower, "int32") : ops.convert(lower, "int32");
   const hi = typeof upper === "number" ? ops.full([], upper, "int32") : ops.convert(upper, "int32");
-  const [, c] = whileLoop(([i]: [Array, C]) => ops.lt(i, hi), ([i, c]: [Array, C]) => [ops.add(i, 1), body(i, c)] as [Array, C], [lo, init] as [Array, C]);
-  return c;
+  const [cl, cdef] = flattenArrays("lax.foriLoop", init, "init_val");
+  const out = whileLoopFlat(
+    (i, ..._c) => ops.lt(i, hi),
+    (i, ...c) => {
+      const [o, odef] = flattenArrays("lax.foriLoop", body(i, unflatten(cdef, c) as C), "body output");
+      checkCarryStructure("lax.foriLoop", "fori_loop body", cdef, odef);
+      return [ops.add(i, 1), ...o];
+    },
+    [lo, ...cl],
+    (inAvals, outAvals) => checkCarryTypes("lax.foriLoop", "fori_loop body", ["i", ...leafPaths(cdef, "carry")], inAvals, outAvals),
+  );
+  return unflatten(cdef, out.slice(1)) as C;
 }
 
 /** lax.map(f, xs): f applied to each leading slice (a scan with no carry). */
 export function map<X, Y>(f: (x: X) => Y, xs: X): Y {
-  return scan((c: null, x: X) => [c, f(x)] as [null, Y], null, xs)[1];
+  if (typeof f !== "function") throw new TypeError(`lax.map: expected a function to map, got ${describe(f)}`);
+  return scanImpl("lax.map", "map", (c: null, x: X) => [c, f(x)] as [null, Y], null, xs, {})[1];
 }
 export { flatten };

@@ -56,6 +56,12 @@ export function moveBatchAxis(x: Array, from: BDim, to: number | null, size: num
     if (from === null) return x;
     throw new Error(`vmap: an output batched along its mapped axis cannot have outAxes=null`);
   }
+  // the output has the per-example rank plus the mapped axis: outAxes must index into that
+  const rank = from === null ? x.ndim + 1 : x.ndim;
+  if (!Number.isInteger(to) || to < -rank || to >= rank) {
+    const per = from === null ? x.shape : x.shape.filter((_, i) => i !== from);
+    throw new RangeError(`vmap: outAxes=${to} is out of range for a mapped output of rank ${rank} (per-example shape [${per.join(", ")}]); expected an integer in [${-rank}, ${rank - 1}] or null`);
+  }
   if (from === null) return ops.broadcastBatch(x, size, to < 0 ? to + x.ndim + 1 : to);
   const t = to < 0 ? to + x.ndim : to;
   return ops.moveaxis(x, from, t);

@@ -21,6 +21,8 @@ test("fixture covers every exported elementwise function", () => {
 const x23 = () => array([[1, 2, 3], [4, 5, 6]], { dtype: "float32" });
 const BAD: [string, () => unknown, (string | RegExp)[]][] = [
   ["add shape mismatch", () => E.add(x23(), array([1, 2], { dtype: "float32" })), ["add", "(2, 3)", "(2,)"]],
+  ["clip string min", () => E.clip(x23(), "a" as never), ["clip: min must be an Array, a JS number, a nested list or null, got string a"]],
+  ["clip string max (options)", () => E.clip(x23(), { max: "b" as never }), ["clip: max must be", "got string b"]],
   ["arctan2 shape mismatch", () => E.arctan2(x23(), array([[1, 2], [3, 4]])), ["arctan2", "(2, 3)", "(2, 2)"]],
   ["where shape mismatch", () => E.where(array([true, false, true, false]), x23(), 0), ["where", "(4,)", "(2, 3)"]],
   ["where one-argument form", () => E.where(array([true])), ["where", "nonzero"]],

@@ -68,6 +68,35 @@ test("static args select different traces", () => {
   assert.equal((f(array(2.0, "float32"), 2) as Array).item(), 4);
 });
 
+test("static args are keyed by value, structure or identity: no stale program when they change", () => {
+  let traces = 0;
+  const f = jit((x: Array, o: { act: (y: Array) => Array; k: number }) => { traces++; return ops.mul(o.act(x), o.k); }, { staticArgnums: 1 });
+  const x = array([0.5, -2], { dtype: "float32" });
+  const run = (act: (y: Array) => Array, k: number) => (f(x, { act, k }) as Array).tolist() as number[];
+  assertClose(array(run(ops.tanh, 1), "float32"), array([Math.tanh(0.5), Math.tanh(-2)], "float32"));
+  // the function (by identity) and the number inside the static object both select the trace
+  assertClose(array(run(ops.sin, 1), "float32"), array([Math.sin(0.5), Math.sin(-2)], "float32"));
+  assertClose(array(run(ops.sin, 3), "float32"), array([3 * Math.sin(0.5), 3 * Math.sin(-2)], "float32"));
+  assert.equal(traces, 3);
+  run(ops.tanh, 1);
+  run(ops.sin, 3);
+  assert.equal(traces, 3);
+  // values JSON.stringify confuses: Infinity/-Infinity/NaN (all "null"), [1] vs ["1"]
+  const g = jit((x: Array, c: unknown) => ops.add(x, typeof c === "number" ? c : (c as unknown[]).length * 10 + (typeof (c as unknown[])[0] === "string" ? 1 : 0)), { staticArgnums: 1 });
+  const one = array(1, "float32");
+  assert.deepEqual([Infinity, -Infinity, NaN].map((c) => (g(one, c) as Array).item()), [Infinity, -Infinity, NaN]);
+  assert.deepEqual([[1], ["1"]].map((c) => (g(one, c) as Array).item()), [11, 12]);
+  assert.equal(g.cacheSize(), 5);
+  // -0 and +0 are different static values (1/x differs)
+  const h = jit((x: Array, c: number) => ops.add(x, 1 / c), { staticArgnums: 1 });
+  assert.deepEqual([0, -0].map((c) => (h(one, c) as Array).item()), [Infinity, -Infinity]);
+  // staticArgnames entries are keyed the same way
+  const k = jit((x: Array, o: { act: (y: Array) => Array }) => o.act(x), { staticArgnames: "act" });
+  assert.equal((k(array(0, "float32"), { act: ops.cos }) as Array).item(), 1);
+  assert.equal((k(array(0, "float32"), { act: ops.exp }) as Array).item(), 1);
+  assert.equal((k(array(0, "float32"), { act: ops.sin }) as Array).item(), 0);
+});
+
 test("compositions: jit(vmap(grad)) equals per-example grads", () => {
   const xs = array([[0.1, 0.2], [0.3, -0.4], [1.0, 2.0]], { dtype: "float32" });
   const g = jit(vmap(grad(sinSq))) as (x: Array) => Array;
@@ -152,4 +181,31 @@ test("integer inputs get zero cotangents; closed-over values are constants; non-
   const c = array([2, 5], { dtype: "float32" });
   assert.deepEqual((grad((x: Array) => ops.reduceSum(ops.mul(x, c), [0]))(array([1, 1], { dtype: "float32" })) as Array).tolist(), [2, 5]);
   assert.throws(() => jit((x: unknown) => x as Array)("hello"), /jit\(.*\): argument leaf 0 is string hello, which is not a valid JAX type/);
+});
+
+const BAD: [string, () => unknown, string[]][] = [
+  ["jit of a non-function", () => jit(123 as never), ["jit: expected a function to compile, got number 123"]],
+  ["jit staticArgnums beyond the arity", () => jit(function f(x: Array) { return x; }, { staticArgnums: 3 })(array(1)), ["jit(f): staticArgnums=[3]", "refers to argument(s) 3, but the function was called with only 1 positional argument(s)"]],
+  ["jit negative staticArgnums beyond the arity", () => jit((x: Array, _n: number) => x, { staticArgnums: -3 })(array(1), 2), ["staticArgnums=[-3]", "argument(s) -3", "only 2 positional"]],
+  ["jit non-integer staticArgnums", () => jit((x: Array) => x, { staticArgnums: [0.5] }), ["staticArgnums must be an integer or a list of integers"]],
+  ["jit static Array argument", () => jit((x: Array, n: Array) => ops.add(x, n), { staticArgnums: 1 })(array(1), array([2, 3])), ["non-hashable static arguments are not supported: static argument 1 is a jaxts Array i32[2]"]],
+  ["jit static typed array argument", () => jit((x: Array, _t: Float32Array) => x, { staticArgnums: 1 })(array(1), new Float32Array(2)), ["static argument 1 is a Float32Array"]],
+  ["jit static Map inside an object", () => jit((x: Array, _o: object) => x, { staticArgnums: 1 })(array(1), { cfg: new Map() }), ["static argument 1 (at cfg) is a Map"]],
+  ["jit staticArgnames Array value", () => jit((x: Array, _o: { w: Array }) => x, { staticArgnames: "w" })(array(1), { w: array([1]) }), ["static argument \"w\" is a jaxts Array"]],
+  ["vmap outAxes beyond the output rank", () => vmap((x: Array) => x, { outAxes: 5 })(array([[1, 2], [3, 4]])), ["vmap: outAxes=5 is out of range for a mapped output of rank 2 (per-example shape [2])", "[-2, 1]"]],
+  ["vmap negative outAxes beyond the output rank", () => vmap((x: Array) => x, { outAxes: -3 })(array([1, 2])), ["vmap: outAxes=-3 is out of range for a mapped output of rank 1"]],
+  ["vmap outAxes on an unbatched output", () => vmap((_x: Array) => array([1, 2]), { outAxes: 2 })(array([1, 2, 3])), ["outAxes=2 is out of range for a mapped output of rank 2 (per-example shape [2])"]],
+];
+for (const [name, f, frags] of BAD) {
+  test(`bad input: ${name}`, () => assert.throws(f, (e: Error) => {
+    for (const fr of frags) assert.ok(e.message.includes(fr), `${JSON.stringify(e.message)} should include ${JSON.stringify(fr)}`);
+    return true;
+  }));
+}
+
+test("vmap outAxes in range, negative ones included, place the mapped axis", () => {
+  const x = array([[1, 2, 3], [4, 5, 6]]);
+  assert.deepEqual((vmap((r: Array) => r, { outAxes: -1 })(x) as Array).tolist(), [[1, 4], [2, 5], [3, 6]]);
+  assert.deepEqual((vmap((r: Array) => r, { outAxes: 1 })(x) as Array).shape, [3, 2]);
+  assert.deepEqual((vmap((_r: Array) => array([7, 8]), { outAxes: 1 })(x) as Array).tolist(), [[7, 7], [8, 8]]);
 });

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { type Array, grad, jit, vmap, lax } from "../../src/index.js";
 import { array } from "../../src/numpy/core.js";
 import * as ops from "../../src/primitives/ops.js";
+import * as jnp from "../../src/numpy/index.js";
 import { assertClose } from "../helpers/fixtures.js";
 
 const f32 = (v: number[] | number) => array(v, { dtype: "float32" });
@@ -69,3 +70,59 @@ test("grad of a scan over a weight used every step (closed-over const)", () => {
   // loss = w^2 * 6 -> dloss/dw = 12 w
   assert.ok(Math.abs(((grad(loss)(f32(0.5)) as Array).item() as number) - 6) < 1e-5);
 });
+
+test("loop carries: weak-typed initial values are promoted to the body's type (as JAX), weak-only differences are accepted", () => {
+  // JS number carries are weak: the body's float32 result promotes them instead of truncating to int32
+  const [c] = lax.scan((s: Array, x: Array) => [jnp.add(s, x), null] as [Array, null], 0 as unknown as Array, f32([0.5, 1.25]));
+  assert.equal(c.dtype, "float32");
+  assert.equal(c.item(), 1.75);
+  const w = lax.whileLoop((v: Array) => jnp.less(v, 3), (v: Array) => jnp.add(v, 1.5), 0 as unknown as Array);
+  assert.equal(w.dtype, "float32");
+  assert.equal(w.item(), 3);
+  const s = lax.foriLoop(0, 3, (_i, v: Array) => jnp.add(v, 0.5), 1 as unknown as Array);
+  assert.equal(s.item(), 2.5);
+  const d = lax.foriLoop(0, array(3), (_i, v: Array) => jnp.add(v, 0.25), 1 as unknown as Array);
+  assert.equal(d.item(), 1.75);
+  // an int carry stays int: the body's weak Python-style constants do not change it
+  assert.equal(lax.foriLoop(0, 4, (i, v: Array) => jnp.add(v, i), 0 as unknown as Array).item(), 6);
+  // the body sees the initial carry's weak type, as in JAX: weak int + int8 is int8, so the carry is promoted to int8
+  const one8 = array(1, { dtype: "int8" });
+  for (const r of [lax.foriLoop(0, 3, (_i, v: Array) => jnp.add(v, one8), 0 as unknown as Array), lax.foriLoop(0, array(3), (_i, v: Array) => jnp.add(v, one8), 0 as unknown as Array),
+    lax.whileLoop((v: Array) => jnp.less(v, 3), (v: Array) => jnp.add(v, one8), 0 as unknown as Array)]) {
+    assert.equal(r.dtype, "int8");
+    assert.equal(r.item(), 3);
+  }
+  // the result has the body output's weak type, as JAX: a JS-number carry kept weak stays weak (so it then adopts int8)
+  for (const r of [lax.foriLoop(0, 3, (_i, v: Array) => jnp.add(v, 1), 0 as unknown as Array), lax.foriLoop(0, array(3), (_i, v: Array) => jnp.add(v, 1), 0 as unknown as Array),
+    lax.whileLoop((v: Array) => jnp.less(v, 3), (v: Array) => jnp.add(v, 1), 0 as unknown as Array)]) {
+    assert.deepEqual([r.dtype, r.weakType, r.item()], ["int32", true, 3]);
+    assert.equal(jnp.add(r, one8).dtype, "int8");
+  }
+  const strong = lax.scan((v: Array, x: Array) => [jnp.add(v, x), null] as [Array, null], 0 as unknown as Array, array([1, 2]))[0];
+  assert.deepEqual([strong.dtype, strong.weakType, strong.item()], ["int32", false, 3]);
+  // a strong float32 carry may come back weak (only the weak type differs)
+  assert.equal(lax.scan((_c: Array, x: Array) => [jnp.add(ops.convert(x, "float32"), 0.5), null] as [Array, null], f32(0), array([1, 2]))[0].item(), 2.5);
+});
+
+const CARRY_BAD: [string, () => unknown, string[]][] = [
+  ["scan carry dtype change", () => lax.scan((c: Array, x: Array) => [ops.convert(c, "int32"), x] as [Array, Array], f32(1.5), array([1, 2, 3])),
+    ["lax.scan: scan body function carry input and carry output must have equal types", "The input carry has type float32[] but the corresponding output carry component has type int32[], so the dtypes do not match."]],
+  ["scan carry shape and dtype in a pytree", () => lax.scan((c: { a: Array; b: Array[] }) => [{ a: ops.convert(c.a, "int32"), b: [c.b[0], ops.full([2], 0, "float32")] }, null], { a: f32(1.5), b: [f32(1), ops.full([3], 0, "float32")] }, null, { length: 2 }),
+    ["  * the input carry component carry.a has type float32[] but the corresponding output carry component has type int32[], so the dtypes do not match;", "  * the input carry component carry.b[1] has type float32[3] but the corresponding output carry component has type float32[2], so the shapes do not match."]],
+  ["scan strong carry is not promoted", () => lax.scan((c: Array) => [jnp.add(c, f32(0.5)), null], array(0), null, { length: 2 }), ["has type int32[]", "output carry component has type float32[]"]],
+  ["scan carry structure", () => lax.scan(((c: Array) => [[c, c], null]) as never, f32(1), null, { length: 2 }), ["lax.scan: scan body function carry input and carry output must have the same pytree structure", "structure * but the carry output has structure [*, *]"]],
+  ["scan body returns a non-pair", () => lax.scan(((c: Array) => c) as never, f32(1), null, { length: 2 }), ["lax.scan: scan body output must be a pair [carry, y], got Array f32[]"]],
+  ["whileLoop carry dtype", () => lax.whileLoop((c: Array) => jnp.less(c, 3), (c: Array) => jnp.add(c, 1.5), array(0)), ["lax.whileLoop: while_loop body function carry input and carry output must have equal types", "int32[]", "float32[]"]],
+  ["foriLoop static carry dtype", () => lax.foriLoop(0, 3, (_i, c: Array) => ops.convert(c, "float32"), array(1)), ["lax.foriLoop: fori_loop body function", "The input carry has type int32[] but the corresponding output carry component has type float32[]"]],
+  ["foriLoop dynamic carry dtype", () => lax.foriLoop(0, array(3), (_i, c: { w: Array }) => ({ w: ops.convert(c.w, "float32") }), { w: array(1) }), ["lax.foriLoop: fori_loop body function", "carry.w has type int32[]", "float32[]"]],
+  ["lax.map over a 0-d array", () => lax.map((x: Array) => x, array(3)), ["lax.map: xs leaf 0 is a 0-d array i32[]", "leading axis"]],
+  ["lax.switch with no branches", () => lax.switch(0, []), ["lax.switch: branches must be a non-empty list of functions, got an empty list"]],
+  ["lax.switch non-function branch", () => lax.switch(0, [5 as never]), ["lax.switch: branch 0 is number 5, expected a function"]],
+];
+for (const [name, f, frags] of CARRY_BAD) {
+  test(`bad input: ${name}`, () => assert.throws(f, (e: Error) => {
+    assert.ok(e instanceof TypeError, String(e));
+    for (const fr of frags) assert.ok(e.message.includes(fr), `${JSON.stringify(e.message)} should include ${JSON.stringify(fr)}`);
+    return true;
+  }));
+}

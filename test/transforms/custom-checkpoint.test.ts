@@ -69,3 +69,13 @@ test("checkpoint policies: the backward pass recomputes exactly what is not save
   assert.ok(dots.sin > plain.sin, "dotsSaveable recomputes the sins");
   assert.equal(names.dot, plain.dot, "saveOnlyTheseNames('proj') saves the named dot output");
 });
+
+test("bad input: argnum options naming arguments the call did not pass", () => {
+  const cj = customJvp((x: Array, _n: number) => x, { nondiffArgnums: [2] });
+  cj.defjvp((p, t) => [p[0], t[0]]);
+  assert.throws(() => cj(array(1.5, { dtype: "float32" }), 2), /customJvp\(fn\): nondiffArgnums=\[2\] refers to argument\(s\) 2, but the function was called with 2 positional argument\(s\)/);
+  const cv = customVjp((x: Array) => x, { nondiffArgnums: [1] });
+  cv.defvjp((x: Array) => [x, null], (_r: unknown, ct: Array) => [ct]);
+  assert.throws(() => cv(array(1.5, { dtype: "float32" })), /customVjp\(fn\): nondiffArgnums=\[1\] refers to argument\(s\) 1/);
+  assert.throws(() => checkpoint((x: Array) => x, { staticArgnums: [3] })(array(1)), /checkpoint: staticArgnums=\[3\] refers to argument\(s\) 3, but the function was called with 1 positional argument\(s\)/);
+});
