@@ -12,6 +12,7 @@ import { vmapFlat } from "../transforms/vmap.js";
 import { devices } from "./mesh.js";
 import type { Mesh } from "./mesh.js";
 import { PartitionSpecImpl } from "./sharding.js";
+import { shardMapOnDevices } from "./shard-map-devices.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -82,6 +83,9 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
   const fn = "shard_map";
   return (...args: A): R => {
     const inSpecs = specsFor(fn, JSArray.isArray(opts.inSpecs) && !(opts.inSpecs instanceof PartitionSpecImpl) ? opts.inSpecs : [opts.inSpecs], JSArray.isArray(opts.inSpecs) ? args : [args[0]], "in_specs");
+    // config spmdRuntime "devices": one program per device, run concurrently (null: run the emulation below)
+    const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs, (out) => specsFor(fn, opts.outSpecs, out, "out_specs"), args);
+    if (real) return real.value as R;
     const [leaves, def] = flattenArrays(fn, args, "argument");
     if (inSpecs.length !== leaves.length) throw new TypeError(`${fn}: in_specs describe ${inSpecs.length} array leaves but the arguments have ${leaves.length}`);
     const split = leaves.map((x, k) => splitToMesh(fn, x, inSpecs[k], mesh, k));

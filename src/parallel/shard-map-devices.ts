@@ -1,0 +1,185 @@
+/**
+ * @file shardMap on the device runtime (config spmdRuntime "devices"): the body is traced once at the per-device
+ * block shapes with the mesh axis names bound, lowered to one ONNX program whose collectives are jaxts.collectives
+ * ops, and run by every device of the mesh concurrently on its own block; outputs are assembled per out_specs.
+ * Anything this slice does not support (traced arguments, host steps, dtypes) returns null: the caller then runs
+ * the emulation (nested named vmap), and the reason is printed once.
+ */
+import { Array } from "../core/array.js";
+import { ArrayImpl } from "../core/array-impl.js";
+import { ShapedArray } from "../core/aval.js";
+import { config } from "../core/config.js";
+import { type TypedArray, allocate } from "../core/dtype.js";
+import { traceToJaxpr } from "../core/jaxpr-trace.js";
+import { evalTrace, getCurrentTrace, withNamedAxis } from "../core/trace.js";
+import { unflatten, type TreeDef } from "../core/tree.js";
+import { compileJaxpr, type OnnxStep } from "../compiler/compile.js";
+import { DEVICE_DTYPES, DeviceBuffer, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
+import { flattenArrays } from "../transforms/api-util.js";
+import { withSpmdMesh } from "./lower-collectives.js";
+import type { Mesh } from "./mesh.js";
+import type { PartitionSpecImpl } from "./sharding.js";
+
+type Spec = PartitionSpecImpl;
+const JSArray = globalThis.Array;
+
+const said = new Set<string>();
+/** Says once per reason that shardMap runs on the emulation. */
+function fallback(why: string): null {
+  if (!said.has(why)) {
+    said.add(why);
+    console.warn(`jaxts: shardMap runs on the emulation (nested vmap), not the device runtime: ${why}`);
+  }
+  return null;
+}
+
+/** Block index of each dim of an array with `spec` on the device at mesh coordinates `coords`. */
+function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { idx: number[]; parts: number[] } {
+  const idx: number[] = [], parts: number[] = [];
+  for (let d = 0; d < rank; d++) {
+    // the dim splits into (s_n1, ..., s_nk, block), major first in spec order
+    let i = 0, p = 1;
+    for (const nm of spec.names(d)) { const a = mesh.axisNames.indexOf(nm); i = i * mesh.dims[a] + coords[a]; p *= mesh.dims[a]; }
+    idx.push(i);
+    parts.push(p);
+  }
+  return { idx, parts };
+}
+
+/** Copies the block `idx` (block shape `block`) between a global row-major array and a block-sized one. */
+function copyBlock(global: TypedArray, gshape: readonly number[], block: TypedArray, bshape: readonly number[], idx: readonly number[], toBlock: boolean): void {
+  const r = gshape.length;
+  if (r === 0) { if (toBlock) block[0] = global[0]; else global[0] = block[0]; return; }
+  const gstr = gshape.map((_, i) => gshape.slice(i + 1).reduce((a, b) => a * b, 1));
+  const inner = bshape[r - 1];
+  const outer = bshape.slice(0, r - 1).reduce((a, b) => a * b, 1);
+  const c = new JSArray<number>(r - 1).fill(0);
+  for (let o = 0; o < outer; o++) {
+    let g = idx[r - 1] * inner;
+    for (let d = 0; d < r - 1; d++) g += (idx[d] * bshape[d] + c[d]) * gstr[d];
+    const b = o * inner;
+    if (toBlock) (block as Float64Array).set((global as Float64Array).subarray(g, g + inner), b);
+    else (global as Float64Array).set((block as Float64Array).subarray(b, b + inner), g);
+    for (let d = r - 2; d >= 0; d--) { if (++c[d] < bshape[d]) break; c[d] = 0; }
+  }
+}
+
+const sameData = (a: TypedArray, b: TypedArray): boolean => {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(a[i] !== a[i] && b[i] !== b[i])) return false;
+  return true;
+};
+
+/**
+ * Runs shardMap's body on the devices of `mesh`, or returns null when it must run on the emulation.
+ * `specsFor` resolves spec prefix trees (shard-map.ts owns it).
+ */
+export function shardMapOnDevices(
+  fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[], args: unknown[],
+): { value: unknown } | null {
+  if (config.spmdRuntime !== "devices") return null;
+  const why = deviceRuntimeUnavailable();
+  if (why) return fallback(`the device runtime is unavailable (${why})`);
+  if (getCurrentTrace() !== evalTrace) return fallback("shardMap is called under a transformation (jit, grad, vmap); only eager calls run on devices in this slice");
+  const [leaves, def] = flattenArrays(fn, args, "argument");
+  if (!leaves.every((x) => x instanceof ArrayImpl)) return fallback("an argument is a traced value");
+  if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
+  const n = mesh.size;
+  // per-device block avals
+  const blockShapes: number[][] = [];
+  for (let k = 0; k < leaves.length; k++) {
+    const x = leaves[k], spec = inSpecs[k];
+    if (spec.length > x.ndim) return null;
+    const { parts } = blockIndex(spec, x.ndim, mesh, mesh.coords(0));
+    if (x.shape.some((s, d) => s % parts[d] !== 0)) return null;
+    blockShapes.push(x.shape.map((s, d) => s / parts[d]));
+  }
+  for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
+  // trace once at block shapes, every mesh axis bound
+  let outDef: TreeDef | null = null;
+  let outSpecs: Spec[] = [];
+  const body = (...xs: Array[]): Array[] => {
+    const out = f(...(unflatten(def, xs) as never[]));
+    const [ol, od] = flattenArrays(fn, out, "output");
+    outDef = od;
+    outSpecs = outSpecsOf(out);
+    return ol;
+  };
+  const avals = leaves.map((x, k) => new ShapedArray(blockShapes[k], x.dtype, x.aval.weakType));
+  const bound = mesh.axisNames.reduceRight<() => ReturnType<typeof traceToJaxpr>>(
+    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner), () => traceToJaxpr(body, avals, "shard_map"));
+  const { jaxpr, consts } = bound();
+  if (!consts.every((c) => c instanceof ArrayImpl)) return fallback("the body closes over a traced value");
+  if (outSpecs.length !== jaxpr.outvars.length) return null;
+  for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return fallback(`a value of the body is ${v.aval.dtype}`);
+  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(jaxpr, { name: "shard_map" }));
+  const host = program.steps.filter((s) => s.kind === "host");
+  if (host.length) return fallback(`the body needs the interpreter for ${program.notes.join("; ")}`);
+  const step = program.steps[0] as OnnxStep | undefined;
+  if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return fallback(`a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`);
+
+  // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
+  const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
+  const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
+  const owned: DeviceBuffer[] = [];
+  try {
+    const inVals: ArrayImpl[] = [...(consts as ArrayImpl[]), ...(leaves as ArrayImpl[])];
+    const inSpecsAll: (Spec | null)[] = [...consts.map(() => null), ...inSpecs];
+    const needed = new Set(step ? step.inputs : []);
+    for (const o of program.outs) if (typeof o === "number") needed.add(o);
+    program.inSlots.forEach((slot, j) => {
+      if (!needed.has(slot)) return;
+      const x = inVals[j], spec = inSpecsAll[j];
+      devs.forEach((dev, r) => {
+        let buf: DeviceBuffer;
+        if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
+        else {
+          const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(r));
+          const bshape = blockShapes[j - consts.length];
+          buf = DeviceBuffer.alloc(dev, x.dtype, bshape);
+          copyBlock(x.buffer, x.shape, buf.data, bshape, idx, true);
+        }
+        owned.push(buf);
+        slotBuffers[r].set(slot, buf);
+      });
+    });
+    if (step) {
+      const outDTypes = step.outAvals.map((a) => a.dtype);
+      const prog = deviceProgram(step.model, {
+        name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames, outputDTypes: outDTypes,
+        outputShapes: step.outAvals.map((a) => a.shape),
+      }, n);
+      const res = launchSync(prog, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((s) => slotBuffers[r].get(s)!)));
+      res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
+    }
+    // assemble each output from its devices' blocks
+    const outs = program.outs.map((o, k) => {
+      const aval = jaxpr.outvars[k].aval;
+      const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
+      const spec = outSpecs[k];
+      if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
+      const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
+      for (const nm of used) if (!mesh.axisNames.includes(nm)) throw new Error(`${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`);
+      const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
+      const gshape = aval.shape.map((s, d) => s * parts[d]);
+      const global = allocate(aval.dtype, gshape.reduce((a, b) => a * b, 1));
+      for (let r = 0; r < n; r++) {
+        const coords = mesh.coords(r);
+        // the representative of r's block: the device with coordinate 0 on every axis the spec does not name
+        const rep = coords.reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
+        if (rep !== r) {
+          if (!sameData(blockOf(r), blockOf(rep))) {
+            const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
+            throw new Error(`${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
+          }
+          continue;
+        }
+        copyBlock(global, gshape, blockOf(r), aval.shape, blockIndex(spec, aval.ndim, mesh, coords).idx, false);
+      }
+      return new ArrayImpl(new ShapedArray(gshape, aval.dtype, aval.weakType), global);
+    });
+    return { value: unflatten(outDef!, outs) };
+  } finally {
+    for (const b of owned) b.free();
+  }
+}
