@@ -300,7 +300,8 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
     if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetIntraOpNumThreads)(so, int(threads < 1 ? 1 : threads));
     if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetInterOpNumThreads)(so, 1);
     if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionGraphOptimizationLevel)(so, int(level));
-    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionLogSeverityLevel)(so, 3);
+    // 4 = fatal only: a failing collective is reported to the caller, not logged by ORT once per enclosing node
+    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionLogSeverityLevel)(so, 4);
     // device threads outnumber cores: intra-op workers must sleep, not spin, when idle
     if (!s) s = fn<St (*)(OrtSessionOptions*, const char*, const char*)>(kAddSessionConfigEntry)(so, "session.intra_op.allow_spinning", "0");
     if (!s) s = AddGemmOpDomain(so);

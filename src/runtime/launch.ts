@@ -129,9 +129,19 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
   if (errs.length) {
     for (const os of prep.outs) for (const b of os) b.free();
-    // the root cause first: ranks released because a peer failed say so
-    errs.sort((a, b) => Number(/released because/.test(a.e)) - Number(/released because/.test(b.e)) || a.rank - b.rank);
-    throw new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${errs.map((x) => x.e).join("; ")}`);
+    // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
+    const clean = errs.map(({ rank, e }) => ({ rank, e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "") }));
+    // the root cause first (ranks released because a peer failed say so), one line per distinct message
+    clean.sort((a, b) => Number(/released because/.test(a.e)) - Number(/released because/.test(b.e)) || a.rank - b.rank);
+    const lines: string[] = [];
+    const seen = new Map<string, number>();
+    for (const { e } of clean) {
+      const body = e.replace(/^device \d+ \(rank \d+\): /, "").replace(/ on rank \d+(?=:)/, "");
+      if (seen.has(body)) continue;
+      seen.set(body, lines.length);
+      lines.push(e);
+    }
+    throw new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`);
   }
   return { outputs: prep.outs, timeline };
 }
