@@ -13,8 +13,8 @@ import { type TypedArray, allocate } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { evalTrace, getCurrentTrace, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
-import { compileJaxpr, type OnnxStep } from "../compiler/compile.js";
-import { DEVICE_DTYPES, DeviceBuffer, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
+import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import type { Mesh } from "./mesh.js";
@@ -76,15 +76,15 @@ const sameData = (a: TypedArray, b: TypedArray): boolean => {
  */
 export function shardMapOnDevices(
   fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[], args: unknown[],
+  emulation: (...args: unknown[]) => unknown,
 ): { value: unknown } | null {
-  if (config.spmdRuntime !== "devices") return null;
+  if (config.spmdRuntime !== "devices" || checking) return null;
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   if (getCurrentTrace() !== evalTrace) return fallback("shardMap is called under a transformation (jit, grad, vmap); only eager calls run on devices in this slice");
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (!leaves.every((x) => x instanceof ArrayImpl)) return fallback("an argument is a traced value");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
-  const n = mesh.size;
   // per-device block avals
   const blockShapes: number[][] = [];
   for (let k = 0; k < leaves.length; k++) {
@@ -95,7 +95,49 @@ export function shardMapOnDevices(
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
-  // trace once at block shapes, every mesh axis bound
+  // one trace and compile per (function, mesh, argument structure and avals, specs), as jit caches by function
+  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64,
+    ...leaves.map((x) => x.aval.str())].join("|");
+  let perFn = compiled.get(f);
+  if (!perFn) { perFn = new Map(); compiled.set(f, perFn); }
+  let entry = perFn.get(key);
+  if (entry === undefined) {
+    checkLikeEmulation(fn, emulation, leaves, def);
+    entry = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
+    perFn.set(key, entry);
+  }
+  if (typeof entry === "string") return fallback(entry);
+  return { value: run(fn, mesh, entry, inSpecs, leaves as ArrayImpl[], blockShapes) };
+}
+
+let checking = false;
+/**
+ * Traces the emulation abstractly (nothing runs) so the device path raises exactly its errors, which are static in
+ * JAX: e.g. an output declared replicated over an axis it varies over, even where the values happen to agree.
+ */
+function checkLikeEmulation(fn: string, emulation: (...args: unknown[]) => unknown, leaves: Array[], def: TreeDef): void {
+  checking = true;
+  try {
+    traceToJaxpr((...xs: Array[]) => flattenArrays(fn, emulation(...(unflatten(def, xs) as unknown[])), "output")[0], leaves.map((x) => x.aval), "shard_map_check");
+  } finally {
+    checking = false;
+  }
+}
+
+interface Compiled {
+  program: Program;
+  consts: ArrayImpl[];
+  outAvals: ShapedArray[];
+  outDef: TreeDef;
+  outSpecs: Spec[];
+  device: DeviceProgram | null;
+}
+/** Compiled bodies (or why one cannot run on devices) per function and call signature. */
+const compiled = new WeakMap<object, Map<string, Compiled | string>>();
+
+/** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
+function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
+  leaves: Array[], blockShapes: number[][], def: TreeDef): Compiled | string {
   let outDef: TreeDef | null = null;
   let outSpecs: Spec[] = [];
   const body = (...xs: Array[]): Array[] => {
@@ -109,21 +151,31 @@ export function shardMapOnDevices(
   const bound = mesh.axisNames.reduceRight<() => ReturnType<typeof traceToJaxpr>>(
     (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner), () => traceToJaxpr(body, avals, "shard_map"));
   const { jaxpr, consts } = bound();
-  if (!consts.every((c) => c instanceof ArrayImpl)) return fallback("the body closes over a traced value");
-  if (outSpecs.length !== jaxpr.outvars.length) return null;
-  for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return fallback(`a value of the body is ${v.aval.dtype}`);
+  if (!consts.every((c) => c instanceof ArrayImpl)) return "the body closes over a traced value";
+  if (outSpecs.length !== jaxpr.outvars.length) return "the out_specs do not match the outputs";
+  for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(jaxpr, { name: "shard_map" }));
-  const host = program.steps.filter((s) => s.kind === "host");
-  if (host.length) return fallback(`the body needs the interpreter for ${program.notes.join("; ")}`);
+  if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
-  if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return fallback(`a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`);
+  if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
+  const device = step ? deviceProgram(step.model, {
+    name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
+    outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
+  }, mesh.size) : null;
+  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outDef: outDef!, outSpecs, device };
+}
 
+/** Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs. */
+function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][]): unknown {
+  const { program, consts, outSpecs } = c;
+  const n = mesh.size;
+  const step = program.steps[0] as OnnxStep | undefined;
   // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
   const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = [];
   try {
-    const inVals: ArrayImpl[] = [...(consts as ArrayImpl[]), ...(leaves as ArrayImpl[])];
+    const inVals: ArrayImpl[] = [...consts, ...leaves];
     const inSpecsAll: (Spec | null)[] = [...consts.map(() => null), ...inSpecs];
     const needed = new Set(step ? step.inputs : []);
     for (const o of program.outs) if (typeof o === "number") needed.add(o);
@@ -143,18 +195,13 @@ export function shardMapOnDevices(
         slotBuffers[r].set(slot, buf);
       });
     });
-    if (step) {
-      const outDTypes = step.outAvals.map((a) => a.dtype);
-      const prog = deviceProgram(step.model, {
-        name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames, outputDTypes: outDTypes,
-        outputShapes: step.outAvals.map((a) => a.shape),
-      }, n);
-      const res = launchSync(prog, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((s) => slotBuffers[r].get(s)!)));
+    if (step && c.device) {
+      const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
       res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
     // assemble each output from its devices' blocks
     const outs = program.outs.map((o, k) => {
-      const aval = jaxpr.outvars[k].aval;
+      const aval = c.outAvals[k];
       const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
       const spec = outSpecs[k];
       if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
@@ -178,7 +225,7 @@ export function shardMapOnDevices(
       }
       return new ArrayImpl(new ShapedArray(gshape, aval.dtype, aval.weakType), global);
     });
-    return { value: unflatten(outDef!, outs) };
+    return unflatten(c.outDef, outs);
   } finally {
     for (const b of owned) b.free();
   }

@@ -84,7 +84,8 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
   return (...args: A): R => {
     const inSpecs = specsFor(fn, JSArray.isArray(opts.inSpecs) && !(opts.inSpecs instanceof PartitionSpecImpl) ? opts.inSpecs : [opts.inSpecs], JSArray.isArray(opts.inSpecs) ? args : [args[0]], "in_specs");
     // config spmdRuntime "devices": one program per device, run concurrently (null: run the emulation below)
-    const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs, (out) => specsFor(fn, opts.outSpecs, out, "out_specs"), args);
+    const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs, (out) => specsFor(fn, opts.outSpecs, out, "out_specs"), args,
+      (...a: unknown[]) => shardMap(f, opts)(...(a as A)));
     if (real) return real.value as R;
     const [leaves, def] = flattenArrays(fn, args, "argument");
     if (inSpecs.length !== leaves.length) throw new TypeError(`${fn}: in_specs describe ${inSpecs.length} array leaves but the arguments have ${leaves.length}`);
