@@ -132,8 +132,24 @@ test("shardMap on devices: per-device memory is accounted and released; replicat
       assert.ok(s.peakBytesInUse >= before[i].bytesInUse + 2 * 8192, `device ${d.id}: peak counts both blocks`);
       assert.ok(s.largestAllocSize >= 8192);
     });
-    // an output declared replicated (P()) that differs across devices is an error, as on the emulation
+    // an output declared replicated (P()) that varies over the axis is an error, as on the emulation: a static
+    // check (it fires even where the blocks happen to hold equal values)
     assert.throws(() => shardMap((b: Array) => b, { mesh, inSpecs: P("x"), outSpecs: P() })(x), /declared replicated over mesh axis "x"/);
+    assert.throws(() => shardMap((b: Array) => b, { mesh, inSpecs: P("x"), outSpecs: P() })(jnp.zeros([8])), /declared replicated over mesh axis "x"/);
+    // repeated calls reuse the compiled program and leave nothing behind on the devices
+    const step = shardMap((b: Array) => lax.psum(jnp.multiply(b, b), "x"), { mesh, inSpecs: P("x"), outSpecs: P() });
+    const mid = devs.map((d) => d.memoryStats());
+    let last: Array | null = null;
+    for (let i = 0; i < 200; i++) last = step(x);
+    const tl = lastLaunchTimeline();
+    assert.equal(tl.length, 4, "ran on the devices");
+    devs.forEach((d, i) => {
+      const s = d.memoryStats();
+      assert.equal(s.bytesInUse, mid[i].bytesInUse, `device ${d.id}: flat over 200 calls`);
+      assert.equal(s.numAllocs - mid[i].numAllocs, 400, `device ${d.id}: one input and one output block per call`);
+    });
+    assert.equal(openRendezvous(), 0);
+    assert.deepEqual(last!.shape, [1024, 2]);
   } finally {
     config.update("spmdRuntime", "emulation");
   }
