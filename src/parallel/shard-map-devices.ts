@@ -17,6 +17,7 @@ import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.j
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { withSpmdMesh } from "./lower-collectives.js";
+import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
 import type { PartitionSpecImpl } from "./sharding.js";
 
@@ -154,7 +155,10 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   if (!consts.every((c) => c instanceof ArrayImpl)) return "the body closes over a traced value";
   if (outSpecs.length !== jaxpr.outvars.length) return "the out_specs do not match the outputs";
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
-  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(jaxpr, { name: "shard_map" }));
+  // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
+  const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
+  if (typeof resolved === "string") return resolved;
+  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(resolved, { name: "shard_map" }));
   if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
