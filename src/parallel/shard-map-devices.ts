@@ -11,11 +11,14 @@ import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import { type TypedArray, allocate } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
-import { evalTrace, getCurrentTrace, withNamedAxis } from "../core/trace.js";
+import { Primitive } from "../core/primitive.js";
+import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
+import { jvpFlat } from "../transforms/jvp.js";
+import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
@@ -71,80 +74,111 @@ const sameData = (a: TypedArray, b: TypedArray): boolean => {
   return true;
 };
 
+type SMP = { name: string; run: (xs: ArrayImpl[]) => ArrayImpl[]; emulate: (...xs: Array[]) => Array[]; out_avals: ShapedArray[] };
+
+let emulating = 0;
+/** f run as the emulation: shardMaps reached inside it take the nested-vmap path. */
+const asEmulation = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
+  emulating++;
+  try { return f(...a); } finally { emulating--; }
+};
+
 /**
- * Runs shardMap's body on the devices of `mesh`, or returns null when it must run on the emulation.
- * `specsFor` resolves spec prefix trees (shard-map.ts owns it).
+ * shard_map as one staged primitive (device runtime only): its impl runs the body on every device of the mesh (or the
+ * emulation where the device path cannot); under jit it is one equation (run between the program's ONNX segments);
+ * jvp and vmap go through the emulation, whose collectives carry their own rules.
+ */
+export const shardMapP: Primitive<SMP> = new Primitive<SMP>("shard_map", {
+  abstractEval(_avals, p) { return p.out_avals; },
+  impl(args, p) { return p.run(args); },
+  jvp(primals, tangents, p) { return jvpFlat(asEmulation(p.emulate), primals, tangents); },
+  vmap(axis, args, dims, p) { const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis); return [r.outs, r.dims]; },
+  missing: {
+    lower: "shard_map runs on the device runtime as its own launch (a host step between a jitted program's ONNX segments)",
+    transpose: "shard_map is differentiated through its emulation (jvp rule), whose collectives transpose one by one",
+  },
+}, { multipleResults: true });
+
+interface Entry { params: SMP; outDef: TreeDef; compiled?: Compiled | string }
+/** Per function: staged-call entries by call signature (mesh, argument structure and avals, specs). */
+const entries = new WeakMap<object, Map<string, Entry>>();
+
+/**
+ * shardMap with config spmdRuntime "devices": binds shardMapP (under jit it is staged; eagerly it runs on the
+ * devices), or returns null for the emulation (another spmdRuntime, or inside the emulation itself).
+ * `emulation` is shardMap's nested-vmap path; `outSpecsOf` resolves out_specs against an output tree.
  */
 export function shardMapOnDevices(
   fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[], args: unknown[],
   emulation: (...args: unknown[]) => unknown,
 ): { value: unknown } | null {
-  if (config.spmdRuntime !== "devices" || checking) return null;
+  if (config.spmdRuntime !== "devices" || emulating > 0) return null;
+  const [leaves, def] = flattenArrays(fn, args, "argument");
+  if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
+  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64,
+    ...leaves.map((x) => x.aval.str())].join("|");
+  let perFn = entries.get(f);
+  if (!perFn) { perFn = new Map(); entries.set(f, perFn); }
+  let entry = perFn.get(key);
+  if (!entry) {
+    let outDef: TreeDef | null = null;
+    const emulate = (...xs: Array[]): Array[] => {
+      const [ol, od] = flattenArrays(fn, emulation(...(unflatten(def, xs) as unknown[])), "output");
+      outDef = od;
+      return ol;
+    };
+    // the output avals, and the emulation's static errors (e.g. an output declared replicated over an axis it
+    // varies over, even where the values happen to agree), from an abstract trace of the emulation
+    const { jaxpr } = traceToJaxpr(asEmulation(emulate), leaves.map((x) => x.aval), "shard_map_check");
+    const e: Entry = {
+      outDef: outDef!,
+      params: {
+        name: fn, emulate, out_avals: jaxpr.outvars.map((v) => v.aval),
+        run: (xs: ArrayImpl[]): ArrayImpl[] => {
+          const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e);
+          return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
+        },
+      },
+    };
+    entry = e;
+    perFn.set(key, entry);
+  }
+  const outs = bind(shardMapP, leaves, entry.params);
+  return { value: unflatten(entry.outDef, outs) };
+}
+
+/** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */
+function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
+  leaves: ArrayImpl[], def: TreeDef, entry: Entry): ArrayImpl[] | null {
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
-  if (getCurrentTrace() !== evalTrace) return fallback("shardMap is called under a transformation (jit, grad, vmap); only eager calls run on devices in this slice");
-  const [leaves, def] = flattenArrays(fn, args, "argument");
-  if (!leaves.every((x) => x instanceof ArrayImpl)) return fallback("an argument is a traced value");
-  if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
-  // per-device block avals
   const blockShapes: number[][] = [];
   for (let k = 0; k < leaves.length; k++) {
     const x = leaves[k], spec = inSpecs[k];
-    if (spec.length > x.ndim) return null;
     const { parts } = blockIndex(spec, x.ndim, mesh, mesh.coords(0));
-    if (x.shape.some((s, d) => s % parts[d] !== 0)) return null;
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
-  // one trace and compile per (function, mesh, argument structure and avals, specs), as jit caches by function
-  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64,
-    ...leaves.map((x) => x.aval.str())].join("|");
-  let perFn = compiled.get(f);
-  if (!perFn) { perFn = new Map(); compiled.set(f, perFn); }
-  let entry = perFn.get(key);
-  if (entry === undefined) {
-    checkLikeEmulation(fn, emulation, leaves, def);
-    entry = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
-    perFn.set(key, entry);
-  }
-  if (typeof entry === "string") return fallback(entry);
-  return { value: run(fn, mesh, entry, inSpecs, leaves as ArrayImpl[], blockShapes) };
-}
-
-let checking = false;
-/**
- * Traces the emulation abstractly (nothing runs) so the device path raises exactly its errors, which are static in
- * JAX: e.g. an output declared replicated over an axis it varies over, even where the values happen to agree.
- */
-function checkLikeEmulation(fn: string, emulation: (...args: unknown[]) => unknown, leaves: Array[], def: TreeDef): void {
-  checking = true;
-  try {
-    traceToJaxpr((...xs: Array[]) => flattenArrays(fn, emulation(...(unflatten(def, xs) as unknown[])), "output")[0], leaves.map((x) => x.aval), "shard_map_check");
-  } finally {
-    checking = false;
-  }
+  if (entry.compiled === undefined) entry.compiled = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
+  if (typeof entry.compiled === "string") return fallback(entry.compiled);
+  return run(fn, mesh, entry.compiled, inSpecs, leaves, blockShapes);
 }
 
 interface Compiled {
   program: Program;
   consts: ArrayImpl[];
   outAvals: ShapedArray[];
-  outDef: TreeDef;
   outSpecs: Spec[];
   device: DeviceProgram | null;
 }
-/** Compiled bodies (or why one cannot run on devices) per function and call signature. */
-const compiled = new WeakMap<object, Map<string, Compiled | string>>();
 
 /** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
 function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
   leaves: Array[], blockShapes: number[][], def: TreeDef): Compiled | string {
-  let outDef: TreeDef | null = null;
   let outSpecs: Spec[] = [];
   const body = (...xs: Array[]): Array[] => {
     const out = f(...(unflatten(def, xs) as never[]));
-    const [ol, od] = flattenArrays(fn, out, "output");
-    outDef = od;
+    const [ol] = flattenArrays(fn, out, "output");
     outSpecs = outSpecsOf(out);
     return ol;
   };
@@ -166,11 +200,11 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
   }, mesh.size) : null;
-  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outDef: outDef!, outSpecs, device };
+  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
 }
 
 /** Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs. */
-function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][]): unknown {
+function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][]): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
   const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
@@ -229,7 +263,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       }
       return new ArrayImpl(new ShapedArray(gshape, aval.dtype, aval.weakType), global);
     });
-    return unflatten(c.outDef, outs);
+    return outs;
   } finally {
     for (const b of owned) b.free();
   }
