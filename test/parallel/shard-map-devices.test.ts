@@ -1,6 +1,8 @@
 /** @file shardMap on the device runtime (spmdRuntime "devices") equals the emulation on 1, 2, 4 and 8 devices, for every collective, in loops too. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
@@ -194,4 +196,26 @@ test("under jit shardMap is one staged equation run on the devices; grad and vma
   } finally {
     config.update("spmdRuntime", "emulation");
   }
+});
+
+test("without the native addon (JAXTS_NATIVE=0) spmdRuntime 'devices' runs the emulation, says so once, same results", () => {
+  const script = `
+    const { config } = await import(${JSON.stringify(new URL("../../src/core/config.js", import.meta.url).href)});
+    config.update("numCpuDevices", 4);
+    config.update("spmdRuntime", "devices");
+    const { lax, makeMesh, numpy: jnp, shardMap, sharding } = await import(${JSON.stringify(new URL("../../src/index.js", import.meta.url).href)});
+    const mesh = makeMesh([4], ["x"]);
+    const f = shardMap((b) => lax.psum(jnp.multiply(b, b), "x"), { mesh, inSpecs: sharding.P("x"), outSpecs: sharding.P() });
+    const x = jnp.reshape(jnp.arange(8, { dtype: "float32" }), [8, 1]);
+    console.log(JSON.stringify([f(x).tolist(), f(jnp.add(x, 1)).tolist()]));
+  `;
+  const res = spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+    encoding: "utf8", env: { ...process.env, JAXTS_NATIVE: "0" }, cwd: fileURLToPath(new URL("../..", import.meta.url)),
+  });
+  assert.equal(res.status, 0, res.stderr);
+  // blocks [2,1] per device; psum of the squares: [0+4+16+36, 1+9+25+49] and with x + 1: [1+9+25+49, 4+16+36+64]
+  assert.deepEqual(JSON.parse(res.stdout.trim().split("\n").pop()!), [[[56], [84]], [[84], [120]]]);
+  const notes = res.stderr.split("\n").filter((l) => l.includes("shardMap runs on the emulation"));
+  assert.equal(notes.length, 1, res.stderr);
+  assert.match(notes[0], /device runtime is unavailable \(disabled by JAXTS_NATIVE=0\)/);
 });
