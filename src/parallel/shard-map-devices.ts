@@ -1,9 +1,9 @@
 /**
- * @file shardMap on the device runtime (config spmdRuntime "devices"): the body is traced once at the per-device
- * block shapes with the mesh axis names bound, lowered to one ONNX program whose collectives are jaxts.collectives
- * ops, and run by every device of the mesh concurrently on its own block; outputs are assembled per out_specs.
- * Anything this slice does not support (traced arguments, host steps, dtypes) returns null: the caller then runs
- * the emulation (nested named vmap), and the reason is printed once.
+ * @file shardMap on the device runtime (config spmdRuntime "devices"): a staged primitive whose impl traces the body
+ * once at the per-device block shapes with the mesh axis names bound, lowers it to one ONNX program whose collectives
+ * are jaxts.collectives ops, runs it on every device of the mesh concurrently on its own block and assembles the
+ * outputs per out_specs. What this slice cannot compile (host steps, dtypes, no addon) runs the emulation (nested
+ * named vmap) instead, and the reason is printed once.
  */
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
@@ -226,7 +226,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         else {
           const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(r));
           const bshape = blockShapes[j - consts.length];
-          buf = DeviceBuffer.alloc(dev, x.dtype, bshape);
+          buf = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
           copyBlock(x.buffer, x.shape, buf.data, bshape, idx, true);
         }
         owned.push(buf);

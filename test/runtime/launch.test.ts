@@ -162,6 +162,16 @@ test("memoryStats counts each device's buffers: allocations, bytes in use, peak,
   assert.throws(() => a.data, /freed buffer \(float32\[1024,256\] on device 6\)/);
   b.free();
   assert.equal(dev.memoryStats().bytesInUse, s0.bytesInUse);
+  // freed storage is reused (no fresh pages); alloc still hands out zeros, and the counters treat it as a new buffer
+  const c = DeviceBuffer.uninitialized(dev, "int32", [1000]);
+  (c.data as Int32Array).fill(7);
+  const cData = c.data;
+  c.free();
+  const d = DeviceBuffer.alloc(dev, "int32", [1000]);
+  assert.equal(d.data, cData, "the device reused the freed storage");
+  assert.ok((d.data as Int32Array).every((v) => v === 0), "alloc zero-fills reused storage");
+  assert.equal(dev.memoryStats().bytesInUse - s0.bytesInUse, 4000);
+  d.free();
   // a launch's outputs are allocated on their devices
   const p = allReduceProgram(2, "float64", 1000);
   const ins = [0, 1].map((r) => [filled(r + 5, "float64", ids(1000))]);
