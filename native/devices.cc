@@ -66,7 +66,7 @@ double NowUs() {
 // ------------------------------------------------------------------ executors
 class Executor {
  public:
-  explicit Executor(int id) : id_(id) { std::thread([this] { Loop(); }).detach(); }
+  Executor() { std::thread([this] { Loop(); }).detach(); }
   void Submit(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -88,7 +88,6 @@ class Executor {
       task();
     }
   }
-  int id_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
@@ -99,7 +98,7 @@ std::vector<Executor*>* g_executors = new std::vector<Executor*>();  // never de
 
 Executor* ExecutorFor(int device) {
   std::lock_guard<std::mutex> lock(g_exec_mu);
-  while (int(g_executors->size()) <= device) g_executors->push_back(new Executor(int(g_executors->size())));
+  while (int(g_executors->size()) <= device) g_executors->push_back(new Executor());
   return (*g_executors)[size_t(device)];
 }
 
@@ -388,7 +387,7 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   }
   L->ins.assign(size_t(L->n), std::vector<OrtValue*>(P.in_c.size(), nullptr));
   L->outs.assign(size_t(L->n), std::vector<OrtValue*>(P.out_c.size(), nullptr));
-  auto fail = [&](const std::string&) -> napi_value {
+  auto fail = [&]() -> napi_value {
     for (napi_ref r : L->refs) napi_delete_reference(env, r);
     L->refs.clear();
     return nullptr;
@@ -400,14 +399,14 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
       Throw(env, "devLaunch: device rank " + std::to_string(r) + " has " + std::to_string(Length(env, ins)) + " inputs and " +
                      std::to_string(Length(env, outs)) + " outputs; the program takes " + std::to_string(P.in_c.size()) + " and " +
                      std::to_string(P.out_c.size()));
-      return fail("");
+      return fail();
     }
     for (uint32_t i = 0; i < P.in_c.size(); i++)
       if (!Wrap(env, At(env, ins, i), At(env, ishapes, i), P.in_types[i], "input " + std::to_string(i) + " of rank " + std::to_string(r), &L->ins[size_t(r)][i], &L->refs))
-        return fail("");
+        return fail();
     for (uint32_t i = 0; i < P.out_c.size(); i++)
       if (!Wrap(env, At(env, outs, i), At(env, oshapes, i), P.out_types[i], "output " + std::to_string(i) + " of rank " + std::to_string(r), &L->outs[size_t(r)][i], &L->refs))
-        return fail("");
+        return fail();
   }
   int64_t t = 30000, fr = -1;
   if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
@@ -426,7 +425,7 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
     auto* holder = new std::shared_ptr<Launch>(L);
     if (napi_create_threadsafe_function(env, argv[7], nullptr, name, 0, 1, holder, FinalizeTsfn, holder, CallJs, &L->tsfn) != napi_ok) {
       delete holder;
-      fail("");
+      fail();
       return Throw(env, "devLaunch: cannot create the completion callback");
     }
   }

@@ -30,8 +30,8 @@ function allReduceProgram(n: number, dtype: DType, len: number | null, reduce = 
   return deviceProgram(model, { name, inputNames: ["x"], inputDTypes: [dtype], outputNames: g.outputNames, outputDTypes: [dtype], outputShapes: [[len ?? 0]] }, n);
 }
 
-function filled(device: number, dtype: DType, vals: number[]): DeviceBuffer {
-  const b = DeviceBuffer.alloc(runtimeDevice(device), dtype, [vals.length]);
+function filled(device: number, dtype: DType, vals: number[], shape: number[] = [vals.length]): DeviceBuffer {
+  const b = DeviceBuffer.alloc(runtimeDevice(device), dtype, shape);
   vals.forEach((v, i) => { (b.data as unknown as (number | bigint)[])[i] = dtype === "int64" ? BigInt(v) : v; });
   return b;
 }
@@ -56,6 +56,45 @@ test("AllReduce (sum, max, min) of float32, float64, int32, int64 and bool (max/
         }
       }
     }
+  }
+  assert.equal(openRendezvous(), 0);
+});
+
+/** y = op(x) over ranks 0..n-1 for a movement/scatter collective (x: dtype[n, 3]). */
+function collectiveProgram(op: string, n: number, dtype: DType, attrs: Record<string, number | number[]> = {}): { p: DeviceProgram; outShape: number[] } {
+  const g = new GraphBuilder(`${op}_${n}_${dtype}`);
+  const x = g.addInput("x", dtype as GDType, [n, 3]);
+  const outShape = op === "AllGather" ? [n, n, 3] : op === "ReduceScatter" ? [3] : [n, 3];
+  const y = g.addNode(op, [x], 1, { groups: ids(n), group_size: n, label: op, axes: "mesh axis 'x'", ...attrs }, DOMAIN)[0];
+  g.addOutput(g.op("Identity", [y]), dtype as GDType, outShape);
+  const p = deviceProgram(g.toModelBytes(), { name: `${op}_${dtype}`, inputNames: ["x"], inputDTypes: [dtype], outputNames: g.outputNames, outputDTypes: [dtype], outputShapes: [outShape] }, n);
+  return { p, outShape };
+}
+
+test("AllGather, ReduceScatter, AllToAll and CollectivePermute of float64, int64 and bool on 4 devices", { skip }, () => {
+  const n = 4;
+  // rank r's x[j][k] = 100 r + 10 j + k (bool: parity)
+  const val = (r: number, j: number, k: number) => 100 * r + 10 * j + k;
+  for (const dtype of ["float64", "int64", "bool"] as DType[]) {
+    const conv = (v: number) => (dtype === "bool" ? v % 2 : v);
+    const ins = ids(n).map((r) => [filled(r, dtype, ids(n).flatMap((j) => ids(3).map((k) => conv(val(r, j, k)))), [n, 3])]);
+    const read = (b: DeviceBuffer) => Array.from(b.data as ArrayLike<number | bigint>, Number);
+    const cases: [string, Record<string, number | number[]>, (r: number) => number[]][] = [
+      ["AllGather", {}, () => ids(n).flatMap((q) => ids(n).flatMap((j) => ids(3).map((k) => conv(val(q, j, k)))))],
+      ["AllToAll", {}, (r) => ids(n).flatMap((q) => ids(3).map((k) => conv(val(q, r, k))))],
+      // pairs 0 -> 1, 1 -> 2, 2 -> 0: rank r receives rank [2, 0, 1][r]'s input; rank 3 is no destination (zeros)
+      ["CollectivePermute", { pairs: [0, 1, 1, 2, 2, 0] }, (r) => (r === 3 ? ids(n * 3).map(() => 0) : ids(n).flatMap((j) => ids(3).map((k) => conv(val([2, 0, 1][r], j, k)))))],
+    ];
+    if (dtype !== "bool") cases.push(["ReduceScatter", { reduce: 0 }, (r) => ids(3).map((k) => ids(n).reduce((a, q) => a + val(q, r, k), 0))]);
+    for (const [op, attrs, want] of cases) {
+      const { p } = collectiveProgram(op, n, dtype, attrs);
+      const res = launchSync(p, ids(n), ins);
+      res.outputs.forEach((os, r) => {
+        assert.deepEqual(read(os[0]), want(r), `${op} ${dtype} rank ${r}`);
+        os[0].free();
+      });
+    }
+    ins.flat().forEach((b) => b.free());
   }
   assert.equal(openRendezvous(), 0);
 });
