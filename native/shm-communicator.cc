@@ -1,6 +1,7 @@
 /** @file Shared-memory communicator: device threads of one process meet at a rendezvous and each moves its share of the bytes. */
 // Protocol of one collective (n members): every member registers its input and output pointers in the rendezvous
-// keyed by (launch, seq, first rank of the group) and waits until all n arrived (phase 1); each member then does
+// keyed by (launch, seq, first rank of the group) and waits until all n arrived (phase 1; a rendezvous that fails
+// before that, by a timeout or an aborted launch, never moves a byte); each member then does
 // its 1/n of the work, reading every peer's input and writing straight into every peer's output (phase 2); a
 // second barrier keeps every buffer alive until all are done, and the last member out removes the rendezvous.
 // Waits spin briefly (the peers usually arrive within microseconds) and then block on a condition variable, so
@@ -77,10 +78,14 @@ std::string List(const std::vector<int>& v) {
   return s + "]";
 }
 
+// A rendezvous either completes (all members arrived) or fails before completing, never both: arrivals and
+// failures are decided under r.mu, so no member moves bytes into a peer that has already given up.
+
+// Fails the rendezvous unless every member already arrived (then its members complete normally).
 void Fail(Rendezvous& r, const std::string& why) {
   {
     std::lock_guard<std::mutex> lock(r.mu);
-    if (!r.failed.load()) {
+    if (!r.failed.load() && r.arrived.load() < int(r.members.size())) {
       r.error = why;
       r.failed.store(true);
     }
@@ -88,22 +93,25 @@ void Fail(Rendezvous& r, const std::string& why) {
   r.cv.notify_all();
 }
 
-// Waits until counter reaches n (or the rendezvous fails / the deadline passes): spin, then block.
-bool WaitFor(Rendezvous& r, std::atomic<int>& counter, int n, std::chrono::steady_clock::time_point deadline) {
-  for (int i = 0; i < 2000; i++) {
-    if (counter.load(std::memory_order_acquire) >= n || r.failed.load()) return counter.load() >= n && !r.failed.load();
-    if (i > 64) std::this_thread::yield();
-  }
-  std::unique_lock<std::mutex> lock(r.mu);
-  const bool ok = r.cv.wait_until(lock, deadline, [&] { return counter.load(std::memory_order_acquire) >= n || r.failed.load(); });
-  return ok && !r.failed.load();
+// Counts this member in (phase 1); false when the rendezvous already failed.
+bool Join(Rendezvous& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.failed.load()) return false;
+  if (r.arrived.fetch_add(1) + 1 == int(r.members.size())) r.cv.notify_all();
+  return true;
 }
 
-void Arrive(Rendezvous& r, std::atomic<int>& counter, int n) {
-  if (counter.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-    std::lock_guard<std::mutex> lock(r.mu);  // pairs with the waiters' predicate check
-    r.cv.notify_all();
+// Waits until counter reaches n, the rendezvous fails (when `failable`) or the deadline passes: spin, then block.
+// Returns whether counter reached n.
+bool WaitFor(Rendezvous& r, std::atomic<int>& counter, int n, bool failable, std::chrono::steady_clock::time_point deadline) {
+  auto done = [&] { return counter.load(std::memory_order_acquire) >= n || (failable && r.failed.load()); };
+  for (int i = 0; i < 2000 && !done(); i++)
+    if (i > 64) std::this_thread::yield();
+  if (!done()) {
+    std::unique_lock<std::mutex> lock(r.mu);
+    r.cv.wait_until(lock, deadline, done);
   }
+  return counter.load(std::memory_order_acquire) >= n;
 }
 
 // a + b, wrapping for integers (two's complement, as the emulation's int32 sums)
@@ -230,23 +238,27 @@ class ShmCommunicator : public Communicator {
       }
     }
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.timeout_ms);
-    Arrive(*r, r->arrived, n);
     std::string err;
-    if (!WaitFor(*r, r->arrived, n, deadline)) {
-      if (!r->failed.load()) {
-        std::vector<int> came, missing;
-        {
-          std::lock_guard<std::mutex> lock(world.mu);
-          for (int q = 0; q < n; q++) (r->members[size_t(q)].arrived ? came : missing).push_back(c.group[size_t(q)]);
-        }
-        const std::string msg = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " +
-                                std::to_string(c.timeout_ms) + " ms: ranks that arrived " + List(came) + ", missing " + List(missing);
-        Fail(*r, msg);
-        Abort(c.launch, msg);
+    bool complete = Join(*r) && WaitFor(*r, r->arrived, n, true, deadline);
+    if (!complete) {
+      std::vector<int> came, missing;
+      {
+        std::lock_guard<std::mutex> lock(world.mu);
+        for (int q = 0; q < n; q++) (r->members[size_t(q)].arrived ? came : missing).push_back(c.group[size_t(q)]);
       }
-      std::lock_guard<std::mutex> lock(r->mu);
-      err = r->error;
-    } else {
+      const std::string msg = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " +
+                              std::to_string(c.timeout_ms) + " ms: ranks that arrived " + List(came) + ", missing " + List(missing);
+      Fail(*r, msg);  // no-op if the last member arrived meanwhile: then the rendezvous completes after all
+      complete = r->arrived.load() >= n;
+      if (!complete) {
+        {
+          std::lock_guard<std::mutex> lock(r->mu);
+          err = r->error;
+        }
+        if (err == msg) Abort(c.launch, msg);  // this member's timeout is the cause: release the launch's other waits
+      }
+    }
+    if (complete) {
       // every member checks the same thing, so all fail together when the peers disagree
       for (int q = 0; q < n && err.empty(); q++) {
         const Member& m = r->members[size_t(q)];
@@ -256,10 +268,13 @@ class ShmCommunicator : public Communicator {
                 " of " + std::to_string(count) + " elements of type " + std::to_string(type);
       }
       if (err.empty() && !Share(*r, kind, op, p, n, count, type, pairs)) err = Where(c) + ": unsupported reduction for element type " + std::to_string(type);
-      Arrive(*r, r->done, n);
-      if (!WaitFor(*r, r->done, n, deadline + std::chrono::milliseconds(c.timeout_ms)) && err.empty()) {
+      // phase 2: nobody leaves while a peer may still read its input or write its output (shares are bounded work)
+      r->done.fetch_add(1, std::memory_order_acq_rel);
+      {
         std::lock_guard<std::mutex> lock(r->mu);
-        err = r->error.empty() ? Where(c) + ": a peer did not finish its share" : r->error;
+        if (r->done.load() == n) r->cv.notify_all();
+      }
+      while (!WaitFor(*r, r->done, n, false, std::chrono::steady_clock::now() + std::chrono::seconds(60))) {
       }
     }
     // the last member out closes the rendezvous (a failed one is closed by Forget when the launch ends)
