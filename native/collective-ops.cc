@@ -37,36 +37,10 @@ const void* const* g_api = nullptr;
 OrtCustomOpDomain* g_domain = nullptr;
 
 using namespace ort;
-constexpr Slot kKernelInfoGetAttributeString = Slot(87);
-
 template <typename F>
 F fn(Slot s) { return ort::At<F>(g_api, s); }
 
 St Error(const std::string& msg) { return fn<St (*)(int, const char*)>(kCreateStatus)(2, msg.c_str()); }  // ORT_INVALID_ARGUMENT
-
-// The OrtCustomOp table (layout of onnxruntime_c_api.h, version 16 members; as in gemm-op.cc).
-struct CustomOp {
-  uint32_t version;
-  void* (*CreateKernel)(const CustomOp*, const void* api, const OrtKernelInfo*);
-  const char* (*GetName)(const CustomOp*);
-  const char* (*GetExecutionProviderType)(const CustomOp*);
-  int (*GetInputType)(const CustomOp*, size_t);
-  size_t (*GetInputTypeCount)(const CustomOp*);
-  int (*GetOutputType)(const CustomOp*, size_t);
-  size_t (*GetOutputTypeCount)(const CustomOp*);
-  void (*KernelCompute)(void*, OrtKernelContext*);
-  void (*KernelDestroy)(void*);
-  int (*GetInputCharacteristic)(const CustomOp*, size_t);
-  int (*GetOutputCharacteristic)(const CustomOp*, size_t);
-  int (*GetInputMemoryType)(const CustomOp*, size_t);
-  int (*GetVariadicInputMinArity)(const CustomOp*);
-  int (*GetVariadicInputHomogeneity)(const CustomOp*);
-  int (*GetVariadicOutputMinArity)(const CustomOp*);
-  int (*GetVariadicOutputHomogeneity)(const CustomOp*);
-  St (*CreateKernelV2)(const CustomOp*, const void* api, const OrtKernelInfo*, void** kernel);
-  St (*KernelComputeV2)(void*, OrtKernelContext*);
-  void* later[7];
-};
 
 enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kAxisIndex };
 const char* const kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
