@@ -35,6 +35,8 @@ export { shardMap, pmap } from "./parallel/shard-map.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export { devicePut, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
+/** The device runtime: runtimeDevice(id).memoryStats(), device programs, launch / launchSync, lastLaunchTimeline. */
+export * as runtime from "./runtime/index.js";
 export type { ShardMapOpts, PmapOpts } from "./parallel/shard-map.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
