@@ -91,8 +91,15 @@ const asEmulation = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R 
 export const shardMapP: Primitive<SMP> = new Primitive<SMP>("shard_map", {
   abstractEval(_avals, p) { return p.out_avals; },
   impl(args, p) { return p.run(args); },
-  jvp(primals, tangents, p) { return jvpFlat(asEmulation(p.emulate), primals, tangents); },
-  vmap(axis, args, dims, p) { const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis); return [r.outs, r.dims]; },
+  jvp(primals, tangents, p) {
+    fallback("differentiating a shardMap (grad, jvp) runs its emulation; gradients taken inside the body run on the devices");
+    return jvpFlat(asEmulation(p.emulate), primals, tangents);
+  },
+  vmap(axis, args, dims, p) {
+    fallback("vmap of a shardMap runs its emulation");
+    const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis);
+    return [r.outs, r.dims];
+  },
   missing: {
     lower: "shard_map runs on the device runtime as its own launch (a host step between a jitted program's ONNX segments)",
     transpose: "shard_map is differentiated through its emulation (jvp rule), whose collectives transpose one by one",
