@@ -157,6 +157,8 @@ test("2-D meshes (2x2, 4x2): collectives over one axis, both axes, and axis inde
   const y = values([4, 2], "int32");
   for (const groups of [[[0, 1], [2, 3]], [[0, 2], [1, 3]], [[3, 1], [0, 2]]]) {
     same(`psum with axis_index_groups ${JSON.stringify(groups)}`, m4, () => shardMap((b: Array) => lax.psum(b, "i", { axisIndexGroups: groups }), { mesh: m4, inSpecs: P("i"), outSpecs: P("i") })(y));
+    same(`pmin with axis_index_groups ${JSON.stringify(groups)}`, m4, () => shardMap((b: Array) => lax.pmin(b, "i", { axisIndexGroups: groups }), { mesh: m4, inSpecs: P("i"), outSpecs: P("i") })(y));
+    same(`all_gather with axis_index_groups ${JSON.stringify(groups)}`, m4, () => shardMap((b: Array) => lax.allGather(b, "i", { axisIndexGroups: groups }), { mesh: m4, inSpecs: P("i"), outSpecs: P("i") })(y));
   }
 });
 
