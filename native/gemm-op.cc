@@ -42,31 +42,6 @@ St Error(const char* op, const std::string& msg) {
   return fn<St (*)(int, const char*)>(kCreateStatus)(2, (std::string(op) + ": " + msg).c_str());
 }
 
-// ------------------------------------------------------------------ the OrtCustomOp table (layout of onnxruntime_c_api.h)
-struct CustomOp {
-  uint32_t version;
-  void* (*CreateKernel)(const CustomOp*, const void* api, const OrtKernelInfo*);
-  const char* (*GetName)(const CustomOp*);
-  const char* (*GetExecutionProviderType)(const CustomOp*);
-  int (*GetInputType)(const CustomOp*, size_t);
-  size_t (*GetInputTypeCount)(const CustomOp*);
-  int (*GetOutputType)(const CustomOp*, size_t);
-  size_t (*GetOutputTypeCount)(const CustomOp*);
-  void (*KernelCompute)(void*, OrtKernelContext*);
-  void (*KernelDestroy)(void*);
-  int (*GetInputCharacteristic)(const CustomOp*, size_t);
-  int (*GetOutputCharacteristic)(const CustomOp*, size_t);
-  int (*GetInputMemoryType)(const CustomOp*, size_t);
-  int (*GetVariadicInputMinArity)(const CustomOp*);
-  int (*GetVariadicInputHomogeneity)(const CustomOp*);
-  int (*GetVariadicOutputMinArity)(const CustomOp*);
-  int (*GetVariadicOutputHomogeneity)(const CustomOp*);
-  St (*CreateKernelV2)(const CustomOp*, const void* api, const OrtKernelInfo*, void** kernel);
-  St (*KernelComputeV2)(void*, OrtKernelContext*);
-  // members ORT reads only for version >= 17 (shape inference, opset range, in-place and alias hints)
-  void* later[7];
-};
-
 struct Kernel {
   bool transA = false, transB = false;
   float alpha = 1.f, beta = 1.f;

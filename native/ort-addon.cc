@@ -17,10 +17,12 @@
 #include <vector>
 
 namespace jaxts {
-void RegisterFused(napi_env env, napi_value exports);  // native/fused.cc
+void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
+void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
 }
 #include "gemm-op.h"
 #include "ort-api.h"
+#include "ort-globals.h"
 
 namespace {
 
@@ -541,6 +543,12 @@ napi_value GemmKernel(napi_env env, napi_callback_info) {
 
 }  // namespace
 
+// the device runtime (native/devices.cc) creates its sessions against the same table and environment
+const void* const* jaxts::OrtApiTable() { return g_api; }
+void* jaxts::OrtEnvironment() { return g_env; }
+void* jaxts::OrtCpuMemoryInfo() { return g_cpu; }
+const char* jaxts::OrtVersion() { return g_version.c_str(); }
+
 NAPI_MODULE_INIT() {
   const napi_property_descriptor props[] = {
       {"init", nullptr, Init, nullptr, nullptr, nullptr, napi_default, nullptr},
@@ -552,5 +560,6 @@ NAPI_MODULE_INIT() {
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);
+  jaxts::RegisterDevices(env, exports);
   return exports;
 }

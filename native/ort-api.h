@@ -1,6 +1,13 @@
 /** @file The slots of ONNX Runtime's C API table (OrtApi) that jaxts's native code calls, by index, in one place. */
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+
+struct OrtStatus;
+struct OrtKernelInfo;
+struct OrtKernelContext;
+
 // The OrtApi table only ever grows (append-only across releases), so these indices hold for every newer runtime.
 // Signatures are the ones onnxruntime_c_api.h documents; each call site casts the slot to its signature.
 namespace jaxts {
@@ -46,6 +53,7 @@ enum Slot : int {
   kGetAllocatorWithDefaultOptions = 78,
   kKernelInfoGetAttributeFloat = 85,
   kKernelInfoGetAttributeInt64 = 86,
+  kKernelInfoGetAttributeString = 87,
   kKernelContextGetInputCount = 88,
   kKernelContextGetInput = 90,
   kKernelContextGetOutput = 91,
@@ -58,6 +66,33 @@ enum Slot : int {
   kAddSessionConfigEntry = 130,
   kKernelInfoGetAttributeArrayInt64 = 163,
   kKernelContextParallelFor = 274,  // since ONNX Runtime 1.18 (API 18)
+};
+
+/**
+ * The OrtCustomOp table a custom op hands to ORT (layout of onnxruntime_c_api.h, members up to version 16 filled in;
+ * ORT reads `later` only for version >= 17: shape inference, opset range, in-place and alias hints).
+ */
+struct CustomOp {
+  uint32_t version;
+  void* (*CreateKernel)(const CustomOp*, const void* api, const OrtKernelInfo*);
+  const char* (*GetName)(const CustomOp*);
+  const char* (*GetExecutionProviderType)(const CustomOp*);
+  int (*GetInputType)(const CustomOp*, size_t);
+  size_t (*GetInputTypeCount)(const CustomOp*);
+  int (*GetOutputType)(const CustomOp*, size_t);
+  size_t (*GetOutputTypeCount)(const CustomOp*);
+  void (*KernelCompute)(void*, OrtKernelContext*);
+  void (*KernelDestroy)(void*);
+  int (*GetInputCharacteristic)(const CustomOp*, size_t);
+  int (*GetOutputCharacteristic)(const CustomOp*, size_t);
+  int (*GetInputMemoryType)(const CustomOp*, size_t);
+  int (*GetVariadicInputMinArity)(const CustomOp*);
+  int (*GetVariadicInputHomogeneity)(const CustomOp*);
+  int (*GetVariadicOutputMinArity)(const CustomOp*);
+  int (*GetVariadicOutputHomogeneity)(const CustomOp*);
+  OrtStatus* (*CreateKernelV2)(const CustomOp*, const void* api, const OrtKernelInfo*, void** kernel);
+  OrtStatus* (*KernelComputeV2)(void*, OrtKernelContext*);
+  void* later[7];
 };
 
 /** Slot s of the table `api`, as a function pointer of type F. */

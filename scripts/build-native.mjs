@@ -1,4 +1,4 @@
-// @file Builds the optional native addon (ONNX Runtime runner, its GEMM custom op and fused elementwise kernels: native/*.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
+// @file Builds the optional native addon (ONNX Runtime runner, its GEMM custom op, fused elementwise kernels, device executors and collective ops: native/*.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
 // Without it jaxts runs through onnxruntime-node's own binding (slower: that binding copies every output).
 import { existsSync, mkdirSync, renameSync, statSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -6,8 +6,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc"].map((f) => join(root, "native", f));
-const headers = ["fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h"].map((f) => join(root, "native", f));
+const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "devices.cc", "shm-communicator.cc", "collective-ops.cc"].map((f) => join(root, "native", f));
+const headers = ["fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h"].map((f) => join(root, "native", f));
 const outDir = join(root, "native", "build");
 const out = join(outDir, "jaxts-ort.node");
 

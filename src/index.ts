@@ -38,6 +38,8 @@ export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback
 export * as debug from "./parallel/debug.js";
 export type { ShardMapOpts } from "./parallel/shard-map.js";
 export type { PmapOpts } from "./parallel/pmap.js";
+/** The device runtime: runtimeDevice(id).memoryStats(), device programs, launch / launchSync, lastLaunchTimeline. */
+export * as runtime from "./runtime/index.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
 

@@ -49,10 +49,10 @@ export class OnnxLoweringContext implements LoweringContext {
     this.opset = opset;
   }
 
-  node(op: string, inputs: string[], attrs: Record<string, OnnxAttr> = {}, numOutputs = 1): string[] {
+  node(op: string, inputs: string[], attrs: Record<string, OnnxAttr> = {}, numOutputs = 1, domain = ""): string[] {
     const a: Record<string, AttrValue> = {};
     for (const [k, v] of Object.entries(attrs)) a[k] = toAttr(k, v);
-    const outs = this.g.addNode(op, inputs, numOutputs, a);
+    const outs = this.g.addNode(op, inputs, numOutputs, a, domain);
     const n = this.g.nodeList[this.g.nodeList.length - 1];
     for (const o of outs) { this.produced.add(o); this.producers.set(o, n); }
     this.nodeCount++;

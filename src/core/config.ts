@@ -11,6 +11,16 @@ export interface ConfigFlags {
   /** Intra-op threads for ONNX Runtime sessions (0 = all cores). */
   intraOpThreads: number;
   debugNans: boolean;
+  /**
+   * How shardMap runs: "emulation" (a nested named vmap in one program; the default this round) or "devices"
+   * (one compiled per-device program run concurrently on every device of the mesh, collectives as native ops;
+   * falls back to the emulation, saying so once, where the addon or a feature is missing).
+   */
+  spmdRuntime: "emulation" | "devices";
+  /** A collective whose peers do not all arrive within this many milliseconds fails (device runtime). */
+  collectiveTimeoutMs: number;
+  /** ORT intra-op threads per device program session (0 = max(1, cores / numCpuDevices)). */
+  deviceIntraOpThreads: number;
 }
 
 /** An integer environment setting; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
@@ -30,6 +40,9 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
   intraOpThreads: envInt("JAXTS_INTRA_OP_THREADS", 0, 0),
   debugNans: false,
+  spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
+  collectiveTimeoutMs: envInt("JAXTS_COLLECTIVE_TIMEOUT_MS", 30000, 1),
+  deviceIntraOpThreads: envInt("JAXTS_DEVICE_INTRA_OP_THREADS", 0, 0),
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
       throw new Error(`config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`);
@@ -47,6 +60,12 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
       throw new RangeError(`config.update: intraOpThreads must be a non-negative integer (0 = all cores), got ${String(value)}`);
     }
     guards.get(name)?.(value);
+    if (name === "spmdRuntime" && value !== "emulation" && value !== "devices") {
+      throw new Error(`config.update: spmdRuntime must be "emulation" or "devices", got ${JSON.stringify(value)}`);
+    }
+    if ((name === "collectiveTimeoutMs" || name === "deviceIntraOpThreads") && !(Number.isInteger(value) && (value as number) >= (name === "collectiveTimeoutMs" ? 1 : 0))) {
+      throw new Error(`config.update: ${name} must be a ${name === "collectiveTimeoutMs" ? "positive" : "non-negative"} integer, got ${String(value)}`);
+    }
     (this as ConfigFlags)[name] = value;
     for (const l of listeners) l(name);
   },

@@ -29,8 +29,8 @@ export class LoweringUnsupportedError extends Error {
 export interface LoweringContext {
   /** Opset of the ai.onnx domain the graph targets. */
   readonly opset: number;
-  /** Emits one ONNX node and returns its output value names. */
-  node(op: string, inputs: string[], attrs?: Record<string, OnnxAttr>, numOutputs?: number): string[];
+  /** Emits one ONNX node (of operator-set `domain`, default ai.onnx) and returns its output value names. */
+  node(op: string, inputs: string[], attrs?: Record<string, OnnxAttr>, numOutputs?: number, domain?: string): string[];
   /** Emits a single-output ONNX node. */
   op(op: string, inputs: string[], attrs?: Record<string, OnnxAttr>): string;
   /** A constant tensor from jaxts storage data (float16/bfloat16 as raw bits, bool as 0/1). */

@@ -12,6 +12,7 @@ import { devicePut } from "./device-put.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, PartitionSpecImpl } from "./sharding.js";
 import { getMesh } from "./xmap.js";
+import { shardMapOnDevices } from "./shard-map-devices.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -124,6 +125,22 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     // a bare spec is a prefix of the whole argument tuple (JAX broadcasts it to every argument)
     const inSpecs = specsFor(fn, opts.inSpecs, args, "in_specs", true);
     checkSpecAxes(fn, "in_specs", inSpecs, axes, mesh);
+    const outSpecsOf = (out: unknown): Spec[] => {
+      const specs = specsFor(fn, typeof opts.outSpecs === "function" && !(opts.outSpecs instanceof PartitionSpecImpl) ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
+      checkSpecAxes(fn, "out_specs", specs, axes, mesh);
+      return specs;
+    };
+    // config spmdRuntime "devices": one program per device, run concurrently (null: run the emulation below); it takes
+    // fully manual meshes with array arguments and the replication check on, the emulation covers the rest
+    if (axes.length === mesh.axisNames.length && checkVma && inSpecs.every((sp) => sp !== null)) {
+      const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs as Spec[], outSpecsOf, args,
+        (...a: unknown[]) => shardMap(f, opts)(...(a as A)));
+      if (real) {
+        const [outs, od] = flatten(real.value);
+        const specs = outSpecsOf(real.value);
+        return unflatten(od, outs.map((y, k) => (y instanceof Array ? devicePut(y, new NamedShardingImpl(mesh, specs[k])) : y))) as R;
+      }
+    }
     const [allLeaves, def] = flatten(args);
     const dynIdx = allLeaves.map((_, i) => i).filter((i) => inSpecs[i] !== null);
     const [leaves] = flattenArrays(fn, dynIdx.map((i) => allLeaves[i]), "argument");
@@ -140,8 +157,7 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
         const out = f(...(unflatten(def, full) as A));
         const [ol, od] = flattenArrays(fn, out, "output");
         outDef = od;
-        outSpecs = specsFor(fn, typeof opts.outSpecs === "function" && !(opts.outSpecs instanceof PartitionSpecImpl) ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
-        checkSpecAxes(fn, "out_specs", outSpecs, axes, mesh);
+        outSpecs = outSpecsOf(out);
         return ol;
       }
       const name = axes[a];

@@ -177,6 +177,27 @@ function addon(): AddonModule | null {
   return addonModule;
 }
 
+/** The device runtime's part of the native addon (native/devices.cc): executors, device programs, launches. */
+export interface DeviceAddon {
+  devCreateProgram(model: Uint8Array, inNames: readonly string[], inTypes: readonly number[], outNames: readonly string[], outTypes: readonly number[],
+    options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number }): object;
+  devLaunch(program: object, deviceIds: readonly number[], inputs: readonly (readonly HostArray[])[], inputShapes: readonly (readonly (readonly number[])[])[],
+    outputs: readonly (readonly HostArray[])[], outputShapes: readonly (readonly (readonly number[])[])[],
+    options: { timeoutMs: number; failRank?: number }, callback?: (r: DeviceLaunchResult) => void): object;
+  devWait(launch: object): DeviceLaunchResult;
+  devOpenRendezvous(): number;
+}
+/** Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id. */
+export interface DeviceLaunchResult { errors: (string | null)[]; start: number[]; end: number[]; threads: number[] }
+
+/** The device runtime of jaxts's native addon, or null (with the reason) when the addon is unavailable. */
+export function deviceAddon(): { api: DeviceAddon | null; why: string } {
+  const a = addon() as (AddonModule & Partial<DeviceAddon>) | null;
+  if (!a) return { api: null, why: addonError };
+  if (typeof a.devLaunch !== "function") return { api: null, why: "the native addon was built without the device runtime (rebuild it)" };
+  return { api: a as unknown as DeviceAddon, why: "" };
+}
+
 /** Which runner executes sessions: "native" (jaxts's addon: outputs into caller buffers) or "onnxruntime-node". */
 export function runnerKind(): { kind: "native" | "onnxruntime-node"; why?: string } {
   return addon() ? { kind: "native" } : { kind: "onnxruntime-node", why: addonError };

@@ -1,0 +1,272 @@
+/** @file ONNX Runtime custom ops of domain jaxts.collectives: collectives inside a compiled per-device program, through the calling thread's communicator. */
+// Every device runs the same ONNX program; an op learns which device it runs on from the thread-local context
+// the executor set (native/device-context.h). Its `groups` attribute lists every group of ranks (flattened,
+// `group_size` each); the op takes part in the group holding its rank. The ops move leading-axis blocks only:
+// the lowering (src/parallel/lower-collectives.ts) transposes and reshapes around them for other axes.
+//   AllReduce         x -> y (same shape)             attr reduce: 0 sum, 1 max, 2 min
+//   AllGather         x -> y[n, ...x]                 the group's inputs stacked in group order
+//   ReduceScatter     x[n, ...] -> y[...]             chunk p (this rank's group position) reduced over the group
+//   AllToAll          x[n, ...] -> y[n, ...]          y[q] = member q's x[p]
+//   CollectivePermute x -> y (same shape)             attr pairs: (source, destination) group positions; others zeros
+//   AxisIndex         () -> int32 scalar              attrs dims (mesh shape), axis: this rank's coordinate
+// Inputs and outputs are one dynamically typed tensor (float32, float64, int32, int64, bool, int8, uint8).
+
+#include "collective-ops.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "communicator.h"
+#include "device-context.h"
+#include "ort-api.h"
+
+struct OrtKernelInfo;
+struct OrtKernelContext;
+struct OrtValue;
+struct OrtTensorTypeAndShapeInfo;
+struct OrtCustomOpDomain;
+
+namespace jaxts {
+namespace {
+
+using St = OrtStatus*;
+const void* const* g_api = nullptr;
+OrtCustomOpDomain* g_domain = nullptr;
+
+using namespace ort;
+template <typename F>
+F fn(Slot s) { return ort::At<F>(g_api, s); }
+
+St Error(const std::string& msg) { return fn<St (*)(int, const char*)>(kCreateStatus)(2, msg.c_str()); }  // ORT_INVALID_ARGUMENT
+
+enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kAxisIndex };
+const char* const kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
+
+struct Kernel {
+  Kind kind;
+  ReduceOp op = ReduceOp::kSum;
+  int64_t group_size = 1;
+  std::vector<int64_t> groups, pairs, dims;
+  int64_t axis = 0;
+  std::string label, axes;  // for errors: what the user called ("psum") and over what ("mesh axis 'x'")
+};
+
+int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) {
+  int64_t v = dflt;
+  if (St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*)>(kKernelInfoGetAttributeInt64)(info, name, &v)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return dflt;
+  }
+  return v;
+}
+std::vector<int64_t> IntsAttr(const OrtKernelInfo* info, const char* name) {
+  size_t len = 0;
+  using F = St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*);
+  if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, nullptr, &len)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return {};
+  }
+  std::vector<int64_t> v(len);
+  if (len) {
+    if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, v.data(), &len)) {
+      fn<void (*)(St)>(kReleaseStatus)(s);
+      return {};
+    }
+  }
+  return v;
+}
+std::string StringAttr(const OrtKernelInfo* info, const char* name, const char* dflt) {
+  size_t len = 0;
+  using F = St (*)(const OrtKernelInfo*, const char*, char*, size_t*);
+  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, nullptr, &len)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return dflt;
+  }
+  std::string v(len, '\0');
+  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, v.data(), &len)) {
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return dflt;
+  }
+  if (!v.empty() && v.back() == '\0') v.pop_back();
+  return v;
+}
+
+template <Kind K>
+St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
+  auto* k = new Kernel();
+  k->kind = K;
+  k->op = ReduceOp(IntAttr(info, "reduce", 0));
+  k->group_size = IntAttr(info, "group_size", 1);
+  k->groups = IntsAttr(info, "groups");
+  k->pairs = IntsAttr(info, "pairs");
+  k->dims = IntsAttr(info, "dims");
+  k->axis = IntAttr(info, "axis", 0);
+  k->label = StringAttr(info, "label", kNames[K]);
+  k->axes = StringAttr(info, "axes", "its group");
+  *out = k;
+  return nullptr;
+}
+template <Kind K>
+void* CreateV1(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  Create<K>(op, api, info, &k);
+  return k;
+}
+void Destroy(void* k) { delete static_cast<Kernel*>(k); }
+
+struct Tensor {
+  int type = 0;
+  std::vector<int64_t> dims;
+  size_t count = 0;
+  void* data = nullptr;
+};
+St Describe(const OrtValue* v, Tensor* t) {
+  OrtTensorTypeAndShapeInfo* ti = nullptr;
+  if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) return s;
+  size_t nd = 0;
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, int*)>(kGetTensorElementType)(ti, &t->type);
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &nd);
+  t->dims.resize(nd);
+  if (nd) fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, t->dims.data(), nd);
+  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetTensorShapeElementCount)(ti, &t->count);
+  fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
+  if (t->count) {
+    if (St s = fn<St (*)(OrtValue*, void**)>(kGetTensorMutableData)(const_cast<OrtValue*>(v), &t->data)) return s;
+  }
+  return nullptr;
+}
+
+std::string ShapeStr(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+St Compute(void* kp, OrtKernelContext* ctx) {
+  const Kernel& k = *static_cast<Kernel*>(kp);
+  const std::string who = std::string("jaxts.collectives.") + kNames[k.kind] + " (" + k.label + " over " + k.axes + ")";
+  DeviceContext* dev = CurrentDevice();
+  if (!dev || !dev->comm) return Error(who + ": runs only inside a device program launched on the device runtime");
+  if (k.kind == kAxisIndex) {
+    // coordinate along `axis` of this rank in the row-major mesh `dims`
+    if (k.axis < 0 || size_t(k.axis) >= k.dims.size()) return Error(who + ": axis out of range of dims");
+    int64_t stride = 1;
+    for (size_t i = size_t(k.axis) + 1; i < k.dims.size(); i++) stride *= k.dims[i];
+    OrtValue* o = nullptr;
+    if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, nullptr, 0, &o)) return s;
+    Tensor t;
+    if (St s = Describe(o, &t)) return s;
+    *static_cast<int32_t*>(t.data) = int32_t((dev->rank / stride) % k.dims[size_t(k.axis)]);
+    return nullptr;
+  }
+  const OrtValue* in = nullptr;
+  if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, 0, &in)) return s;
+  Tensor x;
+  if (St s = Describe(in, &x)) return s;
+  if (!ElementBytes(x.type)) return Error(who + ": element type " + std::to_string(x.type) + " is not supported");
+  // this rank's group
+  const int64_t n = k.group_size;
+  std::vector<int> group;
+  for (size_t g = 0; n > 0 && g + size_t(n) <= k.groups.size(); g += size_t(n)) {
+    for (int64_t j = 0; j < n; j++)
+      if (k.groups[g + size_t(j)] == dev->rank) {
+        group.assign(k.groups.begin() + long(g), k.groups.begin() + long(g) + n);
+        break;
+      }
+    if (!group.empty()) break;
+  }
+  if (group.empty()) return Error(who + ": rank " + std::to_string(dev->rank) + " is in none of its groups");
+  std::vector<int64_t> ydims = x.dims;
+  size_t chunk = x.count;
+  if (k.kind == kAllGather) {
+    ydims.insert(ydims.begin(), n);
+  } else if (k.kind == kReduceScatter || k.kind == kAllToAll) {
+    if (x.dims.empty() || x.dims[0] != n)
+      return Error(who + ": input " + ShapeStr(x.dims) + " must have a leading dimension equal to the group size " + std::to_string(n));
+    chunk = n ? x.count / size_t(n) : 0;
+    if (k.kind == kReduceScatter) ydims.erase(ydims.begin());
+  }
+  OrtValue* o = nullptr;
+  if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, ydims.data(), ydims.size(), &o)) return s;
+  Tensor y;
+  if (St s = Describe(o, &y)) return s;
+  CollectiveCall call;
+  call.name = k.label;
+  call.axes = k.axes;
+  call.launch = dev->launch;
+  call.seq = dev->seq++;
+  call.group = std::move(group);
+  call.timeout_ms = dev->timeout_ms;
+  static char empty[8];
+  const void* src = x.data ? x.data : empty;
+  void* dst = y.data ? y.data : empty;
+  std::string err;
+  switch (k.kind) {
+    case kAllReduce: err = dev->comm->AllReduce(call, src, dst, x.count, x.type, k.op); break;
+    case kAllGather: err = dev->comm->AllGather(call, src, dst, x.count, x.type); break;
+    case kReduceScatter: err = dev->comm->ReduceScatter(call, src, dst, chunk, x.type, k.op); break;
+    case kAllToAll: err = dev->comm->AllToAll(call, src, dst, chunk, x.type); break;
+    case kPermute: {
+      std::vector<std::pair<int, int>> pairs;
+      for (size_t i = 0; i + 1 < k.pairs.size(); i += 2) pairs.emplace_back(int(k.pairs[i]), int(k.pairs[i + 1]));
+      err = dev->comm->CollectivePermute(call, src, dst, x.count, x.type, pairs);
+      break;
+    }
+    default: err = "unknown collective";
+  }
+  if (!err.empty()) return Error("jaxts.collectives." + std::string(kNames[k.kind]) + ": " + err);
+  return nullptr;
+}
+void ComputeV1(void* k, OrtKernelContext* ctx) {
+  if (St s = Compute(k, ctx)) {
+    std::fprintf(stderr, "jaxts.collectives failed: %s\n", fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s));
+    fn<void (*)(St)>(kReleaseStatus)(s);
+  }
+}
+
+template <Kind K>
+const char* Name(const CustomOp*) { return kNames[K]; }
+const char* Ep(const CustomOp*) { return nullptr; }            // CPU execution provider
+int AnyType(const CustomOp*, size_t) { return 0; }             // UNDEFINED: one dynamically typed input, the output follows it
+int Int32Type(const CustomOp*, size_t) { return 6; }
+size_t One(const CustomOp*) { return 1; }
+size_t Zero(const CustomOp*) { return 0; }
+int Required(const CustomOp*, size_t) { return 0; }
+int DefaultMem(const CustomOp*, size_t) { return 0; }
+int OneArity(const CustomOp*) { return 1; }
+
+template <Kind K>
+constexpr CustomOp MakeOp() {
+  return CustomOp{16, CreateV1<K>, Name<K>, Ep, AnyType, K == kAxisIndex ? Zero : One, K == kAxisIndex ? Int32Type : AnyType, One,
+                  ComputeV1, Destroy, Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, Create<K>, Compute,
+                  {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
+}
+CustomOp g_ops[] = {MakeOp<kAllReduce>(), MakeOp<kAllGather>(), MakeOp<kReduceScatter>(), MakeOp<kAllToAll>(), MakeOp<kPermute>(), MakeOp<kAxisIndex>()};
+
+}  // namespace
+
+bool RegisterCollectiveOps(const void* const* api) {
+  if (g_domain) return true;
+  g_api = api;
+  OrtCustomOpDomain* d = nullptr;
+  St s = fn<St (*)(const char*, OrtCustomOpDomain**)>(kCreateCustomOpDomain)("jaxts.collectives", &d);
+  for (CustomOp& op : g_ops)
+    if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &op);
+  if (s) {
+    std::fprintf(stderr, "jaxts: cannot register the collective ops: %s\n", fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s));
+    fn<void (*)(St)>(kReleaseStatus)(s);
+    return false;
+  }
+  g_domain = d;
+  return true;
+}
+
+OrtStatus* AddCollectiveOpDomain(OrtSessionOptions* options) {
+  if (!g_domain) return nullptr;
+  return fn<St (*)(OrtSessionOptions*, OrtCustomOpDomain*)>(kAddCustomOpDomain)(options, g_domain);
+}
+
+}  // namespace jaxts

@@ -1,0 +1,69 @@
+/** @file The communicator interface the collective custom ops call (one object per rank), and its shared-memory implementation's factory. */
+#pragma once
+
+// A communicator moves bytes between the ranks of one launch; the collective ops (native/collective-ops.cc) know
+// nothing of how. The shared-memory implementation (native/shm-communicator.cc) serves the device threads of this
+// process; a multi-process (MPI) implementation can come behind the same interface: every call names its launch,
+// its sequence number within the program and its group, which is what a transport needs to match peers.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jaxts {
+
+/** Reductions of AllReduce / ReduceScatter. */
+enum class ReduceOp : int { kSum = 0, kMax = 1, kMin = 2 };
+
+/** ONNX element types the collectives move (TensorProto.DataType codes). */
+enum ElemType : int { kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat64 = 11 };
+
+/** Bytes per element of an ONNX element type, 0 when the collectives do not move it. */
+size_t ElementBytes(int onnx_type);
+
+/** One collective call as the peers must agree on it. */
+struct CollectiveCall {
+  std::string name;        // e.g. "psum" (what the user called), for errors
+  std::string axes;        // e.g. "mesh axis 'x'", for errors
+  uint64_t launch = 0;     // the launch (program run across devices) this call belongs to
+  uint64_t seq = 0;        // index of this collective among those the rank ran in this launch
+  std::vector<int> group;  // the ranks taking part, in group order (position = index along the axis)
+  int64_t timeout_ms = 30000;
+};
+
+/** The collectives of one rank. Each returns "" on success, else an error message that names the call. */
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  /** out[i] = op over the group of in[i]; count elements each. */
+  virtual std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) = 0;
+  /** out = the inputs of the group's members concatenated in group order (group.size() * count elements). */
+  virtual std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) = 0;
+  /** in holds group.size() chunks of count elements; out = chunk p (p: this rank's position) reduced over the group. */
+  virtual std::string ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) = 0;
+  /** in and out hold group.size() chunks of count elements; out chunk q = chunk p of member q's input. */
+  virtual std::string AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) = 0;
+  /** pairs (source position, destination position): out of each destination = in of its source; others get zeros. */
+  virtual std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
+                                        const std::vector<std::pair<int, int>>& pairs) = 0;
+};
+
+/** The shared-memory world of this process: rendezvous of device threads, keyed by (launch, seq, group). */
+class ShmWorld {
+ public:
+  /** Marks a launch failed: its ranks waiting in a collective return `why`, as do later collectives of it. */
+  static void Abort(uint64_t launch, const std::string& why);
+  /** Forgets a finished launch (its abort mark and any rendezvous a failure left behind). */
+  static void Forget(uint64_t launch);
+  /** Rendezvous still open (tests: 0 once every launch finished). */
+  static size_t OpenRendezvous();
+};
+
+/** A communicator for `rank` of a launch of `size` ranks over shared memory (the caller owns it). */
+Communicator* NewShmCommunicator(int rank, int size);
+
+}  // namespace jaxts

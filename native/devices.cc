@@ -1,0 +1,472 @@
+/** @file Device executors: one native thread per CPU device runs its ORT session runs in submission order; launches of one program across devices, with async (Promise) or blocking completion. */
+// A device program is one ONNX model with one ORT session per device (each with its own intra-op threads), so one
+// program serves every device: the executor sets the thread-local DeviceContext (rank, launch, communicator)
+// before calling Run and the collective ops read it. JavaScript only submits and waits; a device never calls into
+// JavaScript while it runs. A device that fails aborts its launch in the communicator, which releases its peers.
+//
+// JS interface (added to the addon's exports):
+//   devCreateProgram(model, inNames, inTypes, outNames, outTypes, { numDevices, intraOpNumThreads, graphOptimizationLevel })
+//   devLaunch(program, deviceIds, inputs[rank][], inputShapes[rank][], outputs[rank][], outputShapes[rank][],
+//             { timeoutMs, failRank }, callback?) -> launch handle; callback(result) runs on the JS thread when done
+//   devWait(launch) -> result (blocks the calling thread until every device finished)
+//   devOpenRendezvous() -> number of open rendezvous (tests)
+// result: { errors: (string|null)[], start: number[], end: number[], threads: number[] } (times in microseconds of
+// the steady clock; threads: the native thread each rank ran on).
+
+#include <node_api.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective-ops.h"
+#include "communicator.h"
+#include "device-context.h"
+#include "gemm-op.h"
+#include "ort-api.h"
+#include "ort-globals.h"
+
+struct OrtSession;
+struct OrtSessionOptions;
+struct OrtValue;
+
+namespace jaxts {
+
+DeviceContext*& CurrentDevice() {
+  thread_local DeviceContext* ctx = nullptr;
+  return ctx;
+}
+
+namespace {
+
+using St = OrtStatus*;
+using namespace ort;
+
+template <typename F>
+F fn(Slot s) { return ort::At<F>(OrtApiTable(), s); }
+
+std::string TakeError(St s) {
+  std::string m = fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s);
+  fn<void (*)(St)>(kReleaseStatus)(s);
+  return m;
+}
+
+double NowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// ------------------------------------------------------------------ executors
+class Executor {
+ public:
+  Executor() { std::thread([this] { Loop(); }).detach(); }
+  void Submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return !queue_.empty(); });
+        task = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      task();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+};
+
+std::mutex g_exec_mu;
+std::vector<Executor*>* g_executors = new std::vector<Executor*>();  // never destroyed (threads are detached)
+
+Executor* ExecutorFor(int device) {
+  std::lock_guard<std::mutex> lock(g_exec_mu);
+  while (int(g_executors->size()) <= device) g_executors->push_back(new Executor());
+  return (*g_executors)[size_t(device)];
+}
+
+// ------------------------------------------------------------------ programs and launches
+struct Program {
+  std::vector<OrtSession*> sessions;  // one per rank
+  std::vector<std::string> in_names, out_names;
+  std::vector<const char*> in_c, out_c;
+  std::vector<int> in_types, out_types;
+  ~Program() {
+    for (OrtSession* s : sessions)
+      if (s) fn<void (*)(OrtSession*)>(kReleaseSession)(s);
+  }
+};
+
+struct Launch {
+  uint64_t id = 0;
+  std::shared_ptr<Program> program;
+  int n = 0;
+  std::vector<int> devices;
+  std::vector<std::vector<OrtValue*>> ins, outs;
+  std::vector<std::string> errors;
+  std::vector<bool> failed;
+  std::vector<double> start, end;
+  std::vector<double> threads;
+  int64_t timeout_ms = 30000;
+  int fail_rank = -1;  // test hook: this rank fails before running
+  std::atomic<int> remaining{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool complete = false;
+  // JS-thread state
+  std::vector<napi_ref> refs;
+  napi_threadsafe_function tsfn = nullptr;
+  bool collected = false;
+  ~Launch() {
+    for (auto* vs : {&ins, &outs})
+      for (auto& v : *vs)
+        for (OrtValue* x : v)
+          if (x) fn<void (*)(OrtValue*)>(kReleaseValue)(x);
+  }
+};
+
+std::atomic<uint64_t> g_next_launch{1};
+
+void RunRank(const std::shared_ptr<Launch>& L, int r) {
+  std::unique_ptr<Communicator> comm(NewShmCommunicator(r, L->n));
+  DeviceContext ctx;
+  ctx.rank = r;
+  ctx.size = L->n;
+  ctx.device = L->devices[size_t(r)];
+  ctx.launch = L->id;
+  ctx.timeout_ms = L->timeout_ms;
+  ctx.comm = comm.get();
+  CurrentDevice() = &ctx;
+  L->threads[size_t(r)] = double(std::hash<std::thread::id>()(std::this_thread::get_id()) & ((uint64_t(1) << 52) - 1));
+  L->start[size_t(r)] = NowUs();
+  std::string err;
+  if (r == L->fail_rank) {
+    err = "test hook: device failure injected before the program ran";
+  } else {
+    Program& P = *L->program;
+    St s = fn<St (*)(OrtSession*, const void*, const char* const*, const OrtValue* const*, size_t, const char* const*, size_t, OrtValue**)>(kRun)(
+        P.sessions[size_t(r)], nullptr, P.in_c.data(), L->ins[size_t(r)].data(), P.in_c.size(), P.out_c.data(), P.out_c.size(),
+        L->outs[size_t(r)].data());
+    if (s) err = TakeError(s);
+  }
+  L->end[size_t(r)] = NowUs();
+  CurrentDevice() = nullptr;
+  if (!err.empty()) {
+    L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(r) + "): " + err;
+    L->failed[size_t(r)] = true;
+    ShmWorld::Abort(L->id, L->errors[size_t(r)]);
+  }
+  if (L->remaining.fetch_sub(1) == 1) {
+    ShmWorld::Forget(L->id);
+    {
+      std::lock_guard<std::mutex> lock(L->mu);
+      L->complete = true;
+    }
+    L->cv.notify_all();
+    if (L->tsfn) napi_call_threadsafe_function(L->tsfn, nullptr, napi_tsfn_blocking);
+  }
+}
+
+// ------------------------------------------------------------------ N-API helpers
+napi_value Throw(napi_env env, const std::string& msg) {
+  napi_throw_error(env, nullptr, ("jaxts-devices: " + msg).c_str());
+  return nullptr;
+}
+bool GetString(napi_env env, napi_value v, std::string* out) {
+  size_t len = 0;
+  if (napi_get_value_string_utf8(env, v, nullptr, 0, &len) != napi_ok) return false;
+  out->resize(len);
+  return napi_get_value_string_utf8(env, v, out->data(), len + 1, &len) == napi_ok;
+}
+napi_value Prop(napi_env env, napi_value obj, const char* key) {
+  napi_value v = nullptr;
+  napi_valuetype t;
+  if (napi_typeof(env, obj, &t) != napi_ok || t != napi_object) return nullptr;
+  napi_get_named_property(env, obj, key, &v);
+  return v;
+}
+bool NumProp(napi_env env, napi_value obj, const char* key, int64_t* out) {
+  napi_value v = Prop(env, obj, key);
+  napi_valuetype t;
+  if (!v || napi_typeof(env, v, &t) != napi_ok || t != napi_number) return false;
+  return napi_get_value_int64(env, v, out) == napi_ok;
+}
+uint32_t Length(napi_env env, napi_value arr) {
+  uint32_t n = 0;
+  napi_get_array_length(env, arr, &n);
+  return n;
+}
+napi_value At(napi_env env, napi_value arr, uint32_t i) {
+  napi_value v = nullptr;
+  napi_get_element(env, arr, i, &v);
+  return v;
+}
+
+// A tensor of ONNX type `type` over a typed array's memory (no copy).
+bool Wrap(napi_env env, napi_value data, napi_value shape, int type, const std::string& what, OrtValue** out, std::vector<napi_ref>* refs) {
+  napi_typedarray_type tt;
+  size_t len = 0, off = 0;
+  void* ptr = nullptr;
+  napi_value ab;
+  if (napi_get_typedarray_info(env, data, &tt, &len, &ptr, &ab, &off) != napi_ok) {
+    Throw(env, what + " is not a typed array");
+    return false;
+  }
+  static const size_t kWidth[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8};
+  const size_t bytes = len * (size_t(tt) < sizeof(kWidth) / sizeof(kWidth[0]) ? kWidth[tt] : 1);
+  const uint32_t nd = Length(env, shape);
+  std::vector<int64_t> dims(nd);
+  size_t count = 1;
+  for (uint32_t d = 0; d < nd; d++) {
+    napi_get_value_int64(env, At(env, shape, d), &dims[d]);
+    count *= size_t(dims[d]);
+  }
+  if (ElementBytes(type) && count * ElementBytes(type) != bytes) {
+    Throw(env, what + " holds " + std::to_string(bytes) + " bytes but its shape and type need " + std::to_string(count * ElementBytes(type)));
+    return false;
+  }
+  static uint64_t empty_storage = 0;
+  St s = fn<St (*)(const void*, void*, size_t, const int64_t*, size_t, int, OrtValue**)>(kCreateTensorWithDataAsOrtValue)(
+      OrtCpuMemoryInfo(), ptr ? ptr : &empty_storage, bytes, dims.data(), nd, type, out);
+  if (s) {
+    Throw(env, what + ": " + TakeError(s));
+    return false;
+  }
+  napi_ref ref;
+  napi_create_reference(env, data, 1, &ref);  // the memory must outlive the device runs
+  refs->push_back(ref);
+  return true;
+}
+
+void FinalizeProgram(napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Program>*>(data); }
+void FinalizeLaunch(napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Launch>*>(data); }
+
+// devCreateProgram(model, inNames, inTypes, outNames, outTypes, options)
+napi_value CreateProgram(napi_env env, napi_callback_info info) {
+  if (!OrtApiTable()) return Throw(env, "init() was not called");
+  size_t argc = 6;
+  napi_value argv[6];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc < 6) return Throw(env, "devCreateProgram(model, inNames, inTypes, outNames, outTypes, options) expects six arguments");
+  if (!RegisterCollectiveOps(OrtApiTable())) return Throw(env, "the jaxts.collectives custom ops could not be registered");
+  napi_typedarray_type tt;
+  size_t len = 0, off = 0;
+  void* model = nullptr;
+  napi_value ab;
+  if (napi_get_typedarray_info(env, argv[0], &tt, &len, &model, &ab, &off) != napi_ok || tt != napi_uint8_array)
+    return Throw(env, "devCreateProgram: model must be a Uint8Array");
+  auto prog = std::make_shared<Program>();
+  for (int side = 0; side < 2; side++) {
+    napi_value names = argv[side ? 3 : 1], types = argv[side ? 4 : 2];
+    const uint32_t n = Length(env, names);
+    if (Length(env, types) != n) return Throw(env, "devCreateProgram: one type per name expected");
+    for (uint32_t i = 0; i < n; i++) {
+      std::string s;
+      int32_t t = 0;
+      if (!GetString(env, At(env, names, i), &s)) return Throw(env, "devCreateProgram: names must be strings");
+      napi_get_value_int32(env, At(env, types, i), &t);
+      (side ? prog->out_names : prog->in_names).push_back(s);
+      (side ? prog->out_types : prog->in_types).push_back(t);
+    }
+  }
+  for (auto& s : prog->in_names) prog->in_c.push_back(s.c_str());
+  for (auto& s : prog->out_names) prog->out_c.push_back(s.c_str());
+  int64_t devices = 1, threads = 1, level = 99;
+  NumProp(env, argv[5], "numDevices", &devices);
+  NumProp(env, argv[5], "intraOpNumThreads", &threads);
+  NumProp(env, argv[5], "graphOptimizationLevel", &level);
+  if (devices < 1 || devices > 4096) return Throw(env, "devCreateProgram: numDevices must be in [1, 4096]");
+  for (int64_t d = 0; d < devices; d++) {
+    OrtSessionOptions* so = nullptr;
+    St s = fn<St (*)(OrtSessionOptions**)>(kCreateSessionOptions)(&so);
+    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetIntraOpNumThreads)(so, int(threads < 1 ? 1 : threads));
+    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetInterOpNumThreads)(so, 1);
+    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionGraphOptimizationLevel)(so, int(level));
+    // 4 = fatal only: a failing collective is reported to the caller, not logged by ORT once per enclosing node
+    if (!s) s = fn<St (*)(OrtSessionOptions*, int)>(kSetSessionLogSeverityLevel)(so, 4);
+    // device threads outnumber cores: intra-op workers must sleep, not spin, when idle
+    if (!s) s = fn<St (*)(OrtSessionOptions*, const char*, const char*)>(kAddSessionConfigEntry)(so, "session.intra_op.allow_spinning", "0");
+    if (!s) s = AddGemmOpDomain(so);
+    if (!s) s = AddCollectiveOpDomain(so);
+    OrtSession* sess = nullptr;
+    if (!s) s = fn<St (*)(const void*, const void*, size_t, const OrtSessionOptions*, OrtSession**)>(kCreateSessionFromArray)(OrtEnvironment(), model, len, so, &sess);
+    if (so) fn<void (*)(OrtSessionOptions*)>(kReleaseSessionOptions)(so);
+    if (s) return Throw(env, "devCreateProgram: session for device rank " + std::to_string(d) + ": " + TakeError(s));
+    prog->sessions.push_back(sess);
+  }
+  napi_value handle;
+  napi_create_external(env, new std::shared_ptr<Program>(prog), FinalizeProgram, nullptr, &handle);
+  return handle;
+}
+
+napi_value Result(napi_env env, Launch& L) {
+  napi_value obj, errors, start, end, threads, v;
+  napi_create_object(env, &obj);
+  napi_create_array_with_length(env, size_t(L.n), &errors);
+  napi_create_array_with_length(env, size_t(L.n), &start);
+  napi_create_array_with_length(env, size_t(L.n), &end);
+  napi_create_array_with_length(env, size_t(L.n), &threads);
+  for (int r = 0; r < L.n; r++) {
+    if (L.failed[size_t(r)]) napi_create_string_utf8(env, L.errors[size_t(r)].c_str(), NAPI_AUTO_LENGTH, &v);
+    else napi_get_null(env, &v);
+    napi_set_element(env, errors, uint32_t(r), v);
+    napi_create_double(env, L.start[size_t(r)], &v);
+    napi_set_element(env, start, uint32_t(r), v);
+    napi_create_double(env, L.end[size_t(r)], &v);
+    napi_set_element(env, end, uint32_t(r), v);
+    napi_create_double(env, L.threads[size_t(r)], &v);
+    napi_set_element(env, threads, uint32_t(r), v);
+  }
+  napi_set_named_property(env, obj, "errors", errors);
+  napi_set_named_property(env, obj, "start", start);
+  napi_set_named_property(env, obj, "end", end);
+  napi_set_named_property(env, obj, "threads", threads);
+  return obj;
+}
+
+// Drops the JS references that kept the launch's buffers alive (JS thread, once).
+void Collect(napi_env env, Launch& L) {
+  if (L.collected) return;
+  L.collected = true;
+  for (napi_ref r : L.refs) napi_delete_reference(env, r);
+  L.refs.clear();
+}
+
+void CallJs(napi_env env, napi_value callback, void* context, void*) {
+  auto* holder = static_cast<std::shared_ptr<Launch>*>(context);
+  Launch& L = **holder;
+  if (env) {
+    napi_value result = Result(env, L), undefined;
+    Collect(env, L);
+    napi_get_undefined(env, &undefined);
+    napi_call_function(env, undefined, callback, 1, &result, nullptr);
+  }
+  napi_release_threadsafe_function(L.tsfn, napi_tsfn_release);
+}
+void FinalizeTsfn(napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Launch>*>(data); }
+
+// devLaunch(program, deviceIds, inputs, inputShapes, outputs, outputShapes, options, callback?)
+napi_value LaunchFn(napi_env env, napi_callback_info info) {
+  size_t argc = 8;
+  napi_value argv[8];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc < 7) return Throw(env, "devLaunch(program, deviceIds, inputs, inputShapes, outputs, outputShapes, options, callback?) expects at least seven arguments");
+  void* p = nullptr;
+  if (napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devLaunch expects a program handle");
+  auto L = std::make_shared<Launch>();
+  L->program = *static_cast<std::shared_ptr<Program>*>(p);
+  const Program& P = *L->program;
+  L->n = int(Length(env, argv[1]));
+  if (L->n < 1 || size_t(L->n) > P.sessions.size())
+    return Throw(env, "devLaunch: " + std::to_string(L->n) + " devices given, the program was created for " + std::to_string(P.sessions.size()));
+  if (Length(env, argv[2]) != uint32_t(L->n) || Length(env, argv[4]) != uint32_t(L->n))
+    return Throw(env, "devLaunch: one list of inputs and one of outputs per device expected");
+  L->id = g_next_launch.fetch_add(1);
+  for (int r = 0; r < L->n; r++) {
+    int32_t d = 0;
+    napi_get_value_int32(env, At(env, argv[1], uint32_t(r)), &d);
+    if (d < 0 || d > 4095) return Throw(env, "devLaunch: device id " + std::to_string(d) + " out of range");
+    L->devices.push_back(d);
+  }
+  L->ins.assign(size_t(L->n), std::vector<OrtValue*>(P.in_c.size(), nullptr));
+  L->outs.assign(size_t(L->n), std::vector<OrtValue*>(P.out_c.size(), nullptr));
+  auto fail = [&]() -> napi_value {
+    for (napi_ref r : L->refs) napi_delete_reference(env, r);
+    L->refs.clear();
+    return nullptr;
+  };
+  for (int r = 0; r < L->n; r++) {
+    napi_value ins = At(env, argv[2], uint32_t(r)), ishapes = At(env, argv[3], uint32_t(r));
+    napi_value outs = At(env, argv[4], uint32_t(r)), oshapes = At(env, argv[5], uint32_t(r));
+    if (Length(env, ins) != P.in_c.size() || Length(env, outs) != P.out_c.size()) {
+      Throw(env, "devLaunch: device rank " + std::to_string(r) + " has " + std::to_string(Length(env, ins)) + " inputs and " +
+                     std::to_string(Length(env, outs)) + " outputs; the program takes " + std::to_string(P.in_c.size()) + " and " +
+                     std::to_string(P.out_c.size()));
+      return fail();
+    }
+    for (uint32_t i = 0; i < P.in_c.size(); i++)
+      if (!Wrap(env, At(env, ins, i), At(env, ishapes, i), P.in_types[i], "input " + std::to_string(i) + " of rank " + std::to_string(r), &L->ins[size_t(r)][i], &L->refs))
+        return fail();
+    for (uint32_t i = 0; i < P.out_c.size(); i++)
+      if (!Wrap(env, At(env, outs, i), At(env, oshapes, i), P.out_types[i], "output " + std::to_string(i) + " of rank " + std::to_string(r), &L->outs[size_t(r)][i], &L->refs))
+        return fail();
+  }
+  int64_t t = 30000, fr = -1;
+  if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
+  if (NumProp(env, argv[6], "failRank", &fr)) L->fail_rank = int(fr);
+  L->errors.assign(size_t(L->n), "");
+  L->failed.assign(size_t(L->n), false);
+  L->start.assign(size_t(L->n), 0);
+  L->end.assign(size_t(L->n), 0);
+  L->threads.assign(size_t(L->n), 0);
+  L->remaining = L->n;
+  napi_valuetype cbt = napi_undefined;
+  if (argc >= 8) napi_typeof(env, argv[7], &cbt);
+  if (cbt == napi_function) {
+    napi_value name;
+    napi_create_string_utf8(env, "jaxts-device-launch", NAPI_AUTO_LENGTH, &name);
+    auto* holder = new std::shared_ptr<Launch>(L);
+    if (napi_create_threadsafe_function(env, argv[7], nullptr, name, 0, 1, holder, FinalizeTsfn, holder, CallJs, &L->tsfn) != napi_ok) {
+      delete holder;
+      fail();
+      return Throw(env, "devLaunch: cannot create the completion callback");
+    }
+  }
+  for (int r = 0; r < L->n; r++) ExecutorFor(L->devices[size_t(r)])->Submit([L, r] { RunRank(L, r); });
+  napi_value handle;
+  napi_create_external(env, new std::shared_ptr<Launch>(L), FinalizeLaunch, nullptr, &handle);
+  return handle;
+}
+
+// devWait(launch) -> result: blocks until every device of the launch finished
+napi_value WaitFn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* p = nullptr;
+  if (argc < 1 || napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devWait expects a launch handle");
+  Launch& L = **static_cast<std::shared_ptr<Launch>*>(p);
+  {
+    std::unique_lock<std::mutex> lock(L.mu);
+    L.cv.wait(lock, [&] { return L.complete; });
+  }
+  if (!L.tsfn) Collect(env, L);  // with a callback, the callback collects
+  return Result(env, L);
+}
+
+napi_value OpenRendezvousFn(napi_env env, napi_callback_info) {
+  napi_value v;
+  napi_create_double(env, double(ShmWorld::OpenRendezvous()), &v);
+  return v;
+}
+
+}  // namespace
+
+void RegisterDevices(napi_env env, napi_value exports) {
+  const napi_property_descriptor props[] = {
+      {"devCreateProgram", nullptr, CreateProgram, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devLaunch", nullptr, LaunchFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devWait", nullptr, WaitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devOpenRendezvous", nullptr, OpenRendezvousFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+}
+
+}  // namespace jaxts

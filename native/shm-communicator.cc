@@ -1,0 +1,376 @@
+/** @file Shared-memory communicator: device threads of one process meet at a rendezvous and each moves its share of the bytes. */
+// Protocol of one collective (n members): every member registers its input and output pointers in the rendezvous
+// keyed by (launch, seq, first rank of the group) and waits until all n arrived (phase 1; a rendezvous that fails
+// before that, by a timeout or an aborted launch, never moves a byte); each member then does
+// its 1/n of the work, reading every peer's input and writing straight into every peer's output (phase 2); a
+// second barrier keeps every buffer alive until all are done, and the last member out removes the rendezvous.
+// Waits spin briefly (the peers usually arrive within microseconds) and then block on a condition variable, so
+// more device threads than cores make progress. Every wait has a deadline; a timeout fails the call with the ranks
+// that arrived, and marks the launch aborted so its peers (here and in later collectives) are released too.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+
+#include "communicator.h"
+
+namespace jaxts {
+
+size_t ElementBytes(int t) {
+  switch (t) {
+    case kFloat32: case kInt32: return 4;
+    case kFloat64: case kInt64: return 8;
+    case kUint8: case kInt8: case kBool: return 1;
+    default: return 0;
+  }
+}
+
+namespace {
+
+enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
+const char* KindName(int k) {
+  static const char* names[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
+  return names[k];
+}
+
+struct Member {
+  const void* in = nullptr;
+  void* out = nullptr;
+  size_t count = 0;
+  int type = 0, kind = 0, op = 0;
+  bool arrived = false;
+};
+
+struct Rendezvous {
+  std::vector<int> group;
+  std::vector<Member> members;
+  std::atomic<int> arrived{0}, done{0}, left{0};
+  std::atomic<bool> failed{false};
+  std::string error;  // set (under mu) before failed becomes true
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+using Key = std::tuple<uint64_t, uint64_t, int>;  // launch, seq, first rank of the group
+
+struct World {
+  std::mutex mu;
+  std::map<Key, std::shared_ptr<Rendezvous>> open;
+  std::map<uint64_t, std::string> aborted;
+};
+World& TheWorld() {
+  static World* w = new World();  // never destroyed: device threads may outlive static destructors
+  return *w;
+}
+
+std::string List(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// A rendezvous either completes (all members arrived) or fails before completing, never both: arrivals and
+// failures are decided under r.mu, so no member moves bytes into a peer that has already given up.
+
+// Fails the rendezvous unless every member already arrived (then its members complete normally).
+void Fail(Rendezvous& r, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.failed.load() && r.arrived.load() < int(r.members.size())) {
+      r.error = why;
+      r.failed.store(true);
+    }
+  }
+  r.cv.notify_all();
+}
+
+// Counts this member in (phase 1); false when the rendezvous already failed.
+bool Join(Rendezvous& r) {
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (r.failed.load()) return false;
+  if (r.arrived.fetch_add(1) + 1 == int(r.members.size())) r.cv.notify_all();
+  return true;
+}
+
+// Waits until counter reaches n, the rendezvous fails (when `failable`) or the deadline passes: spin, then block.
+// Returns whether counter reached n.
+bool WaitFor(Rendezvous& r, std::atomic<int>& counter, int n, bool failable, std::chrono::steady_clock::time_point deadline) {
+  auto done = [&] { return counter.load(std::memory_order_acquire) >= n || (failable && r.failed.load()); };
+  for (int i = 0; i < 2000 && !done(); i++)
+    if (i > 64) std::this_thread::yield();
+  if (!done()) {
+    std::unique_lock<std::mutex> lock(r.mu);
+    r.cv.wait_until(lock, deadline, done);
+  }
+  return counter.load(std::memory_order_acquire) >= n;
+}
+
+// a + b, wrapping for integers (two's complement, as the emulation's int32 sums)
+template <typename T>
+T Add(T a, T b) {
+  if constexpr (std::is_integral<T>::value) return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+  else return a + b;
+}
+// max / min that propagate NaN (as XLA's)
+template <typename T>
+T Max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
+template <typename T>
+T Min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
+
+template <typename T>
+void ReduceRange(const std::vector<Member>& m, size_t in_off, size_t lo, size_t hi, ReduceOp op, T* dst) {
+  // dst[i - lo] = op over members of in[in_off + i], in group order (a sum rounds as a left fold)
+  const size_t n = m.size();
+  const T* first = static_cast<const T*>(m[0].in) + in_off;
+  for (size_t i = lo; i < hi; i++) dst[i - lo] = first[i];
+  for (size_t q = 1; q < n; q++) {
+    const T* src = static_cast<const T*>(m[q].in) + in_off;
+    switch (op) {
+      case ReduceOp::kSum: for (size_t i = lo; i < hi; i++) dst[i - lo] = Add(dst[i - lo], src[i]); break;
+      case ReduceOp::kMax: for (size_t i = lo; i < hi; i++) dst[i - lo] = Max(dst[i - lo], src[i]); break;
+      case ReduceOp::kMin: for (size_t i = lo; i < hi; i++) dst[i - lo] = Min(dst[i - lo], src[i]); break;
+    }
+  }
+}
+
+// Reduces elements [lo, hi) of every member's input (at element offset in_off) and writes them to each
+// destination pointer (already offset), blockwise so the reduced block stays in cache while it is copied out.
+bool ReduceInto(const std::vector<Member>& m, int type, ReduceOp op, size_t in_off, size_t lo, size_t hi,
+                const std::vector<char*>& dsts) {
+  const size_t w = ElementBytes(type);
+  alignas(64) char tmp[8192];
+  const size_t block = sizeof(tmp) / w;
+  for (size_t b = lo; b < hi; b += block) {
+    const size_t e = std::min(hi, b + block);
+    switch (type) {
+      case kFloat32: ReduceRange<float>(m, in_off, b, e, op, reinterpret_cast<float*>(tmp)); break;
+      case kFloat64: ReduceRange<double>(m, in_off, b, e, op, reinterpret_cast<double*>(tmp)); break;
+      case kInt32: ReduceRange<int32_t>(m, in_off, b, e, op, reinterpret_cast<int32_t*>(tmp)); break;
+      case kInt64: ReduceRange<int64_t>(m, in_off, b, e, op, reinterpret_cast<int64_t*>(tmp)); break;
+      case kBool: case kUint8:
+        if (op == ReduceOp::kSum) return false;  // a bool sum is not closed; the lowering converts first
+        ReduceRange<uint8_t>(m, in_off, b, e, op, reinterpret_cast<uint8_t*>(tmp));
+        break;
+      case kInt8: ReduceRange<int8_t>(m, in_off, b, e, op, reinterpret_cast<int8_t*>(tmp)); break;
+      default: return false;
+    }
+    for (char* d : dsts) std::memcpy(d + (b - lo) * w, tmp, (e - b) * w);
+  }
+  return true;
+}
+
+class ShmCommunicator : public Communicator {
+ public:
+  ShmCommunicator(int rank, int size) : rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
+    return Run(c, kAllReduce, int(op), in, out, count, type, {});
+  }
+  std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
+    return Run(c, kAllGather, 0, in, out, count, type, {});
+  }
+  std::string ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
+    return Run(c, kReduceScatter, int(op), in, out, count, type, {});
+  }
+  std::string AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
+    return Run(c, kAllToAll, 0, in, out, count, type, {});
+  }
+  std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
+                                const std::vector<std::pair<int, int>>& pairs) override {
+    return Run(c, kPermute, 0, in, out, count, type, pairs);
+  }
+
+ private:
+  std::string Where(const CollectiveCall& c) const {
+    return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on rank " + std::to_string(rank_);
+  }
+
+  std::string Run(const CollectiveCall& c, int kind, int op, const void* in, void* out, size_t count, int type,
+                  const std::vector<std::pair<int, int>>& pairs) {
+    const int n = int(c.group.size());
+    const auto pos_it = std::find(c.group.begin(), c.group.end(), rank_);
+    if (pos_it == c.group.end()) return Where(c) + ": this rank is not in the group";
+    const int p = int(pos_it - c.group.begin());
+    const size_t w = ElementBytes(type);
+    if (!w) return Where(c) + ": element type " + std::to_string(type) + " is not supported";
+    if (n == 1) return Local(kind, op, in, out, count, type, pairs, c);
+    // phase 0: join the rendezvous
+    World& world = TheWorld();
+    std::shared_ptr<Rendezvous> r;
+    {
+      std::lock_guard<std::mutex> lock(world.mu);
+      auto ab = world.aborted.find(c.launch);
+      if (ab != world.aborted.end()) return Where(c) + ": released because the launch failed: " + ab->second;
+      const Key key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())};
+      auto it = world.open.find(key);
+      if (it == world.open.end()) {
+        r = std::make_shared<Rendezvous>();
+        r->group = c.group;
+        r->members.resize(size_t(n));
+        world.open.emplace(key, r);
+      } else {
+        r = it->second;
+      }
+      if (r->group != c.group) {
+        Fail(*r, Where(c) + ": peers disagree on the group (" + List(r->group) + " vs " + List(c.group) + ")");
+      } else if (r->members[size_t(p)].arrived) {
+        Fail(*r, Where(c) + ": rank arrived twice");
+      } else {
+        Member& me = r->members[size_t(p)];
+        me.in = in;
+        me.out = out;
+        me.count = count;
+        me.type = type;
+        me.kind = kind;
+        me.op = op;
+        me.arrived = true;
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.timeout_ms);
+    std::string err;
+    bool complete = Join(*r) && WaitFor(*r, r->arrived, n, true, deadline);
+    if (!complete) {
+      std::vector<int> came, missing;
+      {
+        std::lock_guard<std::mutex> lock(world.mu);
+        for (int q = 0; q < n; q++) (r->members[size_t(q)].arrived ? came : missing).push_back(c.group[size_t(q)]);
+      }
+      const std::string msg = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " +
+                              std::to_string(c.timeout_ms) + " ms: ranks that arrived " + List(came) + ", missing " + List(missing);
+      Fail(*r, msg);  // no-op if the last member arrived meanwhile: then the rendezvous completes after all
+      complete = r->arrived.load() >= n;
+      if (!complete) {
+        {
+          std::lock_guard<std::mutex> lock(r->mu);
+          err = r->error;
+        }
+        if (err == msg) Abort(c.launch, msg);  // this member's timeout is the cause: release the launch's other waits
+      }
+    }
+    if (complete) {
+      // every member checks the same thing, so all fail together when the peers disagree
+      for (int q = 0; q < n && err.empty(); q++) {
+        const Member& m = r->members[size_t(q)];
+        if (m.kind != kind || m.op != op || m.type != type || m.count != count)
+          err = Where(c) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + KindName(m.kind) +
+                " of " + std::to_string(m.count) + " elements of type " + std::to_string(m.type) + ", this rank " + KindName(kind) +
+                " of " + std::to_string(count) + " elements of type " + std::to_string(type);
+      }
+      if (err.empty() && !Share(*r, kind, op, p, n, count, type, pairs)) err = Where(c) + ": unsupported reduction for element type " + std::to_string(type);
+      // phase 2: nobody leaves while a peer may still read its input or write its output (shares are bounded work)
+      r->done.fetch_add(1, std::memory_order_acq_rel);
+      {
+        std::lock_guard<std::mutex> lock(r->mu);
+        if (r->done.load() == n) r->cv.notify_all();
+      }
+      while (!WaitFor(*r, r->done, n, false, std::chrono::steady_clock::now() + std::chrono::seconds(60))) {
+      }
+    }
+    // the last member out closes the rendezvous (a failed one is closed by Forget when the launch ends)
+    if (r->left.fetch_add(1) + 1 == n) {
+      std::lock_guard<std::mutex> lock(world.mu);
+      auto it = world.open.find(Key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())});
+      if (it != world.open.end() && it->second == r) world.open.erase(it);
+    }
+    return err;
+  }
+
+  // This member's share of the work (peers' buffers stay valid until the second barrier).
+  static bool Share(Rendezvous& r, int kind, int op, int p, int n, size_t count, int type, const std::vector<std::pair<int, int>>& pairs) {
+    const size_t w = ElementBytes(type);
+    std::vector<Member>& m = r.members;
+    switch (kind) {
+      case kAllReduce: {
+        // reduce elements [lo, hi) across every input; write the result into every member's output
+        const size_t lo = count * size_t(p) / size_t(n), hi = count * size_t(p + 1) / size_t(n);
+        std::vector<char*> dsts;
+        for (int q = 0; q < n; q++) dsts.push_back(static_cast<char*>(m[size_t(q)].out) + lo * w);
+        return ReduceInto(m, type, ReduceOp(op), 0, lo, hi, dsts);
+      }
+      case kReduceScatter: {
+        // this member's own chunk p, reduced across every input
+        std::vector<char*> dsts{static_cast<char*>(m[size_t(p)].out)};
+        return ReduceInto(m, type, ReduceOp(op), count * size_t(p), 0, count, dsts);
+      }
+      case kAllGather:
+        for (int q = 0; q < n; q++) std::memcpy(static_cast<char*>(m[size_t(q)].out) + size_t(p) * count * w, m[size_t(p)].in, count * w);
+        return true;
+      case kAllToAll:
+        for (int q = 0; q < n; q++)
+          std::memcpy(static_cast<char*>(m[size_t(q)].out) + size_t(p) * count * w, static_cast<const char*>(m[size_t(p)].in) + size_t(q) * count * w, count * w);
+        return true;
+      case kPermute: {
+        bool receives = false;
+        for (const auto& pr : pairs) {
+          if (pr.first == p) std::memcpy(m[size_t(pr.second)].out, m[size_t(p)].in, count * w);
+          if (pr.second == p) receives = true;
+        }
+        if (!receives) std::memset(m[size_t(p)].out, 0, count * w);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A group of one: no peers to meet.
+  static std::string Local(int kind, int op, const void* in, void* out, size_t count, int type,
+                           const std::vector<std::pair<int, int>>& pairs, const CollectiveCall& c) {
+    const size_t w = ElementBytes(type);
+    if ((kind == kAllReduce || kind == kReduceScatter) && (type == kBool || type == kUint8) && op == int(ReduceOp::kSum))
+      return c.name + ": unsupported reduction for element type " + std::to_string(type);
+    bool receives = kind != kPermute;
+    for (const auto& pr : pairs) receives = receives || pr.second == 0;
+    if (receives) std::memcpy(out, in, count * w);
+    else std::memset(out, 0, count * w);
+    return "";
+  }
+
+  static void Abort(uint64_t launch, const std::string& why) { ShmWorld::Abort(launch, why); }
+
+  int rank_, size_;
+};
+
+}  // namespace
+
+void ShmWorld::Abort(uint64_t launch, const std::string& why) {
+  World& w = TheWorld();
+  std::vector<std::shared_ptr<Rendezvous>> hit;
+  {
+    std::lock_guard<std::mutex> lock(w.mu);
+    w.aborted.emplace(launch, why);  // the first reason wins
+    for (auto& kv : w.open)
+      if (std::get<0>(kv.first) == launch) hit.push_back(kv.second);
+  }
+  for (auto& r : hit) Fail(*r, "released because the launch failed: " + why);
+}
+
+void ShmWorld::Forget(uint64_t launch) {
+  World& w = TheWorld();
+  std::lock_guard<std::mutex> lock(w.mu);
+  w.aborted.erase(launch);
+  for (auto it = w.open.begin(); it != w.open.end();) {
+    if (std::get<0>(it->first) == launch) it = w.open.erase(it);
+    else ++it;
+  }
+}
+
+size_t ShmWorld::OpenRendezvous() {
+  World& w = TheWorld();
+  std::lock_guard<std::mutex> lock(w.mu);
+  return w.open.size();
+}
+
+Communicator* NewShmCommunicator(int rank, int size) { return new ShmCommunicator(rank, size); }
+
+}  // namespace jaxts

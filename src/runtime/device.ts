@@ -1,0 +1,110 @@
+/** @file Runtime devices: per-device buffers and their memory accounting (memoryStats), by device id. */
+import { allocate, itemsize, type DType, type TypedArray } from "../core/dtype.js";
+
+/** jax.Device.memory_stats(): bytes of the buffers the runtime holds for one device. */
+export interface MemoryStats {
+  bytesInUse: number;
+  peakBytesInUse: number;
+  numAllocs: number;
+  /** Bytes of the largest buffer allocated. */
+  largestAllocSize: number;
+}
+
+/** A CPU device as the runtime sees it: an executor thread (native) and the buffers accounted to it. */
+export class RuntimeDevice {
+  readonly #stats: MemoryStats = { bytesInUse: 0, peakBytesInUse: 0, numAllocs: 0, largestAllocSize: 0 };
+  /** Freed storage kept for reuse, by dtype and length (fresh pages cost a fault each on first write). */
+  readonly #pool = new Map<string, TypedArray[]>();
+  #pooledBytes = 0;
+  constructor(readonly id: number) {}
+  /** @internal */ take(dtype: DType, n: number): TypedArray | undefined {
+    const list = this.#pool.get(`${dtype}:${n}`);
+    const d = list?.pop();
+    if (d) this.#pooledBytes -= n * itemsize(dtype);
+    return d;
+  }
+  /** @internal */ give(dtype: DType, data: TypedArray): void {
+    const bytes = data.length * itemsize(dtype);
+    if (this.#pooledBytes + bytes > POOL_BYTES) return; // let the garbage collector have it
+    const k = `${dtype}:${data.length}`;
+    let list = this.#pool.get(k);
+    if (!list) { list = []; this.#pool.set(k, list); }
+    list.push(data);
+    this.#pooledBytes += bytes;
+  }
+  /** Drops the storage kept for reuse. */
+  trimPool(): void { this.#pool.clear(); this.#pooledBytes = 0; }
+  /** A copy of this device's memory counters. */
+  memoryStats(): MemoryStats { return { ...this.#stats }; }
+  /** @internal */ account(bytes: number): void {
+    const s = this.#stats;
+    s.bytesInUse += bytes;
+    if (bytes > 0) {
+      s.numAllocs++;
+      s.largestAllocSize = Math.max(s.largestAllocSize, bytes);
+      s.peakBytesInUse = Math.max(s.peakBytesInUse, s.bytesInUse);
+    }
+  }
+  toString(): string { return `RuntimeDevice(id=${this.id})`; }
+}
+
+/** Bytes of freed buffers each device keeps for reuse. */
+const POOL_BYTES = 256 << 20;
+
+const registry = new Map<number, RuntimeDevice>();
+/** The runtime device with this id (created on first use). */
+export function runtimeDevice(id: number): RuntimeDevice {
+  if (!Number.isInteger(id) || id < 0) throw new RangeError(`runtimeDevice: device id must be a non-negative integer, got ${id}`);
+  let d = registry.get(id);
+  if (!d) { d = new RuntimeDevice(id); registry.set(id, d); }
+  return d;
+}
+
+/** Bytes still accounted for buffers the garbage collector reclaimed without free() (a safety net, not the rule). */
+const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number; freed: { v: boolean } }>((h) => {
+  if (!h.freed.v) h.device.account(-h.bytes);
+});
+
+/** Memory owned by one device: a typed array whose bytes count towards the device's memoryStats until free(). */
+export class DeviceBuffer {
+  readonly #freed = { v: false };
+  #data: TypedArray | null;
+  readonly bytes: number;
+  private constructor(readonly device: RuntimeDevice, readonly dtype: DType, readonly shape: readonly number[], data: TypedArray) {
+    this.#data = data;
+    this.bytes = data.length * itemsize(dtype);
+    device.account(this.bytes);
+    reclaim.register(this, { device, bytes: this.bytes, freed: this.#freed }, this);
+  }
+  /** A zero-filled buffer of dtype and shape on `device`. */
+  static alloc(device: RuntimeDevice, dtype: DType, shape: readonly number[]): DeviceBuffer {
+    const b = DeviceBuffer.uninitialized(device, dtype, shape);
+    (b.data as { fill(v: number | bigint): void }).fill(dtype === "int64" || dtype === "uint64" ? 0n : 0);
+    return b;
+  }
+  /** A buffer whose contents are unspecified (the caller writes all of it: program outputs, copied blocks). */
+  static uninitialized(device: RuntimeDevice, dtype: DType, shape: readonly number[]): DeviceBuffer {
+    const n = shape.reduce((a, b) => a * b, 1);
+    return new DeviceBuffer(device, dtype, shape, device.take(dtype, n) ?? allocate(dtype, n));
+  }
+  /** A copy of `src` (dtype's host storage) on `device`. */
+  static copyOf(device: RuntimeDevice, dtype: DType, shape: readonly number[], src: TypedArray): DeviceBuffer {
+    const b = DeviceBuffer.uninitialized(device, dtype, shape);
+    (b.data as { set(a: ArrayLike<number | bigint>): void }).set(src as ArrayLike<number | bigint>);
+    return b;
+  }
+  get data(): TypedArray {
+    if (!this.#data) throw new Error(`DeviceBuffer: use of a freed buffer (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
+    return this.#data;
+  }
+  get isFreed(): boolean { return this.#data === null; }
+  /** Releases the storage (kept by the device for reuse) and its accounting (idempotent). */
+  free(): void {
+    if (!this.#data) return;
+    this.device.give(this.dtype, this.#data);
+    this.#data = null;
+    this.#freed.v = true;
+    this.device.account(-this.bytes);
+    reclaim.unregister(this);
+  }
+}
