@@ -11,14 +11,15 @@
 
 #include "sgemm.h"
 
+#include "cpu-level.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(_M_X64)
+#ifdef JAXTS_X86
 #include <immintrin.h>
-#define JAXTS_X86 1
 #endif
 
 namespace jaxts {
@@ -246,20 +247,13 @@ void Run(const Sgemm& g, int m0, int m1, int n0, int n1, MicroKernel kernel) {
 
 enum class Isa { kNone, kAvx2, kAvx512 };
 
-Isa Detect() {
-#ifdef JAXTS_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-#endif
-  return Isa::kNone;
-}
-
 Isa TheIsa() {
   static const Isa isa = [] {
-    // JAXTS_SGEMM=avx2 / none narrows the choice (tests and benchmarks of the fallbacks)
+    // the CPU level (JAXTS_CPU caps it); below AVX2 there is no fast kernel and ORT keeps the GEMMs.
+    // JAXTS_SGEMM=avx2 / none narrows the choice further (tests and benchmarks of the fallbacks)
+    const CpuLevel level = TheCpuLevel();
+    const Isa found = level == CpuLevel::kAvx512 ? Isa::kAvx512 : level == CpuLevel::kAvx2 ? Isa::kAvx2 : Isa::kNone;
     const char* want = std::getenv("JAXTS_SGEMM");
-    Isa found = Detect();
     if (want && std::strcmp(want, "none") == 0) return Isa::kNone;
     if (want && std::strcmp(want, "avx2") == 0 && found != Isa::kNone) return Isa::kAvx2;
     return found;
