@@ -1,11 +1,10 @@
 // @file Builds the optional native addon (ONNX Runtime runner, its GEMM custom op and fused elementwise kernels: native/*.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
 // Without it jaxts runs through onnxruntime-node's own binding (slower: that binding copies every output).
-//   node scripts/build-native.mjs             native/build/jaxts-ort.node (skipped when up to date)
-//   node scripts/build-native.mjs --prebuild  prebuilds/<platform>-<arch>/jaxts-ort.node, the addon the npm package ships
-//                                              (libstdc++ linked in; fails loudly: publishing needs it)
-//   node scripts/build-native.mjs --install   npm's install step: nothing when the package ships a prebuild for this
-//                                              platform, else the source build
-//   --out <file>                               another output file (always rebuilt)
+//   (no flag)   native/build/jaxts-ort.node, skipped when up to date (npm run build)
+//   --prebuild  prebuilds/<platform>-<arch>/jaxts-ort.node, the addon the npm package ships, libstdc++ linked in;
+//               exits 1 when it cannot be built, since a package must not ship without it (npm run build:prebuild)
+//   --install   npm's install step: nothing when the package ships a prebuild for this platform, else the source build
+//   --out FILE  another output file (always rebuilt)
 // JAXTS_NO_X86=1 compiles the portable kernels other architectures get, even on x86 (to test that path here).
 import { existsSync, mkdirSync, renameSync, statSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
