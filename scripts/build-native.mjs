@@ -1,10 +1,10 @@
 // @file Builds the optional native addon (ONNX Runtime runner, its GEMM custom op and fused elementwise kernels: native/*.cc -> native/build/jaxts-ort.node) with g++; never fails the build.
 // Without it jaxts runs through onnxruntime-node's own binding (slower: that binding copies every output).
 //   (no flag)   native/build/jaxts-ort.node, skipped when up to date (npm run build)
-//   --prebuild  prebuilds/<platform>-<arch>/jaxts-ort.node, the addon the npm package ships, libstdc++ linked in;
+//   --prebuild  prebuilds/<platform>-<arch>/jaxts-ort.node, the addon the npm package ships (stripped);
 //               exits 1 when it cannot be built, since a package must not ship without it (npm run build:prebuild)
 //   --install   npm's install step: nothing when the package ships a prebuild for this platform, else the source build
-//   --out FILE  another output file (always rebuilt)
+//   --out FILE  another output file (always rebuilt; exits 1 when it cannot be built)
 // JAXTS_NO_X86=1 compiles the portable kernels other architectures get, even on x86 (to test that path here).
 import { existsSync, mkdirSync, renameSync, statSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -25,10 +25,10 @@ function note(msg) {
   console.error(`build-native: ${msg}`);
 }
 
-/** Reports why nothing was built: an error exit for --prebuild (a package without its addon must not ship). */
+/** Reports why nothing was built: an error exit for --prebuild (a package without its addon must not ship) and --out. */
 function skip(msg) {
   note(`skipped: ${msg}`);
-  if (prebuild) process.exitCode = 1;
+  if (prebuild || outArg >= 0) process.exitCode = 1;
 }
 
 function nodeApiIncludeDir() {
@@ -54,8 +54,10 @@ function main() {
   // no FMA contraction: the fused elementwise kernels round exactly like their WebAssembly twin
   const args = ["-O2", "-std=c++17", "-ffp-contract=off", "-shared", "-fPIC", "-fvisibility=hidden", `-I${inc}`];
   if (process.env.JAXTS_NO_X86 === "1") args.push("-DJAXTS_NO_X86=1");
-  // a prebuild runs on other machines: carry the C++ runtime rather than depend on the host's libstdc++ version
-  if (prebuild) args.push("-static-libstdc++", "-static-libgcc");
+  // a prebuild runs on other machines: stripped. It links the system libstdc++ (built on Debian 12 it needs glibc >= 2.34
+  // and GCC >= 12's libstdc++, e.g. Ubuntu 22.04); a static libstdc++ would pull in glibc 2.36's arc4random instead.
+  // Where it does not load, jaxts tries the source build, then onnxruntime-node's binding.
+  if (prebuild) args.push("-s");
   args.push(...sources, "-o", tmp, "-ldl", "-lpthread");
   const res = spawnSync(cxx, args, { encoding: "utf8" });
   if (res.error || res.status !== 0) {

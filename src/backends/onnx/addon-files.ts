@@ -1,7 +1,7 @@
 /** @file Where jaxts's native runner addon is found (an explicit path, the package's prebuild, the source build) and the one line printed when it is not. */
 
 import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
 /** The addon the npm package ships for this platform (scripts/build-native.mjs --prebuild writes it). */
 export function prebuildPath(root: string): string {
@@ -15,7 +15,7 @@ export function prebuildPath(root: string): string {
  */
 export function addonFiles(root: string | null): string[] {
   const explicit = process.env.JAXTS_NATIVE_ADDON;
-  if (explicit) return existsSync(explicit) ? [explicit] : [];
+  if (explicit) return existsSync(explicit) ? [resolve(explicit)] : []; // relative to the working directory
   if (!root) return [];
   const files = [prebuildPath(root), join(root, "native", "build", "jaxts-ort.node")].filter((f) => existsSync(f));
   if (files.length === 2 && statSync(files[1]).mtimeMs > statSync(files[0]).mtimeMs) files.reverse();

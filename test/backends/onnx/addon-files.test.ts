@@ -40,6 +40,13 @@ test("the prebuild is tried first, the source build next; a source build newer t
     });
     // an explicit file is the only candidate, and a missing one is named
     withAddonEnv(src, () => assert.deepEqual(addonFiles(root), [src]));
+    const cwd = process.cwd();
+    process.chdir(root);
+    try {
+      withAddonEnv("native/build/jaxts-ort.node", () => assert.deepEqual(addonFiles(null), [src], "a relative path is the working directory's"));
+    } finally {
+      process.chdir(cwd);
+    }
     const missing = join(root, "nope.node");
     withAddonEnv(missing, () => {
       assert.deepEqual(addonFiles(root), []);
