@@ -3,7 +3,8 @@
 // "Anatomy of High-Performance Matrix Multiplication"; the BLIS papers): a KC x NC panel of B is packed
 // into NR-wide strips, an MC x KC block of A into MR-tall strips, and a register-resident MR x NR
 // micro-tile of C accumulates rank-1 updates over KC. Only the micro-kernel is ISA specific; it is chosen
-// once at run time from CPUID, so the addon builds for baseline x86-64 and runs anywhere.
+// once at run time from CPUID (capped by JAXTS_CPU, native/cpu-level.h), so the addon builds for baseline x86-64 and
+// runs anywhere. Other architectures (and JAXTS_NO_X86 builds) have no micro-kernel: ORT keeps their GEMMs.
 //
 // Why jaxts has its own GEMM: on this AMD Zen 4 host (FMA peak 117 GFLOP/s per core) it sustains 95-100 GFLOP/s
 // per core on large products (the micro-kernel alone 109), ahead of ONNX Runtime's MLAS by 15-35% from 1024^3 on
