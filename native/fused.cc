@@ -1,11 +1,15 @@
-/** @file Native fused float32 elementwise kernels: a FusedSpec evaluated block by block with AVX-512 / AVX2 / SSE2 vectors on a small thread pool, straight over the caller's buffers. */
+/** @file Native fused float32 elementwise kernels: a FusedSpec evaluated block by block with AVX-512 / AVX2 / SSE2 (or portable) vectors on a small thread pool, straight over the caller's buffers. */
 // The WebAssembly kernel (src/backends/onnx/wasm-kernel.ts) evaluates the same programs 4 lanes at a time and has to
 // copy every chunk into shared memory for its helper threads. Here a program is a list of values (inputs, scalars,
 // constants, operations on earlier values); each thread takes 32K-element chunks and evaluates them in 512-element
 // blocks, one vectorized loop per operation with the block's values kept in L1 (the numexpr scheme), reading the
-// inputs and writing the outputs in place. Results are bit-identical to the WebAssembly kernel's.
+// inputs and writing the outputs in place. Results are bit-identical to the WebAssembly kernel's, on every ISA path.
 
+#include "cpu-level.h"
+
+#ifdef JAXTS_X86
 #include <immintrin.h>
+#endif
 #include <node_api.h>
 
 #include <atomic>
@@ -54,6 +58,7 @@ constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
 
 using EvalFn = void (*)(const Program&, const float* const*, const float*, float* const*, int64_t, int, float*, const float**);
 
+#ifdef JAXTS_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512dq,avx512bw,avx512vl,avx2,fma")
 namespace w16 {
@@ -77,6 +82,16 @@ namespace w4 {
 #include "fused-kernel.inc"
 #undef FUSED_W
 }  // namespace w4
+#endif
+
+// no intrinsics: what non-x86 builds run (and JAXTS_CPU=portable on x86, so the tests here cover it)
+namespace portable {
+#define FUSED_W 4
+#define FUSED_PORTABLE 1
+#include "fused-kernel.inc"
+#undef FUSED_PORTABLE
+#undef FUSED_W
+}  // namespace portable
 
 struct Isa {
   EvalFn eval;
@@ -84,12 +99,16 @@ struct Isa {
 };
 const Isa& TheIsa() {
   static const Isa isa = [] {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
-        __builtin_cpu_supports("avx512vl"))
-      return Isa{w16::EvalBlock, "avx512"};
-    if (__builtin_cpu_supports("avx2")) return Isa{w8::EvalBlock, "avx2"};
-    return Isa{w4::EvalBlock, "sse2"};
+    const jaxts::CpuLevel level = jaxts::TheCpuLevel();
+    const char* name = jaxts::CpuLevelName(level);
+    switch (level) {
+#ifdef JAXTS_X86
+      case jaxts::CpuLevel::kAvx512: return Isa{w16::EvalBlock, name};
+      case jaxts::CpuLevel::kAvx2: return Isa{w8::EvalBlock, name};
+      case jaxts::CpuLevel::kSse2: return Isa{w4::EvalBlock, name};
+#endif
+      default: return Isa{portable::EvalBlock, name};
+    }
   }();
   return isa;
 }
@@ -298,7 +317,7 @@ napi_value Run(napi_env env, napi_callback_info info) {
   return nullptr;
 }
 
-// fusedIsa() -> "avx512" | "avx2" | "sse2"
+// fusedIsa() -> "avx512" | "avx2" | "sse2" | "portable"
 napi_value IsaName(napi_env env, napi_callback_info) {
   napi_value v;
   napi_create_string_utf8(env, TheIsa().name, NAPI_AUTO_LENGTH, &v);

@@ -11,6 +11,7 @@
 #include <node_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -20,6 +21,7 @@ namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
 void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
 }
+#include "cpu-level.h"
 #include "gemm-op.h"
 #include "ort-api.h"
 #include "ort-globals.h"
@@ -120,6 +122,7 @@ bool IsUndefined(napi_env env, napi_value v) {
 }
 
 // ------------------------------------------------------------------ init(libraryPath)
+// Loads ONNX Runtime; throws (and jaxts falls back to onnxruntime-node's binding) unless it is exactly kOrtVersion.
 napi_value Init(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1];
@@ -134,10 +137,16 @@ napi_value Init(napi_env env, napi_callback_info info) {
     auto get_base = reinterpret_cast<GetBase>(dlsym(lib, "OrtGetApiBase"));
     if (!get_base) return Throw(env, path + " has no OrtGetApiBase");
     const ApiBase* base = get_base();
-    // 16 = ONNX Runtime 1.16: every slot above exists there (the table is append-only)
-    const void* api = base->GetApi(16);
-    if (!api) return Throw(env, std::string("ONNX Runtime ") + base->GetVersionString() + " does not offer API version 16");
-    g_version = base->GetVersionString();
+    // JAXTS_TEST_ORT_VERSION stands in for the runtime's version string (tests of the refusal below)
+    const char* test_version = std::getenv("JAXTS_TEST_ORT_VERSION");
+    const std::string version = test_version && *test_version ? test_version : base->GetVersionString();
+    if (version != kOrtVersion)
+      return Throw(env, "built for ONNX Runtime " + std::string(kOrtVersion) + " (its C API slots and custom-op layout), but " + path +
+                            " is ONNX Runtime " + version + "; install onnxruntime-node@" + kOrtVersion + " (the version jaxts pins)");
+    if (const char* cpu = jaxts::CpuEnvError()) return Throw(env, cpu);
+    const void* api = base->GetApi(kOrtApiVersion);
+    if (!api) return Throw(env, "ONNX Runtime " + version + " does not offer API version " + std::to_string(kOrtApiVersion));
+    g_version = version;
     g_api = static_cast<const void* const*>(api);
     // one process-wide environment (ORT keeps a single OrtEnv and reference counts it); level 3 = error
     St s = fn<St (*)(int, const char*, OrtEnv**)>(kCreateEnv)(3, "jaxts", &g_env);

@@ -13,6 +13,13 @@ struct OrtKernelContext;
 namespace jaxts {
 namespace ort {
 
+// The ONNX Runtime release whose onnxruntime_c_api.h these slot indices, their signatures and the OrtCustomOp layout
+// (native/gemm-op.cc) were checked against. package.json pins onnxruntime-node to exactly this version (a test holds
+// the two together); at load the addon refuses any other runtime, and jaxts uses onnxruntime-node's binding instead.
+constexpr const char* kOrtVersion = "1.30.0";
+// The OrtApi version requested at load: the newest slot used here (KernelContext_ParallelFor) arrived in API 18.
+constexpr unsigned kOrtApiVersion = 18;
+
 enum Slot : int {
   kCreateStatus = 0,
   kGetErrorMessage = 2,

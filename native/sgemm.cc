@@ -3,7 +3,8 @@
 // "Anatomy of High-Performance Matrix Multiplication"; the BLIS papers): a KC x NC panel of B is packed
 // into NR-wide strips, an MC x KC block of A into MR-tall strips, and a register-resident MR x NR
 // micro-tile of C accumulates rank-1 updates over KC. Only the micro-kernel is ISA specific; it is chosen
-// once at run time from CPUID, so the addon builds for baseline x86-64 and runs anywhere.
+// once at run time from CPUID (capped by JAXTS_CPU, native/cpu-level.h), so the addon builds for baseline x86-64 and
+// runs anywhere. Other architectures (and JAXTS_NO_X86 builds) have no micro-kernel: ORT keeps their GEMMs.
 //
 // Why jaxts has its own GEMM: on this AMD Zen 4 host (FMA peak 117 GFLOP/s per core) it sustains 95-100 GFLOP/s
 // per core on large products (the micro-kernel alone 109), ahead of ONNX Runtime's MLAS by 15-35% from 1024^3 on
@@ -11,14 +12,15 @@
 
 #include "sgemm.h"
 
+#include "cpu-level.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(_M_X64)
+#ifdef JAXTS_X86
 #include <immintrin.h>
-#define JAXTS_X86 1
 #endif
 
 namespace jaxts {
@@ -246,20 +248,13 @@ void Run(const Sgemm& g, int m0, int m1, int n0, int n1, MicroKernel kernel) {
 
 enum class Isa { kNone, kAvx2, kAvx512 };
 
-Isa Detect() {
-#ifdef JAXTS_X86
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-#endif
-  return Isa::kNone;
-}
-
 Isa TheIsa() {
   static const Isa isa = [] {
-    // JAXTS_SGEMM=avx2 / none narrows the choice (tests and benchmarks of the fallbacks)
+    // the CPU level (JAXTS_CPU caps it); below AVX2 there is no fast kernel and ORT keeps the GEMMs.
+    // JAXTS_SGEMM=avx2 / none narrows the choice further (tests and benchmarks of the fallbacks)
+    const CpuLevel level = TheCpuLevel();
+    const Isa found = level == CpuLevel::kAvx512 ? Isa::kAvx512 : level == CpuLevel::kAvx2 ? Isa::kAvx2 : Isa::kNone;
     const char* want = std::getenv("JAXTS_SGEMM");
-    Isa found = Detect();
     if (want && std::strcmp(want, "none") == 0) return Isa::kNone;
     if (want && std::strcmp(want, "avx2") == 0 && found != Isa::kNone) return Isa::kAvx2;
     return found;

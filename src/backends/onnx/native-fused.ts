@@ -49,7 +49,7 @@ export class NativeFusedKernel {
     return new NativeFusedKernel(api, api.compile(encodeFused(spec), spec.numInputs, spec.numScalars), spec);
   }
 
-  /** The vector instruction set the addon chose: "avx512", "avx2" or "sse2". */
+  /** The vector instruction set the addon chose: "avx512", "avx2", "sse2" or "portable" (no intrinsics; see JAXTS_CPU). */
   get isa(): string { return this.api.isa(); }
 
   /** Evaluates n elements (outputs may be inputs: each element is read before it is written). */

@@ -15,6 +15,7 @@ import {
   type HostArray,
   type HostArrayMap,
 } from "./graph-builder.js";
+import { addonFiles, noAddonReason, warnNoNativeRunner } from "./addon-files.js";
 
 /** A host tensor: row-major data in the dtype's host storage (see HostArrayMap). */
 export interface HostTensor<D extends DType = DType> {
@@ -164,16 +165,25 @@ function addon(): AddonModule | null {
   try {
     const req = createRequire(import.meta.url);
     const root = packageRoot();
-    const file = process.env.JAXTS_NATIVE_ADDON || (root ? join(root, "native", "build", "jaxts-ort.node") : "");
-    if (!file || !existsSync(file)) { addonError = "native/build/jaxts-ort.node is not built (npm run build builds it with g++)"; return null; }
+    const files = addonFiles(root);
     const lib = ortLibraryPath(req);
-    if (!lib) { addonError = "onnxruntime-node ships no libonnxruntime.so.1 for this platform"; return null; }
-    const m = req(file) as AddonModule;
-    m.init(lib);
-    addonModule = m;
+    if (files.length === 0) addonError = noAddonReason(root);
+    else if (!lib) addonError = "onnxruntime-node ships no libonnxruntime.so.1 for this platform";
+    else {
+      // a file that does not load here (another libc, another CPU architecture) gives way to the next one
+      let m: AddonModule | null = null;
+      for (const f of files) {
+        try { m = req(f) as AddonModule; break; } catch (e) { addonError = `${f}: ${(e as Error).message}`; }
+      }
+      if (m) {
+        m.init(lib); // throws when ONNX Runtime is not the version the addon was written for
+        addonModule = m;
+      }
+    }
   } catch (e) {
     addonError = (e as Error).message;
   }
+  if (!addonModule) warnNoNativeRunner(addonError);
   return addonModule;
 }
 

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { GraphBuilder } from "../../../src/backends/onnx/graph-builder.js";
 import { createSessionSync, fastRunner, runSessionSync, runnerKind } from "../../../src/backends/onnx/ort-runtime.js";
+import { addonFiles } from "../../../src/backends/onnx/addon-files.js";
 import { bufferPoolStats } from "../../../src/backends/onnx/buffer-pool.js";
 import * as jax from "../../../src/index.js";
 import { type Array, numpy as jnp } from "../../../src/index.js";
@@ -27,10 +28,35 @@ function refMatmul(a: Float32Array, b: Float32Array, m: number, k: number, n: nu
   return c;
 }
 
-test("the native runner is in use (npm run build compiles it with g++; JAXTS_NATIVE=0 disables it)", () => {
+/** Whether this host can have the addon: a C++ compiler for the source build (CI always has one) or a prebuild. */
+function addonExpected(): string | null {
+  const root = fileURLToPath(new URL("../../../../", import.meta.url));
+  if (process.env.JAXTS_NATIVE === "0") return null;
+  if (addonFiles(root).length > 0) return null;
+  const cxx = process.env.CXX || "g++";
+  const res = spawnSync(cxx, ["--version"], { encoding: "utf8" });
+  return res.error || res.status !== 0 ? `no C++ compiler (${cxx}) to build native/ort-addon.cc and no prebuilt addon for ${process.platform}-${process.arch}` : null;
+}
+
+test("the native runner is in use (npm run build compiles it with g++; JAXTS_NATIVE=0 disables it)", (t) => {
   const r = runnerKind();
+  const cannot = addonExpected();
+  if (cannot) { t.skip(`${cannot}: sessions run on onnxruntime-node's binding (${r.why})`); return; }
   if (process.env.JAXTS_NATIVE === "0") assert.equal(r.kind, "onnxruntime-node");
   else assert.equal(r.kind, "native", `native runner unavailable: ${r.why}`);
+});
+
+test("onnxruntime-node is pinned to exactly the ONNX Runtime the addon's C API slots were written for", () => {
+  const root = new URL("../../../../", import.meta.url);
+  const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8")) as { dependencies: Record<string, string> };
+  const lock = JSON.parse(readFileSync(new URL("package-lock.json", root), "utf8")) as { packages: Record<string, { version?: string; dependencies?: Record<string, string> }> };
+  const header = readFileSync(new URL("native/ort-api.h", root), "utf8").match(/kOrtVersion = "([^"]+)"/);
+  assert.ok(header, "native/ort-api.h declares kOrtVersion");
+  const pinned = pkg.dependencies["onnxruntime-node"];
+  assert.match(pinned, /^\d+\.\d+\.\d+$/, "an exact version, not a range");
+  assert.equal(header[1], pinned, "bumping onnxruntime-node means re-checking native/ort-api.h's slots and gemm-op.cc's OrtCustomOp");
+  assert.equal(lock.packages[""].dependencies?.["onnxruntime-node"], pinned);
+  assert.equal(lock.packages["node_modules/onnxruntime-node"].version, pinned);
 });
 
 test("native runner: ORT writes outputs into the caller's buffer in place, every call", { skip: runnerKind().kind !== "native" }, () => {
@@ -125,17 +151,27 @@ test("the onnxruntime-node fallback (JAXTS_NATIVE=0) computes the same MLP step 
     for (let i = 0; i < 3; i++) { const [l, q] = step(p, x); losses.push(l.item()); p = q; }
     console.log(JSON.stringify({ runner: rt.runnerKind().kind, losses, w2: p.w2.tolist() }));
   `;
-  const run = (native: boolean) => {
-    const env = { ...process.env, JAXTS_NATIVE: native ? "1" : "0" };
+  const run = (native: boolean, extra: Record<string, string> = {}) => {
+    const env = { ...process.env, JAXTS_NATIVE: native ? "1" : "0", ...extra };
     const res = spawnSync(process.execPath, ["--input-type=module", "-e", script], { encoding: "utf8", env, cwd: fileURLToPath(new URL("../../..", import.meta.url)) });
     assert.equal(res.status, 0, res.stderr);
-    return JSON.parse(res.stdout.trim().split("\n").pop()!) as { runner: string; losses: number[]; w2: number[][] };
+    return { ...JSON.parse(res.stdout.trim().split("\n").pop()!) as { runner: string; losses: number[]; w2: number[][] }, stderr: res.stderr };
   };
   const fallback = run(false);
   assert.equal(fallback.runner, "onnxruntime-node");
+  assert.doesNotMatch(fallback.stderr, /native ONNX Runtime runner unavailable/, "JAXTS_NATIVE=0 is a choice: no warning");
   const native = run(true);
   if (runnerKind().kind === "native") assert.equal(native.runner, "native");
   assert.ok(fallback.losses[2] < fallback.losses[0], "the loss decreases");
   for (let i = 0; i < 3; i++) assert.ok(Math.abs(native.losses[i] - fallback.losses[i]) <= 1e-5 * Math.abs(fallback.losses[i]), `loss ${i}`);
   native.w2.flat().forEach((v, i) => assert.ok(Math.abs(v - fallback.w2.flat()[i]) < 1e-5, `w2[${i}]`));
+  if (runnerKind().kind !== "native") return;
+  // an ONNX Runtime other than the one the addon was written for (JAXTS_TEST_ORT_VERSION stands in for its version
+  // string): the addon refuses it, jaxts says so in one line and computes the same step on the binding
+  const other = run(true, { JAXTS_TEST_ORT_VERSION: "1.31.2" });
+  assert.equal(other.runner, "onnxruntime-node");
+  const lines = other.stderr.split("\n").filter((l) => l.includes("jaxts: native ONNX Runtime runner unavailable"));
+  assert.equal(lines.length, 1, other.stderr);
+  assert.match(lines[0], /built for ONNX Runtime 1\.30\.0 .* is ONNX Runtime 1\.31\.2; install onnxruntime-node@1\.30\.0/);
+  assert.deepEqual(other.losses, fallback.losses);
 });
