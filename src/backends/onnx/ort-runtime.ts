@@ -132,6 +132,7 @@ interface AddonModule {
   fusedRun(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
   fusedIsa(): string;
   gemmKernel(): string | null;
+  trimMemory(): boolean;
 }
 
 let addonModule: AddonModule | null | undefined;
@@ -199,6 +200,15 @@ export function nativeFusedApi(): {
  */
 export function nativeGemmKernel(): string | null {
   return addon()?.gemmKernel() ?? null;
+}
+
+/**
+ * Hands the C heap's free memory back to the system (glibc keeps what released sessions freed mapped); false
+ * without the native addon or when nothing was released.
+ */
+export function trimNativeHeap(): boolean {
+  const a = addon();
+  return a !== null && typeof a.trimMemory === "function" ? a.trimMemory() : false;
 }
 
 const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };
