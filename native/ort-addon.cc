@@ -19,6 +19,7 @@
 
 namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);  // native/fused.cc
+void RegisterArena(napi_env env, napi_value exports);  // native/arena.cc
 }
 #include "gemm-op.h"
 #include "ort-api.h"
@@ -562,5 +563,6 @@ NAPI_MODULE_INIT() {
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);
+  jaxts::RegisterArena(env, exports);
   return exports;
 }

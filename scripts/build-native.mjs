@@ -6,7 +6,7 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc"].map((f) => join(root, "native", f));
+const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "arena.cc"].map((f) => join(root, "native", f));
 const headers = ["fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h"].map((f) => join(root, "native", f));
 const outDir = join(root, "native", "build");
 const out = join(outDir, "jaxts-ort.node");
