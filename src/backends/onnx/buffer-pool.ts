@@ -243,10 +243,12 @@ export function bufferPoolStats(): {
   };
 }
 
-/** Drops every free buffer (tests). */
+/** Drops every free buffer, the native arena's included (tests, jax.clearCaches). */
 export function clearBufferPool(): void {
   for (const v of order) unwatch(v);
   free.clear();
   order.clear();
   pooledBytes = 0;
+  // unmap the arena's free blocks now (its bounds are set again on the next arena allocation)
+  if (arena) { arena.limits(0, 0, 0); arenaLimits = ""; }
 }
