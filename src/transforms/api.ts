@@ -278,7 +278,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
   };
   // releases the compiled programs and their ONNX Runtime sessions now, and the memory they held
   jitted.clearCache = () => { cache.clear(); outDefs.clear(); trimBackendMemory(); };
-  jitted.cacheSize = () => cache.entries.size;
+  jitted.cacheSize = () => { cache.check(); return cache.entries.size; };
   return jitted;
 }
 

@@ -102,6 +102,7 @@ test("jax.clearCaches releases every session and retraces on the next call", () 
   assert.equal(s.sessionsAlive, 0);
   assert.equal(s.loadedPrograms, 0);
   assert.equal(s.eagerEntries, 0);
+  assert.equal(f.cacheSize(), 0, "every jit cache is emptied");
   const pool = bufferPoolStats();
   // (the arena's free list is emptied too, but the collector may hand a block back at any moment: not asserted)
   assert.equal(pool.pooledBytes, 0, "the JS pool's free buffers are dropped");
