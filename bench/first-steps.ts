@@ -1,4 +1,6 @@
 /** @file Bench: an MLP training loop without donateArgnums, first 40 steps' mean time against the steady state (outputs in fresh memory vs recycled buffers). */
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import * as jax from "../src/index.js";
 import { type Array, numpy as jnp } from "../src/index.js";
 import { bufferPoolStats } from "../src/backends/onnx/buffer-pool.js";
@@ -52,4 +54,20 @@ export function formatFirstSteps(r: FirstSteps): string {
   return `MLP 784-512-10 b128 train step without donateArgnums, first 40 steps vs steady state (last ${r.steadySteps} steps): ` +
     `${r.firstMs.toFixed(2)} ms vs ${r.steadyMs.toFixed(2)} ms per step = ${r.ratio.toFixed(2)}x (target <= 1.3x: ${r.ratio <= 1.3 ? "met" : "MISSED"}); ` +
     `pool held at most ${r.poolPeakRatio.toFixed(2)}x the bytes of its buffers in use`;
+}
+
+/**
+ * Measures in a fresh Node process (a cold buffer pool and a small heap, as a user's training script starts),
+ * not in the benchmark's process that has loaded every contender.
+ */
+export function measureFirstStepsInChild(): FirstSteps {
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--json"], { encoding: "utf8", timeout: 600_000 });
+  if (r.status !== 0) throw new Error(`first-steps child failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`);
+  return JSON.parse(r.stdout.trim().split("\n").pop()!) as FirstSteps;
+}
+
+// `node dist/bench/first-steps.js [--json]`
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const r = measureFirstSteps();
+  console.log(process.argv.includes("--json") ? JSON.stringify(r) : formatFirstSteps(r));
 }

@@ -24,7 +24,7 @@ import {
   writeFileAtomic,
 } from "./harness.js";
 import { jaxtsCases, jaxtsInit, jaxtsNotes } from "./jaxts-cases.js";
-import { formatFirstSteps, measureFirstSteps } from "./first-steps.js";
+import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
 
 /*
  * Usage: node dist/bench/run.js [--quick] [--baseline=NAME] [--only=a,b] [--workloads=id,id] [--no-write]
@@ -116,12 +116,12 @@ async function main(): Promise<void> {
       }
     }
   }
-  // jaxts's first training steps against its steady state, before any case warms the buffer pool
+  // jaxts's first training steps against its steady state, in a fresh process (cold pool, small heap)
   let firstSteps: string | undefined;
   if (ready.some((c) => c.name === "jaxts") && (!onlyWorkloads || onlyWorkloads.includes("mlp-first-steps"))) {
     await settle();
     try {
-      firstSteps = formatFirstSteps(measureFirstSteps());
+      firstSteps = formatFirstSteps(measureFirstStepsInChild());
     } catch (e) {
       firstSteps = `ERROR ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`;
     }
