@@ -467,6 +467,8 @@ export interface Report {
   packages: Readonly<Record<string, string>>;
   timing: TimingOptions;
   elapsedS: number;
+  /** jaxts's first-steps-vs-steady-state line (bench/first-steps.ts), when measured. */
+  firstSteps?: string;
 }
 
 /** Render RESULTS.md. */
@@ -489,6 +491,7 @@ export function renderReport(rep: Report): string {
   lines.push(formatTables(rep.results, names, rep.baseline), "");
   const targets = rep.baseline === "jaxts" ? formatTargets(rep.results) : "";
   if (targets) lines.push("## Targets (issue #4 [engine])", "", targets, "");
+  if (rep.firstSteps) lines.push("## First steps (issue [reliability])", "", rep.firstSteps, "");
   lines.push("## Contenders", "");
   for (const c of rep.contenders) {
     lines.push(`- **${c.name}**${c.version ? ` (${c.version})` : ""}${c.unavailable ? `: unavailable: ${c.unavailable}` : ""}`);

@@ -4,11 +4,11 @@ import { type Array, config, nn, numpy as jnp } from "../src/index.js";
 import type { Case, CaseBody, WorkloadId } from "./harness.js";
 import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, randomF32 } from "./harness.js";
 
-type Params = { w1: Array; b1: Array; w2: Array; b2: Array };
+export type Params = { w1: Array; b1: Array; w2: Array; b2: Array };
 const NAME = "jaxts";
 const mk = (data: Float32Array, shape: number[]): Array => jnp.reshape(jnp.array(data), shape);
 
-function mlpLoss(p: Params, x: Array, y: Array): Array {
+export function mlpLoss(p: Params, x: Array, y: Array): Array {
   const h = nn.relu(jnp.add(jnp.matmul(x, p.w1), p.b1));
   const logits = jnp.add(jnp.matmul(h, p.w2), p.b2);
   return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / MLP.batch);
@@ -20,7 +20,7 @@ function makeStep() {
     return [loss, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
   }, { donateArgnums: 0 });
 }
-function mlpInputs() {
+export function mlpInputs() {
   const d = mlpData();
   return {
     params: { w1: mk(d.w1, [MLP.inDim, MLP.hidden]), b1: mk(d.b1, [MLP.hidden]), w2: mk(d.w2, [MLP.hidden, MLP.outDim]), b2: mk(d.b2, [MLP.outDim]) } as Params,

@@ -24,13 +24,14 @@ import {
   writeFileAtomic,
 } from "./harness.js";
 import { jaxtsCases, jaxtsInit, jaxtsNotes } from "./jaxts-cases.js";
+import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
 
 /*
  * Usage: node dist/bench/run.js [--quick] [--baseline=NAME] [--only=a,b] [--workloads=id,id] [--no-write]
  *   --quick       short timings (smoke test; numbers are rough)
  *   --baseline    contender the ratios are relative to (default jaxts)
  *   --only        run only these contenders
- *   --workloads   run only these workload ids
+ *   --workloads   run only these workload ids (mlp-first-steps: only jaxts's first-steps line)
  *   --no-write    do not write bench/RESULTS.md
  */
 
@@ -115,6 +116,17 @@ async function main(): Promise<void> {
       }
     }
   }
+  // jaxts's first training steps against its steady state, in a fresh process (cold pool, small heap)
+  let firstSteps: string | undefined;
+  if (ready.some((c) => c.name === "jaxts") && (!onlyWorkloads || onlyWorkloads.includes("mlp-first-steps"))) {
+    await settle();
+    try {
+      firstSteps = formatFirstSteps(measureFirstStepsInChild());
+    } catch (e) {
+      firstSteps = `ERROR ${e instanceof Error ? e.message.split("\n")[0] : String(e)}`;
+    }
+    log(`[bench] ${firstSteps}`);
+  }
   try {
     const ms = await measureInterleaved(live.map((l) => ({ body: l.body, activate: l.k.activate?.bind(l.k) })), timing, settle);
     live.forEach((l, i) => {
@@ -139,6 +151,7 @@ async function main(): Promise<void> {
     const t = formatTargets(results);
     if (t) console.log(t + "\n");
   }
+  if (firstSteps) console.log(firstSteps + "\n");
   for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
 
   const elapsedS = (performance.now() - t0) / 1e3;
@@ -157,6 +170,7 @@ async function main(): Promise<void> {
         packages,
         timing,
         elapsedS,
+        firstSteps,
       }),
     );
     log(`[bench] wrote ${file}`);

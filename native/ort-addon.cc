@@ -8,6 +8,7 @@
 // declared by index below, with the signatures the C API documents. Node-API (C) is the JS interface.
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <node_api.h>
 
 #include <cstdint>
@@ -20,6 +21,7 @@
 namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
 void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
+void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
 }
 #include "cpu-level.h"
 #include "gemm-op.h"
@@ -542,6 +544,14 @@ napi_value Run(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// trimMemory(): hands the C heap's free pages back to the system (glibc keeps freed memory, e.g. a released
+// session's, mapped for reuse: without this, releasing sessions lowers no RSS); returns whether any was released
+napi_value TrimMemory(napi_env env, napi_callback_info) {
+  napi_value v;
+  napi_get_boolean(env, malloc_trim(0) != 0, &v);
+  return v;
+}
+
 // gemmKernel() -> "avx512" | "avx2" | null: the micro-kernel behind the jaxts.Gemm custom op (null: not registered)
 napi_value GemmKernel(napi_env env, napi_callback_info) {
   napi_value v;
@@ -565,10 +575,12 @@ NAPI_MODULE_INIT() {
       {"release", nullptr, Release, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"runner", nullptr, MakeRunner, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"run", nullptr, Run, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"trimMemory", nullptr, TrimMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"gemmKernel", nullptr, GemmKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);
   jaxts::RegisterDevices(env, exports);
+  jaxts::RegisterArena(env, exports);
   return exports;
 }

@@ -13,8 +13,9 @@ export { finfo } from "./core/dtype.js";
 export { ShapedArray } from "./core/aval.js";
 export { ClosedJaxpr, Jaxpr } from "./core/jaxpr.js";
 export { UnexpectedTracerError, ConcretizationTypeError } from "./core/trace.js";
+export { OutOfMemoryError } from "./core/errors.js";
 export {
-  jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct,
+  jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct, clearCaches,
 } from "./transforms/api.js";
 export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts } from "./transforms/api.js";
 export { customJvp, customVjp } from "./transforms/custom-derivatives.js";

@@ -27,6 +27,11 @@ export class ArrayImpl extends Array {
   readonly device: Device;
   /** Placement metadata set by devicePut / sharded constructors (a parallel-layer Sharding); null = on `device`. */
   placement: unknown = null;
+  /**
+   * Set by an execution backend's buffer pool: this array is the sole user of its storage, which dispose() hands
+   * back (a field, not a WeakMap entry: an ephemeron whose value holds its key outlives young-generation collections).
+   */
+  ownsPooledStorage = false;
   constructor(aval: ShapedArray, data: TypedArray, device: Device = HOST_DEVICE) {
     super();
     if (data.length !== aval.size) {

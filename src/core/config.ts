@@ -21,6 +21,12 @@ export interface ConfigFlags {
   collectiveTimeoutMs: number;
   /** ORT intra-op threads per device program session (0 = max(1, cores / numCpuDevices)). */
   deviceIntraOpThreads: number;
+  /** Most traced signatures (jaxpr + compiled program) one jitted function keeps; the least recently used go first. */
+  jitCacheSize: number;
+  /** Most compiled programs (all jitted functions together) that keep ONNX Runtime sessions loaded; beyond it the least recently run release theirs (recreated if run again). */
+  compiledCacheSize: number;
+  /** Most eager per-primitive cache entries (each may hold an ONNX Runtime session); the least recently used go first. */
+  eagerCacheSize: number;
 }
 
 /** An integer environment setting; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
@@ -43,6 +49,9 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
   collectiveTimeoutMs: envInt("JAXTS_COLLECTIVE_TIMEOUT_MS", 30000, 1),
   deviceIntraOpThreads: envInt("JAXTS_DEVICE_INTRA_OP_THREADS", 0, 0),
+  jitCacheSize: envInt("JAXTS_JIT_CACHE_SIZE", 512, 1),
+  compiledCacheSize: envInt("JAXTS_COMPILED_CACHE_SIZE", 1024, 1),
+  eagerCacheSize: envInt("JAXTS_EAGER_CACHE_SIZE", 2048, 1),
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
       throw new Error(`config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`);
@@ -53,19 +62,14 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
     if (name === "backend" && value !== "onnx" && value !== "interpreter") {
       throw new Error(`config.update: backend must be "onnx" or "interpreter", got ${JSON.stringify(value)}`);
     }
-    if (name === "numCpuDevices" && !(Number.isInteger(value) && (value as number) >= 1)) {
-      throw new RangeError(`config.update: numCpuDevices must be a positive integer (the number of CPU devices), got ${String(value)}`);
+    const bound = INTEGER_FLAGS.get(name);
+    if (bound && !(Number.isInteger(value) && (value as number) >= bound.min)) {
+      throw new RangeError(`config.update: ${name} must be a ${bound.min >= 1 ? "positive" : "non-negative"} integer (${bound.what}), got ${String(value)}`);
     }
-    if (name === "intraOpThreads" && !(Number.isInteger(value) && (value as number) >= 0)) {
-      throw new RangeError(`config.update: intraOpThreads must be a non-negative integer (0 = all cores), got ${String(value)}`);
-    }
-    guards.get(name)?.(value);
     if (name === "spmdRuntime" && value !== "emulation" && value !== "devices") {
       throw new Error(`config.update: spmdRuntime must be "emulation" or "devices", got ${JSON.stringify(value)}`);
     }
-    if ((name === "collectiveTimeoutMs" || name === "deviceIntraOpThreads") && !(Number.isInteger(value) && (value as number) >= (name === "collectiveTimeoutMs" ? 1 : 0))) {
-      throw new Error(`config.update: ${name} must be a ${name === "collectiveTimeoutMs" ? "positive" : "non-negative"} integer, got ${String(value)}`);
-    }
+    guards.get(name)?.(value);
     (this as ConfigFlags)[name] = value;
     for (const l of listeners) l(name);
   },
@@ -74,6 +78,16 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   },
 };
 const defaults: ConfigFlags = { ...config };
+/** Integer flags: the least value accepted and what the number counts (for config.update's error). */
+const INTEGER_FLAGS: ReadonlyMap<keyof ConfigFlags, { min: number; what: string }> = new Map([
+  ["numCpuDevices", { min: 1, what: "the number of CPU devices" }],
+  ["intraOpThreads", { min: 0, what: "0 = all cores" }],
+  ["collectiveTimeoutMs", { min: 1, what: "milliseconds" }],
+  ["deviceIntraOpThreads", { min: 0, what: "0 = cores / devices" }],
+  ["jitCacheSize", { min: 1, what: "a number of cache entries" }],
+  ["compiledCacheSize", { min: 1, what: "a number of cache entries" }],
+  ["eagerCacheSize", { min: 1, what: "a number of cache entries" }],
+]);
 const listeners: ((name: keyof ConfigFlags) => void)[] = [];
 const guards = new Map<keyof ConfigFlags, (value: unknown) => void>();
 /** Lets a later layer refuse a new value (e.g. numCpuDevices once the devices exist, as JAX after backend init). */

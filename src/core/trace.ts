@@ -107,10 +107,22 @@ export interface Backend {
    * `donate[i]` says argument i's memory may be reused for outputs. Absent: evaluate equation by equation.
    */
   executeJaxpr?(jaxpr: import("./jaxpr.js").Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[];
+  /** Releases now what the backend compiled for `jaxpr` (a jit cache dropped it), instead of when it is garbage collected. */
+  release?(jaxpr: import("./jaxpr.js").Jaxpr): void;
+  /** Drops every cached compilation and session and hands freed memory back to the system (jax.clearCaches). */
+  clearCaches?(): void;
+  /** Hands memory the backend freed (released sessions) back to the system. */
+  trimMemory?(): void;
 }
 const backends = new Map<string, Backend>();
 let backendSelector: () => string = () => "interpreter";
 export function registerBackend(b: Backend): void { backends.set(b.name, b); }
+/** Tells every backend that `jaxpr` will not run again (see Backend.release). */
+export function releaseCompiled(jaxpr: import("./jaxpr.js").Jaxpr): void { for (const b of backends.values()) b.release?.(jaxpr); }
+/** Clears every backend's caches (see Backend.clearCaches). */
+export function clearBackendCaches(): void { for (const b of backends.values()) b.clearCaches?.(); }
+/** Lets every backend hand freed memory back to the system (see Backend.trimMemory). */
+export function trimBackendMemory(): void { for (const b of backends.values()) b.trimMemory?.(); }
 export function setBackendSelector(f: () => string): void { backendSelector = f; }
 export function getBackend(name?: string): Backend {
   const n = name ?? backendSelector();

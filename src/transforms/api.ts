@@ -10,7 +10,8 @@ import { describe } from "../core/trace.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
-import { NO_MATCH, callCompiled, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
+import { clearBackendCaches, trimBackendMemory } from "../core/trace.js";
+import { NO_MATCH, callCompiled, clearTraceCaches, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass, linearizeFlat } from "./linearize.js";
 import { vmapFlat } from "./vmap.js";
@@ -280,6 +281,8 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     const outs = callCompiled(c, leaves, name, donate);
     const outDef = outDefs.get(key)!;
     if (noStatic && cache.entries.get(key) === c) recordFast(cache, args, def, c, outDef, name, donate);
+    // output structures of signatures the (bounded) cache dropped
+    if (outDefs.size > 2 * cache.entries.size + 16) for (const k of outDefs.keys()) if (k !== key && !cache.entries.has(k)) outDefs.delete(k);
     return unflatten(outDef, outs) as R;
   };
   const jitted = call as Jitted<A, R>;
@@ -290,9 +293,20 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     const text = () => `module @jit_${name}\n${c.jaxpr.toString()}${loweringSummary ? `\n\n${loweringSummary(c.jaxpr)}` : ""}`;
     return { asText: text, jaxpr: closed, compile: () => ({ call: (...a: unknown[]) => call(...(a as A)), asText: text }) };
   };
-  jitted.clearCache = () => cache.clear();
-  jitted.cacheSize = () => cache.entries.size;
+  // releases the compiled programs and their ONNX Runtime sessions now, and the memory they held
+  jitted.clearCache = () => { cache.clear(); outDefs.clear(); trimBackendMemory(); };
+  jitted.cacheSize = () => { cache.check(); return cache.entries.size; };
   return jitted;
+}
+
+/**
+ * jax.clearCaches(): every jitted function retraces on its next call, and the backends release every compiled
+ * program, cached eager session and pooled buffer now, handing the freed memory back to the system.
+ */
+export function clearCaches(): void {
+  clearTraceCaches();
+  clearBackendCaches();
+  trimBackendMemory();
 }
 
 /** The engine registers a summarizer of the compiled ONNX graph for lower().asText(). */

@@ -6,7 +6,7 @@ import { config, onConfigChange } from "../core/config.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
-import { bind, getBackend, withTrace, evalTrace, executePrimitive, getCurrentTrace } from "../core/trace.js";
+import { bind, getBackend, withTrace, evalTrace, executePrimitive, getCurrentTrace, releaseCompiled } from "../core/trace.js";
 import { type TreeDef, unflatten } from "../core/tree.js";
 import { jvpFlat } from "./jvp.js";
 import { vmapFlatKeep } from "./vmap.js";
@@ -50,7 +50,10 @@ export interface CompiledCall {
   jaxpr: Jaxpr;
   consts: Array[];
   outAvals: ShapedArray[];
+  /** useClock at the latest call (the least recently used signature is evicted first). */
+  used: number;
 }
+let useClock = 0;
 
 /** One traced signature of a jitted function, matched per call without building a cache key (see fastCall). */
 export interface FastEntry {
@@ -59,21 +62,62 @@ export interface FastEntry {
   readonly consts: readonly ArrayImpl[];
   readonly params: PjitParams;
   readonly outDef: TreeDef;
+  readonly call: CompiledCall;
 }
 
-/** A cache of traced jaxprs keyed by input avals (and static args); cleared when semantics flags change. */
+/**
+ * Bumped when a flag that changes semantics flips, or by jax.clearCaches(): every TraceCache then empties itself
+ * on its next use. (A registry of caches would have to hold WeakRefs, and a WeakRef keeps its target alive until
+ * the current synchronous job ends: a loop creating a fresh jit wrapper per step would keep every one alive.)
+ */
+let cacheEpoch = 0;
+onConfigChange((name) => {
+  if (name === "enableX64" || name === "threefryPartitionable") cacheEpoch++;
+});
+
+/**
+ * A jitted function's traced jaxprs keyed by input avals (and static args): a least-recently-used map of at most
+ * config.jitCacheSize entries. An entry that leaves it (evicted, cleared) releases its compiled program at once.
+ */
 export class TraceCache {
   readonly entries = new Map<string, CompiledCall>();
   /** Recently used signatures for the eval-trace fast path (most recent first). */
   fast: FastEntry[] = [];
   hits = 0;
   misses = 0;
-  clear(): void { this.entries.clear(); this.fast = []; }
+  epoch = cacheEpoch;
+  clear(): void {
+    const dropped = [...this.entries.values()];
+    this.entries.clear();
+    this.fast = [];
+    this.epoch = cacheEpoch;
+    for (const c of dropped) releaseCompiled(c.jaxpr);
+  }
+  /** Empties the cache when the epoch moved on (a semantics flag flipped or all caches were cleared). */
+  check(): void { if (this.epoch !== cacheEpoch) this.clear(); }
+  get(key: string): CompiledCall | undefined {
+    const c = this.entries.get(key);
+    if (c) c.used = ++useClock;
+    return c;
+  }
+  set(key: string, c: CompiledCall): void {
+    c.used = ++useClock;
+    this.entries.set(key, c);
+    const max = config.jitCacheSize;
+    while (this.entries.size > max) {
+      // the least recently used signature (fast-path calls count as uses)
+      let oldKey = "", old: CompiledCall | null = null;
+      for (const [k, e] of this.entries) if (!old || e.used < old.used) { oldKey = k; old = e; }
+      this.entries.delete(oldKey);
+      this.fast = this.fast.filter((f) => f.call !== old);
+      releaseCompiled(old!.jaxpr);
+    }
+  }
 }
-const allCaches = new Set<WeakRef<TraceCache>>();
-onConfigChange((name) => {
-  if (name === "enableX64" || name === "threefryPartitionable") for (const r of allCaches) r.deref()?.clear();
-});
+/** Empties every jit trace cache (lazily, on each cache's next use); backends drop their compilations now. */
+export function clearTraceCaches(): void {
+  cacheEpoch++;
+}
 
 const MAX_FAST = 8;
 
@@ -118,6 +162,7 @@ const NO_MATCH: unique symbol = Symbol("no fast match");
  * Returns NO_MATCH otherwise (the caller takes the general path, which records new signatures).
  */
 export function fastCall(cache: TraceCache, args: unknown[]): unknown {
+  cache.check();
   const fast = cache.fast;
   if (fast.length === 0 || getCurrentTrace() !== evalTrace) return NO_MATCH;
   const leaves: ArrayImpl[] = [];
@@ -132,6 +177,7 @@ export function fastCall(cache: TraceCache, args: unknown[]): unknown {
     }
     if (!same) continue;
     cache.hits++;
+    e.call.used = ++useClock;
     if (k > 0) { fast.splice(k, 1); fast.unshift(e); }
     const outs = executePrimitive(pjitP as unknown as Primitive, e.consts.length ? [...e.consts, ...leaves] : leaves, e.params);
     return unflatten(e.outDef, outs);
@@ -148,26 +194,25 @@ export function recordFast(cache: TraceCache, args: unknown[], def: TreeDef, c: 
   if (!matchTree(def, args, leaves)) return;
   const params: PjitParams = { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] };
   if (donate.some(Boolean)) params.donate_at_dispatch = true;
-  cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef });
+  cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef, call: c });
   if (cache.fast.length > MAX_FAST) cache.fast.length = MAX_FAST;
 }
 export function newTraceCache(): TraceCache {
-  const c = new TraceCache();
-  allCaches.add(new WeakRef(c));
-  return c;
+  return new TraceCache();
 }
 
 /** Traces (or fetches) the flat jaxpr of f for these avals; consts are returned separately. */
 export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string): CompiledCall {
-  const hit = cache.entries.get(key);
+  cache.check();
+  const hit = cache.get(key);
   if (hit) { cache.hits++; return hit; }
   cache.misses++;
   const { jaxpr, consts } = traceToJaxpr(f, avals, `jit(${name})`);
   const j = convertConstvars(jaxpr);
   if (config.checkJaxprs) typecheckJaxpr(j, `jit(${name})`);
-  const entry = { jaxpr: j, consts, outAvals: j.outAvals };
+  const entry: CompiledCall = { jaxpr: j, consts, outAvals: j.outAvals, used: 0 };
   // a jaxpr that closes over tracers of an enclosing transformation is only valid inside it
-  if (consts.every((c) => c instanceof ArrayImpl)) cache.entries.set(key, entry);
+  if (consts.every((c) => c instanceof ArrayImpl)) cache.set(key, entry);
   return entry;
 }
 

@@ -5,8 +5,11 @@
  * storage goes back to it when the array is disposed (explicitly, or by being donated to a jitted call) or garbage
  * collected. Without the native runner, onnxruntime-node copies every output into a fresh ArrayBuffer it allocates.
  */
+import v8 from "node:v8";
+import vm from "node:vm";
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { TypedArray } from "../../core/dtype.js";
+import { type NativeArena, nativeArena } from "./ort-runtime.js";
 
 type Ctor = { new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray; new (length: number): TypedArray; readonly name: string };
 
@@ -24,6 +27,20 @@ export const bufferPoolOptions = {
    * can hold on to; beyond it, buffers are left to the garbage collector.
    */
   maxWatchedBytes: 128 * 1024 * 1024,
+  /** Buffers at least this large come from the native arena (when built): the collector hands them back for reuse. */
+  arenaMinBytes: 256 * 1024,
+  /**
+   * Arena bytes handed out between two young-generation collections the pool requests (0: never request one);
+   * at least half the arena's bytes in use after the previous one, so large models are not collected every output.
+   */
+  arenaGcBytes: 4 * 1024 * 1024,
+  /**
+   * The arena's free list holds at most this many times the bytes of its blocks in use (or twice the bytes handed
+   * out between two requested collections, when more)...
+   */
+  arenaFreeRatio: 2,
+  /** ...and at most this many bytes. */
+  arenaMaxFreeBytes: 256 * 1024 * 1024,
 };
 
 interface Watched { buffer: ArrayBufferLike; ctor: Ctor; length: number; bytes: number }
@@ -33,11 +50,76 @@ const free = new Map<Ctor, Map<number, TypedArray[]>>();
 const order = new Set<TypedArray>();
 let pooledBytes = 0;
 let watchedBytes = 0;
-/** The one array allowed to hand each buffer back (arrays sharing storage with it are not). */
-const owners = new WeakMap<TypedArray, ArrayImpl>();
 /** Buffers registered with the finalization registry (each view at most once). */
 const watched = new WeakMap<TypedArray, Watched>();
-const stats = { acquired: 0, reused: 0, released: 0, collected: 0 };
+const stats = { acquired: 0, reused: 0, released: 0, collected: 0, arenaAllocated: 0, gcRequested: 0 };
+
+let arena: NativeArena | null | undefined;
+let arenaLimits = "";
+/** Storage that came from the arena (the collector recycles it natively: never watched). */
+const fromArena = new WeakSet<ArrayBufferLike>();
+let arenaSinceGc = 0;
+let arenaGcBudget = 0;
+let minorGc: (() => void) | null | undefined;
+
+/** A young-generation collection on demand (V8's gc(), exposed through a fresh context), or null. */
+function youngGc(): (() => void) | null {
+  if (minorGc === undefined) {
+    try {
+      v8.setFlagsFromString("--expose-gc");
+      const g = vm.runInNewContext("gc") as (o?: { type: string }) => void;
+      minorGc = () => g({ type: "minor" });
+    } catch {
+      minorGc = null;
+    }
+  }
+  return minorGc;
+}
+
+/**
+ * Free-list bounds: at most arenaFreeRatio times the bytes in use, but at least twice the bytes handed out between
+ * two requested collections (what a collection returns; below it every cycle would map fresh memory again).
+ */
+function setArenaLimits(a: NativeArena): void {
+  const o = bufferPoolOptions;
+  // twice the budget: the sweeper may return two collections' worth at once
+  const floor = Math.min(2 * Math.max(o.arenaGcBytes, arenaGcBudget), o.arenaMaxFreeBytes);
+  const lim = `${o.arenaMaxFreeBytes}/${o.arenaFreeRatio}/${floor}`;
+  if (lim !== arenaLimits) { a.limits(o.arenaMaxFreeBytes, o.arenaFreeRatio, floor); arenaLimits = lim; }
+}
+
+/** The arena when the pool should use it for `bytes` (null: allocate through V8). */
+function arenaFor(bytes: number): NativeArena | null {
+  if (bytes < bufferPoolOptions.arenaMinBytes) return null;
+  if (arena === undefined) arena = nativeArena();
+  if (!arena) return null;
+  setArenaLimits(arena);
+  return arena;
+}
+
+/**
+ * Fresh storage from the arena. Arrays die unseen in a loop that never yields (finalizers wait for the event
+ * loop), but the collector returns their blocks: every arenaGcBytes handed out, a young-generation collection
+ * (~0.1 ms) lets the blocks of the arrays that died meanwhile (e.g. last step's parameters) serve the next outputs.
+ */
+function fromArenaAlloc(a: NativeArena, ctor: Ctor, length: number, bytes: number): TypedArray {
+  const every = bufferPoolOptions.arenaGcBytes;
+  if (every > 0 && (arenaSinceGc += bytes) > Math.max(every, arenaGcBudget)) {
+    arenaSinceGc = bytes;
+    const g = youngGc();
+    if (g) {
+      g();
+      stats.gcRequested++;
+      arenaGcBudget = a.stats().inUseBytes / 2;
+      setArenaLimits(a);
+    }
+  }
+  const ab = a.alloc(bytes);
+  if (!ab) throw new RangeError(`Array buffer allocation failed: the native arena could not map ${bytes} bytes`);
+  fromArena.add(ab);
+  stats.arenaAllocated++;
+  return new ctor(ab, 0, length);
+}
 
 const registry = new FinalizationRegistry<Watched>((w) => {
   watchedBytes -= w.bytes;
@@ -82,6 +164,8 @@ function unwatch(v: TypedArray): void {
 
 function watch(v: TypedArray): void {
   if (v.byteLength < bufferPoolOptions.minWatchedBytes || watched.has(v) || watchedBytes + v.byteLength > bufferPoolOptions.maxWatchedBytes) return;
+  // the collector hands arena storage back by itself (a watch would keep it alive until the loop yields)
+  if (fromArena.has(v.buffer)) return;
   // only whole-buffer views: the memory is recycled as a whole
   if (v.byteOffset !== 0 || v.byteLength !== v.buffer.byteLength) return;
   const w: Watched = { buffer: v.buffer, ctor: v.constructor as Ctor, length: v.length, bytes: v.byteLength };
@@ -106,6 +190,8 @@ export function acquire(ctor: Ctor, length: number): TypedArray {
       stats.reused++;
       return v;
     }
+    const a = arenaFor(bytes);
+    if (a) return fromArenaAlloc(a, ctor, length, bytes);
   }
   return new ctor(length);
 }
@@ -117,40 +203,52 @@ export function acquire(ctor: Ctor, length: number): TypedArray {
 export function own(a: ArrayImpl): ArrayImpl {
   const d = a.buffer;
   if (d.byteLength < bufferPoolOptions.minBytes) return a;
-  owners.set(d, a);
+  // the one array allowed to hand the buffer back (arrays sharing storage with it are not)
+  a.ownsPooledStorage = true;
   watch(d);
   return a;
 }
 
 /** True when `a` is the sole user of its (pooled) storage. */
 export function ownsStorage(a: ArrayImpl): boolean {
-  return !a.isDisposed && owners.get(a.buffer) === a;
+  return a.ownsPooledStorage && !a.isDisposed;
 }
 
 /** Returns storage nothing references any more (e.g. an output buffer of a failed run) to the pool. */
 export function recycle(d: TypedArray): void {
-  if (d.byteLength < bufferPoolOptions.minBytes || owners.has(d)) return;
+  if (d.byteLength < bufferPoolOptions.minBytes) return;
   pushFree(d);
 }
 
 /** The release hook ArrayImpl.dispose() calls: recycles storage its owner gives up. */
 function release(a: ArrayImpl, d: TypedArray): void {
-  if (owners.get(d) !== a) return;
-  owners.delete(d);
+  if (!a.ownsPooledStorage) return;
+  a.ownsPooledStorage = false;
   stats.released++;
   pushFree(d);
 }
 ArrayImpl.releaseHook = release;
 
 /** Pool statistics (tests): free bytes, watched bytes, counters. */
-export function bufferPoolStats(): { pooledBytes: number; watchedBytes: number; acquired: number; reused: number; released: number; collected: number } {
-  return { pooledBytes, watchedBytes, ...stats };
+export function bufferPoolStats(): {
+  pooledBytes: number; watchedBytes: number; acquired: number; reused: number; released: number; collected: number; arenaAllocated: number; gcRequested: number;
+  /** The native arena's free list and blocks in use (not yet collected); zeros without the arena. */
+  arenaFreeBytes: number; arenaInUseBytes: number; arenaFresh: number; arenaReused: number; arenaReturned: number;
+} {
+  const a = arena ?? null;
+  const s = a ? a.stats() : { freeBytes: 0, inUseBytes: 0, fresh: 0, reused: 0, returned: 0 };
+  return {
+    pooledBytes, watchedBytes, ...stats,
+    arenaFreeBytes: s.freeBytes, arenaInUseBytes: s.inUseBytes, arenaFresh: s.fresh, arenaReused: s.reused, arenaReturned: s.returned,
+  };
 }
 
-/** Drops every free buffer (tests). */
+/** Drops every free buffer, the native arena's included (tests, jax.clearCaches). */
 export function clearBufferPool(): void {
   for (const v of order) unwatch(v);
   free.clear();
   order.clear();
   pooledBytes = 0;
+  // unmap the arena's free blocks now (its bounds are set again on the next arena allocation)
+  if (arena) { arena.limits(0, 0, 0); arenaLimits = ""; }
 }

@@ -5,6 +5,7 @@ import { ArrayImpl } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
 import { allocate } from "../../core/dtype.js";
+import { OutOfMemoryError } from "../../core/errors.js";
 import { Jaxpr, type JaxprEqn, Var } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
 import { type Backend, abstractEval, registerBackend, setBackendSelector } from "../../core/trace.js";
@@ -12,10 +13,10 @@ import { type Program, type OnnxStep, compileJaxpr } from "../../compiler/compil
 import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
-import { acquire, own, ownsStorage, recycle } from "./buffer-pool.js";
+import { acquire, clearBufferPool, own, ownsStorage, recycle } from "./buffer-pool.js";
 import { ParallelKernel } from "./fused-workers.js";
 import { NativeFusedKernel } from "./native-fused.js";
-import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor } from "./ort-runtime.js";
+import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor, trimNativeHeap } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
 
 /**
@@ -51,8 +52,6 @@ export const onnxBackendOptions = {
   scalarFastPath: true,
   /** Rethrow errors from lowering rules and session creation instead of falling back to the interpreter. */
   strict: false,
-  /** Most eager sessions kept (least recently created are released first). */
-  maxEagerSessions: 2048,
   /** Work (element operations) above which a jitted program gets all intra-op threads. */
   parallelWork: 1 << 18,
   /** Work above which a jitted program gets ORT's full graph optimizations (below: constant folding only, faster to create). */
@@ -62,6 +61,54 @@ export const onnxBackendOptions = {
   /** Fused kernels run natively (AVX-512/AVX2, native threads) when the native addon is loaded; else WebAssembly SIMD. */
   nativeFused: true,
 };
+
+// ------------------------------------------------------------------ run-time failures
+/** An allocation for a program's value failed (reported as an OutOfMemoryError naming the program and its inputs). */
+class AllocationFailure extends Error {
+  constructor(readonly bytes: number, readonly what: string, readonly original: unknown) {
+    super(`${what}: ${(original as Error)?.message ?? String(original)}`);
+  }
+}
+/** ONNX Runtime failed while running a session. */
+class RunFailure extends Error {
+  constructor(readonly original: Error) { super(original.message); }
+}
+
+/** Storage for output `i` (aval `a`) from the buffer pool; a failed allocation becomes an AllocationFailure. */
+function acquireOutput(ctor: ReturnType<typeof storageCtor>, a: ShapedArray, i: number): HostArray {
+  try {
+    return acquire(ctor, a.size) as HostArray;
+  } catch (e) {
+    throw new AllocationFailure(a.size * (ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT, `output ${i} (${a.str()})`, e);
+  }
+}
+
+// ONNX Runtime's messages for a failed allocation (its CPU allocator, or a C++ bad_alloc)
+const ORT_OOM = /Failed to allocate memory|bad_alloc|out of memory/i;
+
+/**
+ * The error a user sees for a failure while running `program` on `inputs`: an OutOfMemoryError for a failed
+ * allocation (ours or ONNX Runtime's), a run failure naming the program, or the error itself (a host step's).
+ */
+function runError(e: unknown, program: string, inputs: readonly ArrayImpl[]): unknown {
+  const shapes = () => inputs.map((a) => a.aval.str());
+  if (e instanceof AllocationFailure) return new OutOfMemoryError(program, shapes(), e.bytes, e.message);
+  if (!(e instanceof RunFailure)) return e;
+  const msg = e.original.message.trim();
+  if (ORT_OOM.test(msg)) {
+    const m = /size\s*(\d+)/.exec(msg);
+    return new OutOfMemoryError(program, shapes(), m ? Number(m[1]) : NaN, `ONNX Runtime: ${msg}`);
+  }
+  return new Error(`${program}: ONNX Runtime failed running the compiled program on inputs ${shapes().join(", ") || "(none)"}: ${msg}`, { cause: e.original });
+}
+
+const warned = new Set<string>();
+/** Reports a fallback (a program or primitive that stops using ONNX Runtime) once per distinct message. */
+function warnOnce(msg: string): void {
+  if (warned.has(msg)) return;
+  warned.add(msg);
+  process.emitWarning(msg, { code: "JAXTS_FALLBACK" });
+}
 
 // ------------------------------------------------------------------ sessions for compiled steps
 // small eager graphs gain nothing from ORT's graph optimizer, which triples session creation time
@@ -139,14 +186,14 @@ function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly Sh
     const data = new Array<HostArray>(n), shapes = new Array<readonly number[]>(n);
     for (let i = 0; i < n; i++) { const a = args[i]; data[i] = a.buffer as HostArray; shapes[i] = a.shape; }
     if (r.fast.writesOutputs) return runIntoPool(r.fast, data, shapes, outAvals);
-    outs = r.fast.run(data, shapes);
+    try { outs = r.fast.run(data, shapes); } catch (e) { throw new RunFailure(e as Error); }
   } else {
     const feeds: Record<string, HostTensor> = {};
     for (let i = 0; i < n; i++) {
       const a = args[i];
       feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
     }
-    outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data);
+    try { outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data); } catch (e) { throw new RunFailure(e as Error); }
   }
   const res = new Array<ArrayImpl>(outs.length);
   for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(outAvals[i], outs[i] as ArrayImpl["buffer"]);
@@ -159,16 +206,16 @@ function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly Sh
  */
 function runIntoPool(fast: FastRunner, data: readonly HostArray[], shapes: readonly (readonly number[])[], outAvals: readonly ShapedArray[]): ArrayImpl[] {
   const m = outAvals.length;
-  const bufs = new Array<HostArray | null>(m), outShapes = new Array<readonly number[] | null>(m);
-  for (let i = 0; i < m; i++) {
-    const a = outAvals[i];
-    // empty outputs: ORT allocates (there is no memory to hand it)
-    bufs[i] = a.size > 0 ? (acquire(storageCtor(a.dtype as GDType), a.size) as HostArray) : null;
-    outShapes[i] = a.shape;
-  }
+  const bufs = new Array<HostArray | null>(m).fill(null), outShapes = new Array<readonly number[] | null>(m);
   let outs: HostArray[];
   try {
-    outs = fast.run(data, shapes, bufs, outShapes);
+    for (let i = 0; i < m; i++) {
+      const a = outAvals[i];
+      // empty outputs: ORT allocates (there is no memory to hand it)
+      bufs[i] = a.size > 0 ? acquireOutput(storageCtor(a.dtype as GDType), a, i) : null;
+      outShapes[i] = a.shape;
+    }
+    try { outs = fast.run(data, shapes, bufs, outShapes); } catch (e) { throw new RunFailure(e as Error); }
   } catch (e) {
     for (const b of bufs) if (b) recycle(b as ArrayImpl["buffer"]);
     throw e;
@@ -193,9 +240,30 @@ function rewrap(v: ArrayImpl, want: ShapedArray): ArrayImpl {
   return new ArrayImpl(want, ownsStorage(v) ? v.buffer.slice() : v.buffer);
 }
 
+/**
+ * Executables holding ONNX Runtime sessions, at most config.compiledCacheSize: beyond it, the least recently run
+ * release theirs (and recreate them if run again), whatever keeps their jaxprs alive.
+ */
+const loaded = new Set<Executable>();
+let runClock = 0;
+
+function noteLoaded(exe: Executable): void {
+  if (loaded.has(exe)) return;
+  loaded.add(exe);
+  const max = config.compiledCacheSize;
+  while (loaded.size > max) {
+    let oldest: Executable | null = null;
+    for (const x of loaded) if (x !== exe && (!oldest || x.lastRun < oldest.lastRun)) oldest = x;
+    if (!oldest) break;
+    oldest.dispose();
+  }
+}
+
 /** A compiled program with its sessions (created on first use), or its fused elementwise kernel. */
 export class Executable {
   private ready: (ReadyStep | null)[];
+  /** runClock at the latest run (orders executables for releasing sessions). */
+  lastRun = 0;
   constructor(public program: Program, private readonly jit: boolean, private readonly parts?: JaxprParts, private fused: Fused | null = null) {
     this.ready = program.steps.map(() => null);
   }
@@ -203,9 +271,10 @@ export class Executable {
   get isFused(): boolean { return this.fused !== null; }
   /** The fused kernel, if any (tests inspect its thread statistics). */
   get fusedKernel(): ParallelKernel | NativeFusedKernel | null { return this.fused ? this.fused.kernel : null; }
-  /** Replaces the plan by equation-by-equation execution (after ORT rejected or failed to run a model). */
+  /** Replaces the plan by equation-by-equation execution (after ORT rejected a model); reported once. */
   fallBack(why: string): void {
     if (!this.parts) throw new Error(`onnx backend: ${why}`);
+    warnOnce(`jit(${this.program.name}): ${why}; running its ${this.parts.eqns.length} equations one by one instead`);
     this.dispose();
     this.fused = null;
     this.program = interpretedProgram(this.parts, this.program, why);
@@ -214,18 +283,24 @@ export class Executable {
   /** Creates every session now (jit compiles ahead of the first call). */
   prepare(): this {
     if (this.fused) return this;
-    this.program.steps.forEach((s, i) => { if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = prepareStep(s, this.jit); });
+    this.program.steps.forEach((s, i) => { if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = this.prepareAt(i, s); });
     return this;
   }
+  private prepareAt(i: number, s: OnnxStep): ReadyStep {
+    const r = prepareStep(s, this.jit);
+    this.ready[i] = r;
+    noteLoaded(this);
+    return r;
+  }
   /** Runs the program; `donate[i]` lets input i's storage become an output's (fused kernels write in place). */
+  // A failure at run time raises (an OutOfMemoryError for a failed allocation): switching to equation-by-equation
+  // execution would hide it and make every later call slow.
   run(inputs: readonly ArrayImpl[], donate?: readonly boolean[]): ArrayImpl[] {
-    if (this.fused) return this.runFused(this.fused, inputs, donate);
+    this.lastRun = ++runClock;
     try {
-      return this.runPlan(inputs);
+      return this.fused ? this.runFused(this.fused, inputs, donate) : this.runPlan(inputs);
     } catch (e) {
-      if (onnxBackendOptions.strict || !this.parts || this.program.steps.every((s) => s.kind === "host")) throw e;
-      this.fallBack(`ONNX Runtime failed: ${(e as Error).message}`);
-      return this.runPlan(inputs);
+      throw runError(e, `jit(${this.program.name})`, inputs);
     }
   }
   private runPlan(inputs: readonly ArrayImpl[]): ArrayImpl[] {
@@ -237,7 +312,7 @@ export class Executable {
     for (let k = 0; k < p.steps.length; k++) {
       const s = p.steps[k];
       if (s.kind === "onnx") {
-        const r = this.ready[k] ?? (this.ready[k] = prepareStep(s, this.jit));
+        const r = this.ready[k] ?? this.prepareAt(k, s);
         const outs = runStep(r, s.inputs.map((q) => env[q]!));
         s.outputs.forEach((q, i) => { env[q] = outs[i]; });
       } else {
@@ -267,7 +342,7 @@ export class Executable {
           if (donate[i] && !taken.has(i) && spec.params[i][0] === "input" && ownsStorage(inputs[i])) { taken.add(i); d = inputs[i].buffer as Float32Array; }
         }
       }
-      outs[j] = d ?? (acquire(Float32Array, n) as Float32Array);
+      outs[j] = d ?? (acquireOutput(Float32Array, this.program.outAvals[j], j) as Float32Array);
     }
     kernel.run(ins, scalars, outs, n);
     const res = new Array<ArrayImpl>(outs.length);
@@ -276,7 +351,7 @@ export class Executable {
   }
   /** The common case, one ONNX model: feed the inputs it reads, pick the outputs (no environment). */
   private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
-    const r = this.ready[0] ?? (this.ready[0] = prepareStep(s, this.jit));
+    const r = this.ready[0] ?? this.prepareAt(0, s);
     const args = new Array<ArrayImpl>(s.inputs.length);
     for (let i = 0; i < args.length; i++) args[i] = inputs[p.inSlots.indexOf(s.inputs[i])];
     const outs = runStep(r, args);
@@ -297,6 +372,7 @@ export class Executable {
   dispose(): void {
     for (const r of this.ready) if (r) releaseSession(r.shared);
     this.ready = this.ready.map(() => null);
+    loaded.delete(this);
   }
 }
 
@@ -309,6 +385,10 @@ function runEqnOnHost(e: JaxprEqn, args: ArrayImpl[]): ArrayImpl[] {
 interface EagerEntry {
   /** null: run the primitive's reference impl. */
   exe: ReadyStep | null;
+  /** The shape-polymorphic step's polyCache key (its session is shared with other entries), or "". */
+  poly: string;
+  /** eagerClock at the latest use (the least recently used entries are released first). */
+  used: number;
   outAvals: ShapedArray[];
   /** Shortcut: every output is empty, no run needed. */
   empty: boolean;
@@ -342,17 +422,31 @@ function keyOf(v: unknown): string {
 
 const eagerCache = new Map<Primitive, Map<string, EagerEntry>>();
 let eagerCount = 0;
+let eagerClock = 0;
 
+/** Releases an eager entry's session reference (and its shape-polymorphic step once no entry uses it). */
+function releaseEager(e: EagerEntry): void {
+  if (!e.exe) return;
+  releaseSession(e.exe.shared);
+  // the polyCache's own reference is the last one: drop the step
+  if (e.poly && e.exe.shared.refs === 1 && polyCache.get(e.poly) === e.exe) {
+    polyCache.delete(e.poly);
+    releaseSession(e.exe.shared);
+  }
+  e.exe = null;
+}
+
+/** Keeps the eager cache within config.eagerCacheSize: releases the least recently used half when it is full. */
 function evictEager(): void {
-  // drop the oldest half
-  let drop = eagerCount >> 1;
-  for (const m of eagerCache.values()) {
-    for (const [k, e] of m) {
-      if (drop-- <= 0) return;
-      if (e.exe) releaseSession(e.exe.shared);
-      m.delete(k);
-      eagerCount--;
-    }
+  const all: [Map<string, EagerEntry>, string, EagerEntry][] = [];
+  for (const m of eagerCache.values()) for (const [k, e] of m) all.push([m, k, e]);
+  all.sort((a, b) => a[2].used - b[2].used);
+  const drop = all.length - (config.eagerCacheSize >> 1);
+  for (let i = 0; i < drop; i++) {
+    const [m, k, e] = all[i];
+    releaseEager(e);
+    m.delete(k);
+    eagerCount--;
   }
 }
 
@@ -365,14 +459,14 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
   const empty = outAvals.every((a) => a.size === 0);
   const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && EXACT_ON_SCALARS.has(prim.name)
     && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
-  if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty };
+  if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
   const poly = SHAPE_POLYMORPHIC.has(prim.name);
   const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
   if (poly) {
     const hit = polyCache.get(pkey);
     if (hit !== undefined) {
       if (hit) hit.shared.refs++;
-      return { exe: hit, outAvals, empty };
+      return { exe: hit, outAvals, empty, poly: pkey, used: 0 };
     }
   }
   const exe = compileEager(prim, inAvals, outAvals, params, poly);
@@ -380,7 +474,7 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
     polyCache.set(pkey, exe);
     if (exe) exe.shared.refs++;
   }
-  return { exe, outAvals, empty };
+  return { exe, outAvals, empty, poly: pkey, used: 0 };
 }
 
 function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedArray[], params: Params, poly: boolean): ReadyStep | null {
@@ -399,8 +493,8 @@ function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedA
 }
 
 /** Cache statistics: ORT sessions created so far and alive, cached eager entries, shape-polymorphic eager steps. */
-export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: number; eagerEntries: number; polySessions: number } {
-  return { sessionsCreated, sessionsAlive: sessionsByContent.size, eagerEntries: eagerCount, polySessions: polyCache.size };
+export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: number; eagerEntries: number; polySessions: number; loadedPrograms: number; sharedPrograms: number } {
+  return { sessionsCreated, sessionsAlive: sessionsByContent.size, eagerEntries: eagerCount, polySessions: polyCache.size, loadedPrograms: loaded.size, sharedPrograms: byContent.size };
 }
 
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
@@ -421,18 +515,21 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
   let e = m.get(key);
   if (!e) {
     e = buildEager(prim, args, params, pk);
-    if (eagerCount >= onnxBackendOptions.maxEagerSessions) evictEager();
+    if (eagerCount >= config.eagerCacheSize) evictEager();
     m.set(key, e);
     eagerCount++;
   }
+  e.used = ++eagerClock;
   if (e.exe) {
     try {
       return runStep(e.exe, args, e.outAvals);
     } catch (err) {
-      if (onnxBackendOptions.strict || !prim.rules.impl) throw err;
+      const user = runError(err, prim.name, args);
+      // out of memory (or no reference impl to switch to): raise
+      if (user instanceof OutOfMemoryError || onnxBackendOptions.strict || !prim.rules.impl) throw user;
       // ORT failed on this model: use the reference impl for this entry from now on
-      releaseSession(e.exe.shared);
-      e.exe = null;
+      warnOnce(`${prim.name}: ONNX Runtime failed on ${args.map((a) => a.aval.str()).join(", ")} (${(err as Error).message}); this primitive runs on its reference implementation for these operands from now on`);
+      releaseEager(e);
     }
   }
   if (e.empty) return e.outAvals.map((a) => new ArrayImpl(a, allocate(a.dtype, 0)));
@@ -442,16 +539,50 @@ function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): Array
 }
 
 // ------------------------------------------------------------------ jit cache
-const jitCache = new WeakMap<Jaxpr, Executable>();
-const releaseOnCollect = new FinalizationRegistry<Executable>((e) => e.dispose());
+/**
+ * An executable and the jaxprs using it. Jaxprs whose compiled programs are identical (same model bytes, or the
+ * same fused kernel: e.g. one function jitted afresh every step) share one executable, so a dead jit wrapper
+ * holds nothing but a registry cell until the garbage collector notices it.
+ */
+interface Compiled {
+  readonly exe: Executable;
+  /** Key in byContent ("": not shared). */
+  readonly key: string;
+  refs: number;
+}
+const jitCache = new WeakMap<Jaxpr, Compiled>();
+const byContent = new Map<string, Compiled>();
+const releaseOnCollect = new FinalizationRegistry<Compiled>((c) => unref(c));
+
+function unref(c: Compiled): void {
+  if (--c.refs > 0) return;
+  if (c.key && byContent.get(c.key) === c) byContent.delete(c.key);
+  c.exe.dispose();
+}
+
+/** A content key for a program (null: not shareable, e.g. it runs equations on the interpreter or returns constants). */
+function contentKey(program: Program, fused: Fused | null): string | null {
+  if (program.outs.some((o) => typeof o !== "number")) return null;
+  let key = `${program.name}|${program.numSlots}|${program.inSlots}|${program.outs}|${program.outAvals.map((a) => a.key()).join(";")}`;
+  if (fused) return `${key}|fused:${fused.kernel.constructor.name}|${keyOf(fused.spec)}`;
+  for (const st of program.steps) {
+    if (st.kind !== "onnx") return null;
+    key += `|${st.inputs}>${st.outputs}:${st.inputNames}>${st.outputNames}:${st.work}:${createHash("sha1").update(st.model).digest("base64")}`;
+  }
+  return key;
+}
 
 /** Compiles (or fetches) the executable for a jaxpr whose constvars come first. */
 export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
-  let exe = jitCache.get(jaxpr);
-  if (!exe) {
-    const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
+  const hit = jitCache.get(jaxpr);
+  if (hit) return hit.exe;
+  const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
+  const fused = fusedFor(jaxpr);
+  const key = contentKey(program, fused);
+  let c = key ? byContent.get(key) : undefined;
+  if (!c) {
     const { constvars, invars, outvars, eqns } = jaxpr;
-    exe = new Executable(program, true, { constvars, invars, outvars, eqns }, fusedFor(jaxpr));
+    const exe = new Executable(program, true, { constvars, invars, outvars, eqns }, fused);
     try {
       exe.prepare();
     } catch (e) {
@@ -459,10 +590,22 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
       // ORT rejected a model: run the whole jaxpr equation by equation instead
       exe.fallBack(`session creation failed: ${(e as Error).message}`);
     }
-    jitCache.set(jaxpr, exe);
-    releaseOnCollect.register(jaxpr, exe);
+    c = { exe, key: key ?? "", refs: 0 };
+    if (key) byContent.set(key, c);
   }
-  return exe;
+  c.refs++;
+  jitCache.set(jaxpr, c);
+  releaseOnCollect.register(jaxpr, c, jaxpr);
+  return c.exe;
+}
+
+/** Releases what was compiled for `jaxpr` now (a jit cache dropped it), instead of when it is collected. */
+function releaseJaxpr(jaxpr: Jaxpr): void {
+  const c = jitCache.get(jaxpr);
+  if (!c) return;
+  jitCache.delete(jaxpr);
+  releaseOnCollect.unregister(jaxpr);
+  unref(c);
 }
 
 /**
@@ -505,7 +648,7 @@ function interpretedProgram(jaxpr: JaxprParts, p: Program, why: string): Program
 
 /** The ONNX program a jaxpr compiles to, as text (for `jit(f).lower(...).asText()`); compiles without creating sessions. */
 export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
-  const exe = jitCache.get(jaxpr);
+  const exe = jitCache.get(jaxpr)?.exe;
   const program = exe ? exe.program : compileJaxpr(jaxpr, { name: sanitize(name) });
   const fused = exe ? exe.isFused : onnxBackendOptions.fuseElementwise && fuseElementwise(jaxpr) !== null;
   const head = fused ? "// runs as one fused elementwise kernel (native vectors or WebAssembly SIMD, single pass); the ONNX model below is its fallback\n" : "";
@@ -514,7 +657,7 @@ export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
 
 const sanitize = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, "_").slice(0, 64) || "jit";
 
-export const onnxBackend: Backend & { compiledFor: typeof compiledFor } = {
+export const onnxBackend: Backend & { compiledFor: typeof compiledFor; release(jaxpr: Jaxpr): void; clearCaches(): void; trimMemory(): void } = {
   name: "onnx",
   execute: executeEager,
   executeJaxpr(jaxpr: Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[] {
@@ -522,9 +665,18 @@ export const onnxBackend: Backend & { compiledFor: typeof compiledFor } = {
     return runJitted(jaxpr, consts.length ? [...consts, ...args] : args, opts.name, donate);
   },
   compiledFor,
+  release: releaseJaxpr,
+  clearCaches(): void {
+    // compiled programs still referenced keep their plans and recreate sessions if run again
+    for (const exe of [...loaded]) exe.dispose();
+    byContent.clear();
+    clearOnnxCaches();
+    clearBufferPool();
+  },
+  trimMemory(): void { trimNativeHeap(); },
 };
 
-/** Releases every cached eager session (jit executables are released with their jaxprs). */
+/** Releases every cached eager session (jit executables are released with their jaxprs, or by jax.clearCaches). */
 export function clearOnnxCaches(): void {
   for (const m of eagerCache.values()) for (const e of m.values()) if (e.exe) releaseSession(e.exe.shared);
   for (const r of polyCache.values()) if (r) releaseSession(r.shared);

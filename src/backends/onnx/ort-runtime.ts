@@ -133,6 +133,10 @@ interface AddonModule {
   fusedRun(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
   fusedIsa(): string;
   gemmKernel(): string | null;
+  trimMemory(): boolean;
+  arenaAlloc?(bytes: number): ArrayBuffer | null;
+  arenaStats?(): number[];
+  arenaLimits?(maxFreeBytes: number, ratio: number, floor: number): void;
 }
 
 let addonModule: AddonModule | null | undefined;
@@ -230,6 +234,40 @@ export function nativeFusedApi(): {
  */
 export function nativeGemmKernel(): string | null {
   return addon()?.gemmKernel() ?? null;
+}
+
+/**
+ * Hands the C heap's free memory back to the system (glibc keeps what released sessions freed mapped); false
+ * without the native addon or when nothing was released.
+ */
+export function trimNativeHeap(): boolean {
+  const a = addon();
+  return a !== null && typeof a.trimMemory === "function" ? a.trimMemory() : false;
+}
+
+/** The native arena (native/arena.cc): ArrayBuffers whose memory the garbage collector hands back for reuse. */
+export interface NativeArena {
+  /** An ArrayBuffer of exactly `bytes` (contents unspecified), or null when the memory cannot be mapped. */
+  alloc(bytes: number): ArrayBuffer | null;
+  /** Free-list bytes, bytes of blocks in use (not yet collected), fresh mappings, reuses, blocks returned by the collector, blocks unmapped. */
+  stats(): { freeBytes: number; inUseBytes: number; fresh: number; reused: number; returned: number; unmapped: number };
+  /** Bounds the free list: at most `maxFreeBytes`, and at most max(`ratio` times the bytes in use, `floor`). */
+  limits(maxFreeBytes: number, ratio: number, floor: number): void;
+}
+
+/** The native arena, or null without the native addon (or V8's headers when it was built). */
+export function nativeArena(): NativeArena | null {
+  const a = addon();
+  if (!a || typeof a.arenaAlloc !== "function" || !a.arenaStats || !a.arenaLimits) return null;
+  const { arenaAlloc, arenaStats, arenaLimits } = a as Required<AddonModule>;
+  return {
+    alloc: arenaAlloc,
+    stats() {
+      const [freeBytes, inUseBytes, fresh, reused, returned, unmapped] = arenaStats();
+      return { freeBytes, inUseBytes, fresh, reused, returned, unmapped };
+    },
+    limits: arenaLimits,
+  };
 }
 
 const LEVEL: Record<GraphOptimizationLevel, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };

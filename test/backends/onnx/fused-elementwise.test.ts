@@ -276,7 +276,8 @@ test("fused outputs dropped without dispose are recycled after garbage collectio
     await new Promise((r) => setTimeout(r, 5));
   }
   const after = bufferPoolStats();
-  assert.ok(after.collected > before.collected, "storage of collected outputs came back to the pool");
-  assert.ok(after.reused > before.reused, "and was reused");
+  // through the pool's finalization registry, or (storage from the native arena) the arena's free list
+  assert.ok(after.collected + after.arenaReturned > before.collected + before.arenaReturned, "storage of collected outputs came back to the pool");
+  assert.ok(after.reused + after.arenaReused > before.reused + before.arenaReused, "and was reused");
   assert.ok(after.watchedBytes <= 128 * 2 ** 20 && after.pooledBytes <= 256 * 2 ** 20);
 });
