@@ -8,6 +8,7 @@ import { ShapedArray, avalsStr } from "./aval.js";
 import { type DType, type TypedArray, defaultFloatDType, defaultIntDType } from "./dtype.js";
 import { bigOf } from "./convert.js";
 import { type Params, Primitive } from "./primitive.js";
+import { OutOfMemoryError } from "./errors.js";
 
 export abstract class Trace {
   /** Set when the transformation that owns this trace has finished; its tracers are then leaked. */
@@ -156,7 +157,8 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
   try {
     return getBackend().execute(prim, args, params);
   } catch (e) {
-    if (e instanceof RangeError && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
+    // an OutOfMemoryError already names the program, its inputs and the bytes requested
+    if (e instanceof RangeError && !(e instanceof OutOfMemoryError) && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
       const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
       throw new RangeError(`${name}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
     }

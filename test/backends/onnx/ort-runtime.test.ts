@@ -5,7 +5,8 @@ import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { repoRoot } from "../../helpers/repo-root.js";
 import { GraphBuilder } from "../../../src/backends/onnx/graph-builder.js";
 import { createSessionSync, fastRunner, runSessionSync, runnerKind } from "../../../src/backends/onnx/ort-runtime.js";
 import { addonFiles } from "../../../src/backends/onnx/addon-files.js";
@@ -30,7 +31,7 @@ function refMatmul(a: Float32Array, b: Float32Array, m: number, k: number, n: nu
 
 /** Whether this host can have the addon: a C++ compiler for the source build (CI always has one) or a prebuild. */
 function addonExpected(): string | null {
-  const root = fileURLToPath(new URL("../../../../", import.meta.url));
+  const root = repoRoot();
   if (process.env.JAXTS_NATIVE === "0") return null;
   if (addonFiles(root).length > 0) return null;
   const cxx = process.env.CXX || "g++";
@@ -47,7 +48,7 @@ test("the native runner is in use (npm run build compiles it with g++; JAXTS_NAT
 });
 
 test("onnxruntime-node is pinned to exactly the ONNX Runtime the addon's C API slots were written for", () => {
-  const root = new URL("../../../../", import.meta.url);
+  const root = pathToFileURL(`${repoRoot()}/`);
   const pkg = JSON.parse(readFileSync(new URL("package.json", root), "utf8")) as { dependencies: Record<string, string> };
   const lock = JSON.parse(readFileSync(new URL("package-lock.json", root), "utf8")) as { packages: Record<string, { version?: string; dependencies?: Record<string, string> }> };
   const header = readFileSync(new URL("native/ort-api.h", root), "utf8").match(/kOrtVersion = "([^"]+)"/);
