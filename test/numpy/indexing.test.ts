@@ -72,3 +72,8 @@ runParityCases(fns, ["takeAlongAxis"]);
 test("takeAlongAxis with an explicit null axis takes from the flattened array", () => {
   assert.deepEqual(I.takeAlongAxis(array([[3, 1], [2, 4]]), array([3, 0]), null).tolist(), [4, 3]);
 });
+test("diagIndices rejects a negative n (JAX raises for n < 0)", () => {
+  assert.throws(() => I.diagIndices(-1), /diagIndices: n argument must be a non-negative integer, got -1/);
+  assert.deepEqual(I.diagIndices(0).map((a) => a.shape), [[0], [0]]);
+  assert.deepEqual(I.diagIndices(2, 3).map((a) => a.tolist()), [[0, 1], [0, 1], [0, 1]]);
+});
