@@ -54,3 +54,13 @@ test("polynomial bad inputs name the function and the problem", () => {
   assert.throws(() => P.polyfit(array([1, 2, 3]), array([1, 2]), 1), /polyfit: x and y must have the same length along axis 0, got shapes \(3,\) and \(2,\)/);
   assert.throws(() => P.polyval(array([1, 2]), 1, 3, 4), /polyval: takes at most 1 optional positional argument/);
 });
+
+test("roots of repeated real roots stay real (multiplicity 2 to 4, float32 and float64)", () => {
+  for (const dtype of ["float32", "float64"] as const) {
+    for (const p of [[1, -2, 1], [1, -3, 3, -1], [1, -4, 6, -4, 1]]) {
+      const r = P.roots(array(p, { dtype })).tolist() as number[];
+      assert.equal(r.length, p.length - 1);
+      r.forEach((v) => assert.ok(Math.abs(v - 1) < 2e-3, `${dtype} roots of [${p}]: ${v}`));
+    }
+  }
+});
