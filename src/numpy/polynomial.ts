@@ -7,7 +7,7 @@ import * as ops from "../primitives/ops.js";
 import { promoteDtypes } from "./core.js";
 import { convolve } from "./elementwise-misc.js";
 import { type ArrayInput, parseArgs } from "./elementwise-util.js";
-import { lstsq } from "./linalg.js";
+import { inv, lstsq } from "./linalg.js";
 import { numbersOf, range, requireConcrete, shapeStr, staticInt } from "./struct-util.js";
 
 /** A 1-D coefficient array (0-d becomes length 1), naming fn on higher ranks. */
@@ -108,11 +108,14 @@ function powInt(x: Array, e: number): Array {
   return acc;
 }
 
-interface PolyfitOpts { rcond: number | null; full: boolean; w: ArrayInput | null; cov: boolean }
-/** jnp.polyfit(x, y, deg, rcond=null, full=false, w=null, cov=false): least-squares coefficients, highest power first (y may be 2-D). */
+interface PolyfitOpts { rcond: number | null; full: boolean; w: ArrayInput | null; cov: boolean | "unscaled" }
+/**
+ * jnp.polyfit(x, y, deg, rcond=null, full=false, w=null, cov=false): least-squares coefficients, highest power first
+ * (y may be 2-D); full adds [residuals, rank, singularValues, rcond]; cov (true or "unscaled") adds the coefficients'
+ * covariance [coef, V] (V: [deg+1, deg+1], or [deg+1, deg+1, k] for a 2-D y).
+ */
 export function polyfit(x: ArrayInput, y: ArrayInput, deg: number, ...args: unknown[]): Array | Array[] {
   const o = parseArgs<PolyfitOpts>("polyfit", args, ["rcond", "full", "w", "cov"]);
-  if (o.cov) throw new Error("polyfit: cov=true is not supported yet (use full=false, cov=false)");
   const d = staticInt("polyfit", deg, "deg");
   if (d < 0) throw new Error(`polyfit: expected deg >= 0, got ${d}`);
   const [xa, ya] = toInexact(promoteDtypes("polyfit", [x, y]));
@@ -131,8 +134,21 @@ export function polyfit(x: ArrayInput, y: ArrayInput, deg: number, ...args: unkn
   // scale the columns to unit norm for conditioning, solve, then undo the scaling
   const scale = ops.sqrt(ops.reduceSum(ops.mul(lhs, lhs), [0]));
   const res = lstsq(ops.div(lhs, ops.broadcastInDim(scale, lhs.shape, [1])), rhs, rcond);
+  const scaled = ops.div(lhs, ops.broadcastInDim(scale, lhs.shape, [1]));
   const coef = ops.div(res[0], ops.broadcastInDim(scale, res[0].shape, [0]));
-  return o.full ? [coef, res[1], res[2], res[3], ops.full([], rcond, xa.dtype)] : coef;
+  if (o.full) return [coef, res[1], res[2], res[3], ops.full([], rcond, xa.dtype)];
+  if (!o.cov) return coef;
+  if (o.cov !== true && o.cov !== "unscaled") throw new TypeError(`polyfit: cov must be a boolean or "unscaled", got ${JSON.stringify(o.cov)}`);
+  // V = inv(A^T A) / outer(scale, scale), times residuals / (n - order) unless "unscaled"
+  const order = d + 1, n = xa.shape[0];
+  let V = inv(ops.dotGeneral(scaled, scaled, [[[0], [0]], [[], []]]));
+  V = ops.div(V, ops.mul(ops.broadcastInDim(scale, [order, order], [0]), ops.broadcastInDim(scale, [order, order], [1])));
+  if (o.cov === "unscaled") return [coef, ya.ndim === 1 ? V : ops.broadcastInDim(V, [order, order, ya.shape[1]], [0, 1])];
+  if (n <= order) throw new Error(`polyfit: the number of data points (${n}) must exceed order (${order}) to scale the covariance matrix`);
+  const fac = ops.div(res[1], ops.full(res[1].shape, n - order, res[1].dtype));
+  if (ya.ndim === 1) return [coef, ops.mul(V, ops.broadcastInDim(ops.reshape(fac, []), V.shape, []))];
+  const shape = [order, order, ya.shape[1]];
+  return [coef, ops.mul(ops.broadcastInDim(V, shape, [0, 1]), ops.broadcastInDim(fac, shape, [2]))];
 }
 const finfoEps = (x: Array): number => (x.dtype === "float64" ? 2 ** -52 : x.dtype === "float16" ? 2 ** -10 : x.dtype === "bfloat16" ? 2 ** -7 : 2 ** -23);
 
