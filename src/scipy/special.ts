@@ -1,4 +1,4 @@
-/** @file jax.scipy.special: logit/expit, erf family, gamma family, xlogy/xlog1py, entr, the normal CDF family, logsumexp, softmax. */
+/** @file jax.scipy.special: logit/expit, erf family, gamma family (betaln, multigammaln), xlogy/xlog1py, entr/relEntr/klDiv, the normal CDF family, logsumexp, softmax. */
 import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
 import { promoteArgsInexact } from "../numpy/core.js";
@@ -57,6 +57,28 @@ export const entr = un("entr", (x) => {
   const v = ops.neg(ops.mul(x, ops.log(sel(pos, x, c(x, 1)))));
   return sel(pos, v, sel(ops.eq(x, c(x, 0)), c(x, 0), c(x, -Infinity)));
 });
+/** betaln(a, b) = log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b). */
+export const betaln = bin("betaln", (a, b) => ops.sub(ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b))));
+/** multigammaln(a, d) = d (d - 1)/4 log(pi) + sum_{j=1..d} gammaln(a + (1 - j)/2) (d a static positive integer). */
+export function multigammaln(a: ArrayInput, d: number): Array {
+  if (!Number.isInteger(d) || d < 1) throw new TypeError(`multigammaln: d must be a static positive integer, got ${String(d)}`);
+  const [x] = promoteArgsInexact("multigammaln", a);
+  let acc = c(x, (d * (d - 1) / 4) * Math.log(Math.PI));
+  for (let j = 1; j <= d; j++) acc = ops.add(acc, ops.lgamma(ops.add(x, c(x, (1 - j) / 2))));
+  return acc;
+}
+/** rel_entr(x, y) = x log(x / y) for x, y > 0; 0 for x == 0, y >= 0; +inf otherwise. */
+export const relEntr = bin("rel_entr", (x, y) => entropyTerm(x, y, false));
+/** kl_div(x, y) = x log(x / y) - x + y for x, y > 0; y for x == 0, y >= 0; +inf otherwise. */
+export const klDiv = bin("kl_div", (x, y) => entropyTerm(x, y, true));
+function entropyTerm(x: Array, y: Array, kl: boolean): Array {
+  const pos = ops.and(ops.gt(x, c(x, 0)), ops.gt(y, c(y, 0)));
+  const sx = sel(pos, x, c(x, 1)), sy = sel(pos, y, c(y, 1));
+  let v = ops.mul(sx, ops.log(ops.div(sx, sy)));
+  if (kl) v = ops.add(ops.sub(v, sx), sy);
+  const zero = ops.and(ops.eq(x, c(x, 0)), ops.ge(y, c(y, 0)));
+  return sel(pos, v, sel(zero, kl ? y : c(x, 0), c(x, Infinity)));
+}
 /** ndtr(x): the standard normal CDF, erfc(-x / sqrt 2) / 2. */
 export const ndtr = un("ndtr", (x) => ops.mul(c(x, 0.5), ops.erfc(ops.mul(x, c(x, -Math.SQRT1_2)))));
 /** ndtri(p): the standard normal quantile, sqrt 2 erfinv(2p - 1). */

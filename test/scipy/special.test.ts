@@ -28,6 +28,10 @@ test("special-function gradients agree with finite differences", () => {
   checkGrad("xlogy d/dy", (y) => sum(SP.xlogy(array([0.5, 2, 3], { dtype: "float64" }), y)), [0.3, 1, 4]);
   checkGrad("xlog1py d/dx", (x) => sum(SP.xlog1py(x, array([0.5, 2, 3], { dtype: "float64" }))), [0.3, 1, 4]);
   checkGrad("entr", (x) => sum(SP.entr(x)), [0.2, 1, 3]);
+  checkGrad("betaln", (a) => sum(SP.betaln(a, ops.add(a, a))), [0.7, 2.5, 6]);
+  checkGrad("multigammaln", (a) => sum(SP.multigammaln(a, 3)), [1.7, 2.5, 6]);
+  checkGrad("klDiv d/dx", (x) => sum(SP.klDiv(x, array([0.5, 2, 3], { dtype: "float64" }))), [0.3, 1, 4]);
+  checkGrad("relEntr d/dy", (y) => sum(SP.relEntr(array([0.5, 2, 3], { dtype: "float64" }), y)), [0.3, 1, 4]);
   checkGrad("ndtr", (x) => sum(SP.ndtr(x)), [-2, 0.1, 1.5]);
   checkGrad("logNdtr", (x) => sum(SP.logNdtr(x)), [-8, -2, 0.1, 3], { rtol: 1e-4 });
   checkGrad("ndtri", (p) => sum(SP.ndtri(p)), [0.05, 0.5, 0.9], { rtol: 1e-4 });
@@ -47,4 +51,5 @@ test("special functions under jit match eager", () => {
     a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= 1e-5 * (1 + Math.abs(b[i])), `${name}[${i}]: jit ${v} vs eager ${b[i]}`));
   }
   assert.throws(() => SP.polygamma(-1, 1), /polygamma: n must be a static non-negative integer, got -1/);
+  assert.throws(() => SP.multigammaln(2, 0), /multigammaln: d must be a static positive integer, got 0/);
 });
