@@ -1,4 +1,4 @@
-/** @file The jaxts package entry: JAX's API (jax.*) plus the numpy, lax, nn, random and tree namespaces. */
+/** @file The jaxts package entry: JAX's API (jax.*) plus the numpy, lax, scipy, nn, random and tree namespaces. */
 import "./backends/interpreter/interpreter.js";
 import "./backends/onnx/onnx-backend.js";
 import { loweringSummary } from "./backends/onnx/onnx-backend.js";
@@ -17,11 +17,12 @@ export { OutOfMemoryError } from "./core/errors.js";
 export {
   jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct, clearCaches,
 } from "./transforms/api.js";
-export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts } from "./transforms/api.js";
+export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts, VjpOpts } from "./transforms/api.js";
 export { customJvp, customVjp } from "./transforms/custom-derivatives.js";
 export { checkpoint, remat, checkpointPolicies, checkpointName } from "./transforms/checkpoint.js";
 export * as numpy from "./numpy/index.js";
 export * as lax from "./lax/index.js";
+export * as scipy from "./scipy/index.js";
 export * as nn from "./nn/index.js";
 export * as random from "./random/index.js";
 export * as optim from "./optim/index.js";

@@ -1,6 +1,6 @@
 /**
  * @file Enforces the import layering: core <- (backends, compiler: kernels and ONNX lowering helpers) <- primitives
- * <- transforms <- library (numpy, lax, nn, random, optim, io); parallel builds on core/primitives/transforms;
+ * <- transforms <- library (numpy, lax, scipy, nn, random, optim, io); parallel builds on core/primitives/transforms;
  * backends and the compiler never import primitives, transforms or library code.
  */
 import { test } from "node:test";
@@ -23,6 +23,7 @@ const ALLOWED: Record<string, string[]> = {
   nn: ["core", "primitives", "transforms", "numpy", "random"], // the random initializers (random never imports nn)
   random: ["core", "primitives", "transforms", "numpy", "lax"],
   optim: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
+  scipy: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
   profiler: ["core"],
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends"],

@@ -135,6 +135,19 @@ export abstract class Array {
   clip(min?: ArrayLike | null, max?: ArrayLike | null): Array { return m("clip")(this, min, max) as Array; }
   take(indices: ArrayLike | number[], axis?: number): Array { return m("take")(this, indices, axis) as Array; }
   copy(): Array { return m("copy")(this) as Array; }
+  diagonal(offset?: number, axis1?: number, axis2?: number): Array { return m("diagonal")(this, offset, axis1, axis2) as Array; }
+  /** JS's number conversion (`+x`, `Number(x)`, `x * 2` on a 0-d array), like Python's float(x): only a 0-d array has one. */
+  valueOf(): number {
+    if (this.ndim !== 0) {
+      throw new TypeError(`Array: only a 0-d array converts to a JS number (+x, Number(x), arithmetic operators), got shape [${this.shape}] (${this.aval.str()}); use jnp functions for array arithmetic, x.item() for one element or x.tolist() for all`);
+    }
+    const v = this.item();
+    return typeof v === "boolean" ? (v ? 1 : 0) : Number(v);
+  }
+  /** String contexts (`${x}`, String(x)) give the repr; numeric and default contexts (+x, x + 1) give valueOf(). */
+  [Symbol.toPrimitive](hint: "number" | "string" | "default"): number | string {
+    return hint === "string" ? this.toString() : this.valueOf();
+  }
   /** The array's sharding (a SingleDeviceSharding unless placed with devicePut or made sharded). */
   get sharding(): unknown { return sh().sharding(this); }
   /** One entry per device holding part of the array: { device, index, replicaId, data }. */

@@ -169,7 +169,8 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
 /** Turns a JS scalar into a weakly typed 0-d array, as JAX does for Python scalars. */
 export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakType?: boolean): ArrayImpl {
   if (typeof x === "boolean") return ArrayImpl.of([], "bool", new Uint8Array([x ? 1 : 0]));
-  const d = dtype ?? (typeof x === "bigint" || Number.isInteger(x) ? defaultIntDType() : defaultFloatDType());
+  // -0 exists only as a float, so a JS -0 (Python's -0.0) is a float literal, not the int 0
+  const d = dtype ?? (typeof x === "bigint" || (Number.isInteger(x) && !Object.is(x, -0)) ? defaultIntDType() : defaultFloatDType());
   const weak = weakType ?? dtype === undefined;
   if (typeof x === "number" && d === defaultIntDType() && weak && !Number.isSafeInteger(x)) {
     // an integer literal too big for an int: JAX raises OverflowError for Python ints past int range

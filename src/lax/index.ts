@@ -26,6 +26,28 @@ export const cumprod = (x: Array, axis = 0, reverse = false): Array => ops.cumul
 export const cummax = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cummax", x, axis < 0 ? axis + x.ndim : axis, reverse);
 export const cummin = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cummin", x, axis < 0 ? axis + x.ndim : axis, reverse);
 export const cumlogsumexp = (x: Array, axis = 0, reverse = false): Array => ops.cumulative("cumlogsumexp", x, axis < 0 ? axis + x.ndim : axis, reverse);
+/** lax.dynamic_slice_in_dim(x, start, sliceSize, axis = 0): dynamicSlice along one axis (start may be traced, clamped into range). */
+export function dynamicSliceInDim(x: Array, start: Array | number, sliceSize: number, axis = 0): Array {
+  const ax = inDimAxis("dynamicSliceInDim", x, axis);
+  if (!Number.isInteger(sliceSize) || sliceSize < 0 || sliceSize > x.shape[ax]) {
+    throw new RangeError(`dynamicSliceInDim: sliceSize ${sliceSize} must be an integer in [0, ${x.shape[ax]}] for axis ${axis} of shape [${x.shape}]`);
+  }
+  const st = startIndex(start);
+  const starts = x.shape.map((_, i) => (i === ax ? st : ops.full([], 0, st.dtype)));
+  return ops.dynamicSlice(x, starts, x.shape.map((d, i) => (i === ax ? sliceSize : d)));
+}
+/** lax.dynamic_update_slice_in_dim(x, update, start, axis): dynamicUpdateSlice with the start given along one axis only. */
+export function dynamicUpdateSliceInDim(x: Array, update: Array, start: Array | number, axis: number): Array {
+  const ax = inDimAxis("dynamicUpdateSliceInDim", x, axis);
+  if (update.ndim !== x.ndim) throw new TypeError(`dynamicUpdateSliceInDim: update of shape [${update.shape}] must have the operand's rank ${x.ndim} (shape [${x.shape}])`);
+  const st = startIndex(start);
+  return ops.dynamicUpdateSlice(x, update, x.shape.map((_, i) => (i === ax ? st : ops.full([], 0, st.dtype))));
+}
+function inDimAxis(fn: string, x: Array, axis: number): number {
+  if (!Number.isInteger(axis) || axis < -x.ndim || axis >= x.ndim) throw new RangeError(`${fn}: axis ${axis} is out of bounds for an operand of shape [${x.shape}]`);
+  return axis < 0 ? axis + x.ndim : axis;
+}
+const startIndex = (s: Array | number): Array => (typeof s === "number" ? ops.full([], s, "int32") : s);
 /** lax.stop_gradient: the value with a zero derivative. */
 export { stopGradient } from "../transforms/stop-gradient.js";
 export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";

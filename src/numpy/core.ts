@@ -27,12 +27,14 @@ function typedDType(t: TypedArray): DType {
 export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}): Array {
   const o = typeof opts === "string" ? { dtype: opts } : opts;
   const dtype = o.dtype === undefined ? undefined : canonicalizeDType(checkDType("array", o.dtype));
-  if (value instanceof Array) return dtype && dtype !== value.dtype ? ops.convert(value, dtype) : value.weakType && !dtype ? ops.convert(value, value.dtype, false) : value;
+  // JAX: the result is weakly typed exactly when no dtype is given and the input itself is weak
+  // (a JS number, or a weak Array); jnp.array(5).weak_type is True, jnp.array([5]) is strong
+  if (value instanceof Array) return dtype && (dtype !== value.dtype || value.weakType) ? ops.convert(value, dtype, false) : value;
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
     // a JS number becomes a float dtype in one rounding (not through float32 first)
     if (typeof value === "number" && dtype && isFloat(dtype)) return new ArrayImpl(new ShapedArray([], dtype, false), fromNumbers([value], dtype));
     const s = scalarToArray(value);
-    return ops.convert(s, dtype ?? s.dtype, false);
+    return dtype ? ops.convert(s, dtype, false) : s;
   }
   if (ArrayBuffer.isView(value)) {
     const t = value as TypedArray;
@@ -59,7 +61,7 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
   let d = dtype;
   if (!d) {
     if (flat.length > 0 && flat.every((x) => typeof x === "boolean")) d = "bool";
-    else if (flat.every((x) => typeof x === "bigint" || typeof x === "boolean" || (typeof x === "number" && Number.isInteger(x)))) d = defaultIntDType();
+    else if (flat.every((x) => typeof x === "bigint" || typeof x === "boolean" || (typeof x === "number" && Number.isInteger(x) && !Object.is(x, -0)))) d = defaultIntDType();
     else d = defaultFloatDType();
     if (flat.length === 0) d = defaultFloatDType();
   }

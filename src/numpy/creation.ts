@@ -4,6 +4,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { type DType, defaultFloatDType, defaultIntDType, isFloat, isInteger, promoteTypes } from "../core/dtype.js";
 import { broadcastShapes, checkAllocatable, checkShape, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
+import { vmap } from "../transforms/api.js";
 import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
 import { type ArrayInput, type Args, axisOf, c, concreteInt, parseArgs, sel, userDType } from "./elementwise-util.js";
 import { power, sign, log10 } from "./elementwise-arith.js";
@@ -143,7 +144,7 @@ export function logspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num
   const cd = isFloat(d) ? d : defaultFloatDType();
   const [lin] = linspaceImpl("logspace", s0, e0, { num: o.num, endpoint: o.endpoint, dtype: cd, axis: o.axis });
   const r = power(ops.convert(asArrayArg("logspace", o.base ?? 10.0), cd, false), lin);
-  return ops.convert(isInteger(d) ? ops.floor(r) : r, d, false);
+  return castSpaced(r, d);
 }
 /** geomspace: geometric progression from start to stop (signs must agree), endpoints exact. */
 export function geomspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num: number, endpoint: boolean, dtype: DType | null, axis: number], Partial<LogOpts>>): Array {
@@ -167,7 +168,20 @@ export function geomspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[nu
   }
   const axis = axisOf("geomspace", o.axis ?? 0, r.shape);
   r = ops.moveaxis(r, 0, axis);
-  return ops.convert(isInteger(d) ? ops.floor(r) : r, d, false);
+  return castSpaced(r, d);
+}
+/**
+ * The float progression cast to d. For integer d, JAX converts (truncating toward zero); values within 1e-5 relative
+ * of an integer are snapped to it first, so exact powers (geomspace(1, 256, 9) = 1, 2, 4, ...) do not lose one to
+ * float32 rounding of 10^x (NumPy computes them in float64 and gets the exact integers).
+ */
+function castSpaced(r: Array, d: DType): Array {
+  if (!isInteger(d)) return ops.convert(r, d, false);
+  const near = ops.round(r, 0);
+  const snap = ops.le(ops.abs(ops.sub(r, near)), ops.mul(ops.max(ops.abs(near), ops.fullLike(r, 1)), ops.fullLike(r, 1e-5)));
+  // truncation toward zero: floor for positives, ceil for negatives
+  const trunc = ops.select(ops.lt(r, ops.fullLike(r, 0)), ops.ceil(r), ops.floor(r));
+  return ops.convert(ops.select(snap, near, trunc), d, false);
 }
 
 // ---------------------------------------------------------------- matrices
@@ -271,14 +285,19 @@ export function indices(dimensions: readonly number[], ...args: Args<[dtype: DTy
   const d = userDType("indices", o.dtype) ?? defaultIntDType();
   const outs = dims.map((_, i) => (o.sparse ? ops.reshape(ops.iota(d, [dims[i]], 0), dims.map((n, k) => (k === i ? n : 1))) : ops.iota(d, dims, i)));
   if (o.sparse) return outs;
+  if (dims.length === 0) return ops.full([0], 0, d);
   return ops.concatenate(outs.map((x) => ops.reshape(x, [1, ...dims])), 0);
 }
-/** fromfunction(fn, shape, { dtype = float32 }): fn called with one index array per dimension. */
+/** fromfunction(fn, shape, { dtype = float32 }): fn sees scalar indices, vmapped over every dimension as in JAX. */
 export function fromfunction(fn: (...idx: Array[]) => Array, shape: readonly number[], opts: { dtype?: DType | null } = {}): Array {
   const o = parseArgs<{ dtype: DType }>("fromfunction", [opts], [], ["dtype"]);
   const d = userDType("fromfunction", o.dtype) ?? defaultFloatDType();
   const dims = shapeOf("fromfunction", shape);
-  return fn(...dims.map((_, i) => ops.iota(d, dims, i)));
+  if (dims.length === 0) return fn();
+  // the innermost vmap maps the last index, the outermost the first: out[i, j, ...] = fn(i, j, ...)
+  let g = fn as (...idx: Array[]) => Array;
+  for (let i = dims.length - 1; i >= 0; i--) g = vmap(g, { inAxes: dims.map((_, j) => (j === i ? 0 : null)) }) as (...idx: Array[]) => Array;
+  return g(...dims.map((n) => ops.iota(d, [n], 0)));
 }
 /** copy(a): a new array with the same contents. */
 export function copy(a: ArrayInput, opts?: { order?: string | null }): Array {

@@ -46,9 +46,36 @@ function broadcastLabel(t: Term, label: string, n: number): Term {
 }
 
 /** jnp.einsum(subscripts, ...operands, {preferredElementType}): NumPy's Einstein summation. */
-export function einsum(subscripts: string, ...args: (AL | EinsumOpts)[]): Array {
-  if (typeof subscripts !== "string") throw new TypeError("einsum: the first argument must be a subscripts string like \"ij,jk->ik\"");
+export function einsum(subscripts: string, ...args: (AL | EinsumOpts)[]): Array;
+/** The interleaved form einsum(op0, sublist0, op1, sublist1, ..., [sublistOut], {opts}): sublists of axis numbers 0-51 or "...". */
+export function einsum(operand: AL, sublist: Sublist, ...rest: (AL | Sublist | EinsumOpts)[]): Array;
+export function einsum(first: AL | string, ...rest: unknown[]): Array {
+  const args = [...rest];
   const opts: EinsumOpts = args.length && isPlainOptions(args[args.length - 1]) ? (args.pop() as EinsumOpts) : {};
+  if (typeof first === "string") return einsumStr(first, args as AL[], opts);
+  const [subscripts, operands] = fromSublists([first, ...args]);
+  return einsumStr(subscripts, operands, opts);
+}
+/** One operand's axis labels in the interleaved form: integers 0-51 (a-z, A-Z) and "..." for an ellipsis. */
+export type Sublist = readonly (number | "...")[];
+// interleaved operands/sublists -> the equivalent subscripts string
+function fromSublists(items: unknown[]): [string, AL[]] {
+  const label = (v: unknown, where: string): string => {
+    if (v === "...") return "...";
+    if (typeof v === "number" && Number.isInteger(v) && v >= 0 && v < 52) return String.fromCharCode(v < 26 ? 97 + v : 65 + v - 26);
+    throw new TypeError(`einsum: ${where} sublist entries must be integers in [0, 52) or "...", got ${JSON.stringify(v)}`);
+  };
+  const sub = (v: unknown, where: string): string => {
+    if (!globalThis.Array.isArray(v)) throw new TypeError(`einsum: in the interleaved form every operand must be followed by a sublist (a list of axis numbers), but ${where} is ${typeof v}`);
+    return v.map((x) => label(x, where)).join("");
+  };
+  const operands: AL[] = [], terms: string[] = [];
+  let i = 0;
+  for (; i + 1 < items.length; i += 2) { operands.push(items[i] as AL); terms.push(sub(items[i + 1], `operand ${i / 2}'s`)); }
+  const out = i < items.length ? "->" + sub(items[i], "the output") : "";
+  return [terms.join(",") + out, operands];
+}
+function einsumStr(subscripts: string, args: AL[], opts: EinsumOpts): Array {
   const spec = subscripts.replace(/\s+/g, "");
   const arrow = spec.indexOf("->");
   if (arrow >= 0 && spec.indexOf("->", arrow + 1) >= 0) throw new Error(`einsum: subscripts "${subscripts}" may contain only one "->"`);

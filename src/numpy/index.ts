@@ -8,3 +8,6 @@ export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";
 export * as linalg from "./linalg.js";
+export * from "./polynomial.js";
+export * from "./statistics.js";
+export * from "./functional.js";

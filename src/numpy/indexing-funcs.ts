@@ -71,7 +71,8 @@ function alongSetup(fn: string, a: AL, indices: AL, axis: number | null | undefi
 /** jnp.takeAlongAxis(arr, indices, axis, mode=null, fillValue): out-of-bound indices fill by default. */
 export function takeAlongAxis(a: AL, indices: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ axis: number | null; mode: TakeMode; fillValue: number }>("takeAlongAxis", args, ["axis", "mode", "fillValue"]);
-  const { x, idx, ax, outShape } = alongSetup("takeAlongAxis", a, indices, o.axis);
+  // axis defaults to -1 (JAX's and NumPy 2's signature); an explicit null means the flattened array
+  const { x, idx, ax, outShape } = alongSetup("takeAlongAxis", a, indices, o.axis === undefined ? -1 : o.axis);
   if (x.shape[ax] === 0) return ops.full(outShape, 0, x.dtype);
   const [iv, gm] = modeIndices("takeAlongAxis", idx, x.shape[ax], o.mode);
   return ops.gather(x, alongCoords(x, iv, ax, outShape), range(x.ndim), gm, o.fillValue ?? null);

@@ -268,7 +268,7 @@ export function cond(x: AL, ...args: unknown[]): Array {
 }
 
 // ---------------------------------------------------------------- norms
-export type NormOrd = number | "fro" | "nuc" | null;
+export type NormOrd = number | "fro" | "f" | "nuc" | null;
 function keep(x: Array, axes: number[], ndim: number, keepdims: boolean): Array {
   if (!keepdims) return x;
   const s: number[] = [];
@@ -289,7 +289,7 @@ function vectorNormImpl(x: Array, axes: number[], ord: NormOrd): Array {
   return ops.pow(s, ops.scalarLike(s, 1 / ord));
 }
 function matrixNormImpl(fn: string, x: Array, r: number, c: number, ord: NormOrd): Array {
-  if (ord === null || ord === "fro") return ops.sqrt(ops.reduceSum(ops.mul(x, x), [r, c]));
+  if (ord === null || ord === "fro" || ord === "f") return ops.sqrt(ops.reduceSum(ops.mul(x, x), [r, c]));
   const absx = ops.abs(x);
   const sv = () => {
     const m = ops.transpose(x, [...range(x.ndim).filter((i) => i !== r && i !== c), r, c]);
@@ -310,7 +310,7 @@ function matrixNormImpl(fn: string, x: Array, r: number, c: number, ord: NormOrd
       const rr = r > c ? r - 1 : r;
       return ord === Infinity ? ops.reduceMax(rowSums, [rr]) : ops.reduceMin(rowSums, [rr]);
     }
-    default: throw new Error(`${fn}: invalid order ${JSON.stringify(ord)} for a matrix norm; expected null, "fro", "nuc", 1, -1, 2, -2, Infinity or -Infinity`);
+    default: throw new Error(`${fn}: invalid order ${JSON.stringify(ord)} for a matrix norm; expected null, "fro" (or "f"), "nuc", 1, -1, 2, -2, Infinity or -Infinity`);
   }
 }
 /** jnp.linalg.norm(x, ord=null, axis=null, keepdims=false): vector norms (ord 1/2/inf/-inf/0/p) and matrix norms ("fro"/"nuc"/1/-1/2/-2/inf/-inf). */

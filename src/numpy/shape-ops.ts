@@ -286,7 +286,8 @@ export function hsplit(a: AL, indicesOrSections: unknown): Array[] {
 /** jnp.vsplit (axis 0, needs 2-D). */
 export function vsplit(a: AL, indicesOrSections: unknown): Array[] {
   const x = arr("vsplit", a);
-  if (x.ndim < 2) throw new Error(`vsplit: only works on arrays of 2 or more dimensions, got shape ${shapeStr(x.shape)}`);
+  // JAX (unlike NumPy) splits a 1-D array along axis 0 too; only a 0-d array has no axis 0
+  if (x.ndim < 1) throw new Error(`vsplit: only works on arrays of 1 or more dimensions, got shape ${shapeStr(x.shape)}`);
   return splitImpl("vsplit", x, indicesOrSections, 0, true);
 }
 /** jnp.dsplit (axis 2, needs 3-D). */

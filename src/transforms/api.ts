@@ -45,7 +45,8 @@ export function linearize<R>(f: (...args: never[]) => R, ...primals: unknown[]):
   const store: { def?: TreeDef } = {};
   const lin = linearizeFlat((...xs) => flatOut("linearize", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl);
   const fJvp = (...tangents: unknown[]): R => {
-    const [tl, tdef] = flattenArrays("linearize", tangents, "tangent");
+    // JS numbers are float tangents here, as in jvp and vjp
+    const [tl, tdef] = flattenArrays("linearize", tangents, "tangent", true);
     if (!tdef.equals(pdef)) throw new TypeError(`linearize: tangents must have the primals' structure ${pdef}, got ${tdef}`);
     return unflatten(store.def!, evalJaxpr(lin.jaxpr, lin.residuals, tl)) as R;
   };
@@ -53,21 +54,52 @@ export function linearize<R>(f: (...args: never[]) => R, ...primals: unknown[]):
 }
 
 // ---------------------------------------------------------------- vjp / grad
-export function vjp<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (ct: R) => unknown[]] {
+/** Options of vjp, passed after the primals. */
+export interface VjpOpts { hasAux: boolean }
+/** A trailing `{ hasAux }` object: vjp's keyword argument (a pytree primal never has exactly this one boolean key). */
+function isVjpOpts(x: unknown): x is VjpOpts {
+  if (x === null || typeof x !== "object" || Object.getPrototypeOf(x) !== Object.prototype) return false;
+  const keys = Object.keys(x);
+  return keys.length === 1 && keys[0] === "hasAux" && typeof (x as VjpOpts).hasAux === "boolean";
+}
+/** vjp(f, ...primals, { hasAux }?) -> [out, vjpFn] (with hasAux: f returns [out, aux] and vjp returns [out, vjpFn, aux]). */
+export function vjp<R, Aux>(f: (...args: never[]) => [R, Aux], ...primalsAndOpts: [...unknown[], { hasAux: true }]): [R, (ct: R) => unknown[], Aux];
+export function vjp<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (ct: R) => unknown[]];
+export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unknown, (ct: unknown) => unknown[]] | [unknown, (ct: unknown) => unknown[], unknown] {
+  const hasOpts = args.length > 0 && isVjpOpts(args[args.length - 1]);
+  const hasAux = hasOpts && (args[args.length - 1] as VjpOpts).hasAux;
+  const primals = hasOpts ? args.slice(0, -1) : args;
   const [pl, pdef] = flattenArrays("vjp", primals, "primal", true);
   const store: { def?: TreeDef } = {};
-  const lin = linearizeFlat((...xs) => flatOut("vjp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl);
-  const vjpFn = (ct: R): unknown[] => {
+  let auxDef: TreeDef | null = null;
+  let nOut = 0;
+  // aux leaves ride along as extra outputs (as in valueAndGrad) and get zero cotangents
+  const body = (...xs: Array[]): Array[] => {
+    const out = (f as Fn)(...(unflatten(pdef, xs) as unknown[]));
+    if (!hasAux) { const l = flatOut("vjp", out, store); nOut = l.length; return l; }
+    if (!JSArray.isArray(out) || out.length !== 2) throw new TypeError("vjp: with hasAux the function must return a pair [output, aux]");
+    const l = flatOut("vjp", out[0], store);
+    nOut = l.length;
+    const [auxLeaves, adef] = flattenArrays("vjp", out[1], "aux");
+    auxDef = adef;
+    return [...l, ...auxLeaves];
+  };
+  const lin = linearizeFlat(body, pl);
+  const outs = lin.primalsOut.slice(0, nOut);
+  const vjpFn = (ct: unknown): unknown[] => {
     const [cl, cdef] = flattenArrays("vjp", ct, "cotangent");
     if (!cdef.equals(store.def!)) throw new TypeError(`vjp: cotangent structure ${cdef} does not match the output structure ${store.def}`);
     cl.forEach((c, i) => {
-      const o = lin.primalsOut[i];
+      const o = outs[i];
       if (c.shape.join() !== o.shape.join()) throw new TypeError(`vjp: cotangent leaf ${i} has shape [${c.shape}] but the output has shape [${o.shape}]`);
     });
-    const cts = backwardPass(lin.jaxpr, lin.residuals, cl.map((c, i) => (isFloat(lin.primalsOut[i].dtype) ? ops.convert(c, lin.primalsOut[i].dtype) : new Zero(lin.primalsOut[i].aval))));
-    return unflatten(pdef, cts.map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(pl[i].aval.strongly()) : c))) as unknown[];
+    const cts: MaybeZero[] = lin.primalsOut.map((o, i) => (i < nOut && isFloat(o.dtype) ? ops.convert(cl[i], o.dtype) : new Zero(o.aval)));
+    const res = backwardPass(lin.jaxpr, lin.residuals, cts);
+    return unflatten(pdef, res.map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(pl[i].aval.strongly()) : c))) as unknown[];
   };
-  return [unflatten(store.def!, lin.primalsOut) as R, vjpFn];
+  const primalOut = unflatten(store.def!, outs);
+  if (!hasAux) return [primalOut, vjpFn];
+  return [primalOut, vjpFn, unflatten(auxDef!, lin.primalsOut.slice(nOut))];
 }
 
 export interface GradOpts { argnums?: number | number[]; hasAux?: boolean }

@@ -5,7 +5,9 @@ import "../../src/backends/interpreter/interpreter.js";
 import { array } from "../../src/numpy/core.js";
 import * as C from "../../src/numpy/creation.js";
 import * as E from "../../src/numpy/elementwise.js";
+import * as R from "../../src/numpy/reductions.js";
 import { assertThrowsWith, runFixture } from "./math-cases.js";
+import { runParityCases } from "./parity-cases.js";
 
 const cases = runFixture("numpy-math-creation.json", C as unknown as Record<string, unknown>);
 
@@ -42,3 +44,40 @@ const BAD: [string, () => unknown, (string | RegExp)[]][] = [
   ["meshgrid bad indexing", () => C.meshgrid(array([1]), { indexing: "xz" as never }), ["meshgrid", "xz"]],
 ];
 for (const [name, f, pats] of BAD) test(`bad input: ${name}`, () => assertThrowsWith(f, ...pats));
+
+// ---------------------------------------------------------------- parity fixes (test/fixtures/numpy-parity.json)
+runParityCases(C as unknown as Record<string, unknown>, ["geomspace", "indices"]);
+
+test("fromfunction maps fn over scalar indices with vmap, as JAX does", () => {
+  // fn sees 0-d indices: a reduction over an index is the index itself, and the output has the full shape
+  const seen: number[][] = [];
+  const r = C.fromfunction((i, j) => { seen.push(i.shape, j.shape); return E.add(R.sum(i), E.multiply(R.sum(j), 2)); }, [2, 3]);
+  assert.deepEqual(seen, [[], []]);
+  assert.deepEqual(r.tolist(), [[0, 2, 4], [1, 3, 5]]);
+  assert.deepEqual(C.fromfunction((i) => E.multiply(i, i), [4], { dtype: "int32" }).tolist(), [0, 1, 4, 9]);
+});
+
+test("jnp.array of a JS scalar is weakly typed, of a list strong (JAX: weak_type = dtype is None and the input is weak)", () => {
+  assert.equal(array(5).weakType, true);
+  assert.equal(array(5).dtype, "int32");
+  assert.equal(array(2.5).weakType, true);
+  assert.equal(array(true).weakType, false);
+  assert.equal(array(5, { dtype: "int32" }).weakType, false);
+  assert.equal(array([5]).weakType, false);
+  // a weak Array stays weak through jnp.array (asarray is a no-op on it); a dtype makes it strong
+  assert.equal(array(array(5)).weakType, true);
+  assert.equal(array(array(5), { dtype: "int32" }).weakType, false);
+  // weak: int8 + jnp.array(5) stays int8, as in JAX
+  assert.equal(E.add(array([1], { dtype: "int8" }), array(5)).dtype, "int8");
+  // -0 is a float literal (JS cannot tell 0.0 from 0, but -0 exists only as a float)
+  assert.equal(array(-0).dtype, "float32");
+  assert.equal(array([-0, 1]).dtype, "float32");
+});
+
+test("geomspace with an integer dtype snaps float rounding of exact powers before truncating", () => {
+  // NumPy's float64 progression gives 7.999999999999998 for 8 here (so astype(int) yields 7); jaxts snaps values within
+  // 1e-5 relative of an integer, then truncates toward zero like JAX's convert_element_type
+  assert.deepEqual(C.geomspace(1, 256, 9, { dtype: "int32" }).tolist(), [1, 2, 4, 8, 16, 32, 64, 128, 256]);
+  assert.deepEqual(C.logspace(0, 3, 4, { dtype: "int32" }).tolist(), [1, 10, 100, 1000]);
+  assert.deepEqual(C.geomspace(-1, -5, 3, { dtype: "int32" }).tolist(), [-1, -2, -5]);
+});

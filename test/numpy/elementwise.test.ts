@@ -9,6 +9,7 @@ import { typecheckJaxpr } from "../../src/core/jaxpr.js";
 import { array } from "../../src/numpy/core.js";
 import * as E from "../../src/numpy/elementwise.js";
 import { assertThrowsWith, runFixture } from "./math-cases.js";
+import { runParityCases } from "./parity-cases.js";
 
 const cases = runFixture("numpy-math-elementwise.json", E as unknown as Record<string, unknown>);
 
@@ -64,4 +65,13 @@ test("elementwise functions trace abstractly (no concrete values needed under ji
     typecheckJaxpr(jaxpr);
     assert.ok(jaxpr.eqns.length > 0, name);
   }
+});
+
+// ---------------------------------------------------------------- parity fixes (test/fixtures/numpy-parity.json)
+runParityCases(E as unknown as Record<string, unknown>, ["diff", "trapezoid", "signbit"]);
+
+test("signbit(-0) is true for a JS -0 and a float -0.0 array; copysign follows it", () => {
+  assert.equal(E.signbit(-0).item(), true);
+  assert.equal(E.signbit(0).item(), false);
+  assert.deepEqual(E.copysign(array([1, 2], { dtype: "float32" }), array([-0, 0], { dtype: "float32" })).tolist(), [-1, 2]);
 });

@@ -9,6 +9,7 @@ import * as S from "../../src/numpy/shape-ops.js";
 import * as ops from "../../src/primitives/ops.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { fixtureCases, js, runCase } from "./struct-fixtures.js";
+import { runParityCases } from "./parity-cases.js";
 
 const fns = I as unknown as Record<string, unknown>;
 for (const c of fixtureCases("numpy-struct-indexing.json")) test(`indexing fixture: ${c.name}`, () => runCase(fns, c));
@@ -64,4 +65,15 @@ test("getitem / at are differentiable and batchable", () => {
   assert.deepEqual(vm.tolist(), [[3, 0], [7, 4], [11, 8]]);
   const va = vmap((row: Array, i: Array) => I.at(row, [i]).add(100))(x, array([0, 1, 2]));
   assert.deepEqual(va.tolist(), [[100, 1, 2, 3], [4, 105, 6, 7], [8, 9, 110, 11]]);
+});
+
+// takeAlongAxis(arr, indices) defaults to axis -1 (JAX's and NumPy 2's signature); axis null still flattens
+runParityCases(fns, ["takeAlongAxis"]);
+test("takeAlongAxis with an explicit null axis takes from the flattened array", () => {
+  assert.deepEqual(I.takeAlongAxis(array([[3, 1], [2, 4]]), array([3, 0]), null).tolist(), [4, 3]);
+});
+test("diagIndices rejects a negative n (JAX raises for n < 0)", () => {
+  assert.throws(() => I.diagIndices(-1), /diagIndices: n argument must be a non-negative integer, got -1/);
+  assert.deepEqual(I.diagIndices(0).map((a) => a.shape), [[0], [0]]);
+  assert.deepEqual(I.diagIndices(2, 3).map((a) => a.tolist()), [[0, 1], [0, 1], [0, 1]]);
 });

@@ -86,3 +86,10 @@ test("linalg functions batch under vmap", () => {
   const inv0 = js(LA.inv(a33));
   js(x).slice(0, 3).forEach((v, i) => assert.ok(Math.abs(v - inv0[i * 3]) < 1e-5));
 });
+
+test("linalg.norm accepts JAX's \"f\" spelling of the Frobenius norm", () => {
+  const m = array([[1, 2], [3, 4]], { dtype: "float32" });
+  assert.ok(Math.abs(Number(LA.norm(m, "f").item()) - Math.sqrt(30)) < 1e-6);
+  assert.equal(LA.norm(m, "f").item(), LA.norm(m, "fro").item());
+  assert.deepEqual(LA.norm(ops.reshape(ops.concatenate([m, m], 0), [2, 2, 2]), "f", [1, 2]).shape, [2]);
+});

@@ -45,3 +45,17 @@ test("matmul / einsum gradients and batching", () => {
   assert.deepEqual(vm.tolist(), [[[19, 22], [43, 50]], [[19, 22], [43, 50]], [[19, 22], [43, 50]]]);
   assert.equal(Li.matmul(A, B, { preferredElementType: "float32" }).dtype, "float32");
 });
+
+test("einsum's interleaved form einsum(op0, sublist0, op1, sublist1, ..., [out]) equals the subscripts form", () => {
+  const A = array([[1, 2, 3], [4, 5, 6]], { dtype: "float32" }), B = array([[1, 0], [2, 1], [0, 3]], { dtype: "float32" });
+  // np.einsum(A, [0, 1], B, [1, 2], [0, 2]) == A @ B
+  assert.deepEqual(Li.einsum(A, [0, 1], B, [1, 2], [0, 2]).tolist(), [[5, 11], [14, 23]]);
+  // implicit output (labels appearing once, in order) and a trace
+  assert.deepEqual(Li.einsum(A, [0, 1], B, [1, 2]).tolist(), Li.einsum("ij,jk", A, B).tolist());
+  assert.equal(Li.einsum(array([[1, 2], [3, 4]]), [0, 0]).item(), 5);
+  // ellipsis and labels above 25 (uppercase letters)
+  assert.deepEqual(Li.einsum(A, ["...", 30], [30, "..."]).tolist(), Li.einsum("...i->i...", A).tolist());
+  assert.deepEqual(Li.einsum(A, [0, 1], B, [1, 2], [0, 2], { preferredElementType: "float32" }).dtype, "float32");
+  assert.throws(() => Li.einsum(A, [0, 60]), /einsum: operand 0's sublist entries must be integers in \[0, 52\) or "\.\.\.", got 60/);
+  assert.throws(() => Li.einsum(A, B as never), /einsum: in the interleaved form every operand must be followed by a sublist/);
+});

@@ -8,6 +8,7 @@ import { jit, grad, vmap } from "../../src/transforms/api.js";
 import type { Array } from "../../src/core/array.js";
 import * as ops from "../../src/primitives/ops.js";
 import { fixtureCases, js, runCase } from "./struct-fixtures.js";
+import { runParityCases } from "./parity-cases.js";
 
 const fns = S as unknown as Record<string, unknown>;
 for (const c of fixtureCases("numpy-struct-shape.json")) test(`shape fixture: ${c.name}`, () => runCase(fns, c));
@@ -73,4 +74,10 @@ test("shape ops are differentiable and batchable", () => {
   assert.deepEqual(js(g(x)), js(x).map((v, i) => 2 * v * count[i]));
   const vm = vmap((a: Array) => S.concatenate([S.flip(a), S.roll(a, 1)]))(x);
   assert.deepEqual(vm.tolist(), [[2, 1, 2, 1], [4, 3, 4, 3]]);
+});
+
+// JAX splits a 1-D array along axis 0 (its docstring: jnp.vsplit(jnp.array([1, 2, 3, 4, 5, 6]), 2) -> [1 2 3] [4 5 6])
+runParityCases(fns, ["vsplit"]);
+test("vsplit of a 0-d array names the requirement", () => {
+  assert.throws(() => S.vsplit(array(3), 1), /vsplit: only works on arrays of 1 or more dimensions, got shape \(\)/);
 });

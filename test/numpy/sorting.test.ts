@@ -8,6 +8,7 @@ import * as So from "../../src/numpy/sorting.js";
 import * as ops from "../../src/primitives/ops.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { fixtureCases, js, runCase } from "./struct-fixtures.js";
+import { runParityCases } from "./parity-cases.js";
 
 const fns = So as unknown as Record<string, unknown>;
 for (const c of fixtureCases("numpy-struct-sorting.json")) test(`sorting fixture: ${c.name}`, () => runCase(fns, c));
@@ -48,3 +49,6 @@ test("sort / argsort / topK are differentiable and batchable", () => {
   const [v, i] = vmap((r: Array) => So.topK(r, 1))(m) as unknown as Array[];
   assert.deepEqual([js(v), js(i)], [[3, 5], [0, 1]]);
 });
+
+// histogram / bincount / digitize / searchsorted checked against NumPy 2 (numpy-parity.json)
+runParityCases(fns, ["histogram", "bincount", "digitize", "searchsorted"]);

@@ -209,3 +209,25 @@ test("vmap outAxes in range, negative ones included, place the mapped axis", () 
   assert.deepEqual((vmap((r: Array) => r, { outAxes: 1 })(x) as Array).shape, [3, 2]);
   assert.deepEqual((vmap((_r: Array) => array([7, 8]), { outAxes: 1 })(x) as Array).tolist(), [[7, 7], [8, 8]]);
 });
+
+test("vjp(f, ...primals, { hasAux: true }) returns [out, vjpFn, aux] (JAX's has_aux)", () => {
+  const x = array([0.5, 1.5], { dtype: "float32" });
+  const r = vjp((v: Array) => [ops.reduceSum(ops.sin(v), [0]), { c: ops.cos(v), n: 3 }] as [Array, unknown], x, { hasAux: true });
+  assert.equal(r.length, 3);
+  const [out, f, aux] = r as [Array, (ct: Array) => Array[], { c: Array; n: Array }];
+  assert.ok(Math.abs(Number(out.item()) - (Math.sin(0.5) + Math.sin(1.5))) < 1e-6);
+  assertClose(f(array(2, { dtype: "float32" }))[0], array([2 * Math.cos(0.5), 2 * Math.cos(1.5)], { dtype: "float32" }));
+  assertClose(aux.c, array([Math.cos(0.5), Math.cos(1.5)], { dtype: "float32" }));
+  // several primals, and hasAux false keeps the two-element form
+  const [o2, f2, a2] = vjp((a: Array, b: Array) => [ops.mul(a, b), ops.add(a, b)] as [Array, Array], 2, 3, { hasAux: true });
+  assert.deepEqual([o2.item(), a2.item()], [6, 5]);
+  assert.deepEqual((f2(array(1, { dtype: "float32" })) as Array[]).map((g) => g.item()), [3, 2]);
+  assert.equal(vjp((v: Array) => ops.sin(v), x, { hasAux: false }).length, 2);
+  assert.throws(() => vjp((v: Array) => ops.sin(v) as never, x, { hasAux: true }), /vjp: with hasAux the function must return a pair \[output, aux\]/);
+});
+
+test("the function linearize returns takes JS numbers as float tangents, as jvp and vjp do", () => {
+  const [y, f] = linearize((v: Array) => ops.mul(ops.sin(v), 3), 1);
+  assert.ok(Math.abs(Number((y as Array).item()) - 3 * Math.sin(1)) < 1e-6);
+  assert.ok(Math.abs(Number((f(2) as Array).item()) - 6 * Math.cos(1)) < 1e-6);
+});
