@@ -8,7 +8,7 @@ import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { bind1 } from "../core/trace.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
-import { cast, reshape as lowerReshape, transpose as lowerTranspose } from "../compiler/lower-util.js";
+import { cast, roundTo, transpose as lowerTranspose } from "../compiler/lower-util.js";
 import * as LS from "../compiler/lower-structural.js";
 import { lowerFun } from "../compiler/context.js";
 
@@ -205,7 +205,8 @@ function lowerConv(ctx: LoweringContext, [l, r]: string[], p: ConvParams, [a, b]
     kernel_shape: rs.slice(2).map((d) => b.shape[d]), strides: p.window_strides, dilations: p.rhs_dilation, pads, group: p.feature_group_count,
   });
   const outPerm = [...o.shape.keys()].map((d) => os.indexOf(d));
-  return [cast(ctx, lowerTranspose(ctx, y, outPerm), cd, o.dtype)];
+  // bfloat16 is held as float32: round the float32 Conv result like every bfloat16 op
+  return [cast(ctx, roundTo(ctx, lowerTranspose(ctx, y, outPerm), cd), cd, o.dtype)];
 }
 
 export const convGeneralDilatedP = new Primitive<ConvParams>("conv_general_dilated", {

@@ -9,7 +9,7 @@ import { bind1 } from "../core/trace.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
 import { dilateDim } from "./conv.js";
-import { reshape as lowerReshape, transpose as lowerTranspose } from "../compiler/lower-util.js";
+import { ONNX_TYPE, roundTo, reshape as lowerReshape, transpose as lowerTranspose } from "../compiler/lower-util.js";
 import * as LS from "../compiler/lower-structural.js";
 import { lowerFun } from "../compiler/context.js";
 
@@ -139,9 +139,15 @@ function lowerWindow(kind: WindowKind, ctx: LoweringContext, [x]: string[], p: W
   y = lowerTranspose(ctx, y, [...rest, ...pooled]);
   y = lowerReshape(ctx, y, [prod(rest.map((i) => shape[i])), 1, ...pooled.map((i) => shape[i])]);
   const attrs = { kernel_shape: pooled.map((i) => p.window_dimensions[i]), strides: pooled.map((i) => p.window_strides[i]) };
-  y = kind === "sum"
-    ? ctx.op("Mul", [ctx.op("AveragePool", [y], attrs), ctx.scalar(d, prod(pooled.map((i) => p.window_dimensions[i])))])
-    : ctx.op("MaxPool", [y], { ...attrs, dilations: pooled.map((i) => p.window_dilation[i]) });
+  if (kind === "sum") y = roundTo(ctx, ctx.op("Mul", [ctx.op("AveragePool", [y], attrs), ctx.scalar(d, prod(pooled.map((i) => p.window_dimensions[i])))]), d);
+  else {
+    const mp = (v: string) => ctx.op("MaxPool", [v], { ...attrs, dilations: pooled.map((i) => p.window_dilation[i]) });
+    const pooledY = mp(y);
+    // ORT's MaxPool skips NaN; XLA's max propagates it: pool a NaN indicator alongside
+    y = isFloat(d)
+      ? ctx.op("Where", [ctx.op("Greater", [mp(ctx.op("Cast", [ctx.op("IsNaN", [y])], { to: ONNX_TYPE[ctx.repr(d)] })), ctx.scalar(d, 0)]), ctx.scalar(d, NaN), pooledY])
+      : pooledY;
+  }
   y = lowerReshape(ctx, y, [...rest.map((i) => o.shape[i]), ...pooled.map((i) => o.shape[i])]);
   const order = [...rest, ...pooled];
   y = lowerTranspose(ctx, y, [...o.shape.keys()].map((i) => order.indexOf(i)));
