@@ -119,6 +119,29 @@ function sumTranspose(ct: Array, aval: ShapedArray, p: WindowParams): Array {
   return ops.slice(unpadded, aval.shape.map(() => 0), unpadded.shape, p.base_dilation);
 }
 
+/** Windows tile the operand (stride = window, no dilation or padding): each element lies in at most one window. */
+function tiles(shape: readonly number[], p: WindowParams): boolean {
+  return shape.every((n, d) => p.window_strides[d] === p.window_dimensions[d] && p.window_dimensions[d] >= 1 && p.window_dilation[d] === 1
+    && p.base_dilation[d] === 1 && p.padding[d][0] === 0 && p.padding[d][1] === 0 && n >= p.window_dimensions[d]);
+}
+/** The windows of x as a trailing axis: crop to whole windows, split each dim into (windows, offset), move offsets last, flatten them. */
+function windowAxis(x: Array, outShape: readonly number[], win: readonly number[]): Array {
+  const nd = win.length;
+  const c = ops.slice(x, win.map(() => 0), outShape.map((o, d) => o * win[d]));
+  const split = ops.reshape(c, outShape.flatMap((o, d) => [o, win[d]]));
+  const moved = ops.transpose(split, [...[...globalThis.Array(nd).keys()].map((d) => 2 * d), ...[...globalThis.Array(nd).keys()].map((d) => 2 * d + 1)]);
+  return ops.reshape(moved, [...outShape, prod(win)]);
+}
+/** The chooser jvp for tiling windows with reshapes, an argmax and a one-hot select (transposes to cheap ops, no interior padding). */
+function tiledChooserJvp(kind: WindowKind, x: Array, t: Array, y: Array, p: WindowParams): Array {
+  const xw = windowAxis(x, y.shape, p.window_dimensions), tw = windowAxis(t, y.shape, p.window_dimensions);
+  const last = y.ndim;
+  // one-hot of the first maximal (minimal) element of each window
+  const idx = kind === "max" ? ops.argmax(xw, last, "int32") : ops.argmin(xw, last, "int32");
+  const hot = ops.eq(ops.iota("int32", xw.shape, last), ops.broadcastInDim(idx, xw.shape, [...globalThis.Array(last).keys()]));
+  return ops.reduceSum(ops.select(hot, tw, ops.zerosLikeArray(tw)), [last]);
+}
+
 /** ORT MaxPool / AveragePool over the pooled dims (moved last, the rest flattened into the batch); explicit Pad with the identity. */
 function lowerWindow(kind: WindowKind, ctx: LoweringContext, [x]: string[], p: WindowParams, [a]: ShapedArray[], [o]: ShapedArray[]): string[] {
   const op = kind === "sum" ? "AveragePool" : "MaxPool";
@@ -178,6 +201,7 @@ function defWindow(kind: WindowKind): Primitive<WindowParams> {
       const y = reduceWindow(kind, x, p);
       if (t instanceof Zero) return [[y], [new Zero(y.aval)]];
       if (kind === "sum") return [[y], [reduceWindow("sum", t, p)]];
+      if (tiles(x.shape, p)) return [[y], [tiledChooserJvp(kind, x, t, y, p)]];
       // JAX's chooser jvp: the tangent of the first window element equal to the max (min)
       const px = windowPatches(x, windowInit(kind, x.dtype), p), pt = windowPatches(t, 0, p);
       let acc: Array = ops.zerosLikeArray(y);

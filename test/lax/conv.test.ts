@@ -4,7 +4,7 @@ import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
 import { config } from "../../src/core/config.js";
 import * as lax from "../../src/lax/index.js";
-import { jit, makeJaxpr } from "../../src/transforms/api.js";
+import { grad, jit, makeJaxpr } from "../../src/transforms/api.js";
 import { compileJaxpr } from "../../src/compiler/compile.js";
 import assert from "node:assert/strict";
 import { array } from "../../src/numpy/core.js";
@@ -55,6 +55,20 @@ describe("every fixture case lowers to ONNX (Conv, MaxPool, AveragePool or pad/s
       assert.deepEqual(program.notes, [], program.notes.join("\n"));
     });
   }
+});
+
+describe("max/min pooling gradients go to the first extreme element of each window (JAX's chooser rule)", () => {
+  const f32 = (v: number[]) => array(v, { dtype: "float32" });
+  it("tiling windows (reshape/argmax path)", () => {
+    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [2], "VALID"), [0]))(f32([1, 1, 0, 2, 3, 3])) as Array;
+    assert.deepEqual(g.tolist(), [1, 0, 0, 1, 1, 0]);
+    const gm = grad((x: Array) => ops.reduceSum(lax.reduceWindowMin(x, [3], [3], "VALID"), [0]))(f32([2, 0, 0, 5, 4, 5, 9])) as Array;
+    assert.deepEqual(gm.tolist(), [0, 1, 0, 0, 1, 0, 0]);
+  });
+  it("overlapping windows (patch path) accumulate per window", () => {
+    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [1], "VALID"), [0]))(f32([1, 1, 0, 2])) as Array;
+    assert.deepEqual(g.tolist(), [1, 1, 0, 1]);
+  });
 });
 
 describe("bad inputs name the function and what was expected", () => {

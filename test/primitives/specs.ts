@@ -74,6 +74,8 @@ export const SPECS: Spec[] = [
   { name: "conv_general_dilated (batch groups 2)", f: (x, w) => lax.convGeneralDilated(x, w, [1, 1], "VALID", { batchGroupCount: 2, dimensionNumbers: ["NHWC", "OIHW", "NCHW"] }), args: [{ shape: [4, 3, 3, 2] }, { shape: [4, 2, 2, 2] }], vmapAxes: [[0, 0], [null, 0], [2, null], [4, 1]] },
   { name: "reduce_window_sum (pads, strides, base dilation)", f: (x) => lax.reduceWindowSum(x, [2, 3], [1, 2], [[1, 0], [1, 2]], [2, 1]), args: [{ shape: [3, 5] }] },
   { name: "reduce_window_max (2x2 pool, SAME)", f: (x) => lax.reduceWindowMax(x, [1, 2, 2], [1, 2, 2], "SAME"), args: [{ shape: [2, 5, 4] }] },
+  { name: "reduce_window_max (tiling 2x2 windows: reshape/argmax jvp)", f: (x) => lax.reduceWindowMax(x, [1, 2, 2], [1, 2, 2], "VALID"), args: [{ shape: [2, 4, 6] }] },
+  { name: "reduce_window_min (tiling windows, cropped edge)", f: (x) => lax.reduceWindowMin(x, [2, 3], [2, 3], "VALID"), args: [{ shape: [5, 7] }] },
   { name: "reduce_window_min (window dilation)", f: (x) => lax.reduceWindowMin(x, [2, 2], [1, 1], [[0, 1], [1, 0]], null, [1, 2]), args: [{ shape: [4, 5] }] },
 ];
 
