@@ -126,10 +126,14 @@ function tiles(shape: readonly number[], p: WindowParams): boolean {
 }
 /** The windows of x as a trailing axis: crop to whole windows, split each dim into (windows, offset), move offsets last, flatten them. */
 function windowAxis(x: Array, outShape: readonly number[], win: readonly number[]): Array {
-  const nd = win.length;
   const c = ops.slice(x, win.map(() => 0), outShape.map((o, d) => o * win[d]));
-  const split = ops.reshape(c, outShape.flatMap((o, d) => [o, win[d]]));
-  const moved = ops.transpose(split, [...[...globalThis.Array(nd).keys()].map((d) => 2 * d), ...[...globalThis.Array(nd).keys()].map((d) => 2 * d + 1)]);
+  // only dims with a window > 1 split (fewer, smaller transposes)
+  const shape: number[] = [], keep: number[] = [], offs: number[] = [];
+  outShape.forEach((o, d) => {
+    keep.push(shape.length); shape.push(o);
+    if (win[d] > 1) { offs.push(shape.length); shape.push(win[d]); }
+  });
+  const moved = ops.transpose(ops.reshape(c, shape), [...keep, ...offs]);
   return ops.reshape(moved, [...outShape, prod(win)]);
 }
 /** The chooser jvp for tiling windows with reshapes, an argmax and a one-hot select (transposes to cheap ops, no interior padding). */
