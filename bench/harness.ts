@@ -15,6 +15,7 @@ export type WorkloadId =
   | "matmul-2048"
   | "mlp-compile"
   | "mlp-step"
+  | "lenet-step"
   | "tanh-1e7"
   | "add-eager-4096"
   | "add-jit-4096";
@@ -39,6 +40,11 @@ export interface Workload {
 export const MATMUL_SIZES = [256, 1024, 2048] as const;
 /** MLP shape: 784 -> 512 (relu) -> 10, softmax cross-entropy, batch 128, plain SGD. */
 export const MLP = { inDim: 784, hidden: 512, outDim: 10, batch: 128, lr: 0.01 } as const;
+/**
+ * LeNet-style CNN: 1x28x28 -> conv 5x5 (6, VALID) -> relu -> max pool 2x2/2 -> conv 5x5 (16) -> relu -> max pool 2x2/2
+ * -> dense 256 -> 10, softmax cross-entropy, batch 64, plain SGD. Kernels are stored OIHW (tfjs transposes them to HWIO).
+ */
+export const LENET = { batch: 64, size: 28, c1: 6, c2: 16, k: 5, flat: 16 * 4 * 4, outDim: 10, lr: 0.01 } as const;
 /** Element count of the elementwise `tanh(2x+1)` workload. */
 export const TANH_N = 10_000_000;
 /** Element count of the call-overhead `add` workloads. */
@@ -57,6 +63,7 @@ export const WORKLOADS: readonly Workload[] = [
     }),
   ),
   { id: "mlp-step", title: "MLP 784-512-10 b128 train step", unit: "ms/step", higherIsBetter: false },
+  { id: "lenet-step", title: "LeNet CNN b64 28x28 train step", unit: "ms/step", higherIsBetter: false },
   // Read 4 B + write 4 B per element.
   { id: "tanh-1e7", title: "tanh(2x+1), 1e7 f32", unit: "GB/s", work: 8 * TANH_N, higherIsBetter: true },
   { id: "add-eager-4096", title: "eager add, 4096 f32", unit: "µs/call", higherIsBetter: false },
@@ -560,6 +567,24 @@ export function mlpData(): MlpData {
     w2: randomF32(hidden * outDim, 2, Math.sqrt(6 / (hidden + outDim))),
     b2: new Float32Array(outDim),
     x: randomF32(batch * inDim, 3, 1),
+    y,
+  };
+}
+
+/** LeNet parameters (kernels OIHW, dense row-major) and one NCHW batch, identical for all contenders. */
+export interface LenetData { k1: Float32Array; b1: Float32Array; k2: Float32Array; b2: Float32Array; w3: Float32Array; b3: Float32Array; x: Float32Array; y: Float32Array }
+export function lenetData(): LenetData {
+  const { batch, size, c1, c2, k, flat, outDim } = LENET;
+  const y = new Float32Array(batch * outDim);
+  for (let i = 0; i < batch; i++) y[i * outDim + ((i * 7) % outDim)] = 1;
+  return {
+    k1: randomF32(c1 * k * k, 11, Math.sqrt(6 / (k * k + c1 * k * k))),
+    b1: new Float32Array(c1),
+    k2: randomF32(c2 * c1 * k * k, 12, Math.sqrt(6 / (c1 * k * k + c2 * k * k))),
+    b2: new Float32Array(c2),
+    w3: randomF32(flat * outDim, 13, Math.sqrt(6 / (flat + outDim))),
+    b3: new Float32Array(outDim),
+    x: randomF32(batch * size * size, 14, 1),
     y,
   };
 }

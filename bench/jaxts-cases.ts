@@ -2,7 +2,7 @@
 import * as jax from "../src/index.js";
 import { type Array, config, nn, numpy as jnp } from "../src/index.js";
 import type { Case, CaseBody, WorkloadId } from "./harness.js";
-import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, randomF32 } from "./harness.js";
+import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, randomF32 } from "./harness.js";
 
 export type Params = { w1: Array; b1: Array; w2: Array; b2: Array };
 const NAME = "jaxts";
@@ -28,6 +28,18 @@ export function mlpInputs() {
     y: mk(d.y, [MLP.batch, MLP.outDim]),
   };
 }
+type LenetParams = { k1: Array; b1: Array; k2: Array; b2: Array; w3: Array; b3: Array };
+/** conv (NCHW/OIHW, VALID) + bias -> relu -> 2x2/2 max pool, through jax.lax. */
+function convBlock(x: Array, k: Array, b: Array): Array {
+  const h = jax.lax.convGeneralDilated(x, k, [1, 1], "VALID");
+  const r = nn.relu(jnp.add(h, jnp.reshape(b, [1, -1, 1, 1])));
+  return jax.lax.reduceWindowMax(r, [1, 1, 2, 2], [1, 1, 2, 2], "VALID");
+}
+function lenetLoss(p: LenetParams, x: Array, y: Array): Array {
+  const h = jnp.reshape(convBlock(convBlock(x, p.k1, p.b1), p.k2, p.b2), [LENET.batch, LENET.flat]);
+  const logits = jnp.add(jnp.matmul(h, p.w3), p.b3);
+  return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / LENET.batch);
+}
 const c = (workload: WorkloadId, note: string, setup: () => Promise<CaseBody>): Case => ({ name: NAME, workload, note, setup });
 
 export const jaxtsCases: Case[] = [
@@ -45,6 +57,19 @@ export const jaxtsCases: Case[] = [
     let { params } = mlpInputs();
     const { x, y } = mlpInputs();
     const step = makeStep();
+    [, params] = step(params, x, y);
+    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
+  }),
+  c("lenet-step", "jit(valueAndGrad(loss)) + SGD step; lax.convGeneralDilated + reduceWindowMax lowered to ORT Conv / MaxPool; params donated", async () => {
+    const { batch, size, c1, c2, k, flat, outDim } = LENET;
+    const d = lenetData();
+    let params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
+    const x = mk(d.x, [batch, 1, size, size]), y = mk(d.y, [batch, outDim]);
+    const step = jax.jit((p: LenetParams, xs: Array, ys: Array): [Array, LenetParams] => {
+      const [loss, g] = jax.valueAndGrad(lenetLoss)(p, xs, ys) as [Array, LenetParams];
+      const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, LENET.lr));
+      return [loss, { k1: upd(p.k1, g.k1), b1: upd(p.b1, g.b1), k2: upd(p.k2, g.k2), b2: upd(p.b2, g.b2), w3: upd(p.w3, g.w3), b3: upd(p.b3, g.b3) }];
+    }, { donateArgnums: 0 });
     [, params] = step(params, x, y);
     return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
   }),

@@ -1,6 +1,7 @@
 /** @file Benchmark contender: @jax-js/jax on its Wasm device (Node: init("cpu", "wasm")). */
 import {
   blockUntilReady,
+  lax,
   defaultDevice,
   init,
   jit,
@@ -10,7 +11,7 @@ import {
   valueAndGrad,
 } from "@jax-js/jax";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
-import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, packageVersion, randomF32 } from "../harness.js";
+import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, packageVersion, randomF32 } from "../harness.js";
 
 type Arr = np.Array;
 type Params = { w1: Arr; b1: Arr; w2: Arr; b2: Arr };
@@ -57,6 +58,26 @@ function mlpInputs(): { params: Params; x: Arr; y: Arr } {
     x: mk(d.x, [MLP.batch, MLP.inDim]),
     y: mk(d.y, [MLP.batch, MLP.outDim]),
   };
+}
+
+type LenetParams = { k1: Arr; b1: Arr; k2: Arr; b2: Arr; w3: Arr; b3: Arr };
+/** conv (NCHW/OIHW, VALID) + bias -> relu -> 2x2/2 max pool (lax.reduceWindow over the two trailing dims); consumes its inputs. */
+function convBlock(x: Arr, k: Arr, b: Arr): Arr {
+  const h = lax.convGeneralDilated(x, k, [1, 1], "VALID");
+  const r = nn.relu(h.add(b.reshape([1, -1, 1, 1])));
+  return lax.reduceWindow(r, (w: Arr) => np.max(w), [2, 2], [2, 2]);
+}
+function lenetLoss(p: LenetParams, x: Arr, y: Arr): Arr {
+  const h = convBlock(convBlock(x, p.k1, p.b1), p.k2, p.b2).reshape([LENET.batch, LENET.flat]);
+  const logp = nn.logSoftmax(np.matmul(h, p.w3).add(p.b3), -1);
+  return np.sum(logp.mul(y)).mul(-1 / LENET.batch);
+}
+function makeLenetStep() {
+  return jit((p: LenetParams, x: Arr, y: Arr): [Arr, LenetParams] => {
+    const [loss, g] = valueAndGrad(lenetLoss)(tree.ref(p), x, y);
+    const upd = (w: Arr, gw: Arr): Arr => w.sub(gw.mul(LENET.lr));
+    return [loss, { k1: upd(p.k1, g.k1), b1: upd(p.b1, g.b1), k2: upd(p.k2, g.k2), b2: upd(p.b2, g.b2), w3: upd(p.w3, g.w3), b3: upd(p.b3, g.b3) }];
+  });
 }
 
 /** A case whose state lives in closure variables released by `teardown`. */
@@ -119,6 +140,28 @@ function cases(): Case[] {
     jcase("mlp-step", "jit(valueAndGrad(loss) + SGD update), params threaded through, blockUntilReady(loss, params)", async (free) => {
       const step = makeStep();
       let { params, x, y } = mlpInputs();
+      free(() => {
+        tree.dispose(params);
+        x.dispose();
+        y.dispose();
+        step.dispose();
+      });
+      return async () => {
+        const [loss, next] = step(params, x.ref, y.ref);
+        params = next;
+        await blockUntilReady([loss, next]);
+        loss.dispose();
+      };
+    }),
+  );
+
+  out.push(
+    jcase("lenet-step", "jit(valueAndGrad(loss) + SGD update): lax.convGeneralDilated + lax.reduceWindow(max), params threaded through", async (free) => {
+      const step = makeLenetStep();
+      const { batch, size, c1, c2, k, flat, outDim } = LENET;
+      const d = lenetData();
+      let params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
+      const x = mk(d.x, [batch, 1, size, size]), y = mk(d.y, [batch, outDim]);
       free(() => {
         tree.dispose(params);
         x.dispose();

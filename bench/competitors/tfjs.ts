@@ -4,7 +4,7 @@ import path from "node:path";
 import * as tf from "@tensorflow/tfjs";
 import { getThreadsCount, setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
-import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, packageVersion, randomF32, workloadById } from "../harness.js";
+import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, packageVersion, randomF32, workloadById } from "../harness.js";
 
 /*
  * Both tfjs backends used here execute every kernel synchronously inside the op call, so a timed
@@ -86,6 +86,31 @@ function mlpSetup(keep: (t: Disposable) => void): CaseBody {
   };
 }
 
+/** The LeNet step in tfjs's native NHWC / HWIO layout (kernels transposed from OIHW once, at setup). */
+function lenetSetup(keep: (t: Disposable) => void): CaseBody {
+  const { batch, size, c1, c2, k, flat, outDim } = LENET;
+  const d = lenetData();
+  const variable = (t: tf.Tensor): tf.Variable => { const v = tf.variable(t); t.dispose(); return v; };
+  const hwio = (data: Float32Array, o: number, i: number) => tf.tidy(() => tf.transpose(tf.tensor4d(data, [o, i, k, k]), [2, 3, 1, 0]));
+  const k1 = variable(hwio(d.k1, c1, 1)), b1 = variable(tf.tensor1d(d.b1));
+  const k2 = variable(hwio(d.k2, c2, c1)), b2 = variable(tf.tensor1d(d.b2));
+  const w3 = variable(tf.tensor2d(d.w3, [flat, outDim])), b3 = variable(tf.tensor1d(d.b3));
+  const x = tf.tidy(() => tf.transpose(tf.tensor4d(d.x, [batch, 1, size, size]), [0, 2, 3, 1]));
+  const y = tf.tensor2d(d.y, [batch, outDim]);
+  const opt = tf.train.sgd(LENET.lr);
+  for (const t of [k1, b1, k2, b2, w3, b3, x, y, opt]) keep(t);
+  const block = (h: tf.Tensor4D, kk: tf.Variable, bb: tf.Variable): tf.Tensor4D =>
+    tf.maxPool(tf.relu(tf.add(tf.conv2d(h, kk as tf.Tensor4D, 1, "valid"), bb)) as tf.Tensor4D, 2, 2, "valid") as tf.Tensor4D;
+  const loss = (): tf.Scalar => {
+    const h = tf.reshape(block(block(x as tf.Tensor4D, k1, b1), k2, b2), [batch, flat]);
+    return tf.losses.softmaxCrossEntropy(y, tf.add(tf.matMul(h, w3), b3)) as tf.Scalar;
+  };
+  return () => {
+    const cost = opt.minimize(loss, true, [k1, b1, k2, b2, w3, b3]);
+    cost?.dispose();
+  };
+}
+
 function makeCases(name: string, backend: Backend): Case[] {
   const out: Case[] = [];
   out.push(
@@ -106,6 +131,10 @@ function makeCases(name: string, backend: Backend): Case[] {
   }
   out.push(
     tcase(name, backend, "mlp-step", "tf.train.sgd().minimize (variableGrads + applyGradients), cost disposed", mlpSetup),
+  );
+  // tfjs-backend-wasm has no Conv2DBackpropFilter kernel: the LeNet step runs on the cpu backend only
+  if (backend !== "wasm") out.push(
+    tcase(name, backend, "lenet-step", "tf.conv2d / tf.maxPool (NHWC) under tf.train.sgd().minimize, cost disposed", lenetSetup),
   );
   out.push(
     tcase(name, backend, "tanh-1e7", "three eager ops inside tf.tidy (no fusion)", (keep) => {

@@ -64,3 +64,8 @@ export function sort(operand: Arr | Arr[], opts: { dimension?: number; isStable?
 }
 export { topKPrim as topK };
 export { withShardingConstraint } from "../parallel/device-put.js";
+export {
+  convGeneralDilated, conv, convWithGeneralPadding, convTranspose, convDimensionNumbers, padtypeToPads,
+  reduceWindow, reduceWindowSum, reduceWindowMax, reduceWindowMin,
+} from "./conv.js";
+export type { ConvDimensionNumbers, ConvDimSpec, ConvGeneralDilatedOptions, Padding } from "./conv.js";

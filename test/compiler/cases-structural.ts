@@ -8,6 +8,8 @@ import "../../src/primitives/sort.js";
 import "../../src/primitives/random.js";
 import "../../src/random/gamma.js";
 import "../../src/primitives/linalg.js";
+import "../../src/primitives/conv.js";
+import "../../src/primitives/windowed.js";
 import { type Case, FLOATS, INTS, arr, vec } from "./harness.js";
 
 const P = getPrimitive;
@@ -228,6 +230,38 @@ export function linalgCases(): Case[] {
 }
 
 /** Every case group, by name (the coverage test reads the primitive names). */
+/** conv_general_dilated (through ORT Conv where it fits) and reduce_window_{sum,max,min} (MaxPool / AveragePool / pad+slices). */
+export function convWindowCases(): Case[] {
+  const c: Case[] = [];
+  const conv = (a: ReturnType<typeof arr>, b: ReturnType<typeof arr>, over: Record<string, unknown> = {}) => {
+    const nsp = a.shape.length - 2, id = seq(a.shape.length);
+    c.push({ prim: P("conv_general_dilated"), args: [a, b], params: {
+      window_strides: seq(nsp, () => 1), padding: seq(nsp, () => 0).map(() => [0, 0]), lhs_dilation: seq(nsp, () => 1), rhs_dilation: seq(nsp, () => 1),
+      dimension_numbers: { lhs_spec: id, rhs_spec: id, out_spec: id }, feature_group_count: 1, batch_group_count: 1, precision: null, preferred_element_type: null, ...over,
+    } });
+  };
+  for (const d of ["float32", "float16", "bfloat16", "float64", "int32"] as DType[]) {
+    conv(small(d, [2, 3, 5, 4]), small(d, [2, 3, 2, 2]));
+    conv(small(d, [1, 4, 6]), small(d, [4, 2, 3]), { window_strides: [2], padding: [[2, -1]], lhs_dilation: [2], rhs_dilation: [2], feature_group_count: 2 });
+  }
+  conv(some("float32", [4, 3, 3, 2]), some("float32", [4, 2, 2, 2]), { batch_group_count: 2, dimension_numbers: { lhs_spec: [0, 3, 1, 2], rhs_spec: [0, 1, 2, 3], out_spec: [0, 1, 2, 3] } });
+  conv(some("float32", [1, 2, 3, 3, 3]), some("float32", [2, 2, 2, 2, 2]), { window_strides: [1, 2, 1], padding: [[1, 0], [0, 1], [1, 1]], lhs_dilation: [1, 1, 1], rhs_dilation: [1, 1, 1] });
+  conv(some("float16", [2, 2, 4]), some("float16", [3, 2, 2]), { preferred_element_type: "float32" });
+  const win = (name: string, x: ReturnType<typeof arr>, over: Record<string, unknown>) => {
+    const n = x.shape.length;
+    c.push({ prim: P(name), args: [x], params: { window_dimensions: seq(n, () => 1), window_strides: seq(n, () => 1), padding: seq(n, () => 0).map(() => [0, 0]), base_dilation: seq(n, () => 1), window_dilation: seq(n, () => 1), ...over } });
+  };
+  for (const name of ["reduce_window_sum", "reduce_window_max", "reduce_window_min"]) {
+    for (const d of ["float32", "float16", "bfloat16", "float64", "int32", "int8", "uint8"] as DType[]) {
+      win(name, small(d, [2, 4, 5]), { window_dimensions: [1, 2, 2], window_strides: [1, 2, 2] });
+      win(name, small(d, [3, 5]), { window_dimensions: [2, 3], window_strides: [1, 2], padding: [[1, 0], [1, 2]], base_dilation: [2, 1], window_dilation: [1, 1] });
+      win(name, small(d, [4, 6]), { window_dimensions: [2, 2], window_strides: [1, 1], padding: [[0, 1], [-1, 0]], window_dilation: [1, 2] });
+    }
+    for (const d of FLOATS) win(name, vec(d, [1, NaN, 3, -Infinity, 2, Infinity, 0]), { window_dimensions: [2], window_strides: [1] });
+  }
+  return c;
+}
+
 export const STRUCTURAL_GROUPS: Record<string, () => Case[]> = {
-  shapes: shapeCases, convert: convertCases, reductions: reductionCases, indexing: indexingCases, sort: sortCases, random: randomCases, linalg: linalgCases,
+  conv: convWindowCases, shapes: shapeCases, convert: convertCases, reductions: reductionCases, indexing: indexingCases, sort: sortCases, random: randomCases, linalg: linalgCases,
 };

@@ -10,7 +10,7 @@ import { allPrimitives } from "../../src/core/primitive.js";
 const LINEAR = [
   "neg", "add", "sub", "mul", "div", "copy", "convert_element_type", "reduce_sum", "broadcast_in_dim", "reshape", "transpose",
   "squeeze", "rev", "pad", "concatenate", "slice", "select_n", "dynamic_slice", "dynamic_update_slice", "gather", "scatter",
-  "dot_general", "cumsum", "scan", "checkpoint", "name", "custom_lin",
+  "dot_general", "cumsum", "scan", "checkpoint", "name", "custom_lin", "conv_general_dilated", "reduce_window_sum",
 ];
 
 test("every primitive has jvp, vmap and impl rules or a written reason", () => {

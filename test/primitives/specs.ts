@@ -2,6 +2,7 @@
 import type { Array } from "../../src/core/array.js";
 import "../../src/index.js";
 import * as ops from "../../src/primitives/ops.js";
+import * as lax from "../../src/lax/index.js";
 import type { Spec } from "./harness.js";
 
 const S = [2, 3];
@@ -66,5 +67,15 @@ export const SPECS: Spec[] = [
   { name: "scatter (add)", f: (x, i, u) => ops.scatter(x, i, u, [0], "add"), args: [{ shape: [4, 3] }, { shape: [5, 1], dtype: "int32", lo: 0, hi: 4 }, { shape: [5, 3] }], diff: [0, 2], vmapAxes: [[0, null, 0], [null, 0, 0], [0, 0, null]] },
   { name: "dynamic_slice", f: (x, i) => ops.dynamicSlice(x, [i, ops.full([], 1, "int32")], [2, 2]), args: [{ shape: [4, 3] }, { shape: [], dtype: "int32", lo: 0, hi: 3 }], diff: [0], vmapAxes: [[0, null], [null, 0], [0, 0]] },
   { name: "dynamic_update_slice", f: (x, u, i) => ops.dynamicUpdateSlice(x, u, [i, ops.full([], 0, "int32")]), args: [{ shape: [4, 3] }, { shape: [2, 3] }, { shape: [], dtype: "int32", lo: 0, hi: 3 }], diff: [0, 1], vmapAxes: [[0, 0, null], [null, 0, 0], [0, null, 0]] },
+  { name: "conv_general_dilated (1-D NCH VALID)", f: (x, w) => lax.conv(x, w, [1], "VALID"), args: [{ shape: [2, 3, 5] }, { shape: [4, 3, 3] }], vmapAxes: [[0, 0], [3, null], [null, 1], [1, 3]] },
+  { name: "conv_general_dilated (2-D NHWC SAME, strides, rhs dilation)", f: (x, w) => lax.convGeneralDilated(x, w, [2, 1], "SAME", { rhsDilation: [1, 2], dimensionNumbers: ["NHWC", "HWIO", "NHWC"] }), args: [{ shape: [2, 5, 4, 2] }, { shape: [2, 2, 2, 3] }], vmapAxes: [[0, 0], [4, null], [null, 4], [2, 1]] },
+  { name: "conv_general_dilated (lhs dilation, negative pads)", f: (x, w) => lax.convGeneralDilated(x, w, [1, 2], [[2, -1], [1, 1]], { lhsDilation: [2, 1] }), args: [{ shape: [1, 2, 3, 4] }, { shape: [2, 2, 2, 2] }] },
+  { name: "conv_general_dilated (feature groups 2)", f: (x, w) => lax.convGeneralDilated(x, w, [1, 1], "VALID", { featureGroupCount: 2 }), args: [{ shape: [2, 4, 4, 3] }, { shape: [4, 2, 2, 2] }], vmapAxes: [[0, 0], [null, 0], [1, null], [4, 4]] },
+  { name: "conv_general_dilated (batch groups 2)", f: (x, w) => lax.convGeneralDilated(x, w, [1, 1], "VALID", { batchGroupCount: 2, dimensionNumbers: ["NHWC", "OIHW", "NCHW"] }), args: [{ shape: [4, 3, 3, 2] }, { shape: [4, 2, 2, 2] }], vmapAxes: [[0, 0], [null, 0], [2, null], [4, 1]] },
+  { name: "reduce_window_sum (pads, strides, base dilation)", f: (x) => lax.reduceWindowSum(x, [2, 3], [1, 2], [[1, 0], [1, 2]], [2, 1]), args: [{ shape: [3, 5] }] },
+  { name: "reduce_window_max (2x2 pool, SAME)", f: (x) => lax.reduceWindowMax(x, [1, 2, 2], [1, 2, 2], "SAME"), args: [{ shape: [2, 5, 4] }] },
+  { name: "reduce_window_max (tiling 2x2 windows: reshape/argmax jvp)", f: (x) => lax.reduceWindowMax(x, [1, 2, 2], [1, 2, 2], "VALID"), args: [{ shape: [2, 4, 6] }] },
+  { name: "reduce_window_min (tiling windows, cropped edge)", f: (x) => lax.reduceWindowMin(x, [2, 3], [2, 3], "VALID"), args: [{ shape: [5, 7] }] },
+  { name: "reduce_window_min (window dilation)", f: (x) => lax.reduceWindowMin(x, [2, 2], [1, 1], [[0, 1], [1, 0]], null, [1, 2]), args: [{ shape: [4, 5] }] },
 ];
 
