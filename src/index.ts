@@ -17,6 +17,8 @@ export {
   jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct,
 } from "./transforms/api.js";
 export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts } from "./transforms/api.js";
+export type { Argnums, DiffArgs, GradOf, Jacobian } from "./transforms/api-types.js";
+export type { PyTree, Tangent } from "./core/pytree-types.js";
 export { customJvp, customVjp } from "./transforms/custom-derivatives.js";
 export { checkpoint, remat, checkpointPolicies, checkpointName } from "./transforms/checkpoint.js";
 export * as numpy from "./numpy/index.js";
@@ -36,7 +38,7 @@ export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
-export type { ShardMapOpts } from "./parallel/shard-map.js";
+export type { ShardMapOpts, SpecTree } from "./parallel/shard-map.js";
 export type { PmapOpts } from "./parallel/pmap.js";
 export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
