@@ -1,10 +1,45 @@
 /** @file Benchmark contenders: TensorFlow.js 4.22 with its wasm backend (tfjs-backend-wasm) and its pure-JS cpu backend. */
 import { createRequire } from "node:module";
 import path from "node:path";
-import * as tf from "@tensorflow/tfjs";
-import { getThreadsCount, setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
 import { ADD_N, MATMUL_SIZES, MLP, TANH_N, mlpData, packageVersion, randomF32, workloadById } from "../harness.js";
+
+/*
+ * The slice of the tfjs API used here, typed locally and imported through a non-literal specifier: importing
+ * "@tensorflow/tfjs" statically made every `tsc` run load, bind and relate tfjs's ~600 declaration files.
+ */
+interface TfTensor {
+  dispose(): void;
+}
+interface TfOptimizer extends TfTensor {
+  minimize(f: () => TfTensor, returnCost: boolean, varList: TfTensor[]): TfTensor | null;
+}
+interface TfApi {
+  setBackend(name: string): Promise<boolean>;
+  getBackend(): string;
+  ready(): Promise<void>;
+  memory(): { numTensors: number };
+  env(): { getBool(flag: string): boolean; set(flag: string, value: boolean): void };
+  variable(t: TfTensor): TfTensor;
+  tensor1d(values: Float32Array): TfTensor;
+  tensor2d(values: Float32Array, shape: [number, number]): TfTensor;
+  add(a: TfTensor, b: TfTensor | number): TfTensor;
+  mul(a: TfTensor, b: TfTensor | number): TfTensor;
+  matMul(a: TfTensor, b: TfTensor): TfTensor;
+  relu(x: TfTensor): TfTensor;
+  tanh(x: TfTensor): TfTensor;
+  tidy(f: () => TfTensor): TfTensor;
+  losses: { softmaxCrossEntropy(labels: TfTensor, logits: TfTensor): TfTensor };
+  train: { sgd(learningRate: number): TfOptimizer };
+}
+interface TfWasmApi {
+  getThreadsCount(): number;
+  setWasmPaths(prefix: string): void;
+}
+const TFJS: string = "@tensorflow/tfjs";
+const TFJS_WASM: string = "@tensorflow/tfjs-backend-wasm";
+const tf = (await import(TFJS)) as TfApi;
+const { getThreadsCount, setWasmPaths } = (await import(TFJS_WASM)) as TfWasmApi;
 
 /*
  * Both tfjs backends used here execute every kernel synchronously inside the op call, so a timed
@@ -60,7 +95,7 @@ function tcase(
 
 function mlpSetup(keep: (t: Disposable) => void): CaseBody {
   const d = mlpData();
-  const variable = (t: tf.Tensor): tf.Variable => {
+  const variable = (t: TfTensor): TfTensor => {
     const v = tf.variable(t);
     t.dispose(); // the variable holds its own reference to the data
     return v;
@@ -74,10 +109,10 @@ function mlpSetup(keep: (t: Disposable) => void): CaseBody {
   const opt = tf.train.sgd(MLP.lr);
   for (const t of [w1, b1, w2, b2, x, y, opt]) keep(t);
   const vars = [w1, b1, w2, b2];
-  const loss = (): tf.Scalar => {
+  const loss = (): TfTensor => {
     const h = tf.relu(tf.add(tf.matMul(x, w1), b1));
     const logits = tf.add(tf.matMul(h, w2), b2);
-    return tf.losses.softmaxCrossEntropy(y, logits) as tf.Scalar;
+    return tf.losses.softmaxCrossEntropy(y, logits);
   };
   return () => {
     // minimize = variableGrads + applyGradients; returns the cost, which we free.
