@@ -125,7 +125,7 @@ export const customVjpCallP: Primitive<VjpP> = new Primitive<VjpP>("custom_vjp_c
 });
 
 /** C: what bwd returns, one cotangent per differentiable argument (every argument's, without nondiffArgnums). */
-export interface CustomVjpFn<A extends unknown[], R, C extends readonly unknown[] = Tangent<A>> {
+export interface CustomVjpFn<A extends unknown[], R, C = Tangent<A>> {
   (...args: A): R;
   defvjp<Res>(fwd: (...args: A) => [R, Res], bwd: (res: Res, ct: Tangent<R>) => C): CustomVjpFn<A, R, C>;
 }
