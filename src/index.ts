@@ -18,6 +18,8 @@ export {
   jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct, clearCaches,
 } from "./transforms/api.js";
 export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts, VjpOpts } from "./transforms/api.js";
+export type { Argnums, DiffArgs, GradOf, Jacobian } from "./transforms/api-types.js";
+export type { PyTree, Tangent } from "./core/pytree-types.js";
 export { customJvp, customVjp } from "./transforms/custom-derivatives.js";
 export { checkpoint, remat, checkpointPolicies, checkpointName } from "./transforms/checkpoint.js";
 export * as numpy from "./numpy/index.js";
@@ -38,7 +40,7 @@ export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
-export type { ShardMapOpts } from "./parallel/shard-map.js";
+export type { ShardMapOpts, SpecTree } from "./parallel/shard-map.js";
 export type { PmapOpts } from "./parallel/pmap.js";
 /** The device runtime: runtimeDevice(id).memoryStats(), device programs, launch / launchSync, lastLaunchTimeline. */
 export * as runtime from "./runtime/index.js";

@@ -1,10 +1,50 @@
 /** @file Benchmark contenders: TensorFlow.js 4.22 with its wasm backend (tfjs-backend-wasm) and its pure-JS cpu backend. */
 import { createRequire } from "node:module";
 import path from "node:path";
-import * as tf from "@tensorflow/tfjs";
-import { getThreadsCount, setWasmPaths } from "@tensorflow/tfjs-backend-wasm";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
 import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, packageVersion, randomF32, workloadById } from "../harness.js";
+
+/*
+ * The slice of the tfjs API used here, typed locally and imported through a non-literal specifier: importing
+ * "@tensorflow/tfjs" statically made every `tsc` run load, bind and relate tfjs's ~600 declaration files.
+ */
+interface TfTensor {
+  dispose(): void;
+}
+interface TfOptimizer extends TfTensor {
+  minimize(f: () => TfTensor, returnCost: boolean, varList: TfTensor[]): TfTensor | null;
+}
+interface TfApi {
+  setBackend(name: string): Promise<boolean>;
+  getBackend(): string;
+  ready(): Promise<void>;
+  memory(): { numTensors: number };
+  env(): { getBool(flag: string): boolean; set(flag: string, value: boolean): void };
+  variable(t: TfTensor): TfTensor;
+  tensor1d(values: Float32Array): TfTensor;
+  tensor2d(values: Float32Array, shape: [number, number]): TfTensor;
+  tensor4d(values: Float32Array, shape: [number, number, number, number]): TfTensor;
+  transpose(x: TfTensor, perm: number[]): TfTensor;
+  reshape(x: TfTensor, shape: number[]): TfTensor;
+  conv2d(x: TfTensor, filter: TfTensor, strides: number, pad: "valid" | "same"): TfTensor;
+  maxPool(x: TfTensor, filterSize: number, strides: number, pad: "valid" | "same"): TfTensor;
+  add(a: TfTensor, b: TfTensor | number): TfTensor;
+  mul(a: TfTensor, b: TfTensor | number): TfTensor;
+  matMul(a: TfTensor, b: TfTensor): TfTensor;
+  relu(x: TfTensor): TfTensor;
+  tanh(x: TfTensor): TfTensor;
+  tidy(f: () => TfTensor): TfTensor;
+  losses: { softmaxCrossEntropy(labels: TfTensor, logits: TfTensor): TfTensor };
+  train: { sgd(learningRate: number): TfOptimizer };
+}
+interface TfWasmApi {
+  getThreadsCount(): number;
+  setWasmPaths(prefix: string): void;
+}
+const TFJS: string = "@tensorflow/tfjs";
+const TFJS_WASM: string = "@tensorflow/tfjs-backend-wasm";
+const tf = (await import(TFJS)) as TfApi;
+const { getThreadsCount, setWasmPaths } = (await import(TFJS_WASM)) as TfWasmApi;
 
 /*
  * Both tfjs backends used here execute every kernel synchronously inside the op call, so a timed
@@ -60,7 +100,7 @@ function tcase(
 
 function mlpSetup(keep: (t: Disposable) => void): CaseBody {
   const d = mlpData();
-  const variable = (t: tf.Tensor): tf.Variable => {
+  const variable = (t: TfTensor): TfTensor => {
     const v = tf.variable(t);
     t.dispose(); // the variable holds its own reference to the data
     return v;
@@ -74,10 +114,10 @@ function mlpSetup(keep: (t: Disposable) => void): CaseBody {
   const opt = tf.train.sgd(MLP.lr);
   for (const t of [w1, b1, w2, b2, x, y, opt]) keep(t);
   const vars = [w1, b1, w2, b2];
-  const loss = (): tf.Scalar => {
+  const loss = (): TfTensor => {
     const h = tf.relu(tf.add(tf.matMul(x, w1), b1));
     const logits = tf.add(tf.matMul(h, w2), b2);
-    return tf.losses.softmaxCrossEntropy(y, logits) as tf.Scalar;
+    return tf.losses.softmaxCrossEntropy(y, logits);
   };
   return () => {
     // minimize = variableGrads + applyGradients; returns the cost, which we free.
@@ -90,7 +130,7 @@ function mlpSetup(keep: (t: Disposable) => void): CaseBody {
 function lenetSetup(keep: (t: Disposable) => void): CaseBody {
   const { batch, size, c1, c2, k, flat, outDim } = LENET;
   const d = lenetData();
-  const variable = (t: tf.Tensor): tf.Variable => { const v = tf.variable(t); t.dispose(); return v; };
+  const variable = (t: TfTensor): TfTensor => { const v = tf.variable(t); t.dispose(); return v; };
   const hwio = (data: Float32Array, o: number, i: number) => tf.tidy(() => tf.transpose(tf.tensor4d(data, [o, i, k, k]), [2, 3, 1, 0]));
   const k1 = variable(hwio(d.k1, c1, 1)), b1 = variable(tf.tensor1d(d.b1));
   const k2 = variable(hwio(d.k2, c2, c1)), b2 = variable(tf.tensor1d(d.b2));
@@ -99,11 +139,10 @@ function lenetSetup(keep: (t: Disposable) => void): CaseBody {
   const y = tf.tensor2d(d.y, [batch, outDim]);
   const opt = tf.train.sgd(LENET.lr);
   for (const t of [k1, b1, k2, b2, w3, b3, x, y, opt]) keep(t);
-  const block = (h: tf.Tensor4D, kk: tf.Variable, bb: tf.Variable): tf.Tensor4D =>
-    tf.maxPool(tf.relu(tf.add(tf.conv2d(h, kk as tf.Tensor4D, 1, "valid"), bb)) as tf.Tensor4D, 2, 2, "valid") as tf.Tensor4D;
-  const loss = (): tf.Scalar => {
-    const h = tf.reshape(block(block(x as tf.Tensor4D, k1, b1), k2, b2), [batch, flat]);
-    return tf.losses.softmaxCrossEntropy(y, tf.add(tf.matMul(h, w3), b3)) as tf.Scalar;
+  const block = (h: TfTensor, kk: TfTensor, bb: TfTensor): TfTensor => tf.maxPool(tf.relu(tf.add(tf.conv2d(h, kk, 1, "valid"), bb)), 2, 2, "valid");
+  const loss = (): TfTensor => {
+    const h = tf.reshape(block(block(x, k1, b1), k2, b2), [batch, flat]);
+    return tf.losses.softmaxCrossEntropy(y, tf.add(tf.matMul(h, w3), b3));
   };
   return () => {
     const cost = opt.minimize(loss, true, [k1, b1, k2, b2, w3, b3]);

@@ -13,7 +13,7 @@ import { valueAndGrad } from "../transforms/api.js";
 import { map as treeMap } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
-import { shardMap } from "../parallel/shard-map.js";
+import { type SpecTree, shardMap } from "../parallel/shard-map.js";
 
 export interface TransformerConfig { vocab: number; dModel: number; heads: number; layers: number; seq: number; ff: number }
 export interface Block { wq: Array; wk: Array; wv: Array; wo: Array; w1: Array; w2: Array; ln1: Array; ln2: Array }
@@ -93,7 +93,7 @@ export function makeTrainStep(cfg: TransformerConfig, opt: optim.GradientTransfo
 }
 
 /** PartitionSpecs of the parameters for Megatron-style tensor parallelism over mesh axis `tp`. */
-export function paramSpecs(cfg: TransformerConfig, tp: string): unknown {
+export function paramSpecs(cfg: TransformerConfig, tp: string): SpecTree {
   const col = P(null, tp), row = P(tp, null), rep = P();
   return {
     embed: rep, pos: rep, lnf: rep,

@@ -7,7 +7,8 @@ import * as np from "./index.js";
 type AnyFn = (...a: never[]) => unknown;
 const table: Record<string, AnyFn> = {};
 // every jnp function whose first argument is the array can serve as a method
-for (const [k, v] of Object.entries(np)) if (typeof v === "function") table[k] = v as AnyFn;
+// (entries of a Record, not of the namespace: narrowing the union of every jnp export's type cost ~0.5 s per tsc run)
+for (const [k, v] of Object.entries(np as Record<string, unknown>)) if (typeof v === "function") table[k] = v as AnyFn;
 // NumPy-style snake aliases used by Array's method table
 const alias: Record<string, string> = {
   not_equal: "notEqual", less_equal: "lessEqual", greater_equal: "greaterEqual", matrix_transpose: "matrixTranspose",

@@ -2,7 +2,7 @@
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
-import { type GradientTransformation, type PyTree, type ScalarOrSchedule, chain, identity, parseArgsWithMask } from "./base.js";
+import { type GradientTransformation, type Tree, type ScalarOrSchedule, chain, identity, parseArgsWithMask } from "./base.js";
 import {
   adamCore, addDecayedWeights, scaleByLearningRate, scaleByRms, scaleByRss, scaleByStddev, scaleByTrustRatio, trace,
 } from "./transforms.js";
@@ -34,8 +34,8 @@ export function nadam(learningRate: ScalarOrSchedule, ...args: Args<AdamPos, Omi
   return chain(adamCore("optim.nadam", { ...o, nesterov: true }), scaleByLearningRate(learningRate));
 }
 
-export interface AdamWOpts extends AdamOpts { weightDecay?: ScalarOrSchedule; mask?: PyTree }
-type AdamWPos = [...AdamPos, weightDecay: ScalarOrSchedule, mask: PyTree];
+export interface AdamWOpts extends AdamOpts { weightDecay?: ScalarOrSchedule; mask?: Tree }
+type AdamWPos = [...AdamPos, weightDecay: ScalarOrSchedule, mask: Tree];
 const ADAMW_NAMES = [...ADAM_NAMES, "weightDecay", "mask"];
 
 /** optax.adamw: scaleByAdam, + weightDecay * params (decoupled, optionally masked), then -learningRate. */
@@ -80,11 +80,11 @@ export function adagrad(
   return chain(scaleByRss({ initialAccumulatorValue: o.initialAccumulatorValue ?? 0.1, eps: o.eps ?? 1e-7 }), scaleByLearningRate(learningRate));
 }
 
-export interface LambOpts { b1?: Hyper; b2?: Hyper; eps?: Hyper; epsRoot?: Hyper; weightDecay?: ScalarOrSchedule; mask?: PyTree }
+export interface LambOpts { b1?: Hyper; b2?: Hyper; eps?: Hyper; epsRoot?: Hyper; weightDecay?: ScalarOrSchedule; mask?: Tree }
 /** optax.lamb: scaleByAdam (eps 1e-6), decoupled weight decay, trust ratio, then -learningRate. */
 export function lamb(
   learningRate: ScalarOrSchedule,
-  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, weightDecay: ScalarOrSchedule, mask: PyTree], LambOpts>
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, weightDecay: ScalarOrSchedule, mask: Tree], LambOpts>
 ): GradientTransformation {
   const o = parseArgsWithMask<LambOpts>("optim.lamb", args, ["b1", "b2", "eps", "epsRoot", "weightDecay", "mask"]);
   return chain(

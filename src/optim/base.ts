@@ -1,14 +1,18 @@
 /** @file optim core (optax base/combine/update): GradientTransformation, identity, chain, masked, applyUpdates and pytree helpers. */
 import { Array } from "../core/array.js";
 import { type DType, intRange, isBigInt, isFloat, isInteger, finfo } from "../core/dtype.js";
+import type { Tangent } from "../core/pytree-types.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
 import { parseArgs } from "../numpy/elementwise-util.js";
 
-/** A pytree of Arrays (nested JS arrays / plain objects / registered classes; null marks an empty node). */
-export type PyTree = unknown;
-/** Optimizer state: a pytree of Arrays (so it can cross jit boundaries and be checkpointed). */
-export type OptState = PyTree;
+/** A pytree of Arrays as the implementations handle it (nested JS arrays / plain objects / registered classes). */
+export type Tree = unknown;
+/**
+ * Optimizer state: a pytree of Arrays (so it can cross jit boundaries and be checkpointed). Left `unknown` on purpose:
+ * its layout is each transformation's own (read it with a cast), and callers only pass it back to `update`.
+ */
+export type OptState = unknown;
 /** A schedule maps the step count (an int32 Array, or a JS number) to a value. */
 export type Schedule = (count: Array | number) => Array | number;
 /** A learning rate (or other hyperparameter) given as a constant or as a schedule of the step count. */
@@ -19,8 +23,9 @@ export type ScalarOrSchedule = number | Array | Schedule;
  * returns the transformed updates and the new state. Both are pure and work under jit/vmap.
  */
 export interface GradientTransformation {
-  init(params: PyTree): OptState;
-  update<U>(updates: U, state: OptState, params?: PyTree): [U, OptState];
+  init<P>(params: P): OptState;
+  /** updates and params share one structure (updates are gradients of the params, or transformed ones). */
+  update<U>(updates: U, state: OptState, params?: NoInfer<U> | null): [U, OptState];
 }
 
 export const NO_PARAMS_MSG =
@@ -28,14 +33,14 @@ export const NO_PARAMS_MSG =
 
 /** Builds a GradientTransformation from untyped init/update functions. */
 export function makeTransformation(
-  init: (params: PyTree) => OptState,
-  update: (updates: PyTree, state: OptState, params?: PyTree) => [PyTree, OptState],
+  init: (params: Tree) => Tree,
+  update: (updates: Tree, state: Tree, params?: Tree) => [Tree, Tree],
 ): GradientTransformation {
-  return { init, update: update as GradientTransformation["update"] };
+  return { init: init as GradientTransformation["init"], update: update as GradientTransformation["update"] };
 }
 
 /** optax.EmptyState: a state with no leaves. */
-export const emptyState = (): OptState => ({});
+export const emptyState = (): Tree => ({});
 
 /** optax.identity: leaves updates unchanged. */
 export function identity(): GradientTransformation {
@@ -64,7 +69,7 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
 }
 
 /** tree.map over pytrees with the same structure (null subtrees are empty nodes, as MaskedNode/None in optax). */
-export function treeMap(f: (...xs: Array[]) => Array, first: PyTree, ...rest: PyTree[]): PyTree {
+export function treeMap(f: (...xs: Array[]) => Array, first: Tree, ...rest: Tree[]): Tree {
   return tree.map(f as (...xs: never[]) => unknown, first, ...rest);
 }
 
@@ -75,7 +80,7 @@ export function leafDType(x: unknown): DType {
 }
 
 /** optax.apply_updates: params + updates, cast back to each param's dtype. */
-export function applyUpdates<P>(params: P, updates: PyTree): P {
+export function applyUpdates<P>(params: P, updates: NoInfer<Tangent<P>>): P {
   return tree.map(((p: Array, u: Array) => jnp.astype(jnp.add(p, u), leafDType(p))) as (...xs: never[]) => unknown, params, updates) as P;
 }
 
@@ -116,8 +121,8 @@ export const isSchedule = (x: unknown): x is Schedule => typeof x === "function"
 
 // ---------------------------------------------------------------- masking
 
-type MaskTree = PyTree;
-type MaskArg = MaskTree | ((params: PyTree) => MaskTree);
+type MaskTree = Tree;
+type MaskArg = MaskTree | ((params: Tree) => MaskTree);
 
 const isPlainObject = (x: unknown): x is Record<string, unknown> =>
   x !== null && typeof x === "object" && !(x instanceof Array) && !globalThis.Array.isArray(x) &&
@@ -133,7 +138,7 @@ function maskLeaf(m: unknown): boolean | null {
  * Walks a mask (a prefix of `t` whose leaves are booleans) and calls `f(m, ...subtrees)` at each mask leaf.
  * Containers are JS arrays, plain objects, null/undefined; equal-structure trees of other node kinds also work.
  */
-function mapMask(mask: MaskTree, trees: PyTree[], f: (m: boolean, ...subs: PyTree[]) => PyTree, path = "mask"): PyTree {
+function mapMask(mask: MaskTree, trees: Tree[], f: (m: boolean, ...subs: Tree[]) => Tree, path = "mask"): Tree {
   const m = maskLeaf(mask);
   if (m !== null) return f(m, ...trees);
   if (mask === null || mask === undefined) return trees[0];
@@ -171,9 +176,9 @@ function mapMask(mask: MaskTree, trees: PyTree[], f: (m: boolean, ...subs: PyTre
 
 /** optax.masked: applies `inner` only where the mask is true; elsewhere updates pass through unchanged. */
 export function masked(inner: GradientTransformation, mask: MaskArg): GradientTransformation {
-  const maskOf = (t: PyTree): MaskTree => (typeof mask === "function" ? (mask as (p: PyTree) => MaskTree)(t) : mask);
+  const maskOf = (t: Tree): MaskTree => (typeof mask === "function" ? (mask as (p: Tree) => MaskTree)(t) : mask);
   // masked-out subtrees become null (an empty node, like optax's MaskedNode)
-  const maskTree = (m: MaskTree, t: PyTree): PyTree => mapMask(m, [t], (b, s) => (b ? s : null));
+  const maskTree = (m: MaskTree, t: Tree): Tree => mapMask(m, [t], (b, s) => (b ? s : null));
   return makeTransformation(
     (params) => ({ innerState: inner.init(maskTree(maskOf(params), params)) }),
     (updates, state, params) => {

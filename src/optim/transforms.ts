@@ -6,7 +6,7 @@ import * as jnp from "../numpy/index.js";
 import * as ops from "../primitives/ops.js";
 import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
 import {
-  type GradientTransformation, type OptState, type PyTree, type ScalarOrSchedule, type Schedule,
+  type GradientTransformation, type OptState, type Tree, type ScalarOrSchedule, type Schedule,
   NO_PARAMS_MSG, emptyState, parseArgsWithMask, identity, isSchedule, makeTransformation, masked, oneMinus, safeIncrement, treeMap, zeroCount,
 } from "./base.js";
 
@@ -15,23 +15,23 @@ type Hyper = number | Array;
 // ---------------------------------------------------------------- tree math (optax.tree)
 
 /** (1 - decay) * g**order + decay * t: the EMA of the order-th moment (order 1 or 2). */
-function updateMoment(updates: PyTree, moments: PyTree, decay: Hyper, order: 1 | 2): PyTree {
+function updateMoment(updates: Tree, moments: Tree, decay: Hyper, order: 1 | 2): Tree {
   return treeMap((g, t) => jnp.add(jnp.multiply(oneMinus(decay), order === 1 ? g : jnp.square(g)), jnp.multiply(decay, t)), updates, moments);
 }
 
 /** t / (1 - decay**count), with the correction computed in float and cast to each moment's dtype. */
-function biasCorrection(moments: PyTree, decay: Hyper, count: Array): PyTree {
+function biasCorrection(moments: Tree, decay: Hyper, count: Array): Tree {
   const bc = jnp.subtract(1, jnp.power(decay, count));
   return treeMap((t) => jnp.divide(t, jnp.astype(bc, t.dtype)), moments);
 }
 
-const zerosLikeTree = (t: PyTree, dtype?: DType): PyTree => treeMap((x) => jnp.zerosLike(x, dtype ?? null), t);
-const fullLikeTree = (t: PyTree, v: Hyper): PyTree => treeMap((x) => jnp.fullLike(x, v), t);
-const castTree = (t: PyTree, dtype?: DType): PyTree => (dtype ? treeMap((x) => jnp.astype(x, dtype), t) : t);
-const castLikeTree = (t: PyTree, like: PyTree): PyTree => treeMap((x, l) => jnp.astype(x, l.dtype), t, like);
+const zerosLikeTree = (t: Tree, dtype?: DType): Tree => treeMap((x) => jnp.zerosLike(x, dtype ?? null), t);
+const fullLikeTree = (t: Tree, v: Hyper): Tree => treeMap((x) => jnp.fullLike(x, v), t);
+const castTree = (t: Tree, dtype?: DType): Tree => (dtype ? treeMap((x) => jnp.astype(x, dtype), t) : t);
+const castLikeTree = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype(x, l.dtype), t, like);
 
 /** optax.global_norm / optax.tree.norm: sqrt of the sum over leaves of sum(x * x). */
-export function globalNorm(updates: PyTree): Array {
+export function globalNorm(updates: Tree): Array {
   let acc: Array | number = 0;
   for (const leaf of tree.leaves(updates)) {
     if (!(leaf instanceof Array)) throw new TypeError(`optim.globalNorm: every leaf must be an Array, got ${typeof leaf}`);
@@ -94,7 +94,7 @@ export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation
   return makeTransformation(
     (params) => ({ count: zeroCount(), mu: zerosLikeTree(params, muDtype), nu: zerosLikeTree(params) }),
     (updates, state) => {
-      const s = state as { count: Array; mu: PyTree; nu: PyTree };
+      const s = state as { count: Array; mu: Tree; nu: Tree };
       const mu = updateMoment(updates, s.mu, b1, 1);
       const nu = updateMoment(updates, s.nu, b2, 2);
       const countInc = safeIncrement(s.count);
@@ -119,13 +119,13 @@ function rmsCore(fn: string, o: ScaleByRmsOpts, centered: boolean): GradientTran
   const inSqrt = o.epsInSqrt ?? true, bc = o.biasCorrection ?? false;
   return makeTransformation(
     (params) => {
-      const st: Record<string, PyTree> = { nu: fullLikeTree(params, init) };
+      const st: Record<string, Tree> = { nu: fullLikeTree(params, init) };
       if (centered) st.mu = zerosLikeTree(params);
       if (bc) st.count = zeroCount();
       return st;
     },
     (updates, state) => {
-      const s = state as { nu: PyTree; mu?: PyTree; count?: Array };
+      const s = state as { nu: Tree; mu?: Tree; count?: Array };
       const nu = updateMoment(updates, s.nu, decay, 2);
       const mu = centered ? updateMoment(updates, s.mu, decay, 1) : null;
       const countInc = bc ? safeIncrement(s.count!) : null;
@@ -135,7 +135,7 @@ function rmsCore(fn: string, o: ScaleByRmsOpts, centered: boolean): GradientTran
       const variance = centered ? treeMap((m, n) => jnp.subtract(n, jnp.square(m)), muHat, nuHat) : nuHat;
       const scaling = treeMap((n) => (inSqrt ? ops.rsqrt(jnp.add(n, eps)) : jnp.divide(1, jnp.add(jnp.sqrt(n), eps))), variance);
       const out = treeMap((sc, g) => jnp.multiply(sc, g), scaling, updates);
-      const ns: Record<string, PyTree> = { nu };
+      const ns: Record<string, Tree> = { nu };
       if (centered) ns.mu = mu;
       if (bc) ns.count = countInc;
       return [out, ns];
@@ -161,7 +161,7 @@ export function scaleByRss(...args: Args<[initialAccumulatorValue: Hyper, eps: H
   return makeTransformation(
     (params) => ({ sumOfSquares: fullLikeTree(params, init) }),
     (updates, state) => {
-      const sos = treeMap((g, t) => jnp.add(jnp.square(g), t), updates, (state as { sumOfSquares: PyTree }).sumOfSquares);
+      const sos = treeMap((g, t) => jnp.add(jnp.square(g), t), updates, (state as { sumOfSquares: Tree }).sumOfSquares);
       const inv = treeMap((t) => jnp.where(jnp.greater(t, 0), ops.rsqrt(jnp.add(t, eps)), 0), sos);
       return [treeMap((sc, g) => jnp.multiply(sc, g), inv, updates), { sumOfSquares: sos }];
     },
@@ -205,7 +205,7 @@ export function trace(decay: Hyper, ...args: Args<[nesterov: boolean, accumulato
   return makeTransformation(
     (params) => ({ trace: zerosLikeTree(params, accDtype) }),
     (updates, state) => {
-      const newTrace = treeMap(f, updates, (state as { trace: PyTree }).trace);
+      const newTrace = treeMap(f, updates, (state as { trace: Tree }).trace);
       const out = o.nesterov ? treeMap(f, updates, newTrace) : newTrace;
       return [out, { trace: castTree(newTrace, accDtype) }];
     },
@@ -213,15 +213,15 @@ export function trace(decay: Hyper, ...args: Args<[nesterov: boolean, accumulato
 }
 
 /** optax.add_decayed_weights: updates + weightDecay * params (weightDecay may be a schedule), optionally masked. */
-export function addDecayedWeights(...args: Args<[weightDecay: ScalarOrSchedule, mask: PyTree], { weightDecay?: ScalarOrSchedule; mask?: PyTree }>): GradientTransformation {
-  const o = parseArgsWithMask<{ weightDecay: ScalarOrSchedule; mask: PyTree }>("optim.addDecayedWeights", args, ["weightDecay", "mask"]);
+export function addDecayedWeights(...args: Args<[weightDecay: ScalarOrSchedule, mask: Tree], { weightDecay?: ScalarOrSchedule; mask?: Tree }>): GradientTransformation {
+  const o = parseArgsWithMask<{ weightDecay: ScalarOrSchedule; mask: Tree }>("optim.addDecayedWeights", args, ["weightDecay", "mask"]);
   const wd = o.weightDecay ?? 0;
   checkHyper("optim.addDecayedWeights", "weightDecay", wd, true);
   const t = makeTransformation(
     () => (isSchedule(wd) ? { count: zeroCount() } : emptyState()),
     (updates, state, params) => {
       if (params === undefined || params === null) throw new Error(`optim.addDecayedWeights: ${NO_PARAMS_MSG}`);
-      const newState: OptState = isSchedule(wd) ? { count: safeIncrement((state as { count: Array }).count) } : state;
+      const newState: Tree = isSchedule(wd) ? { count: safeIncrement((state as { count: Array }).count) } : state;
       if (typeof wd === "number" && wd === 0) return [updates, newState];
       const s = isSchedule(wd) ? wd((state as { count: Array }).count) : wd;
       return [treeMap((g, p) => jnp.add(g, jnp.multiply(s, p)), updates, params), newState];

@@ -10,7 +10,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { devicePut } from "./device-put.js";
 import { Mesh } from "./mesh.js";
-import { NamedShardingImpl, PartitionSpecImpl } from "./sharding.js";
+import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
 import { getMesh } from "./xmap.js";
 import { shardMapOnDevices } from "./shard-map-devices.js";
 
@@ -93,13 +93,16 @@ function mergeFromMesh(fn: string, y: Array, spec: Spec, mesh: Mesh, k: number):
   return ops.reshape(ops.transpose(y, perm), outShape);
 }
 
+/** A prefix tree of PartitionSpecs (null/undefined: static for in_specs, replicated for out_specs). */
+export type SpecTree = PartitionSpec | null | undefined | readonly SpecTree[] | { readonly [key: string]: SpecTree };
+
 export interface ShardMapOpts {
   /** The mesh; defaults to the one set with setMesh (JAX's context mesh). */
   mesh?: Mesh;
   /** A prefix tree of PartitionSpecs over the arguments; a null entry passes that argument through unchanged (static). */
-  inSpecs: unknown;
+  inSpecs: SpecTree;
   /** A prefix tree of PartitionSpecs over the outputs (or a function returning one, as pmap uses). */
-  outSpecs: unknown;
+  outSpecs: SpecTree | (() => SpecTree);
   /** false: no replication check; an output unsharded over an axis is the first device's value along it. */
   checkVma?: boolean;
   /** The older name of checkVma. */

@@ -7,9 +7,11 @@ import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
 import { paramsKey, staticArgKey } from "../core/static-key.js";
 import { describe } from "../core/trace.js";
+import type { Tangent } from "../core/pytree-types.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
+import type { Argnums, DiffArgs, GradOf, GradOptsAux, GradOptsNoAux, Jacobian } from "./api-types.js";
 import { clearBackendCaches, trimBackendMemory } from "../core/trace.js";
 import { NO_MATCH, callCompiled, clearTraceCaches, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
@@ -27,7 +29,9 @@ function flatOut(fn: string, out: unknown, store: { def?: TreeDef }): Array[] {
 }
 
 // ---------------------------------------------------------------- jvp / linearize
-export function jvp<R>(f: (...args: never[]) => R, primals: unknown[], tangents: unknown[]): [R, R] {
+/** jvp(f, primals, tangents) -> [f(...primals), the directional derivative along tangents]. */
+export function jvp<A extends unknown[], R>(f: (...args: A) => R, primals: DiffArgs<A>, tangents: DiffArgs<A>): [Tangent<R>, Tangent<R>];
+export function jvp(f: (...args: never[]) => unknown, primals: unknown[], tangents: unknown[]): [unknown, unknown] {
   if (!JSArray.isArray(primals) || !JSArray.isArray(tangents)) throw new TypeError("jvp: primals and tangents must be arrays (tuples) of arguments");
   const [pl, pdef] = flattenArrays("jvp", primals, "primal", true);
   const [tl, tdef] = flattenArrays("jvp", tangents, "tangent", true);
@@ -37,20 +41,22 @@ export function jvp<R>(f: (...args: never[]) => R, primals: unknown[], tangents:
   });
   const store: { def?: TreeDef } = {};
   const [po, to] = jvpFlat((...xs) => flatOut("jvp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl, tl.map((t, i) => (isFloat(pl[i].dtype) ? t : new Zero(pl[i].aval))));
-  return [unflatten(store.def!, po) as R, unflatten(store.def!, to.map(instantiateZero)) as R];
+  return [unflatten(store.def!, po), unflatten(store.def!, to.map(instantiateZero))];
 }
 
-export function linearize<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (...tangents: unknown[]) => R] {
+/** linearize(f, ...primals) -> [f(...primals), the linear map tangents -> jvp output, evaluated without retracing f]. */
+export function linearize<A extends unknown[], R>(f: (...args: A) => R, ...primals: DiffArgs<A>): [Tangent<R>, (...tangents: DiffArgs<A>) => Tangent<R>];
+export function linearize(f: (...args: never[]) => unknown, ...primals: unknown[]): [unknown, (...tangents: unknown[]) => unknown] {
   const [pl, pdef] = flattenArrays("linearize", primals, "primal", true);
   const store: { def?: TreeDef } = {};
   const lin = linearizeFlat((...xs) => flatOut("linearize", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl);
-  const fJvp = (...tangents: unknown[]): R => {
+  const fJvp = (...tangents: unknown[]): unknown => {
     // JS numbers are float tangents here, as in jvp and vjp
     const [tl, tdef] = flattenArrays("linearize", tangents, "tangent", true);
     if (!tdef.equals(pdef)) throw new TypeError(`linearize: tangents must have the primals' structure ${pdef}, got ${tdef}`);
-    return unflatten(store.def!, evalJaxpr(lin.jaxpr, lin.residuals, tl)) as R;
+    return unflatten(store.def!, evalJaxpr(lin.jaxpr, lin.residuals, tl));
   };
-  return [unflatten(store.def!, lin.primalsOut) as R, fJvp];
+  return [unflatten(store.def!, lin.primalsOut), fJvp];
 }
 
 // ---------------------------------------------------------------- vjp / grad
@@ -63,8 +69,10 @@ function isVjpOpts(x: unknown): x is VjpOpts {
   return keys.length === 1 && keys[0] === "hasAux" && typeof (x as VjpOpts).hasAux === "boolean";
 }
 /** vjp(f, ...primals, { hasAux }?) -> [out, vjpFn] (with hasAux: f returns [out, aux] and vjp returns [out, vjpFn, aux]). */
-export function vjp<R, Aux>(f: (...args: never[]) => [R, Aux], ...primalsAndOpts: [...unknown[], { hasAux: true }]): [R, (ct: R) => unknown[], Aux];
-export function vjp<R>(f: (...args: never[]) => R, ...primals: unknown[]): [R, (ct: R) => unknown[]];
+export function vjp<A extends unknown[], R, Aux>(f: (...args: A) => readonly [R, Aux], ...primalsAndOpts: [...DiffArgs<A>, { hasAux: true }]): [Tangent<R>, (ct: Tangent<R>) => Tangent<A>, Aux];
+export function vjp<A extends unknown[], R>(f: (...args: A) => R, ...primalsAndOpts: [...DiffArgs<A>, { hasAux: false }]): [Tangent<R>, (ct: Tangent<R>) => Tangent<A>];
+/** vjp(f, ...primals) -> [f(...primals), pullback]; pullback(ct) returns one cotangent per primal, shaped like it. */
+export function vjp<A extends unknown[], R>(f: (...args: A) => R, ...primals: DiffArgs<A>): [Tangent<R>, (ct: Tangent<R>) => Tangent<A>];
 export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unknown, (ct: unknown) => unknown[]] | [unknown, (ct: unknown) => unknown[], unknown] {
   const hasOpts = args.length > 0 && isVjpOpts(args[args.length - 1]);
   const hasAux = hasOpts && (args[args.length - 1] as VjpOpts).hasAux;
@@ -102,13 +110,17 @@ export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unkn
   return [primalOut, vjpFn, unflatten(auxDef!, lin.primalsOut.slice(nOut))];
 }
 
-export interface GradOpts { argnums?: number | number[]; hasAux?: boolean }
+export interface GradOpts { argnums?: Argnums; hasAux?: boolean }
 
 /** valueAndGrad(f)(...args) -> [value, grads] (with hasAux: [[value, aux], grads]). */
+export function valueAndGrad<A extends unknown[], V, X, const N extends Argnums = 0>(
+  f: (...args: A) => readonly [V, X], opts: GradOptsAux<N>): (...args: DiffArgs<A>) => [[Tangent<V>, Tangent<X>], GradOf<A, N>];
+export function valueAndGrad<A extends unknown[], R, const N extends Argnums = 0>(
+  f: (...args: A) => R, opts?: GradOptsNoAux<N>): (...args: DiffArgs<A>) => [Tangent<R>, GradOf<A, N>];
 export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => [unknown, unknown] {
   const name = "valueAndGrad";
   return (...args: unknown[]): [unknown, unknown] => {
-    const argnums = normalizeArgnums(name, opts.argnums, args.length);
+    const argnums = normalizeArgnums(name, opts.argnums as number | number[] | undefined, args.length);
     const diffArgs = argnums.map((i) => args[i]);
     const [dl, ddef] = flattenArrays(name, diffArgs, "differentiated argument", true);
     dl.forEach((x, i) => {
@@ -145,10 +157,14 @@ export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = 
   };
 }
 
-/** grad(f)(...args): the gradient, shaped like the differentiated argument(s). */
-export function grad<A extends unknown[]>(f: (...args: A) => unknown, opts: GradOpts = {}): (...args: { [K in keyof A]: A[K] | number }) => A[0] {
-  const vg = valueAndGrad(f as (...args: never[]) => unknown, opts);
-  return (...args: unknown[]): A[0] => {
+/** grad(f)(...args): the gradient, shaped like the differentiated argument(s) (with hasAux: [gradient, aux]). */
+export function grad<A extends unknown[], X, const N extends Argnums = 0>(
+  f: (...args: A) => readonly [unknown, X], opts: GradOptsAux<N>): (...args: DiffArgs<A>) => [GradOf<A, N>, Tangent<X>];
+export function grad<A extends unknown[], const N extends Argnums = 0>(
+  f: (...args: A) => unknown, opts?: GradOptsNoAux<N>): (...args: DiffArgs<A>) => GradOf<A, N>;
+export function grad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => unknown {
+  const vg = valueAndGrad(f as (...args: unknown[]) => unknown, opts as GradOptsNoAux<Argnums>) as (...args: unknown[]) => [unknown, unknown];
+  return (...args: unknown[]): unknown => {
     const [v, g] = vg(...args);
     return opts.hasAux ? [g, (v as unknown[])[1]] : g;
   };
@@ -383,11 +399,11 @@ function basis(aval: ShapedArray): Array {
   const n = aval.size;
   return ops.reshape(ops.convert(ops.eq(ops.iota("int32", [n, n], 0), ops.iota("int32", [n, n], 1)), aval.dtype), [n, ...aval.shape]);
 }
-type JacOpts = { argnums?: number | number[]; hasAux?: boolean };
+type JacOpts = { argnums?: Argnums };
 
 /** Splits f's arguments into differentiated leaves and a rebuild function, as grad does. */
-function diffSetup(fn: string, args: unknown[], argnums: number | number[] | undefined) {
-  const an = normalizeArgnums(fn, argnums, args.length);
+function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
+  const an = normalizeArgnums(fn, argnums as number | number[] | undefined, args.length);
   const [leaves, def] = flattenArrays(fn, an.map((i) => args[i]), "differentiated argument", true);
   leaves.forEach((x, i) => { if (!isFloat(x.dtype)) throw new TypeError(`${fn} requires real-valued inputs (floating dtypes), but argument leaf ${i} has dtype ${x.dtype}`); });
   const rebuild = (xs: Array[]) => { const d = unflatten(def, xs) as unknown[]; const full = [...args]; an.forEach((a, k) => { full[a] = d[k]; }); return full; };
@@ -396,9 +412,10 @@ function diffSetup(fn: string, args: unknown[], argnums: number | number[] | und
 }
 
 /** jacfwd: forward-mode Jacobian by pushing forward an identity basis with vmap; result[out][in] has shape out.shape + in.shape. */
-/** The result type defaults to Array (array in, array out); pass R for pytree inputs/outputs. */
-export function jacfwd<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
-  return (...args: unknown[]): R => {
+/** The result has f's output structure with each output leaf replaced by the gradient structure of the argnums. */
+export function jacfwd<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
+export function jacfwd(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  return (...args: unknown[]): unknown => {
     const { leaves, rebuild, wrapIn } = diffSetup("jacfwd", args, opts.argnums);
     const store: { def?: TreeDef } = {};
     const g = (...xs: Array[]) => flatOut("jacfwd", (f as Fn)(...rebuild(xs)), store);
@@ -409,13 +426,14 @@ export function jacfwd<R = Array>(f: (...args: never[]) => unknown, opts: JacOpt
       const moved = ops.transpose(jt, [...JSArray.from({ length: jt.ndim - 1 }, (_, i) => i + 1), 0]);
       return ops.reshape(moved, [...jt.shape.slice(1), ...x.shape]);
     }));
-    return unflatten(store.def!, outs.map(wrapIn)) as R;
+    return unflatten(store.def!, outs.map(wrapIn));
   };
 }
 
 /** jacrev: reverse-mode Jacobian by pulling back an identity basis with vmap. */
-export function jacrev<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
-  return (...args: unknown[]): R => {
+export function jacrev<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
+export function jacrev(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  return (...args: unknown[]): unknown => {
     const { leaves, rebuild, wrapIn } = diffSetup("jacrev", args, opts.argnums);
     const store: { def?: TreeDef } = {};
     const lin = linearizeFlat((...xs) => flatOut("jacrev", (f as Fn)(...rebuild(xs)), store), leaves);
@@ -424,9 +442,11 @@ export function jacrev<R = Array>(f: (...args: never[]) => unknown, opts: JacOpt
       const rows = vmap((ct: Array) => backwardPass(lin.jaxpr, lin.residuals, ys.map((yy, j) => (j === o ? ct : new Zero(yy.aval)))).map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(leaves[i].aval.strongly()) : c)))(basis(y.aval)) as Array[];
       return wrapIn(rows.map((r, k) => ops.reshape(r, [...y.shape, ...leaves[k].shape])));
     });
-    return unflatten(store.def!, outs) as R;
+    return unflatten(store.def!, outs);
   };
 }
-export function hessian<R = Array>(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => R {
-  return jacfwd<R>(jacrev(f, opts), opts);
+/** hessian = jacfwd(jacrev(f)): the Jacobian of the Jacobian with respect to the same argnums. */
+export function hessian<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<Jacobian<R, GradOf<A, N>>, GradOf<A, N>>;
+export function hessian(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  return jacfwd(jacrev(f as (...args: unknown[]) => unknown, opts), opts);
 }

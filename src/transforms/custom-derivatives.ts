@@ -2,6 +2,7 @@
 import { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
+import type { Tangent } from "../core/pytree-types.js";
 import { isFloat } from "../core/dtype.js";
 import { type Jaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
@@ -41,12 +42,13 @@ export const customJvpCallP: Primitive<JvpP> = new Primitive<JvpP>("custom_jvp_c
 
 export interface CustomJvpFn<A extends unknown[], R> {
   (...args: A): R;
-  defjvp(rule: (primals: A, tangents: A) => [R, R]): CustomJvpFn<A, R>;
+  /** rule(primals, tangents) -> [output, output tangent]; nondiff arguments appear unchanged in both lists. */
+  defjvp(rule: (primals: A, tangents: A) => [R, Tangent<R>]): CustomJvpFn<A, R>;
 }
 
 /** jax.custom_jvp: `const f = customJvp(fn); f.defjvp((primals, tangents) => [out, tangentOut])`. */
-export function customJvp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: number[] } = {}): CustomJvpFn<A, R> {
-  let rule: ((primals: A, tangents: A) => [R, R]) | null = null;
+export function customJvp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: readonly number[] } = {}): CustomJvpFn<A, R> {
+  let rule: ((primals: A, tangents: A) => [R, Tangent<R>]) | null = null;
   const nondiff = new Set(opts.nondiffArgnums ?? []);
   const wrapped = ((...args: A): R => {
     if (!rule) throw new Error(`customJvp(${fn.name || "fn"}): no jvp rule defined; call .defjvp(rule) first`);
@@ -123,15 +125,18 @@ export const customVjpCallP: Primitive<VjpP> = new Primitive<VjpP>("custom_vjp_c
   missing: { transpose: "differentiated through fwd/bwd, never transposed" },
 });
 
-export interface CustomVjpFn<A extends unknown[], R> {
+/** C: what bwd returns, one cotangent per differentiable argument (every argument's, without nondiffArgnums). */
+export interface CustomVjpFn<A extends unknown[], R, C = Tangent<A>> {
   (...args: A): R;
-  defvjp<Res>(fwd: (...args: A) => [R, Res], bwd: (res: Res, ct: R) => unknown[]): CustomVjpFn<A, R>;
+  defvjp<Res>(fwd: (...args: A) => [R, Res], bwd: (res: Res, ct: Tangent<R>) => C): CustomVjpFn<A, R, C>;
 }
 
 /** jax.custom_vjp: `f.defvjp(fwd, bwd)`; fwd returns [out, residuals]; bwd(residuals, ct) returns one cotangent per argument. */
-export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: number[] } = {}): CustomVjpFn<A, R> {
+export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts?: { nondiffArgnums?: [] }): CustomVjpFn<A, R>;
+export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums: readonly number[] }): CustomVjpFn<A, R, unknown[]>;
+export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: readonly number[] } = {}): CustomVjpFn<A, R, unknown[]> {
   let fwdU: ((...args: A) => [R, unknown]) | null = null;
-  let bwdU: ((res: unknown, ct: R) => unknown[]) | null = null;
+  let bwdU: ((res: unknown, ct: Tangent<R>) => readonly unknown[]) | null = null;
   const nondiff = new Set(opts.nondiffArgnums ?? []);
   const wrapped = ((...args: A): R => {
     if (!fwdU || !bwdU) throw new Error(`customVjp(${fn.name || "fn"}): call .defvjp(fwd, bwd) first`);
@@ -152,15 +157,15 @@ export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: {
       return [ol, rl];
     };
     const flatBwd = (res: Array[], cts: Array[]): Array[] => {
-      const got = b(unflatten(resDef!, res), unflatten(outDef!, cts) as R);
+      const got = b(unflatten(resDef!, res), unflatten(outDef!, cts) as Tangent<R>);
       if (!globalThis.Array.isArray(got) || got.length !== diffArgs.length) throw new TypeError(`customVjp bwd must return an array with one cotangent per differentiable argument (${diffArgs.length}), got ${globalThis.Array.isArray(got) ? got.length : typeof got}`);
       return flattenArrays("custom_vjp bwd", got, "cotangent")[0];
     };
     const outs = bind(customVjpCallP, [...traced.consts, ...leaves], { call_jaxpr: traced.jaxpr, fwd: flatFwd, bwd: flatBwd, num_consts: traced.consts.length, out_avals: traced.jaxpr.outAvals });
     return unflatten(outDef!, outs) as R;
-  }) as CustomVjpFn<A, R>;
-  wrapped.defvjp = <Res>(fwd: (...args: A) => [R, Res], bwd: (res: Res, ct: R) => unknown[]) => {
-    fwdU = fwd; bwdU = bwd as (res: unknown, ct: R) => unknown[];
+  }) as CustomVjpFn<A, R, unknown[]>;
+  wrapped.defvjp = <Res>(fwd: (...args: A) => [R, Res], bwd: (res: Res, ct: Tangent<R>) => unknown[]) => {
+    fwdU = fwd; bwdU = bwd as (res: unknown, ct: Tangent<R>) => unknown[];
     return wrapped;
   };
   return wrapped;
