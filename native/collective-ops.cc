@@ -23,11 +23,8 @@
 #include "device-context.h"
 #include "ort-api.h"
 
-struct OrtKernelInfo;
-struct OrtKernelContext;
 struct OrtValue;
 struct OrtTensorTypeAndShapeInfo;
-struct OrtCustomOpDomain;
 
 namespace jaxts {
 namespace {
@@ -54,14 +51,7 @@ struct Kernel {
   std::string label, axes;  // for errors: what the user called ("psum") and over what ("mesh axis 'x'")
 };
 
-int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) {
-  int64_t v = dflt;
-  if (St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*)>(kKernelInfoGetAttributeInt64)(info, name, &v)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return dflt;
-  }
-  return v;
-}
+int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) { return KernelIntAttr(g_api, info, name, dflt); }
 std::vector<int64_t> IntsAttr(const OrtKernelInfo* info, const char* name) {
   size_t len = 0;
   using F = St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*);
@@ -251,22 +241,16 @@ CustomOp g_ops[] = {MakeOp<kAllReduce>(), MakeOp<kAllGather>(), MakeOp<kReduceSc
 bool RegisterCollectiveOps(const void* const* api) {
   if (g_domain) return true;
   g_api = api;
-  OrtCustomOpDomain* d = nullptr;
-  St s = fn<St (*)(const char*, OrtCustomOpDomain**)>(kCreateCustomOpDomain)("jaxts.collectives", &d);
-  for (CustomOp& op : g_ops)
-    if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &op);
-  if (s) {
+  CustomOp* ops[sizeof(g_ops) / sizeof(g_ops[0])];
+  for (size_t i = 0; i < sizeof(g_ops) / sizeof(g_ops[0]); i++) ops[i] = &g_ops[i];
+  if (St s = CreateOpDomain(api, "jaxts.collectives", ops, sizeof(ops) / sizeof(ops[0]), &g_domain)) {
     std::fprintf(stderr, "jaxts: cannot register the collective ops: %s\n", fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s));
     fn<void (*)(St)>(kReleaseStatus)(s);
     return false;
   }
-  g_domain = d;
   return true;
 }
 
-OrtStatus* AddCollectiveOpDomain(OrtSessionOptions* options) {
-  if (!g_domain) return nullptr;
-  return fn<St (*)(OrtSessionOptions*, OrtCustomOpDomain*)>(kAddCustomOpDomain)(options, g_domain);
-}
+OrtStatus* AddCollectiveOpDomain(OrtSessionOptions* options) { return AddOpDomain(g_api, options, g_domain); }
 
 }  // namespace jaxts

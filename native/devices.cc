@@ -31,6 +31,7 @@
 #include "communicator.h"
 #include "device-context.h"
 #include "gemm-op.h"
+#include "napi-util.h"
 #include "ort-api.h"
 #include "ort-globals.h"
 
@@ -189,12 +190,6 @@ napi_value Throw(napi_env env, const std::string& msg) {
   napi_throw_error(env, nullptr, ("jaxts-devices: " + msg).c_str());
   return nullptr;
 }
-bool GetString(napi_env env, napi_value v, std::string* out) {
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, nullptr, 0, &len) != napi_ok) return false;
-  out->resize(len);
-  return napi_get_value_string_utf8(env, v, out->data(), len + 1, &len) == napi_ok;
-}
 napi_value Prop(napi_env env, napi_value obj, const char* key) {
   napi_value v = nullptr;
   napi_valuetype t;
@@ -229,8 +224,7 @@ bool Wrap(napi_env env, napi_value data, napi_value shape, int type, const std::
     Throw(env, what + " is not a typed array");
     return false;
   }
-  static const size_t kWidth[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8};
-  const size_t bytes = len * (size_t(tt) < sizeof(kWidth) / sizeof(kWidth[0]) ? kWidth[tt] : 1);
+  const size_t bytes = TypedArrayBytes(tt, len);
   const uint32_t nd = Length(env, shape);
   std::vector<int64_t> dims(nd);
   size_t count = 1;

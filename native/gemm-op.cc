@@ -18,11 +18,8 @@
 #include "ort-api.h"
 #include "sgemm.h"
 
-struct OrtKernelInfo;
-struct OrtKernelContext;
 struct OrtValue;
 struct OrtTensorTypeAndShapeInfo;
-struct OrtCustomOpDomain;
 
 namespace jaxts {
 namespace {
@@ -47,12 +44,7 @@ struct Kernel {
   float alpha = 1.f, beta = 1.f;
 };
 
-int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) {
-  int64_t v = dflt;
-  St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*)>(kKernelInfoGetAttributeInt64)(info, name, &v);
-  if (s) { fn<void (*)(St)>(kReleaseStatus)(s); return dflt; }
-  return v;
-}
+int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) { return KernelIntAttr(g_api, info, name, dflt); }
 float FloatAttr(const OrtKernelInfo* info, const char* name, float dflt) {
   float v = dflt;
   St s = fn<St (*)(const OrtKernelInfo*, const char*, float*)>(kKernelInfoGetAttributeFloat)(info, name, &v);
@@ -331,22 +323,16 @@ const char* RegisterGemmOp(const void* const* api, const char* version) {
   int major = 0, minor = 0;
   if (std::sscanf(version, "%d.%d", &major, &minor) != 2 || major < 1 || (major == 1 && minor < 18)) return nullptr;
   g_api = api;
-  OrtCustomOpDomain* d = nullptr;
-  St s = fn<St (*)(const char*, OrtCustomOpDomain**)>(kCreateCustomOpDomain)("jaxts", &d);
-  if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &g_op);
-  if (!s) s = fn<St (*)(OrtCustomOpDomain*, const void*)>(kCustomOpDomainAdd)(d, &g_fused_op);
-  if (s) {
+  CustomOp* ops[] = {&g_op, &g_fused_op};
+  // the domain lives as long as the process: every session may use it
+  if (St s = CreateOpDomain(api, "jaxts", ops, 2, &g_domain)) {
     fn<void (*)(St)>(kReleaseStatus)(s);
     return nullptr;
   }
-  g_domain = d;  // lives as long as the process: every session may use it
   g_kernel = kernel;
   return g_kernel;
 }
 
-OrtStatus* AddGemmOpDomain(OrtSessionOptions* options) {
-  if (!g_domain) return nullptr;
-  return fn<St (*)(OrtSessionOptions*, OrtCustomOpDomain*)>(kAddCustomOpDomain)(options, g_domain);
-}
+OrtStatus* AddGemmOpDomain(OrtSessionOptions* options) { return AddOpDomain(g_api, options, g_domain); }
 
 }  // namespace jaxts

@@ -25,6 +25,7 @@ void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
 }
 #include "cpu-level.h"
 #include "gemm-op.h"
+#include "napi-util.h"
 #include "ort-api.h"
 #include "ort-globals.h"
 
@@ -49,6 +50,8 @@ struct ApiBase {
 };
 
 using namespace jaxts::ort;  // slot indices (native/ort-api.h)
+using jaxts::GetString;  // native/napi-util.h
+using jaxts::TypedArrayBytes;
 
 const void* const* g_api = nullptr;  // the OrtApi table
 OrtEnv* g_env = nullptr;
@@ -103,13 +106,6 @@ napi_value Undefined(napi_env env) {
   napi_value u;
   napi_get_undefined(env, &u);
   return u;
-}
-
-bool GetString(napi_env env, napi_value v, std::string* out) {
-  size_t len = 0;
-  if (napi_get_value_string_utf8(env, v, nullptr, 0, &len) != napi_ok) return false;
-  out->resize(len);
-  return napi_get_value_string_utf8(env, v, out->data(), len + 1, &len) == napi_ok;
 }
 
 napi_value Prop(napi_env env, napi_value obj, const char* key) {
@@ -376,9 +372,7 @@ bool WrapTensor(napi_env env, napi_value data, napi_value shape, int type, const
   }
   size_t bytes = 0;
   napi_get_arraybuffer_info(env, ab, nullptr, &bytes);
-  // bytes per element by napi_typedarray_type: int8 uint8 uint8c int16 uint16 int32 uint32 f32 f64 i64 u64
-  static const size_t kWidth[] = {1, 1, 1, 2, 2, 4, 4, 4, 8, 8, 8};
-  size_t byte_len = len * (size_t(tt) < sizeof(kWidth) / sizeof(kWidth[0]) ? kWidth[tt] : 1);
+  size_t byte_len = TypedArrayBytes(tt, len);
   uint32_t nd = 0;
   napi_get_array_length(env, shape, &nd);
   int64_t dims[16];

@@ -7,6 +7,8 @@
 struct OrtStatus;
 struct OrtKernelInfo;
 struct OrtKernelContext;
+struct OrtCustomOpDomain;
+struct OrtSessionOptions;
 
 // The OrtApi table only ever grows (append-only across releases), so these indices hold for every newer runtime.
 // Signatures are the ones onnxruntime_c_api.h documents; each call site casts the slot to its signature.
@@ -105,6 +107,35 @@ struct CustomOp {
 /** Slot s of the table `api`, as a function pointer of type F. */
 template <typename F>
 F At(const void* const* api, Slot s) { return reinterpret_cast<F>(const_cast<void*>(api[s])); }
+
+
+/** Attribute `name` (int64) of a custom op kernel's info, or `dflt` when the node does not set it. */
+inline int64_t KernelIntAttr(const void* const* api, const OrtKernelInfo* info, const char* name, int64_t dflt) {
+  int64_t v = dflt;
+  if (OrtStatus* s = At<OrtStatus* (*)(const OrtKernelInfo*, const char*, int64_t*)>(api, kKernelInfoGetAttributeInt64)(info, name, &v)) {
+    At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
+    return dflt;
+  }
+  return v;
+}
+
+/**
+ * A new custom op domain `name` holding ops[0..n) (they must outlive every session), stored in *out on success.
+ * Returns the first failure's status (the caller reports and releases it), or nullptr.
+ */
+inline OrtStatus* CreateOpDomain(const void* const* api, const char* name, CustomOp* const* ops, size_t n, OrtCustomOpDomain** out) {
+  OrtCustomOpDomain* d = nullptr;
+  OrtStatus* s = At<OrtStatus* (*)(const char*, OrtCustomOpDomain**)>(api, kCreateCustomOpDomain)(name, &d);
+  for (size_t i = 0; i < n && !s; i++) s = At<OrtStatus* (*)(OrtCustomOpDomain*, const void*)>(api, kCustomOpDomainAdd)(d, ops[i]);
+  if (!s) *out = d;
+  return s;
+}
+
+/** Adds a domain made by CreateOpDomain to session options; nothing (nullptr) while it is not registered. */
+inline OrtStatus* AddOpDomain(const void* const* api, OrtSessionOptions* options, OrtCustomOpDomain* domain) {
+  if (!domain) return nullptr;
+  return At<OrtStatus* (*)(OrtSessionOptions*, OrtCustomOpDomain*)>(api, kAddCustomOpDomain)(options, domain);
+}
 
 }  // namespace ort
 }  // namespace jaxts

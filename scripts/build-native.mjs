@@ -13,7 +13,7 @@ import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "cpu-level.cc", "arena.cc", "devices.cc", "shm-communicator.cc", "collective-ops.cc"].map((f) => join(root, "native", f));
-const headers = ["cpu-level.h", "fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h"].map((f) => join(root, "native", f));
+const headers = ["cpu-level.h", "fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h", "napi-util.h"].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);
 const prebuild = argv.includes("--prebuild");
 const install = argv.includes("--install");

@@ -29,8 +29,27 @@ export interface ConfigFlags {
   eagerCacheSize: number;
 }
 
-/** An integer environment setting; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
-function envInt(name: string, dflt: number, min: number): number {
+/** The numeric flags (every one is an integer flag and needs a row in INTEGER_FLAGS). */
+type IntegerFlag = { [K in keyof ConfigFlags]: ConfigFlags[K] extends number ? K : never }[keyof ConfigFlags];
+/** Integer flags: the environment variable that sets the initial value, its default, the least value accepted and what the number counts (for errors). */
+const INTEGER_FLAGS: { readonly [K in IntegerFlag]: { env: string; dflt: number; min: number; what: string } } = {
+  numCpuDevices: { env: "JAXTS_NUM_CPU_DEVICES", dflt: 1, min: 1, what: "the number of CPU devices" },
+  intraOpThreads: { env: "JAXTS_INTRA_OP_THREADS", dflt: 0, min: 0, what: "0 = all cores" },
+  collectiveTimeoutMs: { env: "JAXTS_COLLECTIVE_TIMEOUT_MS", dflt: 30000, min: 1, what: "milliseconds" },
+  deviceIntraOpThreads: { env: "JAXTS_DEVICE_INTRA_OP_THREADS", dflt: 0, min: 0, what: "0 = cores / devices" },
+  jitCacheSize: { env: "JAXTS_JIT_CACHE_SIZE", dflt: 512, min: 1, what: "a number of cache entries" },
+  compiledCacheSize: { env: "JAXTS_COMPILED_CACHE_SIZE", dflt: 1024, min: 1, what: "a number of cache entries" },
+  eagerCacheSize: { env: "JAXTS_EAGER_CACHE_SIZE", dflt: 2048, min: 1, what: "a number of cache entries" },
+};
+/** String flags and the values they accept. */
+const CHOICES: { readonly [K in "backend" | "spmdRuntime"]: readonly ConfigFlags[K][] } = {
+  backend: ["onnx", "interpreter"],
+  spmdRuntime: ["emulation", "devices"],
+};
+
+/** An integer flag's initial value from its environment variable; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
+function envInt(flag: IntegerFlag): number {
+  const { env: name, dflt, min } = INTEGER_FLAGS[flag];
   const v = typeof process !== "undefined" ? process.env[name] : undefined;
   if (v === undefined || v.trim() === "") return dflt;
   const n = Number(v.trim());
@@ -42,16 +61,16 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   enableX64: process.env.JAX_ENABLE_X64 === "1" || process.env.JAX_ENABLE_X64 === "true",
   backend: process.env.JAXTS_BACKEND === "interpreter" ? "interpreter" : "onnx",
   threefryPartitionable: process.env.JAX_THREEFRY_PARTITIONABLE !== "0",
-  numCpuDevices: envInt("JAXTS_NUM_CPU_DEVICES", 1, 1),
+  numCpuDevices: envInt("numCpuDevices"),
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
-  intraOpThreads: envInt("JAXTS_INTRA_OP_THREADS", 0, 0),
+  intraOpThreads: envInt("intraOpThreads"),
   debugNans: false,
   spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
-  collectiveTimeoutMs: envInt("JAXTS_COLLECTIVE_TIMEOUT_MS", 30000, 1),
-  deviceIntraOpThreads: envInt("JAXTS_DEVICE_INTRA_OP_THREADS", 0, 0),
-  jitCacheSize: envInt("JAXTS_JIT_CACHE_SIZE", 512, 1),
-  compiledCacheSize: envInt("JAXTS_COMPILED_CACHE_SIZE", 1024, 1),
-  eagerCacheSize: envInt("JAXTS_EAGER_CACHE_SIZE", 2048, 1),
+  collectiveTimeoutMs: envInt("collectiveTimeoutMs"),
+  deviceIntraOpThreads: envInt("deviceIntraOpThreads"),
+  jitCacheSize: envInt("jitCacheSize"),
+  compiledCacheSize: envInt("compiledCacheSize"),
+  eagerCacheSize: envInt("eagerCacheSize"),
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
       throw new Error(`config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`);
@@ -59,15 +78,13 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
     if (typeof value !== typeof defaults[name]) {
       throw new TypeError(`config.update: option ${name} expects a ${typeof defaults[name]}, got ${typeof value}`);
     }
-    if (name === "backend" && value !== "onnx" && value !== "interpreter") {
-      throw new Error(`config.update: backend must be "onnx" or "interpreter", got ${JSON.stringify(value)}`);
+    const choices: readonly unknown[] | undefined = Object.hasOwn(CHOICES, name) ? CHOICES[name as keyof typeof CHOICES] : undefined;
+    if (choices && !choices.includes(value)) {
+      throw new Error(`config.update: ${name} must be ${choices.map((c) => JSON.stringify(c)).join(" or ")}, got ${JSON.stringify(value)}`);
     }
-    const bound = INTEGER_FLAGS.get(name);
+    const bound = Object.hasOwn(INTEGER_FLAGS, name) ? INTEGER_FLAGS[name as IntegerFlag] : undefined;
     if (bound && !(Number.isInteger(value) && (value as number) >= bound.min)) {
       throw new RangeError(`config.update: ${name} must be a ${bound.min >= 1 ? "positive" : "non-negative"} integer (${bound.what}), got ${String(value)}`);
-    }
-    if (name === "spmdRuntime" && value !== "emulation" && value !== "devices") {
-      throw new Error(`config.update: spmdRuntime must be "emulation" or "devices", got ${JSON.stringify(value)}`);
     }
     guards.get(name)?.(value);
     (this as ConfigFlags)[name] = value;
@@ -78,16 +95,6 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   },
 };
 const defaults: ConfigFlags = { ...config };
-/** Integer flags: the least value accepted and what the number counts (for config.update's error). */
-const INTEGER_FLAGS: ReadonlyMap<keyof ConfigFlags, { min: number; what: string }> = new Map([
-  ["numCpuDevices", { min: 1, what: "the number of CPU devices" }],
-  ["intraOpThreads", { min: 0, what: "0 = all cores" }],
-  ["collectiveTimeoutMs", { min: 1, what: "milliseconds" }],
-  ["deviceIntraOpThreads", { min: 0, what: "0 = cores / devices" }],
-  ["jitCacheSize", { min: 1, what: "a number of cache entries" }],
-  ["compiledCacheSize", { min: 1, what: "a number of cache entries" }],
-  ["eagerCacheSize", { min: 1, what: "a number of cache entries" }],
-]);
 const listeners: ((name: keyof ConfigFlags) => void)[] = [];
 const guards = new Map<keyof ConfigFlags, (value: unknown) => void>();
 /** Lets a later layer refuse a new value (e.g. numCpuDevices once the devices exist, as JAX after backend init). */

@@ -147,9 +147,13 @@ export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Par
   if (!profileSink) return execute(prim, args, params);
   const t0 = performance.now();
   const out = execute(prim, args, params);
-  const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
-  profileSink(name, t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
+  profileSink(label(prim, params), t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
   return out;
+}
+
+/** How profiles and errors name a primitive application: jit(f) for a jitted call, else the primitive's name. */
+function label(prim: Primitive, params: Params): string {
+  return prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
 }
 
 /** Runs one primitive on the backend; a result too large to allocate raises naming the primitive and its operands. */
@@ -159,8 +163,7 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
   } catch (e) {
     // an OutOfMemoryError already names the program, its inputs and the bytes requested
     if (e instanceof RangeError && !(e instanceof OutOfMemoryError) && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
-      const name = prim.name === "pjit" ? `jit(${String(params.name)})` : prim.name;
-      throw new RangeError(`${name}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
+      throw new RangeError(`${label(prim, params)}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
     }
     throw e;
   }

@@ -1,7 +1,7 @@
 /**
  * @file shardMap with JAX's semantics. Each device's block is a slice of a nested vmap over the manual mesh axes
  * (axis names bound, so collectives reduce across blocks); this single-process emulation gives JAX's results and
- * shapes and is the oracle the worker-thread devices will be tested against.
+ * shapes and is the oracle of the per-device runtime (config spmdRuntime "devices", ./shard-map-devices.ts).
  */
 import { Array } from "../core/array.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
@@ -21,7 +21,7 @@ const JSArray = globalThis.Array;
  * Broadcasts a spec prefix tree onto the leaves of a value tree (a single spec applies to a whole subtree).
  * A null spec marks its subtree static when `nullIsStatic` (JAX's in_specs None), else replicated (P()).
  */
-export function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullIsStatic = false): (Spec | null)[] {
+function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullIsStatic = false): (Spec | null)[] {
   const out: (Spec | null)[] = [];
   const rec = (s: unknown, t: unknown, path: string): void => {
     const n = flatten(t)[0].length;
@@ -55,6 +55,9 @@ function checkSpecAxes(fn: string, what: string, specs: (Spec | null)[], manual:
   });
 }
 
+/** Whether spec `sp` splits some dimension over mesh axis `name`. */
+const usesAxis = (sp: Spec | undefined, name: string) => !!sp && sp.entries.some((_, d) => sp.names(d).includes(name));
+
 /** Moves each mesh-split part of x's dims to the front, one leading dim per used mesh axis, in mesh order. */
 function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): Array {
   if (spec.length > x.ndim) throw new Error(`${fn}: in_specs[${k}] ${spec} has ${spec.length} entries but the argument has rank ${x.ndim} (shape (${x.shape.join(", ")}))`);
@@ -78,7 +81,7 @@ function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): A
 
 /** Inverse of splitToMesh for outputs: leading dims (the used mesh axes, in mesh order) merge back into their dims. */
 function mergeFromMesh(fn: string, y: Array, spec: Spec, mesh: Mesh, k: number): Array {
-  const used = mesh.axisNames.filter((nm) => spec.entries.some((_, d) => spec.names(d).includes(nm)));
+  const used = mesh.axisNames.filter((nm) => usesAxis(spec, nm));
   const block = y.shape.slice(used.length);
   if (spec.length > block.length) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${block.length} (shape (${block.join(", ")}))`);
   // target order: for each block dim d, the mesh dims of its names (in spec order), then the block dim
@@ -129,7 +132,7 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     const inSpecs = specsFor(fn, opts.inSpecs, args, "in_specs", true);
     checkSpecAxes(fn, "in_specs", inSpecs, axes, mesh);
     const outSpecsOf = (out: unknown): Spec[] => {
-      const specs = specsFor(fn, typeof opts.outSpecs === "function" && !(opts.outSpecs instanceof PartitionSpecImpl) ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
+      const specs = specsFor(fn, typeof opts.outSpecs === "function" ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
       checkSpecAxes(fn, "out_specs", specs, axes, mesh);
       return specs;
     };
@@ -149,7 +152,6 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     const [leaves] = flattenArrays(fn, dynIdx.map((i) => allLeaves[i]), "argument");
     const dynSpecs = dynIdx.map((i) => inSpecs[i]!);
     const split = leaves.map((x, k) => splitToMesh(fn, x, dynSpecs[k], mesh, k));
-    const usedIn = dynSpecs.map((s) => new Set(s.entries.flatMap((_, d) => s.names(d))));
     let outDef: TreeDef | null = null;
     let outSpecs: Spec[] = [];
     // nested vmaps, outermost = first manual mesh axis; each binds its mesh axis name for collectives
@@ -164,7 +166,7 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
         return ol;
       }
       const name = axes[a];
-      const inAxes = xs.map((_, k) => (usedIn[k].has(name) ? 0 : null));
+      const inAxes = xs.map((_, k) => (usesAxis(dynSpecs[k], name) ? 0 : null));
       return vmapOuts(level(a + 1), xs, inAxes, name, mesh.axisSize(name), () => outSpecs, checkVma);
     };
     const outs = level(0)(...split);
@@ -172,8 +174,6 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     return unflatten(outDef!, merged) as R;
   };
 }
-
-const usesAxis = (sp: Spec | undefined, name: string) => !!sp && sp.entries.some((_, d) => sp.names(d).includes(name));
 
 /**
  * vmap whose out axes are chosen after tracing: 0 for outputs whose spec uses this axis, else null (replicated).
