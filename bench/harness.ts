@@ -37,6 +37,12 @@ export interface Workload {
 }
 
 /** Matrix sizes of the matmul workloads. */
+/**
+ * Reference numbers of the machine the targets are stated against (copied from the project's shared ANCHORS.md,
+ * which the bench must not read: it lives outside the repository): STREAM triad bandwidth in GB/s.
+ */
+export const ANCHORS = { streamTriadGBps: 65 } as const;
+
 export const MATMUL_SIZES = [256, 1024, 2048] as const;
 /** MLP shape: 784 -> 512 (relu) -> 10, softmax cross-entropy, batch 128, plain SGD. */
 export const MLP = { inDim: 784, hidden: 512, outDim: 10, batch: 128, lr: 0.01 } as const;

@@ -1,4 +1,5 @@
 /** @file Benchmark entry point (`npm run bench`): runs every workload for every available contender in one process, prints the table, writes bench/RESULTS.md. */
+import { spawnSync } from "node:child_process";
 import path from "node:path";
 import v8 from "node:v8";
 import vm from "node:vm";
@@ -33,6 +34,8 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --only        run only these contenders
  *   --workloads   run only these workload ids (mlp-first-steps: only jaxts's first-steps line)
  *   --no-write    do not write bench/RESULTS.md
+ *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
+ * With --workloads the device rows run only when the list names "devices".
  */
 
 function arg(name: string): string | undefined {
@@ -153,6 +156,7 @@ async function main(): Promise<void> {
   }
   if (firstSteps) console.log(firstSteps + "\n");
   for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
+  if (!flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices"))) console.log(deviceRows(flag("quick")) + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -176,6 +180,14 @@ async function main(): Promise<void> {
     log(`[bench] wrote ${file}`);
   }
   log(`[bench] total ${elapsedS.toFixed(1)} s`);
+}
+
+/** The device runtime rows (bench/devices.ts) from a fresh process: numCpuDevices is fixed once devices exist. */
+function deviceRows(quick: boolean): string {
+  const script = path.join(repoRoot(), "dist", "bench", "devices.js");
+  const r = spawnSync(process.execPath, [script, ...(quick ? ["--quick"] : [])], { encoding: "utf8", timeout: 600_000 });
+  if (r.status !== 0) return `device runtime: ERROR (${r.error?.message ?? `exit ${r.status}`}) ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`;
+  return r.stdout.trim();
 }
 
 main().catch((e: unknown) => {

@@ -113,16 +113,18 @@ const entries = new WeakMap<object, Map<string, Entry>>();
 /**
  * shardMap with config spmdRuntime "devices": binds shardMapP (under jit it is staged; eagerly it runs on the
  * devices), or returns null for the emulation (another spmdRuntime, or inside the emulation itself).
- * `emulation` is shardMap's nested-vmap path; `outSpecsOf` resolves out_specs against an output tree.
+ * `emulation` is shardMap's nested-vmap path; `outSpecsOf` resolves out_specs against an output tree. Without the
+ * replication check (checkVma false, as pmap uses) an output unsharded over an axis is the block of the device with
+ * index 0 along it, whatever the others hold.
  */
 export function shardMapOnDevices(
   fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[], args: unknown[],
-  emulation: (...args: unknown[]) => unknown,
+  emulation: (...args: unknown[]) => unknown, checkVma = true,
 ): { value: unknown } | null {
   if (config.spmdRuntime !== "devices" || emulating > 0) return null;
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
-  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64,
+  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64, checkVma,
     ...leaves.map((x) => x.aval.str())].join("|");
   let perFn = entries.get(f);
   if (!perFn) { perFn = new Map(); entries.set(f, perFn); }
@@ -142,7 +144,7 @@ export function shardMapOnDevices(
       params: {
         name: fn, emulate, out_avals: jaxpr.outvars.map((v) => v.aval),
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
-          const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e);
+          const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e, checkVma);
           return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
         },
       },
@@ -156,7 +158,7 @@ export function shardMapOnDevices(
 
 /** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */
 function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
-  leaves: ArrayImpl[], def: TreeDef, entry: Entry): ArrayImpl[] | null {
+  leaves: ArrayImpl[], def: TreeDef, entry: Entry, checkVma: boolean): ArrayImpl[] | null {
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   const blockShapes: number[][] = [];
@@ -168,7 +170,7 @@ function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, 
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
   if (entry.compiled === undefined) entry.compiled = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
-  return run(fn, mesh, entry.compiled, inSpecs, leaves, blockShapes);
+  return run(fn, mesh, entry.compiled, inSpecs, leaves, blockShapes, checkVma);
 }
 
 interface Compiled {
@@ -210,8 +212,11 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
 }
 
-/** Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs. */
-function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][]): ArrayImpl[] {
+/**
+ * Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs (checked replicated
+ * over the axes they do not name, or with checkVma false simply taken from index 0 along them).
+ */
+function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][], checkVma: boolean): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
   const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
@@ -260,7 +265,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         // the representative of r's block: the device with coordinate 0 on every axis the spec does not name
         const rep = coords.reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
         if (rep !== r) {
-          if (!sameData(blockOf(r), blockOf(rep))) {
+          if (checkVma && !sameData(blockOf(r), blockOf(rep))) {
             const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
             throw new Error(`${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
           }

@@ -137,10 +137,11 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
       return specs;
     };
     // config spmdRuntime "devices": one program per device, run concurrently (null: run the emulation below); it takes
-    // fully manual meshes with array arguments and the replication check on, the emulation covers the rest
-    if (axes.length === mesh.axisNames.length && checkVma && inSpecs.every((sp) => sp !== null)) {
+    // fully manual meshes with array arguments (checkVma false: unsharded outputs come from device 0 along the axis),
+    // the emulation covers the rest
+    if (axes.length === mesh.axisNames.length && inSpecs.every((sp) => sp !== null)) {
       const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs as Spec[], outSpecsOf, args,
-        (...a: unknown[]) => shardMap(f, opts)(...(a as A)));
+        (...a: unknown[]) => shardMap(f, opts)(...(a as A)), checkVma);
       if (real) {
         const [outs, od] = flatten(real.value);
         const specs = outSpecsOf(real.value);

@@ -72,7 +72,8 @@ export interface FastEntry {
  */
 let cacheEpoch = 0;
 onConfigChange((name) => {
-  if (name === "enableX64" || name === "threefryPartitionable") cacheEpoch++;
+  // spmdRuntime too: a shardMap (pmap) traced under the emulation is inlined vmaps, under "devices" a staged launch
+  if (name === "enableX64" || name === "threefryPartitionable" || name === "spmdRuntime") cacheEpoch++;
 });
 
 /**
