@@ -10,7 +10,12 @@ export interface ConfigFlags {
   checkJaxprs: boolean;
   /** Intra-op threads for ONNX Runtime sessions (0 = all cores). */
   intraOpThreads: number;
+  /** Every primitive (and jitted call) whose float output holds a NaN raises a FloatingPointError naming it (jax_debug_nans). */
   debugNans: boolean;
+  /** Likewise for ±inf outputs (jax_debug_infs). */
+  debugInfs: boolean;
+  /** Logs every jit trace (with its cause) and program compilation to the compile-log sink (console.warn by default). */
+  logCompiles: boolean;
   /**
    * How shardMap runs: "emulation" (a nested named vmap in one program; the default this round) or "devices"
    * (one compiled per-device program run concurrently on every device of the mesh, collectives as native ops;
@@ -45,7 +50,9 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   numCpuDevices: envInt("JAXTS_NUM_CPU_DEVICES", 1, 1),
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
   intraOpThreads: envInt("JAXTS_INTRA_OP_THREADS", 0, 0),
-  debugNans: false,
+  debugNans: process.env.JAX_DEBUG_NANS === "1" || process.env.JAX_DEBUG_NANS === "true",
+  debugInfs: process.env.JAX_DEBUG_INFS === "1" || process.env.JAX_DEBUG_INFS === "true",
+  logCompiles: process.env.JAX_LOG_COMPILES === "1" || process.env.JAX_LOG_COMPILES === "true",
   spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
   collectiveTimeoutMs: envInt("JAXTS_COLLECTIVE_TIMEOUT_MS", 30000, 1),
   deviceIntraOpThreads: envInt("JAXTS_DEVICE_INTRA_OP_THREADS", 0, 0),
