@@ -13,7 +13,8 @@ export { finfo } from "./core/dtype.js";
 export { ShapedArray } from "./core/aval.js";
 export { ClosedJaxpr, Jaxpr } from "./core/jaxpr.js";
 export { UnexpectedTracerError, ConcretizationTypeError } from "./core/trace.js";
-export { OutOfMemoryError } from "./core/errors.js";
+export { FloatingPointError, OutOfMemoryError } from "./core/errors.js";
+export { type CompileLogSink, setCompileLogSink } from "./core/compile-log.js";
 export {
   jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct, clearCaches,
 } from "./transforms/api.js";

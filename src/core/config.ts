@@ -10,7 +10,12 @@ export interface ConfigFlags {
   checkJaxprs: boolean;
   /** Intra-op threads for ONNX Runtime sessions (0 = all cores). */
   intraOpThreads: number;
+  /** Every primitive (and jitted call) whose float output holds a NaN raises a FloatingPointError naming it (jax_debug_nans). */
   debugNans: boolean;
+  /** Likewise for ±inf outputs (jax_debug_infs). */
+  debugInfs: boolean;
+  /** Logs every jit trace (with its cause) and program compilation to the compile-log sink (console.warn by default). */
+  logCompiles: boolean;
   /**
    * How shardMap runs: "emulation" (a nested named vmap in one program; the default this round) or "devices"
    * (one compiled per-device program run concurrently on every device of the mesh, collectives as native ops;
@@ -64,7 +69,9 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   numCpuDevices: envInt("numCpuDevices"),
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
   intraOpThreads: envInt("intraOpThreads"),
-  debugNans: false,
+  debugNans: process.env.JAX_DEBUG_NANS === "1" || process.env.JAX_DEBUG_NANS === "true",
+  debugInfs: process.env.JAX_DEBUG_INFS === "1" || process.env.JAX_DEBUG_INFS === "true",
+  logCompiles: process.env.JAX_LOG_COMPILES === "1" || process.env.JAX_LOG_COMPILES === "true",
   spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
   collectiveTimeoutMs: envInt("collectiveTimeoutMs"),
   deviceIntraOpThreads: envInt("deviceIntraOpThreads"),

@@ -19,3 +19,24 @@ export class OutOfMemoryError extends RangeError {
     super(`${program}: out of memory: ${Number.isNaN(bytes) ? "an allocation" : `allocating ${bytes} bytes (${(bytes / 2 ** 20).toFixed(1)} MiB)`} failed (${detail}); inputs: ${inputs.length ? inputs.join(", ") : "none"}`);
   }
 }
+
+/**
+ * Raised under config debugNans / debugInfs when a primitive's float output holds a NaN (or ±inf), as JAX's
+ * FloatingPointError "invalid value (nan) encountered in log". Inside jit the program is re-run equation by
+ * equation to find the first offending one: `equation` is its jaxpr line and `site` the user's source frame.
+ */
+export class FloatingPointError extends Error {
+  override readonly name = "FloatingPointError";
+  constructor(
+    /** The primitive (or "jit(f)") whose output held the value. */
+    readonly primitive: string,
+    readonly kind: "nan" | "inf",
+    /** The jaxpr equation line, when found by re-running a jitted program. */
+    readonly equation?: string,
+    /** The user's source location (a stack frame), when known. */
+    readonly site?: string,
+    detail?: string,
+  ) {
+    super(`invalid value (${kind}) encountered in ${primitive}${equation ? `\n  equation: ${equation}` : ""}${site ? `\n  at ${site}` : ""}${detail ? `\n${detail}` : ""}`);
+  }
+}

@@ -6,6 +6,7 @@ import { config } from "./config.js";
 import { type Atom, Jaxpr, type JaxprEqn, Literal, Var, typecheckJaxpr } from "./jaxpr.js";
 import type { Params, Primitive } from "./primitive.js";
 import { Trace, Tracer, abstractEval, leakedError, withTrace } from "./trace.js";
+import { userSite } from "./source-site.js";
 
 export class JaxprTracer extends Tracer {
   constructor(readonly trace: JaxprTrace, readonly aval: ShapedArray) {
@@ -46,7 +47,10 @@ export class JaxprTrace extends Trace {
     const outAvals = abstractEval(prim, inputs.map((a) => a.aval), params);
     const outs = outAvals.map((a) => new JaxprTracer(this, a));
     const outVars = outs.map((t) => { const v = new Var(t.aval); this.tracerVars.set(t, v); return v; });
-    this.eqns.push({ primitive: prim, inputs, params, outVars });
+    const eqn: JaxprEqn = { primitive: prim, inputs, params, outVars };
+    // source locations for FloatingPointError messages cost a stack capture per equation, so only when asked
+    if (config.debugNans || config.debugInfs) eqn.site = userSite();
+    this.eqns.push(eqn);
     return outs;
   }
 

@@ -22,6 +22,8 @@ export interface JaxprEqn {
   inputs: Atom[];
   params: Params;
   outVars: Var[];
+  /** The user's source frame that traced this equation (recorded while debugNans/debugInfs is on). */
+  site?: string;
 }
 
 export class Jaxpr {
@@ -125,6 +127,18 @@ export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): stri
   }
   lines.push(`${pad}  in (${j.outvars.map(atom).join(", ")}${j.outvars.length === 1 ? "," : ""}) }`);
   return lines.join("\n");
+}
+
+/** Equation k of j as printJaxpr prints it (same variable names), for error messages; long ones are cut. */
+export function jaxprEqnLine(j: Jaxpr, k: number): string {
+  const lines = printJaxpr(j).split("\n");
+  // top-level equations start with exactly four spaces; continuation lines are indented further or close a "]"
+  const starts: number[] = [];
+  lines.forEach((l, i) => { if (/^ {4}[^ \]]/.test(l)) starts.push(i); });
+  if (k < 0 || k >= starts.length) return `<equation ${k}>`;
+  const end = k + 1 < starts.length ? starts[k + 1] : lines.length - 1;
+  const eq = lines.slice(starts[k], end).map((l) => l.trim());
+  return eq.length > 6 ? `${eq.slice(0, 5).join(" ")} ...` : eq.join(" ");
 }
 
 // ---------------- type checking ----------------

@@ -142,8 +142,19 @@ export type ProfileSink = (name: string, startMs: number, endMs: number, args: {
 let profileSink: ProfileSink | null = null;
 export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
 
+/** Runs a primitive unchecked (the checker's way to execute); see setSpecialCheck. */
+export type RawExecute = (prim: Primitive, args: ArrayImpl[], params: Params) => ArrayImpl[];
+/** The NaN/inf checker, installed only while config debugNans or debugInfs is on (so the hot path tests one variable). */
+let specialCheck: ((prim: Primitive, args: ArrayImpl[], params: Params, run: RawExecute) => ArrayImpl[]) | null = null;
+export function setSpecialCheck(f: typeof specialCheck): void { specialCheck = f; }
+
 export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   for (const h of executionHooks) h(prim);
+  if (specialCheck !== null) return specialCheck(prim, args, params, executeProfiled);
+  return executeProfiled(prim, args, params);
+}
+
+function executeProfiled(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   if (!profileSink) return execute(prim, args, params);
   const t0 = performance.now();
   const out = execute(prim, args, params);

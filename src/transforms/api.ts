@@ -13,7 +13,7 @@ import * as ops from "../primitives/ops.js";
 import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
 import type { Argnums, DiffArgs, GradOf, GradOptsAux, GradOptsNoAux, Jacobian } from "./api-types.js";
 import { clearBackendCaches, trimBackendMemory } from "../core/trace.js";
-import { NO_MATCH, callCompiled, clearTraceCaches, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
+import { NO_MATCH, type Signature, callCompiled, clearTraceCaches, fastCall, newTraceCache, recordFast, traceCached } from "./jit.js";
 import { instantiateZero, jvpFlat } from "./jvp.js";
 import { backwardPass, linearizeFlat } from "./linearize.js";
 import { vmapFlat } from "./vmap.js";
@@ -298,6 +298,20 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       dyn.forEach((a, i) => { const cnt = flatten(a)[0].length; if (donateNums.includes(i)) for (let j = 0; j < cnt; j++) donate[k + j] = true; k += cnt; });
     }
     const key = `${defKey(def)}|${leaves.map((l) => l.aval.key()).join(";")}|${statVals.join(",")}`;
+    // for logCompiles only: which positional argument each leaf comes from
+    const sig = (): Signature => {
+      const labels: string[] = [];
+      const dynIdx = args.map((_, i) => i).filter((i) => !stat.has(i));
+      dyn.forEach((a, j) => {
+        const cnt = flatten(a)[0].length;
+        for (let q = 0; q < cnt; q++) labels.push(cnt === 1 ? `argument ${dynIdx[j]}` : `argument ${dynIdx[j]} leaf ${q}`);
+      });
+      return {
+        structure: defKey(def),
+        leaves: leaves.map((l, i) => ({ label: labels[i] ?? `leaf ${i}`, aval: `${l.aval.str()}${l.aval.weakType ? " (weakly typed)" : ""}` })),
+        statics: statVals.map((v) => { const e = v.indexOf("="); return { label: v.slice(0, e), value: v.slice(e + 1) }; }),
+      };
+    };
     const rebuild = (xs: Array[]): unknown[] => {
       const d = unflatten(def, xs) as unknown[];
       const full: unknown[] = [];
@@ -315,7 +329,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       outDefs.set(key, store.def!);
       return outs;
     };
-    return { leaves, key, flatF, donate, def };
+    return { leaves, key, flatF, donate, def, sig };
   };
 
   const noStatic = staticNums.length === 0 && staticNames.length === 0;
@@ -324,8 +338,8 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       const r = fastCall(cache, args);
       if (r !== NO_MATCH) return r as R;
     }
-    const { leaves, key, flatF, donate, def } = prepare(args);
-    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name);
+    const { leaves, key, flatF, donate, def, sig } = prepare(args);
+    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name, sig);
     const outs = callCompiled(c, leaves, name, donate);
     const outDef = outDefs.get(key)!;
     if (noStatic && cache.entries.get(key) === c) recordFast(cache, args, def, c, outDef, name, donate);
@@ -335,8 +349,8 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
   };
   const jitted = call as Jitted<A, R>;
   jitted.lower = (...args: A): Lowered => {
-    const { leaves, key, flatF } = prepare(args);
-    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name);
+    const { leaves, key, flatF, sig } = prepare(args);
+    const c = traceCached(cache, key, flatF, leaves.map((l) => l.aval), name, sig);
     const closed = new ClosedJaxpr(c.jaxpr, []);
     const text = () => `module @jit_${name}\n${c.jaxpr.toString()}${loweringSummary ? `\n\n${loweringSummary(c.jaxpr)}` : ""}`;
     return { asText: text, jaxpr: closed, compile: () => ({ call: (...a: unknown[]) => call(...(a as A)), asText: text }) };

@@ -3,6 +3,8 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config, onConfigChange } from "../core/config.js";
+import { logCompile } from "../core/compile-log.js";
+import "../core/debug-nans.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
@@ -52,6 +54,15 @@ export interface CompiledCall {
   outAvals: ShapedArray[];
   /** useClock at the latest call (the least recently used signature is evicted first). */
   used: number;
+  /** The call signature that traced it, kept while config logCompiles is on (to explain the next retrace). */
+  sig?: Signature;
+}
+
+/** A readable call signature for logCompiles: the argument structure, each array leaf's aval and the static values. */
+export interface Signature {
+  structure: string;
+  leaves: { label: string; aval: string }[];
+  statics: { label: string; value: string }[];
 }
 let useClock = 0;
 
@@ -72,8 +83,9 @@ export interface FastEntry {
  */
 let cacheEpoch = 0;
 onConfigChange((name) => {
-  // spmdRuntime too: a shardMap (pmap) traced under the emulation is inlined vmaps, under "devices" a staged launch
-  if (name === "enableX64" || name === "threefryPartitionable" || name === "spmdRuntime") cacheEpoch++;
+  // spmdRuntime: a shardMap (pmap) traced under the emulation is inlined vmaps, under "devices" a staged launch;
+  // debug flags are part of the trace context as in JAX: a retrace records source lines per equation
+  if (name === "enableX64" || name === "threefryPartitionable" || name === "spmdRuntime" || name === "debugNans" || name === "debugInfs") cacheEpoch++;
 });
 
 /**
@@ -87,15 +99,22 @@ export class TraceCache {
   hits = 0;
   misses = 0;
   epoch = cacheEpoch;
-  clear(): void {
+  /** Why signatures left the cache (key -> reason), recorded while logCompiles is on to explain their retrace. */
+  readonly gone = new Map<string, string>();
+  clear(reason = "the jit cache was cleared"): void {
     const dropped = [...this.entries.values()];
+    if (config.logCompiles) for (const k of this.entries.keys()) this.noteGone(k, reason);
     this.entries.clear();
     this.fast = [];
     this.epoch = cacheEpoch;
     for (const c of dropped) releaseCompiled(c.jaxpr);
   }
   /** Empties the cache when the epoch moved on (a semantics flag flipped or all caches were cleared). */
-  check(): void { if (this.epoch !== cacheEpoch) this.clear(); }
+  check(): void { if (this.epoch !== cacheEpoch) this.clear("caches were cleared (clearCaches, or a flag that changes tracing flipped)"); }
+  noteGone(key: string, reason: string): void {
+    if (this.gone.size >= 256) this.gone.clear();
+    this.gone.set(key, reason);
+  }
   get(key: string): CompiledCall | undefined {
     const c = this.entries.get(key);
     if (c) c.used = ++useClock;
@@ -110,6 +129,7 @@ export class TraceCache {
       let oldKey = "", old: CompiledCall | null = null;
       for (const [k, e] of this.entries) if (!old || e.used < old.used) { oldKey = k; old = e; }
       this.entries.delete(oldKey);
+      if (config.logCompiles) this.noteGone(oldKey, `its signature was evicted from the jit cache (jitCacheSize=${max})`);
       this.fast = this.fast.filter((f) => f.call !== old);
       releaseCompiled(old!.jaxpr);
     }
@@ -203,15 +223,20 @@ export function newTraceCache(): TraceCache {
 }
 
 /** Traces (or fetches) the flat jaxpr of f for these avals; consts are returned separately. */
-export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string): CompiledCall {
+export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string, sig?: () => Signature): CompiledCall {
   cache.check();
   const hit = cache.get(key);
   if (hit) { cache.hits++; return hit; }
   cache.misses++;
+  let s: Signature | undefined;
+  if (config.logCompiles) {
+    s = sig?.() ?? { structure: "", leaves: avals.map((a, i) => ({ label: `argument ${i}`, aval: a.str() })), statics: [] };
+    logCompile(`jit(${name}): tracing for (${s.leaves.map((l) => l.aval).join(", ")}) because ${retraceCause(cache, key, s)}`);
+  }
   const { jaxpr, consts } = traceToJaxpr(f, avals, `jit(${name})`);
   const j = convertConstvars(jaxpr);
   if (config.checkJaxprs) typecheckJaxpr(j, `jit(${name})`);
-  const entry: CompiledCall = { jaxpr: j, consts, outAvals: j.outAvals, used: 0 };
+  const entry: CompiledCall = { jaxpr: j, consts, outAvals: j.outAvals, used: 0, sig: s };
   // a jaxpr that closes over tracers of an enclosing transformation is only valid inside it
   if (consts.every((c) => c instanceof ArrayImpl)) cache.set(key, entry);
   return entry;
@@ -222,4 +247,21 @@ export function callCompiled(c: CompiledCall, args: Array[], name: string, donat
   // donation applies to a call dispatched on concrete arrays, never to a pjit equation recorded in another jaxpr
   if (getCurrentTrace() === evalTrace && donate.some(Boolean)) params.donate_at_dispatch = true;
   return bind(pjitP, [...c.consts, ...args], params);
+}
+
+/** Why a jitted function traces again: the first call, a signature that left the cache, or what differs from the latest one. */
+function retraceCause(cache: TraceCache, key: string, s: Signature): string {
+  const gone = cache.gone.get(key);
+  if (gone) return gone;
+  let prev: CompiledCall | null = null;
+  for (const e of cache.entries.values()) if (e.sig && (!prev || e.used > prev.used)) prev = e;
+  if (!prev) return cache.entries.size ? "a new signature (earlier ones were traced with logCompiles off)" : "it is the first call";
+  const p = prev.sig!;
+  if (p.structure !== s.structure || p.leaves.length !== s.leaves.length) return `the argument structure changed from ${p.structure} to ${s.structure}`;
+  const diffs: string[] = [];
+  s.leaves.forEach((l, i) => { if (l.aval !== p.leaves[i].aval) diffs.push(`${l.label} changed from ${p.leaves[i].aval} to ${l.aval}`); });
+  const pst = new Map(p.statics.map((x) => [x.label, x.value]));
+  for (const x of s.statics) if (pst.get(x.label) !== x.value) diffs.push(`static argument ${x.label} changed from ${pst.get(x.label) ?? "(absent)"} to ${x.value}`);
+  if (diffs.length === 0) return "a new signature (same avals as the latest one; weak types or static values differ)";
+  return diffs.length > 4 ? `${diffs.slice(0, 4).join("; ")}; and ${diffs.length - 4} more` : diffs.join("; ");
 }

@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
+import { logCompile } from "../../core/compile-log.js";
 import { allocate } from "../../core/dtype.js";
 import { OutOfMemoryError } from "../../core/errors.js";
 import { Jaxpr, type JaxprEqn, Var } from "../../core/jaxpr.js";
@@ -284,9 +285,15 @@ export class Executable {
   prepare(): this {
     if (this.fused) return this;
     this.program.steps.forEach((s, i) => { if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = this.prepareAt(i, s); });
+    this.prepared = true;
     return this;
   }
+  /** Set once prepare() created the sessions: a later prepareAt recreates one that was released. */
+  private prepared = false;
   private prepareAt(i: number, s: OnnxStep): ReadyStep {
+    if (this.prepared && this.jit && config.logCompiles) {
+      logCompile(`jit(${this.program.name}): recreating the ONNX Runtime session of step ${i} (released by the compiledCacheSize=${config.compiledCacheSize} eviction or clearCaches)`);
+    }
     const r = prepareStep(s, this.jit);
     this.ready[i] = r;
     noteLoaded(this);
@@ -580,6 +587,11 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   const fused = fusedFor(jaxpr);
   const key = contentKey(program, fused);
   let c = key ? byContent.get(key) : undefined;
+  if (config.logCompiles) {
+    const ins = jaxpr.invars.map((v) => v.aval.str()).join(", ");
+    logCompile(c ? `jit(${name}): compiled (${ins}); an identical program is loaded, reusing its sessions`
+      : `jit(${name}): compiling (${ins}) to ${program.steps.length} step(s) from ${jaxpr.eqns.length} equation(s)`);
+  }
   if (!c) {
     const { constvars, invars, outvars, eqns } = jaxpr;
     const exe = new Executable(program, true, { constvars, invars, outvars, eqns }, fused);
