@@ -9,7 +9,7 @@ import { shapesEqual } from "../core/shape.js";
 import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64, polygamma as polygammaScalar } from "./special-math.js";
-import * as ops from "./ops.js";
+import * as ops from "./bind-ops.js";
 import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, ERF_INV_F64_W_GE_16, ERF_INV_F64_W_LT_16, ERF_INV_F64_W_LT_6_25, erfInvF32, erfInvF64 } from "./erf-inv.js";
 const ERF_INV_COEFFICIENTS = { f32Lt5: ERF_INV_F32_W_LT_5, f32Ge5: ERF_INV_F32_W_GE_5, f64Lt625: ERF_INV_F64_W_LT_6_25, f64Lt16: ERF_INV_F64_W_LT_16, f64Ge16: ERF_INV_F64_W_GE_16 };
 import type { LoweringContext } from "../core/lowering-types.js";
