@@ -226,7 +226,6 @@ export const not = defUnary("not", { onnx: (c, x, d) => LE.logical(c, "Not", [x]
 export const populationCount = defUnary("population_count", { onnx: (c, x, d) => LE.populationCount(c, x, d), kinds: "int", f: (x) => x, fi: popcount, fb: (x) => { let v = BigInt.asUintN(64, x), c = 0n; while (v) { c += v & 1n; v >>= 1n; } return c; }, zeroJvp: true });
 export const clz = defUnary("clz", { onnx: (c, x, d) => LE.clz(c, x, d), kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, fb: (x) => { const v = BigInt.asUintN(64, x); return v === 0n ? 64n : BigInt(64 - v.toString(2).length); }, zeroJvp: true });
 export const copyP = defUnary("copy", { onnx: "Identity", kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
-export const realP = copyP;
 
 // ------------------------------------------------------------------ binary
 interface BinarySpec {
