@@ -1,5 +1,6 @@
 /**
- * @file Enforces the import layering: core <- (backends, compiler: kernels and ONNX lowering helpers) <- primitives
+ * @file Enforces the import layering: core <- backends (runtime, graph builder, kernels) <- compiler (ONNX lowering
+ * helpers; the ONNX backend's driver module sits above it) <- primitives
  * <- transforms <- library (numpy, lax, scipy, nn, random, optim, io); parallel builds on core/primitives/transforms;
  * backends and the compiler never import primitives, transforms or library code; and no module of src/ imports itself
  * through a chain of imports (a cycle makes the evaluation order depend on which module is loaded first).
@@ -18,7 +19,7 @@ const ALLOWED: Record<string, string[]> = {
   parallel: ["core", "primitives", "transforms", "compiler", "runtime"],
   runtime: ["core", "backends"],
   compiler: ["core", "backends"],
-  backends: ["core", "compiler"],
+  backends: ["core"],
   numpy: ["core", "primitives", "transforms"],
   lax: ["core", "primitives", "transforms", "parallel"],
   nn: ["core", "primitives", "transforms", "numpy", "random"], // the random initializers (random never imports nn)
@@ -28,6 +29,15 @@ const ALLOWED: Record<string, string[]> = {
   profiler: ["core"],
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends"],
+};
+
+/**
+ * Files that sit above their folder's layer. The ONNX backend module is the driver that compiles jaxprs with the
+ * compiler and runs them on the runtime modules beside it, so it may import the compiler; nothing in the compiler
+ * imports it (the cycle check below holds that at file level).
+ */
+const FILE_ALLOWED: Record<string, string[]> = {
+  "backends/onnx/onnx-backend.ts": ["core", "compiler"],
 };
 
 function files(dir: string, out: string[] = []): string[] {
@@ -44,7 +54,7 @@ test("imports respect the layering", () => {
     const rel = relative(SRC, f);
     const layer = rel.includes("/") ? rel.split("/")[0] : null;
     if (!layer) continue; // src/index.ts may import everything
-    const allowed = ALLOWED[layer];
+    const allowed = FILE_ALLOWED[rel] ?? ALLOWED[layer];
     assert.ok(allowed, `unknown layer folder src/${layer}: add it to the layering table`);
     const text = readFileSync(f, "utf8");
     for (const m of text.matchAll(/(?:import|export)[^"']*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
@@ -116,4 +126,9 @@ test("the runtime import graph of src/ has no cycles", () => {
   assert.ok(graph.size > 100 && [...graph.values()].some((d) => d.length > 0), `import graph of ${graph.size} modules`);
   const cycle = findCycle(graph);
   assert.equal(cycle, null, `import cycle: ${(cycle ?? []).map((f) => relative(SRC, f)).join(" -> ")}`);
+});
+
+test("the layering table itself is acyclic (no two folders may import each other)", () => {
+  const cycle = findCycle(new Map(Object.entries(ALLOWED)));
+  assert.equal(cycle, null, `layer cycle: ${(cycle ?? []).join(" -> ")}`);
 });
