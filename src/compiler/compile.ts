@@ -10,6 +10,9 @@ import { nativeGemmKernel } from "../backends/onnx/ort-runtime.js";
 import { fuseGraphElementwise } from "./fuse-graph.js";
 import { optimizeGraph } from "./optimize-graph.js";
 
+/** How a host step's reason starts when a lowering rule threw (non-strict): a failure, not a declared gap. */
+export const LOWERING_FAILED = "its lowering failed";
+
 /** Tunables (tests and benchmarks switch them). */
 export const compileOptions = {
   /** Fuse float32 elementwise nodes of ONNX programs into jaxts.Fused nodes (native runner only). */
@@ -170,7 +173,7 @@ function buildSegment(
     } catch (err) {
       if (err instanceof LoweringUnsupportedError) throw Object.assign(err, { eqnIndex: k });
       if (opts.strict || !(err instanceof Error)) throw err;
-      throw Object.assign(new LoweringUnsupportedError(e.primitive.name, `its lowering failed: ${err.message}`), { eqnIndex: k });
+      throw Object.assign(new LoweringUnsupportedError(e.primitive.name, `${LOWERING_FAILED}: ${err.message}`), { eqnIndex: k });
     }
     e.outVars.forEach((v, q) => {
       env.set(v, outs[q]);

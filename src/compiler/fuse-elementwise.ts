@@ -6,31 +6,8 @@
 import type { Jaxpr, JaxprEqn } from "../core/jaxpr.js";
 import { Literal, type Var } from "../core/jaxpr.js";
 
-/** Operations of a fused program: float32 lanes, except comparisons and logic which yield/take lane masks. */
-export type FusedOp =
-  | "neg" | "abs" | "sqrt" | "rsqrt" | "floor" | "ceil" | "sign" | "exp" | "log" | "tanh" | "logistic"
-  | "add" | "sub" | "mul" | "div" | "max" | "min"
-  | "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "and" | "or" | "not" | "select";
-
-/** A value of a fused program; `args` index earlier values. */
-export type FusedValue =
-  | { readonly kind: "input"; readonly index: number }
-  | { readonly kind: "scalar"; readonly index: number }
-  | { readonly kind: "const"; readonly value: number }
-  | { readonly kind: "op"; readonly op: FusedOp; readonly args: readonly number[] };
-
-export interface FusedSpec {
-  /** Values in evaluation order. */
-  readonly values: readonly FusedValue[];
-  /** Value stored to each output (outputs have the common shape). */
-  readonly outputs: readonly number[];
-  /** Per jaxpr invar: ["input", k] (a full-shape array, region k) or ["scalar", k] (a rank-0 value). */
-  readonly params: readonly (readonly ["input" | "scalar", number])[];
-  readonly numInputs: number;
-  readonly numScalars: number;
-  /** The common shape of the array values. */
-  readonly shape: readonly number[];
-}
+import type { FusedOp, FusedSpec, FusedValue } from "../backends/onnx/fused-spec.js";
+export type { FusedOp, FusedSpec, FusedValue };
 
 const UNARY: Readonly<Record<string, FusedOp>> = {
   neg: "neg", abs: "abs", sqrt: "sqrt", rsqrt: "rsqrt", floor: "floor", ceil: "ceil", sign: "sign",

@@ -2,7 +2,6 @@
 import { Array } from "./array.js";
 import { ArrayImpl } from "./array-impl.js";
 import { ShapedArray } from "./aval.js";
-import { shortName } from "./dtype.js";
 import { type Params, Primitive } from "./primitive.js";
 import { abstractEval, bind } from "./trace.js";
 
@@ -194,12 +193,4 @@ export function evalJaxpr(j: Jaxpr, consts: readonly Array[], args: readonly Arr
     e.outVars.forEach((v, i) => env.set(v, outs[i]));
   }
   return j.outvars.map(read);
-}
-
-export function evalClosedJaxpr(cj: ClosedJaxpr, args: readonly Array[]): Array[] {
-  return evalJaxpr(cj.jaxpr, cj.consts, args);
-}
-
-export function jaxprShortAvals(avals: ShapedArray[]): string {
-  return avals.map((a) => `${shortName(a.dtype)}[${a.shape.join(",")}]`).join(", ");
 }

@@ -28,14 +28,6 @@ export function normalizeAxis(fn: string, axis: number, ndim: number): number {
   return axis < 0 ? axis + ndim : axis;
 }
 
-export function normalizeAxes(fn: string, axes: number | readonly number[] | null | undefined, ndim: number): number[] {
-  if (axes === null || axes === undefined) return [...Array(ndim).keys()];
-  const list = typeof axes === "number" ? [axes] : [...axes];
-  const out = list.map((a) => normalizeAxis(fn, a, ndim));
-  if (new Set(out).size !== out.length) throw new Error(`${fn}: repeated axis in ${JSON.stringify(list)}`);
-  return out;
-}
-
 /** NumPy broadcasting of several shapes. */
 export function broadcastShapes(fn: string, ...shapes: Shape[]): number[] {
   const nd = Math.max(0, ...shapes.map((s) => s.length));

@@ -50,7 +50,8 @@ function inDimAxis(fn: string, x: Array, axis: number): number {
 const startIndex = (s: Array | number): Array => (typeof s === "number" ? ops.full([], s, "int32") : s);
 /** lax.stop_gradient: the value with a zero derivative. */
 export { stopGradient } from "../transforms/stop-gradient.js";
-export { cond, switch_ as switch, whileLoop, foriLoop, scan, map } from "../transforms/control-flow.js";
+export { cond, switch_ as switch } from "../transforms/control-flow.js";
+export { whileLoop, foriLoop, scan, map } from "../transforms/scan.js";
 export { psum, pmean, pmax, pmin, axisIndex, axisSize, allGather, ppermute, pshuffle, psumScatter, allToAll, pswapaxes } from "../parallel/collectives.js";
 export * as linalg from "./linalg.js";
 import type { Array as Arr } from "../core/array.js";

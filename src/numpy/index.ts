@@ -4,6 +4,7 @@ export * from "./elementwise.js";
 export * from "./reductions.js";
 export * from "./creation.js";
 export * from "./shape-ops.js";
+export { pad, resize, append, insert, deleteItems as delete, trimZeros } from "./shape-pad.js";
 export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";

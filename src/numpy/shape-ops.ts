@@ -431,4 +431,3 @@ export function rot90(m: AL, ...args: unknown[]): Array {
   return ops.rev(ops.transpose(x, perm), [a1]);
 }
 
-export { pad, resize, append, insert, deleteItems as delete, trimZeros } from "./shape-pad.js";

@@ -9,7 +9,7 @@ import { shapesEqual } from "../core/shape.js";
 import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64, polygamma as polygammaScalar } from "./special-math.js";
-import * as ops from "./ops.js";
+import * as ops from "./bind-ops.js";
 import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, ERF_INV_F64_W_GE_16, ERF_INV_F64_W_LT_16, ERF_INV_F64_W_LT_6_25, erfInvF32, erfInvF64 } from "./erf-inv.js";
 const ERF_INV_COEFFICIENTS = { f32Lt5: ERF_INV_F32_W_LT_5, f32Ge5: ERF_INV_F32_W_GE_5, f64Lt625: ERF_INV_F64_W_LT_6_25, f64Lt16: ERF_INV_F64_W_LT_16, f64Ge16: ERF_INV_F64_W_GE_16 };
 import type { LoweringContext } from "../core/lowering-types.js";
@@ -226,7 +226,6 @@ export const not = defUnary("not", { onnx: (c, x, d) => LE.logical(c, "Not", [x]
 export const populationCount = defUnary("population_count", { onnx: (c, x, d) => LE.populationCount(c, x, d), kinds: "int", f: (x) => x, fi: popcount, fb: (x) => { let v = BigInt.asUintN(64, x), c = 0n; while (v) { c += v & 1n; v >>= 1n; } return c; }, zeroJvp: true });
 export const clz = defUnary("clz", { onnx: (c, x, d) => LE.clz(c, x, d), kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, fb: (x) => { const v = BigInt.asUintN(64, x); return v === 0n ? 64n : BigInt(64 - v.toString(2).length); }, zeroJvp: true });
 export const copyP = defUnary("copy", { onnx: "Identity", kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
-export const realP = copyP;
 
 // ------------------------------------------------------------------ binary
 interface BinarySpec {

@@ -10,7 +10,7 @@ import { type DType, allocate, isFloat, isInteger, isUnsigned, intRange } from "
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { fromNums, nums } from "./ref-util.js";
-import * as ops from "./ops.js";
+import * as ops from "./bind-ops.js";
 import * as LI from "../compiler/lower-indexing.js";
 
 export type GatherMode = "clip" | "fill" | "drop" | "promise_in_bounds";

@@ -7,7 +7,7 @@ import { type DType, isBigInt, isBool, isFloat, isInteger, isUnsigned } from "..
 import { type AxisData, type BDim, type MaybeZero, type Params, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
-import * as ops from "./ops.js";
+import * as ops from "./bind-ops.js";
 import * as LR from "../compiler/lower-reduce.js";
 
 type RP = { axes: number[]; out_sharding: null };

@@ -17,10 +17,6 @@ export function fromNums(aval: ShapedArray, vals: ArrayLike<number>): ArrayImpl 
 export function fromBigs(aval: ShapedArray, vals: ArrayLike<bigint>): ArrayImpl {
   return new ArrayImpl(aval, fromBigInts(vals, aval.dtype));
 }
-/** A new array with the same storage kind holding `data` reinterpreted as `aval` (no conversion). */
-export function withData(aval: ShapedArray, data: TypedArray): ArrayImpl {
-  return new ArrayImpl(aval, data);
-}
 
 /** Iterates the flat source index of each output element for an output of `outShape`
  * where out index i maps to source index sum(idx[d] * srcStrides[d]) + offset. */

@@ -8,7 +8,7 @@ import { type BDim, type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { fromNums, nums, stridedGather } from "./ref-util.js";
 import { vmapElementwise } from "./elementwise.js";
-import * as ops from "./ops.js";
+import * as ops from "./bind-ops.js";
 import { cast, reshape as lowerReshape, transpose as lowerTranspose } from "../compiler/lower-util.js";
 import * as LS from "../compiler/lower-structural.js";
 

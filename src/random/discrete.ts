@@ -1,4 +1,4 @@
-/** @file Discrete samplers of jax.random: permutation/shuffle, choice, categorical, poisson, binomial and multinomial (rejection loops via whileLoopCompat). */
+/** @file Discrete samplers of jax.random: permutation/shuffle, choice, categorical, poisson, binomial and multinomial (rejection loops via lax.whileLoop). */
 import type { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -14,7 +14,7 @@ import {
   type Param, type ShapeArg, arange, asArr, bcast, canonicalShape, checkShape, constant, cst, floatDtype, index0, intDtype, parseArgs,
   take, toDtype,
 } from "./util.js";
-import { whileLoopCompat } from "./while-loop.js";
+import { whileLoop } from "../transforms/scan.js";
 
 type Shape = readonly number[];
 
@@ -167,7 +167,7 @@ const ITER_LIMIT = 2147483647;
 
 function poissonKnuth(key: Array, lam: Array, shape: Shape, dtype: DType): Array {
   const negLam = ops.neg(lam);
-  const [, k] = whileLoopCompat(
+  const [, k] = whileLoop<Array[]>(
     ([i, , , lp]) => ops.and(anyTrue(ops.gt(lp, negLam)), ops.lt(i, constant("int32", ITER_LIMIT))),
     ([i, k, rng, lp]) => {
       const [r, sub] = splitList(rng, 2);
@@ -176,7 +176,6 @@ function poissonKnuth(key: Array, lam: Array, shape: Shape, dtype: DType): Array
       return [ops.add(i, constant("int32", 1)), k2, r, ops.add(lp, ops.log(u))];
     },
     [constant("int32", 0), ops.full(shape, 0, dtype), key, ops.full(shape, 0, "float32")],
-    "poisson",
   );
   return toDtype(ops.sub(k, cst(k, 1)), dtype);
 }
@@ -188,7 +187,7 @@ function poissonRejection(key: Array, lam: Array, shape: Shape, dtype: DType): A
   const a = ops.add(c(-0.059), ops.mul(c(0.02483), b));
   const invAlpha = ops.add(c(1.1239), ops.div(c(1.1328), ops.sub(b, c(3.4))));
   const vR = ops.sub(c(0.9277), ops.div(c(3.6224), ops.sub(b, c(2))));
-  const [, kOut] = whileLoopCompat(
+  const [, kOut] = whileLoop<Array[]>(
     ([i, , accepted]) => ops.and(anyTrue(ops.not(accepted)), ops.lt(i, constant("int32", ITER_LIMIT))),
     ([i, kOut, accepted, k0]) => {
       const [k, s0, s1] = splitList(k0, 3);
@@ -204,7 +203,6 @@ function poissonRejection(key: Array, lam: Array, shape: Shape, dtype: DType): A
       return [ops.add(i, constant("int32", 1)), ops.select(accept, kk, kOut), ops.or(accepted, accept), k];
     },
     [constant("int32", 0), ops.full(shape, -1, lam.dtype), ops.full(shape, false, "bool"), key],
-    "poisson",
   );
   return toDtype(kOut, dtype);
 }
@@ -316,7 +314,7 @@ function stirlingTail(k: Array): Array {
 
 function binomialInversion(key: Array, count: Array, prob: Array, shape: Shape, dtype: DType): Array {
   const log1mp = ops.log1p(ops.neg(prob));
-  const [, k] = whileLoopCompat(
+  const [, k] = whileLoop<Array[]>(
     ([i, , gs]) => ops.and(anyTrue(ops.le(gs, count)), ops.lt(i, constant("int32", ITER_LIMIT))),
     ([i, ng, gs, k0]) => {
       const [sub, k] = splitList(k0, 2); // note: the subkey is the first half here, as in JAX
@@ -326,7 +324,6 @@ function binomialInversion(key: Array, count: Array, prob: Array, shape: Shape, 
       return [ops.add(i, constant("int32", 1)), ng2, ops.add(gs, geom), k];
     },
     [constant("int32", 0), ops.full(shape, 0, prob.dtype), ops.full(shape, 0, prob.dtype), key],
-    "binomial",
   );
   return toDtype(ops.sub(k, cst(k, 1)), dtype);
 }
@@ -341,7 +338,7 @@ function binomialBtrs(key: Array, count: Array, prob: Array, shape: Shape, dtype
   const r = ops.div(prob, ops.sub(c(1), prob));
   const alpha = ops.mul(ops.add(c(2.83), ops.div(c(5.1), b)), stddev);
   const m = ops.floor(ops.mul(ops.add(count, c(1)), prob));
-  const [, kOut] = whileLoopCompat(
+  const [, kOut] = whileLoop<Array[]>(
     ([i, , accepted]) => ops.and(anyTrue(ops.not(accepted)), ops.lt(i, constant("int32", ITER_LIMIT))),
     ([i, kOut, accepted, k0]) => {
       const [k, s0, s1] = splitList(k0, 3);
@@ -363,7 +360,6 @@ function binomialBtrs(key: Array, count: Array, prob: Array, shape: Shape, dtype
       return [ops.add(i, constant("int32", 1)), ops.select(accept, kk, kOut), ops.or(accepted, accept), k];
     },
     [constant("int32", 0), ops.full(shape, -1, prob.dtype), ops.full(shape, false, "bool"), key],
-    "binomial",
   );
   return toDtype(kOut, dtype);
 }

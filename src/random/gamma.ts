@@ -20,7 +20,7 @@ import {
   type Param, type ShapeArg, asArr, bcast, broadcastShapeArg, canonicalShape, checkSafeCast, checkShape, constant, cst, floatDtype,
   floatInfo, parseArgs, toDtype,
 } from "./util.js";
-import { whileLoopCompat } from "./while-loop.js";
+import { whileLoop } from "../transforms/scan.js";
 
 type Shape = readonly number[];
 
@@ -36,14 +36,14 @@ function gammaOne(key: Array, alpha0: Array, logSpace: boolean): Array {
   const d = ops.sub(alpha, third);
   const c = ops.div(third, ops.sqrt(d));
   const [key1, subkey] = splitList(key, 2);
-  const [, , V] = whileLoopCompat(
+  const [, , V] = whileLoop<Array[]>(
     ([, X, V, U]) => ops.and(
       ops.ge(U, ops.sub(one, ops.mul(squeeze, ops.mul(X, X)))),
       ops.ge(ops.log(U), ops.add(ops.mul(X, half), ops.mul(d, ops.add(ops.sub(one, V), ops.log(V))))),
     ),
     ([kk]) => {
       const [knext, xKey, uKey] = splitList(kk, 3);
-      const [, x, v] = whileLoopCompat(
+      const [, x, v] = whileLoop<Array[]>(
         ([, , v]) => ops.le(v, zero),
         ([k2]) => {
           const [k3, sub] = splitList(k2, 2);
@@ -51,7 +51,6 @@ function gammaOne(key: Array, alpha0: Array, logSpace: boolean): Array {
           return [k3, x, ops.add(one, ops.mul(x, c))];
         },
         [xKey, zero, minusOne],
-        "gamma",
       );
       const X = ops.mul(x, x);
       const V2 = ops.mul(ops.mul(v, v), v);
@@ -59,7 +58,6 @@ function gammaOne(key: Array, alpha0: Array, logSpace: boolean): Array {
       return [knext, X, V2, U];
     },
     [key1, zero, one, two],
-    "gamma",
   );
   if (logSpace) {
     const logSamples = ops.neg(exponentialFrom(subkey, [], dtype));

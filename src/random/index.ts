@@ -18,4 +18,3 @@ export {
   type GeneralizedNormalOptions, type BallOptions, gamma, loggamma, beta, dirichlet, chisquare, t, f, generalizedNormal, ball, randomGammaP,
 } from "./gamma.js";
 export { type MultivariateNormalOptions, type OrthogonalOptions, multivariateNormal, orthogonal } from "./linalg-samplers.js";
-export { setWhileLoopImpl, hasLaxWhileLoop } from "./while-loop.js";

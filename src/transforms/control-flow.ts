@@ -202,6 +202,5 @@ export function whileLoopFlat(condFn: (...c: Array[]) => Array, bodyFn: (...c: A
   return check ? outs.map((o, i) => (outWeak[i] ? ops.convert(o, o.dtype, true) : o)) : outs;
 }
 
-export { scan, scanP, foriLoop, map, whileLoop } from "./scan.js";
 export type { UndefinedPrimal, Zero };
 export { backwardPass, partialEvalJaxpr };

@@ -1,6 +1,6 @@
 /** @file Partial evaluation of a jaxpr as a dataflow pass: split into a known part (emitting residuals) and an unknown part. */
 import { Array } from "../core/array.js";
-import { type Atom, Jaxpr, Literal, Var } from "../core/jaxpr.js";
+import { type Atom, Jaxpr, Var } from "../core/jaxpr.js";
 
 export interface SplitJaxpr {
   /** known: [known invars] -> [known outvars..., residuals...] */
@@ -42,5 +42,4 @@ export function partialEvalJaxpr(j: Jaxpr, unknownIns: boolean[], forceUnknownOu
   return { known, unknown: unknownJ, numResiduals: residuals.length, outUnknown };
 }
 
-export const isLiteral = (a: Atom): a is Literal => a instanceof Literal;
 export type { Array };

@@ -1,4 +1,4 @@
-/** @file jax.random under transformations: vmap over keys equals stacking eager calls, jit equals eager, grad through reparameterized samplers (incl. gamma's implicit gradient), the threefry2x32 and random_gamma_grad primitives, and the whileLoopCompat fallback. */
+/** @file jax.random under transformations: vmap over keys equals stacking eager calls, jit equals eager, grad through reparameterized samplers (incl. gamma's implicit gradient), the threefry2x32 and random_gamma_grad primitives. */
 import { after, describe, it } from "node:test";
 import assert from "node:assert/strict";
 
@@ -13,11 +13,10 @@ import { gammaSampleGrad, randomGammaGrad, threefry2x32 as tfPrim } from "../../
 import * as random from "../../src/random/index.js";
 import { threefry2x32Block } from "../../src/random/threefry-kernel.js";
 import { grad, jit, jvp, makeJaxpr, vmap } from "../../src/transforms/api.js";
-import { whileLoop } from "../../src/transforms/control-flow.js";
 import { vmapFlat } from "../../src/transforms/vmap.js";
 
 const saved = { p: config.threefryPartitionable, x64: config.enableX64 };
-after(() => { config.update("threefryPartitionable", saved.p); config.update("enableX64", saved.x64); random.setWhileLoopImpl(whileLoop as never); });
+after(() => { config.update("threefryPartitionable", saved.p); config.update("enableX64", saved.x64); });
 function withFlags<T>(flags: { partitionable?: boolean; x64?: boolean }, f: () => T): T {
   const p = config.threefryPartitionable, x = config.enableX64;
   if (flags.partitionable !== undefined) config.update("threefryPartitionable", flags.partitionable);
@@ -205,34 +204,6 @@ describe("primitives", () => {
     });
     assert.equal(gammaSampleGrad(1, 0), 0);
     assert.ok(Number.isNaN(gammaSampleGrad(-1, 1)));
-  });
-});
-
-describe("whileLoopCompat: the JS-loop fallback (no lax.whileLoop) gives the same samples", () => {
-  const loopSamplers = SAMPLERS.filter(([n]) => ["gamma", "beta", "poisson", "binomial"].includes(n));
-  for (const [name, f] of loopSamplers) {
-    it(name, () => {
-      const key = random.key(31);
-      const keys = random.split(key, 2) as random.PRNGKeyArray;
-      const viaLax = [list(f(key)), list(vmap(f)(keys))];
-      random.setWhileLoopImpl(null);
-      try {
-        assert.equal(random.hasLaxWhileLoop(), false);
-        assert.deepEqual([list(f(key)), list(vmap(f)(keys))], viaLax);
-      } finally {
-        random.setWhileLoopImpl(whileLoop as never);
-      }
-    });
-  }
-  it("under jit the fallback explains that lax.whileLoop is needed (gamma still works: its loops run inside the random_gamma primitive)", () => {
-    random.setWhileLoopImpl(null);
-    try {
-      assert.throws(() => jit((k: random.PRNGKeyArray) => random.poisson(k, 3, [2]))(random.key(1)), /poisson: this sampler runs a data-dependent while loop, which needs lax.whileLoop under jit/);
-      const k = random.key(1);
-      assert.deepEqual(jit((kk: random.PRNGKeyArray) => random.gamma(kk, 2, [2]))(k).tolist(), random.gamma(k, 2, [2]).tolist());
-    } finally {
-      random.setWhileLoopImpl(whileLoop as never);
-    }
   });
 });
 

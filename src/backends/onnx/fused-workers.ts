@@ -6,7 +6,7 @@
  */
 import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
-import type { FusedSpec } from "../../compiler/fuse-elementwise.js";
+import type { FusedSpec } from "./fused-spec.js";
 import { KERNEL_CHUNK, WasmKernel } from "./wasm-kernel.js";
 
 /** Slots per helper thread: its queue of posted chunks (deep enough that it never waits for this thread). */

@@ -2,7 +2,7 @@
  * @file Fused float32 elementwise kernels run by jaxts's native addon (native/fused.cc): the WebAssembly kernel's
  * twin with AVX-512 / AVX2 vectors and native helper threads, working in place on the caller's buffers.
  */
-import type { FusedOp, FusedSpec } from "../../compiler/fuse-elementwise.js";
+import type { FusedOp, FusedSpec } from "./fused-spec.js";
 import { nativeFusedApi } from "./ort-runtime.js";
 
 /** Operation codes of native/fused.cc, in its order. */

@@ -10,7 +10,7 @@ import { OutOfMemoryError } from "../../core/errors.js";
 import { Jaxpr, type JaxprEqn, Var } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
 import { type Backend, abstractEval, registerBackend, setBackendSelector } from "../../core/trace.js";
-import { type Program, type OnnxStep, compileJaxpr } from "../../compiler/compile.js";
+import { type Program, type OnnxStep, LOWERING_FAILED, compileJaxpr } from "../../compiler/compile.js";
 import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
@@ -109,6 +109,12 @@ function warnOnce(msg: string): void {
   if (warned.has(msg)) return;
   warned.add(msg);
   process.emitWarning(msg, { code: "JAXTS_FALLBACK" });
+}
+/** Warns once about each equation of `program` whose lowering rule threw and that therefore runs on the interpreter. */
+function warnFailedLowerings(program: Program, where: string): void {
+  for (const s of program.steps) {
+    if (s.kind === "host" && s.reason.includes(`(${LOWERING_FAILED}: `)) warnOnce(`${where}: ${s.reason}; it runs on the reference interpreter instead`);
+  }
 }
 
 // ------------------------------------------------------------------ sessions for compiled steps
@@ -490,11 +496,13 @@ function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedA
   const j = new Jaxpr([], invars, outVars, [{ primitive: prim, inputs: invars, params, outVars }]);
   try {
     const program = compileJaxpr(j, { name: prim.name, strict: onnxBackendOptions.strict, dynamicShapes: poly });
+    warnFailedLowerings(program, `${prim.name} on ${inAvals.map((a) => a.str()).join(", ")}`);
     const step = program.steps[0];
     if (program.steps.length !== 1 || step.kind !== "onnx" || step.outputs.length !== outAvals.length) return null;
     return prepareStep(step, false);
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
+    warnOnce(`${prim.name} on ${inAvals.map((a) => a.str()).join(", ")}: building its ONNX model failed (${(e as Error).message}); it runs on its reference implementation instead`);
     return null;
   }
 }
@@ -584,6 +592,7 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   const hit = jitCache.get(jaxpr);
   if (hit) return hit.exe;
   const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
+  warnFailedLowerings(program, `jit(${program.name})`);
   const fused = fusedFor(jaxpr);
   const key = contentKey(program, fused);
   let c = key ? byContent.get(key) : undefined;
@@ -644,6 +653,7 @@ function fusedFor(jaxpr: Jaxpr): Fused | null {
     return kernel ? { spec, kernel } : null;
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
+    warnOnce(`fused elementwise kernel: creating it failed (${(e as Error).message}); the program runs through ONNX Runtime instead`);
     return null;
   }
 }

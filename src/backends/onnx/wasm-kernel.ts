@@ -4,7 +4,7 @@
  * exp/log/tanh/logistic use range reduction + polynomial or rational approximations fitted (least-squares
  * minimax, numpy) for float32: measured max errors ~1 ulp (exp, log) and ~6 ulp (tanh).
  */
-import type { FusedSpec } from "../../compiler/fuse-elementwise.js";
+import type { FusedSpec } from "./fused-spec.js";
 
 // the project's TypeScript lib has no WebAssembly declarations: the little used here
 interface WasmInstance { readonly exports: Record<string, unknown> }

@@ -18,7 +18,8 @@ import { summarizeOnnx } from "../../../src/compiler/summary.js";
 import * as ops from "../../../src/primitives/ops.js";
 import "../../../src/primitives/sort.js";
 import "../../../src/primitives/random.js";
-import { cond, scan, whileLoop } from "../../../src/transforms/control-flow.js";
+import { cond } from "../../../src/transforms/control-flow.js";
+import { scan, whileLoop } from "../../../src/transforms/scan.js";
 import { jit } from "../../../src/transforms/api.js";
 import { stopGradientP } from "../../../src/transforms/stop-gradient.js";
 import { customJvp, customVjp } from "../../../src/transforms/custom-derivatives.js";
@@ -164,13 +165,16 @@ test("jit: an unlowerable primitive splits the program and runs on the interpret
   assert.match(p.notes[0], /test_host_only runs on the interpreter/);
 });
 
-test("jit: a lowering rule that throws falls back to the interpreter unless strict", () => {
+test("jit: a lowering rule that throws falls back to the interpreter unless strict, and says so once", async () => {
   const bad = new Primitive("test_bad_lowering", {
     abstractEval: ([x]) => [x],
     impl: ([x]) => [x],
     lower: () => { throw new Error("boom"); },
   });
   const x = arr("float32", [3], [1, 2, 3]);
+  const warnings: string[] = [];
+  const onWarning = (w: Error & { code?: string }) => { if (w.code === "JAXTS_FALLBACK") warnings.push(w.message); };
+  process.on("warning", onWarning);
   onnxBackendOptions.strict = false;
   try {
     const y = onnxBackend.execute(bad as Primitive, [x], {});
@@ -179,8 +183,14 @@ test("jit: a lowering rule that throws falls back to the interpreter unless stri
     const exe = compiledFor(jaxpr);
     assert.match(exe.program.notes.join("\n"), /test_bad_lowering runs on the interpreter: .*boom/);
     assertSame(exe.run([x])[0], arr("float32", [3], [Math.exp(2), Math.exp(3), Math.exp(4)]), "fallback");
+    onnxBackend.execute(bad as Primitive, [x], {}); // the same fallback again: no second warning
+    await new Promise((r) => setImmediate(r));
+    assert.equal(warnings.length, 2, warnings.join("\n"));
+    assert.match(warnings[0], /^test_bad_lowering on f32\[3\]: test_bad_lowering: no ONNX lowering \(its lowering failed: boom\); it runs on the reference interpreter instead$/);
+    assert.match(warnings[1], /^jit\(jit\): test_bad_lowering: no ONNX lowering \(its lowering failed: boom\); it runs on the reference interpreter instead$/);
   } finally {
     onnxBackendOptions.strict = true;
+    process.off("warning", onWarning);
   }
 });
 
