@@ -4,42 +4,16 @@ import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, devices, lax, makeMesh, numpy as jnp, pmap, shardMap, sharding } from "../../src/index.js";
-import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import { flat, sameOnDevices, values } from "./device-compare.js";
 const { P } = sharding;
 const JSArray = globalThis.Array;
 
 const skip = deviceRuntimeUnavailable() ?? false;
 const SIZES = [1, 2, 4, 8];
 
-/** Deterministic values with distinct magnitudes. */
-function values(shape: number[], dtype: "float32" | "int32"): Array {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const v = JSArray.from({ length: n }, (_, i) => (dtype === "int32" ? ((i * 7919) % 201) - 100 : Math.sin(i * 1.37) * 10 + i * 0.01));
-  return jnp.reshape(jnp.array(v, { dtype }), shape);
-}
-const flat = (x: unknown): number[] => (JSArray.isArray(x) ? (x as unknown[]).flat(Infinity) : [x]) as number[];
-
-/**
- * g on the emulation and on the devices: equal shapes, dtypes and values (exact for integers, float32 rounding
- * otherwise), and the device runtime really launched on the first n devices in rank order. Returns the device result.
- */
-function same(what: string, n: number, g: () => Array): Array {
-  config.update("spmdRuntime", "emulation");
-  const want = g();
-  config.update("spmdRuntime", "devices");
-  const before = lastLaunchTimeline();
-  let got: Array;
-  try { got = g(); } finally { config.update("spmdRuntime", "emulation"); }
-  const tl = lastLaunchTimeline();
-  assert.notEqual(tl, before, `${what}: the device runtime did not run (fell back to the emulation)`);
-  assert.deepEqual(tl.map((t) => t.device), devices().slice(0, n).map((d) => d.id), `${what}: ran on the first ${n} devices in rank order`);
-  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
-  assert.equal(got.dtype, want.dtype, `${what}: dtype`);
-  const a = flat(got.tolist()), b = flat(want.tolist());
-  if (want.dtype === "float32") a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= 1e-5 * Math.max(1, Math.abs(b[i])), `${what}[${i}]: ${v} vs ${b[i]}`));
-  else assert.deepEqual(a, b, what);
-  return got;
-}
+/** g on the emulation and on the devices (see sameOnDevices), launched on the first n devices in rank order. */
+const same = (what: string, n: number, g: () => Array): Array => sameOnDevices(what, devices().slice(0, n).map((d) => d.id), g);
 
 for (const n of SIZES) {
   test(`pmap with psum, allGather, ppermute, outAxes null and static arguments on ${n} device(s)`, { skip }, () => {

@@ -7,6 +7,7 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline, openRendezvous, runtimeDevice } from "../../src/runtime/index.js";
+import { flat, sameOnDevices, values } from "./device-compare.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
 const JSArray = globalThis.Array;
@@ -14,39 +15,8 @@ const JSArray = globalThis.Array;
 const skip = deviceRuntimeUnavailable() ?? false;
 const SIZES = [1, 2, 4, 8];
 
-/** Deterministic values with distinct magnitudes (float sums then differ only by rounding). */
-function values(shape: number[], dtype: "float32" | "int32"): Array {
-  const n = shape.reduce((a, b) => a * b, 1);
-  const v = JSArray.from({ length: n }, (_, i) => (dtype === "int32" ? ((i * 7919) % 201) - 100 : Math.sin(i * 1.37) * 10 + i * 0.01));
-  return jnp.reshape(jnp.array(v, { dtype }), shape);
-}
-
-function flat(x: unknown): number[] { return (JSArray.isArray(x) ? (x as unknown[]).flat(Infinity) : [x]) as number[]; }
-
-/**
- * Runs g on the emulation and on the devices: the same shape and dtype, equal values (exactly for integers,
- * within float32 rounding otherwise), and the device path really launched on every device of the mesh.
- */
-function same(what: string, mesh: Mesh, g: () => Array, launches = true): void {
-  config.update("spmdRuntime", "emulation");
-  const want = g();
-  config.update("spmdRuntime", "devices");
-  const before = lastLaunchTimeline();
-  let got: Array;
-  try { got = g(); } finally { config.update("spmdRuntime", "emulation"); }
-  const tl = lastLaunchTimeline();
-  if (launches) {
-    assert.notEqual(tl, before, `${what}: the device runtime did not run (fell back to the emulation)`);
-    assert.deepEqual(tl.map((t) => t.device), mesh.deviceIds, `${what}: ran on the mesh's devices in rank order`);
-  } else {
-    assert.equal(tl, before, `${what}: a body without computation needs no launch`);
-  }
-  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
-  assert.equal(got.dtype, want.dtype, `${what}: dtype`);
-  const a = flat(got.tolist()), b = flat(want.tolist());
-  if (want.dtype === "float32") a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= 1e-5 * Math.max(1, Math.abs(b[i])), `${what}[${i}]: ${v} vs ${b[i]}`));
-  else assert.deepEqual(a, b, what);
-}
+/** g on the emulation and on the mesh's devices (see sameOnDevices). */
+const same = (what: string, mesh: Mesh, g: () => Array, launches = true): void => { sameOnDevices(what, mesh.deviceIds, g, launches); };
 
 for (const n of SIZES) {
   test(`reductions (psum, pmax, pmin, pmean) of float32 and int32 on ${n} device(s)`, { skip }, () => {
