@@ -482,6 +482,8 @@ export interface Report {
   elapsedS: number;
   /** jaxts's first-steps-vs-steady-state line (bench/first-steps.ts), when measured. */
   firstSteps?: string;
+  /** The device runtime rows (bench/devices.ts, run in a child process), when measured. */
+  devices?: string;
 }
 
 /** Render RESULTS.md. */
@@ -505,6 +507,7 @@ export function renderReport(rep: Report): string {
   const targets = rep.baseline === "jaxts" ? formatTargets(rep.results) : "";
   if (targets) lines.push("## Targets (issue #4 [engine])", "", targets, "");
   if (rep.firstSteps) lines.push("## First steps (issue [reliability])", "", rep.firstSteps, "");
+  if (rep.devices) lines.push("## Device runtime (issue [devices]; bench/devices.ts in a child process)", "", "```", rep.devices, "```", "");
   lines.push("## Contenders", "");
   for (const c of rep.contenders) {
     lines.push(`- **${c.name}**${c.version ? ` (${c.version})` : ""}${c.unavailable ? `: unavailable: ${c.unavailable}` : ""}`);

@@ -156,7 +156,8 @@ async function main(): Promise<void> {
   }
   if (firstSteps) console.log(firstSteps + "\n");
   for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
-  if (!flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices"))) console.log(deviceRows(flag("quick")) + "\n");
+  const devices = !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices")) ? deviceRows(flag("quick")) : undefined;
+  if (devices) console.log(devices + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -175,6 +176,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
+        devices,
       }),
     );
     log(`[bench] wrote ${file}`);
