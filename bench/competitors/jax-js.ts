@@ -80,6 +80,25 @@ function makeLenetStep() {
   });
 }
 
+/** A training-step case body: params threaded through `step` call after call; everything is freed at teardown. */
+function trainLoop<P extends object>(
+  free: (f: () => void) => void, step: ((p: P, x: Arr, y: Arr) => [Arr, P]) & { dispose(): void }, params: P, x: Arr, y: Arr,
+): CaseBody {
+  let p = params;
+  free(() => {
+    tree.dispose(p);
+    x.dispose();
+    y.dispose();
+    step.dispose();
+  });
+  return async () => {
+    const [loss, next] = step(p, x.ref, y.ref);
+    p = next;
+    await blockUntilReady([loss, next]);
+    loss.dispose();
+  };
+}
+
 /** A case whose state lives in closure variables released by `teardown`. */
 function jcase(workload: WorkloadId, note: string, setup: (free: (f: () => void) => void) => Promise<CaseBody>): Case {
   const frees: (() => void)[] = [];
@@ -99,20 +118,8 @@ function cases(): Case[] {
 
   out.push(
     jcase("mlp-compile", "fresh jit(step) (valueAndGrad + SGD), first call incl. trace, kernel compile, run, blockUntilReady", async (free) => {
-      const step = makeStep();
-      let { params, x, y } = mlpInputs();
-      free(() => {
-        tree.dispose(params);
-        x.dispose();
-        y.dispose();
-        step.dispose();
-      });
-      return async () => {
-        const [loss, next] = step(params, x.ref, y.ref);
-        params = next;
-        await blockUntilReady([loss, next]);
-        loss.dispose();
-      };
+      const { params, x, y } = mlpInputs();
+      return trainLoop(free, makeStep(), params, x, y);
     }),
   );
 
@@ -138,42 +145,17 @@ function cases(): Case[] {
 
   out.push(
     jcase("mlp-step", "jit(valueAndGrad(loss) + SGD update), params threaded through, blockUntilReady(loss, params)", async (free) => {
-      const step = makeStep();
-      let { params, x, y } = mlpInputs();
-      free(() => {
-        tree.dispose(params);
-        x.dispose();
-        y.dispose();
-        step.dispose();
-      });
-      return async () => {
-        const [loss, next] = step(params, x.ref, y.ref);
-        params = next;
-        await blockUntilReady([loss, next]);
-        loss.dispose();
-      };
+      const { params, x, y } = mlpInputs();
+      return trainLoop(free, makeStep(), params, x, y);
     }),
   );
 
   out.push(
     jcase("lenet-step", "jit(valueAndGrad(loss) + SGD update): lax.convGeneralDilated + lax.reduceWindow(max), params threaded through", async (free) => {
-      const step = makeLenetStep();
       const { batch, size, c1, c2, k, flat, outDim } = LENET;
       const d = lenetData();
-      let params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
-      const x = mk(d.x, [batch, 1, size, size]), y = mk(d.y, [batch, outDim]);
-      free(() => {
-        tree.dispose(params);
-        x.dispose();
-        y.dispose();
-        step.dispose();
-      });
-      return async () => {
-        const [loss, next] = step(params, x.ref, y.ref);
-        params = next;
-        await blockUntilReady([loss, next]);
-        loss.dispose();
-      };
+      const params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
+      return trainLoop(free, makeLenetStep(), params, mk(d.x, [batch, 1, size, size]), mk(d.y, [batch, outDim]));
     }),
   );
 
