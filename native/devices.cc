@@ -260,12 +260,9 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   if (argc < 6) return Throw(env, "devCreateProgram(model, inNames, inTypes, outNames, outTypes, options) expects six arguments");
   if (!RegisterCollectiveOps(OrtApiTable())) return Throw(env, "the jaxts.collectives custom ops could not be registered");
-  napi_typedarray_type tt;
-  size_t len = 0, off = 0;
+  size_t len = 0;
   void* model = nullptr;
-  napi_value ab;
-  if (napi_get_typedarray_info(env, argv[0], &tt, &len, &model, &ab, &off) != napi_ok || tt != napi_uint8_array)
-    return Throw(env, "devCreateProgram: model must be a Uint8Array");
+  if (!GetUint8Array(env, argv[0], &model, &len)) return Throw(env, "devCreateProgram: model must be a Uint8Array");
   auto prog = std::make_shared<Program>();
   for (int side = 0; side < 2; side++) {
     napi_value names = argv[side ? 3 : 1], types = argv[side ? 4 : 2];

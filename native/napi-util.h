@@ -16,6 +16,14 @@ inline bool GetString(napi_env env, napi_value v, std::string* out) {
   return napi_get_value_string_utf8(env, v, out->data(), len + 1, &len) == napi_ok;
 }
 
+/** Points *data / *len at a Uint8Array's bytes; false when `v` is not a Uint8Array. */
+inline bool GetUint8Array(napi_env env, napi_value v, void** data, size_t* len) {
+  napi_typedarray_type tt;
+  size_t off = 0;
+  napi_value ab;
+  return napi_get_typedarray_info(env, v, &tt, len, data, &ab, &off) == napi_ok && tt == napi_uint8_array;
+}
+
 /** Bytes that `len` elements of a typed array of type `tt` span. */
 inline size_t TypedArrayBytes(napi_typedarray_type tt, size_t len) {
   // bytes per element by napi_typedarray_type: int8 uint8 uint8c int16 uint16 int32 uint32 f32 f64 i64 u64

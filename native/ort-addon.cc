@@ -52,6 +52,7 @@ struct ApiBase {
 using namespace jaxts::ort;  // slot indices (native/ort-api.h)
 using jaxts::GetString;  // native/napi-util.h
 using jaxts::TypedArrayBytes;
+using jaxts::GetUint8Array;
 
 const void* const* g_api = nullptr;  // the OrtApi table
 OrtEnv* g_env = nullptr;
@@ -280,12 +281,9 @@ napi_value CreateSession(napi_env env, napi_callback_info info) {
   napi_value argv[2];
   NAPI_OK(env, napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr));
   if (argc < 2) return Throw(env, "createSession(model, options) expects two arguments");
-  napi_typedarray_type tt;
-  size_t len = 0, off = 0;
+  size_t len = 0;
   void* data = nullptr;
-  napi_value ab;
-  if (napi_get_typedarray_info(env, argv[0], &tt, &len, &data, &ab, &off) != napi_ok || tt != napi_uint8_array)
-    return Throw(env, "createSession: model must be a Uint8Array");
+  if (!GetUint8Array(env, argv[0], &data, &len)) return Throw(env, "createSession: model must be a Uint8Array");
   OrtSessionOptions* so = nullptr;
   if (Failed(env, fn<St (*)(OrtSessionOptions**)>(kCreateSessionOptions)(&so), "CreateSessionOptions")) return nullptr;
   auto release_so = [&] { fn<void (*)(OrtSessionOptions*)>(kReleaseSessionOptions)(so); };
