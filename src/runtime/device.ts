@@ -69,6 +69,8 @@ const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number;
 export interface PendingWork {
   /** Whether the run has finished (its outcome is known). */
   readonly settled: boolean;
+  /** The run's error once settled, or null. */
+  readonly error: Error | null;
   /** Waits for the run; throws its error (naming the devices and the program). */
   wait(): void;
 }
@@ -137,9 +139,9 @@ export class DeviceBuffer {
     return this.#data;
   }
   get isFreed(): boolean { return this.#data === null || this.#refs <= 0; }
-  /** The launch still writing this buffer, if any. */
+  /** The launch still writing this buffer, or the failed launch that wrote it (its error stays with the buffer). */
   get writer(): PendingWork | null {
-    if (this.#writer?.settled) this.#writer = null;
+    if (this.#writer?.settled && !this.#writer.error) this.#writer = null;
     return this.#writer;
   }
   /** @internal Marks the buffer as an output of an in-flight launch. */
