@@ -51,9 +51,14 @@ test("devicePut holds real shards: each device's block equals NumPy's slice of t
       });
       assert.deepEqual(x.tolist(), c.global, `${what}: the assembled global value`);
       assert.equal(String(x), String(g), `${what}: printing assembles the global value`);
+      assert.equal(x.blockUntilReady(), x);
       x.dispose();
       assert.throws(() => x.tolist(), /disposed/);
+      assert.throws(() => shards[0].data.tolist(), /disposed/, "a shard of a disposed array");
     }
+    const s = devicePut(jnp.array([2.5], { dtype: "float32" }), NamedSharding(makeMesh([2], ["x"]), P()));
+    assert.equal(s.item(), 2.5, "item() of a replicated resident array");
+    s.dispose();
   });
 });
 
