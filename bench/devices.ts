@@ -97,7 +97,8 @@ function stepTime(n: number): number {
     return p.map((w, i) => jnp.subtract(w, jnp.multiply(lax.psum(g[i], "data"), 0.1 / n)));
   }, { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P() });
   const before = rt.lastLaunchTimeline();
-  const t = timeIt(() => { step(params, xb, yb); }, R(10));
+  // dispatch is asynchronous: each timed step waits for its outputs (and frees them)
+  const t = timeIt(() => { for (const o of step(params, xb, yb) as Arr[]) { o.blockUntilReady(); o.dispose(); } }, R(10));
   if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n) throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
   return t;
 }

@@ -1,4 +1,4 @@
-/** @file ArrayImpl: a concrete array backed by host storage (the value eager ops and jit calls produce). */
+/** @file ArrayImpl: a concrete array backed by host storage or by storage held elsewhere (per-device buffers). */
 import { Array } from "./array.js";
 import { ShapedArray } from "./aval.js";
 import { type DType, type TypedArray, isBigInt, isFloat } from "./dtype.js";
@@ -19,11 +19,26 @@ export const HOST_DEVICE: Device = {
   toString: () => "CpuDevice(id=0)",
 };
 
+/**
+ * Storage of an array whose value lives outside the host TypedArray (e.g. one buffer per device, possibly still being
+ * written by a running device program). The owner decides whether `read` caches the assembled host value.
+ */
+export interface ExternalStorage {
+  /** The global value in row-major host storage (waits for pending work; throws its error). */
+  read(): TypedArray;
+  /** Waits for pending work (throws its error). */
+  wait(): void;
+  /** Releases what this storage owns (idempotent). */
+  free(): void;
+}
+
 export class ArrayImpl extends Array {
   /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
   static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
   #aval: ShapedArray;
   #data: TypedArray | null;
+  #external: ExternalStorage | null = null;
+  #disposed = false;
   readonly device: Device;
   /** Placement metadata set by devicePut / sharded constructors (a parallel-layer Sharding); null = on `device`. */
   placement: unknown = null;
@@ -32,29 +47,42 @@ export class ArrayImpl extends Array {
    * back (a field, not a WeakMap entry: an ephemeron whose value holds its key outlives young-generation collections).
    */
   ownsPooledStorage = false;
-  constructor(aval: ShapedArray, data: TypedArray, device: Device = HOST_DEVICE) {
+  constructor(aval: ShapedArray, data: TypedArray | ExternalStorage, device: Device = HOST_DEVICE) {
     super();
-    if (data.length !== aval.size) {
-      throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size}`);
+    if (ArrayBuffer.isView(data)) {
+      if (data.length !== aval.size) throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size}`);
+      this.#data = data;
+    } else {
+      this.#data = null;
+      this.#external = data;
     }
     this.#aval = aval;
-    this.#data = data;
     this.device = device;
   }
+  /** The storage held elsewhere (per-device buffers), or null for host storage. */
+  get external(): ExternalStorage | null { return this.#disposed ? null : this.#external; }
   static of(shape: Shape, dtype: DType, data: TypedArray, weakType = false): ArrayImpl {
     return new ArrayImpl(new ShapedArray(shape, dtype, weakType), data);
   }
   get aval(): ShapedArray { return this.#aval; }
   /** The storage itself (read-only by convention; the array is immutable). */
   get buffer(): TypedArray {
-    if (this.#data === null) throw new Error(`Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`);
-    return this.#data;
+    if (this.#disposed) throw new Error(`Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`);
+    return this.#data ?? this.#external!.read();
   }
-  get isDisposed(): boolean { return this.#data === null; }
+  get isDisposed(): boolean { return this.#disposed; }
+  override blockUntilReady(): this {
+    if (!this.#disposed) this.#external?.wait();
+    return this;
+  }
   override dispose(): void {
-    const d = this.#data;
+    if (this.#disposed) return;
+    this.#disposed = true;
+    const d = this.#data, ext = this.#external;
     this.#data = null;
-    if (d !== null && ArrayImpl.releaseHook) ArrayImpl.releaseHook(this, d);
+    this.#external = null;
+    if (ext) ext.free();
+    else if (d !== null && ArrayImpl.releaseHook) ArrayImpl.releaseHook(this, d);
   }
   /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8). */
   dataSync(): TypedArray { return this.buffer.slice(); }

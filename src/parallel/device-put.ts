@@ -1,7 +1,8 @@
 /**
  * @file devicePut, makeArrayFromCallback, withShardingConstraint and the Array sharding accessors
- * (x.sharding, x.addressableShards, x.isFullyReplicated). Placement is recorded as metadata: every device's
- * block is a view computed from the sharding's index map until device workers hold real per-device buffers.
+ * (x.sharding, x.addressableShards, x.isFullyReplicated). With spmdRuntime "devices" a NamedSharding's blocks are
+ * copied into per-device buffers (./device-arrays.ts); otherwise placement is recorded as metadata and every device's
+ * block is a slice computed on read.
  */
 import { Array, registerShardingHooks } from "../core/array.js";
 import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
@@ -12,6 +13,7 @@ import * as ops from "../primitives/ops.js";
 import { unflatten } from "../core/tree.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { Mesh } from "./mesh.js";
+import { placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
 import { type Index, NamedShardingImpl, PartitionSpecImpl, type Sharding, SingleDeviceShardingImpl } from "./sharding.js";
 
 export interface Shard { device: Device; index: Index; replicaId: number; data: Array }
@@ -24,6 +26,11 @@ function blockOf(x: Array, index: Index): Array {
   return ops.slice(x, index.map((r) => r[0]), index.map((r) => r[1]));
 }
 function shardsOf(x: Array): Shard[] {
+  const st = shardedStorage(x);
+  if (st) {
+    const devs = st.sharding.mesh.flatDevices, reps = st.sharding.replicaIds(), data = st.shardArrays(devs);
+    return devs.map((device, k) => ({ device, index: st.indices[k], replicaId: reps[k], data: data[k] }));
+  }
   const s = shardingOf(x);
   const idx = s.devicesIndicesMap(x.shape);
   const reps = s instanceof NamedShardingImpl ? s.replicaIds() : [0];
@@ -49,6 +56,7 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
     if (a instanceof Tracer) return a;
     if (!(a instanceof ArrayImpl)) return a;
     s.shardShape(a.shape); // validates divisibility and rank with a clear error
+    if (s instanceof NamedShardingImpl && residentUnavailable(a.dtype) === null) return placeOnDevices(a, s);
     const out = new ArrayImpl(a.aval, a.buffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
     out.placement = s;
     return out;
@@ -89,6 +97,7 @@ export function makeArrayFromCallback(shape: readonly number[], s: Sharding, cb:
     }
   }
   const out = new ArrayImpl(new ShapedArray(shape, dtype ?? "float32"), fromNumbers(vals ?? new Float64Array(n), dtype ?? "float32"));
+  if (s instanceof NamedShardingImpl && residentUnavailable(out.dtype) === null) return placeOnDevices(out, s);
   out.placement = s;
   return out;
 }

@@ -1,28 +1,28 @@
 /**
  * @file shardMap on the device runtime (config spmdRuntime "devices"): a staged primitive whose impl traces the body
  * once at the per-device block shapes with the mesh axis names bound, lowers it to one ONNX program whose collectives
- * are jaxts.collectives ops, runs it on every device of the mesh concurrently on its own block and assembles the
- * outputs per out_specs. What this slice cannot compile (host steps, dtypes, no addon) runs the emulation (nested
+ * are jaxts.collectives ops, dispatches it on every device of the mesh on its own block (arguments already resident
+ * with the right sharding are not copied) and returns outputs resident on the devices per out_specs. What this slice cannot compile (host steps, dtypes, no addon) runs the emulation (nested
  * named vmap) instead, and the reason is printed once.
  */
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, allocate } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
-import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
+import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
-import type { PartitionSpecImpl } from "./sharding.js";
+import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
+import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -49,30 +49,6 @@ function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { i
   }
   return { idx, parts };
 }
-
-/** Copies the block `idx` (block shape `block`) between a global row-major array and a block-sized one. */
-function copyBlock(global: TypedArray, gshape: readonly number[], block: TypedArray, bshape: readonly number[], idx: readonly number[], toBlock: boolean): void {
-  const r = gshape.length;
-  if (r === 0) { if (toBlock) block[0] = global[0]; else global[0] = block[0]; return; }
-  const gstr = gshape.map((_, i) => gshape.slice(i + 1).reduce((a, b) => a * b, 1));
-  const inner = bshape[r - 1];
-  const outer = bshape.slice(0, r - 1).reduce((a, b) => a * b, 1);
-  const c = new JSArray<number>(r - 1).fill(0);
-  for (let o = 0; o < outer; o++) {
-    let g = idx[r - 1] * inner;
-    for (let d = 0; d < r - 1; d++) g += (idx[d] * bshape[d] + c[d]) * gstr[d];
-    const b = o * inner;
-    if (toBlock) (block as Float64Array).set((global as Float64Array).subarray(g, g + inner), b);
-    else (global as Float64Array).set((block as Float64Array).subarray(b, b + inner), g);
-    for (let d = r - 2; d >= 0; d--) { if (++c[d] < bshape[d]) break; c[d] = 0; }
-  }
-}
-
-const sameData = (a: TypedArray, b: TypedArray): boolean => {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(a[i] !== a[i] && b[i] !== b[i])) return false;
-  return true;
-};
 
 type SMP = { name: string; run: (xs: ArrayImpl[]) => ArrayImpl[]; emulate: (...xs: Array[]) => Array[]; out_avals: ShapedArray[] };
 
@@ -170,7 +146,7 @@ function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, 
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
   if (entry.compiled === undefined) entry.compiled = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
-  return run(fn, mesh, entry.compiled, inSpecs, leaves, blockShapes, checkVma);
+  return run(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
 }
 
 interface Compiled {
@@ -179,6 +155,8 @@ interface Compiled {
   outAvals: ShapedArray[];
   outSpecs: Spec[];
   device: DeviceProgram | null;
+  /** Device copies of the closed-over constants, by input position (made on first use). */
+  constBuffers: Map<number, DeviceBuffer[]>;
 }
 
 /** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
@@ -209,73 +187,59 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
   }, mesh.size) : null;
-  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
+  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map() };
 }
 
 /**
- * Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs (checked replicated
- * over the axes they do not name, or with checkVma false simply taken from index 0 along them).
+ * Runs a compiled body: each argument's blocks on their devices (an argument already resident with the sharding its
+ * in_spec asks for is passed as it is; others are placed, copying only the blocks not already on their device), one
+ * launch dispatched on every device (async: the outputs are pending until read), outputs resident per out_specs.
+ * An output unsharded over some mesh axis is checked replicated when its value is first waited for (checkVma), or
+ * with checkVma false is simply read from the device with index 0 along those axes.
  */
-function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][], checkVma: boolean): ArrayImpl[] {
+function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], checkVma: boolean): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
-  const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
-  // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
   const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
-  const owned: DeviceBuffer[] = [];
+  const owned: DeviceBuffer[] = []; // this call's references (the launch and the outputs hold their own)
   try {
-    const inVals: ArrayImpl[] = [...consts, ...leaves];
-    const inSpecsAll: (Spec | null)[] = [...consts.map(() => null), ...inSpecs];
     const needed = new Set(step ? step.inputs : []);
     for (const o of program.outs) if (typeof o === "number") needed.add(o);
     program.inSlots.forEach((slot, j) => {
       if (!needed.has(slot)) return;
-      const x = inVals[j], spec = inSpecsAll[j];
-      devs.forEach((dev, r) => {
-        let buf: DeviceBuffer;
-        if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
-        else {
-          const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(r));
-          const bshape = blockShapes[j - consts.length];
-          buf = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
-          copyBlock(x.buffer, x.shape, buf.data, bshape, idx, true);
-        }
-        owned.push(buf);
-        slotBuffers[r].set(slot, buf);
-      });
+      let bufs: DeviceBuffer[];
+      if (j < consts.length) {
+        // closed-over constants: copied to every device once per compiled body, kept with it
+        const x = consts[j];
+        bufs = c.constBuffers.get(j) ?? devs.map((dev) => DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer));
+        c.constBuffers.set(j, bufs);
+      } else {
+        const x = leaves[j - consts.length], target = new NamedShardingImpl(mesh, inSpecs[j - consts.length]);
+        const st = shardedStorage(x);
+        bufs = st && sameSharding(st.sharding, target, x.ndim) ? st.buffers.map((b) => b.retain()) : placeBlocks(x, target);
+        owned.push(...bufs);
+      }
+      bufs.forEach((b, r) => slotBuffers[r].set(slot, b));
     });
     if (step && c.device) {
-      const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
-      res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
+      const pl = dispatch(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
+      pl.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
-    // assemble each output from its devices' blocks
-    const outs = program.outs.map((o, k) => {
+    return program.outs.map((o, k) => {
       const aval = c.outAvals[k];
-      const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
       const spec = outSpecs[k];
       if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
       const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
       for (const nm of used) if (!mesh.axisNames.includes(nm)) throw new Error(`${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`);
       const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
       const gshape = aval.shape.map((s, d) => s * parts[d]);
-      const global = allocate(aval.dtype, gshape.reduce((a, b) => a * b, 1));
-      for (let r = 0; r < n; r++) {
-        const coords = mesh.coords(r);
-        // the representative of r's block: the device with coordinate 0 on every axis the spec does not name
-        const rep = coords.reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
-        if (rep !== r) {
-          if (checkVma && !sameData(blockOf(r), blockOf(rep))) {
-            const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
-            throw new Error(`${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
-          }
-          continue;
-        }
-        copyBlock(global, gshape, blockOf(r), aval.shape, blockIndex(spec, aval.ndim, mesh, coords).idx, false);
-      }
-      return new ArrayImpl(new ShapedArray(gshape, aval.dtype, aval.weakType), global);
+      const bufs = typeof o === "number" ? devs.map((_, r) => slotBuffers[r].get(o)!.retain())
+        : devs.map((dev) => DeviceBuffer.copyOf(dev, aval.dtype, aval.shape, (o as ArrayImpl).buffer));
+      const replicated = mesh.axisNames.some((nm, a) => !used.has(nm) && mesh.dims[a] > 1);
+      return residentArray(new ShapedArray(gshape, aval.dtype, aval.weakType), new NamedShardingImpl(mesh, spec), bufs,
+        checkVma && replicated && typeof o === "number" ? { fn } : null);
     });
-    return outs;
   } finally {
     for (const b of owned) b.free();
   }

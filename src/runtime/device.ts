@@ -65,10 +65,49 @@ const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number;
   if (!h.freed.v) h.device.account(-h.bytes);
 });
 
-/** Memory owned by one device: a typed array whose bytes count towards the device's memoryStats until free(). */
+/** A device program run that may still be in flight: the writer of its output buffers. */
+export interface PendingWork {
+  /** Whether the run has finished (its outcome is known). */
+  readonly settled: boolean;
+  /** The run's error once settled, or null. */
+  readonly error: Error | null;
+  /** Waits for the run; throws its error (naming the devices and the program). */
+  wait(): void;
+}
+
+/** Counters of block copies into device memory (tests check that placement copies only what it must). */
+export interface TransferStats {
+  /** Blocks copied into a device buffer (from host storage or from another buffer). */
+  blocksCopied: number;
+  bytesCopied: number;
+  /** Of those, blocks copied from another device's buffer (a move between devices). */
+  blocksMoved: number;
+  /** Blocks a placement found already on the right device and reused without a copy. */
+  blocksReused: number;
+}
+const transfers: TransferStats = { blocksCopied: 0, bytesCopied: 0, blocksMoved: 0, blocksReused: 0 };
+/** A copy of the block-copy counters (monotonic; compare before/after). */
+export function transferStats(): TransferStats { return { ...transfers }; }
+/** @internal Counts one block copy (`moved`: from another device) or, with bytes < 0, one reuse. */
+export function countTransfer(bytes: number, moved = false): void {
+  if (bytes < 0) { transfers.blocksReused++; return; }
+  transfers.blocksCopied++;
+  transfers.bytesCopied += bytes;
+  if (moved) transfers.blocksMoved++;
+}
+
+/**
+ * Memory owned by one device: a typed array whose bytes count towards the device's memoryStats until its last
+ * reference is dropped. References: the creator's (free() drops it), retain() for each further owner (an array
+ * sharing a block, an in-flight launch reading or writing it); storage goes back to the device only at zero, so a
+ * running program never sees its memory reused.
+ */
 export class DeviceBuffer {
   readonly #freed = { v: false };
   #data: TypedArray | null;
+  #refs = 1;
+  /** The in-flight launch writing this buffer (null once it settled, or for host-written buffers). */
+  #writer: PendingWork | null = null;
   readonly bytes: number;
   private constructor(readonly device: RuntimeDevice, readonly dtype: DType, readonly shape: readonly number[], data: TypedArray) {
     this.#data = data;
@@ -87,20 +126,41 @@ export class DeviceBuffer {
     const n = shape.reduce((a, b) => a * b, 1);
     return new DeviceBuffer(device, dtype, shape, device.take(dtype, n) ?? allocate(dtype, n));
   }
-  /** A copy of `src` (dtype's host storage) on `device`. */
+  /** A copy of `src` (dtype's host storage) on `device` (counted by transferStats). */
   static copyOf(device: RuntimeDevice, dtype: DType, shape: readonly number[], src: TypedArray): DeviceBuffer {
     const b = DeviceBuffer.uninitialized(device, dtype, shape);
     (b.data as { set(a: ArrayLike<number | bigint>): void }).set(src as ArrayLike<number | bigint>);
+    countTransfer(b.bytes);
     return b;
   }
+  /** The storage (a pending launch may still be writing it: call ready() before reading it on the host). */
   get data(): TypedArray {
-    if (!this.#data) throw new Error(`DeviceBuffer: use of a freed buffer (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
+    if (!this.#data || this.#refs <= 0) throw new Error(`DeviceBuffer: use of a freed buffer (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
     return this.#data;
   }
-  get isFreed(): boolean { return this.#data === null; }
-  /** Releases the storage (kept by the device for reuse) and its accounting (idempotent). */
+  get isFreed(): boolean { return this.#data === null || this.#refs <= 0; }
+  /** The launch still writing this buffer, or the failed launch that wrote it (its error stays with the buffer). */
+  get writer(): PendingWork | null {
+    if (this.#writer?.settled && !this.#writer.error) this.#writer = null;
+    return this.#writer;
+  }
+  /** @internal Marks the buffer as an output of an in-flight launch. */
+  setWriter(w: PendingWork | null): void { this.#writer = w; }
+  /** Waits until no launch is writing this buffer (throws the launch's error); returns this. */
+  ready(): this {
+    this.writer?.wait();
+    return this;
+  }
+  /** Adds a reference (another owner, or an in-flight launch); each is dropped by free(). */
+  retain(): this {
+    if (this.isFreed) throw new Error(`DeviceBuffer.retain: the buffer was freed (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
+    this.#refs++;
+    return this;
+  }
+  /** Drops one reference; the last releases the storage (kept by the device for reuse) and its accounting. */
   free(): void {
     if (!this.#data) return;
+    if (--this.#refs > 0) return;
     this.device.give(this.dtype, this.#data);
     this.#data = null;
     this.#freed.v = true;

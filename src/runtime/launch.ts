@@ -1,10 +1,10 @@
-/** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async (Promise) or blocking. */
+/** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async dispatch (pending outputs), Promise or blocking. */
 import { availableParallelism } from "node:os";
 import { ONNX_DTYPE, type HostArray } from "../backends/onnx/graph-builder.js";
 import { deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
-import { DeviceBuffer, runtimeDevice, type RuntimeDevice } from "./device.js";
+import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
 /** The ONNX element types the device runtime moves (bfloat16/float16 programs stay on the emulation for now). */
 export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int64", "bool", "int8", "uint8"]);
@@ -93,7 +93,7 @@ export interface LaunchOptions {
   failRank?: number;
 }
 
-interface Prepared { devs: RuntimeDevice[]; outs: DeviceBuffer[][]; args: Parameters<DeviceAddon["devLaunch"]> }
+interface Prepared { devs: RuntimeDevice[]; inputs: readonly (readonly DeviceBuffer[])[]; outs: DeviceBuffer[][]; args: Parameters<DeviceAddon["devLaunch"]> }
 
 function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions): Prepared {
   const { sig } = p;
@@ -117,35 +117,139 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
     { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}) },
   ];
-  return { devs, outs, args };
+  return { devs, inputs, outs, args };
 }
 
 let lastTimeline: readonly RankTiming[] = [];
-/** The per-rank timings of the most recent completed launch (tests and the profiler). */
-export function lastLaunchTimeline(): readonly RankTiming[] { return lastTimeline; }
+/** The per-rank timings of the most recent completed launch (tests and the profiler); settles the launches in flight first. */
+export function lastLaunchTimeline(): readonly RankTiming[] {
+  synchronize();
+  return lastTimeline;
+}
+
+/** The launch's timeline and its error (root cause first, one line per distinct message), or null when it succeeded. */
+function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunchResult): { timeline: RankTiming[]; error: Error | null } {
+  const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
+  const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
+  if (!errs.length) return { timeline, error: null };
+  // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
+  const clean = errs.map(({ rank, e }) => ({ rank, e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "") }));
+  // the root cause first (ranks released because a peer failed say so), one line per distinct message
+  clean.sort((a, b) => Number(/released because/.test(a.e)) - Number(/released because/.test(b.e)) || a.rank - b.rank);
+  const lines: string[] = [];
+  const seen = new Set<string>();
+  for (const { e } of clean) {
+    const body = e.replace(/^device \d+ \(rank \d+\): /, "").replace(/ on rank \d+(?=:)/, "");
+    if (seen.has(body)) continue;
+    seen.add(body);
+    lines.push(e);
+  }
+  return { timeline, error: new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`) };
+}
 
 function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, r: DeviceLaunchResult): LaunchResult {
-  const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
+  const { timeline, error } = outcome(p, deviceIds, r);
   lastTimeline = timeline;
-  const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
-  if (errs.length) {
+  if (error) {
     for (const os of prep.outs) for (const b of os) b.free();
-    // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
-    const clean = errs.map(({ rank, e }) => ({ rank, e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "") }));
-    // the root cause first (ranks released because a peer failed say so), one line per distinct message
-    clean.sort((a, b) => Number(/released because/.test(a.e)) - Number(/released because/.test(b.e)) || a.rank - b.rank);
-    const lines: string[] = [];
-    const seen = new Map<string, number>();
-    for (const { e } of clean) {
-      const body = e.replace(/^device \d+ \(rank \d+\): /, "").replace(/ on rank \d+(?=:)/, "");
-      if (seen.has(body)) continue;
-      seen.set(body, lines.length);
-      lines.push(e);
-    }
-    throw new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`);
+    throw error;
   }
   return { outputs: prep.outs, timeline };
 }
+
+/** Monotonic microseconds on the clock of the runtime's timestamps (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
+export function nowUs(): number { return Number(process.hrtime.bigint()) / 1000; }
+
+/** Launches dispatched and not yet settled, oldest first. */
+const inFlight: PendingLaunch[] = [];
+/** Launches kept in flight before a dispatch waits for the oldest (bounds the memory held by pending work). */
+const MAX_IN_FLIGHT = 8;
+let nextFault: number | null = null;
+
+/**
+ * A dispatched launch: its output buffers exist at once (pending until the devices finish: each device's stream runs
+ * its programs in submission order, so a later launch on the same devices may consume them without a wait).
+ */
+export class PendingLaunch implements PendingWork {
+  /** outputs[rank][k]: output k of the device at that rank (the caller owns them; free() is safe while pending). */
+  readonly outputs: DeviceBuffer[][];
+  /** nowUs() when dispatch returned to the caller. */
+  readonly dispatchedAt: number;
+  #handle: object | null;
+  #held: DeviceBuffer[];
+  #error: Error | null = null;
+  #timeline: RankTiming[] = [];
+  #deps: PendingWork[];
+  /** @internal */
+  constructor(readonly program: DeviceProgram, readonly deviceIds: readonly number[], prep: Prepared, handle: object, deps: PendingWork[]) {
+    this.outputs = prep.outs;
+    this.#deps = deps;
+    this.#handle = handle;
+    // the launch holds a reference to every buffer it reads or writes until it settles
+    this.#held = [...prep.inputs.flat(), ...prep.outs.flat()].map((b) => b.retain());
+    for (const os of prep.outs) for (const b of os) b.setWriter(this);
+    this.dispatchedAt = nowUs();
+  }
+  get settled(): boolean { return this.#handle === null; }
+  /** The per-rank timings (empty until settled). */
+  get timeline(): readonly RankTiming[] { return this.#timeline; }
+  /** The launch's error once settled, or null. */
+  get error(): Error | null { return this.#error; }
+  /** Waits for the devices (blocking) and records the outcome without throwing. */
+  settle(): void {
+    const h = this.#handle;
+    if (!h) return;
+    const r = api().devWait(h);
+    this.#handle = null;
+    const { timeline, error } = outcome(this.program, this.deviceIds, r);
+    this.#timeline = timeline;
+    lastTimeline = timeline;
+    // a launch that consumed the outputs of a failed one computed on garbage: it fails with that cause
+    for (const d of this.#deps) {
+      try { d.wait(); } catch (e) {
+        this.#error = new Error(`device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${(e as Error).message}`);
+        break;
+      }
+    }
+    this.#deps = []; // settled: no chain of earlier launches stays reachable
+    if (error) this.#error = error;
+    for (const b of this.#held) b.free();
+    this.#held = [];
+    const i = inFlight.indexOf(this);
+    if (i >= 0) inFlight.splice(i, 1);
+  }
+  /** Waits for the devices; throws the launch's error (every time: the outputs hold no value). */
+  wait(): void {
+    this.settle();
+    if (this.#error) throw this.#error;
+  }
+}
+
+/** Test hook: the next dispatched launch fails on the device at `rank` before running its program. */
+export function injectLaunchFault(rank: number | null): void { nextFault = rank; }
+
+/**
+ * Async dispatch: enqueues `program` on each device's stream (rank r on deviceIds[r], with inputs[r], which may be
+ * pending outputs of earlier launches) and returns at once. Errors surface at wait() (or when reading an output).
+ */
+export function dispatch(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): PendingLaunch {
+  while (inFlight.length >= MAX_IN_FLIGHT) inFlight[0].settle();
+  if (nextFault !== null && opts.failRank === undefined) { opts = { ...opts, failRank: nextFault }; nextFault = null; }
+  const deps = new Set<PendingWork>();
+  for (const ins of inputs) for (const b of ins) { const w = b.writer; if (w) deps.add(w); }
+  const prep = prepare(program, deviceIds, inputs, opts);
+  const h = api().devLaunch(...prep.args);
+  const p = new PendingLaunch(program, deviceIds, prep, h, [...deps]);
+  inFlight.push(p);
+  return p;
+}
+
+/** Waits for every launch in flight (errors stay with their launches' outputs). */
+export function synchronize(): void {
+  while (inFlight.length) inFlight[0].settle();
+}
+/** Launches dispatched and not yet settled. */
+export function launchesInFlight(): number { return inFlight.length; }
 
 /**
  * Runs `program` on every device of `deviceIds` (rank r on device deviceIds[r], with inputs[r]) concurrently; the

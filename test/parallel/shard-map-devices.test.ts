@@ -139,14 +139,17 @@ test("shardMap on devices: per-device memory is accounted and released; replicat
   const before = devs.map((d) => d.memoryStats());
   config.update("spmdRuntime", "devices");
   try {
-    shardMap((b: Array) => jnp.multiply(b, 2), { mesh, inSpecs: P("x"), outSpecs: P("x") })(x);
+    const y = shardMap((b: Array) => jnp.multiply(b, 2), { mesh, inSpecs: P("x"), outSpecs: P("x") })(x);
+    y.blockUntilReady(); // the launch settled: it released the input blocks it held
     devs.forEach((d, i) => {
       const s = d.memoryStats();
       assert.equal(s.numAllocs - before[i].numAllocs, 2, `device ${d.id}: one input block and one output block`);
-      assert.equal(s.bytesInUse, before[i].bytesInUse, `device ${d.id}: the blocks are freed once the outputs are assembled`);
+      assert.equal(s.bytesInUse, before[i].bytesInUse + 8192, `device ${d.id}: the input block is freed, the output block stays resident`);
       assert.ok(s.peakBytesInUse >= before[i].bytesInUse + 2 * 8192, `device ${d.id}: peak counts both blocks`);
       assert.ok(s.largestAllocSize >= 8192);
     });
+    y.dispose();
+    devs.forEach((d, i) => assert.equal(d.memoryStats().bytesInUse, before[i].bytesInUse, `device ${d.id}: dispose frees the output blocks`));
     // an output declared replicated (P()) that varies over the axis is an error, as on the emulation: a static
     // check (it fires even where the blocks happen to hold equal values)
     assert.throws(() => shardMap((b: Array) => b, { mesh, inSpecs: P("x"), outSpecs: P() })(x), /declared replicated over mesh axis "x"/);
@@ -155,8 +158,10 @@ test("shardMap on devices: per-device memory is accounted and released; replicat
     const step = shardMap((b: Array) => lax.psum(jnp.multiply(b, b), "x"), { mesh, inSpecs: P("x"), outSpecs: P() });
     const mid = devs.map((d) => d.memoryStats());
     let last: Array | null = null;
-    for (let i = 0; i < 200; i++) last = step(x);
-    const tl = lastLaunchTimeline();
+    for (let i = 0; i < 200; i++) { last?.dispose(); last = step(x); }
+    assert.deepEqual(last!.shape, [1024, 2]);
+    last!.dispose();
+    const tl = lastLaunchTimeline(); // settles the launches in flight
     assert.equal(tl.length, 4, "ran on the devices");
     devs.forEach((d, i) => {
       const s = d.memoryStats();
@@ -164,7 +169,6 @@ test("shardMap on devices: per-device memory is accounted and released; replicat
       assert.equal(s.numAllocs - mid[i].numAllocs, 400, `device ${d.id}: one input and one output block per call`);
     });
     assert.equal(openRendezvous(), 0);
-    assert.deepEqual(last!.shape, [1024, 2]);
   } finally {
     config.update("spmdRuntime", "emulation");
   }
