@@ -69,8 +69,8 @@ export function intRange(d: DType): [number, number] {
     case "uint16": return [0, 65535];
     case "int32": return [-2147483648, 2147483647];
     case "uint32": return [0, 4294967295];
-    case "int64": return [-9223372036854775808, 9223372036854775807];
-    case "uint64": return [0, 18446744073709551615];
+    case "int64": return [-(2 ** 63), 2 ** 63]; // 2^63 - 1 has no double: it rounds to 2^63
+    case "uint64": return [0, 2 ** 64]; // 2^64 - 1 rounds to 2^64 in a double
     default: throw new TypeError(`intRange: ${d} is not an integer dtype`);
   }
 }

@@ -7,7 +7,7 @@ const u32 = new Uint32Array(f32.buffer);
 export function toFloat16Bits(x: number): number {
   if (Number.isNaN(x)) return 0x7e00;
   const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-  let a = Math.abs(x);
+  const a = Math.abs(x);
   if (a === Infinity) return sign | 0x7c00;
   if (a >= 65520) return sign | 0x7c00; // rounds past the largest finite half (65504)
   if (a < 2 ** -24 * 0.5) return sign; // underflows to zero (ties go to even = 0)

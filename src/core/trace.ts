@@ -22,6 +22,7 @@ export abstract class Trace {
   abstract processPrimitive(prim: Primitive, args: Array[], params: Params): Array[];
   /** True when `t` is this trace or one of its ancestors (so its values are constants here). */
   isAncestorOrSelf(t: Trace): boolean {
+    // eslint-disable-next-line @typescript-eslint/no-this-alias -- walking the parent chain from this trace
     for (let c: Trace | null = this; c; c = c.parent) if (c === t) return true;
     return false;
   }

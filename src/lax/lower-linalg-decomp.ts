@@ -314,7 +314,7 @@ function completeOrthonormal(U0: Array, valid0: Array): Array {
 }
 
 setLowering(svdP, ([a], { full_matrices, compute_uv }) => {
-  const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], k = Math.min(m, n), B = a.shape.slice(0, nd - 2);
+  const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], B = a.shape.slice(0, nd - 2);
   const transposed = m < n, R = transposed ? n : m, C = transposed ? m : n;
   tooSlowOnOnnx("svd", C > jacobiLoweringOptions.maxN, `min(m, n) = ${C} > ${jacobiLoweringOptions.maxN}: one-sided Jacobi in an ONNX Loop is slower than the interpreter's kernel; jit runs it as a host step (exportOnnx lowers any size)`);
   const x = f64(a);

@@ -1,6 +1,6 @@
 /** @file jax.nn.dot_product_attention: scaled dot-product attention (multi-head, grouped-query, multi-query) with bias, boolean mask, causal, local-window and padding masks, in JAX's (B, T, N, H) layout. */
 import type { Array } from "../core/array.js";
-import { type DType, finfo, isFloat, promoteTypes } from "../core/dtype.js";
+import { finfo, isFloat, promoteTypes } from "../core/dtype.js";
 import { shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg } from "../numpy/core.js";

@@ -37,7 +37,7 @@ export function elu(x: ArrayInput, ...args: Args<[alpha: number], { alpha?: numb
   const pos = ops.gt(a, c(a, 0));
   return sel(pos, a, ops.mul(c(a, o.alpha ?? 1.0), ops.expm1(sel(pos, c(a, 0), a))));
 }
-const SELU_ALPHA = 1.6732632423543772848170429916717, SELU_SCALE = 1.0507009873554804934193349852946;
+const SELU_ALPHA = 1.6732632423543772, SELU_SCALE = 1.0507009873554805;
 export const selu = f("selu", (a) => ops.mul(c(a, SELU_SCALE), elu(a, SELU_ALPHA)));
 /** celu(x, alpha=1) = max(x, 0) + alpha expm1(min(x, 0) / alpha). */
 export function celu(x: ArrayInput, ...args: Args<[alpha: number], { alpha?: number }>): Array {

@@ -6,7 +6,7 @@ import * as jnp from "../numpy/index.js";
 import * as ops from "../primitives/ops.js";
 import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
 import {
-  type GradientTransformation, type OptState, type Tree, type ScalarOrSchedule, type Schedule,
+  type GradientTransformation, type Tree, type ScalarOrSchedule, type Schedule,
   NO_PARAMS_MSG, emptyState, parseArgsWithMask, identity, isSchedule, makeTransformation, masked, oneMinus, safeIncrement, treeMap, zeroCount,
 } from "./base.js";
 

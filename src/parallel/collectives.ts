@@ -9,7 +9,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { type AxisData, type BDim, Primitive, Zero } from "../core/primitive.js";
-import { axisSizeOf, bind, bind1 } from "../core/trace.js";
+import { axisSizeOf, bind1 } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 
 type AxisNames = string[];

@@ -61,7 +61,7 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
     out.placement = s;
     return out;
   };
-  if (Array.prototype.isPrototypeOf(x as object)) return place(x) as T;
+  if (x instanceof Array) return place(x) as T;
   if (globalThis.Array.isArray(x)) return x.map(place) as T;
   return place(x) as T;
 }

@@ -6,7 +6,6 @@ import { wrapInt } from "../core/convert.js";
 import { type DType, isBigInt, isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
 import { type AxisData, type BDim, type MaybeZero, type Params, Primitive, type PrimitiveRules, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { shapesEqual } from "../core/shape.js";
-import { bind1 } from "../core/trace.js";
 import { bigs, fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, nextafterF32, nextafterF64, polygamma as polygammaScalar } from "./special-math.js";
 import * as ops from "./bind-ops.js";
@@ -68,7 +67,7 @@ interface UnarySpec {
 
 function defUnary(name: string, s: UnarySpec): Primitive {
   const rules: PrimitiveRules = {
-    abstractEval([x], params) {
+    abstractEval([x], _params) {
       if (!kindOk(s.kinds, x.dtype)) throw new TypeError(`${name} requires ${kindText[s.kinds]}, got ${x.str()}`);
       return [new ShapedArray(x.shape, s.outDtype ? s.outDtype(x.dtype) : x.dtype, x.weakType && !s.outDtype)];
     },

@@ -259,7 +259,7 @@ export const sliceP = new Primitive<SliceParams>("slice", {
     return [new ArrayImpl(out, o)];
   },
   jvp([x], [t], p) { const y = ops.slice(x, p.start_indices, p.limit_indices, p.strides); return [[y], [mapZ(t, (t) => ops.slice(t, p.start_indices, p.limit_indices, p.strides), y.aval)]]; },
-  transpose([ct], [x], { start_indices: s, limit_indices: l, strides }) {
+  transpose([ct], [x], { start_indices: s, strides }) {
     const a = (x as UndefinedPrimal).aval;
     if (ct instanceof Zero) return [new Zero(a)];
     // pad back: lo = start, interior = stride-1, hi = what remains

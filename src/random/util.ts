@@ -35,7 +35,7 @@ export function isPlainObject(x: unknown): x is Record<string, unknown> {
 export function parseArgs<T extends Record<string, unknown>>(
   fn: string, args: readonly unknown[], names: readonly string[], defaults: T, kwOnly: readonly string[] = [],
 ): T {
-  let pos = [...args];
+  const pos = [...args];
   while (pos.length && pos[pos.length - 1] === undefined) pos.pop();
   let opts: Record<string, unknown> = {};
   if (pos.length && isPlainObject(pos[pos.length - 1])) opts = pos.pop() as Record<string, unknown>;

@@ -1,13 +1,9 @@
 /** @file Graph rewrites before serialization: folded broadcasts, Gemm forms of matrix products and their epilogues, relu's select as Max, collapsed reshapes, dead nodes; every program still matches the interpreter. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { loweringSummary, onnxBackend, onnxBackendOptions } from "../../src/backends/onnx/onnx-backend.js";
+import { loweringSummary, onnxBackendOptions } from "../../src/backends/onnx/onnx-backend.js";
 import type { ArrayImpl } from "../../src/core/array-impl.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
-import { evalJaxpr } from "../../src/core/jaxpr.js";
-import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
-import { evalTrace, withTrace } from "../../src/core/trace.js";
 import * as ops from "../../src/primitives/ops.js";
 import { compileOptions } from "../../src/compiler/compile.js";
 import { arr, checkProgram } from "./harness.js";

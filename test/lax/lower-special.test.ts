@@ -63,7 +63,7 @@ test("polygamma on ONNX at known values (zeta identities)", () => {
   const zeta3 = 1.2020569031595942;
   const cases: [number, number, number][] = [
     [1, 1, Math.PI ** 2 / 6], [2, 1, -2 * zeta3], [2, 1, -2.4041138063191885], [3, 1, Math.PI ** 4 / 15], [1, 0.5, Math.PI ** 2 / 2],
-    [2, 0.5, -14 * zeta3], [1, 2, Math.PI ** 2 / 6 - 1], [4, 1, -24 * 1.0369277551433699], [0, 1, -0.5772156649015329], [1, 0.25, Math.PI ** 2 + 8 * 0.915965594177219],
+    [2, 0.5, -14 * zeta3], [1, 2, Math.PI ** 2 / 6 - 1], [4, 1, -24 * 1.03692775514337], [0, 1, -0.5772156649015329], [1, 0.25, Math.PI ** 2 + 8 * 0.915965594177219],
   ];
   for (const [m, x, want] of cases) {
     const got = pgOnnx([arr("float64", [], [x])], { m })[0].elementAt(0) as number;

@@ -29,7 +29,7 @@ test("pmap(f, 'i') takes the axis name positionally; collectives see it", () => 
   const x = jnp.array([0, 1, 2, 3], { dtype: "float32" });
   assert.deepEqual(pmap((v: Array) => lax.psum(v, "i"), "i")(x).tolist(), [6, 6, 6, 6]);
   assert.deepEqual(pmap((v: Array) => jnp.subtract(v, lax.pmean(v, "i")), "i", { outAxes: 0 })(x).tolist(), [-1.5, -0.5, 0.5, 1.5]);
-  assert.deepEqual(pmap((v: Array) => lax.axisIndex("i"), "i")(x).tolist(), [0, 1, 2, 3]);
+  assert.deepEqual(pmap((_v: Array) => lax.axisIndex("i"), "i")(x).tolist(), [0, 1, 2, 3]);
 });
 
 test("outAxes: null returns the first device's value (JAX test_pmap_replicated_copy, testArgAllReduce); other out axes", () => {

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 
 import { ERF_INV_F32_W_GE_5, ERF_INV_F32_W_LT_5, erfInvF32, erfInvF64 } from "../../src/random/erf-inv.js";
 import { randomBits, seedToKey } from "../../src/random/threefry-kernel.js";
-import { type GoldenVector, goldenVectors } from "./helpers.js";
+import { goldenVectors } from "./helpers.js";
 
 const golden = { vectors: goldenVectors() };
 

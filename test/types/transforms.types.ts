@@ -39,7 +39,7 @@ expectAssignable<Params>(grad(loss, { argnums: 1 })(params, x, 2));
 expectType<[Array, Params]>()(valueAndGrad(loss)(params, x, 2));
 expectType<[Array, [Params, Array]]>()(valueAndGrad(loss, { argnums: [0, 1] })(params, x, 2));
 expectType<[[Array, { acc: Array; count: Array }], Array]>()(valueAndGrad(withAux, { argnums: 1, hasAux: true })(params, x));
-expectType<[Array, Array]>()(valueAndGrad((a: Array) => n * 2)(x)); // a JS-number output comes back as an Array
+expectType<[Array, Array]>()(valueAndGrad((_a: Array) => n * 2)(x)); // a JS-number output comes back as an Array
 // @ts-expect-error hasAux requires f to return [output, aux]
 valueAndGrad(loss, { hasAux: true });
 

@@ -9,7 +9,6 @@ import { ArrayImpl } from "../../../src/core/array-impl.js";
 import type { Array } from "../../../src/core/array.js";
 import { ShapedArray } from "../../../src/core/aval.js";
 import { config } from "../../../src/core/config.js";
-import { type Jaxpr, evalJaxpr } from "../../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../../src/core/jaxpr-trace.js";
 import { Primitive, allPrimitives } from "../../../src/core/primitive.js";
 import { evalTrace, getBackend, withTrace } from "../../../src/core/trace.js";
