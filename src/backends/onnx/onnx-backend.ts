@@ -11,7 +11,6 @@ import { Jaxpr, type JaxprEqn, Var } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
 import { type Backend, abstractEval, registerBackend, setBackendSelector } from "../../core/trace.js";
 import { type Program, type OnnxStep, LOWERING_FAILED, compileJaxpr } from "../../compiler/compile.js";
-import { CALL_PRIMITIVES } from "../../compiler/context.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
 import { type FusedSpec, fuseElementwise } from "../../compiler/fuse-elementwise.js";
 import { acquire, clearBufferPool, own, ownsStorage, recycle } from "./buffer-pool.js";
@@ -19,33 +18,6 @@ import { ParallelKernel } from "./fused-workers.js";
 import { NativeFusedKernel } from "./native-fused.js";
 import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor, trimNativeHeap } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
-
-/**
- * Primitives whose ONNX lowering and reference impl agree bit for bit (exactly rounded arithmetic, data
- * movement, integer ops): only these may take the scalar shortcut, so eager, vmapped and jitted results agree.
- */
-const EXACT_ON_SCALARS: ReadonlySet<string> = new Set([
-  "neg", "sign", "floor", "ceil", "round", "is_finite", "abs", "not", "population_count", "clz", "copy", "sqrt",
-  "add", "sub", "mul", "div", "rem", "max", "min", "and", "or", "xor", "shift_left", "shift_right_logical",
-  "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge", "nextafter",
-  "broadcast_in_dim", "reshape", "transpose", "squeeze", "rev", "pad", "concatenate", "slice", "convert_element_type",
-  "bitcast_convert_type", "select_n", "clamp", "iota", "reduce_sum", "reduce_max", "reduce_min", "reduce_prod",
-  "reduce_and", "reduce_or", "reduce_xor", "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin",
-  "gather", "dynamic_slice", "dynamic_update_slice", "stop_gradient", "threefry2x32",
-]);
-
-/**
- * Primitives whose lowering does not depend on operand shapes (only on dtypes and ranks): their eager sessions
- * declare unknown dimensions, so one session serves every shape.
- */
-const SHAPE_POLYMORPHIC: ReadonlySet<string> = new Set([
-  "neg", "sign", "floor", "ceil", "round", "is_finite", "exp", "exp2", "log", "log1p", "expm1", "tanh", "logistic",
-  "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sqrt", "rsqrt", "cbrt",
-  "abs", "erf", "erfc", "erf_inv", "lgamma", "digamma", "not", "population_count", "clz", "copy",
-  "add", "sub", "mul", "div", "rem", "pow", "max", "min", "atan2", "nextafter", "and", "or", "xor", "shift_left",
-  "shift_right_logical", "shift_right_arithmetic", "eq", "ne", "lt", "le", "gt", "ge",
-  "convert_element_type", "bitcast_convert_type", "select_n", "clamp", "stop_gradient",
-]);
 
 /** Tunables (tests switch the scalar fast path and strict lowering). */
 export const onnxBackendOptions = {
@@ -470,10 +442,10 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
   const inAvals = args.map((a) => a.aval);
   const outAvals = abstractEval(prim, inAvals, params);
   const empty = outAvals.every((a) => a.size === 0);
-  const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && EXACT_ON_SCALARS.has(prim.name)
+  const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && prim.opts.exactOnScalars === true
     && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
   if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
-  const poly = SHAPE_POLYMORPHIC.has(prim.name);
+  const poly = prim.opts.shapePolymorphic === true;
   const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
   if (poly) {
     const hit = polyCache.get(pkey);
@@ -514,7 +486,7 @@ export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: numb
 
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   // call primitives (pjit, custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
-  if (!prim.rules.lower && CALL_PRIMITIVES.has(prim.name) && prim.rules.impl) return prim.rules.impl(args, params, []);
+  if (!prim.rules.lower && prim.opts.callJaxprParam !== undefined && prim.rules.impl) return prim.rules.impl(args, params, []);
   // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
   if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) {
     // donation only for a call dispatched by jit on concrete arrays (a pjit equation evaluated inside another
