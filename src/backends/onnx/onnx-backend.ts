@@ -18,6 +18,7 @@ import { ParallelKernel } from "./fused-workers.js";
 import { NativeFusedKernel } from "./native-fused.js";
 import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor, trimNativeHeap } from "./ort-runtime.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
+import { installProgramLowerings } from "../../lowerings/index.js";
 
 /** Tunables (tests switch the scalar fast path and strict lowering). */
 export const onnxBackendOptions = {
@@ -679,5 +680,7 @@ export function clearOnnxCaches(): void {
   eagerCount = 0;
 }
 
+// the lowerings written as jaxts programs (qr, eigh, svd, cholesky, ...): one explicit table, never an import side effect
+installProgramLowerings();
 registerBackend(onnxBackend);
 setBackendSelector(() => config.backend);
