@@ -87,6 +87,10 @@ export interface PrimitiveFacts {
 
 const REGISTRY = new Map<string, Primitive>();
 
+/**
+ * A primitive: its rules and facts in one definition (checklist: notes/adding-a-primitive.md). Its one lowering slot
+ * targets ONNX, jaxts's single IR below jaxprs (no per-platform lowerings: every backend that compiles runs ONNX).
+ */
 export class Primitive<P extends Params = Params> {
   readonly rules: PrimitiveRules<P>;
   constructor(

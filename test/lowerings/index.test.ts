@@ -7,7 +7,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { repoRoot } from "../helpers/repo-root.js";
 import { allPrimitives } from "../../src/core/primitive.js";
 import { PROGRAM_LOWERINGS } from "../../src/lowerings/index.js";
 // the backend installs the table when it loads
@@ -46,7 +46,7 @@ process.stdout.write(JSON.stringify(out));
 }
 
 function lowerIn(full: boolean): Record<string, string> {
-  const res = spawnSync(process.execPath, ["--input-type=module", "-e", script(full)], { encoding: "utf8", cwd: fileURLToPath(new URL("../../..", import.meta.url)), maxBuffer: 1 << 26 });
+  const res = spawnSync(process.execPath, ["--input-type=module", "-e", script(full)], { encoding: "utf8", cwd: repoRoot(), maxBuffer: 1 << 26 });
   assert.equal(res.status, 0, `child process (${full ? "full package" : "core + primitives + backend"}) failed:\n${res.stderr}`);
   return JSON.parse(res.stdout) as Record<string, string>;
 }
