@@ -11,9 +11,6 @@ import { toBFloat16Bits, fromBFloat16Bits, toFloat16Bits } from "../core/float16
 import { ClosedJaxpr, Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { type LoweringContext, LoweringUnsupportedError, type OnnxAttr } from "../core/lowering-types.js";
 
-/** Primitives without a `lower` rule that the compiler lowers by inlining their `jaxpr` param. */
-export const CALL_PRIMITIVES: ReadonlySet<string> = new Set(["pjit", "closed_call", "core_call", "remat", "checkpoint", "custom_jvp_call", "custom_vjp_call"]);
-
 function toAttr(name: string, v: OnnxAttr): AttrValue {
   if (typeof v === "boolean") return v ? 1 : 0;
   if (typeof v === "number" || typeof v === "string" || Array.isArray(v)) return v as AttrValue;
@@ -175,8 +172,10 @@ export class OnnxLoweringContext implements LoweringContext {
     const prim = eqn.primitive;
     const rule = prim.rules.lower;
     if (!rule) {
-      const j = eqn.params.jaxpr ?? eqn.params.call_jaxpr;
-      if (CALL_PRIMITIVES.has(prim.name) && (j instanceof Jaxpr || j instanceof ClosedJaxpr)) return this.inlineJaxpr(j, inputs);
+      // a call primitive (PrimitiveFacts.callJaxprParam) without its own rule: inline the jaxpr it calls
+      const param = prim.opts.callJaxprParam;
+      const j = param === undefined ? undefined : eqn.params[param];
+      if (j instanceof Jaxpr || j instanceof ClosedJaxpr) return this.inlineJaxpr(j, inputs);
       throw new LoweringUnsupportedError(prim.name, prim.rules.missing?.lower ?? "no lower rule");
     }
     const saved = this.current;

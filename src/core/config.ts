@@ -2,8 +2,11 @@
 
 export interface ConfigFlags {
   enableX64: boolean;
-  /** "onnx" (ONNX Runtime) or "interpreter" (the pure-TypeScript reference interpreter). */
-  backend: "onnx" | "interpreter";
+  /**
+   * The execution backend, one of the registered ones (registeredBackendNames()): "onnx" (ONNX Runtime) and
+   * "interpreter" (the pure-TypeScript reference interpreter) ship with jaxts.
+   */
+  backend: BackendName;
   threefryPartitionable: boolean;
   numCpuDevices: number;
   /** Check every jaxpr produced by a transformation with the type checker. */
@@ -34,6 +37,20 @@ export interface ConfigFlags {
   eagerCacheSize: number;
 }
 
+/** A registered backend's name (the two shipped with jaxts are spelled out for editors; others are accepted once registered). */
+export type BackendName = "onnx" | "interpreter" | (string & {});
+
+/** Names of the registered execution backends: core/trace.ts's registerBackend adds each; config.backend accepts these. */
+const backendNames = new Set<string>();
+/** Records a registered backend's name (called by registerBackend). */
+export function noteBackendName(name: string): void {
+  backendNames.add(name);
+}
+/** The registered execution backends' names, sorted (what config.backend accepts). */
+export function registeredBackendNames(): string[] {
+  return [...backendNames].sort();
+}
+
 /** The numeric flags (every one is an integer flag and needs a row in INTEGER_FLAGS). */
 type IntegerFlag = { [K in keyof ConfigFlags]: ConfigFlags[K] extends number ? K : never }[keyof ConfigFlags];
 /** Integer flags: the environment variable that sets the initial value, its default, the least value accepted and what the number counts (for errors). */
@@ -47,8 +64,7 @@ const INTEGER_FLAGS: { readonly [K in IntegerFlag]: { env: string; dflt: number;
   eagerCacheSize: { env: "JAXTS_EAGER_CACHE_SIZE", dflt: 2048, min: 1, what: "a number of cache entries" },
 };
 /** String flags and the values they accept. */
-const CHOICES: { readonly [K in "backend" | "spmdRuntime"]: readonly ConfigFlags[K][] } = {
-  backend: ["onnx", "interpreter"],
+const CHOICES: { readonly [K in "spmdRuntime"]: readonly ConfigFlags[K][] } = {
   spmdRuntime: ["emulation", "devices"],
 };
 
@@ -84,6 +100,10 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
     }
     if (typeof value !== typeof defaults[name]) {
       throw new TypeError(`config.update: option ${name} expects a ${typeof defaults[name]}, got ${typeof value}`);
+    }
+    if (name === "backend" && !backendNames.has(value as string)) {
+      const known = registeredBackendNames();
+      throw new Error(`config.update: backend ${JSON.stringify(value)} is not a registered backend; registered: ${known.length ? known.map((c) => JSON.stringify(c)).join(", ") : "none (import jaxts, or a backend module, first)"}`);
     }
     const choices: readonly unknown[] | undefined = Object.hasOwn(CHOICES, name) ? CHOICES[name as keyof typeof CHOICES] : undefined;
     if (choices && !choices.includes(value)) {

@@ -9,6 +9,7 @@ import { type DType, type TypedArray, defaultFloatDType, defaultIntDType } from 
 import { bigOf } from "./convert.js";
 import { type Params, Primitive } from "./primitive.js";
 import { OutOfMemoryError } from "./errors.js";
+import { noteBackendName } from "./config.js";
 
 export abstract class Trace {
   /** Set when the transformation that owns this trace has finished; its tracers are then leaked. */
@@ -118,7 +119,11 @@ export interface Backend {
 }
 const backends = new Map<string, Backend>();
 let backendSelector: () => string = () => "interpreter";
-export function registerBackend(b: Backend): void { backends.set(b.name, b); }
+/** Registers an execution backend under its name (config.backend then accepts that name). */
+export function registerBackend(b: Backend): void {
+  backends.set(b.name, b);
+  noteBackendName(b.name);
+}
 /** Tells every backend that `jaxpr` will not run again (see Backend.release). */
 export function releaseCompiled(jaxpr: import("./jaxpr.js").Jaxpr): void { for (const b of backends.values()) b.release?.(jaxpr); }
 /** Clears every backend's caches (see Backend.clearCaches). */

@@ -10,6 +10,7 @@ import { type Atom, Jaxpr, Literal, Var } from "../core/jaxpr.js";
 import { flatten } from "../core/tree.js";
 import { compileJaxpr } from "../compiler/compile.js";
 import { lowerFunOptions } from "../transforms/lower-fun.js";
+import { installProgramLowerings } from "../lowerings/index.js";
 import { type ModelProto, type NodeProto, type ValueInfoProto, decodeModel, encodeModel } from "../backends/onnx/onnx-proto.js";
 import { makeJaxpr } from "../transforms/api.js";
 
@@ -34,6 +35,7 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
   });
   const m = (a: Atom): Atom => (a instanceof Var && sub.has(a) ? sub.get(a)! : a);
   const j = new Jaxpr([], cj.jaxpr.invars, cj.jaxpr.outvars.map(m), cj.jaxpr.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) })));
+  installProgramLowerings();
   lowerFunOptions.exporting = true;
   let prog: ReturnType<typeof compileJaxpr>;
   try {

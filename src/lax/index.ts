@@ -3,8 +3,6 @@ import { Array } from "../core/array.js";
 import { checkDType } from "../core/dtype.js";
 import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
-// ONNX lowerings of polygamma and random_gamma_grad (side effect: setLowering)
-import "./lower-special.js";
 
 export {
   add, sub, mul, div, rem, pow, max, min, atan2, nextafter, neg, sign, floor, ceil, round, isFinite, exp, exp2, log, log1p, expm1,

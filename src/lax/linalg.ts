@@ -2,8 +2,6 @@
 import type { Array } from "../core/array.js";
 import { isFloat } from "../core/dtype.js";
 import * as P from "../primitives/linalg.js";
-import "./lower-linalg.js";
-import "./lower-linalg-decomp.js";
 export { cholesky, triangularSolve, lu, qr, eigh } from "../primitives/linalg.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
 

@@ -60,7 +60,7 @@ function defReduceCollective(name: string, reduce: (x: Array, axes: number[]) =>
     // axis is summed (psum); an invariant one (the same on every member) flows back unchanged (pvary)
     transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(psumTransposeP, [ct], params)] : undefined,
     missing: { lower: COLLECTIVE_LOWER },
-  }, { collective: true });
+  }, { collectiveAxisParam: "axes" });
   return p;
 }
 export const psumP = defReduceCollective("psum", (x, a) => ops.reduceSum(x, a), true);
@@ -80,7 +80,7 @@ export const psumTransposeP: Primitive<{ axes: AxisNames; axis_index_groups: num
   jvp([x], [t], params) { const y = bind1(psumTransposeP, [x], params); return [[y], [t instanceof Zero ? new Zero(y.aval) : bind1(psumTransposeP, [t], params)]]; },
   transpose([ct], _a, params) { return [ct instanceof Zero ? ct : bind1(psumP, [ct], params)]; },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axes" });
 export const pmaxP = defReduceCollective("pmax", (x, a) => ops.reduceMax(x, a), false);
 export const pminP = defReduceCollective("pmin", (x, a) => ops.reduceMin(x, a), false);
 
@@ -93,7 +93,7 @@ export const axisIndexP: Primitive<{ axis_name: string }> = new Primitive<{ axis
   },
   jvp(_p, _t, params) { const y = bind1(axisIndexP, [], params); return [[y], [new Zero(y.aval)]]; },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axis_name" });
 
 type AGP = { axis_name: string; axis: number; tiled: boolean; axis_size: number; axis_index_groups: number[][] | null };
 export const allGatherP: Primitive<AGP> = new Primitive<AGP>("all_gather", {
@@ -139,7 +139,7 @@ export const allGatherP: Primitive<AGP> = new Primitive<AGP>("all_gather", {
     return [psumScatter1(ct, p.axis_name, { scatterDimension: p.axis, tiled: p.tiled, axisIndexGroups: p.axis_index_groups ?? undefined })];
   },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axis_name" });
 
 // ---------------------------------------------------------------- ppermute, psum_scatter, all_to_all
 type PPP = { axis_name: string; perm: [number, number][] };
@@ -166,7 +166,7 @@ export const ppermuteP: Primitive<PPP> = new Primitive<PPP>("ppermute", {
   // the transpose of a permutation is the inverse permutation
   transpose([ct], _a, p) { return [ct instanceof Zero ? ct : bind1(ppermuteP, [ct], { ...p, perm: p.perm.map(([a, b]) => [b, a] as [number, number]) })]; },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axis_name" });
 
 type PSP = { axis_name: string; scatter_dimension: number; tiled: boolean; axis_size: number };
 export const psumScatterP: Primitive<PSP> = new Primitive<PSP>("reduce_scatter", {
@@ -196,7 +196,7 @@ export const psumScatterP: Primitive<PSP> = new Primitive<PSP>("reduce_scatter",
     return [bind1(allGatherP, [ct], { axis_name: p.axis_name, axis: p.scatter_dimension, tiled: p.tiled, axis_size: p.axis_size, axis_index_groups: null })];
   },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axis_name" });
 
 type ATA = { axis_name: string; split_axis: number; concat_axis: number; tiled: boolean; axis_size: number };
 export const allToAllP: Primitive<ATA> = new Primitive<ATA>("all_to_all", {
@@ -242,7 +242,7 @@ export const allToAllP: Primitive<ATA> = new Primitive<ATA>("all_to_all", {
     return [bind1(allToAllP, [ct], { ...p, split_axis: p.concat_axis, concat_axis: p.split_axis })];
   },
   missing: { lower: COLLECTIVE_LOWER },
-}, { collective: true });
+}, { collectiveAxisParam: "axis_name" });
 
 // ---------------------------------------------------------------- public wrappers (lax.*)
 /** A collective on one array, or mapped over the leaves of a pytree as JAX does (JS numbers become arrays). */

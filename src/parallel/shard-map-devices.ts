@@ -14,6 +14,7 @@ import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { installProgramLowerings } from "../lowerings/index.js";
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
@@ -179,6 +180,7 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
   const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
   if (typeof resolved === "string") return resolved;
+  installProgramLowerings();
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(resolved, { name: "shard_map" }));
   if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;

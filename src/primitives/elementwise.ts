@@ -51,6 +51,10 @@ export function vmapElementwise<P extends Params>(prim: Primitive<P>) {
 // ------------------------------------------------------------------ unary
 interface UnarySpec {
   kinds: Kinds;
+  /** PrimitiveFacts.exactOnScalars: the lowering rounds exactly like f (default false). */
+  exactOnScalars?: boolean;
+  /** PrimitiveFacts.shapePolymorphic (default true: an elementwise lowering sees only dtypes and ranks). */
+  shapePolymorphic?: boolean;
   f: (x: number) => number;
   /** int/bool implementation (default: f then wrap) */
   fi?: (x: number, d: DType) => number;
@@ -109,7 +113,7 @@ function defUnary(name: string, s: UnarySpec): Primitive {
     const lo = s.onnx;
     rules.lower = (ctx, [x], params, [a], [o]) => [typeof lo === "string" ? opIn(ctx, lo, a.dtype, [x]) : lo(ctx, x, a.dtype, params, o)];
   }
-  const p = new Primitive(name, rules);
+  const p = new Primitive(name, rules, { shapePolymorphic: s.shapePolymorphic ?? true, exactOnScalars: s.exactOnScalars });
   rules.vmap = vmapElementwise(p);
   return p;
 }
@@ -127,12 +131,12 @@ const popcount = (x: number, d: DType): number => {
 };
 const bitsOf = (d: DType): number => (d === "int8" || d === "uint8" ? 8 : d === "int16" || d === "uint16" ? 16 : 32);
 
-export const neg = defUnary("neg", { onnx: (c, x, d) => LE.neg(c, x, d), kinds: "num", f: (x) => -x, fb: (x) => -x, jvp: (_x, _y, t) => ops.neg(t), linear: true });
-export const sign = defUnary("sign", { onnx: (c, x, d) => (isFloat(d) ? LE.floatSign(c, x, d) : opIn(c, "Sign", d, [x])), kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
-export const floor = defUnary("floor", { onnx: "Floor", kinds: "float", f: Math.floor, zeroJvp: true });
-export const ceil = defUnary("ceil", { onnx: "Ceil", kinds: "float", f: Math.ceil, zeroJvp: true });
-export const round = defUnary("round", { onnx: (c, x, d, p) => (p.rounding_method === 1 ? opIn(c, "Round", d, [x]) : LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.roundAway(m, v))), kinds: "float", f: roundAway, fp: (x, p) => (p.rounding_method === 1 ? roundHalfEven(x) : roundAway(x)), zeroJvp: true });
-export const isFinite = defUnary("is_finite", { onnx: (c, x) => c.op("Not", [c.op("Or", [c.op("IsNaN", [x]), c.op("IsInf", [x])])]), kinds: "float", f: (x) => (Number.isFinite(x) ? 1 : 0), outDtype: () => "bool" });
+export const neg = defUnary("neg", { exactOnScalars: true, onnx: (c, x, d) => LE.neg(c, x, d), kinds: "num", f: (x) => -x, fb: (x) => -x, jvp: (_x, _y, t) => ops.neg(t), linear: true });
+export const sign = defUnary("sign", { exactOnScalars: true, onnx: (c, x, d) => (isFloat(d) ? LE.floatSign(c, x, d) : opIn(c, "Sign", d, [x])), kinds: "num", f: (x) => (Number.isNaN(x) ? NaN : x > 0 ? 1 : x < 0 ? -1 : x), fb: (x) => (x > 0n ? 1n : x < 0n ? -1n : 0n), zeroJvp: true });
+export const floor = defUnary("floor", { exactOnScalars: true, onnx: "Floor", kinds: "float", f: Math.floor, zeroJvp: true });
+export const ceil = defUnary("ceil", { exactOnScalars: true, onnx: "Ceil", kinds: "float", f: Math.ceil, zeroJvp: true });
+export const round = defUnary("round", { exactOnScalars: true, onnx: (c, x, d, p) => (p.rounding_method === 1 ? opIn(c, "Round", d, [x]) : LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.roundAway(m, v))), kinds: "float", f: roundAway, fp: (x, p) => (p.rounding_method === 1 ? roundHalfEven(x) : roundAway(x)), zeroJvp: true });
+export const isFinite = defUnary("is_finite", { exactOnScalars: true, onnx: (c, x) => c.op("Not", [c.op("Or", [c.op("IsNaN", [x]), c.op("IsInf", [x])])]), kinds: "float", f: (x) => (Number.isFinite(x) ? 1 : 0), outDtype: () => "bool" });
 export const exp = defUnary("exp", { onnx: "Exp", kinds: "float", f: Math.exp, jvp: (_x, y, t) => ops.mul(t, y) });
 export const exp2 = defUnary("exp2", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.pow(2, v)), kinds: "float", f: (x) => 2 ** x, jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.scalarLike(y, Math.LN2))) });
 export const log = defUnary("log", { onnx: (c, x, d) => LM.stableUnary(c, "Log", x, d), kinds: "float", f: Math.log, jvp: (x, _y, t) => ops.div(t, x) });
@@ -156,12 +160,12 @@ export const asinh = defUnary("asinh", { onnx: (c, x, d) => LE.kernelOr(c, "Asin
 // d/dx acosh(x) = 1/(sqrt(x-1) sqrt(x+1))
 export const acosh = defUnary("acosh", { onnx: (c, x, d) => LE.kernelOr(c, "Acosh", x, d, LM.acosh64), kinds: "float", f: Math.acosh, jvp: (x, _y, t) => ops.div(t, ops.mul(ops.sqrt(ops.sub(x, ops.scalarLike(x, 1))), ops.sqrt(ops.add(x, ops.scalarLike(x, 1))))) });
 export const atanh = defUnary("atanh", { onnx: (c, x, d) => LE.kernelOr(c, "Atanh", x, d, LM.atanh64), kinds: "float", f: Math.atanh, jvp: (x, _y, t) => ops.div(t, oneMinusSq(x)) });
-export const sqrt = defUnary("sqrt", { onnx: "Sqrt", kinds: "float", f: Math.sqrt, jvp: (_x, y, t) => ops.div(t, ops.mul(y, ops.scalarLike(y, 2))) });
+export const sqrt = defUnary("sqrt", { exactOnScalars: true, onnx: "Sqrt", kinds: "float", f: Math.sqrt, jvp: (_x, y, t) => ops.div(t, ops.mul(y, ops.scalarLike(y, 2))) });
 // d rsqrt(x) = -0.5 * rsqrt(x) / x
 export const rsqrt = defUnary("rsqrt", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.div(1, m.sqrt(v))), kinds: "float", f: (x) => 1 / Math.sqrt(x), jvp: (x, y, t) => ops.mul(t, ops.mul(ops.div(y, x), ops.scalarLike(y, -0.5))) });
 // d cbrt(x) = 1 / (3 cbrt(x)^2)
 export const cbrt = defUnary("cbrt", { onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.cbrt(m, v)), kinds: "float", f: Math.cbrt, jvp: (_x, y, t) => ops.div(t, ops.mul(ops.mul(y, y), ops.scalarLike(y, 3))) });
-export const abs = defUnary("abs", { onnx: "Abs",
+export const abs = defUnary("abs", { exactOnScalars: true, onnx: "Abs",
   kinds: "num", f: Math.abs, fi: (x, d) => (isUnsigned(d) ? x : wrapInt(Math.abs(x), d)), fb: (x, d) => (d === "uint64" || x >= 0n ? x : BigInt.asIntN(64, -x)),
   jvp: (x, _y, t) => ops.mul(t, ops.sign(x)),
 });
@@ -196,7 +200,7 @@ digammaP.rules.jvp = ([x], [t]) => {
   const y = ops.digamma(x);
   return [[y], [t instanceof Zero ? new Zero(y.aval) : ops.mul(t, ops.bindN(polygammaP, [x], { m: 1 })[0])]];
 };
-export const integerPow = defUnary("integer_pow", { onnx: (c, x, d, p, o) => LE.integerPow(c, x, d, p.y as number, o.shape),
+export const integerPow = defUnary("integer_pow", { shapePolymorphic: false, onnx: (c, x, d, p, o) => LE.integerPow(c, x, d, p.y as number, o.shape),
   kinds: "num", f: (x) => x, fp: () => NaN,
   jvp: (x, _y, t, p) => {
     const y = p.y as number;
@@ -221,14 +225,16 @@ integerPow.rules.impl = ([x], params, [out]) => {
   }
   return [fromNums(out, r)];
 };
-export const not = defUnary("not", { onnx: (c, x, d) => LE.logical(c, "Not", [x], d), kinds: "intbool", f: (x) => (x ? 0 : 1), fi: (x, d) => (d === "bool" ? (x ? 0 : 1) : wrapInt(~x, d)), fb: (x, d) => (d === "int64" ? BigInt.asIntN(64, ~x) : BigInt.asUintN(64, ~x)), zeroJvp: true });
-export const populationCount = defUnary("population_count", { onnx: (c, x, d) => LE.populationCount(c, x, d), kinds: "int", f: (x) => x, fi: popcount, fb: (x) => { let v = BigInt.asUintN(64, x), c = 0n; while (v) { c += v & 1n; v >>= 1n; } return c; }, zeroJvp: true });
-export const clz = defUnary("clz", { onnx: (c, x, d) => LE.clz(c, x, d), kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, fb: (x) => { const v = BigInt.asUintN(64, x); return v === 0n ? 64n : BigInt(64 - v.toString(2).length); }, zeroJvp: true });
-export const copyP = defUnary("copy", { onnx: "Identity", kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
+export const not = defUnary("not", { exactOnScalars: true, onnx: (c, x, d) => LE.logical(c, "Not", [x], d), kinds: "intbool", f: (x) => (x ? 0 : 1), fi: (x, d) => (d === "bool" ? (x ? 0 : 1) : wrapInt(~x, d)), fb: (x, d) => (d === "int64" ? BigInt.asIntN(64, ~x) : BigInt.asUintN(64, ~x)), zeroJvp: true });
+export const populationCount = defUnary("population_count", { exactOnScalars: true, onnx: (c, x, d) => LE.populationCount(c, x, d), kinds: "int", f: (x) => x, fi: popcount, fb: (x) => { let v = BigInt.asUintN(64, x), c = 0n; while (v) { c += v & 1n; v >>= 1n; } return c; }, zeroJvp: true });
+export const clz = defUnary("clz", { exactOnScalars: true, onnx: (c, x, d) => LE.clz(c, x, d), kinds: "int", f: (x) => x, fi: (x, d) => { const b = bitsOf(d); const u = x < 0 ? x + 2 ** b : x; return u === 0 ? b : b - 1 - Math.floor(Math.log2(u)); }, fb: (x) => { const v = BigInt.asUintN(64, x); return v === 0n ? 64n : BigInt(64 - v.toString(2).length); }, zeroJvp: true });
+export const copyP = defUnary("copy", { exactOnScalars: true, onnx: "Identity", kinds: "any", f: (x) => x, fi: (x) => x, fb: (x) => x, jvp: (_x, _y, t) => ops.copy(t), linear: true });
 
 // ------------------------------------------------------------------ binary
 interface BinarySpec {
   kinds: Kinds;
+  /** PrimitiveFacts.exactOnScalars: the lowering rounds exactly like f (default false). */
+  exactOnScalars?: boolean;
   f: (a: number, b: number) => number;
   fi?: (a: number, b: number, d: DType) => number;
   fb?: (a: bigint, b: bigint, d: DType) => bigint;
@@ -274,7 +280,8 @@ function defBinary(name: string, s: BinarySpec): Primitive {
     const lo = s.onnx;
     rules.lower = (ctx, [a, b], params, [x], [o]) => [typeof lo === "string" ? opIn(ctx, lo, x.dtype, [a, b]) : lo(ctx, a, b, x.dtype, params, o)];
   }
-  const p = new Primitive(name, rules);
+  // a binary elementwise lowering sees only dtypes and ranks (a rank-0 operand broadcasts in ONNX too)
+  const p = new Primitive(name, rules, { shapePolymorphic: true, exactOnScalars: s.exactOnScalars });
   if (s.compare || (s.kinds !== "float" && s.kinds !== "num" && !s.jvp)) {
     rules.jvp = (primals, _t, params) => {
       const y = ops.bindN(p, primals, params)[0];
@@ -311,17 +318,17 @@ const sumT = (...ts: (MaybeZero | null)[]): MaybeZero => {
   return live.length === 0 ? (ts.find((t) => t instanceof Zero) as Zero) : live.reduce((x, y) => ops.add(x, y));
 };
 
-export const add = defBinary("add", { onnx: (c, a, b, d) => (d === "bool" ? c.op("Or", [a, b]) : opIn(c, "Add", d, [a, b])),
+export const add = defBinary("add", { exactOnScalars: true, onnx: (c, a, b, d) => (d === "bool" ? c.op("Or", [a, b]) : opIn(c, "Add", d, [a, b])),
   kinds: "any", f: (a, b) => a + b, fi: (a, b, d) => (d === "bool" ? (a || b ? 1 : 0) : wrapInt(a + b, d)), fb: (a, b, d) => big(d, a + b),
   jvp: (_a, _b, ta, tb) => addT(ta, tb),
   transpose: ([ct], args) => [unb(ct, args[0]), unb(ct, args[1])],
 });
-export const sub = defBinary("sub", { onnx: "Sub",
+export const sub = defBinary("sub", { exactOnScalars: true, onnx: "Sub",
   kinds: "num", f: (a, b) => a - b, fb: (a, b, d) => big(d, a - b),
   jvp: (_a, _b, ta, tb) => (tb instanceof Zero ? ta : ta instanceof Zero ? ops.neg(tb) : ops.sub(ta, tb)),
   transpose: ([ct], args) => [unb(ct, args[0]), unb(ct instanceof Zero ? ct : ops.neg(ct), args[1])],
 });
-export const mul = defBinary("mul", { onnx: (c, a, b, d) => (d === "bool" ? c.op("And", [a, b]) : opIn(c, "Mul", d, [a, b])),
+export const mul = defBinary("mul", { exactOnScalars: true, onnx: (c, a, b, d) => (d === "bool" ? c.op("And", [a, b]) : opIn(c, "Mul", d, [a, b])),
   kinds: "any", f: (a, b) => a * b, fi: (a, b, d) => (d === "bool" ? (a && b ? 1 : 0) : wrapInt(Math.imul(a, b), d)), fb: (a, b, d) => big(d, a * b),
   jvp: (a, b, ta, tb) => sumT(scaleT(ta, b), scaleT(tb, a)),
   transpose: ([ct], [a, b]) => {
@@ -330,7 +337,7 @@ export const mul = defBinary("mul", { onnx: (c, a, b, d) => (d === "bool" ? c.op
     return [ops.isUndefined(a) ? unb(ops.mul(ct, b as Array), a) : null, ops.isUndefined(b) ? unb(ops.mul(a as Array, ct), b) : null];
   },
 });
-export const div = defBinary("div", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Div", d, [a, b]) : LE.intDiv(c, a, b, d)),
+export const div = defBinary("div", { exactOnScalars: true, onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Div", d, [a, b]) : LE.intDiv(c, a, b, d)),
   kinds: "num", f: (a, b) => a / b,
   fi: (a, b, d) => (b === 0 ? (isUnsigned(d) ? wrapInt(-1, d) : -1) : wrapInt(Math.trunc(a / b), d)),
   fb: (a, b, d) => (b === 0n ? big(d, -1n) : big(d, a / b)),
@@ -341,7 +348,7 @@ export const div = defBinary("div", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c
     return [unb(ct instanceof Zero ? ct : ops.div(ct, b as Array), a), null];
   },
 });
-export const rem = defBinary("rem", { onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Mod", d, [a, b], { fmod: 1 }, d, "Mod(fmod=1)") : LE.intRem(c, a, b, d)),
+export const rem = defBinary("rem", { exactOnScalars: true, onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Mod", d, [a, b], { fmod: 1 }, d, "Mod(fmod=1)") : LE.intRem(c, a, b, d)),
   kinds: "num", f: (a, b) => a % b, fi: (a, b, d) => (b === 0 ? a : wrapInt(a % b, d)), fb: (a, b) => (b === 0n ? a : a % b),
   // d rem(a,b) = ta - tb * trunc(a/b)
   jvp: (a, b, ta, tb) => sumT(ta instanceof Zero ? null : ta, tb instanceof Zero ? null : ops.neg(ops.mul(tb, ops.truncDiv(a, b)))),
@@ -362,11 +369,11 @@ const maxMinJvp = (pick: (a: Array, b: Array) => Array) => (a: Array, b: Array, 
   const wa = ops.add(ga, tie), wb = ops.sub(ops.sub(ops.scalarLike(a, 1), ga), tie);
   return sumT(scaleT(ta, wa), scaleT(tb, wb));
 };
-export const max = defBinary("max", { onnx: (c, a, b, d) => minMax(c, "Max", a, b, d),
+export const max = defBinary("max", { exactOnScalars: true, onnx: (c, a, b, d) => minMax(c, "Max", a, b, d),
   kinds: "any", f: (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.max(a, b)), fb: (a, b) => (a > b ? a : b),
   jvp: maxMinJvp((a, b) => ops.gt(a, b)),
 });
-export const min = defBinary("min", { onnx: (c, a, b, d) => minMax(c, "Min", a, b, d),
+export const min = defBinary("min", { exactOnScalars: true, onnx: (c, a, b, d) => minMax(c, "Min", a, b, d),
   kinds: "any", f: (a, b) => (Number.isNaN(a) || Number.isNaN(b) ? NaN : Math.min(a, b)), fb: (a, b) => (a < b ? a : b),
   jvp: maxMinJvp((a, b) => ops.lt(a, b)),
 });
@@ -378,7 +385,7 @@ export const atan2 = defBinary("atan2", { onnx: (c, a, b, d) => LM.viaDtype(c, [
     return sumT(ta instanceof Zero ? null : ops.mul(ta, ops.div(b, den)), tb instanceof Zero ? null : ops.neg(ops.mul(tb, ops.div(a, den))));
   },
 });
-export const nextafter = defBinary("nextafter", { onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, mathDtype(d), (m, [x, y]) => LM.nextafter(m, x, y)), kinds: "float", f: nextafterF64 });
+export const nextafter = defBinary("nextafter", { exactOnScalars: true, onnx: (c, a, b, d) => LM.viaDtype(c, [a, b], d, mathDtype(d), (m, [x, y]) => LM.nextafter(m, x, y)), kinds: "float", f: nextafterF64 });
 nextafter.rules.impl = ([a, b], _p, [out]) => {
   let as = nums(a), bs = nums(b);
   // a rank-0 operand broadcasts
@@ -388,29 +395,29 @@ nextafter.rules.impl = ([a, b], _p, [out]) => {
   return [fromNums(out, as.map((v, i) => f(v, bs[i])))];
 };
 nextafter.rules.jvp = (primals, _t, params) => { const y = ops.bindN(nextafter, primals, params)[0]; return [[y], [new Zero(y.aval)]]; };
-export const and = defBinary("and", { onnx: (c, a, b, d) => LE.logical(c, "And", [a, b], d), kinds: "intbool", f: (a, b) => a & b, fi: (a, b, d) => wrapInt(a & b, d), fb: (a, b) => a & b });
-export const or = defBinary("or", { onnx: (c, a, b, d) => LE.logical(c, "Or", [a, b], d), kinds: "intbool", f: (a, b) => a | b, fi: (a, b, d) => wrapInt(a | b, d), fb: (a, b) => a | b });
-export const xor = defBinary("xor", { onnx: (c, a, b, d) => LE.logical(c, "Xor", [a, b], d), kinds: "intbool", f: (a, b) => a ^ b, fi: (a, b, d) => wrapInt(a ^ b, d), fb: (a, b) => a ^ b });
+export const and = defBinary("and", { exactOnScalars: true, onnx: (c, a, b, d) => LE.logical(c, "And", [a, b], d), kinds: "intbool", f: (a, b) => a & b, fi: (a, b, d) => wrapInt(a & b, d), fb: (a, b) => a & b });
+export const or = defBinary("or", { exactOnScalars: true, onnx: (c, a, b, d) => LE.logical(c, "Or", [a, b], d), kinds: "intbool", f: (a, b) => a | b, fi: (a, b, d) => wrapInt(a | b, d), fb: (a, b) => a | b });
+export const xor = defBinary("xor", { exactOnScalars: true, onnx: (c, a, b, d) => LE.logical(c, "Xor", [a, b], d), kinds: "intbool", f: (a, b) => a ^ b, fi: (a, b, d) => wrapInt(a ^ b, d), fb: (a, b) => a ^ b });
 const bw = (d: DType) => (d.endsWith("8") ? 8 : d.endsWith("16") ? 16 : d.endsWith("32") ? 32 : 64);
-export const shiftLeft = defBinary("shift_left", { onnx: (c, a, b, d) => LE.shift(c, "left", a, b, d),
+export const shiftLeft = defBinary("shift_left", { exactOnScalars: true, onnx: (c, a, b, d) => LE.shift(c, "left", a, b, d),
   kinds: "int", f: (a) => a, fi: (a, b, d) => (b < 0 || b >= bw(d) ? 0 : wrapInt(a * 2 ** b, d)),
   fb: (a, b, d) => (b < 0n || b >= 64n ? 0n : big(d, a << b)),
 });
-export const shiftRightLogical = defBinary("shift_right_logical", { onnx: (c, a, b, d) => LE.shift(c, "logical", a, b, d),
+export const shiftRightLogical = defBinary("shift_right_logical", { exactOnScalars: true, onnx: (c, a, b, d) => LE.shift(c, "logical", a, b, d),
   kinds: "int", f: (a) => a,
   fi: (a, b, d) => { const w = bw(d); if (b < 0 || b >= w) return 0; const u = a < 0 ? a + 2 ** w : a; return wrapInt(Math.floor(u / 2 ** b), d); },
   fb: (a, b, d) => (b < 0n || b >= 64n ? 0n : big(d, BigInt.asUintN(64, a) >> b)),
 });
-export const shiftRightArithmetic = defBinary("shift_right_arithmetic", { onnx: (c, a, b, d) => LE.shift(c, "arithmetic", a, b, d),
+export const shiftRightArithmetic = defBinary("shift_right_arithmetic", { exactOnScalars: true, onnx: (c, a, b, d) => LE.shift(c, "arithmetic", a, b, d),
   kinds: "int", f: (a) => a,
   fi: (a, b, d) => { const w = bw(d); const s = b < 0 || b >= w ? w - 1 : b; const sv = isUnsigned(d) && a >= 2 ** (w - 1) ? a - 2 ** w : a; return wrapInt(Math.floor(sv / 2 ** s), d); },
   fb: (a, b, d) => { const s = b < 0n || b >= 64n ? 63n : b; return big(d, BigInt.asIntN(64, a) >> s); },
 });
-export const eq = defBinary("eq", { onnx: (c, a, b, d) => LE.compare(c, "Equal", a, b, d), kinds: "any", compare: true, f: cmp((c) => c === 0) });
-export const ne = defBinary("ne", { onnx: (c, a, b, d) => LE.compare(c, "NotEqual", a, b, d), kinds: "any", compare: true, f: cmp(ne_) });
-export const lt = defBinary("lt", { onnx: (c, a, b, d) => LE.compare(c, "Less", a, b, d), kinds: "any", compare: true, f: cmp((c) => c < 0) });
-export const le = defBinary("le", { onnx: (c, a, b, d) => LE.compare(c, "LessOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c <= 0) });
-export const gt = defBinary("gt", { onnx: (c, a, b, d) => LE.compare(c, "Greater", a, b, d), kinds: "any", compare: true, f: cmp((c) => c > 0) });
-export const ge = defBinary("ge", { onnx: (c, a, b, d) => LE.compare(c, "GreaterOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c >= 0) });
+export const eq = defBinary("eq", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "Equal", a, b, d), kinds: "any", compare: true, f: cmp((c) => c === 0) });
+export const ne = defBinary("ne", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "NotEqual", a, b, d), kinds: "any", compare: true, f: cmp(ne_) });
+export const lt = defBinary("lt", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "Less", a, b, d), kinds: "any", compare: true, f: cmp((c) => c < 0) });
+export const le = defBinary("le", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "LessOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c <= 0) });
+export const gt = defBinary("gt", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "Greater", a, b, d), kinds: "any", compare: true, f: cmp((c) => c > 0) });
+export const ge = defBinary("ge", { exactOnScalars: true, onnx: (c, a, b, d) => LE.compare(c, "GreaterOrEqual", a, b, d), kinds: "any", compare: true, f: cmp((c) => c >= 0) });
 
 export { ArrayImpl };

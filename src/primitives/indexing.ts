@@ -103,7 +103,7 @@ export const gatherP = new Primitive<GP>("gather", {
     const [ib, axesB] = batchIndices(ops.moveaxis(idx, di, 0), axis.size, p.axes);
     return [[ops.gather(xb, ib, axesB, p.mode, p.fill_value)], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 /** Prepends the batch position to every index tuple so a batched operand (batch at axis 0) is indexed per example. */
 function batchIndices(idx: Array, n: number, axes: readonly number[]): [Array, number[]] {
@@ -215,7 +215,7 @@ export const dynamicSliceP = new Primitive<{ slice_sizes: number[] }>("dynamic_s
     const grid = sliceGrid(xb.shape.slice(1), starts, ds, axis.size, slice_sizes);
     return [[ops.gather(xb, grid, [...xb.shape.keys()], "clip")], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 /** Index grid [n, ...sizes, 1 + ndim] addressing a per-example (clamped) dynamic window. */
 function sliceGrid(shape: readonly number[], starts: Array[], ds: (number | null)[], n: number, sizes: readonly number[]): Array {
@@ -271,6 +271,6 @@ export const dynamicUpdateSliceP = new Primitive("dynamic_update_slice", {
     const grid = sliceGrid(xb.shape.slice(1), starts, ds, axis.size, upd.shape.slice(dx === null && du === null ? 0 : 0, undefined).length === upd.ndim ? ub.shape.slice(1) : ub.shape.slice(1));
     return [[ops.scatter(xb, grid, ub, [...xb.shape.keys()], "none", "clip")], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 export type { MaybeZero };

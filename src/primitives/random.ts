@@ -80,7 +80,7 @@ export const threefry2x32P: Primitive = new Primitive("threefry2x32", {
     transpose: "threefry2x32 has integer operands and outputs, so it is never linear",
   },
   lower: (ctx, [k0, k1, x0, x1], _p, _a, [o]) => lowerThreefry(ctx, k0, k1, x0, x1, o),
-}, { multipleResults: true });
+}, { exactOnScalars: true, multipleResults: true });
 
 /** Binds threefry2x32 on (k0, k1, x0, x1): returns [y0, y1] of the broadcast shape. */
 export function threefry2x32(k0: Array, k1: Array, x0: Array, x1: Array): [Array, Array] {

@@ -80,7 +80,7 @@ function defReduce(name: string, kinds: (d: DType) => boolean, init: (d: DType) 
       for (let k = 0; k < map.length; k++) r[map[k]] = f(r[map[k]], xs[k], x.dtype);
       return [fromNums(out, r)];
     },
-  });
+  }, { exactOnScalars: true }); // on one element a reduction is its operand (or the identity)
   p.rules.vmap = vmapReduce(p as unknown as Primitive);
   return p;
 }
@@ -178,7 +178,7 @@ function defArg(name: string, better: (a: number, b: number) => boolean): Primit
       return [fromNums(out, r)];
     },
     jvp([x], _t, params) { const y = ops.bindN(p as unknown as Primitive, [x], params)[0]; return [[y], [new Zero(y.aval)]]; },
-  });
+  }, { exactOnScalars: true });
   p.rules.vmap = vmapReduce(p as unknown as Primitive);
   return p;
 }
@@ -187,7 +187,7 @@ export const argminP = defArg("argmin", (a, b) => a < b);
 
 // ---------------------------------------------------------------- cumulative ops
 type CP = { axis: number; reverse: boolean };
-function defCum(name: string, f: (acc: number, v: number, d: DType) => number): Primitive<CP> {
+function defCum(name: string, f: (acc: number, v: number, d: DType) => number, facts: { exactOnScalars: boolean }): Primitive<CP> {
   const p: Primitive<CP> = new Primitive<CP>(name, {
     lower: (ctx, [x], { axis, reverse }, [a]) => [LR.cumulative(ctx, name as LR.CumKind, x, a, axis, reverse)],
     abstractEval([x], { axis }) {
@@ -227,14 +227,14 @@ function defCum(name: string, f: (acc: number, v: number, d: DType) => number): 
       return [fromNums(out, r)];
     },
     vmap(_a, [x], [d], { axis, reverse }) { return [[ops.bindN(p as unknown as Primitive, [x], { axis: axis >= d! ? axis + 1 : axis, reverse })[0]], [d]]; },
-  });
+  }, { exactOnScalars: facts.exactOnScalars });
   return p;
 }
-export const cumsumP = defCum("cumsum", (a, v, d) => (isInteger(d) ? wrapInt(a + v, d) : a + v));
-export const cumprodP = defCum("cumprod", (a, v, d) => (isInteger(d) ? wrapInt(Math.imul(a, v), d) : a * v));
-export const cummaxP = defCum("cummax", nanMax);
-export const cumminP = defCum("cummin", nanMin);
-export const cumlogsumexpP = defCum("cumlogsumexp", (a, v) => { const m = Math.max(a, v); return m === -Infinity ? -Infinity : m + Math.log(Math.exp(a - m) + Math.exp(v - m)); });
+export const cumsumP = defCum("cumsum", (a, v, d) => (isInteger(d) ? wrapInt(a + v, d) : a + v), { exactOnScalars: true });
+export const cumprodP = defCum("cumprod", (a, v, d) => (isInteger(d) ? wrapInt(Math.imul(a, v), d) : a * v), { exactOnScalars: true });
+export const cummaxP = defCum("cummax", nanMax, { exactOnScalars: true });
+export const cumminP = defCum("cummin", nanMin, { exactOnScalars: true });
+export const cumlogsumexpP = defCum("cumlogsumexp", (a, v) => { const m = Math.max(a, v); return m === -Infinity ? -Infinity : m + Math.log(Math.exp(a - m) + Math.exp(v - m)); }, { exactOnScalars: false });
 export const CUMULATIVE = { cumsum: cumsumP, cumprod: cumprodP, cummax: cummaxP, cummin: cumminP, cumlogsumexp: cumlogsumexpP };
 
 cumsumP.rules.jvp = ([x], [t], p) => { const y = ops.cumulative("cumsum", x, p.axis, p.reverse); return [[y], [t instanceof Zero ? new Zero(y.aval) : ops.cumulative("cumsum", t, p.axis, p.reverse)]]; };

@@ -51,7 +51,7 @@ export const broadcastInDimP = new Primitive<BroadcastParams>("broadcast_in_dim"
     const newShape = [axis.size, ...shape];
     return [[ops.broadcastInDim(ops.moveaxis(x, d!, 0), newShape, [0, ...bd.map((b) => b + 1)])], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- reshape
 export const reshapeP = new Primitive<{ new_sizes: number[]; dimensions: null }>("reshape", {
@@ -64,7 +64,7 @@ export const reshapeP = new Primitive<{ new_sizes: number[]; dimensions: null }>
   jvp([x], [t], p) { const y = ops.reshape(x, p.new_sizes); return [[y], [mapZ(t, (t) => ops.reshape(t, p.new_sizes), y.aval)]]; },
   transpose([ct], [x]) { const a = (x as UndefinedPrimal).aval; return [ct instanceof Zero ? new Zero(a) : ops.reshape(ct, a.shape)]; },
   vmap(axis, [x], [d], { new_sizes }) { return [[ops.reshape(ops.moveaxis(x, d!, 0), [axis.size, ...new_sizes])], [0]]; },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- transpose
 export const transposeP = new Primitive<{ permutation: number[] }>("transpose", {
@@ -88,7 +88,7 @@ export const transposeP = new Primitive<{ permutation: number[] }>("transpose", 
     const perm = [d!, ...permutation.map((p) => (p >= d! ? p + 1 : p))];
     return [[ops.transpose(x, perm)], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- squeeze
 export const squeezeP = new Primitive<{ dimensions: number[] }>("squeeze", {
@@ -101,7 +101,7 @@ export const squeezeP = new Primitive<{ dimensions: number[] }>("squeeze", {
   jvp([x], [t], p) { const y = ops.squeeze(x, p.dimensions); return [[y], [mapZ(t, (t) => ops.squeeze(t, p.dimensions), y.aval)]]; },
   transpose([ct], [x]) { const a = (x as UndefinedPrimal).aval; return [ct instanceof Zero ? new Zero(a) : ops.reshape(ct, a.shape)]; },
   vmap(_axis, [x], [d], { dimensions }) { return [[ops.squeeze(ops.moveaxis(x, d!, 0), dimensions.map((q) => q + 1))], [0]]; },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- rev
 export const revP = new Primitive<{ dimensions: number[] }>("rev", {
@@ -121,7 +121,7 @@ export const revP = new Primitive<{ dimensions: number[] }>("rev", {
   jvp([x], [t], p) { const y = ops.rev(x, p.dimensions); return [[y], [mapZ(t, (t) => ops.rev(t, p.dimensions), y.aval)]]; },
   transpose([ct], [x], p) { return [ct instanceof Zero ? new Zero((x as UndefinedPrimal).aval) : ops.rev(ct, p.dimensions)]; },
   vmap(_axis, [x], [d], { dimensions }) { return [[ops.rev(x, dimensions.map((q) => (q >= d! ? q + 1 : q)))], [d]]; },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- pad (lo, hi, interior per dim; negative lo/hi crop)
 export const padP = new Primitive<{ padding_config: [number, number, number][] }>("pad", {
@@ -185,7 +185,7 @@ export const padP = new Primitive<{ padding_config: [number, number, number][] }
     cfg.splice(dx!, 0, [0, 0, 0]);
     return [[ops.pad(x, v, cfg)], [dx]];
   },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- concatenate
 export const concatenateP = new Primitive<{ dimension: number }>("concatenate", {
@@ -236,7 +236,7 @@ export const concatenateP = new Primitive<{ dimension: number }>("concatenate", 
     const ys = xs.map((x, i) => (dims[i] === null ? ops.broadcastBatch(x, axis.size, 0) : ops.moveaxis(x, dims[i]!, 0)));
     return [[ops.concatenate(ys, dimension + 1)], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- slice
 export interface SliceParams { start_indices: number[]; limit_indices: number[]; strides: number[] | null; [k: string]: unknown }
@@ -274,7 +274,7 @@ export const sliceP = new Primitive<SliceParams>("slice", {
     const xm = ops.moveaxis(x, d!, 0);
     return [[ops.slice(xm, [0, ...s], [axis.size, ...l], strides ? [1, ...strides] : null)], [0]];
   },
-});
+}, { exactOnScalars: true });
 
 // ---------------------------------------------------------------- convert_element_type
 export const convertElementTypeP = new Primitive<{ new_dtype: DType; weak_type: boolean; sharding: null }>("convert_element_type", {
@@ -291,7 +291,7 @@ export const convertElementTypeP = new Primitive<{ new_dtype: DType; weak_type: 
     return [ct instanceof Zero ? new Zero(a) : ops.convert(ct, a.dtype, a.weakType)];
   },
   vmap: undefined,
-});
+}, { exactOnScalars: true, shapePolymorphic: true });
 convertElementTypeP.rules.vmap = vmapElementwise(convertElementTypeP);
 
 // ---------------------------------------------------------------- bitcast_convert_type (equal widths)
@@ -307,7 +307,7 @@ export const bitcastConvertTypeP = new Primitive<{ new_dtype: DType }>("bitcast_
     return [new ArrayImpl(out, o)];
   },
   jvp([x], _t, p) { const y = ops.bitcast(x, p.new_dtype); return [[y], [new Zero(y.aval)]]; },
-});
+}, { exactOnScalars: true, shapePolymorphic: true });
 bitcastConvertTypeP.rules.vmap = vmapElementwise(bitcastConvertTypeP);
 
 // ---------------------------------------------------------------- select_n(pred, *cases)
@@ -352,7 +352,7 @@ export const selectNP = new Primitive("select_n", {
     else pp = ops.broadcastInDim(ops.moveaxis(p, dp, 0), cs[0].shape, [...globalThis.Array(p.ndim).keys()]);
     return [[ops.selectN(pp, cs)], [0]];
   },
-});
+}, { exactOnScalars: true, shapePolymorphic: true });
 
 // ---------------------------------------------------------------- clamp(min, x, max)
 export const clampP = new Primitive("clamp", {
@@ -380,7 +380,7 @@ export const clampP = new Primitive("clamp", {
     const full = xs.map((a) => (a.ndim === shape.length ? a : ops.broadcastInDim(a, shape, a.ndim === 0 ? [] : [0])));
     return [[ops.clamp(full[0], full[1], full[2])], [0]];
   },
-});
+}, { exactOnScalars: true, shapePolymorphic: true });
 
 // ---------------------------------------------------------------- iota
 export const iotaP = new Primitive<{ dtype: DType; shape: number[]; dimension: number; sharding: null }>("iota", {
@@ -397,6 +397,6 @@ export const iotaP = new Primitive<{ dtype: DType; shape: number[]; dimension: n
   },
   jvp(_p, _t, params) { const y = ops.iota(params.dtype, params.shape, params.dimension); return [[y], [new Zero(y.aval)]]; },
   missing: { vmap: "iota takes no operands, so it is never batched" },
-});
+}, { exactOnScalars: true });
 
 export type { BDim };

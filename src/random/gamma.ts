@@ -8,9 +8,7 @@ import { prod, shapeStr } from "../core/shape.js";
 import { bind, evalTrace, withTrace } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { randomGammaGrad } from "../primitives/random.js";
-// random_gamma_grad's ONNX lowering (side effect: setLowering)
-import "../lax/lower-special.js";
-import { setLowering } from "../transforms/lower-fun.js";
+import { lowerFun } from "../transforms/lower-fun.js";
 import { stopGradient } from "../transforms/stop-gradient.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { type KeyLike, checkKey, splitData, splitList } from "./keys.js";
@@ -119,13 +117,10 @@ export const randomGammaP: Primitive<GammaParams> = new Primitive<GammaParams>("
     const aa = da === null ? ops.broadcastBatch(a, axis.size, 0) : ops.moveaxis(a, da, 0);
     return [bind(randomGammaP, [kk, aa], params), [0 as BDim]];
   },
-  missing: {
-    transpose: "random_gamma is not linear",
-    lower: "lower by inlining gammaImpl (src/random/gamma.ts), as JAX's mlir.lower_fun(_gamma_impl); needs a while-loop lowering",
-  },
+  // lowered by inlining gammaImpl, as JAX lowers random_gamma_p with mlir.lower_fun(_gamma_impl) (its loops are traced while loops)
+  lower: lowerFun<GammaParams>("random_gamma", ([k, a], { log_space }) => [gammaImpl(k, a, log_space)]),
+  missing: { transpose: "random_gamma is not linear" },
 });
-// lowered by inlining gammaImpl, as JAX lowers random_gamma_p with mlir.lower_fun(_gamma_impl) (its loops are traced while loops)
-setLowering(randomGammaP, ([k, a], { log_space }) => [gammaImpl(k, a, log_space)]);
 
 function gammaFrom(fn: string, data: Array, a: Array, shape: Shape | null, dtype: DType, logSpace: boolean): Array {
   const s = shape === null ? a.shape : shape;

@@ -107,7 +107,7 @@ export const checkpointP: Primitive<CkP> = new Primitive<CkP>("checkpoint", {
     return [outs, outDims];
   },
   lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
-});
+}, { callJaxprParam: "jaxpr" });
 
 
 /** jax.checkpoint / jax.remat. */

@@ -38,7 +38,7 @@ export const customJvpCallP: Primitive<JvpP> = new Primitive<JvpP>("custom_jvp_c
   },
   lower: (ctx, inputs, { call_jaxpr }) => ctx.inlineJaxpr(call_jaxpr, inputs),
   missing: { transpose: "custom_jvp_call is differentiated through its custom rule, never transposed" },
-});
+}, { callJaxprParam: "call_jaxpr" });
 
 export interface CustomJvpFn<A extends unknown[], R> {
   (...args: A): R;
@@ -123,7 +123,7 @@ export const customVjpCallP: Primitive<VjpP> = new Primitive<VjpP>("custom_vjp_c
   },
   lower: (ctx, inputs, { call_jaxpr }) => ctx.inlineJaxpr(call_jaxpr, inputs),
   missing: { transpose: "differentiated through fwd/bwd, never transposed" },
-});
+}, { callJaxprParam: "call_jaxpr" });
 
 /** C: what bwd returns, one cotangent per differentiable argument (every argument's, without nondiffArgnums). */
 export interface CustomVjpFn<A extends unknown[], R, C = Tangent<A>> {

@@ -46,7 +46,7 @@ export const pjitP: Primitive<PjitParams> = new Primitive<PjitParams>("pjit", {
   },
   lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
   missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it" },
-});
+}, { callJaxprParam: "jaxpr" });
 
 export interface CompiledCall {
   jaxpr: Jaxpr;

@@ -13,6 +13,9 @@ import type { Primitive, PrimitiveRules } from "../core/primitive.js";
 
 type Lower = NonNullable<PrimitiveRules["lower"]>;
 
+/** A lowering written as a jaxts program: the primitive's outputs from its inputs (tracers) and params. */
+export type LoweringProgram<P> = (inputs: Array[], params: P) => Array[];
+
 /**
  * `exporting` is true while jax.exportOnnx compiles: lowerings that jit leaves to the interpreter for speed at large
  * sizes (see `tooSlowOnOnnx`) must then lower at any size, since the model has to be standalone.
@@ -37,7 +40,7 @@ function cacheKey(params: Record<string, unknown>, avals: readonly ShapedArray[]
  * `impl` must only use primitives that lower to ONNX themselves (it may use lax loops); its outputs must match the
  * primitive's output avals exactly.
  */
-export function lowerFun<P extends Record<string, unknown>>(name: string, impl: (inputs: Array[], params: P) => Array[]): Lower {
+export function lowerFun<P extends Record<string, unknown>>(name: string, impl: LoweringProgram<P>): Lower {
   const cache = new Map<string, { jaxpr: Jaxpr; consts: Array[] }>();
   return (ctx, inputs, params, inAvals, outAvals) => {
     const key = cacheKey(params, inAvals);
@@ -55,7 +58,7 @@ export function lowerFun<P extends Record<string, unknown>>(name: string, impl: 
 }
 
 /** Installs `impl` as `prim`'s ONNX lowering (and drops the recorded reason it had none). */
-export function setLowering<P extends Record<string, unknown>>(prim: Primitive<P>, impl: (inputs: Array[], params: P) => Array[]): void {
+export function setLowering<P extends Record<string, unknown>>(prim: Primitive<P>, impl: LoweringProgram<P>): void {
   prim.rules.lower = lowerFun(prim.name, impl) as PrimitiveRules<P>["lower"];
   if (prim.rules.missing) delete (prim.rules.missing as { lower?: string }).lower;
 }

@@ -9,7 +9,7 @@ export const stopGradientP: Primitive = new Primitive("stop_gradient", {
   jvp([x]) { const y = bind1(stopGradientP, [x]); return [[y], [new Zero(y.aval)]]; },
   vmap(_a, [x], [d]) { return [[bind1(stopGradientP, [x])], [d]]; },
   lower(_ctx, inputs) { return inputs; },
-});
+}, { exactOnScalars: true, shapePolymorphic: true });
 
 export function stopGradient<T>(x: T): T {
   if (x === null || typeof x !== "object" || !("aval" in (x as object))) return x;

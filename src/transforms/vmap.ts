@@ -38,15 +38,15 @@ export class BatchTrace extends Trace {
 
 /** Whether a primitive (or a call primitive's jaxpr, recursively) runs a collective over axis `name`. */
 function usesAxis(prim: Primitive, params: Params, name: string): boolean {
-  if (prim.opts.collective === true) return namesOf(params).includes(name);
+  const axisParam = prim.opts.collectiveAxisParam;
+  if (axisParam) return namesOf(params[axisParam]).includes(name);
   for (const v of Object.values(params)) {
     const js = v instanceof Jaxpr ? [v] : v instanceof ClosedJaxpr ? [v.jaxpr] : globalThis.Array.isArray(v) ? v.filter((x): x is Jaxpr => x instanceof Jaxpr) : [];
     for (const j of js) if (j.eqns.some((e) => usesAxis(e.primitive, e.params, name))) return true;
   }
   return false;
 }
-function namesOf(params: Params): string[] {
-  const a = params.axes ?? params.axis_name;
+function namesOf(a: unknown): string[] {
   return typeof a === "string" ? [a] : globalThis.Array.isArray(a) ? (a as string[]) : [];
 }
 

@@ -2,7 +2,6 @@
 import type { DType } from "../../src/core/dtype.js";
 import { getPrimitive } from "../../src/core/primitive.js";
 import "../../src/primitives/ops.js";
-import "../../src/lax/lower-special.js";
 import { type Case, FLOATS, INTS, arr, vec } from "./harness.js";
 
 

@@ -3,7 +3,6 @@ import type { DType } from "../../src/core/dtype.js";
 import { DTYPES } from "../../src/core/dtype.js";
 import { getPrimitive } from "../../src/core/primitive.js";
 import "../../src/primitives/ops.js";
-import "../../src/lax/lower-special.js";
 import "../../src/primitives/sort.js";
 import "../../src/primitives/random.js";
 import "../../src/random/gamma.js";

@@ -18,3 +18,22 @@ test("integer environment settings are validated when the config loads", () => {
   assert.match(load({ JAXTS_NUM_CPU_DEVICES: "0" }).err, /JAXTS_NUM_CPU_DEVICES="0" must be an integer >= 1/);
   assert.match(load({ JAXTS_NUM_CPU_DEVICES: "two" }).err, /JAXTS_NUM_CPU_DEVICES="two" must be an integer >= 1/);
 });
+
+test("config.backend accepts the registered backends only, and an unknown name lists them", async () => {
+  await import("../../src/index.js");
+  const { config, registeredBackendNames } = await import("../../src/core/config.js");
+  const { getBackend, registerBackend } = await import("../../src/core/trace.js");
+  assert.deepEqual(registeredBackendNames().filter((n) => n === "onnx" || n === "interpreter"), ["interpreter", "onnx"]);
+  assert.throws(() => config.update("backend", "tpu"), /config\.update: backend "tpu" is not a registered backend; registered: .*"interpreter", "onnx"/);
+  // a backend registered later is discovered: config.backend accepts it and getBackend() selects it
+  const prev = config.backend;
+  registerBackend({ name: "test-echo", execute: (prim, args, params) => getBackend("interpreter").execute(prim, args, params) });
+  try {
+    assert.ok(registeredBackendNames().includes("test-echo"));
+    config.update("backend", "test-echo");
+    assert.equal(getBackend().name, "test-echo");
+  } finally {
+    config.update("backend", prev);
+  }
+  assert.equal(getBackend().name, prev);
+});

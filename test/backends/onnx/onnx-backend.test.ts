@@ -12,7 +12,7 @@ import { config } from "../../../src/core/config.js";
 import { traceToJaxpr } from "../../../src/core/jaxpr-trace.js";
 import { Primitive, allPrimitives } from "../../../src/core/primitive.js";
 import { evalTrace, getBackend, withTrace } from "../../../src/core/trace.js";
-import { CALL_PRIMITIVES, lowerFun } from "../../../src/compiler/context.js";
+import { lowerFun } from "../../../src/compiler/context.js";
 import { summarizeOnnx } from "../../../src/compiler/summary.js";
 import * as ops from "../../../src/primitives/ops.js";
 import "../../../src/primitives/sort.js";
@@ -33,7 +33,7 @@ void stopGradientP;
 const PROGRAM_TESTED = new Set(["pjit", "cond", "while", "scan", "stop_gradient", "custom_jvp_call", "custom_vjp_call", "checkpoint", "name"]);
 
 test("every registered primitive has an ONNX lowering or a written reason for falling back", () => {
-  const missing = allPrimitives().filter((p) => !p.rules.lower && !CALL_PRIMITIVES.has(p.name) && !p.rules.missing?.lower);
+  const missing = allPrimitives().filter((p) => !p.rules.lower && p.opts.callJaxprParam === undefined && !p.rules.missing?.lower);
   assert.deepEqual(missing.map((p) => p.name), [], "primitives with neither a lower rule nor missing.lower");
 });
 
@@ -41,9 +41,9 @@ test("every registered primitive is covered by the backend-agreement tables", ()
   const cases = [unaryFloatCases(), unaryIntCases(), binaryFloatCases(), binaryIntCases(), ...Object.values(STRUCTURAL_GROUPS).map((g) => g())].flat();
   const covered = new Set(cases.map((c) => c.prim.name));
   // a primitive without a lowering (and a written reason) runs its reference impl on both backends
-  const fallsBack = (p: Primitive) => !p.rules.lower && !CALL_PRIMITIVES.has(p.name) && !!p.rules.missing?.lower;
+  const fallsBack = (p: Primitive) => !p.rules.lower && p.opts.callJaxprParam === undefined && !!p.rules.missing?.lower;
   // collectives lower only inside a device program (per mesh): test/parallel/shard-map-devices.test.ts checks each against the emulation
-  const spmdTested = (p: Primitive) => p.opts.collective === true;
+  const spmdTested = (p: Primitive) => p.collective;
   const untested = allPrimitives().filter((p) => !covered.has(p.name) && !PROGRAM_TESTED.has(p.name) && !fallsBack(p) && !spmdTested(p)).map((p) => p.name);
   assert.deepEqual(untested, [], "primitives without a case");
 });

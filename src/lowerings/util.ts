@@ -1,4 +1,4 @@
-/** @file Small array helpers shared by the traced lowerings in src/lax/lower-*.ts (float64 work, masks, broadcasts). */
+/** @file Small array helpers shared by the traced lowerings in src/lowerings/ (float64 work, masks, broadcasts). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";

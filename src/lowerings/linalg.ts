@@ -1,10 +1,9 @@
-/** @file ONNX lowerings (via setLowering) of cholesky, triangular_solve and lu: the reference kernels' algorithms as loops of one-hot masked row/column updates, computed in float64. */
+/** @file ONNX lowerings (jaxts programs, installed from src/lowerings/index.ts) of cholesky, triangular_solve and lu: the reference kernels' algorithms as loops of one-hot masked row/column updates, computed in float64. */
 import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
-import { type TriangularSolveParams, choleskyP, luP, mT, triPart, triangularSolveP } from "../primitives/linalg.js";
+import { type TriangularSolveParams, mT, triPart } from "../primitives/linalg.js";
 import { foriLoop } from "../transforms/scan.js";
-import { setLowering } from "../transforms/lower-fun.js";
-import { F64, lead, range, zeros } from "./lower-util.js";
+import { F64, lead, range, zeros } from "./util.js";
 
 // Every lowering converts to float64, runs the reference kernel's algorithm step for step (same pivots, same
 // failure tests, same elements read) and rounds back, so float32 results agree with the interpreter's
@@ -49,7 +48,7 @@ function matvec(a: Array, v: Array): Array {
  * s = A[:, j] - L[:, :j] L[j, :j]^T, L[j, j] = sqrt(s_j), L[i, j] = s_i / L[j, j] for i > j. A matrix whose
  * pivot s_j is not > 0 (or NaN) at any step becomes all NaN.
  */
-function choleskyImpl([a]: Array[]): Array[] {
+export function choleskyImpl([a]: Array[]): Array[] {
   const x = ops.convert(a, F64);
   const sh = x.shape, nd = x.ndim, n = sh[nd - 1], B = sh.slice(0, nd - 2);
   if (isEmpty(a)) return [a];
@@ -102,7 +101,7 @@ function substitute(t: Array, b: Array, tLower: boolean, unit: boolean): Array {
  * triangular_solve reduced to a left-side substitution: op(A) X = B directly, and X op(A) = B as
  * op(A)^T X^T = B^T. conjugate_a is a no-op for real dtypes (as in the reference).
  */
-function triangularSolveImpl([a, b]: Array[], p: TriangularSolveParams): Array[] {
+export function triangularSolveImpl([a, b]: Array[], p: TriangularSolveParams): Array[] {
   if (isEmpty(a) || isEmpty(b)) return [b];
   const A = ops.convert(a, F64), Bm = ops.convert(b, F64);
   const transposeOp = p.left_side ? p.transpose_a : !p.transpose_a;
@@ -120,7 +119,7 @@ function triangularSolveImpl([a, b]: Array[], p: TriangularSolveParams): Array[]
  * swap (in the permutation too), the column below the diagonal is divided by a nonzero pivot, and the trailing
  * block gets the rank-1 update a[i, c] -= a[i, j] a[j, c].
  */
-function luImpl([a]: Array[]): Array[] {
+export function luImpl([a]: Array[]): Array[] {
   const x = ops.convert(a, F64);
   const sh = x.shape, nd = x.ndim, m = sh[nd - 2], n = sh[nd - 1], k = Math.min(m, n), B = sh.slice(0, nd - 2);
   const rows = idx(sh, nd - 2), cols = idx(sh, nd - 1);
@@ -165,7 +164,3 @@ function luImpl([a]: Array[]): Array[] {
   }, [x, piv0, perm0] as [Array, Array, Array]);
   return [ops.convert(w, a.dtype), piv, perm];
 }
-
-setLowering(choleskyP, choleskyImpl);
-setLowering(triangularSolveP, triangularSolveImpl);
-setLowering(luP, luImpl);

@@ -1,4 +1,4 @@
-/** @file The ONNX lowerings of cholesky, triangular_solve and lu (src/lax/lower-linalg.ts): one ONNX graph, agreement with the interpreter, NumPy fixtures, identities, failure cases, gradients. */
+/** @file The ONNX lowerings of cholesky, triangular_solve and lu (src/lowerings/linalg.ts): one ONNX graph, agreement with the interpreter, NumPy fixtures, identities, failure cases, gradients. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";

@@ -1,15 +1,15 @@
 /**
- * @file ONNX lowerings of the matrix decompositions qr, eigh and svd: jaxts programs (setLowering) that mirror the
+ * @file ONNX lowerings of the matrix decompositions qr, eigh and svd: jaxts programs (installed from src/lowerings/index.ts) that mirror the
  * float64 reference kernels step for step (Householder QR with LAPACK signs, cyclic Jacobi eigh, one-sided Jacobi svd).
  */
 import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
 import * as ops from "../primitives/ops.js";
-import { eighP, mm, mT, qrP, svdP, triPart } from "../primitives/linalg.js";
+import { type EighParams, type SvdParams, mm, mT, triPart } from "../primitives/linalg.js";
 import { fromNums } from "../primitives/ref-util.js";
 import { foriLoop, scan, whileLoop } from "../transforms/scan.js";
-import { setLowering, tooSlowOnOnnx } from "../transforms/lower-fun.js";
-import { F64, anyTrue, f64, isNan, lead, range, zeros } from "./lower-util.js";
+import { type LoweringProgram, tooSlowOnOnnx } from "../transforms/lower-fun.js";
+import { F64, anyTrue, f64, isNan, lead, range, zeros } from "./util.js";
 
 /**
  * Largest Jacobi dimension jit lowers into ONNX. Cyclic Jacobi applies n(n-1)/2 rotations per sweep, one Loop
@@ -106,14 +106,14 @@ function householderProduct(w: Array, taus: Array, qCols: number): Array {
   }, q0);
 }
 
-setLowering(qrP, ([a], { full_matrices }) => {
+export const qrLowering: LoweringProgram<{ full_matrices: boolean }> = ([a], { full_matrices }) => {
   const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], k = Math.min(m, n), B = a.shape.slice(0, nd - 2);
   const [w, taus] = geqrf(f64(a));
   const rows = full_matrices ? m : k;
   const r = triPart(ops.slice(w, a.shape.map(() => 0), [...B, rows, n]), false, 0);
   const q = householderProduct(w, taus, rows);
   return [ops.convert(q, a.dtype), ops.convert(r, a.dtype)];
-});
+};
 
 // ---------------------------------------------------------------- shared Jacobi machinery
 const EPS = 2 ** -52;
@@ -217,7 +217,7 @@ function jacobiEigh(A0: Array, absTol: Array): [Array, Array] {
   return jacobiSweeps(rotate, A0, V0, sh.slice(0, nd - 2), n);
 }
 
-setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
+export const eighLowering: LoweringProgram<EighParams> = ([a], { lower, sort_eigenvalues }) => {
   const nd = a.ndim, sh = a.shape, n = sh[nd - 1];
   tooSlowOnOnnx("eigh", n > jacobiLoweringOptions.maxN, `n = ${n} > ${jacobiLoweringOptions.maxN}: cyclic Jacobi in an ONNX Loop is slower than the interpreter's kernel; jit runs it as a host step (exportOnnx lowers any size)`);
   const x = f64(a);
@@ -240,7 +240,7 @@ setLowering(eighP, ([a], { lower, sort_eigenvalues }) => {
   V = ops.select(lead(finite, V.shape), V, nanV);
   w = ops.select(lead(finite, w.shape), w, nanW);
   return [ops.convert(V, a.dtype), ops.convert(w, a.dtype)];
-});
+};
 
 // ---------------------------------------------------------------- svd: one-sided (Hestenes) Jacobi
 /** Column pairs of W [...B, R, C] (C >= 2) rotated until |w_p . w_q| <= R eps ||w_p|| ||w_q|| for every pair: [W, V]. */
@@ -313,7 +313,7 @@ function completeOrthonormal(U0: Array, valid0: Array): Array {
   return U;
 }
 
-setLowering(svdP, ([a], { full_matrices, compute_uv }) => {
+export const svdLowering: LoweringProgram<SvdParams> = ([a], { full_matrices, compute_uv }) => {
   const nd = a.ndim, m = a.shape[nd - 2], n = a.shape[nd - 1], B = a.shape.slice(0, nd - 2);
   const transposed = m < n, R = transposed ? n : m, C = transposed ? m : n;
   tooSlowOnOnnx("svd", C > jacobiLoweringOptions.maxN, `min(m, n) = ${C} > ${jacobiLoweringOptions.maxN}: one-sided Jacobi in an ONNX Loop is slower than the interpreter's kernel; jit runs it as a host step (exportOnnx lowers any size)`);
@@ -351,4 +351,4 @@ setLowering(svdP, ([a], { full_matrices, compute_uv }) => {
   const Vs = mm(V!, perm);
   const [u, vt] = transposed ? [Vs, mT(Uw)] : [Uw, mT(Vs)];
   return [sOut, ops.convert(nanIf(u), a.dtype), ops.convert(nanIf(vt), a.dtype)];
-});
+};

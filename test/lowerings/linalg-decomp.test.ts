@@ -1,4 +1,4 @@
-/** @file The ONNX lowerings of qr, eigh and svd (src/lax/lower-linalg-decomp.ts): one ONNX program, agreement with the reference interpreter, identities, degenerate inputs. */
+/** @file The ONNX lowerings of qr, eigh and svd (src/lowerings/linalg-decomp.ts): one ONNX program, agreement with the reference interpreter, identities, degenerate inputs. */
 import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
@@ -255,7 +255,7 @@ after(() => { console.log("max abs error vs interpreter:", JSON.stringify(maxErr
 
 test("eigh/svd above the Jacobi size limit run as a host step under jit (same values) but still export as one ONNX graph", async () => {
   const { toOnnx } = await import("../../src/io/export-onnx.js");
-  const { jacobiLoweringOptions } = await import("../../src/lax/lower-linalg-decomp.js");
+  const { jacobiLoweringOptions } = await import("../../src/lowerings/linalg-decomp.js");
   const n = jacobiLoweringOptions.maxN + 2;
   const a = randMat("float32", [n, n], 91);
   const sym = (x: Array) => jnp.add(x, jnp.matrixTranspose(x));

@@ -1,11 +1,8 @@
-/** @file ONNX lowerings (via setLowering) of the iterative special functions polygamma and random_gamma_grad, mirroring their float64 reference kernels. */
+/** @file ONNX lowerings (jaxts programs, installed from src/lowerings/index.ts) of the iterative special functions polygamma and random_gamma_grad, mirroring their float64 reference kernels. */
 import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
-import { polygammaP } from "../primitives/elementwise.js";
-import { randomGammaGradP } from "../primitives/random.js";
 import { whileLoopFlat } from "../transforms/control-flow.js";
-import { setLowering } from "../transforms/lower-fun.js";
-import { F64, anyTrue, isNan } from "./lower-util.js";
+import { F64, anyTrue, isNan } from "./util.js";
 
 const full64 = (like: Array, v: number): Array => ops.full(like.shape, v, F64);
 
@@ -16,7 +13,7 @@ const BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 
 const factorial = (n: number): number => { let r = 1; for (let i = 2; i <= n; i++) r *= i; return r; };
 const SHIFT_TO = 15;
 
-function polygammaLowering([x0]: Array[], { m }: { m: number }): Array[] {
+export function polygammaLowering([x0]: Array[], { m }: { m: number }): Array[] {
   if (m === 0) return [ops.digamma(x0)]; // the reference's m = 0 case is digamma, which lowers itself
   const x = ops.convert(x0, F64);
   const bad = ops.or(isNan(x), ops.le(x, 0));
@@ -101,7 +98,7 @@ function contFrac(a: Array, x: Array, active: Array): [Array, Array] {
   return [out[7], out[8]];
 }
 
-function gammaGradLowering([a0, x0]: Array[]): Array[] {
+export function gammaGradLowering([a0, x0]: Array[]): Array[] {
   const shape = a0.ndim === 0 ? x0.shape : a0.shape;
   const a = ops.broadcastInDim(ops.convert(a0, F64), shape, a0.ndim === 0 ? [] : shape.map((_, i) => i));
   const x = ops.broadcastInDim(ops.convert(x0, F64), shape, x0.ndim === 0 ? [] : shape.map((_, i) => i));
@@ -129,6 +126,3 @@ function gammaGradLowering([a0, x0]: Array[]): Array[] {
   r = ops.select(nanOut, full64(a, NaN), r);
   return [ops.convert(r, a0.dtype, a0.weakType && x0.weakType)];
 }
-
-setLowering(polygammaP, polygammaLowering);
-setLowering(randomGammaGradP, gammaGradLowering);

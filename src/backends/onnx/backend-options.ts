@@ -1,0 +1,16 @@
+/** @file Tunables of the "onnx" backend (tests switch the scalar fast path, strict lowering and fusion). */
+/** Tunables (tests switch the scalar fast path and strict lowering). */
+export const onnxBackendOptions = {
+  /** Run primitives whose operands and results all have at most one element on the reference impl (exact, no ORT call). */
+  scalarFastPath: true,
+  /** Rethrow errors from lowering rules and session creation instead of falling back to the interpreter. */
+  strict: false,
+  /** Work (element operations) above which a jitted program gets all intra-op threads. */
+  parallelWork: 1 << 18,
+  /** Work above which a jitted program gets ORT's full graph optimizations (below: constant folding only, faster to create). */
+  optimizeWork: 1 << 14,
+  /** Run jitted pure float32 elementwise programs as one fused kernel (single pass over memory). */
+  fuseElementwise: true,
+  /** Fused kernels run natively (AVX-512/AVX2, native threads) when the native addon is loaded; else WebAssembly SIMD. */
+  nativeFused: true,
+};
