@@ -9,12 +9,13 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, allocate } from "../core/dtype.js";
+import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
@@ -224,6 +225,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
   const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = [];
+  const t0 = profiling() ? monotonicUs() : 0;
   try {
     const inVals: ArrayImpl[] = [...consts, ...leaves];
     const inSpecsAll: (Spec | null)[] = [...consts.map(() => null), ...inSpecs];
@@ -245,11 +247,13 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         slotBuffers[r].set(slot, buf);
       });
     });
+    if (t0) reportTransfer("copy host -> devices", t0, owned);
     if (step && c.device) {
       const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
       res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
     // assemble each output from its devices' blocks
+    const t1 = t0 ? monotonicUs() : 0;
     const outs = program.outs.map((o, k) => {
       const aval = c.outAvals[k];
       const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
@@ -275,8 +279,16 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       }
       return new ArrayImpl(new ShapedArray(gshape, aval.dtype, aval.weakType), global);
     });
+    if (t1) reportTransfer("copy devices -> host", t1, outs);
     return outs;
   } finally {
     for (const b of owned) b.free();
   }
+}
+
+/** A transfer span on the host's transfers track: the bytes of the buffers or arrays it copied (profiling only). */
+function reportTransfer(name: string, start: number, bufs: readonly { bytes: number }[] | readonly ArrayImpl[]): void {
+  let bytes = 0;
+  for (const b of bufs) bytes += b instanceof ArrayImpl ? b.size * itemsize(b.dtype) : b.bytes;
+  reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, buffers: bufs.length } });
 }

@@ -120,6 +120,16 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
   return { devs, outs, args };
 }
 
+/** What a launch observer sees: the program, each rank's timing, and whether some rank failed. */
+export interface LaunchRecord { readonly program: string; readonly timeline: readonly RankTiming[]; readonly failed: boolean }
+let observer: ((r: LaunchRecord) => void) | null = null;
+/** Installs (null: removes) the function told about every completed launch (the profiler's hook); returns the previous one. */
+export function setLaunchObserver(f: ((r: LaunchRecord) => void) | null): ((r: LaunchRecord) => void) | null {
+  const prev = observer;
+  observer = f;
+  return prev;
+}
+
 let lastTimeline: readonly RankTiming[] = [];
 /** The per-rank timings of the most recent completed launch (tests and the profiler). */
 export function lastLaunchTimeline(): readonly RankTiming[] { return lastTimeline; }
@@ -128,6 +138,7 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
   lastTimeline = timeline;
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
+  if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0 });
   if (errs.length) {
     for (const os of prep.outs) for (const b of os) b.free();
     // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
