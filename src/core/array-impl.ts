@@ -22,6 +22,8 @@ export const HOST_DEVICE: Device = {
 export class ArrayImpl extends Array {
   /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
   static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
+  /** Called with every new array while the memory profiler tracks live arrays (null otherwise: one test per array). */
+  static createHook: ((a: ArrayImpl) => void) | null = null;
   #aval: ShapedArray;
   #data: TypedArray | null;
   readonly device: Device;
@@ -40,6 +42,7 @@ export class ArrayImpl extends Array {
     this.#aval = aval;
     this.#data = data;
     this.device = device;
+    if (ArrayImpl.createHook !== null) ArrayImpl.createHook(this);
   }
   static of(shape: Shape, dtype: DType, data: TypedArray, weakType = false): ArrayImpl {
     return new ArrayImpl(new ShapedArray(shape, dtype, weakType), data);

@@ -17,6 +17,8 @@ export interface ProfileSpan {
   args?: Record<string, string | number>;
 }
 
+import { config } from "./config.js";
+
 let sink: ((s: ProfileSpan) => void) | null = null;
 
 /** Installs (or with null removes) the receiver of spans; the profiler calls it on startTrace / stopTrace. */
@@ -30,3 +32,6 @@ export function reportSpan(s: ProfileSpan): void { if (sink !== null) sink(s); }
 
 /** Microseconds of the monotonic clock (CLOCK_MONOTONIC, as std::chrono::steady_clock in the native runtime). */
 export function monotonicUs(): number { return Number(process.hrtime.bigint()) / 1000; }
+
+/** True while arrays and device buffers should record their creating source line (config memoryProfile, or a trace runs). */
+export function memoryTracking(): boolean { return config.memoryProfile || sink !== null; }

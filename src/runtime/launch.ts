@@ -110,7 +110,18 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
     });
   });
   // ORT writes every element of each output
-  const outs = devs.map((d) => sig.outputDTypes.map((dt, k) => DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
+  const outs: DeviceBuffer[][] = [];
+  try {
+    for (const d of devs) {
+      const os: DeviceBuffer[] = [];
+      outs.push(os);
+      sig.outputDTypes.forEach((dt, k) => os.push(DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
+    }
+  } catch (e) {
+    // past a device's bytesLimit: nothing allocated for this launch stays accounted
+    for (const os of outs) for (const b of os) b.free();
+    throw e;
+  }
   const timeoutMs = opts.timeoutMs ?? config.collectiveTimeoutMs;
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
