@@ -14,7 +14,9 @@ import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
+import { type Atom, Jaxpr } from "../core/jaxpr.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, launchSync, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
@@ -180,7 +182,10 @@ interface Compiled {
   outAvals: ShapedArray[];
   outSpecs: Spec[];
   device: DeviceProgram | null;
+  /** Debug callbacks hoisted out of the device program (see hoistCallbacks). */
+  callbacks: HoistedCallback[];
 }
+interface HoistedCallback { params: DebugCallbackParams; first: number; count: number; avals: ShapedArray[] }
 
 /** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
 function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
@@ -202,7 +207,8 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
   const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
   if (typeof resolved === "string") return resolved;
-  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(resolved, { name: "shard_map" }));
+  const { jaxpr: body2, callbacks } = hoistCallbacks(resolved);
+  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(body2, { name: "shard_map" }));
   if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
@@ -210,7 +216,23 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
   }, mesh.size) : null;
-  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
+  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, callbacks };
+}
+
+/**
+ * The body's top-level debug callbacks leave the device program: their operands become extra outputs (after the
+ * body's own), and run() calls them back per device, in program order, once the launch finished.
+ */
+function hoistCallbacks(j: Jaxpr): { jaxpr: Jaxpr; callbacks: HoistedCallback[] } {
+  const callbacks: HoistedCallback[] = [];
+  const extra: Atom[] = [];
+  for (const e of j.eqns) {
+    if (e.primitive !== debugCallbackP) continue;
+    callbacks.push({ params: e.params as DebugCallbackParams, first: j.outvars.length + extra.length, count: e.inputs.length, avals: e.inputs.map((a) => a.aval) });
+    extra.push(...e.inputs);
+  }
+  if (!callbacks.length) return { jaxpr: j, callbacks };
+  return { jaxpr: new Jaxpr(j.constvars, j.invars, [...j.outvars, ...extra], j.eqns.filter((e) => e.primitive !== debugCallbackP)), callbacks };
 }
 
 /**
@@ -252,9 +274,18 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
       res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
+    const valueOf = (o: number | ArrayImpl, r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : o.buffer);
+    // the hoisted debug callbacks, in program order, each once per device (rank order) with its mesh axis indices
+    for (const cb of c.callbacks) {
+      for (let r = 0; r < n; r++) {
+        const vals = cb.avals.map((a, i) => new ArrayImpl(a, valueOf(program.outs[cb.first + i] as number | ArrayImpl, r).slice()));
+        const coords = mesh.coords(r);
+        bind(debugCallbackP, vals, { ...cb.params, device: devs[r].id, axis_indices: { ...Object.fromEntries(mesh.axisNames.map((nm, a) => [nm, coords[a]])), ...cb.params.axis_indices } });
+      }
+    }
     // assemble each output from its devices' blocks
     const t1 = t0 ? monotonicUs() : 0;
-    const outs = program.outs.map((o, k) => {
+    const outs = program.outs.slice(0, c.outAvals.length).map((o, k) => {
       const aval = c.outAvals[k];
       const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
       const spec = outSpecs[k];

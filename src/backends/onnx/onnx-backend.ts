@@ -470,7 +470,8 @@ const polyCache = new Map<string, ReadyStep | null>();
 function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params, paramsKey: string): EagerEntry {
   const inAvals = args.map((a) => a.aval);
   const outAvals = abstractEval(prim, inAvals, params);
-  const empty = outAvals.every((a) => a.size === 0);
+  // an effectful primitive (a debug callback) runs even when it has no output to compute
+  const empty = outAvals.every((a) => a.size === 0) && prim.opts.effectful !== true;
   const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && EXACT_ON_SCALARS.has(prim.name)
     && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
   if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
