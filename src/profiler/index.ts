@@ -38,9 +38,16 @@ function onLaunch(r: LaunchRecord): void {
   for (const t of r.timeline) {
     reportSpan({ name: r.program, cat: "device", start: t.start, end: t.end, track: { device: t.device },
       args: { rank: t.rank, ranks: r.timeline.length, thread: t.thread, ...(r.failed ? { failed: "yes" } : {}) } });
+    // each collective inside it: waiting for the peers (start..ready) and moving the data (ready..end)
+    for (const c of r.collectives[t.rank] ?? []) {
+      reportSpan({ name: `${c.name} (${c.kind})`, cat: "collective", start: c.start, end: c.end, track: { device: t.device },
+        args: { kind: c.kind, axes: c.axes, bytes: c.bytes, group_size: c.groupSize, wait_us: round3(c.ready - c.start), transfer_us: round3(c.end - c.ready) } });
+    }
   }
   active?.prevObserver?.(r);
 }
+
+function round3(x: number): number { return Math.round(x * 1000) / 1000; }
 
 /** True while a trace is being collected. */
 export function isTracing(): boolean { return active !== null; }

@@ -1,7 +1,7 @@
 /** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async (Promise) or blocking. */
 import { availableParallelism } from "node:os";
 import { ONNX_DTYPE, type HostArray } from "../backends/onnx/graph-builder.js";
-import { deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
+import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
 import { DeviceBuffer, runtimeDevice, type RuntimeDevice } from "./device.js";
@@ -126,13 +126,20 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}) },
+    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}) },
   ];
   return { devs, outs, args };
 }
 
 /** What a launch observer sees: the program, each rank's timing, and whether some rank failed. */
-export interface LaunchRecord { readonly program: string; readonly timeline: readonly RankTiming[]; readonly failed: boolean }
+export interface LaunchRecord {
+  readonly program: string;
+  readonly timeline: readonly RankTiming[];
+  readonly failed: boolean;
+  /** collectives[rank]: the collectives that rank ran (recorded while an observer is installed). */
+  readonly collectives: readonly (readonly CollectiveTiming[])[];
+}
+export type { CollectiveTiming };
 let observer: ((r: LaunchRecord) => void) | null = null;
 /** Installs (null: removes) the function told about every completed launch (the profiler's hook); returns the previous one. */
 export function setLaunchObserver(f: ((r: LaunchRecord) => void) | null): ((r: LaunchRecord) => void) | null {
@@ -149,7 +156,7 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
   lastTimeline = timeline;
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
-  if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0 });
+  if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0, collectives: r.collectives ?? [] });
   if (errs.length) {
     for (const os of prep.outs) for (const b of os) b.free();
     // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost

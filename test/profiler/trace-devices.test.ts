@@ -22,7 +22,7 @@ function trainStep(mesh: ReturnType<typeof makeMesh>) {
   return jit(shardMap(local, { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: [P(), P()] }) as (w: Array, x: Array, y: Array) => Array[]);
 }
 
-test("a sharded training step on 4 devices: one track per device, overlapping launch spans, compile, cache hits, transfers and steps", { skip }, () => {
+test("a sharded training step on 4 devices: one track per device, overlapping launch spans, collectives with their bytes, compile, cache hits, transfers and steps", { skip }, () => {
   const mesh = makeMesh([4], ["data"]);
   const step = trainStep(mesh);
   const dir = mkdtempSync(join(tmpdir(), "jaxts-trace-"));
@@ -54,6 +54,20 @@ test("a sharded training step on 4 devices: one track per device, overlapping la
     // pmean makes every rank wait for the others: the four runs share an instant
     const lastStart = Math.max(...launch.map((e) => e.ts)), firstEnd = Math.min(...launch.map((e) => e.ts + e.dur!));
     assert.ok(lastStart <= firstEnd, `launch ${k}: the devices' spans overlap (${lastStart} <= ${firstEnd})`);
+  }
+  // each device ran four all-reduces per launch inside its run span: lax.pmean(v) is psum(v) / psum(fullLike(v, 1)),
+  // two psums of v's size, for the loss (f32[], 4 B) and the gradient (f32[8,2], 64 B); wait + transfer = the span
+  const colls = spans.filter((e) => e.cat === "collective");
+  assert.equal(colls.length, 3 * 4 * 4);
+  for (const c of colls) {
+    const run = devSpans.find((d) => d.tid === c.tid && d.ts <= c.ts && c.ts + c.dur! <= d.ts + d.dur! + 1e-3);
+    assert.ok(run, `collective ${c.name} at ${c.ts} lies inside a run of its device ${c.tid}`);
+    assert.equal(c.args!.kind, "AllReduce");
+    assert.equal(c.args!.group_size, 4);
+    assert.ok(Math.abs((c.args!.wait_us as number) + (c.args!.transfer_us as number) - c.dur!) < 0.01, "wait + transfer = duration");
+  }
+  for (let d = 0; d < 4; d++) {
+    assert.deepEqual(colls.filter((c) => c.tid === 100 + d).map((c) => c.args!.bytes).sort((a, b) => Number(a) - Number(b)), [4, 4, 4, 4, 4, 4, 64, 64, 64, 64, 64, 64], `device ${d}: the loss (f32[]) and gradient (f32[8,2]) payloads`);
   }
   // tracing and compilation once, then cache hits
   assert.equal(spans.filter((e) => e.cat === "tracing" && /^trace jit\(/.test(e.name)).length, 1);
