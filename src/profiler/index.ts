@@ -11,7 +11,9 @@ import { refreshArrayTracking } from "./memory.js";
 import { buildTraceFile, writeTraceFile } from "./trace-file.js";
 
 export { deviceMemoryProfile, type DeviceMemory, type LiveArrayRecord, type MemoryProfile } from "./memory.js";
-export { buildTraceFile, readTraceFile, type TraceEvent, type TraceFile } from "./trace-file.js";
+export { buildTraceFile, mergeTraceFiles, readTraceFile, type TraceEvent, type TraceFile } from "./trace-file.js";
+export { formatSummary, summarizeTrace, type DeviceSummary, type StepSummary, type TraceSummary } from "./summary.js";
+export { renderTimelineHtml, timelineData } from "./timeline-html.js";
 
 export interface TraceOptions {
   /** Write `.trace.json.gz` instead of `.trace.json`. */

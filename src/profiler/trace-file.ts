@@ -57,7 +57,8 @@ export function buildTraceFile(spans: readonly ProfileSpan[], t0: number): Trace
   // sorted by start, longer first at equal starts, so enclosing spans precede what they enclose
   spanEvents.sort((a, b) => a.ts - b.ts || (b.dur ?? 0) - (a.dur ?? 0));
   events.push(...spanEvents);
-  return { displayTimeUnit: "ms", traceEvents: events, otherData: { producer: "jaxts", host: hostname(), pid: process.pid } };
+  // t0_us (the monotonic clock at ts 0) lets a merge align the files of several processes of one host
+  return { displayTimeUnit: "ms", traceEvents: events, otherData: { producer: "jaxts", host: hostname(), pid: process.pid, t0_us: t0 } };
 }
 
 function meta(name: string, pid: number, tid: number, args: Record<string, string | number>): TraceEvent {
@@ -88,4 +89,31 @@ export function readTraceFile(path: string): TraceFile {
   const evs = (obj as { traceEvents?: unknown })?.traceEvents;
   if (!Array.isArray(evs)) throw new Error(`readTraceFile(${path}): expected an object with a traceEvents array (Chrome trace-event JSON)`);
   return obj as TraceFile;
+}
+
+/**
+ * Puts the traces of several processes on one timeline: each file's process ids are renumbered (file k uses
+ * 10k + its own), its process names say which host and pid wrote it, and its times shift by its t0_us (the
+ * monotonic clock, shared by the processes of one host) relative to the earliest file.
+ */
+export function mergeTraceFiles(files: readonly TraceFile[]): TraceFile {
+  if (files.length === 0) throw new Error("mergeTraceFiles: no trace files given");
+  const t0s = files.map((f, k) => {
+    const t = Number(f.otherData?.t0_us);
+    if (!Number.isFinite(t)) throw new Error(`mergeTraceFiles: file ${k} has no otherData.t0_us (was it written by jaxts's profiler?)`);
+    return t;
+  });
+  const base = Math.min(...t0s);
+  const events: TraceEvent[] = [];
+  files.forEach((f, k) => {
+    const who = `${String(f.otherData?.host ?? "host")}:${String(f.otherData?.pid ?? k)}`;
+    const shift = t0s[k] - base;
+    for (const e of f.traceEvents) {
+      const ev: TraceEvent = { ...e, pid: 10 * (k + 1) + e.pid, ts: e.ph === "M" ? 0 : round(e.ts + shift) };
+      if (e.ph === "M" && e.name === "process_name") ev.args = { name: `${who} ${String(e.args?.name ?? "")}` };
+      if (e.ph === "M" && e.name === "process_sort_index") ev.args = { sort_index: 10 * (k + 1) + Number(e.args?.sort_index ?? 0) };
+      events.push(ev);
+    }
+  });
+  return { displayTimeUnit: "ms", traceEvents: events, otherData: { producer: "jaxts", merged: files.length, t0_us: base } };
 }
