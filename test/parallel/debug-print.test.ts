@@ -120,3 +120,10 @@ test("debug.callback passes pytrees through with concrete arrays; bad formats fa
   assert.throws(() => jit((x: Array) => { debug.print("{:.2f}", x); return x; })(jnp.ones([2])), /format spec ':.2f' applies to scalars only/);
   assert.throws(() => debug.callback(3 as unknown as () => void), /debug\.callback: expected a function/);
 });
+
+test("inside cond and whileLoop under jit, only the branch taken prints, and each loop iteration prints", () => {
+  const f = jit((x: Array) => lax.cond(jnp.greater(x, 0), (v: Array) => { debug.print("pos {}", v); return v; }, (v: Array) => { debug.print("neg {}", v); return jnp.negative(v); }, x));
+  assert.deepEqual(captured(() => { f(jnp.array(-1.5, { dtype: "float32" })); f(jnp.array(3.5, { dtype: "float32" })); }), ["neg -1.5", "pos 3.5"]);
+  const w = jit((x: Array) => lax.whileLoop((c: Array) => jnp.less(c, 3), (c: Array) => { debug.print("it {}", c); return jnp.add(c, 1); }, x));
+  assert.deepEqual(captured(() => assert.equal(w(jnp.array(0)).item(), 3)), ["it 0", "it 1", "it 2"]);
+});
