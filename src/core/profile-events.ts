@@ -33,5 +33,8 @@ export function reportSpan(s: ProfileSpan): void { if (sink !== null) sink(s); }
 /** Microseconds of the monotonic clock (CLOCK_MONOTONIC, as std::chrono::steady_clock in the native runtime). */
 export function monotonicUs(): number { return Number(process.hrtime.bigint()) / 1000; }
 
-/** True while arrays and device buffers should record their creating source line (config memoryProfile, or a trace runs). */
-export function memoryTracking(): boolean { return config.memoryProfile || sink !== null; }
+/**
+ * True while arrays and device buffers record their creating source line (config memoryProfile). A running trace does
+ * not turn it on: a stack capture per array would inflate the very op and launch times the trace measures.
+ */
+export function memoryTracking(): boolean { return config.memoryProfile; }

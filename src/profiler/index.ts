@@ -7,7 +7,6 @@
 import { monotonicUs, reportSpan, setSpanSink, type ProfileSpan } from "../core/profile-events.js";
 import { setProfileSink } from "../core/trace.js";
 import { setLaunchObserver, type LaunchRecord } from "../runtime/index.js";
-import { refreshArrayTracking } from "./memory.js";
 import { buildTraceFile, writeTraceFile } from "./trace-file.js";
 
 export { deviceMemoryProfile, type DeviceMemory, type LiveArrayRecord, type MemoryProfile } from "./memory.js";
@@ -29,7 +28,6 @@ export function startTrace(logDir: string, opts: TraceOptions = {}): void {
   const prevObserver = setLaunchObserver(onLaunch);
   active = { dir: logDir, spans, t0: monotonicUs(), gzip: opts.gzip ?? false, prevObserver };
   setSpanSink((s) => spans.push(s));
-  refreshArrayTracking();
   setProfileSink((name, s, e, args) => spans.push({
     name, cat: name.startsWith("jit(") ? "jit" : "op", start: s, end: e, track: "host", args,
   }));
@@ -61,7 +59,6 @@ export function stopTrace(): string {
   active = null;
   setProfileSink(null);
   setSpanSink(null);
-  refreshArrayTracking();
   setLaunchObserver(prevObserver);
   return writeTraceFile(dir, buildTraceFile(spans, t0), gzip);
 }

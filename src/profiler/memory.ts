@@ -1,7 +1,7 @@
 /**
  * @file profiler.deviceMemoryProfile(): the live arrays (and device-runtime buffers) of every device with shape, dtype,
- * sharding and the user's source line that created them. Arrays are tracked only while config memoryProfile is on or
- * a trace runs (a stack capture per array); untracked arrays are summarised by the devices' counters alone.
+ * sharding and the user's source line that created them. Arrays are tracked only while config memoryProfile is on
+ * (a stack capture per array); untracked arrays are summarised by the devices' counters alone.
  */
 import { ArrayImpl } from "../core/array-impl.js";
 import { onConfigChange } from "../core/config.js";
@@ -38,7 +38,7 @@ export interface DeviceMemory {
 
 export interface MemoryProfile {
   readonly devices: readonly DeviceMemory[];
-  /** True when arrays are being tracked now (config memoryProfile or a running trace); arrays created untracked are not listed. */
+  /** True when arrays are being tracked now (config memoryProfile); arrays created untracked are not listed. */
   readonly tracking: boolean;
   /** A readable table: per device its totals and largest arrays with their sites. */
   toString(): string;
@@ -59,7 +59,7 @@ function track(a: ArrayImpl): void {
   forget.register(a, r);
 }
 
-/** Installs or removes ArrayImpl's creation hook after config memoryProfile or the trace state changed. */
+/** Installs or removes ArrayImpl's creation hook after config memoryProfile changed. */
 export function refreshArrayTracking(): void { ArrayImpl.createHook = memoryTracking() ? track : null; }
 onConfigChange((name) => { if (name === "memoryProfile") refreshArrayTracking(); });
 refreshArrayTracking();
@@ -97,7 +97,7 @@ export function deviceMemoryProfile(): MemoryProfile {
 
 function formatProfile(devices: readonly DeviceMemory[], tracking: boolean, top = 10): string {
   const lines: string[] = [];
-  if (!tracking) lines.push("(arrays are tracked only while config memoryProfile is on or a profiler trace runs)");
+  if (!tracking) lines.push("(arrays are tracked only while config memoryProfile is on: config.update(\"memoryProfile\", true))");
   for (const d of devices) {
     const rt = d.runtime ? `; runtime buffers ${d.runtime.bytesInUse} B in use, peak ${d.runtime.peakBytesInUse} B${d.runtime.bytesLimit ? `, limit ${d.runtime.bytesLimit} B` : ""}` : "";
     lines.push(`Device ${d.device}: ${d.arrays.length} live array(s), ${d.liveBytes} B${rt}`);
