@@ -5,6 +5,7 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 2);
 import { type Array, debug, grad, jit, lax, makeMesh, numpy as jnp, shardMap, sharding, vmap } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
+import { onnxCacheStats } from "../../src/backends/onnx/onnx-backend.js";
 const { P } = sharding;
 
 /** The lines debug.print writes while f runs. */
@@ -24,6 +25,12 @@ test("debug.print formats like Python's str.format (NumPy's str of arrays), eage
   });
   // NumPy: str(np.float32(2.5)), str(np.array([0.5, 1.25], np.float32)) == '[0.5  1.25]', str(int32 2x2) == '[[1 2]\n [3 4]]'
   assert.deepEqual(lines, ["x: 2.5", "3 True 3 {literal}", "v=[0.5  1.25] m=[[1 2]\n [3 4]] s=3.142 n=7", "    3.14|1.234568e+04|9"]);
+  // each eager print is a new closure: it must not take (and evict) an eager-op cache entry of the ONNX backend
+  const x = jnp.array(1.5, { dtype: "float32" });
+  const before = onnxCacheStats().eagerEntries;
+  const many = captured(() => { for (let i = 0; i < 50; i++) debug.print("{}", x); });
+  assert.equal(many.length, 50);
+  if (config.backend === "onnx") assert.equal(onnxCacheStats().eagerEntries, before);
 });
 
 test("debug.print under jit runs on every call, in program order, between the computations around it", () => {

@@ -470,8 +470,7 @@ const polyCache = new Map<string, ReadyStep | null>();
 function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params, paramsKey: string): EagerEntry {
   const inAvals = args.map((a) => a.aval);
   const outAvals = abstractEval(prim, inAvals, params);
-  // an effectful primitive (a debug callback) runs even when it has no output to compute
-  const empty = outAvals.every((a) => a.size === 0) && prim.opts.effectful !== true;
+  const empty = outAvals.every((a) => a.size === 0);
   const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && EXACT_ON_SCALARS.has(prim.name)
     && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
   if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
@@ -517,6 +516,9 @@ export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: numb
 function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   // call primitives (pjit, custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
   if (!prim.rules.lower && CALL_PRIMITIVES.has(prim.name) && prim.rules.impl) return prim.rules.impl(args, params, []);
+  // an effectful primitive without a lowering (a debug callback) runs its impl every time: no cache entry per closure,
+  // and never the no-output shortcut
+  if (prim.opts.effectful === true && !prim.rules.lower && prim.rules.impl) return prim.rules.impl(args, params, abstractEval(prim, args.map((a) => a.aval), params));
   // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
   if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) {
     // donation only for a call dispatched by jit on concrete arrays (a pjit equation evaluated inside another
