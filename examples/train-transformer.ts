@@ -1,7 +1,7 @@
 /** @file Trains the small Transformer LM data x tensor parallel over a (2, 2) mesh of CPU devices, with remat and adamw. */
 import { config } from "../src/core/config.js";
 config.update("numCpuDevices", 4);
-import { type Array, jit, makeMesh, numpy as jnp, optim } from "../src/index.js";
+import { type Array, jit, makeMesh, numpy as jnp, optim, profiler } from "../src/index.js";
 import { type TransformerConfig, initParams, makeShardedTrainStep } from "../src/models/transformer.js";
 
 const cfg: TransformerConfig = { vocab: 32, dModel: 32, heads: 4, layers: 2, seq: 16, ff: 64 };
@@ -18,9 +18,17 @@ const y = jnp.array(toks.map((r) => r.map((_, i) => r[Math.max(0, i - 3)])), { d
 let params = initParams(cfg, 0);
 let state = opt.init(params);
 let l: Array = jnp.zeros([]);
+// JAXTS_TRACE_DIR=dir: trace the first 10 steps (view with `jaxts trace summary|view dir`)
+const traceDir = process.env.JAXTS_TRACE_DIR;
+if (traceDir) profiler.startTrace(traceDir);
 const t0 = performance.now();
 for (let i = 1; i <= 200; i++) {
-  [l, params, state] = step(params, state, x, y) as [Array, typeof params, typeof state];
+  {
+    using _ = traceDir && i <= 10 ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
+    [l, params, state] = step(params, state, x, y) as [Array, typeof params, typeof state];
+    if (traceDir && i <= 10) l.item();
+  }
+  if (traceDir && i === 10) console.log(`trace written to ${profiler.stopTrace()}`);
   if (i % 25 === 0 || i === 1) console.log(`step ${String(i).padStart(3)}  loss ${(l.item() as number).toFixed(4)}`);
 }
 console.log(`200 steps in ${((performance.now() - t0) / 1000).toFixed(2)} s on mesh ${mesh}`);

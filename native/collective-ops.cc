@@ -190,6 +190,10 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   call.seq = dev->seq++;
   call.group = std::move(group);
   call.timeout_ms = dev->timeout_ms;
+  const double t0 = dev->records ? SteadyNowUs() : 0;
+  double ready = -1;
+  if (dev->records) call.ready_us = &ready;
+  const int group_size = int(call.group.size());
   static char empty[8];
   const void* src = x.data ? x.data : empty;
   void* dst = y.data ? y.data : empty;
@@ -206,6 +210,18 @@ St Compute(void* kp, OrtKernelContext* ctx) {
       break;
     }
     default: err = "unknown collective";
+  }
+  if (dev->records) {
+    CollectiveRecord rec;
+    rec.kind = k.kind;
+    rec.name = k.label;
+    rec.axes = k.axes;
+    rec.group_size = group_size;
+    rec.bytes = double(x.count * ElementBytes(x.type));
+    rec.start = t0;
+    rec.end = SteadyNowUs();
+    rec.ready = ready < 0 ? t0 : ready;  // a group of one never waits
+    dev->records->push_back(std::move(rec));
   }
   if (!err.empty()) return Error("jaxts.collectives." + std::string(kNames[k.kind]) + ": " + err);
   return nullptr;

@@ -1,11 +1,28 @@
 /** @file The thread-local device context an executor sets around each program run; the collective custom ops read it. */
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace jaxts {
 
 class Communicator;
+
+/** One collective a rank ran, for the profiler: when it started, when every peer had arrived, when it returned. */
+struct CollectiveRecord {
+  int kind = 0;           // index into the collective op names (AllReduce, AllGather, ...)
+  std::string name, axes; // what the user called and over which mesh axes
+  int group_size = 1;
+  double bytes = 0;       // this rank's input payload
+  double start = 0, ready = 0, end = 0;  // microseconds of the steady clock
+};
+
+/** Microseconds of the steady clock (CLOCK_MONOTONIC: the clock of the launch timestamps and of process.hrtime). */
+inline double SteadyNowUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 /** Which device (rank) of which launch the calling thread is running; one ONNX program serves every device. */
 struct DeviceContext {
@@ -16,6 +33,7 @@ struct DeviceContext {
   uint64_t seq = 0;           // collectives this rank has run in this launch so far
   int64_t timeout_ms = 30000;
   Communicator* comm = nullptr;
+  std::vector<CollectiveRecord>* records = nullptr;  // set when the launch asked for collective timings
 };
 
 /** The context of the calling thread (nullptr outside a device program run). */

@@ -127,6 +127,8 @@ struct Launch {
   std::vector<double> threads;
   int64_t timeout_ms = 30000;
   int fail_rank = -1;  // test hook: this rank fails before running
+  bool record = false;  // each rank records its collectives (the profiler asks for it)
+  std::vector<std::vector<CollectiveRecord>> colls;
   std::atomic<int> remaining{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -154,6 +156,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   ctx.launch = L->id;
   ctx.timeout_ms = L->timeout_ms;
   ctx.comm = comm.get();
+  if (L->record) ctx.records = &L->colls[size_t(r)];
   CurrentDevice() = &ctx;
   L->threads[size_t(r)] = double(std::hash<std::thread::id>()(std::this_thread::get_id()) & ((uint64_t(1) << 52) - 1));
   L->start[size_t(r)] = NowUs();
@@ -329,6 +332,36 @@ napi_value Result(napi_env env, Launch& L) {
   napi_set_named_property(env, obj, "start", start);
   napi_set_named_property(env, obj, "end", end);
   napi_set_named_property(env, obj, "threads", threads);
+  if (L.record) {
+    // collectives[rank]: { kind, name, axes, groupSize, bytes, start, ready, end } per collective, in the order run
+    static const char* const kKinds[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
+    napi_value colls;
+    napi_create_array_with_length(env, size_t(L.n), &colls);
+    for (int r = 0; r < L.n; r++) {
+      const auto& recs = L.colls[size_t(r)];
+      napi_value arr;
+      napi_create_array_with_length(env, recs.size(), &arr);
+      for (size_t i = 0; i < recs.size(); i++) {
+        const CollectiveRecord& c = recs[i];
+        napi_value o, x;
+        napi_create_object(env, &o);
+        napi_create_string_utf8(env, c.kind >= 0 && c.kind < 6 ? kKinds[c.kind] : "?", NAPI_AUTO_LENGTH, &x);
+        napi_set_named_property(env, o, "kind", x);
+        napi_create_string_utf8(env, c.name.c_str(), NAPI_AUTO_LENGTH, &x);
+        napi_set_named_property(env, o, "name", x);
+        napi_create_string_utf8(env, c.axes.c_str(), NAPI_AUTO_LENGTH, &x);
+        napi_set_named_property(env, o, "axes", x);
+        const std::pair<const char*, double> nums[] = {{"groupSize", double(c.group_size)}, {"bytes", c.bytes}, {"start", c.start}, {"ready", c.ready}, {"end", c.end}};
+        for (const auto& [key, val] : nums) {
+          napi_create_double(env, val, &x);
+          napi_set_named_property(env, o, key, x);
+        }
+        napi_set_element(env, arr, uint32_t(i), o);
+      }
+      napi_set_element(env, colls, uint32_t(r), arr);
+    }
+    napi_set_named_property(env, obj, "collectives", colls);
+  }
   return obj;
 }
 
@@ -402,6 +435,9 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   int64_t t = 30000, fr = -1;
   if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
   if (NumProp(env, argv[6], "failRank", &fr)) L->fail_rank = int(fr);
+  int64_t rec = 0;
+  if (NumProp(env, argv[6], "recordCollectives", &rec) && rec) L->record = true;
+  L->colls.assign(size_t(L->n), {});
   L->errors.assign(size_t(L->n), "");
   L->failed.assign(size_t(L->n), false);
   L->start.assign(size_t(L->n), 0);

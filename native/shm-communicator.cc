@@ -259,6 +259,7 @@ class ShmCommunicator : public Communicator {
       }
     }
     if (complete) {
+      if (c.ready_us) *c.ready_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
       // every member checks the same thing, so all fail together when the peers disagree
       for (int q = 0; q < n && err.empty(); q++) {
         const Member& m = r->members[size_t(q)];

@@ -35,6 +35,8 @@ export interface ExternalStorage {
 export class ArrayImpl extends Array {
   /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
   static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
+  /** Called with every new array while the memory profiler tracks live arrays (null otherwise: one test per array). */
+  static createHook: ((a: ArrayImpl) => void) | null = null;
   #aval: ShapedArray;
   #data: TypedArray | null;
   #external: ExternalStorage | null = null;
@@ -58,6 +60,7 @@ export class ArrayImpl extends Array {
     }
     this.#aval = aval;
     this.device = device;
+    if (ArrayImpl.createHook !== null) ArrayImpl.createHook(this);
   }
   /** The storage held elsewhere (per-device buffers), or null for host storage. */
   get external(): ExternalStorage | null { return this.#disposed ? null : this.#external; }

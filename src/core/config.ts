@@ -35,6 +35,13 @@ export interface ConfigFlags {
   compiledCacheSize: number;
   /** Most eager per-primitive cache entries (each may hold an ONNX Runtime session); the least recently used go first. */
   eagerCacheSize: number;
+  /**
+   * Records every new array's and device buffer's creating source line, so profiler.deviceMemoryProfile() lists live
+   * arrays with their sites (also on while a profiler trace runs; off by default: it captures a stack per array).
+   */
+  memoryProfile: boolean;
+  /** Bytes each runtime device may hold (0 = no limit); a device's own setBytesLimit overrides it. Past it: OutOfMemoryError. */
+  deviceBytesLimit: number;
 }
 
 /** A registered backend's name (the two shipped with jaxts are spelled out for editors; others are accepted once registered). */
@@ -62,6 +69,7 @@ const INTEGER_FLAGS: { readonly [K in IntegerFlag]: { env: string; dflt: number;
   jitCacheSize: { env: "JAXTS_JIT_CACHE_SIZE", dflt: 512, min: 1, what: "a number of cache entries" },
   compiledCacheSize: { env: "JAXTS_COMPILED_CACHE_SIZE", dflt: 1024, min: 1, what: "a number of cache entries" },
   eagerCacheSize: { env: "JAXTS_EAGER_CACHE_SIZE", dflt: 2048, min: 1, what: "a number of cache entries" },
+  deviceBytesLimit: { env: "JAXTS_DEVICE_BYTES_LIMIT", dflt: 0, min: 0, what: "bytes; 0 = no limit" },
 };
 /** String flags and the values they accept. */
 const CHOICES: { readonly [K in "spmdRuntime"]: readonly ConfigFlags[K][] } = {
@@ -94,6 +102,8 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   jitCacheSize: envInt("jitCacheSize"),
   compiledCacheSize: envInt("compiledCacheSize"),
   eagerCacheSize: envInt("eagerCacheSize"),
+  memoryProfile: process.env.JAXTS_MEMORY_PROFILE === "1",
+  deviceBytesLimit: envInt("deviceBytesLimit"),
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
       throw new Error(`config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`);

@@ -10,6 +10,7 @@ import { bigOf } from "./convert.js";
 import { type Params, Primitive } from "./primitive.js";
 import { OutOfMemoryError } from "./errors.js";
 import { noteBackendName } from "./config.js";
+import { monotonicUs } from "./profile-events.js";
 
 export abstract class Trace {
   /** Set when the transformation that owns this trace has finished; its tracers are then leaked. */
@@ -143,8 +144,8 @@ export function addExecutionHook(h: (prim: Primitive) => void): () => void {
   executionHooks.push(h);
   return () => { const i = executionHooks.indexOf(h); if (i >= 0) executionHooks.splice(i, 1); };
 }
-/** A profiler sink receives one timed event per eager primitive execution (or compiled call). */
-export type ProfileSink = (name: string, startMs: number, endMs: number, args: { shapes: string }) => void;
+/** A profiler sink receives one timed event per eager primitive execution (or compiled call), in monotonic microseconds. */
+export type ProfileSink = (name: string, startUs: number, endUs: number, args: { shapes: string }) => void;
 let profileSink: ProfileSink | null = null;
 export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
 
@@ -162,9 +163,9 @@ export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Par
 
 function executeProfiled(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   if (!profileSink) return execute(prim, args, params);
-  const t0 = performance.now();
+  const t0 = monotonicUs();
   const out = execute(prim, args, params);
-  profileSink(label(prim, params), t0, performance.now(), { shapes: args.map((a) => a.aval.str()).join(", ") });
+  profileSink(label(prim, params), t0, monotonicUs(), { shapes: args.map((a) => a.aval.str()).join(", ") });
   return out;
 }
 

@@ -1,4 +1,4 @@
-/** @file jax.debug helpers for sharded arrays: the per-device block layout as text. */
+/** @file jax.debug: print and callback (staged host callbacks) and the per-device block layout of sharded arrays as text. */
 import type { Array } from "../core/array.js";
 import type { Shard } from "./device-put.js";
 
@@ -27,3 +27,4 @@ export function visualizeArraySharding(x: Array, opts: { print?: boolean } = {})
   if (opts.print !== false) console.log(text);
   return text;
 }
+export { callback, callbackContext, print, setPrintSink, type CallbackContext } from "./debug-print.js";

@@ -8,6 +8,8 @@ import { Array, registerShardingHooks } from "../core/array.js";
 import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { fromNumbers } from "../core/convert.js";
+import { itemsize } from "../core/dtype.js";
+import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import { Tracer } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { unflatten } from "../core/tree.js";
@@ -55,10 +57,12 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
   const place = (a: unknown): unknown => {
     if (a instanceof Tracer) return a;
     if (!(a instanceof ArrayImpl)) return a;
+    const t0 = profiling() ? monotonicUs() : 0;
     s.shardShape(a.shape); // validates divisibility and rank with a clear error
     if (s instanceof NamedShardingImpl && residentUnavailable(a.dtype) === null) return placeOnDevices(a, s);
     const out = new ArrayImpl(a.aval, a.buffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
     out.placement = s;
+    if (t0) reportSpan({ name: "devicePut", cat: "transfer", start: t0, end: monotonicUs(), track: "transfers", args: { array: a.aval.str(), bytes: a.size * itemsize(a.dtype), to: String(s) } });
     return out;
   };
   if (x instanceof Array) return place(x) as T;

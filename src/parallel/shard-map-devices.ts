@@ -9,12 +9,16 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
+import { type TypedArray, itemsize } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
+import { type Atom, Jaxpr } from "../core/jaxpr.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
 import { installProgramLowerings } from "../lowerings/index.js";
+import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
+import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
@@ -158,7 +162,10 @@ interface Compiled {
   device: DeviceProgram | null;
   /** Device copies of the closed-over constants, by input position (made on first use). */
   constBuffers: Map<number, DeviceBuffer[]>;
+  /** Debug callbacks hoisted out of the device program (see hoistCallbacks). */
+  callbacks: HoistedCallback[];
 }
+interface HoistedCallback { params: DebugCallbackParams; first: number; count: number; avals: ShapedArray[] }
 
 /** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
 function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
@@ -181,7 +188,8 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
   if (typeof resolved === "string") return resolved;
   installProgramLowerings();
-  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(resolved, { name: "shard_map" }));
+  const { jaxpr: body2, callbacks } = hoistCallbacks(resolved);
+  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(body2, { name: "shard_map" }));
   if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
@@ -189,7 +197,23 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
   }, mesh.size) : null;
-  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map() };
+  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map(), callbacks };
+}
+
+/**
+ * The body's top-level debug callbacks leave the device program: their operands become extra outputs (after the
+ * body's own), and run() calls them back per device, in program order, once the launch finished.
+ */
+function hoistCallbacks(j: Jaxpr): { jaxpr: Jaxpr; callbacks: HoistedCallback[] } {
+  const callbacks: HoistedCallback[] = [];
+  const extra: Atom[] = [];
+  for (const e of j.eqns) {
+    if (e.primitive !== debugCallbackP) continue;
+    callbacks.push({ params: e.params as DebugCallbackParams, first: j.outvars.length + extra.length, count: e.inputs.length, avals: e.inputs.map((a) => a.aval) });
+    extra.push(...e.inputs);
+  }
+  if (!callbacks.length) return { jaxpr: j, callbacks };
+  return { jaxpr: new Jaxpr(j.constvars, j.invars, [...j.outvars, ...extra], j.eqns.filter((e) => e.primitive !== debugCallbackP)), callbacks };
 }
 
 /**
@@ -205,6 +229,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
   const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = []; // this call's references (the launch and the outputs hold their own)
+  const t0 = profiling() ? monotonicUs() : 0;
   try {
     const needed = new Set(step ? step.inputs : []);
     for (const o of program.outs) if (typeof o === "number") needed.add(o);
@@ -224,11 +249,23 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       }
       bufs.forEach((b, r) => slotBuffers[r].set(slot, b));
     });
+    if (t0) reportTransfer("copy host -> devices", t0, owned);
     if (step && c.device) {
       const pl = dispatch(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
       pl.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
-    return program.outs.map((o, k) => {
+    // callbacks read their operands on the host: they wait for this launch
+    const valueOf = (o: number | ArrayImpl, r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.ready().data : o.buffer);
+    // the hoisted debug callbacks, in program order, each once per device (rank order) with its mesh axis indices
+    for (const cb of c.callbacks) {
+      for (let r = 0; r < devs.length; r++) {
+        const vals = cb.avals.map((a, i) => new ArrayImpl(a, valueOf(program.outs[cb.first + i] as number | ArrayImpl, r).slice()));
+        const coords = mesh.coords(r);
+        bind(debugCallbackP, vals, { ...cb.params, device: devs[r].id, axis_indices: { ...Object.fromEntries(mesh.axisNames.map((nm, a) => [nm, coords[a]])), ...cb.params.axis_indices } });
+      }
+    }
+    // each output stays on its devices, sharded per its out_spec
+    return program.outs.slice(0, c.outAvals.length).map((o, k) => {
       const aval = c.outAvals[k];
       const spec = outSpecs[k];
       if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
@@ -245,4 +282,11 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
   } finally {
     for (const b of owned) b.free();
   }
+}
+
+/** A transfer span on the host's transfers track: the bytes of the buffers or arrays it copied (profiling only). */
+function reportTransfer(name: string, start: number, bufs: readonly { bytes: number }[] | readonly ArrayImpl[]): void {
+  let bytes = 0;
+  for (const b of bufs) bytes += b instanceof ArrayImpl ? b.size * itemsize(b.dtype) : b.bytes;
+  reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, buffers: bufs.length } });
 }

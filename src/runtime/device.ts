@@ -1,5 +1,9 @@
 /** @file Runtime devices: per-device buffers and their memory accounting (memoryStats), by device id. */
+import { config } from "../core/config.js";
 import { allocate, itemsize, type DType, type TypedArray } from "../core/dtype.js";
+import { OutOfMemoryError } from "../core/errors.js";
+import { memoryTracking } from "../core/profile-events.js";
+import { userSite } from "../core/source-site.js";
 
 /** jax.Device.memory_stats(): bytes of the buffers the runtime holds for one device. */
 export interface MemoryStats {
@@ -8,7 +12,26 @@ export interface MemoryStats {
   numAllocs: number;
   /** Bytes of the largest buffer allocated. */
   largestAllocSize: number;
+  /** The device's limit (setBytesLimit, else config deviceBytesLimit); absent when there is none. */
+  bytesLimit?: number;
 }
+
+/** A live buffer as the memory profiler and out-of-memory errors describe it. */
+export interface LiveBufferInfo { readonly device: number; readonly dtype: DType; readonly shape: readonly number[]; readonly bytes: number; readonly site?: string }
+
+/**
+ * A device allocation past the device's bytesLimit: names the device, the request, what is in use and the largest
+ * live buffers. Raised before anything is allocated, so every array computed so far stays valid (free some, retry).
+ */
+export class DeviceOutOfMemoryError extends OutOfMemoryError {
+  constructor(readonly device: number, readonly request: { dtype: DType; shape: readonly number[]; bytes: number },
+    readonly bytesInUse: number, readonly bytesLimit: number, readonly largest: readonly LiveBufferInfo[]) {
+    super(`device ${device}`, [], request.bytes,
+      `${request.dtype}[${request.shape.join(",")}] on device ${device}, which holds ${bytesInUse} of its bytesLimit ${bytesLimit} bytes; ` +
+      `largest live buffers on device ${device}: ${largest.length ? largest.map(describeBuffer).join("; ") : "none tracked"}`);
+  }
+}
+function describeBuffer(b: LiveBufferInfo): string { return `${b.dtype}[${b.shape.join(",")}] ${b.bytes} B${b.site ? ` (created at ${b.site})` : ""}`; }
 
 /** A CPU device as the runtime sees it: an executor thread (native) and the buffers accounted to it. */
 export class RuntimeDevice {
@@ -16,7 +39,37 @@ export class RuntimeDevice {
   /** Freed storage kept for reuse, by dtype and length (fresh pages cost a fault each on first write). */
   readonly #pool = new Map<string, TypedArray[]>();
   #pooledBytes = 0;
+  #bytesLimit: number | undefined;
+  /** Live buffers, kept while a limit applies or memory is profiled (weakly: a leaked buffer can still be collected). */
+  readonly #live = new Set<WeakRef<DeviceBuffer>>();
   constructor(readonly id: number) {}
+  /** This device's limit in bytes (null: back to config deviceBytesLimit). */
+  setBytesLimit(bytes: number | null): void {
+    if (bytes !== null && !(Number.isInteger(bytes) && bytes > 0)) throw new RangeError(`RuntimeDevice(id=${this.id}).setBytesLimit: expected a positive integer number of bytes or null, got ${bytes}`);
+    this.#bytesLimit = bytes ?? undefined;
+  }
+  /** The limit in force (0 = none). */
+  get bytesLimit(): number { return this.#bytesLimit ?? config.deviceBytesLimit; }
+  /** The live buffers this device tracks (see #live), largest first. */
+  liveBuffers(): LiveBufferInfo[] {
+    const out: LiveBufferInfo[] = [];
+    for (const r of this.#live) {
+      const b = r.deref();
+      if (!b || b.isFreed) { this.#live.delete(r); continue; }
+      out.push({ device: this.id, dtype: b.dtype, shape: b.shape, bytes: b.bytes, ...(b.site ? { site: b.site } : {}) });
+    }
+    return out.sort((a, b) => b.bytes - a.bytes);
+  }
+  /** @internal */ get tracking(): boolean { return this.bytesLimit > 0 || memoryTracking(); }
+  /** @internal */ track(b: DeviceBuffer): WeakRef<DeviceBuffer> { const r = new WeakRef(b); this.#live.add(r); return r; }
+  /** @internal */ untrack(r: WeakRef<DeviceBuffer>): void { this.#live.delete(r); }
+  /** @internal Throws DeviceOutOfMemoryError when `bytes` more would pass the limit. */
+  reserve(dtype: DType, shape: readonly number[], bytes: number): void {
+    const limit = this.bytesLimit;
+    if (limit > 0 && this.#stats.bytesInUse + bytes > limit) {
+      throw new DeviceOutOfMemoryError(this.id, { dtype, shape: [...shape], bytes }, this.#stats.bytesInUse, limit, this.liveBuffers().slice(0, 5));
+    }
+  }
   /** @internal */ take(dtype: DType, n: number): TypedArray | undefined {
     const list = this.#pool.get(`${dtype}:${n}`);
     const d = list?.pop();
@@ -35,7 +88,10 @@ export class RuntimeDevice {
   /** Drops the storage kept for reuse. */
   trimPool(): void { this.#pool.clear(); this.#pooledBytes = 0; }
   /** A copy of this device's memory counters. */
-  memoryStats(): MemoryStats { return { ...this.#stats }; }
+  memoryStats(): MemoryStats {
+    const limit = this.bytesLimit;
+    return limit > 0 ? { ...this.#stats, bytesLimit: limit } : { ...this.#stats };
+  }
   /** @internal */ account(bytes: number): void {
     const s = this.#stats;
     s.bytesInUse += bytes;
@@ -60,9 +116,13 @@ export function runtimeDevice(id: number): RuntimeDevice {
   return d;
 }
 
+/** Every runtime device created so far, by id. */
+export function allRuntimeDevices(): RuntimeDevice[] { return [...registry.values()].sort((a, b) => a.id - b.id); }
+
 /** Bytes still accounted for buffers the garbage collector reclaimed without free() (a safety net, not the rule). */
-const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number; freed: { v: boolean } }>((h) => {
+const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number; freed: { v: boolean }; ref: WeakRef<DeviceBuffer> | null }>((h) => {
   if (!h.freed.v) h.device.account(-h.bytes);
+  if (h.ref) h.device.untrack(h.ref);
 });
 
 /** A device program run that may still be in flight: the writer of its output buffers. */
@@ -109,11 +169,16 @@ export class DeviceBuffer {
   /** The in-flight launch writing this buffer (null once it settled, or for host-written buffers). */
   #writer: PendingWork | null = null;
   readonly bytes: number;
+  /** Where the user's code created it (recorded only while memory is profiled). */
+  readonly site: string | undefined;
+  readonly #ref: WeakRef<DeviceBuffer> | null;
   private constructor(readonly device: RuntimeDevice, readonly dtype: DType, readonly shape: readonly number[], data: TypedArray) {
     this.#data = data;
     this.bytes = data.length * itemsize(dtype);
     device.account(this.bytes);
-    reclaim.register(this, { device, bytes: this.bytes, freed: this.#freed }, this);
+    this.site = memoryTracking() ? userSite() : undefined;
+    this.#ref = device.tracking ? device.track(this) : null;
+    reclaim.register(this, { device, bytes: this.bytes, freed: this.#freed, ref: this.#ref }, this);
   }
   /** A zero-filled buffer of dtype and shape on `device`. */
   static alloc(device: RuntimeDevice, dtype: DType, shape: readonly number[]): DeviceBuffer {
@@ -124,6 +189,7 @@ export class DeviceBuffer {
   /** A buffer whose contents are unspecified (the caller writes all of it: program outputs, copied blocks). */
   static uninitialized(device: RuntimeDevice, dtype: DType, shape: readonly number[]): DeviceBuffer {
     const n = shape.reduce((a, b) => a * b, 1);
+    device.reserve(dtype, shape, n * itemsize(dtype));
     return new DeviceBuffer(device, dtype, shape, device.take(dtype, n) ?? allocate(dtype, n));
   }
   /** A copy of `src` (dtype's host storage) on `device` (counted by transferStats). */
@@ -165,6 +231,7 @@ export class DeviceBuffer {
     this.#data = null;
     this.#freed.v = true;
     this.device.account(-this.bytes);
+    if (this.#ref) this.device.untrack(this.#ref);
     reclaim.unregister(this);
   }
 }

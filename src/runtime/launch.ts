@@ -1,7 +1,7 @@
 /** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async dispatch (pending outputs), Promise or blocking. */
 import { availableParallelism } from "node:os";
 import { ONNX_DTYPE, type HostArray } from "../backends/onnx/graph-builder.js";
-import { deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
+import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
 import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
@@ -110,14 +110,42 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
     });
   });
   // ORT writes every element of each output
-  const outs = devs.map((d) => sig.outputDTypes.map((dt, k) => DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
+  const outs: DeviceBuffer[][] = [];
+  try {
+    for (const d of devs) {
+      const os: DeviceBuffer[] = [];
+      outs.push(os);
+      sig.outputDTypes.forEach((dt, k) => os.push(DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
+    }
+  } catch (e) {
+    // past a device's bytesLimit: nothing allocated for this launch stays accounted
+    for (const os of outs) for (const b of os) b.free();
+    throw e;
+  }
   const timeoutMs = opts.timeoutMs ?? config.collectiveTimeoutMs;
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}) },
+    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}) },
   ];
   return { devs, inputs, outs, args };
+}
+
+/** What a launch observer sees: the program, each rank's timing, and whether some rank failed. */
+export interface LaunchRecord {
+  readonly program: string;
+  readonly timeline: readonly RankTiming[];
+  readonly failed: boolean;
+  /** collectives[rank]: the collectives that rank ran (recorded while an observer is installed). */
+  readonly collectives: readonly (readonly CollectiveTiming[])[];
+}
+export type { CollectiveTiming };
+let observer: ((r: LaunchRecord) => void) | null = null;
+/** Installs (null: removes) the function told about every completed launch (the profiler's hook); returns the previous one. */
+export function setLaunchObserver(f: ((r: LaunchRecord) => void) | null): ((r: LaunchRecord) => void) | null {
+  const prev = observer;
+  observer = f;
+  return prev;
 }
 
 let lastTimeline: readonly RankTiming[] = [];
@@ -131,6 +159,7 @@ export function lastLaunchTimeline(): readonly RankTiming[] {
 function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunchResult): { timeline: RankTiming[]; error: Error | null } {
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
+  if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0, collectives: r.collectives ?? [] });
   if (!errs.length) return { timeline, error: null };
   // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
   const clean = errs.map(({ rank, e }) => ({ rank, e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "") }));

@@ -4,6 +4,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config, onConfigChange } from "../core/config.js";
 import { logCompile } from "../core/compile-log.js";
+import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import "../core/debug-nans.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
@@ -198,6 +199,7 @@ export function fastCall(cache: TraceCache, args: unknown[]): unknown {
     }
     if (!same) continue;
     cache.hits++;
+    if (profiling()) reportCacheHit(e.params.name);
     e.call.used = ++useClock;
     if (k > 0) { fast.splice(k, 1); fast.unshift(e); }
     const outs = executePrimitive(pjitP as unknown as Primitive, e.consts.length ? [...e.consts, ...leaves] : leaves, e.params);
@@ -218,6 +220,11 @@ export function recordFast(cache: TraceCache, args: unknown[], def: TreeDef, c: 
   cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef, call: c });
   if (cache.fast.length > MAX_FAST) cache.fast.length = MAX_FAST;
 }
+/** A jit call that reused a traced signature: a zero-length compile span with cache "hit". */
+function reportCacheHit(name: string): void {
+  const t = monotonicUs();
+  reportSpan({ name: `jit(${name}) cache hit`, cat: "compile", start: t, end: t, track: "host", args: { cache: "hit" } });
+}
 export function newTraceCache(): TraceCache {
   return new TraceCache();
 }
@@ -226,8 +233,9 @@ export function newTraceCache(): TraceCache {
 export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string, sig?: () => Signature): CompiledCall {
   cache.check();
   const hit = cache.get(key);
-  if (hit) { cache.hits++; return hit; }
+  if (hit) { cache.hits++; if (profiling()) reportCacheHit(name); return hit; }
   cache.misses++;
+  const t0 = profiling() ? monotonicUs() : 0;
   let s: Signature | undefined;
   if (config.logCompiles) {
     s = sig?.() ?? { structure: "", leaves: avals.map((a, i) => ({ label: `argument ${i}`, aval: a.str() })), statics: [] };
@@ -239,6 +247,7 @@ export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) 
   const entry: CompiledCall = { jaxpr: j, consts, outAvals: j.outAvals, used: 0, sig: s };
   // a jaxpr that closes over tracers of an enclosing transformation is only valid inside it
   if (consts.every((c) => c instanceof ArrayImpl)) cache.set(key, entry);
+  if (t0) reportSpan({ name: `trace jit(${name})`, cat: "tracing", start: t0, end: monotonicUs(), track: "host", args: { inputs: avals.map((a) => a.str()).join(", "), equations: j.eqns.length } });
   return entry;
 }
 

@@ -6,6 +6,7 @@ import { createHash } from "node:crypto";
 import type { ArrayImpl } from "../../core/array-impl.js";
 import { config } from "../../core/config.js";
 import { logCompile } from "../../core/compile-log.js";
+import { monotonicUs, profiling, reportSpan } from "../../core/profile-events.js";
 import type { Jaxpr } from "../../core/jaxpr.js";
 import { type Program, compileJaxpr } from "../../compiler/compile.js";
 import { summarizeOnnx } from "../../compiler/summary.js";
@@ -54,11 +55,13 @@ function contentKey(program: Program, fused: Fused | null): string | null {
 export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   const hit = jitCache.get(jaxpr);
   if (hit) return hit.exe;
+  const t0 = profiling() ? monotonicUs() : 0;
   const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
   warnFailedLowerings(program, `jit(${program.name})`);
   const fused = fusedFor(jaxpr);
   const key = contentKey(program, fused);
   let c = key ? byContent.get(key) : undefined;
+  const reused = c !== undefined;
   if (config.logCompiles) {
     const ins = jaxpr.invars.map((v) => v.aval.str()).join(", ");
     logCompile(c ? `jit(${name}): compiled (${ins}); an identical program is loaded, reusing its sessions`
@@ -76,6 +79,10 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
     }
     c = { exe, key: key ?? "", refs: 0 };
     if (key) byContent.set(key, c);
+  }
+  if (t0) {
+    reportSpan({ name: `compile jit(${name})`, cat: "compile", start: t0, end: monotonicUs(), track: "host",
+      args: { cache: reused ? "identical program loaded" : "miss", steps: program.steps.length, equations: jaxpr.eqns.length } });
   }
   c.refs++;
   jitCache.set(jaxpr, c);

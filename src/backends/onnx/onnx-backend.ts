@@ -8,7 +8,7 @@ import type { ArrayImpl } from "../../core/array-impl.js";
 import { config } from "../../core/config.js";
 import { Jaxpr } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
-import { type Backend, registerBackend, setBackendSelector } from "../../core/trace.js";
+import { type Backend, abstractEval, registerBackend, setBackendSelector } from "../../core/trace.js";
 import { installProgramLowerings } from "../../lowerings/index.js";
 import { clearBufferPool } from "./buffer-pool.js";
 import { donationAtDispatch } from "./donation.js";
@@ -28,6 +28,9 @@ export { clearOnnxCaches } from "./eager-cache.js";
 function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   // call primitives (custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
   if (!prim.rules.lower && prim.opts.callJaxprParam !== undefined && prim.rules.impl) return prim.rules.impl(args, params, []);
+  // an effectful primitive without a lowering (a debug callback) runs its impl every time: no cache entry per closure,
+  // and never the no-output shortcut
+  if (prim.opts.effectful === true && !prim.rules.lower && prim.rules.impl) return prim.rules.impl(args, params, abstractEval(prim, args.map((a) => a.aval), params));
   // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
   if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) return runJitted(params.jaxpr, args, params.name as string | undefined, donationAtDispatch(params));
   return executeEager(prim, args, params);

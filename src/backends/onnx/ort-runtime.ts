@@ -197,12 +197,18 @@ export interface DeviceAddon {
     options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number }): object;
   devLaunch(program: object, deviceIds: readonly number[], inputs: readonly (readonly HostArray[])[], inputShapes: readonly (readonly (readonly number[])[])[],
     outputs: readonly (readonly HostArray[])[], outputShapes: readonly (readonly (readonly number[])[])[],
-    options: { timeoutMs: number; failRank?: number }, callback?: (r: DeviceLaunchResult) => void): object;
+    options: { timeoutMs: number; failRank?: number; recordCollectives?: number }, callback?: (r: DeviceLaunchResult) => void): object;
   devWait(launch: object): DeviceLaunchResult;
   devOpenRendezvous(): number;
 }
 /** Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id. */
-export interface DeviceLaunchResult { errors: (string | null)[]; start: number[]; end: number[]; threads: number[] }
+export interface DeviceLaunchResult {
+  errors: (string | null)[]; start: number[]; end: number[]; threads: number[];
+  /** With options.recordCollectives: each rank's collectives in the order it ran them. */
+  collectives?: CollectiveTiming[][];
+}
+/** One collective of one rank: kind (AllReduce...), the user's name (psum...), axes, payload bytes, and steady-clock times (us): entered, every peer arrived, returned. */
+export interface CollectiveTiming { kind: string; name: string; axes: string; groupSize: number; bytes: number; start: number; ready: number; end: number }
 
 /** The device runtime of jaxts's native addon, or null (with the reason) when the addon is unavailable. */
 export function deviceAddon(): { api: DeviceAddon | null; why: string } {
