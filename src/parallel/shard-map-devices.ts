@@ -9,7 +9,7 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, itemsize } from "../core/dtype.js";
+import type { TypedArray } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
@@ -19,7 +19,7 @@ import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.j
 import { installProgramLowerings } from "../lowerings/index.js";
 import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
-import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice } from "../runtime/index.js";
+import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice, transferStats, type TransferStats } from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
@@ -230,6 +230,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = []; // this call's references (the launch and the outputs hold their own)
   const t0 = profiling() ? monotonicUs() : 0;
+  const copied0 = t0 ? transferStats() : null;
   try {
     const needed = new Set(step ? step.inputs : []);
     for (const o of program.outs) if (typeof o === "number") needed.add(o);
@@ -249,7 +250,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       }
       bufs.forEach((b, r) => slotBuffers[r].set(slot, b));
     });
-    if (t0) reportTransfer("copy host -> devices", t0, owned);
+    if (copied0) reportTransfer("copy host -> devices", t0, copied0);
     if (step && c.device) {
       const pl = dispatch(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
       pl.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
@@ -285,8 +286,9 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
 }
 
 /** A transfer span on the host's transfers track: the bytes of the buffers or arrays it copied (profiling only). */
-function reportTransfer(name: string, start: number, bufs: readonly { bytes: number }[] | readonly ArrayImpl[]): void {
-  let bytes = 0;
-  for (const b of bufs) bytes += b instanceof ArrayImpl ? b.size * itemsize(b.dtype) : b.bytes;
-  reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, buffers: bufs.length } });
+function reportTransfer(name: string, start: number, before: TransferStats): void {
+  const now = transferStats();
+  const bytes = now.bytesCopied - before.bytesCopied, blocks = now.blocksCopied - before.blocksCopied;
+  // arguments already resident with the sharding asked for are passed as they are: nothing to report
+  if (blocks > 0) reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, blocks } });
 }

@@ -6,7 +6,7 @@
  */
 import { monotonicUs, reportSpan, setSpanSink, type ProfileSpan } from "../core/profile-events.js";
 import { setProfileSink } from "../core/trace.js";
-import { setLaunchObserver, type LaunchRecord } from "../runtime/index.js";
+import { setLaunchObserver, synchronize, type LaunchRecord } from "../runtime/index.js";
 import { buildTraceFile, writeTraceFile } from "./trace-file.js";
 
 export { deviceMemoryProfile, type DeviceMemory, type LiveArrayRecord, type MemoryProfile } from "./memory.js";
@@ -55,6 +55,8 @@ export function isTracing(): boolean { return active !== null; }
 /** Stops collecting and writes the trace file; returns its path. */
 export function stopTrace(): string {
   if (!active) throw new Error("profiler.stopTrace: no trace is being collected; call startTrace first");
+  // device launches are dispatched asynchronously: the ones in flight belong to this trace
+  synchronize();
   const { dir, spans, t0, gzip, prevObserver } = active;
   active = null;
   setProfileSink(null);
