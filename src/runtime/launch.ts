@@ -84,7 +84,12 @@ export interface LaunchResult {
   /** outputs[rank][k]: output k of the device at that rank, on that device. */
   readonly outputs: DeviceBuffer[][];
   readonly timeline: readonly RankTiming[];
+  /** The launch's native stamps (microseconds, the timeline's clock), for per-call breakdowns (bench/devices.ts). */
+  readonly stamps?: LaunchStamps;
 }
+
+/** When the native launch entered, had submitted every rank, saw the last rank finish and (blocking) woke its caller. */
+export interface LaunchStamps { enter: number; submitted: number; complete: number; woke: number; callerRank: number }
 
 export interface LaunchOptions {
   /** Collective timeout (default config.collectiveTimeoutMs). */
@@ -144,7 +149,9 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
     }
     throw new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`);
   }
-  return { outputs: prep.outs, timeline };
+  const stamps = r.enter === undefined ? undefined
+    : { enter: r.enter, submitted: r.submitted ?? 0, complete: r.complete ?? 0, woke: r.woke ?? 0, callerRank: r.callerRank ?? -1 };
+  return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
 }
 
 /**
@@ -165,7 +172,9 @@ export function launch(program: DeviceProgram, deviceIds: readonly number[], inp
 export function launchSync(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): LaunchResult {
   const prep = prepare(program, deviceIds, inputs, opts);
   const a = api();
-  const h = a.devLaunch(...prep.args);
+  // the calling thread blocks anyway: it runs rank 0 itself when that device's stream is idle (one hand-off fewer)
+  const [h0, ids, ins, ishapes, outs, oshapes, o] = prep.args;
+  const h = a.devLaunch(h0, ids, ins, ishapes, outs, oshapes, { ...o, callerRuns: 1 });
   return finish(program, deviceIds, prep, a.devWait(h));
 }
 

@@ -190,6 +190,30 @@ test("launches resolve asynchronously, run in submission order on each device, a
   }
 });
 
+test("launchSync runs rank 0 on the calling thread when its stream is idle, else queues it behind the stream's work; the launch's stamps are ordered", { skip }, async () => {
+  const n = 2;
+  const p = allReduceProgram(n, "float32", 64, 0, 2);
+  const inputs = ids(n).map((r) => [filled(r, "float32", ids(64).map((i) => (i % 5) - r))]);
+  const want = ids(64).map((i) => ids(n).reduce((s, r) => s + (i % 5) - r, 0));
+  const idle = launchSync(p, ids(n), inputs);
+  const st = idle.stamps!;
+  assert.equal(st.callerRank, 0, "an idle stream: the caller ran rank 0");
+  assert.notEqual(idle.timeline[0].thread, idle.timeline[1].thread, "rank 1 ran on its executor");
+  assert.ok(st.enter <= st.submitted && st.submitted <= idle.timeline[0].start, "rank 0 starts after the others were submitted");
+  assert.ok(Math.max(...idle.timeline.map((t) => t.end)) <= st.complete && st.complete <= st.woke, "complete after every end, woke after complete");
+  assert.ok(Math.min(...idle.timeline.map((t) => t.start)) >= st.enter);
+  // device 0 busy with an async launch: the blocking one queues behind it on every stream
+  const pa = launch(p, ids(n), inputs);
+  const busy = launchSync(p, ids(n), inputs);
+  const a = await pa;
+  assert.equal(busy.stamps!.callerRank, -1, "a busy stream: rank 0 was queued on its executor");
+  a.timeline.forEach((t, r) => assert.ok(busy.timeline[r].start >= t.end, `device ${r}: stream order kept`));
+  assert.equal(busy.timeline[0].thread, a.timeline[0].thread, "rank 0 ran on device 0's executor");
+  for (const res of [idle, a, busy]) res.outputs.forEach((os) => { assert.deepEqual(Array.from(os[0].data as Float32Array), want); os[0].free(); });
+  inputs.flat().forEach((x) => x.free());
+  assert.equal(openRendezvous(), 0);
+});
+
 /** y = If(flag, AllReduce(x), x): a collective only the ranks given flag = true reach. */
 function divergentProgram(n: number): DeviceProgram {
   const g = new GraphBuilder("divergent");
