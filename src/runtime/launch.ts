@@ -126,8 +126,11 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
 }
 
 let lastTimeline: readonly RankTiming[] = [];
+let lastStamps: LaunchStamps | null = null;
 /** The per-rank timings of the most recent completed launch (tests and the profiler). */
 export function lastLaunchTimeline(): readonly RankTiming[] { return lastTimeline; }
+/** The native stamps of the most recent completed launch (null before any, or from an addon without them). */
+export function lastLaunchStamps(): LaunchStamps | null { return lastStamps; }
 
 function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, r: DeviceLaunchResult): LaunchResult {
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
@@ -151,6 +154,7 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
   }
   const stamps = r.enter === undefined ? undefined
     : { enter: r.enter, submitted: r.submitted ?? 0, complete: r.complete ?? 0, woke: r.woke ?? 0, callerRank: r.callerRank ?? -1 };
+  lastStamps = stamps ?? null;
   return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
 }
 
