@@ -2,6 +2,9 @@
  * @file Device runtime benchmarks (`node dist/bench/devices.js [--devices=8] [--quick]`, also run by `npm run bench`):
  * psum bandwidth and latency inside a device program, a data-parallel MLP training step on 1, 2 and 8 devices, and
  * pmap dispatch against one raw ORT session run; each row prints its ratio and whether the issue's target is met.
+ * Cases compared by a ratio run interleaved (one call of each in turn, medians over the rounds), so a load change on
+ * a shared host hits both sides alike; each row also says where the time went, from the runtime's own stamps:
+ * "device" = first rank start to last rank end, the rest is host work (marshalling, wake-ups, block copies).
  */
 import { availableParallelism } from "node:os";
 import * as ort from "onnxruntime-node";
@@ -23,18 +26,23 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 }
-/** Median ms of f over reps calls, after two warm-up calls (sessions, pages). */
-function timeIt(f: () => void, reps: number): number {
-  f(); f();
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) { const t = performance.now(); f(); ts.push(performance.now() - t); }
-  return median(ts);
+/** Median ms of each of fs over reps rounds (one call of each per round, in turn), after `warm` rounds. */
+function interleaved(fs: (() => void)[], reps: number, warm = 3): number[] {
+  for (let i = 0; i < warm; i++) for (const f of fs) f();
+  const ts = fs.map(() => [] as number[]);
+  for (let i = 0; i < reps; i++) {
+    fs.forEach((f, k) => { const t = performance.now(); f(); ts[k].push(performance.now() - t); });
+  }
+  return ts.map(median);
 }
-async function timeItAsync(f: () => Promise<unknown>, reps: number): Promise<number> {
-  await f(); await f();
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) { const t = performance.now(); await f(); ts.push(performance.now() - t); }
-  return median(ts);
+/** Microseconds from the first rank's start to the last rank's end of the latest launch. */
+function deviceSpanUs(): number {
+  const tl = rt.lastLaunchTimeline();
+  return Math.max(...tl.map((t) => t.end)) - Math.min(...tl.map((t) => t.start));
+}
+/** Wraps f so that each call also records the device span of the launch it made. */
+function withSpan(f: () => void, spans: number[]): () => void {
+  return () => { f(); spans.push(deviceSpanUs()); };
 }
 
 /** A program over float32[len]: AllReduce (psum) or Identity, on n devices. */
@@ -48,14 +56,15 @@ function program(n: number, len: number, collective: boolean): import("../src/ru
   return rt.deviceProgram(g.toModelBytes(), { name: g.outputNames[0], inputNames: ["x"], inputDTypes: ["float32"], outputNames: g.outputNames, outputDTypes: ["float32"], outputShapes: [[len]] }, n);
 }
 
-function launchTime(n: number, len: number, collective: boolean, reps: number): number {
+/** A launcher of program(n, len, collective) on ones (its outputs freed after each call). */
+function launcher(n: number, len: number, collective: boolean): { run: () => void; free: () => void } {
   const p = program(n, len, collective);
   const ins = [...Array(n).keys()].map((r) => [rt.DeviceBuffer.alloc(rt.runtimeDevice(r), "float32", [len])]);
   for (const [b] of ins) (b.data as Float32Array).fill(1);
-  const t = timeIt(() => { for (const o of rt.launchSync(p, [...Array(n).keys()], ins).outputs.flat()) o.free(); }, reps);
-  ins.flat().forEach((b) => b.free());
-  return t;
+  const ids = [...Array(n).keys()];
+  return { run: () => { for (const o of rt.launchSync(p, ids, ins).outputs.flat()) o.free(); }, free: () => ins.flat().forEach((b) => b.free()) };
 }
+const us = (ms: number) => `${(1000 * ms).toFixed(1)} us`;
 
 const rows: [string, string, string][] = [];
 const verdict = (ok: boolean, target: string) => `target ${target}: ${ok ? "met" : "NOT met"}`;
@@ -69,13 +78,22 @@ config.update("deviceIntraOpThreads", 1);
 
 // psum of 16 MiB float32 across 2 devices: algorithm bandwidth = bytes / time of the whole launch
 const bytes = 16 << 20;
-const tPsum = launchTime(2, bytes / 4, true, R(15)), tId = launchTime(2, bytes / 4, false, R(15));
-const gbps = bytes / 1e9 / (tPsum / 1e3);
-rows.push(["psum 16 MiB float32, 2 devices", `${tPsum.toFixed(2)} ms per launch (Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${(100 * gbps / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`, verdict(gbps >= 0.25 * ANCHORS.streamTriadGBps, ">= 25%")]);
+{
+  const ps = launcher(2, bytes / 4, true), id = launcher(2, bytes / 4, false);
+  const span: number[] = [];
+  const [tPsum, tId] = interleaved([withSpan(ps.run, span), id.run], R(15));
+  const gbps = bytes / 1e9 / (tPsum / 1e3);
+  rows.push(["psum 16 MiB float32, 2 devices", `${tPsum.toFixed(2)} ms per launch (device ${(median(span) / 1000).toFixed(2)} ms; Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${(100 * gbps / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`, verdict(gbps >= 0.25 * ANCHORS.streamTriadGBps, ">= 25%")]);
+  ps.free(); id.free();
+}
 // psum of a scalar inside a program: added latency over the same program without the collective
-const tS = launchTime(2, 1, true, R(300)), tS0 = launchTime(2, 1, false, R(300));
-const addedUs = 1000 * (tS - tS0);
-rows.push(["psum of a scalar in a program, 2 devices", `${addedUs.toFixed(1)} us added to a ${(1000 * tS0).toFixed(1)} us launch`, verdict(addedUs <= 10, "<= 10 us")]);
+{
+  const ps = launcher(2, 1, true), id = launcher(2, 1, false);
+  const [tS, tS0] = interleaved([ps.run, id.run], R(300), 20);
+  const addedUs = 1000 * (tS - tS0);
+  rows.push(["psum of a scalar in a program, 2 devices", `${addedUs.toFixed(1)} us added to a ${us(tS0)} launch`, verdict(addedUs <= 10, "<= 10 us")]);
+  ps.free(); id.free();
+}
 
 // data-parallel MLP step (784-512-10, global batch 256): per-device gradients, psum of grads, SGD update
 config.update("spmdRuntime", "devices");
@@ -88,44 +106,61 @@ const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
   const lp = nn.logSoftmax(jnp.add(jnp.matmul(h, p[2]), p[3]));
   return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(lp, nn.oneHot(y, 10)), -1)));
 };
-/** Median ms of one step on n devices; fails loudly if the step did not run on the device runtime. */
-function stepTime(n: number): number {
+/** One step on n devices (its device programs get `threads` intra-op threads each); fails loudly off the device runtime. */
+function makeStep(n: number, threads: number, spans: number[]): () => void {
   const mesh = makeMesh([n], ["data"]);
   // each device's loss is the mean over its block: the global mean's gradient is psum(g) / n
   const step = shardMap((p: Arr[], x: Arr, y: Arr) => {
     const g = grad(loss)(p, x, y) as unknown as Arr[];
     return p.map((w, i) => jnp.subtract(w, jnp.multiply(lax.psum(g[i], "data"), 0.1 / n)));
   }, { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P() });
+  // the program is compiled (and its sessions created with this thread count) at the first call
+  config.update("deviceIntraOpThreads", threads);
   const before = rt.lastLaunchTimeline();
-  // dispatch is asynchronous: each timed step waits for its outputs (and frees them)
-  const t = timeIt(() => { for (const o of step(params, xb, yb) as Arr[]) { o.blockUntilReady(); o.dispose(); } }, R(10));
+  // dispatch is asynchronous: each step waits for its outputs (and frees them)
+  const run = (): void => { for (const o of step(params, xb, yb) as Arr[]) { o.blockUntilReady(); o.dispose(); } };
+  run();
+  config.update("deviceIntraOpThreads", 1);
   if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n) throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
-  return t;
+  return withSpan(run, spans);
 }
-const t1 = stepTime(1), t2 = stepTime(2);
-rows.push(["MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread", `${t2.toFixed(2)} ms vs ${t1.toFixed(2)} ms (${(t1 / t2).toFixed(2)}x)`, verdict(t1 / t2 >= 1.8, ">= 1.8x")]);
-config.update("deviceIntraOpThreads", Math.min(2, availableParallelism()));
-const t1b = stepTime(1);
-rows.push([`  vs 1 device x ${Math.min(2, availableParallelism())} intra-op threads`, `${t1b.toFixed(2)} ms (${(t1b / t2).toFixed(2)}x)`, verdict(t1b / t2 >= 1.0, ">= 1.0x")]);
-config.update("deviceIntraOpThreads", 1);
-if (maxDevices >= 8) {
-  const t8 = stepTime(8);
-  rows.push([`  8 devices on ${availableParallelism()} cores`, `${t8.toFixed(2)} ms per step (2 devices: ${t2.toFixed(2)} ms)`, "completes"]);
-}
+const two = Math.min(2, availableParallelism());
+const spans = [[], [], [], []] as number[][];
+const steps = [makeStep(1, 1, spans[0]), makeStep(2, 1, spans[1]), makeStep(1, two, spans[2])];
+if (maxDevices >= 8) steps.push(makeStep(8, 1, spans[3]));
+const [t1, t2, t1b, t8] = interleaved(steps, R(15));
+const dev = (k: number) => `device ${(median(spans[k]) / 1000).toFixed(2)} ms`;
+rows.push(["MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread", `${t2.toFixed(2)} ms (${dev(1)}) vs ${t1.toFixed(2)} ms (${dev(0)}) (${(t1 / t2).toFixed(2)}x)`, verdict(t1 / t2 >= 1.8, ">= 1.8x")]);
+rows.push([`  vs 1 device x ${two} intra-op threads`, `${t1b.toFixed(2)} ms (${dev(2)}) (${(t1b / t2).toFixed(2)}x)`, verdict(t1b / t2 >= 1.0, ">= 1.0x")]);
+if (maxDevices >= 8) rows.push([`  8 devices on ${availableParallelism()} cores`, `${t8.toFixed(2)} ms per step (${dev(3)}; 2 devices: ${t2.toFixed(2)} ms)`, "completes"]);
 
 // pmap of a tiny function on 2 devices vs one raw ORT session run (one thread) of the same per-device program
 const tiny = (v: Arr): Arr => jnp.add(jnp.multiply(jnp.sin(v), 2), 1);
 const xs = jnp.reshape(jnp.arange(32, undefined, undefined, { dtype: "float32" }), [2, 16]);
 const pf = pmap(tiny, "i");
 const before = rt.lastLaunchTimeline();
-const tPmap = timeIt(() => { pf(xs).blockUntilReady(); }, R(300));
+pf(xs).blockUntilReady();
 const onDevices = rt.lastLaunchTimeline() !== before && rt.lastLaunchTimeline().length === 2;
 const m = toOnnx(tiny, jnp.zeros([16]));
 const session = await ort.InferenceSession.create(m.bytes, { executionProviders: ["cpu"], intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all" });
 const feeds = { [m.inputNames[0]]: new ort.Tensor("float32", new Float32Array(16), [16]) };
-const tOrt = await timeItAsync(() => session.run(feeds), R(300));
+// interleaved: one pmap call, then one raw run, per round; the pmap call's launch is broken down by its stamps
+const tp: number[] = [], to: number[] = [], launchUs: number[] = [], spanUs: number[] = [];
+for (let i = 0; i < 20; i++) { pf(xs).blockUntilReady(); await session.run(feeds); }
+for (let i = 0; i < R(300); i++) {
+  let t = performance.now();
+  pf(xs).blockUntilReady();
+  tp.push(performance.now() - t);
+  const st = rt.lastLaunchStamps();
+  if (st) { launchUs.push(st.woke - st.enter); spanUs.push(deviceSpanUs()); }
+  t = performance.now();
+  await session.run(feeds);
+  to.push(performance.now() - t);
+}
 await session.release();
-rows.push(["pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run", `${(1000 * tPmap).toFixed(1)} us vs ${(1000 * tOrt).toFixed(1)} us (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`, verdict(onDevices && tPmap / tOrt <= 3, "<= 3x")]);
+const tPmap = median(tp), tOrt = median(to);
+const inside = launchUs.length ? `; native launch ${median(launchUs).toFixed(1)} us of it, device ${median(spanUs).toFixed(1)} us` : "";
+rows.push(["pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run", `${us(tPmap)}${inside} vs ${us(tOrt)} (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`, verdict(onDevices && tPmap / tOrt <= 3, "<= 3x")]);
 config.update("deviceIntraOpThreads", saved);
 config.update("spmdRuntime", "emulation");
 

@@ -7,11 +7,15 @@
 // JS interface (added to the addon's exports):
 //   devCreateProgram(model, inNames, inTypes, outNames, outTypes, { numDevices, intraOpNumThreads, graphOptimizationLevel })
 //   devLaunch(program, deviceIds, inputs[rank][], inputShapes[rank][], outputs[rank][], outputShapes[rank][],
-//             { timeoutMs, failRank }, callback?) -> launch handle; callback(result) runs on the JS thread when done
+//             { timeoutMs, failRank, callerRuns }, callback?) -> launch handle; callback(result) runs on the JS thread when done
+//             (callerRuns: 1, without a callback, runs rank 0 on the calling thread when its executor is idle, before
+//             returning: a blocking launch then wakes one executor fewer and starts rank 0 without a hand-off)
 //   devWait(launch) -> result (blocks the calling thread until every device finished)
 //   devOpenRendezvous() -> number of open rendezvous (tests)
-// result: { errors: (string|null)[], start: number[], end: number[], threads: number[] } (times in microseconds of
-// the steady clock; threads: the native thread each rank ran on).
+// result: { errors: (string|null)[], start: number[], end: number[], threads: number[], enter, submitted, complete,
+// woke, callerRank } (times in microseconds of the steady clock; threads: the native thread each rank ran on; enter:
+// devLaunch called, submitted: every rank handed to its executor, complete: the last rank finished, woke: devWait
+// returned to JS (0 with a callback); callerRank: the rank the calling thread ran, -1 if none).
 
 #include <node_api.h>
 
@@ -29,6 +33,7 @@
 
 #include "collective-ops.h"
 #include "communicator.h"
+#include "cpu-level.h"
 #include "device-context.h"
 #include "gemm-op.h"
 #include "napi-util.h"
@@ -60,6 +65,17 @@ std::string TakeError(St s) {
   return m;
 }
 
+// How long devWait polls before it blocks: a fraction of a tiny launch, negligible beside a long one.
+constexpr int kWaitSpinUs = 30;
+
+void CpuRelax() {
+#ifdef JAXTS_X86
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -75,6 +91,11 @@ class Executor {
     }
     cv_.notify_one();
   }
+  /** Nothing queued or running: work the caller runs itself now cannot overtake this stream's earlier work. */
+  bool Idle() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queue_.empty() && !running_;
+  }
 
  private:
   void Loop() {
@@ -82,13 +103,16 @@ class Executor {
       std::function<void()> task;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        running_ = false;
         cv_.wait(lock, [&] { return !queue_.empty(); });
         task = std::move(queue_.front());
         queue_.pop_front();
+        running_ = true;
       }
       task();
     }
   }
+  bool running_ = false;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
@@ -129,6 +153,9 @@ struct Launch {
   int fail_rank = -1;  // test hook: this rank fails before running
   bool record = false;  // each rank records its collectives (the profiler asks for it)
   std::vector<std::vector<CollectiveRecord>> colls;
+  int caller_rank = -1;  // the rank the launching thread runs itself (-1: none)
+  double t_enter = 0, t_submitted = 0, t_complete = 0, t_woke = 0;
+  std::atomic<bool> done{false};  // complete, readable without the mutex (devWait spins on it briefly)
   std::atomic<int> remaining{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -179,9 +206,11 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   }
   if (L->remaining.fetch_sub(1) == 1) {
     ShmWorld::Forget(L->id);
+    L->t_complete = NowUs();
     {
       std::lock_guard<std::mutex> lock(L->mu);
       L->complete = true;
+      L->done.store(true, std::memory_order_release);
     }
     L->cv.notify_all();
     if (L->tsfn) napi_call_threadsafe_function(L->tsfn, nullptr, napi_tsfn_blocking);
@@ -362,6 +391,12 @@ napi_value Result(napi_env env, Launch& L) {
     }
     napi_set_named_property(env, obj, "collectives", colls);
   }
+  const std::pair<const char*, double> stamps[] = {{"enter", L.t_enter}, {"submitted", L.t_submitted}, {"complete", L.t_complete},
+                                                   {"woke", L.t_woke}, {"callerRank", double(L.caller_rank)}};
+  for (const auto& kv : stamps) {
+    napi_create_double(env, kv.second, &v);
+    napi_set_named_property(env, obj, kv.first, v);
+  }
   return obj;
 }
 
@@ -395,6 +430,7 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   void* p = nullptr;
   if (napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devLaunch expects a program handle");
   auto L = std::make_shared<Launch>();
+  L->t_enter = NowUs();
   L->program = *static_cast<std::shared_ptr<Program>*>(p);
   const Program& P = *L->program;
   L->n = int(Length(env, argv[1]));
@@ -432,12 +468,13 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
       if (!Wrap(env, At(env, outs, i), At(env, oshapes, i), P.out_types[i], "output " + std::to_string(i) + " of rank " + std::to_string(r), &L->outs[size_t(r)][i], &L->refs))
         return fail();
   }
-  int64_t t = 30000, fr = -1;
+  int64_t t = 30000, fr = -1, caller = 0;
   if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
   if (NumProp(env, argv[6], "failRank", &fr)) L->fail_rank = int(fr);
   int64_t rec = 0;
   if (NumProp(env, argv[6], "recordCollectives", &rec) && rec) L->record = true;
   L->colls.assign(size_t(L->n), {});
+  NumProp(env, argv[6], "callerRuns", &caller);
   L->errors.assign(size_t(L->n), "");
   L->failed.assign(size_t(L->n), false);
   L->start.assign(size_t(L->n), 0);
@@ -456,7 +493,13 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
       return Throw(env, "devLaunch: cannot create the completion callback");
     }
   }
-  for (int r = 0; r < L->n; r++) ExecutorFor(L->devices[size_t(r)])->Submit([L, r] { RunRank(L, r); });
+  // A blocking launch runs rank 0 here when its device's stream is idle: only the JS thread submits, and it is busy
+  // until this launch is waited for, so nothing can be queued behind it meanwhile.
+  if (caller && !L->tsfn && ExecutorFor(L->devices[0])->Idle()) L->caller_rank = 0;
+  for (int r = 0; r < L->n; r++)
+    if (r != L->caller_rank) ExecutorFor(L->devices[size_t(r)])->Submit([L, r] { RunRank(L, r); });
+  L->t_submitted = NowUs();
+  if (L->caller_rank >= 0) RunRank(L, L->caller_rank);
   napi_value handle;
   napi_create_external(env, new std::shared_ptr<Launch>(L), FinalizeLaunch, nullptr, &handle);
   return handle;
@@ -470,10 +513,18 @@ napi_value WaitFn(napi_env env, napi_callback_info info) {
   void* p = nullptr;
   if (argc < 1 || napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devWait expects a launch handle");
   Launch& L = **static_cast<std::shared_ptr<Launch>*>(p);
-  {
+  // the calling thread has nothing else to do: poll briefly (peers often finish within microseconds of each other,
+  // and a condition-variable wake-up costs a futex call and a reschedule), then block
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kWaitSpinUs);
+  for (int i = 0; !L.done.load(std::memory_order_acquire); i++) {
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
+    CpuRelax();
+  }
+  if (!L.done.load(std::memory_order_acquire)) {
     std::unique_lock<std::mutex> lock(L.mu);
     L.cv.wait(lock, [&] { return L.complete; });
   }
+  L.t_woke = NowUs();
   if (!L.tsfn) Collect(env, L);  // with a callback, the callback collects
   return Result(env, L);
 }

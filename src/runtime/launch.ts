@@ -84,7 +84,12 @@ export interface LaunchResult {
   /** outputs[rank][k]: output k of the device at that rank, on that device. */
   readonly outputs: DeviceBuffer[][];
   readonly timeline: readonly RankTiming[];
+  /** The launch's native stamps (microseconds, the timeline's clock), for per-call breakdowns (bench/devices.ts). */
+  readonly stamps?: LaunchStamps;
 }
+
+/** When the native launch entered, had submitted every rank, saw the last rank finish and (blocking) woke its caller. */
+export interface LaunchStamps { enter: number; submitted: number; complete: number; woke: number; callerRank: number }
 
 export interface LaunchOptions {
   /** Collective timeout (default config.collectiveTimeoutMs). */
@@ -175,6 +180,9 @@ function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunch
   }
   return { timeline, error: new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`) };
 }
+let lastStamps: LaunchStamps | null = null;
+/** The native stamps of the most recent completed launch (null before any, or from an addon without them). */
+export function lastLaunchStamps(): LaunchStamps | null { return lastStamps; }
 
 function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, r: DeviceLaunchResult): LaunchResult {
   const { timeline, error } = outcome(p, deviceIds, r);
@@ -183,7 +191,10 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
     for (const os of prep.outs) for (const b of os) b.free();
     throw error;
   }
-  return { outputs: prep.outs, timeline };
+  const stamps = r.enter === undefined ? undefined
+    : { enter: r.enter, submitted: r.submitted ?? 0, complete: r.complete ?? 0, woke: r.woke ?? 0, callerRank: r.callerRank ?? -1 };
+  lastStamps = stamps ?? null;
+  return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
 }
 
 /** Monotonic microseconds on the clock of the runtime's timestamps (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
@@ -298,7 +309,9 @@ export function launch(program: DeviceProgram, deviceIds: readonly number[], inp
 export function launchSync(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): LaunchResult {
   const prep = prepare(program, deviceIds, inputs, opts);
   const a = api();
-  const h = a.devLaunch(...prep.args);
+  // the calling thread blocks anyway: it runs rank 0 itself when that device's stream is idle (one hand-off fewer)
+  const [h0, ids, ins, ishapes, outs, oshapes, o] = prep.args;
+  const h = a.devLaunch(h0, ids, ins, ishapes, outs, oshapes, { ...o, callerRuns: 1 });
   return finish(program, deviceIds, prep, a.devWait(h));
 }
 

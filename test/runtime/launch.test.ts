@@ -60,6 +60,71 @@ test("AllReduce (sum, max, min) of float32, float64, int32, int64 and bool (max/
   assert.equal(openRendezvous(), 0);
 });
 
+test("AllReduce and ReduceScatter over many blocks: float32 sums round as a left fold in rank order, NaN propagates in max, int32 wraps; shares split unevenly and outputs past the streaming-store size (4 MiB)", { skip }, () => {
+  // 5003 elements: a partial last block and shares that are no multiple of a cache line; 1.05M float32 (4.2 MB):
+  // outputs written with streaming stores on x86
+  for (const [n, len] of [[2, 5003], [3, 5003], [2, 1_050_007]]) {
+    const scale = [0.01, 1, 100, 0.1, 10];
+    const vals = ids(n).map((r) => { const v = new Float32Array(len); for (let i = 0; i < len; i++) v[i] = ((i * 7919 + r * 104729) % 2003 - 1001) * 0.3137 * scale[(i + r) % 5]; return v; });
+    // float32 left fold in rank order: ((x0 + x1) + x2), each sum rounded to float32
+    const want = Float32Array.from(vals[0]);
+    for (let r = 1; r < n; r++) for (let i = 0; i < len; i++) want[i] = Math.fround(want[i] + vals[r][i]);
+    const p = allReduceProgram(n, "float32", len);
+    const ins = ids(n).map((r) => { const b = DeviceBuffer.uninitialized(runtimeDevice(r), "float32", [len]); (b.data as Float32Array).set(vals[r]); return [b]; });
+    const res = launchSync(p, ids(n), ins);
+    for (let r = 0; r < n; r++) {
+      const got = res.outputs[r][0].data as Float32Array;
+      let bad = -1;
+      for (let i = 0; i < len && bad < 0; i++) if (got[i] !== want[i]) bad = i;
+      assert.equal(bad, -1, `n=${n} len=${len} rank ${r}: element ${bad} is ${got[bad]}, want ${want[bad]}`);
+      res.outputs[r][0].free();
+    }
+    // max with a NaN on one rank: NaN wins at that element only
+    (ins[n - 1][0].data as Float32Array)[len - 2] = NaN;
+    const pm = allReduceProgram(n, "float32", len, 1);
+    const rm = launchSync(pm, ids(n), ins);
+    for (let r = 0; r < n; r++) {
+      const got = rm.outputs[r][0].data as Float32Array;
+      assert.ok(Number.isNaN(got[len - 2]), `max n=${n} rank ${r}: NaN propagates`);
+      for (const i of [0, 1, 4096, len >> 1, len - 3, len - 1]) assert.equal(got[i], Math.max(...vals.map((v) => v[i])), `max n=${n} len=${len} element ${i}`);
+      rm.outputs[r][0].free();
+    }
+    ins.flat().forEach((b) => b.free());
+  }
+  // int32 sums wrap (two's complement) across block and share boundaries
+  const n = 2, len = 70_001;
+  const ins = ids(n).map((r) => [filled(r, "int32", ids(len).map((i) => (i % 3 === 0 ? 2_000_000_000 : -(i * 7919 + r))))]);
+  const res = launchSync(allReduceProgram(n, "int32", len), ids(n), ins);
+  for (let r = 0; r < n; r++) {
+    const got = res.outputs[r][0].data as Int32Array;
+    for (let i = 0; i < len; i++) {
+      const w = (i % 3 === 0 ? 4_000_000_000 : -(i * 7919) * 2 - 1) | 0;
+      if (got[i] !== w) assert.fail(`int32 sum rank ${r} element ${i}: ${got[i]}, want ${w}`);
+    }
+    res.outputs[r][0].free();
+  }
+  ins.flat().forEach((b) => b.free());
+  // ReduceScatter of [n, m] float32 with m * 4 bytes past the streaming size: chunk r of the left-fold sum
+  const m = 1_050_011;
+  const rsVals = ids(n).map((r) => { const v = new Float32Array(n * m); for (let i = 0; i < n * m; i++) v[i] = ((i * 31 + r * 7) % 1009) * 0.0173 - 8.5; return v; });
+  const g = new GraphBuilder(`reduce_scatter_big_${m}`);
+  const x = g.addInput("x", "float32", [n, m]);
+  g.addOutput(g.addNode("ReduceScatter", [x], 1, { groups: ids(n), group_size: n, reduce: 0, label: "psum_scatter", axes: "mesh axis 'x'" }, DOMAIN)[0], "float32", [m]);
+  const prs = deviceProgram(g.toModelBytes(), { name: "reduce_scatter_big", inputNames: ["x"], inputDTypes: ["float32"], outputNames: g.outputNames, outputDTypes: ["float32"], outputShapes: [[m]] }, n);
+  const rsIns = ids(n).map((r) => { const b = DeviceBuffer.uninitialized(runtimeDevice(r), "float32", [n, m]); (b.data as Float32Array).set(rsVals[r]); return [b]; });
+  const rs = launchSync(prs, ids(n), rsIns);
+  for (let r = 0; r < n; r++) {
+    const got = rs.outputs[r][0].data as Float32Array;
+    for (let i = 0; i < m; i++) {
+      const w = Math.fround(rsVals[0][r * m + i] + rsVals[1][r * m + i]);
+      if (got[i] !== w) assert.fail(`ReduceScatter rank ${r} element ${i}: ${got[i]}, want ${w}`);
+    }
+    rs.outputs[r][0].free();
+  }
+  rsIns.flat().forEach((b) => b.free());
+  assert.equal(openRendezvous(), 0);
+});
+
 /** y = op(x) over ranks 0..n-1 for a movement/scatter collective (x: dtype[n, 3]). */
 function collectiveProgram(op: string, n: number, dtype: DType, attrs: Record<string, number | number[]> = {}): { p: DeviceProgram; outShape: number[] } {
   const g = new GraphBuilder(`${op}_${n}_${dtype}`);
@@ -123,6 +188,30 @@ test("launches resolve asynchronously, run in submission order on each device, a
     for (const res of [a, b]) res.outputs.flat().forEach((o) => o.free());
     inputs.flat().forEach((x) => x.free());
   }
+});
+
+test("launchSync runs rank 0 on the calling thread when its stream is idle, else queues it behind the stream's work; the launch's stamps are ordered", { skip }, async () => {
+  const n = 2;
+  const p = allReduceProgram(n, "float32", 64, 0, 2);
+  const inputs = ids(n).map((r) => [filled(r, "float32", ids(64).map((i) => (i % 5) - r))]);
+  const want = ids(64).map((i) => ids(n).reduce((s, r) => s + (i % 5) - r, 0));
+  const idle = launchSync(p, ids(n), inputs);
+  const st = idle.stamps!;
+  assert.equal(st.callerRank, 0, "an idle stream: the caller ran rank 0");
+  assert.notEqual(idle.timeline[0].thread, idle.timeline[1].thread, "rank 1 ran on its executor");
+  assert.ok(st.enter <= st.submitted && st.submitted <= idle.timeline[0].start, "rank 0 starts after the others were submitted");
+  assert.ok(Math.max(...idle.timeline.map((t) => t.end)) <= st.complete && st.complete <= st.woke, "complete after every end, woke after complete");
+  assert.ok(Math.min(...idle.timeline.map((t) => t.start)) >= st.enter);
+  // device 0 busy with an async launch: the blocking one queues behind it on every stream
+  const pa = launch(p, ids(n), inputs);
+  const busy = launchSync(p, ids(n), inputs);
+  const a = await pa;
+  assert.equal(busy.stamps!.callerRank, -1, "a busy stream: rank 0 was queued on its executor");
+  a.timeline.forEach((t, r) => assert.ok(busy.timeline[r].start >= t.end, `device ${r}: stream order kept`));
+  assert.equal(busy.timeline[0].thread, a.timeline[0].thread, "rank 0 ran on device 0's executor");
+  for (const res of [idle, a, busy]) res.outputs.forEach((os) => { assert.deepEqual(Array.from(os[0].data as Float32Array), want); os[0].free(); });
+  inputs.flat().forEach((x) => x.free());
+  assert.equal(openRendezvous(), 0);
 });
 
 /** y = If(flag, AllReduce(x), x): a collective only the ranks given flag = true reach. */

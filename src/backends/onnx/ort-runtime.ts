@@ -197,13 +197,18 @@ export interface DeviceAddon {
     options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number }): object;
   devLaunch(program: object, deviceIds: readonly number[], inputs: readonly (readonly HostArray[])[], inputShapes: readonly (readonly (readonly number[])[])[],
     outputs: readonly (readonly HostArray[])[], outputShapes: readonly (readonly (readonly number[])[])[],
-    options: { timeoutMs: number; failRank?: number; recordCollectives?: number }, callback?: (r: DeviceLaunchResult) => void): object;
+    options: { timeoutMs: number; failRank?: number; recordCollectives?: number; callerRuns?: number }, callback?: (r: DeviceLaunchResult) => void): object;
   devWait(launch: object): DeviceLaunchResult;
   devOpenRendezvous(): number;
 }
-/** Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id. */
+/**
+ * Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id; and the
+ * launch's own stamps (same clock): devLaunch entered, all ranks submitted, last rank done, devWait returned (0 with a
+ * callback), and the rank the calling thread ran itself (-1: none). Older addons omit the stamps.
+ */
 export interface DeviceLaunchResult {
   errors: (string | null)[]; start: number[]; end: number[]; threads: number[];
+  enter?: number; submitted?: number; complete?: number; woke?: number; callerRank?: number;
   /** With options.recordCollectives: each rank's collectives in the order it ran them. */
   collectives?: CollectiveTiming[][];
 }
