@@ -12,8 +12,8 @@ import { type CallbackContext, currentCallbackContext, debugCallbackP } from "..
 
 export type { CallbackContext };
 
-/** Where debug.print lines go (default: stdout). Returns the previous sink. */
 let sink: ((line: string) => void) | null = null;
+/** Routes debug.print lines to `s` (null: back to stdout). Returns the previous sink. */
 export function setPrintSink(s: ((line: string) => void) | null): ((line: string) => void) | null {
   const prev = sink;
   sink = s;
