@@ -93,6 +93,10 @@ export interface LaunchOptions {
   failRank?: number;
 }
 
+let failNext: number | undefined;
+/** Test hook: the next launch (whoever makes it: shardMap, pmap) fails on the device at `rank`, as failRank does. */
+export function failNextLaunch(rank: number): void { failNext = rank; }
+
 interface Prepared { devs: RuntimeDevice[]; outs: DeviceBuffer[][]; args: Parameters<DeviceAddon["devLaunch"]> }
 
 function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions): Prepared {
@@ -112,10 +116,12 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
   // ORT writes every element of each output
   const outs = devs.map((d) => sig.outputDTypes.map((dt, k) => DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
   const timeoutMs = opts.timeoutMs ?? config.collectiveTimeoutMs;
+  const failRank = opts.failRank ?? failNext;
+  failNext = undefined;
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}) },
+    { timeoutMs, ...(failRank !== undefined ? { failRank } : {}) },
   ];
   return { devs, outs, args };
 }
