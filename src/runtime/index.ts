@@ -1,7 +1,7 @@
 /** @file The device runtime: devices with their own memory accounting, device programs and their concurrent launch. */
 export { DeviceBuffer, RuntimeDevice, runtimeDevice, type MemoryStats } from "./device.js";
 export {
-  DEVICE_DTYPES, DeviceProgram, deviceIntraOpThreads, deviceProgram, deviceRuntimeUnavailable, failNextLaunch, lastLaunchTimeline, launch,
+  DEVICE_DTYPES, DeviceProgram, deviceIntraOpThreads, deviceProgram, deviceRuntimeUnavailable, failNextLaunch, lastLaunchTimeline, launch, launchCount,
   launchSync,
   openRendezvous, type LaunchOptions, type LaunchResult, type ProgramSignature, type RankTiming,
 } from "./launch.js";

@@ -127,12 +127,16 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
 }
 
 let lastTimeline: readonly RankTiming[] = [];
+let launches = 0;
+/** How many launches completed (or failed on the devices) in this process (tests: did the device runtime run). */
+export function launchCount(): number { return launches; }
 /** The per-rank timings of the most recent completed launch (tests and the profiler). */
 export function lastLaunchTimeline(): readonly RankTiming[] { return lastTimeline; }
 
 function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, r: DeviceLaunchResult): LaunchResult {
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
   lastTimeline = timeline;
+  launches++;
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
   if (errs.length) {
     for (const os of prep.outs) for (const b of os) b.free();
