@@ -11,7 +11,7 @@ import { vmapFlat } from "../transforms/vmap.js";
 import { devicePut } from "./device-put.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
-import { getMesh } from "./xmap.js";
+import { getMesh } from "./context-mesh.js";
 import { shardMapOnDevices } from "./shard-map-devices.js";
 import { installShardMapRules } from "./shard-map-rules.js";
 

@@ -12,6 +12,7 @@ import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { vmapFlat } from "../transforms/vmap.js";
+import { getMesh } from "./context-mesh.js";
 import { Mesh } from "./mesh.js";
 import { shardMap } from "./shard-map.js";
 import { PartitionSpecImpl } from "./sharding.js";
@@ -19,10 +20,7 @@ import { PartitionSpecImpl } from "./sharding.js";
 export type AxisSpecEntry = readonly (string | null)[] | Readonly<Record<number, string>>;
 export interface XmapOpts { inAxes: unknown; outAxes: unknown; axisResources?: Readonly<Record<string, string | string[]>>; mesh?: Mesh }
 
-let currentMesh: Mesh | null = null;
-/** jax.set_mesh / sharding.use_mesh: the mesh xmap's axisResources refer to. */
-export function setMesh(mesh: Mesh | null): void { currentMesh = mesh; }
-export function getMesh(): Mesh | null { return currentMesh; }
+export { getMesh, setMesh } from "./context-mesh.js";
 
 const isEntry = (x: unknown): x is AxisSpecEntry =>
   (globalThis.Array.isArray(x) && x.every((e) => e === null || typeof e === "string")) ||
@@ -71,7 +69,7 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     named.forEach((m) => { for (const n of m.keys()) if (!names.includes(n)) names.push(n); });
     const sizes = new Map<string, number>();
     named.forEach((m, k) => { for (const [n, d] of m) { const s = leaves[k].shape[d]; if (sizes.has(n) && sizes.get(n) !== s) throw new Error(`${fn}: axis ${JSON.stringify(n)} has inconsistent sizes ${sizes.get(n)} and ${s}`); sizes.set(n, s); } });
-    const mesh = opts.mesh ?? currentMesh;
+    const mesh = opts.mesh ?? getMesh();
     for (const [n, r] of Object.entries(opts.axisResources ?? {})) {
       if (!mesh) throw new Error(`${fn}: axisResources map ${JSON.stringify(n)} to mesh axes but no mesh is set (pass { mesh } or call setMesh)`);
       for (const ax of typeof r === "string" ? [r] : r) if (!mesh.axisNames.includes(ax)) throw new Error(`${fn}: axis resource ${JSON.stringify(ax)} for ${JSON.stringify(n)} is not an axis of ${mesh}`);
