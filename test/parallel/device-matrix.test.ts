@@ -11,19 +11,20 @@ import { fileURLToPath } from "node:url";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 
 const skip = deviceRuntimeUnavailable() ?? false;
-const root = fileURLToPath(new URL("../../..", import.meta.url));
+/** The compiled tree (dist/): the child runs the compiled test files from there. */
+const distRoot = fileURLToPath(new URL("../..", import.meta.url));
 const FILES = ["parallel/shard-map", "parallel/pmap", "parallel/pmap-static", "parallel/collectives", "parallel/xmap", "models/transformer"];
 
 test("the shardMap / pmap / xmap / collective tests pass with spmdRuntime 'devices' and launch on the devices", { skip }, () => {
   const preload = (m: string) => `--import=${new URL(m, import.meta.url).href}`;
-  const files = FILES.map((f) => `dist/test/${f}.test.js`);
+  const files = FILES.map((f) => `test/${f}.test.js`);
   // a clean environment for a nested test runner (node:test marks its children with NODE_TEST_CONTEXT)
   const env: NodeJS.ProcessEnv = { ...process.env, JAXTS_SPMD_RUNTIME: "devices", NODE_OPTIONS: "" };
   delete env.NODE_TEST_CONTEXT;
   const res = spawnSync(process.execPath, [preload("../../src/backends/onnx/onnx-backend.js"), preload("./report-launches.js"), "--test", "--test-concurrency=2",
     // the transformer file's single-device training test has no parallel API in it
     "--test-name-pattern=^(?!training reduces the loss)", ...files], {
-    cwd: root, encoding: "utf8", env,
+    cwd: distRoot, encoding: "utf8", env,
   });
   const out = res.stdout + res.stderr;
   assert.equal(res.status, 0, out.split("\n").filter((l) => /^not ok|error|Error/.test(l)).slice(0, 20).join("\n"));
