@@ -114,10 +114,8 @@ export const shardMapP: Primitive<SMP> = new Primitive<SMP>("shard_map", {
 
 /** The jvp of a shard_map through its emulation (what the rules fall back to). */
 export function jvpByEmulation(primals: Array[], tangents: MaybeZero[], p: SMP): [Array[], MaybeZero[]] {
-  {
-    fallback("differentiating a shardMap (grad, jvp) runs its emulation; gradients taken inside the body run on the devices");
-    return jvpFlat(asEmulation(p.emulate), primals, tangents);
-  }
+  fallback("differentiating this shardMap (grad, jvp) runs its emulation: its body cannot be traced per device or already takes a gradient through psum");
+  return jvpFlat(asEmulation(p.emulate), primals, tangents);
 }
 /** The vmap of a shard_map through its emulation (what the rules fall back to). */
 export function vmapByEmulation(axis: AxisData, args: Array[], dims: BDim[], p: SMP, why = "vmap of a shardMap runs its emulation"): [Array[], BDim[]] {
