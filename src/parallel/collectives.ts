@@ -18,6 +18,16 @@ const unbound = (prim: string, axes: AxisNames) =>
   new Error(`${prim}: unbound axis name ${axes.map((a) => JSON.stringify(a)).join(", ")}. Collectives need an enclosing vmap/pmap/shardMap/xmap whose axisName is one of these`);
 const names = (x: string | string[]): AxisNames => (typeof x === "string" ? [x] : [...x]);
 
+let perDevice = 0;
+/**
+ * Runs f with psum transposing to psum (y_i = sum_j x_j, so ct_x_j = sum_i ct_y_i), the rule of a body transposed
+ * as a per-device function, where each device's block is its own variable (shard_map's transpose).
+ */
+export function withPerDeviceTranspose<T>(f: () => T): T {
+  perDevice++;
+  try { return f(); } finally { perDevice--; }
+}
+
 /** Reduction collectives: with the named batch axis, reduce it away (the result is the same for every member). */
 function defReduceCollective(name: string, reduce: (x: Array, axes: number[]) => Array, linear: boolean): Primitive<{ axes: AxisNames; axis_index_groups: number[][] | null }> {
   type P = { axes: AxisNames; axis_index_groups: number[][] | null };
@@ -58,7 +68,8 @@ function defReduceCollective(name: string, reduce: (x: Array, axes: number[]) =>
       },
     // psum's transpose (JAX's shard_map semantics with varying-axis tracking): a cotangent that varies over the
     // axis is summed (psum); an invariant one (the same on every member) flows back unchanged (pvary)
-    transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(psumTransposeP, [ct], params)] : undefined,
+    // (shard_map's own transpose views every device's value as an independent variable: there psum transposes to psum)
+    transpose: linear ? ([ct], _args, params) => [ct instanceof Zero ? ct : bind1(perDevice > 0 ? p : psumTransposeP, [ct], params)] : undefined,
     missing: { lower: COLLECTIVE_LOWER },
   }, { collectiveAxisParam: "axes" });
   return p;

@@ -11,7 +11,7 @@ import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import type { TypedArray } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
-import { Primitive } from "../core/primitive.js";
+import { type AxisData, type BDim, type MaybeZero, Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { type Atom, Jaxpr } from "../core/jaxpr.js";
@@ -55,7 +55,14 @@ function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { i
   return { idx, parts };
 }
 
-type SMP = { name: string; run: (xs: ArrayImpl[]) => ArrayImpl[]; emulate: (...xs: Array[]) => Array[]; out_avals: ShapedArray[] };
+/** The body traced once at the per-device block shapes with every mesh axis bound (its consts are concrete). */
+export interface TracedBody { jaxpr: Jaxpr; consts: ArrayImpl[]; outSpecs: Spec[]; blockAvals: ShapedArray[] }
+export type SMP = {
+  name: string; run: (xs: ArrayImpl[]) => ArrayImpl[]; emulate: (...xs: Array[]) => Array[]; out_avals: ShapedArray[];
+  mesh: Mesh; in_specs: Spec[]; check_vma: boolean;
+  /** The per-device body (memoized), or why it cannot be had; the transformation rules (shard-map-rules.ts) use it. */
+  body: () => TracedBody | string;
+};
 
 let emulating = 0;
 /** f run as the emulation: shardMaps reached inside it take the nested-vmap path. */
@@ -66,26 +73,36 @@ const asEmulation = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R 
 
 /**
  * shard_map as one staged primitive (device runtime only): its impl runs the body on every device of the mesh (or the
- * emulation where the device path cannot); under jit it is one equation (run between the program's ONNX segments);
- * jvp and vmap go through the emulation, whose collectives carry their own rules.
+ * emulation where the device path cannot); under jit it is one equation (run between the program's ONNX segments).
+ * jvp, transpose and vmap are shard_maps of the transformed body (installed by shard-map-rules.ts); the rules here
+ * are their fallback through the emulation, whose collectives carry their own rules.
  */
 export const shardMapP: Primitive<SMP> = new Primitive<SMP>("shard_map", {
   abstractEval(_avals, p) { return p.out_avals; },
   impl(args, p) { return p.run(args); },
   jvp(primals, tangents, p) {
-    fallback("differentiating a shardMap (grad, jvp) runs its emulation; gradients taken inside the body run on the devices");
-    return jvpFlat(asEmulation(p.emulate), primals, tangents);
+    return jvpByEmulation(primals, tangents, p);
   },
   vmap(axis, args, dims, p) {
-    fallback("vmap of a shardMap runs its emulation");
-    const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis);
-    return [r.outs, r.dims];
+    return vmapByEmulation(axis, args, dims, p);
   },
   missing: {
     lower: "shard_map runs on the device runtime as its own launch (a host step between a jitted program's ONNX segments)",
-    transpose: "shard_map is differentiated through its emulation (jvp rule), whose collectives transpose one by one",
+    transpose: "installed by shard-map-rules.ts (a shard_map of the body's transpose)",
   },
 }, { multipleResults: true });
+
+/** The jvp of a shard_map through its emulation (what the rules fall back to). */
+export function jvpByEmulation(primals: Array[], tangents: MaybeZero[], p: SMP): [Array[], MaybeZero[]] {
+  fallback("differentiating this shardMap (grad, jvp) runs its emulation: its body cannot be traced per device or already takes a gradient through psum");
+  return jvpFlat(asEmulation(p.emulate), primals, tangents);
+}
+/** The vmap of a shard_map through its emulation (what the rules fall back to). */
+export function vmapByEmulation(axis: AxisData, args: Array[], dims: BDim[], p: SMP, why = "vmap of a shardMap runs its emulation"): [Array[], BDim[]] {
+  fallback(why);
+  const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis);
+  return [r.outs, r.dims];
+}
 
 interface Entry { params: SMP; outDef: TreeDef; compiled?: Compiled | string }
 /** Per function: staged-call entries by call signature (mesh, argument structure and avals, specs). */
@@ -120,10 +137,12 @@ export function shardMapOnDevices(
     // the output avals, and the emulation's static errors (e.g. an output declared replicated over an axis it
     // varies over, even where the values happen to agree), from an abstract trace of the emulation
     const { jaxpr } = traceToJaxpr(asEmulation(emulate), leaves.map((x) => x.aval), "shard_map_check");
+    let traced: TracedBody | string | undefined;
     const e: Entry = {
       outDef: outDef!,
       params: {
-        name: fn, emulate, out_avals: jaxpr.outvars.map((v) => v.aval),
+        name: fn, emulate, out_avals: jaxpr.outvars.map((v) => v.aval), mesh, in_specs: inSpecs, check_vma: checkVma,
+        body: () => (traced ??= traceBody(fn, f, mesh, inSpecs, outSpecsOf, leaves.map((x) => x.aval), def)),
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
           const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e, checkVma);
           return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
@@ -149,7 +168,7 @@ function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, 
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
-  if (entry.compiled === undefined) entry.compiled = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
+  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   return run(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
 }
@@ -167,9 +186,17 @@ interface Compiled {
 }
 interface HoistedCallback { params: DebugCallbackParams; first: number; count: number; avals: ShapedArray[] }
 
-/** Traces f at block shapes with every mesh axis bound and compiles it for the mesh; a string says why it cannot run on devices. */
-function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
-  leaves: Array[], blockShapes: number[][], def: TreeDef): Compiled | string {
+/** Per-device block avals of arguments with avals `avals` split by `inSpecs` over the mesh. */
+export function blockAvals(mesh: Mesh, inSpecs: Spec[], avals: readonly ShapedArray[]): ShapedArray[] {
+  return avals.map((a, k) => {
+    const { parts } = blockIndex(inSpecs[k], a.ndim, mesh, mesh.coords(0));
+    return new ShapedArray(a.shape.map((s, d) => s / parts[d]), a.dtype, a.weakType);
+  });
+}
+
+/** Traces f at block shapes with every mesh axis bound; a string says why it cannot be traced that way. */
+function traceBody(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
+  avals: readonly ShapedArray[], def: TreeDef): TracedBody | string {
   let outSpecs: Spec[] = [];
   const body = (...xs: Array[]): Array[] => {
     const out = f(...(unflatten(def, xs) as never[]));
@@ -177,12 +204,20 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     outSpecs = outSpecsOf(out);
     return ol;
   };
-  const avals = leaves.map((x, k) => new ShapedArray(blockShapes[k], x.dtype, x.aval.weakType));
+  const bAvals = blockAvals(mesh, inSpecs, avals);
   const bound = mesh.axisNames.reduceRight<() => ReturnType<typeof traceToJaxpr>>(
-    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner), () => traceToJaxpr(body, avals, "shard_map"));
-  const { jaxpr, consts } = bound();
+    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner), () => traceToJaxpr(body, bAvals, "shard_map"));
+  let jaxpr: Jaxpr, consts: Array[];
+  try { ({ jaxpr, consts } = bound()); } catch (e) { return `the body cannot be traced per device (${e instanceof Error ? e.message : String(e)})`; }
   if (!consts.every((c) => c instanceof ArrayImpl)) return "the body closes over a traced value";
   if (outSpecs.length !== jaxpr.outvars.length) return "the out_specs do not match the outputs";
+  return { jaxpr, consts: consts as ArrayImpl[], outSpecs, blockAvals: bAvals };
+}
+
+/** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
+function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compiled | string {
+  if (typeof body === "string") return body;
+  const { jaxpr, consts, outSpecs } = body;
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
   // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
   const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
@@ -197,7 +232,7 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
   }, mesh.size) : null;
-  return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map(), callbacks };
+  return { program, consts, outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map(), callbacks };
 }
 
 /**

@@ -11,8 +11,9 @@ import { vmapFlat } from "../transforms/vmap.js";
 import { devicePut } from "./device-put.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
-import { getMesh } from "./xmap.js";
+import { getMesh } from "./context-mesh.js";
 import { shardMapOnDevices } from "./shard-map-devices.js";
+import { installShardMapRules } from "./shard-map-rules.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -113,6 +114,9 @@ export interface ShardMapOpts {
   /** The manual mesh axes (default: all); the others stay automatic, i.e. f sees whole data along them. */
   axisNames?: Iterable<string>;
 }
+
+// the shard_map primitive's jvp, transpose and vmap are shard_maps of the transformed body
+installShardMapRules(shardMap as unknown as Parameters<typeof installShardMapRules>[0]);
 
 /** jax.shard_map: f sees per-device blocks; collectives over mesh axis names combine them. */
 export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: ShardMapOpts): (...args: A) => R {

@@ -21,7 +21,8 @@ function nestedJaxprs(e: JaxprEqn): Jaxpr[] {
   Object.values(e.params).forEach(visit);
   return out;
 }
-function containsPsumTranspose(j: Jaxpr): boolean {
+/** Whether j (or a jaxpr nested in it) holds a psum_transpose, i.e. a gradient through psum taken inside it. */
+export function containsPsumTranspose(j: Jaxpr): boolean {
   return j.eqns.some((e) => e.primitive.name === "psum_transpose" || nestedJaxprs(e).some(containsPsumTranspose));
 }
 

@@ -2,21 +2,25 @@
  * @file jax.xmap: a named-axis map. Arguments name some of their dimensions (["batch", "...", "model"] or { 0: "batch" });
  * f sees the arrays without those dimensions and can run collectives over the names; outAxes put the named
  * dimensions back. Runs as nested named vmaps (one per axis name); axisResources are validated against the mesh.
+ * With config spmdRuntime "devices", named axes whose axisResources give them one mesh axis of their size run as a
+ * shardMap over that mesh (its axis renamed to the named axis, one element per device); the other names stay vmaps
+ * inside the per-device body. Other resource layouts run the emulation.
  */
 import { Array } from "../core/array.js";
+import { config } from "../core/config.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { vmapFlat } from "../transforms/vmap.js";
-import type { Mesh } from "./mesh.js";
+import { getMesh } from "./context-mesh.js";
+import { Mesh } from "./mesh.js";
+import { shardMap } from "./shard-map.js";
+import { PartitionSpecImpl } from "./sharding.js";
 
 export type AxisSpecEntry = readonly (string | null)[] | Readonly<Record<number, string>>;
 export interface XmapOpts { inAxes: unknown; outAxes: unknown; axisResources?: Readonly<Record<string, string | string[]>>; mesh?: Mesh }
 
-let currentMesh: Mesh | null = null;
-/** jax.set_mesh / sharding.use_mesh: the mesh xmap's axisResources refer to. */
-export function setMesh(mesh: Mesh | null): void { currentMesh = mesh; }
-export function getMesh(): Mesh | null { return currentMesh; }
+export { getMesh, setMesh } from "./context-mesh.js";
 
 const isEntry = (x: unknown): x is AxisSpecEntry =>
   (globalThis.Array.isArray(x) && x.every((e) => e === null || typeof e === "string")) ||
@@ -65,7 +69,7 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     named.forEach((m) => { for (const n of m.keys()) if (!names.includes(n)) names.push(n); });
     const sizes = new Map<string, number>();
     named.forEach((m, k) => { for (const [n, d] of m) { const s = leaves[k].shape[d]; if (sizes.has(n) && sizes.get(n) !== s) throw new Error(`${fn}: axis ${JSON.stringify(n)} has inconsistent sizes ${sizes.get(n)} and ${s}`); sizes.set(n, s); } });
-    const mesh = opts.mesh ?? currentMesh;
+    const mesh = opts.mesh ?? getMesh();
     for (const [n, r] of Object.entries(opts.axisResources ?? {})) {
       if (!mesh) throw new Error(`${fn}: axisResources map ${JSON.stringify(n)} to mesh axes but no mesh is set (pass { mesh } or call setMesh)`);
       for (const ax of typeof r === "string" ? [r] : r) if (!mesh.axisNames.includes(ax)) throw new Error(`${fn}: axis resource ${JSON.stringify(ax)} for ${JSON.stringify(n)} is not an axis of ${mesh}`);
@@ -78,8 +82,11 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     let outDef: TreeDef | null = null;
     let outEntries: AxisSpecEntry[] = [];
     let outNamed: Map<string, number>[] = [];
+    // the names mapped onto mesh axes on the device runtime (empty: all names are vmaps)
+    const onMesh = config.spmdRuntime === "devices" && mesh ? meshPlan(mesh, names, sizes, opts.axisResources ?? {}) : null;
+    const vmapped = onMesh ? names.filter((n) => !onMesh.names.includes(n)) : names;
     const level = (a: number) => (...xs: Array[]): Array[] => {
-      if (a === names.length) {
+      if (a === vmapped.length) {
         const out = f(...(unflatten(def, xs) as A));
         const [ol, od] = flattenArrays(fn, out, "output");
         outDef = od;
@@ -88,7 +95,7 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
         outNamed = ol.map((y, k) => { const e = outEntries[k]; const cnt = globalThis.Array.isArray(e) ? e.filter((n) => n !== null && n !== "...").length : Object.keys(e).length; return namedDims(fn, e, y.ndim + cnt, `outAxes of output leaf ${k}`); });
         return ol;
       }
-      const n = names[a];
+      const n = vmapped[a];
       const inDims = xs.map((_, k) => (named[k].has(n) ? 0 : null));
       try {
         return vmapFlat(level(a + 1), xs, inDims, (i) => (outNamed[i]?.has(n) ? 0 : null), { size: sizes.get(n)!, name: n });
@@ -97,7 +104,7 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
         throw e;
       }
     };
-    const outs = level(0)(...moved);
+    const outs = onMesh ? onDevices(onMesh, moved, named, names, level(0), () => outNamed) : level(0)(...moved);
     const placed = outs.map((y, k) => {
       const m = outNamed[k];
       const lead = names.filter((n) => m.has(n));
@@ -113,4 +120,54 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     });
     return unflatten(outDef!, placed) as R;
   };
+}
+
+interface MeshPlan { mesh: Mesh; names: string[] }
+
+/**
+ * The mesh to run on: every axis with a resource renamed to the xmap name it serves (one mesh axis per name, of the
+ * named axis's size); null when the resources do not have that layout (the emulation runs).
+ */
+function meshPlan(mesh: Mesh, names: readonly string[], sizes: ReadonlyMap<string, number>, resources: Readonly<Record<string, string | string[]>>): MeshPlan | null {
+  const rename = new Map<string, string>();
+  for (const [n, r] of Object.entries(resources)) {
+    const axes = typeof r === "string" ? [r] : r;
+    if (!names.includes(n) || axes.length !== 1 || rename.has(axes[0]) || mesh.axisSize(axes[0]) !== sizes.get(n)) return null;
+    rename.set(axes[0], n);
+  }
+  if (!rename.size) return null;
+  const axisNames = mesh.axisNames.map((a) => rename.get(a) ?? a);
+  if (new Set(axisNames).size !== axisNames.length || mesh.axisNames.some((a) => !rename.has(a) && names.includes(a))) return null;
+  return { mesh: new Mesh(mesh.devices, axisNames), names: [...rename.values()] };
+}
+
+/**
+ * xmap's nested vmaps (`inner`, over the names that stay vmaps) as the body of a shardMap over the plan's mesh: each
+ * device gets element i of the mapped names (a block of size 1 there, squeezed), and outputs get it back.
+ */
+function onDevices(plan: MeshPlan, moved: Array[], named: Map<string, number>[], names: readonly string[], inner: (...xs: Array[]) => Array[],
+  outNamed: () => Map<string, number>[]): Array[] {
+  const lead = (has: (n: string) => boolean) => names.filter(has);
+  const specOf = (ns: string[]) => new PartitionSpecImpl(...ns.map((n) => (plan.names.includes(n) ? n : null)));
+  const inSpecs = moved.map((_, k) => specOf(lead((n) => named[k].has(n))));
+  const body = (...blocks: Array[]): Array[] => {
+    const xs = blocks.map((b, k) => {
+      const ns = lead((n) => named[k].has(n));
+      const drop = ns.map((n, i) => (plan.names.includes(n) ? i : -1)).filter((i) => i >= 0);
+      return drop.length ? ops.squeeze(b, drop) : b;
+    });
+    // outputs lead with their vmapped names (in name order); the mesh-mapped ones go back as size-1 dims
+    return inner(...xs).map((y, k) => {
+      const ns = lead((n) => outNamed()[k].has(n));
+      const add = ns.map((n, i) => (plan.names.includes(n) ? i : -1)).filter((i) => i >= 0);
+      return add.length ? ops.expandDims(y, add) : y;
+    });
+  };
+  try {
+    return shardMap(body, { mesh: plan.mesh, inSpecs, outSpecs: () => outNamed().map((m) => specOf(lead((n) => m.has(n)))) })(...moved) as Array[];
+  } catch (e) {
+    const m = e instanceof Error ? /declared replicated over mesh axis ("[^"]*")/.exec(e.message) : null;
+    if (m) throw new Error(`xmap: an output varies over named axis ${m[1]} but its outAxes do not place it`);
+    throw e;
+  }
 }

@@ -4,7 +4,8 @@ export {
   type PendingWork, type TransferStats,
 } from "./device.js";
 export {
-  DEVICE_DTYPES, DeviceProgram, deviceIntraOpThreads, deviceProgram, deviceRuntimeUnavailable, dispatch, injectLaunchFault, lastLaunchStamps,
-  lastLaunchTimeline, launch, launchesInFlight, launchSync, nowUs, openRendezvous, PendingLaunch, setLaunchObserver, synchronize, type CollectiveTiming,
-  type LaunchOptions, type LaunchRecord, type LaunchResult, type LaunchStamps, type ProgramSignature, type RankTiming,
+  DEVICE_DTYPES, DeviceProgram, deviceIntraOpThreads, deviceProgram, deviceRuntimeUnavailable, dispatch, failNextLaunch, injectLaunchFault,
+  lastLaunchStamps, lastLaunchTimeline, launch, launchCount, launchesInFlight, launchSync, nowUs, openRendezvous, PendingLaunch, setLaunchObserver,
+  synchronize, type CollectiveTiming, type LaunchOptions, type LaunchRecord, type LaunchResult, type LaunchStamps, type ProgramSignature,
+  type RankTiming,
 } from "./launch.js";

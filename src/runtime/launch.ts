@@ -98,6 +98,10 @@ export interface LaunchOptions {
   failRank?: number;
 }
 
+let failNext: number | undefined;
+/** Test hook: the next launch (whoever makes it: shardMap, pmap) fails on the device at `rank`, as failRank does. */
+export function failNextLaunch(rank: number): void { failNext = rank; }
+
 interface Prepared { devs: RuntimeDevice[]; inputs: readonly (readonly DeviceBuffer[])[]; outs: DeviceBuffer[][]; args: Parameters<DeviceAddon["devLaunch"]> }
 
 function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions): Prepared {
@@ -128,10 +132,12 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
     throw e;
   }
   const timeoutMs = opts.timeoutMs ?? config.collectiveTimeoutMs;
+  const failRank = opts.failRank ?? failNext;
+  failNext = undefined;
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(opts.failRank !== undefined ? { failRank: opts.failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}) },
+    { timeoutMs, ...(failRank !== undefined ? { failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}) },
   ];
   return { devs, inputs, outs, args };
 }
@@ -154,6 +160,9 @@ export function setLaunchObserver(f: ((r: LaunchRecord) => void) | null): ((r: L
 }
 
 let lastTimeline: readonly RankTiming[] = [];
+let launches = 0;
+/** How many launches completed (or failed on the devices) in this process (tests: did the device runtime run). */
+export function launchCount(): number { return launches; }
 /** The per-rank timings of the most recent completed launch (tests and the profiler); settles the launches in flight first. */
 export function lastLaunchTimeline(): readonly RankTiming[] {
   synchronize();
@@ -163,6 +172,7 @@ export function lastLaunchTimeline(): readonly RankTiming[] {
 /** The launch's timeline and its error (root cause first, one line per distinct message), or null when it succeeded. */
 function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunchResult): { timeline: RankTiming[]; error: Error | null } {
   const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
+  launches++;
   const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
   if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0, collectives: r.collectives ?? [] });
   if (!errs.length) return { timeline, error: null };

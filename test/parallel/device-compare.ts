@@ -16,10 +16,10 @@ export function flat(x: unknown): number[] { return (JSArray.isArray(x) ? (x as 
 
 /**
  * Runs g on the emulation and on the devices: the same shape and dtype, equal values (exactly for integers, within
- * float32 rounding otherwise), and the device path really launched on `deviceIds` in rank order (with `launches`
+ * float32 rounding otherwise: `rtol`, looser for gradients, whose sums associate differently), and the device path really launched on `deviceIds` in rank order (with `launches`
  * false: no launch at all). Returns the device result.
  */
-export function sameOnDevices(what: string, deviceIds: readonly number[], g: () => Array, launches = true): Array {
+export function sameOnDevices(what: string, deviceIds: readonly number[], g: () => Array, launches = true, rtol = 1e-5): Array {
   config.update("spmdRuntime", "emulation");
   const want = g();
   config.update("spmdRuntime", "devices");
@@ -36,7 +36,7 @@ export function sameOnDevices(what: string, deviceIds: readonly number[], g: () 
   assert.deepEqual(got.shape, want.shape, `${what}: shape`);
   assert.equal(got.dtype, want.dtype, `${what}: dtype`);
   const a = flat(got.tolist()), b = flat(want.tolist());
-  if (want.dtype === "float32") a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= 1e-5 * Math.max(1, Math.abs(b[i])), `${what}[${i}]: ${v} vs ${b[i]}`));
+  if (want.dtype === "float32") a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= rtol * Math.max(1, Math.abs(b[i])), `${what}[${i}]: ${v} vs ${b[i]}`));
   else assert.deepEqual(a, b, what);
   return got;
 }

@@ -174,23 +174,16 @@ test("shardMap on devices: per-device memory is accounted and released; replicat
   }
 });
 
-test("under jit shardMap is one staged equation run on the devices; grad and vmap of it go through the emulation", { skip }, async () => {
+test("under jit shardMap is one staged equation run on the devices; grad and vmap of it run there too", { skip }, async () => {
   const { jit, vmap } = await import("../../src/index.js");
   const mesh = makeMesh([4], ["x"]);
   const x = values([8, 2], "float32");
   const body = (b: Array) => lax.psum(jnp.sin(b), "x");
   same("jit(shardMap)", mesh, () => jit((v: Array) => jnp.multiply(shardMap(body, { mesh, inSpecs: P("x"), outSpecs: P() })(jnp.add(v, 1)), 2))(x));
-  // transformations of a shardMap: compared with the emulation (no launch expected)
+  // transformations of a shardMap are shard_maps of the transformed body (test/parallel/shard-map-transforms.test.ts)
   const loss = (v: Array) => jnp.sum(jnp.square(shardMap(body, { mesh, inSpecs: P("x"), outSpecs: P() })(v)));
-  config.update("spmdRuntime", "emulation");
-  const want = [grad(loss)(x).tolist(), vmap((v: Array) => shardMap(body, { mesh, inSpecs: P("x"), outSpecs: P() })(v))(jnp.stack([x, jnp.negative(x)])).tolist()];
-  config.update("spmdRuntime", "devices");
-  try {
-    const got = [grad(loss)(x).tolist(), vmap((v: Array) => shardMap(body, { mesh, inSpecs: P("x"), outSpecs: P() })(v))(jnp.stack([x, jnp.negative(x)])).tolist()];
-    got.forEach((g, k) => flat(g).forEach((v, i) => assert.ok(Math.abs(v - flat(want[k])[i]) <= 1e-5 * Math.max(1, Math.abs(v)), `${k}[${i}]: ${v}`)));
-  } finally {
-    config.update("spmdRuntime", "emulation");
-  }
+  sameOnDevices("grad(shardMap)", mesh.deviceIds, () => grad(loss)(x), true, 1e-4);
+  same("vmap(shardMap)", mesh, () => vmap((v: Array) => shardMap(body, { mesh, inSpecs: P("x"), outSpecs: P() })(v))(jnp.stack([x, jnp.negative(x)])));
 });
 
 test("without the native addon (JAXTS_NATIVE=0) spmdRuntime 'devices' runs the emulation, says so once, same results", () => {
