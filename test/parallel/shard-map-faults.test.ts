@@ -14,12 +14,12 @@ const { P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
 
-/** f on the devices with a short collective timeout. */
-function onDevices<T>(f: () => T, timeoutMs = 300): T {
+/** f on the devices with a short collective timeout; dispatch is asynchronous, so its result is waited for (errors surface there). */
+function onDevices<T extends Array>(f: () => T, timeoutMs = 300): T {
   const saved = config.collectiveTimeoutMs;
   config.update("spmdRuntime", "devices");
   config.update("collectiveTimeoutMs", timeoutMs);
-  try { return f(); } finally { config.update("spmdRuntime", "emulation"); config.update("collectiveTimeoutMs", saved); }
+  try { return f().blockUntilReady(); } finally { config.update("spmdRuntime", "emulation"); config.update("collectiveTimeoutMs", saved); }
 }
 
 test("a device-side error on one rank fails the shardMap call naming the device, releases its peers, and the next call works", { skip }, () => {

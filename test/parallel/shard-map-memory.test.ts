@@ -44,7 +44,8 @@ test("memory stays flat over 5,000 data-parallel training steps on 2 devices (sh
   config.update("spmdRuntime", "devices");
   try {
     let w = jnp.zeros([2]);
-    const r = flatOver(mesh.deviceIds, 5000, 50, () => { w = step(w); });
+    // each step waits for its result and frees the previous weights (dispatch is asynchronous; arrays are freed by dispose)
+    const r = flatOver(mesh.deviceIds, 5000, 50, () => { const prev = w; w = step(w).blockUntilReady(); prev.dispose(); });
     assert.deepEqual(lastLaunchTimeline().map((t) => t.device), [...mesh.deviceIds], "the steps ran on the devices");
     assertFlat("5,000 steps", mesh.deviceIds, r, 5000, 50);
     // the same 5,000 gradient steps in float64: w <- w - 0.1 * (2 / 4) X^T (X w - y) (pmean of the blocks' mean grads)
@@ -66,6 +67,6 @@ test("memory stays flat over repeated grads of a shardMap (the known, tangent an
   config.update("spmdRuntime", "devices");
   try {
     const w = jnp.array([0.1, -0.2], { dtype: "float32" });
-    assertFlat("grads", mesh.deviceIds, flatOver(mesh.deviceIds, 250, 20, () => { g(w); }), 250, 20);
+    assertFlat("grads", mesh.deviceIds, flatOver(mesh.deviceIds, 250, 20, () => { (g(w) as Array).blockUntilReady().dispose(); }), 250, 20);
   } finally { config.update("spmdRuntime", "emulation"); }
 });

@@ -107,7 +107,11 @@ export class Executable {
         s.outputs.forEach((q, i) => { env[q] = outs[i]; });
       }
     }
-    return p.outs.map((o, i) => rewrap(read(o), p.outAvals[i]));
+    const res = p.outs.map((o, i) => rewrap(read(o), p.outAvals[i]));
+    // intermediates held on devices (a shard_map host step's outputs) are freed now, not when the collector finds them
+    const keep = new Set<ArrayImpl>([...inputs, ...res, ...p.outs.map(read)]);
+    for (const v of env) if (v && v.external && !keep.has(v)) { keep.add(v); v.dispose(); }
+    return res;
   }
   /** One pass of the fused kernel; outputs come from the buffer pool, or are donated inputs' storage. */
   private runFused({ spec, kernel }: Fused, inputs: readonly ArrayImpl[], donate: readonly boolean[] | undefined): ArrayImpl[] {
