@@ -190,6 +190,7 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   call.seq = dev->seq++;
   call.group = std::move(group);
   call.timeout_ms = dev->timeout_ms;
+  call.shape = x.dims;
   static char empty[8];
   const void* src = x.data ? x.data : empty;
   void* dst = y.data ? y.data : empty;

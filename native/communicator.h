@@ -31,6 +31,7 @@ struct CollectiveCall {
   uint64_t seq = 0;        // index of this collective among those the rank ran in this launch
   std::vector<int> group;  // the ranks taking part, in group order (position = index along the axis)
   int64_t timeout_ms = 30000;
+  std::vector<int64_t> shape;  // the caller's input shape (compared across processes on entry)
 };
 
 /** The collectives of one rank. Each returns "" on success, else an error message that names the call. */
