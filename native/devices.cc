@@ -173,7 +173,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   L->end[size_t(r)] = NowUs();
   CurrentDevice() = nullptr;
   if (!err.empty()) {
-    L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(r) + "): " + err;
+    L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(ctx.rank) + "): " + err;
     L->failed[size_t(r)] = true;
     ShmWorld::Abort(L->id, L->errors[size_t(r)]);
   }

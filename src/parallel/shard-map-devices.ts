@@ -9,7 +9,7 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, allocate } from "../core/dtype.js";
+import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
 import { bind, withNamedAxis } from "../core/trace.js";
@@ -19,6 +19,7 @@ import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceR
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
+import { allgatherBytes, nextProcessLaunch, processCount, processIndex } from "./distributed.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
@@ -208,20 +209,32 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   const device = step ? deviceProgram(step.model, {
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
-  }, mesh.size) : null;
+  }, localRanks(mesh).length) : null;
   return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
+}
+
+/** Mesh ranks (row-major positions) whose devices belong to this process: all of them in a single-process run. */
+function localRanks(mesh: Mesh): number[] {
+  const self = processIndex();
+  return JSArray.from({ length: mesh.size }, (_, r) => r).filter((r) => processCount() === 1 || mesh.flatDevices[r].processIndex === self);
 }
 
 /**
  * Runs a compiled body: blocks in, one launch on every device, outputs assembled per out_specs (checked replicated
  * over the axes they do not name, or with checkVma false simply taken from index 0 along them).
+ * Over a mesh spanning processes (distributed.initialize) every process holds the global inputs, launches its own
+ * devices' ranks (their collectives cross processes through MPI) and the outputs' blocks computed elsewhere arrive
+ * by a process allgather; replication across processes is not checked (only among this process's devices).
  */
 function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][], checkVma: boolean): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
   const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
+  const ranks = localRanks(mesh), self = processIndex();
+  const multi = ranks.length < n;
+  const local = new Map(ranks.map((r, i) => [r, i]));
   // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
-  const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
+  const devs = ranks.map((r) => runtimeDevice(mesh.flatDevices[r].id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = [];
   try {
@@ -236,7 +249,7 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         let buf: DeviceBuffer;
         if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
         else {
-          const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(r));
+          const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(ranks[r]));
           const bshape = blockShapes[j - consts.length];
           buf = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
           copyBlock(x.buffer, x.shape, buf.data, bshape, idx, true);
@@ -246,26 +259,33 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
       });
     });
     if (step && c.device) {
-      const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
+      const process = multi ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) } : undefined;
+      const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)), process ? { process } : {});
       res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }
-    // assemble each output from its devices' blocks
-    const outs = program.outs.map((o, k) => {
-      const aval = c.outAvals[k];
-      const blockOf = (r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.data : (o as ArrayImpl).buffer);
-      const spec = outSpecs[k];
+    // each output's representative ranks: the device with coordinate 0 on every axis its spec does not name
+    const plans = program.outs.map((_, k) => {
+      const spec = outSpecs[k], aval = c.outAvals[k];
       if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
       const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
       for (const nm of used) if (!mesh.axisNames.includes(nm)) throw new Error(`${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`);
+      const repOf = (r: number): number => mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
+      return { spec, aval, used, repOf };
+    });
+    const remote = multi ? exchangeBlocks(fn, mesh, program.outs, plans, slotBuffers, local) : new Map<string, TypedArray>();
+    // assemble each output from its devices' blocks
+    const outs = program.outs.map((o, k) => {
+      const { spec, aval, used, repOf } = plans[k];
+      const blockOf = (r: number): TypedArray => (typeof o !== "number" ? (o as ArrayImpl).buffer
+        : local.has(r) ? slotBuffers[local.get(r)!].get(o)!.data : remote.get(`${k}:${r}`)!);
       const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
       const gshape = aval.shape.map((s, d) => s * parts[d]);
       const global = allocate(aval.dtype, gshape.reduce((a, b) => a * b, 1));
       for (let r = 0; r < n; r++) {
         const coords = mesh.coords(r);
-        // the representative of r's block: the device with coordinate 0 on every axis the spec does not name
-        const rep = coords.reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
+        const rep = repOf(r);
         if (rep !== r) {
-          if (checkVma && !sameData(blockOf(r), blockOf(rep))) {
+          if (checkVma && local.has(r) && local.has(rep) && !sameData(blockOf(r), blockOf(rep))) {
             const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
             throw new Error(`${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
           }
@@ -279,4 +299,46 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
   } finally {
     for (const b of owned) b.free();
   }
+}
+
+/**
+ * The output blocks other processes computed (key `${output}:${rank}`): each process sends the representative blocks
+ * of its own ranks, in output then rank order, and decodes the others' in the same order.
+ */
+function exchangeBlocks(fn: string, mesh: Mesh, outs: Program["outs"], plans: { aval: ShapedArray; repOf: (r: number) => number }[],
+  slotBuffers: Map<number, DeviceBuffer>[], local: Map<number, number>): Map<string, TypedArray> {
+  const owner = (r: number): number => mesh.flatDevices[r].processIndex;
+  const blocks = (q: number): { k: number; r: number; bytes: number }[] => {
+    const list: { k: number; r: number; bytes: number }[] = [];
+    outs.forEach((o, k) => {
+      if (typeof o !== "number") return;
+      const { aval, repOf } = plans[k];
+      for (let r = 0; r < mesh.size; r++) if (repOf(r) === r && owner(r) === q) list.push({ k, r, bytes: aval.size * itemsize(aval.dtype) });
+    });
+    return list;
+  };
+  const self = processIndex();
+  const mine = blocks(self);
+  const send = new Uint8Array(mine.reduce((a, b) => a + b.bytes, 0));
+  let off = 0;
+  for (const { k, r, bytes } of mine) {
+    const d = slotBuffers[local.get(r)!].get(outs[k] as number)!.data;
+    send.set(new Uint8Array(d.buffer, d.byteOffset, bytes), off);
+    off += bytes;
+  }
+  const parts = allgatherBytes(send, `${fn} (assembling the outputs across processes)`);
+  const got = new Map<string, TypedArray>();
+  parts.forEach((p, q) => {
+    if (q === self) return;
+    let at = 0;
+    for (const { k, r, bytes } of blocks(q)) {
+      const a = plans[k].aval;
+      const t = allocate(a.dtype, a.size);
+      new Uint8Array(t.buffer, t.byteOffset, bytes).set(p.subarray(at, at + bytes));
+      got.set(`${k}:${r}`, t);
+      at += bytes;
+    }
+    if (at !== p.byteLength) throw new Error(`${fn}: process ${q} sent ${p.byteLength} bytes of output blocks, ${at} expected (the processes ran different programs?)`);
+  });
+  return got;
 }

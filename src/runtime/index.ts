@@ -4,3 +4,4 @@ export {
   DEVICE_DTYPES, DeviceProgram, deviceIntraOpThreads, deviceProgram, deviceRuntimeUnavailable, lastLaunchTimeline, launch, launchSync,
   openRendezvous, type LaunchOptions, type LaunchResult, type ProgramSignature, type RankTiming,
 } from "./launch.js";
+export { mpiAddon, type MpiAddon } from "./mpi.js";
