@@ -405,7 +405,10 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   int64_t t = 30000, fr = -1;
   if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
   if (NumProp(env, argv[6], "failRank", &fr)) L->fail_rank = int(fr);
-  if (napi_value mp = Prop(env, argv[6], "process")) {
+  napi_value mp = Prop(env, argv[6], "process");
+  napi_valuetype mpt = napi_undefined;
+  if (mp) napi_typeof(env, mp, &mpt);
+  if (mpt == napi_object) {
     // { launch, self, ranks: global rank of each local rank, rankProcess: process of each global rank }
     auto pm = std::make_shared<ProcessMap>();
     int64_t v = 0;
