@@ -92,13 +92,14 @@ test("2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals
   assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
 });
 
-test("3 processes x 1 device: every collective equals the emulation; processAllgather; syncGlobalDevices", { skip, timeout: 260_000 }, async () => {
+test("3 processes x 1 device: every collective and a pmap equal the emulation; processAllgather; syncGlobalDevices", { skip, timeout: 260_000 }, async () => {
   const { status, results, log } = await jobs!.three;
   assert.equal(results.length, 3, `three results expected:\n${log.slice(-3000)}`);
   for (const r of results) {
     assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
     assert.deepEqual(r.devices, [[0, 0], [1, 1], [2, 2]]);
     checkCases(r, `process ${r.processIndex}`);
+    assert.ok(r.cases.some((c) => c.name === "pmap psum int32"));
     assert.deepEqual(r.allgather, [[0, 1, 2], [10, 11, 12], [20, 21, 22]]);
   }
   assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { config } from "../../src/core/config.js";
 const [scenario = "collectives", devs = "1", outDir = ""] = process.argv.slice(2);
 config.update("numCpuDevices", Number(devs));
-import { type Array, devices, distributed, grad, lax, localDevices, makeMesh, multihostUtils, numpy as jnp, processCount, processIndex, shardMap, sharding } from "../../src/index.js";
+import { type Array, devices, distributed, grad, lax, localDevices, makeMesh, multihostUtils, numpy as jnp, pmap, processCount, processIndex, shardMap, sharding } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
 import { lastLaunchTimeline } from "../../src/runtime/index.js";
 const { P } = sharding;
@@ -70,6 +70,7 @@ try {
   const all = devices();
   if (scenario === "basic") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    both("pmap psum int32", () => pmap((b: Array) => lax.psum(b, "i"), { axisName: "i" })(values([all.length, 3], "int32")));
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
   } else if (scenario === "collectives") {
