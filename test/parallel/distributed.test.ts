@@ -30,7 +30,8 @@ function mpirun(n: number, scenario: string, devs: number): Promise<{ status: nu
     const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
     const args = ["--allow-run-as-root", "--oversubscribe", "-np", String(n), process.execPath, worker, scenario, String(devs), dir];
     // the ONNX Runtime backend preload of the test runner, and nothing of this process's MPI state
-    const env = { ...process.env, JAXTS_SPMD_RUNTIME: "emulation" };
+    // (containers often forbid the cross-memory attach of Open MPI's shared-memory transport: plain copies instead)
+    const env = { OMPI_MCA_btl_vader_single_copy_mechanism: "none", ...process.env, JAXTS_SPMD_RUNTIME: "emulation" };
     const child = spawn("mpirun", args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     child.stdout.on("data", (d) => { log += String(d); });
