@@ -51,8 +51,10 @@ bool Sym(void* lib, const char* name, F* out, std::string* missing) {
 
 std::string Load() {
   // RTLD_GLOBAL: Open MPI's plugins (mca components) resolve libmpi's symbols from the global scope
+  // JAXTS_MPI_LIBRARY, when set, is the only library tried
   const char* env = std::getenv("JAXTS_MPI_LIBRARY");
-  const char* names[] = {env && *env ? env : "libmpi.so.40", "libmpi.so.40", "libmpi.so"};
+  std::vector<const char*> names{"libmpi.so.40", "libmpi.so"};
+  if (env && *env) names = {env};
   void* lib = nullptr;
   std::string tried;
   for (const char* n : names) {

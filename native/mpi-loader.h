@@ -13,7 +13,7 @@
 namespace jaxts {
 namespace mpi {
 
-/** Loads libmpi and initializes MPI once (MPI_Init_thread asking for MPI_THREAD_MULTIPLE); "" on success, else why not. */
+/** Loads libmpi ($JAXTS_MPI_LIBRARY, else libmpi.so.40, else libmpi.so) and initializes MPI once (MPI_Init_thread asking for MPI_THREAD_MULTIPLE); "" on success, else why not. */
 std::string Init();
 /** Whether Init succeeded. */
 bool Ready();

@@ -115,3 +115,13 @@ test("distributed.initialize outside a launcher: { numProcesses: 1 } runs single
   assert.equal(processCount(), 1);
   assert.throws(() => distributed.initialize(), /distributed\.initialize: should only be called once/);
 });
+
+test("distributed.initialize without Open MPI's library: a clear error saying what to install", { skip: deviceRuntimeUnavailable() ?? false }, () => {
+  const index = new URL("../../src/index.js", import.meta.url).href;
+  const code = `const { distributed } = await import(${JSON.stringify(index)});
+try { distributed.initialize({ numProcesses: 2 }); console.log("no error"); } catch (e) { console.log(e.message); }`;
+  const env: NodeJS.ProcessEnv = { ...process.env, JAXTS_MPI_LIBRARY: "/nonexistent/libmpi.so.40" };
+  for (const k of Object.keys(env)) if (/^(OMPI_|PMIX_|PMI_)/.test(k)) delete env[k];
+  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], { env, encoding: "utf8", timeout: 60_000 });
+  assert.match(r.stdout, /distributed\.initialize: cannot start MPI: cannot load Open MPI's libmpi \(.*\/nonexistent\/libmpi\.so\.40.*\); install Open MPI \(Debian\/Ubuntu: apt-get install openmpi-bin libopenmpi-dev\)/, r.stdout + r.stderr);
+});
