@@ -169,6 +169,8 @@ function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, 
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
+  // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
+  if (localRanks(mesh).length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
   if (entry.compiled === undefined) entry.compiled = compile(fn, f, mesh, inSpecs, outSpecsOf, leaves, blockShapes, def);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   return run(fn, mesh, entry.compiled, inSpecs, leaves, blockShapes, checkVma);
@@ -209,7 +211,7 @@ function compile(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpe
   const device = step ? deviceProgram(step.model, {
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
-  }, localRanks(mesh).length) : null;
+  }, Math.max(1, localRanks(mesh).length)) : null;
   return { program, consts: consts as ArrayImpl[], outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device };
 }
 
@@ -224,7 +226,8 @@ function localRanks(mesh: Mesh): number[] {
  * over the axes they do not name, or with checkVma false simply taken from index 0 along them).
  * Over a mesh spanning processes (distributed.initialize) every process holds the global inputs, launches its own
  * devices' ranks (their collectives cross processes through MPI) and the outputs' blocks computed elsewhere arrive
- * by a process allgather; replication across processes is not checked (only among this process's devices).
+ * by a process allgather (of every process: one without a device in the mesh launches nothing but takes part);
+ * replication across processes is not checked (only among this process's devices).
  */
 function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], blockShapes: number[][], checkVma: boolean): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
@@ -258,8 +261,9 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         slotBuffers[r].set(slot, buf);
       });
     });
-    if (step && c.device) {
-      const process = multi ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) } : undefined;
+    // every process counts the launches over meshes spanning processes, also one that has no device in the mesh
+    const process = step && multi ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) } : undefined;
+    if (step && c.device && devs.length > 0) {
       const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)), process ? { process } : {});
       res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
     }

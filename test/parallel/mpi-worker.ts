@@ -70,6 +70,10 @@ try {
   const all = devices();
   if (scenario === "basic") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    // meshes over some processes only: the others take part in the output exchange (spanning) or compute alone
+    const two = new Mesh(all.slice(0, 2), "s"), one = new Mesh(all.slice(0, 1), "s");
+    both("psum over processes 0 and 1", () => shardMap((b: Array) => lax.psum(b, "s"), { mesh: two, inSpecs: P("s"), outSpecs: P("s") })(values([4, 3], "int32")));
+    both("psum within process 0", () => shardMap((b: Array) => lax.psum(b, "s"), { mesh: one, inSpecs: P("s"), outSpecs: P() })(values([2, 3], "int32")));
     both("pmap psum int32", () => pmap((b: Array) => lax.psum(b, "i"), { axisName: "i" })(values([all.length, 3], "int32")));
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
