@@ -194,6 +194,7 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   double ready = -1;
   if (dev->records) call.ready_us = &ready;
   const int group_size = int(call.group.size());
+  call.shape = x.dims;
   static char empty[8];
   const void* src = x.data ? x.data : empty;
   void* dst = y.data ? y.data : empty;

@@ -32,6 +32,7 @@ struct CollectiveCall {
   std::vector<int> group;  // the ranks taking part, in group order (position = index along the axis)
   int64_t timeout_ms = 30000;
   double* ready_us = nullptr;  // when set: receives the steady-clock time (us) at which every peer had arrived
+  std::vector<int64_t> shape;  // the caller's input shape (compared across processes on entry)
 };
 
 /** The collectives of one rank. Each returns "" on success, else an error message that names the call. */

@@ -36,6 +36,7 @@
 #include "cpu-level.h"
 #include "device-context.h"
 #include "gemm-op.h"
+#include "mpi-communicator.h"
 #include "napi-util.h"
 #include "ort-api.h"
 #include "ort-globals.h"
@@ -156,6 +157,7 @@ struct Launch {
   int caller_rank = -1;  // the rank the launching thread runs itself (-1: none)
   double t_enter = 0, t_submitted = 0, t_complete = 0, t_woke = 0;
   std::atomic<bool> done{false};  // complete, readable without the mutex (devWait spins on it briefly)
+  std::shared_ptr<const ProcessMap> procs;  // set when the launch spans processes (its ranks here are a subset)
   std::atomic<int> remaining{0};
   std::mutex mu;
   std::condition_variable cv;
@@ -175,10 +177,11 @@ struct Launch {
 std::atomic<uint64_t> g_next_launch{1};
 
 void RunRank(const std::shared_ptr<Launch>& L, int r) {
-  std::unique_ptr<Communicator> comm(NewShmCommunicator(r, L->n));
+  const int grank = L->procs ? L->procs->local_ranks[size_t(r)] : r;  // rank in the (possibly multi-process) launch
+  std::unique_ptr<Communicator> comm(L->procs ? NewProcessCommunicator(grank, L->procs) : NewShmCommunicator(r, L->n));
   DeviceContext ctx;
-  ctx.rank = r;
-  ctx.size = L->n;
+  ctx.rank = grank;
+  ctx.size = L->procs ? int(L->procs->rank_process.size()) : L->n;
   ctx.device = L->devices[size_t(r)];
   ctx.launch = L->id;
   ctx.timeout_ms = L->timeout_ms;
@@ -200,7 +203,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   L->end[size_t(r)] = NowUs();
   CurrentDevice() = nullptr;
   if (!err.empty()) {
-    L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(r) + "): " + err;
+    L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(ctx.rank) + "): " + err;
     L->failed[size_t(r)] = true;
     ShmWorld::Abort(L->id, L->errors[size_t(r)]);
   }
@@ -475,6 +478,36 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   if (NumProp(env, argv[6], "recordCollectives", &rec) && rec) L->record = true;
   L->colls.assign(size_t(L->n), {});
   NumProp(env, argv[6], "callerRuns", &caller);
+  napi_value mp = Prop(env, argv[6], "process");
+  napi_valuetype mpt = napi_undefined;
+  if (mp) napi_typeof(env, mp, &mpt);
+  if (mpt == napi_object) {
+    // { launch, self, ranks: global rank of each local rank, rankProcess: process of each global rank }
+    auto pm = std::make_shared<ProcessMap>();
+    int64_t v = 0;
+    if (NumProp(env, mp, "launch", &v)) pm->global_launch = uint64_t(v);
+    if (NumProp(env, mp, "self", &v)) pm->self = int(v);
+    napi_value ranks = Prop(env, mp, "ranks"), procs = Prop(env, mp, "rankProcess");
+    if (!ranks || !procs || Length(env, ranks) != uint32_t(L->n)) {
+      fail();
+      return Throw(env, "devLaunch: options.process needs ranks (one per device) and rankProcess");
+    }
+    for (uint32_t i = 0; i < Length(env, procs); i++) {
+      int32_t x = 0;
+      napi_get_value_int32(env, At(env, procs, i), &x);
+      pm->rank_process.push_back(x);
+    }
+    for (uint32_t i = 0; i < uint32_t(L->n); i++) {
+      int32_t x = 0;
+      napi_get_value_int32(env, At(env, ranks, i), &x);
+      if (x < 0 || size_t(x) >= pm->rank_process.size() || pm->rank_process[size_t(x)] != pm->self) {
+        fail();
+        return Throw(env, "devLaunch: options.process.ranks[" + std::to_string(i) + "] = " + std::to_string(x) + " is not a rank of this process");
+      }
+      pm->local_ranks.push_back(x);
+    }
+    L->procs = pm;
+  }
   L->errors.assign(size_t(L->n), "");
   L->failed.assign(size_t(L->n), false);
   L->start.assign(size_t(L->n), 0);

@@ -21,6 +21,7 @@
 namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
 void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
+void RegisterMpi(napi_env env, napi_value exports);      // native/mpi-communicator.cc
 void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
 }
 #include "cpu-level.h"
@@ -573,6 +574,7 @@ NAPI_MODULE_INIT() {
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);
   jaxts::RegisterDevices(env, exports);
+  jaxts::RegisterMpi(env, exports);
   jaxts::RegisterArena(env, exports);
   return exports;
 }

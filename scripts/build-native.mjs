@@ -12,8 +12,8 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "cpu-level.cc", "arena.cc", "devices.cc", "shm-communicator.cc", "collective-ops.cc"].map((f) => join(root, "native", f));
-const headers = ["cpu-level.h", "fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h", "napi-util.h"].map((f) => join(root, "native", f));
+const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "cpu-level.cc", "arena.cc", "devices.cc", "shm-communicator.cc", "collective-ops.cc", "mpi-loader.cc", "mpi-communicator.cc"].map((f) => join(root, "native", f));
+const headers = ["cpu-level.h", "fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h", "napi-util.h", "mpi-loader.h", "mpi-communicator.h"].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);
 const prebuild = argv.includes("--prebuild");
 const install = argv.includes("--install");

@@ -41,11 +41,12 @@ export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
+export * as distributed from "./parallel/distributed-namespace.js";
+export * as multihostUtils from "./parallel/multihost-utils.js";
+export { processIndex, processCount } from "./parallel/distributed.js";
 export type { ShardMapOpts, SpecTree } from "./parallel/shard-map.js";
 export type { PmapOpts } from "./parallel/pmap.js";
 /** The device runtime: runtimeDevice(id).memoryStats(), device programs, launch / launchSync, lastLaunchTimeline. */
 export * as runtime from "./runtime/index.js";
-export const processIndex = (): number => 0;
-export const processCount = (): number => 1;
 
 setLoweringSummary(loweringSummary);

@@ -5,8 +5,7 @@ import { config, setConfigGuard } from "../core/config.js";
 class CpuDevice implements Device {
   readonly platform = "cpu";
   readonly deviceKind = "cpu";
-  readonly processIndex = 0;
-  constructor(readonly id: number) {}
+  constructor(readonly id: number, readonly processIndex = 0) {}
   toString(): string { return `CpuDevice(id=${this.id})`; }
 }
 
@@ -19,6 +18,7 @@ setConfigGuard("numCpuDevices", (n) => {
 });
 /** The CPU devices: config.numCpuDevices (or JAXTS_NUM_CPU_DEVICES) of them, fixed at first use as in JAX. */
 export function devices(): Device[] {
+  if (processView) return [...processView.all];
   if (!cached) {
     const n = config.numCpuDevices;
     if (!Number.isInteger(n) || n < 1) throw new Error(`devices: numCpuDevices must be a positive integer, got ${n}`);
@@ -26,9 +26,37 @@ export function devices(): Device[] {
   }
   return [...cached];
 }
-export const localDevices = devices;
-export const deviceCount = (): number => devices().length;
-export const localDeviceCount = deviceCount;
+
+/** After distributed.initialize over several processes: every process's devices (global ids) and this process's. */
+let processView: { all: Device[]; local: Device[] } | null = null;
+
+/**
+ * @internal distributed.initialize: lays out the global device list from each process's device count (process q's
+ * devices get ids offset_q + i, offset_q = the devices of the processes before it; process 0 keeps its ids).
+ */
+export function setProcessDevices(counts: readonly number[], self: number): void {
+  if (cached && self > 0) throw new Error(`distributed.initialize: call it before devices(), makeMesh, pmap, shardMap or devicePut (process ${self} already created its devices with ids from 0)`);
+  if (counts[self] !== config.numCpuDevices) throw new Error(`distributed.initialize: this process has ${config.numCpuDevices} devices but reported ${counts[self]}`);
+  const local = self === 0 ? devices() : [];
+  const all: Device[] = [];
+  let off = 0;
+  counts.forEach((c, q) => {
+    for (let i = 0; i < c; i++) {
+      const d = q === self && self === 0 ? local[i] : new CpuDevice(off + i, q);
+      if (q === self && self > 0) local.push(d);
+      all.push(d);
+    }
+    off += c;
+  });
+  if (self > 0) cached = local;
+  processView = { all, local };
+}
+
+/** Devices of this process (all devices in a single-process run). */
+export function localDevices(): Device[] { return processView ? [...processView.local] : devices(); }
+/** Devices of every process (jax.device_count). */
+export const deviceCount = (): number => (processView ? processView.all.length : devices().length);
+export const localDeviceCount = (): number => localDevices().length;
 
 type Nested = Device | Nested[];
 

@@ -28,6 +28,7 @@ import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
+import { blockIndex, localRanks, runMultiProcess } from "./shard-map-multiprocess.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -40,19 +41,6 @@ function fallback(why: string): null {
     console.warn(`jaxts: shardMap runs on the emulation (nested vmap), not the device runtime: ${why}`);
   }
   return null;
-}
-
-/** Block index of each dim of an array with `spec` on the device at mesh coordinates `coords`. */
-function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { idx: number[]; parts: number[] } {
-  const idx: number[] = [], parts: number[] = [];
-  for (let d = 0; d < rank; d++) {
-    // the dim splits into (s_n1, ..., s_nk, block), major first in spec order
-    let i = 0, p = 1;
-    for (const nm of spec.names(d)) { const a = mesh.axisNames.indexOf(nm); i = i * mesh.dims[a] + coords[a]; p *= mesh.dims[a]; }
-    idx.push(i);
-    parts.push(p);
-  }
-  return { idx, parts };
 }
 
 /** The body traced once at the per-device block shapes with every mesh axis bound (its consts are concrete). */
@@ -168,8 +156,13 @@ function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, 
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
+  // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
+  const ranks = localRanks(mesh);
+  if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
   if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
+  // a mesh spanning processes runs synchronously with host-assembled outputs (shard-map-multiprocess.ts)
+  if (ranks.length < mesh.size) return runMultiProcess(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
   return run(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
 }
 
@@ -231,7 +224,7 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compil
   const device = step ? deviceProgram(step.model, {
     name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
     outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
-  }, mesh.size) : null;
+  }, Math.max(1, localRanks(mesh).length)) : null;
   return { program, consts, outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map(), callbacks };
 }
 

@@ -9,3 +9,4 @@ export {
   synchronize, type CollectiveTiming, type LaunchOptions, type LaunchRecord, type LaunchResult, type LaunchStamps, type ProgramSignature,
   type RankTiming,
 } from "./launch.js";
+export { mpiAddon, type MpiAddon } from "./mpi.js";

@@ -1,7 +1,7 @@
 /** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async dispatch (pending outputs), Promise or blocking. */
 import { availableParallelism } from "node:os";
 import { ONNX_DTYPE, type HostArray } from "../backends/onnx/graph-builder.js";
-import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult } from "../backends/onnx/ort-runtime.js";
+import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult, type ProcessLaunch } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
 import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
@@ -96,6 +96,8 @@ export interface LaunchOptions {
   timeoutMs?: number;
   /** Test hook: the device at this rank fails before running its program. */
   failRank?: number;
+  /** A launch spanning processes (deviceIds are this process's devices; collectives cross processes through MPI). */
+  process?: ProcessLaunch;
 }
 
 let failNext: number | undefined;
@@ -137,7 +139,7 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
   const args: Prepared["args"] = [
     p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
     outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(failRank !== undefined ? { failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}) },
+    { timeoutMs, ...(failRank !== undefined ? { failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}), ...(opts.process ? { process: opts.process } : {}) },
   ];
   return { devs, inputs, outs, args };
 }

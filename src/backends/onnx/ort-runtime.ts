@@ -197,10 +197,12 @@ export interface DeviceAddon {
     options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number }): object;
   devLaunch(program: object, deviceIds: readonly number[], inputs: readonly (readonly HostArray[])[], inputShapes: readonly (readonly (readonly number[])[])[],
     outputs: readonly (readonly HostArray[])[], outputShapes: readonly (readonly (readonly number[])[])[],
-    options: { timeoutMs: number; failRank?: number; recordCollectives?: number; callerRuns?: number }, callback?: (r: DeviceLaunchResult) => void): object;
+    options: { timeoutMs: number; failRank?: number; recordCollectives?: number; callerRuns?: number; process?: ProcessLaunch }, callback?: (r: DeviceLaunchResult) => void): object;
   devWait(launch: object): DeviceLaunchResult;
   devOpenRendezvous(): number;
 }
+/** A launch spanning processes: its number (equal on every process), this process, the global rank of each local device, the process of each global rank. */
+export interface ProcessLaunch { launch: number; self: number; ranks: readonly number[]; rankProcess: readonly number[] }
 /**
  * Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id; and the
  * launch's own stamps (same clock): devLaunch entered, all ranks submitted, last rank done, devWait returned (0 with a

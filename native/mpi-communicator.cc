@@ -1,0 +1,470 @@
+/** @file Hierarchical communicator for launches that span processes (one leader per process exchanges over MPI), and the addon's mpi* functions. */
+// One collective over a group whose members live on several processes:
+//   1. the members of this process meet at a local rendezvous (keyed like the shared-memory one: launch, seq, first
+//      rank of the group) and register their buffers; the first local member in group order is the leader;
+//   2. the leader exchanges a header (collective kind, reduction, dtype, shape, launch and sequence numbers) with
+//      every other process of the group and compares them, so a mismatch fails on every process naming both sides;
+//   3. the leader exchanges this process's part with the other leaders (nonblocking point to point, polled against
+//      the deadline) and writes every local member's output: all-reduce and reduce-scatter send the local partial
+//      reduction and fold the partials in the group's process order (every process folds the same values in the same
+//      order, so all get the same bits); all-gather sends the local inputs; all-to-all and collective-permute send
+//      each peer process only the chunks its members receive;
+//   4. the other local members wait for the leader (deadline + a margin) and return its verdict.
+// Groups entirely within this process take the shared-memory communicator unchanged.
+
+#include "mpi-communicator.h"
+
+#include <node_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <type_traits>
+
+#include "mpi-loader.h"
+#include "napi-util.h"
+
+namespace jaxts {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
+const char* const kKindNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
+
+std::string TypeName(int t) {
+  switch (t) {
+    case kFloat32: return "float32";
+    case kFloat64: return "float64";
+    case kInt32: return "int32";
+    case kInt64: return "int64";
+    case kBool: return "bool";
+    case kInt8: return "int8";
+    case kUint8: return "uint8";
+    default: return "type " + std::to_string(t);
+  }
+}
+std::string List(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+std::string Shape(const int64_t* d, int nd) {
+  std::string s = "[";
+  for (int i = 0; i < nd; i++) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// dst[i] = op(dst[i], src[i]); integer sums wrap (two's complement); max/min propagate NaN
+template <typename T>
+void Fold(T* dst, const T* src, size_t n, ReduceOp op) {
+  for (size_t i = 0; i < n; i++) {
+    T a = dst[i], b = src[i];
+    if (op == ReduceOp::kSum) {
+      if constexpr (std::is_integral<T>::value) dst[i] = T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+      else dst[i] = a + b;
+    } else if (op == ReduceOp::kMax) {
+      dst[i] = a != a ? a : (b != b ? b : (b > a ? b : a));
+    } else {
+      dst[i] = a != a ? a : (b != b ? b : (b < a ? b : a));
+    }
+  }
+}
+bool FoldBytes(void* dst, const void* src, size_t n, int type, ReduceOp op) {
+  switch (type) {
+    case kFloat32: Fold(static_cast<float*>(dst), static_cast<const float*>(src), n, op); return true;
+    case kFloat64: Fold(static_cast<double*>(dst), static_cast<const double*>(src), n, op); return true;
+    case kInt32: Fold(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op); return true;
+    case kInt64: Fold(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op); return true;
+    case kInt8: Fold(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op); return true;
+    case kBool: case kUint8:
+      if (op == ReduceOp::kSum) return false;  // a bool sum is not closed; the lowering converts first
+      Fold(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
+      return true;
+    default: return false;
+  }
+}
+
+/** What the leaders compare before moving bytes. */
+struct Header {
+  uint32_t magic = 0x4a58544d;  // "JXTM"
+  int32_t kind = 0, op = 0, type = 0, ndim = 0, group_n = 0;
+  int64_t dims[8] = {0};
+  uint64_t count = 0, seq = 0, launch = 0;
+};
+
+// ---------------------------------------------------------------- local rendezvous of this process's members
+struct Local {
+  std::vector<const void*> ins;
+  std::vector<void*> outs;
+  int arrived = 0, left = 0;
+  bool done = false;
+  std::string error;
+  std::mutex mu;
+  std::condition_variable cv;
+};
+using Key = std::tuple<uint64_t, uint64_t, int>;
+std::mutex g_local_mu;
+std::map<Key, std::shared_ptr<Local>>* g_locals = new std::map<Key, std::shared_ptr<Local>>();  // never destroyed
+
+class ProcessCommunicator : public Communicator {
+ public:
+  ProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm)
+      : rank_(rank), pm_(std::move(pm)), shm_(NewShmCommunicator(rank, int(pm_->rank_process.size()))) {}
+  int rank() const override { return rank_; }
+  int size() const override { return int(pm_->rank_process.size()); }
+  std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
+    if (Within(c)) return shm_->AllReduce(c, in, out, count, type, op);
+    return Run(c, kAllReduce, op, in, out, count, type, {});
+  }
+  std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
+    if (Within(c)) return shm_->AllGather(c, in, out, count, type);
+    return Run(c, kAllGather, ReduceOp::kSum, in, out, count, type, {});
+  }
+  std::string ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
+    if (Within(c)) return shm_->ReduceScatter(c, in, out, count, type, op);
+    return Run(c, kReduceScatter, op, in, out, count, type, {});
+  }
+  std::string AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
+    if (Within(c)) return shm_->AllToAll(c, in, out, count, type);
+    return Run(c, kAllToAll, ReduceOp::kSum, in, out, count, type, {});
+  }
+  std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
+                                const std::vector<std::pair<int, int>>& pairs) override {
+    if (Within(c)) return shm_->CollectivePermute(c, in, out, count, type, pairs);
+    return Run(c, kPermute, ReduceOp::kSum, in, out, count, type, pairs);
+  }
+
+ private:
+  int Proc(int r) const { return r >= 0 && size_t(r) < pm_->rank_process.size() ? pm_->rank_process[size_t(r)] : -1; }
+  bool Within(const CollectiveCall& c) const {
+    for (int r : c.group)
+      if (Proc(r) != pm_->self) return false;
+    return true;
+  }
+  std::string Where(const CollectiveCall& c) const {
+    return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+  }
+  std::vector<int> RanksOf(const CollectiveCall& c, int proc) const {
+    std::vector<int> v;
+    for (int r : c.group)
+      if (Proc(r) == proc) v.push_back(r);
+    return v;
+  }
+
+  std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
+                  const std::vector<std::pair<int, int>>& pairs) {
+    const int n = int(c.group.size());
+    const auto it = std::find(c.group.begin(), c.group.end(), rank_);
+    if (it == c.group.end()) return Where(c) + ": this rank is not in the group";
+    const int p = int(it - c.group.begin());
+    std::vector<int> local;  // group positions of this process's members
+    for (int q = 0; q < n; q++)
+      if (Proc(c.group[size_t(q)]) == pm_->self) local.push_back(q);
+    const Key key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())};
+    std::shared_ptr<Local> lr;
+    {
+      std::lock_guard<std::mutex> lock(g_local_mu);
+      auto& slot = (*g_locals)[key];
+      if (!slot) {
+        slot = std::make_shared<Local>();
+        slot->ins.assign(size_t(n), nullptr);
+        slot->outs.assign(size_t(n), nullptr);
+      }
+      lr = slot;
+    }
+    const auto deadline = Clock::now() + std::chrono::milliseconds(c.timeout_ms);
+    std::string err;
+    bool last = false;
+    {
+      std::unique_lock<std::mutex> lock(lr->mu);
+      lr->ins[size_t(p)] = in;
+      lr->outs[size_t(p)] = out;
+      lr->arrived++;
+      lr->cv.notify_all();
+      if (p != local[0]) {
+        // a member: the leader writes our output; wait for its verdict (it gives up at the deadline itself)
+        if (!lr->cv.wait_until(lock, deadline + std::chrono::seconds(5), [&] { return lr->done; }))
+          lr->error = Where(c) + ": the process's leader (rank " + std::to_string(c.group[size_t(local[0])]) + ") did not finish in time";
+        err = lr->error;
+      } else {
+        if (!lr->cv.wait_until(lock, deadline, [&] { return lr->arrived == int(local.size()); })) {
+          std::vector<int> came, missing;
+          for (int q : local) (lr->ins[size_t(q)] || lr->outs[size_t(q)] ? came : missing).push_back(c.group[size_t(q)]);
+          lr->error = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
+                      " ms on process " + std::to_string(pm_->self) + ": local ranks that arrived " + List(came) + ", missing " + List(missing);
+        } else {
+          lock.unlock();
+          std::string e = Lead(c, kind, op, count, type, pairs, local, *lr, deadline);
+          lock.lock();
+          lr->error = e;
+        }
+        lr->done = true;
+        lr->cv.notify_all();
+        err = lr->error;
+      }
+      last = ++lr->left == int(local.size());
+    }
+    if (last) {
+      // every local member has left (members leave after the leader's verdict): nobody touches the rendezvous again
+      std::lock_guard<std::mutex> glock(g_local_mu);
+      auto f = g_locals->find(key);
+      if (f != g_locals->end() && f->second == lr) g_locals->erase(f);
+    }
+    return err;
+  }
+
+  // The leader's work: header check, exchange with the other processes' leaders, every local output written.
+  std::string Lead(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<std::pair<int, int>>& pairs,
+                   const std::vector<int>& local, Local& lr, Clock::time_point deadline) {
+    const int n = int(c.group.size());
+    const size_t w = ElementBytes(type);
+    if (!w) return Where(c) + ": element type " + std::to_string(type) + " is not supported";
+    // the processes of the group in order of first appearance, and each one's member positions
+    std::vector<int> procs;
+    std::map<int, std::vector<int>> members;
+    for (int q = 0; q < n; q++) {
+      const int pr = Proc(c.group[size_t(q)]);
+      if (!members.count(pr)) procs.push_back(pr);
+      members[pr].push_back(q);
+    }
+    std::vector<int> remote;
+    for (int pr : procs)
+      if (pr != pm_->self) remote.push_back(pr);
+    const int min_rank = *std::min_element(c.group.begin(), c.group.end());
+    const int tag = int(((pm_->global_launch & 1) << 13) | ((c.seq & 63) << 7) | uint64_t(min_rank & 127));
+    // 1. headers
+    Header mine;
+    mine.kind = kind;
+    mine.op = int(op);
+    mine.type = type;
+    mine.ndim = int(std::min<size_t>(c.shape.size(), 8));
+    for (int d = 0; d < mine.ndim; d++) mine.dims[d] = c.shape[size_t(d)];
+    mine.group_n = n;
+    mine.count = count;
+    mine.seq = c.seq;
+    mine.launch = pm_->global_launch;
+    std::vector<Header> theirs(remote.size());
+    std::vector<mpi::Transfer> xs;
+    for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
+    const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+    std::string err = mpi::Exchange(xs, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes");
+    if (!err.empty()) {
+      // name the ranks of the silent processes
+      for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+      return err;
+    }
+    auto describe = [&](const Header& h) {
+      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
+    };
+    for (size_t i = 0; i < remote.size(); i++) {
+      const Header& h = theirs[i];
+      const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + List(RanksOf(c, remote[i])) + ")";
+      if (h.magic != mine.magic) return what + ": " + who + " sent a malformed header";
+      if (h.launch != mine.launch || h.seq != mine.seq)
+        return what + ": processes are out of step: " + who + " is at collective #" + std::to_string(h.seq) + " of launch #" + std::to_string(h.launch) +
+               ", this process at collective #" + std::to_string(mine.seq) + " of launch #" + std::to_string(mine.launch);
+      bool same = h.kind == mine.kind && h.op == mine.op && h.type == mine.type && h.count == mine.count && h.ndim == mine.ndim && h.group_n == mine.group_n;
+      for (int d = 0; same && d < h.ndim; d++) same = h.dims[d] == mine.dims[d];
+      if (!same)
+        return what + ": processes disagree: " + who + " called " + describe(h) + ", this process " + describe(mine);
+    }
+    // 2. data
+    const size_t cb = count * w;  // bytes of one chunk / one input (AllReduce: the whole input)
+    std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
+    if (kind == kAllReduce || kind == kReduceScatter) {
+      const size_t total = kind == kAllReduce ? count : count * size_t(n);
+      std::vector<char> partial(static_cast<const char*>(lr.ins[size_t(local[0])]), static_cast<const char*>(lr.ins[size_t(local[0])]) + total * w);
+      for (size_t j = 1; j < local.size(); j++)
+        if (!FoldBytes(partial.data(), lr.ins[size_t(local[j])], total, type, op)) return what + ": unsupported reduction for element type " + TypeName(type);
+      if (local.size() == 1 && !remote.empty() && op == ReduceOp::kSum && (type == kBool || type == kUint8))
+        return what + ": unsupported reduction for element type " + TypeName(type);
+      xs.clear();
+      for (size_t i = 0; i < remote.size(); i++) {
+        recvs[i].resize(total * w);
+        xs.push_back({remote[i], partial.data(), partial.size(), recvs[i].data(), recvs[i].size()});
+      }
+      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+      // fold the partials in process order (the same order on every process)
+      std::vector<char> acc;
+      for (int pr : procs) {
+        const char* part = pr == pm_->self ? partial.data() : recvs[size_t(std::find(remote.begin(), remote.end(), pr) - remote.begin())].data();
+        if (acc.empty()) acc.assign(part, part + total * w);
+        else FoldBytes(acc.data(), part, total, type, op);
+      }
+      for (int q : local) {
+        const char* src = kind == kAllReduce ? acc.data() : acc.data() + size_t(q) * cb;
+        std::memcpy(lr.outs[size_t(q)], src, cb);
+      }
+      return "";
+    }
+    if (kind == kAllGather) {
+      std::vector<char> mineb;
+      for (int q : local) mineb.insert(mineb.end(), static_cast<const char*>(lr.ins[size_t(q)]), static_cast<const char*>(lr.ins[size_t(q)]) + cb);
+      xs.clear();
+      for (size_t i = 0; i < remote.size(); i++) {
+        recvs[i].resize(members[remote[i]].size() * cb);
+        xs.push_back({remote[i], mineb.data(), mineb.size(), recvs[i].data(), recvs[i].size()});
+      }
+      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+      for (int q : local) {
+        char* o = static_cast<char*>(lr.outs[size_t(q)]);
+        for (size_t j = 0; j < local.size(); j++) std::memcpy(o + size_t(local[j]) * cb, lr.ins[size_t(local[j])], cb);
+        for (size_t i = 0; i < remote.size(); i++) {
+          const std::vector<int>& ms = members[remote[i]];
+          for (size_t j = 0; j < ms.size(); j++) std::memcpy(o + size_t(ms[j]) * cb, recvs[i].data() + j * cb, cb);
+        }
+      }
+      return "";
+    }
+    if (kind == kAllToAll) {
+      // out of member q, chunk s = in of member s, chunk q
+      auto in_chunk = [&](int s, int q) { return static_cast<const char*>(lr.ins[size_t(s)]) + size_t(q) * cb; };
+      auto out_chunk = [&](int q, int s) { return static_cast<char*>(lr.outs[size_t(q)]) + size_t(s) * cb; };
+      xs.clear();
+      for (size_t i = 0; i < remote.size(); i++) {
+        const std::vector<int>& ms = members[remote[i]];
+        for (int q : ms)
+          for (int s : local) sends[i].insert(sends[i].end(), in_chunk(s, q), in_chunk(s, q) + cb);
+        recvs[i].resize(local.size() * ms.size() * cb);
+        xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
+      }
+      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+      for (int q : local)
+        for (int s : local) std::memcpy(out_chunk(q, s), in_chunk(s, q), cb);
+      for (size_t i = 0; i < remote.size(); i++) {
+        const std::vector<int>& ms = members[remote[i]];
+        size_t off = 0;
+        for (int q : local)
+          for (int s : ms) { std::memcpy(out_chunk(q, s), recvs[i].data() + off, cb); off += cb; }
+      }
+      return "";
+    }
+    // kPermute: pairs (source position, destination position), in pair order on both sides
+    for (int q : local) {
+      bool receives = false;
+      for (const auto& pr : pairs) receives = receives || pr.second == q;
+      if (!receives) std::memset(lr.outs[size_t(q)], 0, cb);
+    }
+    xs.clear();
+    for (size_t i = 0; i < remote.size(); i++) {
+      size_t incoming = 0;
+      for (const auto& pr : pairs) {
+        const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
+        if (sp == pm_->self && dp == remote[i]) sends[i].insert(sends[i].end(), static_cast<const char*>(lr.ins[size_t(pr.first)]), static_cast<const char*>(lr.ins[size_t(pr.first)]) + cb);
+        if (sp == remote[i] && dp == pm_->self) incoming++;
+      }
+      recvs[i].resize(incoming * cb);
+      xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
+    }
+    if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+    std::vector<size_t> off(remote.size(), 0);
+    for (const auto& pr : pairs) {
+      const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
+      if (dp != pm_->self) continue;
+      if (sp == pm_->self) {
+        std::memcpy(lr.outs[size_t(pr.second)], lr.ins[size_t(pr.first)], cb);
+      } else {
+        const size_t i = size_t(std::find(remote.begin(), remote.end(), sp) - remote.begin());
+        std::memcpy(lr.outs[size_t(pr.second)], recvs[i].data() + off[i], cb);
+        off[i] += cb;
+      }
+    }
+    return "";
+  }
+
+  int rank_;
+  std::shared_ptr<const ProcessMap> pm_;
+  std::unique_ptr<Communicator> shm_;
+};
+
+// ---------------------------------------------------------------- N-API: mpiInit, mpiFinalize, mpiAllgather
+napi_value Throw(napi_env env, const std::string& msg) {
+  napi_throw_error(env, nullptr, msg.c_str());
+  return nullptr;
+}
+
+// mpiInit() -> { rank, size, threadLevel }; throws with the reason when MPI cannot be loaded or initialized
+napi_value InitFn(napi_env env, napi_callback_info) {
+  const std::string err = mpi::Init();
+  if (!err.empty()) return Throw(env, err);
+  napi_value obj, v;
+  napi_create_object(env, &obj);
+  napi_create_int32(env, mpi::Rank(), &v);
+  napi_set_named_property(env, obj, "rank", v);
+  napi_create_int32(env, mpi::Size(), &v);
+  napi_set_named_property(env, obj, "size", v);
+  napi_create_int32(env, mpi::ThreadLevel(), &v);
+  napi_set_named_property(env, obj, "threadLevel", v);
+  return obj;
+}
+
+napi_value FinalizeFn(napi_env env, napi_callback_info) {
+  mpi::Finalize();
+  napi_value u;
+  napi_get_undefined(env, &u);
+  return u;
+}
+
+uint64_t g_host_ops = 0;  // host-side exchanges (JS thread only), in the same order on every process
+
+// mpiAllgather(bytes: Uint8Array, timeoutMs, what) -> Uint8Array[] (one per process, sizes may differ)
+napi_value AllgatherFn(napi_env env, napi_callback_info info) {
+  size_t argc = 3;
+  napi_value argv[3];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* data = nullptr;
+  size_t len = 0;
+  int64_t timeout = 30000;
+  std::string what = "processAllgather";
+  if (argc < 1 || !GetUint8Array(env, argv[0], &data, &len)) return Throw(env, "mpiAllgather: bytes must be a Uint8Array");
+  if (argc >= 2) napi_get_value_int64(env, argv[1], &timeout);
+  if (argc >= 3) GetString(env, argv[2], &what);
+  const int P = mpi::Size(), self = mpi::Rank();
+  const int tag = 16384 + int(g_host_ops++ & 8191);
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout < 1 ? 1 : timeout);
+  // sizes first, then the bytes
+  uint64_t mine = len;
+  std::vector<uint64_t> sizes(static_cast<size_t>(P), 0);
+  std::vector<mpi::Transfer> xs;
+  for (int q = 0; q < P; q++)
+    if (q != self) xs.push_back({q, &mine, 8, &sizes[size_t(q)], 8});
+  std::string err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+  if (!err.empty()) return Throw(env, err);
+  sizes[size_t(self)] = mine;
+  std::vector<napi_value> arrays(static_cast<size_t>(P));
+  std::vector<void*> ptrs(static_cast<size_t>(P));
+  for (int q = 0; q < P; q++) {
+    napi_value ab;
+    napi_create_arraybuffer(env, size_t(sizes[size_t(q)]), &ptrs[size_t(q)], &ab);
+    napi_create_typedarray(env, napi_uint8_array, size_t(sizes[size_t(q)]), ab, 0, &arrays[size_t(q)]);
+  }
+  if (len) std::memcpy(ptrs[size_t(self)], data, len);
+  xs.clear();
+  for (int q = 0; q < P; q++)
+    if (q != self) xs.push_back({q, data, len, ptrs[size_t(q)], size_t(sizes[size_t(q)])});
+  err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+  if (!err.empty()) return Throw(env, err);
+  napi_value out;
+  napi_create_array_with_length(env, size_t(P), &out);
+  for (int q = 0; q < P; q++) napi_set_element(env, out, uint32_t(q), arrays[size_t(q)]);
+  return out;
+}
+
+}  // namespace
+
+Communicator* NewProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm) { return new ProcessCommunicator(rank, std::move(pm)); }
+
+void RegisterMpi(napi_env env, napi_value exports) {
+  const napi_property_descriptor props[] = {
+      {"mpiInit", nullptr, InitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mpiFinalize", nullptr, FinalizeFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mpiAllgather", nullptr, AllgatherFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+}
+
+}  // namespace jaxts

@@ -1,0 +1,184 @@
+/** @file Open MPI loaded at run time with dlopen: symbol resolution, initialization, and the polled nonblocking exchange every cross-process collective uses. */
+#include "mpi-loader.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+namespace jaxts {
+namespace mpi {
+namespace {
+
+// Open MPI's ABI: handles are pointers to opaque structs; MPI_STATUS_IGNORE is a null pointer.
+using Comm = void*;
+using Datatype = void*;
+using Request = void*;
+constexpr int kSuccess = 0;
+constexpr int kThreadMultiple = 3;
+
+struct Api {
+  int (*Initialized)(int*) = nullptr;
+  int (*Finalized)(int*) = nullptr;
+  int (*InitThread)(int*, char***, int, int*) = nullptr;
+  int (*Finalize)() = nullptr;
+  int (*CommRank)(Comm, int*) = nullptr;
+  int (*CommSize)(Comm, int*) = nullptr;
+  int (*Isend)(const void*, int, Datatype, int, int, Comm, Request*) = nullptr;
+  int (*Irecv)(void*, int, Datatype, int, int, Comm, Request*) = nullptr;
+  int (*Test)(Request*, int*, void*) = nullptr;
+  int (*Cancel)(Request*) = nullptr;
+  int (*RequestFree)(Request*) = nullptr;
+  Comm world = nullptr;
+  Datatype byte = nullptr;
+};
+
+Api g;
+std::mutex g_init_mu;
+bool g_ready = false, g_finalized = false;
+std::string g_error;
+int g_rank = 0, g_size = 1, g_level = 0;
+// below MPI_THREAD_MULTIPLE every MPI call is serialized by this mutex (MPI_THREAD_SERIALIZED semantics)
+std::mutex g_call_mu;
+
+template <typename F>
+bool Sym(void* lib, const char* name, F* out, std::string* missing) {
+  *out = reinterpret_cast<F>(dlsym(lib, name));
+  if (!*out) *missing += std::string(missing->empty() ? "" : ", ") + name;
+  return *out != nullptr;
+}
+
+std::string Load() {
+  // RTLD_GLOBAL: Open MPI's plugins (mca components) resolve libmpi's symbols from the global scope
+  // JAXTS_MPI_LIBRARY, when set, is the only library tried
+  const char* env = std::getenv("JAXTS_MPI_LIBRARY");
+  std::vector<const char*> names{"libmpi.so.40", "libmpi.so"};
+  if (env && *env) names = {env};
+  void* lib = nullptr;
+  std::string tried;
+  for (const char* n : names) {
+    lib = dlopen(n, RTLD_NOW | RTLD_GLOBAL);
+    if (lib) break;
+    const char* e = dlerror();
+    tried += std::string(tried.empty() ? "" : "; ") + (e ? e : n);
+  }
+  if (!lib) return "cannot load Open MPI's libmpi (" + tried + "); install Open MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev) or set JAXTS_MPI_LIBRARY to its libmpi.so";
+  std::string missing;
+  Sym(lib, "MPI_Initialized", &g.Initialized, &missing);
+  Sym(lib, "MPI_Finalized", &g.Finalized, &missing);
+  Sym(lib, "MPI_Init_thread", &g.InitThread, &missing);
+  Sym(lib, "MPI_Finalize", &g.Finalize, &missing);
+  Sym(lib, "MPI_Comm_rank", &g.CommRank, &missing);
+  Sym(lib, "MPI_Comm_size", &g.CommSize, &missing);
+  Sym(lib, "MPI_Isend", &g.Isend, &missing);
+  Sym(lib, "MPI_Irecv", &g.Irecv, &missing);
+  Sym(lib, "MPI_Test", &g.Test, &missing);
+  Sym(lib, "MPI_Cancel", &g.Cancel, &missing);
+  Sym(lib, "MPI_Request_free", &g.RequestFree, &missing);
+  g.world = dlsym(lib, "ompi_mpi_comm_world");
+  g.byte = dlsym(lib, "ompi_mpi_byte");
+  if (!g.world || !g.byte) missing += std::string(missing.empty() ? "" : ", ") + "ompi_mpi_comm_world/ompi_mpi_byte (not Open MPI's ABI?)";
+  if (!missing.empty()) return "libmpi lacks " + missing + " (jaxts loads Open MPI's ABI)";
+  return "";
+}
+
+struct Guard {
+  std::unique_lock<std::mutex> lock;
+  Guard() : lock(g_call_mu, std::defer_lock) {
+    if (g_level < kThreadMultiple) lock.lock();
+  }
+};
+
+}  // namespace
+
+std::string Init() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (g_ready) return "";
+  if (!g_error.empty()) return g_error;
+  if (g_finalized) return g_error = "MPI was already finalized in this process";
+  g_error = Load();
+  if (!g_error.empty()) return g_error;
+  int inited = 0;
+  g.Initialized(&inited);
+  if (!inited) {
+    int provided = 0;
+    if (g.InitThread(nullptr, nullptr, kThreadMultiple, &provided) != kSuccess) return g_error = "MPI_Init_thread failed";
+    g_level = provided;
+  } else {
+    g_level = 2;  // initialized by someone else: assume serialized calls are safe
+  }
+  if (g_level < 2) return g_error = "MPI provides thread level " + std::to_string(g_level) + "; jaxts needs MPI_THREAD_SERIALIZED or MPI_THREAD_MULTIPLE";
+  g.CommRank(g.world, &g_rank);
+  g.CommSize(g.world, &g_size);
+  g_ready = true;
+  return "";
+}
+
+bool Ready() { return g_ready; }
+int Rank() { return g_rank; }
+int Size() { return g_size; }
+int ThreadLevel() { return g_level; }
+
+void Finalize() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  if (!g_ready || g_finalized) return;
+  int done = 0;
+  g.Finalized(&done);
+  if (!done) g.Finalize();
+  g_finalized = true;
+  g_ready = false;
+}
+
+std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what) {
+  if (!g_ready) return what + ": MPI is not initialized (call distributed.initialize() first)";
+  const size_t n = peers.size();
+  std::vector<Request> rreq(n, nullptr), sreq(n, nullptr);
+  std::vector<bool> rdone(n, false), sdone(n, false);
+  for (const Transfer& t : peers)
+    if (t.send_bytes > size_t(0x7fffffff) || t.recv_bytes > size_t(0x7fffffff))
+      return what + ": a message to process " + std::to_string(t.peer) + " exceeds 2 GiB (not supported yet)";
+  {
+    Guard guard;
+    for (size_t i = 0; i < n; i++) {
+      if (g.Irecv(peers[i].recv, int(peers[i].recv_bytes), g.byte, peers[i].peer, tag, g.world, &rreq[i]) != kSuccess)
+        return what + ": MPI_Irecv from process " + std::to_string(peers[i].peer) + " failed";
+    }
+    for (size_t i = 0; i < n; i++) {
+      if (g.Isend(peers[i].send, int(peers[i].send_bytes), g.byte, peers[i].peer, tag, g.world, &sreq[i]) != kSuccess)
+        return what + ": MPI_Isend to process " + std::to_string(peers[i].peer) + " failed";
+    }
+  }
+  // poll: spin briefly, then sleep between tests so a waiting leader does not take a core from the device threads
+  for (int iter = 0;; iter++) {
+    bool all = true;
+    {
+      Guard guard;
+      for (size_t i = 0; i < n; i++) {
+        int flag = 0;
+        if (!rdone[i]) { g.Test(&rreq[i], &flag, nullptr); rdone[i] = flag != 0; }
+        if (!sdone[i]) { flag = 0; g.Test(&sreq[i], &flag, nullptr); sdone[i] = flag != 0; }
+        all = all && rdone[i] && sdone[i];
+      }
+    }
+    if (all) return "";
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    if (iter < 200) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(iter < 2000 ? 20 : 200));
+  }
+  // timed out: cancel what is pending so no late message writes into the caller's buffers
+  std::string late;
+  Guard guard;
+  for (size_t i = 0; i < n; i++) {
+    if (!rdone[i] || !sdone[i]) late += std::string(late.empty() ? "" : ", ") + std::to_string(peers[i].peer);
+    if (!rdone[i]) {
+      g.Cancel(&rreq[i]);
+      g.RequestFree(&rreq[i]);
+    }
+    if (!sdone[i]) g.RequestFree(&sreq[i]);
+  }
+  return what + ": no answer from process(es) [" + late + "] before the deadline";
+}
+
+}  // namespace mpi
+}  // namespace jaxts

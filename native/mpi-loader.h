@@ -1,0 +1,45 @@
+/** @file Open MPI loaded at run time (dlopen of libmpi): the few MPI calls jaxts uses, and a deadline-bounded point-to-point exchange. */
+#pragma once
+
+// No mpi.h is needed to build: the handles are declared here as Open MPI's ABI has them (MPI_Comm, MPI_Datatype and
+// MPI_Request are pointers; MPI_COMM_WORLD and MPI_BYTE are the addresses of the global symbols ompi_mpi_comm_world
+// and ompi_mpi_byte). Other MPI implementations (MPICH's integer handles) are not supported by this loader.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace jaxts {
+namespace mpi {
+
+/** Loads libmpi ($JAXTS_MPI_LIBRARY, else libmpi.so.40, else libmpi.so) and initializes MPI once (MPI_Init_thread asking for MPI_THREAD_MULTIPLE); "" on success, else why not. */
+std::string Init();
+/** Whether Init succeeded. */
+bool Ready();
+/** This process's rank and the process count in MPI_COMM_WORLD (0 and 1 before Init). */
+int Rank();
+int Size();
+/** The thread level MPI provided (0 single, 1 funneled, 2 serialized, 3 multiple). */
+int ThreadLevel();
+/** MPI_Finalize, once, if initialized (a no-op otherwise). */
+void Finalize();
+
+/** One peer of an exchange: bytes sent to and received from process `peer`. */
+struct Transfer {
+  int peer = 0;
+  const void* send = nullptr;
+  size_t send_bytes = 0;
+  void* recv = nullptr;
+  size_t recv_bytes = 0;
+};
+
+/**
+ * Posts every receive and send (nonblocking, MPI_BYTE, `tag`) and polls until all completed or the deadline
+ * passed. Returns "" or an error naming the peers whose messages did not arrive (`what` prefixes it); a timed-out
+ * exchange cancels its receives so no later message lands in a freed buffer.
+ */
+std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what);
+
+}  // namespace mpi
+}  // namespace jaxts

@@ -1,0 +1,18 @@
+/** @file The native addon's MPI functions (Open MPI loaded at run time): initialization, finalization, and a process allgather of bytes. */
+import { deviceAddon } from "../backends/onnx/ort-runtime.js";
+
+/** What the addon's MPI entry points look like (native/mpi-communicator.cc). */
+export interface MpiAddon {
+  mpiInit(): { rank: number; size: number; threadLevel: number };
+  mpiFinalize(): void;
+  mpiAllgather(bytes: Uint8Array, timeoutMs: number, what: string): Uint8Array[];
+}
+
+/** The addon's MPI functions, or the reason they are unavailable. */
+export function mpiAddon(): { api: MpiAddon | null; why: string } {
+  const { api, why } = deviceAddon();
+  if (!api) return { api: null, why };
+  const a = api as unknown as Partial<MpiAddon>;
+  if (typeof a.mpiInit !== "function") return { api: null, why: "the native addon was built without MPI support (rebuild it: npm run build)" };
+  return { api: a as MpiAddon, why: "" };
+}
