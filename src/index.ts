@@ -49,3 +49,8 @@ export const processIndex = (): number => 0;
 export const processCount = (): number => 1;
 
 setLoweringSummary(loweringSummary);
+
+import { allPrimitives as registeredPrimitives } from "./core/primitive.js";
+import { guardComplexOperands } from "./primitives/complex.js";
+// every primitive without complex rules refuses complex operands clearly (see primitives/complex.ts)
+guardComplexOperands(registeredPrimitives());
