@@ -1,6 +1,6 @@
 /** @file The safetensors container: encode/decode of (8-byte LE header length, JSON header, raw little-endian tensor bytes) with validation. */
 import { endianness } from "node:os";
-import { type DType, type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { type DType, type TypedArray, allocate, itemsize, realDType } from "../core/dtype.js";
 
 /** safetensors dtype names for jaxts dtypes. */
 export const ST_DTYPE: Readonly<Record<DType, string>> = {
@@ -53,7 +53,8 @@ function swapBytes(b: Uint8Array, size: number): void {
 /** Little-endian bytes of typed-array storage (a copy). */
 export function storageBytes(t: TypedArray, dtype: DType): Uint8Array {
   const b = new Uint8Array(t.buffer, t.byteOffset, t.byteLength).slice();
-  if (!LITTLE) swapBytes(b, itemsize(dtype));
+  // complex parts are swapped one float at a time
+  if (!LITTLE) swapBytes(b, itemsize(realDType(dtype)));
   return b;
 }
 
@@ -62,7 +63,7 @@ export function storageFromBytes(bytes: Uint8Array, dtype: DType, n: number): Ty
   const t = allocate(dtype, n);
   const view = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
   view.set(bytes);
-  if (!LITTLE) swapBytes(view, itemsize(dtype));
+  if (!LITTLE) swapBytes(view, itemsize(realDType(dtype)));
   if (dtype === "bool") for (let i = 0; i < n; i++) view[i] = view[i] !== 0 ? 1 : 0;
   return t;
 }
