@@ -96,8 +96,13 @@ export function fromBigInts(values: ArrayLike<bigint>, d: DType): TypedArray {
 /** Splits interleaved complex storage into real and imaginary planes of the part dtype (float32/float64). */
 export function splitComplex(data: TypedArray, d: DType): [TypedArray, TypedArray] {
   const n = data.length / 2;
-  const re = allocate(realDType(d), n) as Float64Array, im = allocate(realDType(d), n) as Float64Array;
-  for (let i = 0; i < n; i++) { re[i] = (data as Float64Array)[2 * i]; im[i] = (data as Float64Array)[2 * i + 1]; }
+  if (d === "complex64") {
+    const src = data as Float32Array, re = new Float32Array(n), im = new Float32Array(n);
+    for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
+    return [re, im];
+  }
+  const src = data as Float64Array, re = new Float64Array(n), im = new Float64Array(n);
+  for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
   return [re, im];
 }
 /** Interleaves real and imaginary parts (any numeric arrays) into complex storage of dtype d. */

@@ -6,7 +6,7 @@ import type { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { fromNumbers, joinComplex, splitComplex, toFloat64 } from "../core/convert.js";
-import { type DType, complexDType, isComplex, isFloat, realDType } from "../core/dtype.js";
+import { type DType, allocate, complexDType, isComplex, isFloat, realDType } from "../core/dtype.js";
 import { type Params, Primitive, type PrimitiveRules, UndefinedPrimal, Zero, getPrimitive } from "../core/primitive.js";
 import { shapesEqual } from "../core/shape.js";
 import * as ops from "./bind-ops.js";
@@ -132,8 +132,10 @@ function separable(name: string): void {
       return ae(avals.map(partAval), params).map((o) => (o.dtype === realDType(part) ? o.update({ dtype: part }) : o));
     },
     impl(args, params, outs) {
-      const re = impl(args.map((a) => (isComplex(a.dtype) ? plane(a, 0) : a)), params, outs.map(partAval));
-      const im = impl(args.map((a) => (isComplex(a.dtype) ? plane(a, 1) : a)), params, outs.map(partAval));
+      // split each complex operand once into its two planes
+      const planes = args.map((a) => (isComplex(a.dtype) ? splitComplex(a.buffer, a.dtype).map((b) => new ArrayImpl(partAval(a.aval), b)) : [a, a]));
+      const re = impl(planes.map((p) => p[0]), params, outs.map(partAval));
+      const im = impl(planes.map((p) => p[1]), params, outs.map(partAval));
       return outs.map((o, k) => (isComplex(o.dtype) ? new ArrayImpl(o, joinComplex(toFloat64(re[k].buffer, re[k].dtype), toFloat64(im[k].buffer, im[k].dtype), o.dtype)) : re[k]));
     },
   });
@@ -148,9 +150,9 @@ const UNARY: Record<string, (x: number, y: number) => K.C> = {
 };
 function unaryImpl(f: (x: number, y: number) => K.C): NonNullable<PrimitiveRules["impl"]> {
   return ([x], _p, [o]) => {
-    const [re, im] = partsOf(x), r = new Float64Array(re.length), i = new Float64Array(re.length);
-    for (let k = 0; k < re.length; k++) [r[k], i[k]] = f(re[k], im[k]);
-    return [fromParts(o, r, i)];
+    const b = x.buffer as Float64Array, out = allocate(o.dtype, o.size) as Float64Array;
+    for (let k = 0; k < 2 * o.size; k += 2) { const c = f(b[k], b[k + 1]); out[k] = c[0]; out[k + 1] = c[1]; }
+    return [new ArrayImpl(o, out)];
   };
 }
 for (const [n, f] of Object.entries(UNARY)) extend(n, { abstractEval: sameAval, impl: unaryImpl(f) });
@@ -179,13 +181,20 @@ function binaryAval(name: string, compare: boolean) {
 }
 function binaryImpl(f: (a: number, b: number, c: number, d: number) => K.C): NonNullable<PrimitiveRules["impl"]> {
   return ([x, y], _p, [o]) => {
-    const [ar, ai] = partsOf(x), [br, bi] = partsOf(y), n = o.size;
-    const sa = ar.length === n ? 1 : 0, sb = br.length === n ? 1 : 0;
-    const r = new Float64Array(n), i = new Float64Array(n);
-    for (let k = 0; k < n; k++) [r[k], i[k]] = f(ar[k * sa], ai[k * sa], br[k * sb], bi[k * sb]);
-    return [fromParts(o, r, i)];
+    const xb = x.buffer as Float64Array, yb = y.buffer as Float64Array, n = o.size, out = allocate(o.dtype, n) as Float64Array;
+    // a rank-0 operand broadcasts (stride 0)
+    const sa = x.size === n ? 2 : 0, sb = y.size === n ? 2 : 0;
+    for (let k = 0; k < n; k++) {
+      const c = f(xb[k * sa], xb[k * sa + 1], yb[k * sb], yb[k * sb + 1]);
+      out[2 * k] = c[0]; out[2 * k + 1] = c[1];
+    }
+    return [new ArrayImpl(o, out)];
   };
 }
+// add/sub/neg are separable, but a direct interleaved loop avoids splitting and joining the planes
+extend("add", { impl: binaryImpl((a, b, c, d) => [a + c, b + d]) });
+extend("sub", { impl: binaryImpl((a, b, c, d) => [a - c, b - d]) });
+extend("neg", { impl: unaryImpl((x, y) => [-x, -y]) });
 extend("mul", { abstractEval: binaryAval("mul", false), impl: binaryImpl(K.cmul) });
 extend("div", { abstractEval: binaryAval("div", false), impl: binaryImpl(K.cdiv) });
 extend("pow", { abstractEval: binaryAval("pow", false), impl: binaryImpl(K.cpow) });
