@@ -50,3 +50,8 @@ export type { PmapOpts } from "./parallel/pmap.js";
 export * as runtime from "./runtime/index.js";
 
 setLoweringSummary(loweringSummary);
+
+import { allPrimitives as registeredPrimitives } from "./core/primitive.js";
+import { guardComplexOperands } from "./primitives/complex.js";
+// every primitive without complex rules refuses complex operands clearly (see primitives/complex.ts)
+guardComplexOperands(registeredPrimitives());

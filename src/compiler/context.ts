@@ -6,7 +6,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { castNumber, bigOf } from "../core/convert.js";
-import type { DType } from "../core/dtype.js";
+import { type DType, isComplex } from "../core/dtype.js";
 import { toBFloat16Bits, fromBFloat16Bits, toFloat16Bits } from "../core/float16.js";
 import { ClosedJaxpr, Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { type LoweringContext, LoweringUnsupportedError, type OnnxAttr } from "../core/lowering-types.js";
@@ -16,7 +16,7 @@ function toAttr(name: string, v: OnnxAttr): AttrValue {
   if (typeof v === "number" || typeof v === "string" || Array.isArray(v)) return v as AttrValue;
   if ("float" in v) return attr.float(v.float);
   if ("floats" in v) return attr.floats(v.floats);
-  if ("tensor" in v) return { tensor: { dtype: v.tensor.dtype, shape: v.tensor.shape, data: v.tensor.data as ArrayLike<number> } };
+  if ("tensor" in v) return { tensor: { dtype: v.tensor.dtype as GDType, shape: v.tensor.shape, data: v.tensor.data as ArrayLike<number> } };
   if ("graph" in v) {
     if (!(v.graph instanceof GraphBuilder)) throw new Error(`compiler: attribute ${name} holds a graph not built by this compiler`);
     return v.graph;
@@ -171,6 +171,10 @@ export class OnnxLoweringContext implements LoweringContext {
   lowerEqn(eqn: JaxprEqn, inputs: string[]): string[] {
     const prim = eqn.primitive;
     const rule = prim.rules.lower;
+    // complex values never enter an ONNX graph: their equations are host steps (measured and argued in notes/complex.md)
+    if (eqn.inputs.some((a) => isComplex(a.aval.dtype)) || eqn.outVars.some((v) => isComplex(v.aval.dtype))) {
+      throw new LoweringUnsupportedError(prim.name, "complex operands run on the reference interpreter (notes/complex.md)");
+    }
     if (!rule) {
       // a call primitive (PrimitiveFacts.callJaxprParam) without its own rule: inline the jaxpr it calls
       const param = prim.opts.callJaxprParam;

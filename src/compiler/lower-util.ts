@@ -38,7 +38,7 @@ function constantWithoutNegZero(ctx: LoweringContext, x: string): boolean {
 /** ONNX TensorProto data type codes (for Cast's `to`). */
 export const ONNX_TYPE: Readonly<Record<DType, number>> = {
   float32: 1, uint8: 2, int8: 3, uint16: 4, int16: 5, int32: 6, int64: 7, bool: 9,
-  float16: 10, float64: 11, uint32: 12, uint64: 13, bfloat16: 16,
+  float16: 10, float64: 11, uint32: 12, uint64: 13, complex64: 14, complex128: 15, bfloat16: 16,
 };
 
 /** Bit width of a dtype. */
@@ -157,6 +157,7 @@ const WIDER: Readonly<Record<DType, readonly DType[]>> = {
   bool: ["uint8", "int32"], int8: ["int32", "int64"], uint8: ["int32", "int64"], int16: ["int32", "int64"],
   uint16: ["int32", "int64"], int32: ["int64"], uint32: ["int64", "int32"], int64: [], uint64: ["int64"],
   float16: ["float32", "float64"], bfloat16: ["float32"], float32: ["float64"], float64: [],
+  complex64: [], complex128: [],
 };
 
 /** The dtype to compute `op` in for values of dtype `d`: repr(d) when ORT supports it, else a wider one. */

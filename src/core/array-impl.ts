@@ -1,7 +1,7 @@
 /** @file ArrayImpl: a concrete array backed by host storage or by storage held elsewhere (per-device buffers). */
 import { Array } from "./array.js";
 import { ShapedArray } from "./aval.js";
-import { type DType, type TypedArray, isBigInt, isFloat } from "./dtype.js";
+import { type Complex, type DType, type TypedArray, isBigInt, isComplex, isFloat, lanes } from "./dtype.js";
 import { readNumber } from "./convert.js";
 import { formatArray } from "./format.js";
 import { type Shape, prod } from "./shape.js";
@@ -52,7 +52,9 @@ export class ArrayImpl extends Array {
   constructor(aval: ShapedArray, data: TypedArray | ExternalStorage, device: Device = HOST_DEVICE) {
     super();
     if (ArrayBuffer.isView(data)) {
-      if (data.length !== aval.size) throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size}`);
+      if (data.length !== aval.size * lanes(aval.dtype)) {
+        throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size * lanes(aval.dtype)}`);
+      }
       this.#data = data;
     } else {
       this.#data = null;
@@ -87,14 +89,15 @@ export class ArrayImpl extends Array {
     if (ext) ext.free();
     else if (d !== null && ArrayImpl.releaseHook) ArrayImpl.releaseHook(this, d);
   }
-  /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8). */
+  /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8, complex as interleaved re, im). */
   dataSync(): TypedArray { return this.buffer.slice(); }
-  item(): number | boolean | bigint {
+  item(): number | boolean | bigint | Complex {
     if (this.size !== 1) throw new Error(`Array.item: can only convert an array of size 1 to a scalar, got shape [${this.shape}]`);
     return this.elementAt(0);
   }
-  elementAt(i: number): number | boolean | bigint {
+  elementAt(i: number): number | boolean | bigint | Complex {
     const d = this.dtype;
+    if (isComplex(d)) { const b = this.buffer as Float64Array; return { re: b[2 * i], im: b[2 * i + 1] }; }
     if (d === "bool") return this.buffer[i] !== 0;
     if (isBigInt(d)) return this.buffer[i] as bigint;
     return readNumber(this.buffer, d, i);

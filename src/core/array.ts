@@ -1,6 +1,6 @@
 /** @file The abstract Array type shared by concrete arrays and tracers, with JAX's method forms. */
 import type { ShapedArray } from "./aval.js";
-import type { DType, TypedArray } from "./dtype.js";
+import type { Complex, DType, TypedArray } from "./dtype.js";
 
 const JSArray = globalThis.Array;
 
@@ -70,7 +70,7 @@ export abstract class Array {
 
   abstract dataSync(): TypedArray;
   abstract tolist(): unknown;
-  abstract item(): number | boolean | bigint;
+  abstract item(): number | boolean | bigint | Complex;
   async data(): Promise<TypedArray> { return this.dataSync(); }
   blockUntilReady(): this { return this; }
   dispose(): void {}
@@ -142,6 +142,7 @@ export abstract class Array {
       throw new TypeError(`Array: only a 0-d array converts to a JS number (+x, Number(x), arithmetic operators), got shape [${this.shape}] (${this.aval.str()}); use jnp functions for array arithmetic, x.item() for one element or x.tolist() for all`);
     }
     const v = this.item();
+    if (typeof v === "object") throw new TypeError(`Array: a complex array (${this.aval.str()}) has no JS number value (Python's float() of a complex raises too); use jnp.real / jnp.imag, or x.item() for {re, im}`);
     return typeof v === "boolean" ? (v ? 1 : 0) : Number(v);
   }
   /** String contexts (`${x}`, String(x)) give the repr; numeric and default contexts (+x, x + 1) give valueOf(). */

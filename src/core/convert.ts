@@ -1,5 +1,5 @@
 /** @file Conversions between JS values and typed storage for every dtype (casting like XLA's convert). */
-import { type DType, type TypedArray, allocate, isBigInt, isFloat, intRange } from "./dtype.js";
+import { type DType, type TypedArray, allocate, isBigInt, isComplex, isFloat, intRange, realDType } from "./dtype.js";
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from "./float16.js";
 
 /** Converts a JS number to the value stored for dtype d (float->int truncates and saturates, NaN -> 0). */
@@ -7,7 +7,8 @@ export function castNumber(x: number, d: DType): number {
   switch (d) {
     case "bool": return x !== 0 && !Number.isNaN(x) ? 1 : 0;
     case "float32": return Math.fround(x);
-    case "float64": return x;
+    case "float64": case "complex128": return x;
+    case "complex64": return Math.fround(x);
     case "float16": return fromFloat16Bits(toFloat16Bits(x));
     case "bfloat16": return fromBFloat16Bits(toBFloat16Bits(x));
     default: {
@@ -68,6 +69,8 @@ export function toFloat64(data: TypedArray, d: DType): Float64Array {
 export function fromNumbers(values: ArrayLike<number>, d: DType): TypedArray {
   const n = values.length;
   const out = allocate(d, n);
+  // a real value v is the complex v + 0j
+  if (isComplex(d)) { for (let i = 0; i < n; i++) (out as Float64Array)[2 * i] = values[i]; return out; }
   if (d === "float16") for (let i = 0; i < n; i++) (out as Uint16Array)[i] = toFloat16Bits(values[i]);
   else if (d === "bfloat16") for (let i = 0; i < n; i++) (out as Uint16Array)[i] = toBFloat16Bits(values[i]);
   else if (isBigInt(d)) for (let i = 0; i < n; i++) (out as BigInt64Array)[i] = bigOf(values[i], d);
@@ -90,9 +93,36 @@ export function fromBigInts(values: ArrayLike<bigint>, d: DType): TypedArray {
   return out;
 }
 
+/** Splits interleaved complex storage into real and imaginary planes of the part dtype (float32/float64). */
+export function splitComplex(data: TypedArray, d: DType): [TypedArray, TypedArray] {
+  const n = data.length / 2;
+  if (d === "complex64") {
+    const src = data as Float32Array, re = new Float32Array(n), im = new Float32Array(n);
+    for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
+    return [re, im];
+  }
+  const src = data as Float64Array, re = new Float64Array(n), im = new Float64Array(n);
+  for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
+  return [re, im];
+}
+/** Interleaves real and imaginary parts (any numeric arrays) into complex storage of dtype d. */
+export function joinComplex(re: ArrayLike<number>, im: ArrayLike<number>, d: DType): TypedArray {
+  const out = allocate(d, re.length) as Float64Array;
+  for (let i = 0; i < re.length; i++) { out[2 * i] = re[i]; out[2 * i + 1] = im[i]; }
+  return out;
+}
+
 /** Element conversion between storages (convert_element_type). */
 export function convertStorage(data: TypedArray, from: DType, to: DType): TypedArray {
   if (from === to) return data.slice();
+  if (isComplex(from) && isComplex(to)) return to === "complex64" ? Float32Array.from(data as Float64Array) : Float64Array.from(data as Float32Array);
+  // complex -> real keeps the real part (NumPy's ComplexWarning case; JAX does the same)
+  if (isComplex(from)) {
+    const re = new Float64Array(data.length / 2);
+    for (let i = 0; i < re.length; i++) re[i] = (data as Float64Array)[2 * i];
+    return convertStorage(re, "float64", to);
+  }
+  if (isComplex(to)) return fromNumbers(toFloat64(data, from), to);
   if (isBigInt(from) && (isBigInt(to) || !isFloat(to))) {
     if (to === "bool") { const o = allocate(to, data.length); for (let i = 0; i < data.length; i++) o[i] = data[i] !== 0n ? 1 : 0; return o; }
     return fromBigInts(data as BigInt64Array, to);

@@ -3,12 +3,15 @@ import { config } from "./config.js";
 
 export type DType =
   | "bool" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "uint32" | "int64" | "uint64"
-  | "float16" | "bfloat16" | "float32" | "float64";
+  | "float16" | "bfloat16" | "float32" | "float64" | "complex64" | "complex128";
 
 export const DTYPES: readonly DType[] = [
   "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-  "float16", "bfloat16", "float32", "float64",
+  "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
 ];
+
+/** A complex scalar as JS sees it (what item() and tolist() return for complex arrays). */
+export interface Complex { re: number; im: number }
 
 export type TypedArray =
   | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
@@ -16,12 +19,13 @@ export type TypedArray =
 
 const ITEMSIZE: Record<DType, number> = {
   bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8,
-  float16: 2, bfloat16: 2, float32: 4, float64: 8,
+  float16: 2, bfloat16: 2, float32: 4, float64: 8, complex64: 8, complex128: 16,
 };
 
 const SHORT: Record<DType, string> = {
   bool: "bool", int8: "i8", uint8: "u8", int16: "i16", uint16: "u16", int32: "i32", uint32: "u32",
   int64: "i64", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
+  complex64: "c64", complex128: "c128",
 };
 
 export function isDType(x: unknown): x is DType {
@@ -34,6 +38,16 @@ export function checkDType(fn: string, x: unknown): DType {
 export const itemsize = (d: DType): number => ITEMSIZE[d];
 export const shortName = (d: DType): string => SHORT[d];
 export const isFloat = (d: DType): boolean => d === "float16" || d === "bfloat16" || d === "float32" || d === "float64";
+/** complex64/complex128: stored as interleaved (re, im) pairs in a Float32Array/Float64Array of twice the size. */
+export const isComplex = (d: DType): boolean => d === "complex64" || d === "complex128";
+/** Floating or complex (JAX's "inexact"). */
+export const isInexact = (d: DType): boolean => isFloat(d) || isComplex(d);
+/** The real dtype of a complex dtype's parts (float32 for complex64); other dtypes map to themselves. */
+export const realDType = (d: DType): DType => (d === "complex64" ? "float32" : d === "complex128" ? "float64" : d);
+/** The complex dtype holding values of real dtype d (complex128 for float64, complex64 otherwise). */
+export const complexDType = (d: DType): DType => (d === "float64" || d === "complex128" || d === "int64" || d === "uint64" ? "complex128" : "complex64");
+/** Storage slots per element: 2 for complex dtypes (re, im), else 1. */
+export const lanes = (d: DType): number => (isComplex(d) ? 2 : 1);
 export const isUnsigned = (d: DType): boolean => d === "uint8" || d === "uint16" || d === "uint32" || d === "uint64";
 export const isSignedInt = (d: DType): boolean => d === "int8" || d === "int16" || d === "int32" || d === "int64";
 export const isInteger = (d: DType): boolean => isUnsigned(d) || isSignedInt(d);
@@ -56,6 +70,8 @@ export function allocate(d: DType, n: number): TypedArray {
     case "uint64": return new BigUint64Array(n);
     case "float32": return new Float32Array(n);
     case "float64": return new Float64Array(n);
+    case "complex64": return new Float32Array(2 * n);
+    case "complex128": return new Float64Array(2 * n);
   }
 }
 
@@ -82,19 +98,22 @@ export function finfo(d: DType): { eps: number; max: number; min: number; tiny: 
     case "bfloat16": return { eps: 2 ** -7, max: 3.3895313892515355e38, min: -3.3895313892515355e38, tiny: 2 ** -126, bits: 16, nmant: 7 };
     case "float32": return { eps: 2 ** -23, max: 3.4028234663852886e38, min: -3.4028234663852886e38, tiny: 2 ** -126, bits: 32, nmant: 23 };
     case "float64": return { eps: 2 ** -52, max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 2 ** -1022, bits: 64, nmant: 52 };
+    // like NumPy, a complex dtype's limits are those of its parts
+    case "complex64": case "complex128": return finfo(realDType(d));
     default: throw new TypeError(`finfo: ${d} is not a floating dtype`);
   }
 }
 
 // ---- JAX's promotion lattice (jax/_src/dtypes.py describes it; this is our own encoding) ----
-// Nodes: dtypes plus the weak categories "i*" (Python int) and "f*" (Python float).
-type Node = DType | "i*" | "f*";
+// Nodes: dtypes plus the weak categories "i*" (Python int), "f*" (Python float) and "c*" (Python complex).
+type Node = DType | "i*" | "f*" | "c*";
 const EDGES: Record<Node, Node[]> = {
   bool: ["i*"],
   "i*": ["uint8", "int8", "f*"],
   uint8: ["int16", "uint16"], uint16: ["int32", "uint32"], uint32: ["int64", "uint64"], uint64: ["f*"],
   int8: ["int16"], int16: ["int32"], int32: ["int64"], int64: ["f*"],
-  "f*": ["float16", "bfloat16"], float16: ["float32"], bfloat16: ["float32"], float32: ["float64"], float64: [],
+  "f*": ["float16", "bfloat16", "c*"], float16: ["float32"], bfloat16: ["float32"], float32: ["float64", "complex64"], float64: ["complex128"],
+  "c*": ["complex64"], complex64: ["complex128"], complex128: [],
 };
 const UPPER = new Map<Node, Set<Node>>();
 for (const n of Object.keys(EDGES) as Node[]) {
@@ -114,6 +133,7 @@ function join(a: Node, b: Node): Node {
 export const defaultIntDType = (): DType => (config.enableX64 ? "int64" : "int32");
 export const defaultUIntDType = (): DType => (config.enableX64 ? "uint64" : "uint32");
 export const defaultFloatDType = (): DType => (config.enableX64 ? "float64" : "float32");
+export const defaultComplexDType = (): DType => (config.enableX64 ? "complex128" : "complex64");
 
 /** Maps 64-bit dtypes to 32-bit ones when x64 is disabled, as JAX does. */
 export function canonicalizeDType(d: DType): DType {
@@ -121,12 +141,13 @@ export function canonicalizeDType(d: DType): DType {
   if (d === "int64") return "int32";
   if (d === "uint64") return "uint32";
   if (d === "float64") return "float32";
+  if (d === "complex128") return "complex64";
   return d;
 }
 
 function toNode(d: DType, weak: boolean): Node {
   if (!weak || d === "bool") return d;
-  return isFloat(d) ? "f*" : "i*";
+  return isComplex(d) ? "c*" : isFloat(d) ? "f*" : "i*";
 }
 
 /** Result dtype and weakness of combining the given (dtype, weak) pairs under JAX's rules. */
@@ -139,6 +160,7 @@ export function promoteTypes(...items: { dtype: DType; weakType: boolean }[]): {
     return { dtype: defaultIntDType(), weakType: true };
   }
   if (node === "f*") return { dtype: defaultFloatDType(), weakType: true };
+  if (node === "c*") return { dtype: defaultComplexDType(), weakType: true };
   return { dtype: canonicalizeDType(node), weakType: false };
 }
 

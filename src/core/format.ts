@@ -1,8 +1,8 @@
 /** @file Printing arrays the way JAX does: Array(<NumPy's array2string of the value>, dtype=float32). */
-import { type DType } from "./dtype.js";
+import { type Complex, type DType } from "./dtype.js";
 import { castTo, exponentString, formatG, positionalDigits, scientificDigits } from "./float-digits.js";
 
-type Element = number | boolean | bigint;
+type Element = number | boolean | bigint | Complex;
 
 /** NumPy's print options as JAX leaves them. */
 const LINE_WIDTH = 75;
@@ -14,8 +14,9 @@ const PREFIX = "Array(";
 /** Where NumPy (>= 2.3) switches to scientific notation: 10^min(8, finfo(dtype).precision). */
 const EXP_CUTOFF: Partial<Record<DType, number>> = { float16: 1e3, float32: 1e6, float64: 1e8 };
 
-/** NumPy's FloatingFormat (floatmode 'maxprec', precision 8): one width and notation for all shown elements. */
-function floatFormatter(shown: number[], dtype: DType): (x: number) => string {
+/** NumPy's FloatingFormat (floatmode 'maxprec', precision 8): one width and notation for all shown elements; `plus`: sign='+'. */
+function floatFormatter(shown: number[], dtype: DType, plus = false): (x: number) => string {
+  const sg = (s: string): string => (plus && !s.startsWith("-") ? "+" + s : s);
   const finite = shown.filter(Number.isFinite);
   const nonZero = finite.filter((v) => v !== 0).map(Math.abs);
   let sci = false;
@@ -33,33 +34,33 @@ function floatFormatter(shown: number[], dtype: DType): (x: number) => string {
       const p = scientificDigits(v, dtype, PRECISION, 0);
       // the sizing pass trims trailing zeros (trim='.'), so count the significant fraction digits only
       precision = Math.max(precision, p.frac.replace(/0+$/, "").length);
-      padLeft = Math.max(padLeft, p.int.length);
+      padLeft = Math.max(padLeft, sg(p.int).length);
       expWidth = Math.max(expWidth, String(Math.abs(p.exp)).length);
     }
     padRight = expWidth + 2 + precision;
   } else {
     for (const v of finite) {
       const p = positionalDigits(v, dtype, PRECISION);
-      padLeft = Math.max(padLeft, p.int.length);
+      padLeft = Math.max(padLeft, sg(p.int).length);
       padRight = Math.max(padRight, p.frac.length);
     }
   }
   if (finite.length < shown.length) {
     // nan and inf are right-aligned in the full width, which may have to grow for them
-    const negInf = shown.some((v) => v === -Infinity) ? 1 : 0;
+    const negInf = plus || shown.some((v) => v === -Infinity) ? 1 : 0;
     padLeft = Math.max(padLeft, 3 + negInf - (padRight + 1));
   }
   return (x) => {
     if (!Number.isFinite(x)) {
-      const s = Number.isNaN(x) ? "nan" : x < 0 ? "-inf" : "inf";
+      const s = sg(Number.isNaN(x) ? "nan" : x < 0 ? "-inf" : "inf");
       return s.padStart(padLeft + padRight + 1, " ");
     }
     if (sci) {
       const p = scientificDigits(x, dtype, precision, precision);
-      return `${p.int.padStart(padLeft, " ")}.${p.frac}${exponentString(p.exp, expWidth)}`;
+      return `${sg(p.int).padStart(padLeft, " ")}.${p.frac}${exponentString(p.exp, expWidth)}`;
     }
     const p = positionalDigits(x, dtype, PRECISION);
-    return `${p.int.padStart(padLeft, " ")}.${p.frac.padEnd(padRight, " ")}`;
+    return `${sg(p.int).padStart(padLeft, " ")}.${p.frac.padEnd(padRight, " ")}`;
   };
 }
 
@@ -76,6 +77,17 @@ function formatterFor(dtype: DType, shown: Element[], rank: number): (x: Element
   if (dtype === "bool") return (x) => (x ? (rank === 0 ? "True" : " True") : "False");
   // ml_dtypes' bfloat16 is not a NumPy floating type: each element is its own repr, unpadded
   if (dtype === "bfloat16") return (x) => formatG(x as number);
+  if (dtype === "complex64" || dtype === "complex128") {
+    // NumPy's ComplexFloatingFormat: the real parts' format, then the imaginary parts' with sign='+', then "j"
+    const part: DType = dtype === "complex64" ? "float32" : "float64";
+    const cs = shown as Complex[];
+    const fr = floatFormatter(cs.map((c) => c.re), part), fi = floatFormatter(cs.map((c) => c.im), part, true);
+    return (x) => {
+      const c = x as Complex;
+      const i = fi(c.im), sp = i.trimEnd().length;
+      return fr(c.re) + i.slice(0, sp) + "j" + i.slice(sp);
+    };
+  }
   if (dtype === "float16" || dtype === "float32" || dtype === "float64") {
     const f = floatFormatter(shown as number[], dtype);
     return (x) => f(x as number);

@@ -53,7 +53,7 @@ export abstract class Tracer extends Array {
   }
   dataSync(): TypedArray { return this.concrete("dataSync()").dataSync(); }
   tolist(): unknown { return this.concrete("tolist()").tolist(); }
-  item(): number | boolean | bigint { return this.concrete("item()").item(); }
+  item(): number | boolean | bigint | import("./dtype.js").Complex { return this.concrete("item()").item(); }
   protected concretizationError(what: string): ConcretizationTypeError {
     return new ConcretizationTypeError(
       `Abstract tracer value encountered where a concrete value is expected: ${what} on a ${this.aval.str()} ` +

@@ -1,15 +1,17 @@
 /** @file The safetensors container: encode/decode of (8-byte LE header length, JSON header, raw little-endian tensor bytes) with validation. */
 import { endianness } from "node:os";
-import { type DType, type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { type DType, type TypedArray, allocate, itemsize, realDType } from "../core/dtype.js";
 
 /** safetensors dtype names for jaxts dtypes. */
 export const ST_DTYPE: Readonly<Record<DType, string>> = {
   bool: "BOOL", uint8: "U8", int8: "I8", int16: "I16", uint16: "U16", int32: "I32", uint32: "U32",
   int64: "I64", uint64: "U64", float16: "F16", bfloat16: "BF16", float32: "F32", float64: "F64",
+  // C64 is the spec's interleaved (re, im) float32 pair, the same layout as jaxts's complex64 storage; the spec has no complex128
+  complex64: "C64", complex128: "C128",
 };
-const FROM_ST: Readonly<Record<string, DType>> = Object.fromEntries(Object.entries(ST_DTYPE).map(([k, v]) => [v, k as DType]));
+const FROM_ST: Readonly<Record<string, DType>> = Object.fromEntries(Object.entries(ST_DTYPE).filter(([k]) => k !== "complex128").map(([k, v]) => [v, k as DType]));
 /** Other dtypes the safetensors spec defines, which jaxts has no Array dtype for. */
-const UNSUPPORTED_ST = ["F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2", "C64"];
+const UNSUPPORTED_ST = ["F8_E4M3", "F8_E5M2", "F8_E8M0", "F4", "F6_E2M3", "F6_E3M2"];
 
 /** The Rust reference implementation's limit on the JSON header size. */
 export const MAX_HEADER_BYTES = 100_000_000;
@@ -51,7 +53,8 @@ function swapBytes(b: Uint8Array, size: number): void {
 /** Little-endian bytes of typed-array storage (a copy). */
 export function storageBytes(t: TypedArray, dtype: DType): Uint8Array {
   const b = new Uint8Array(t.buffer, t.byteOffset, t.byteLength).slice();
-  if (!LITTLE) swapBytes(b, itemsize(dtype));
+  // complex parts are swapped one float at a time
+  if (!LITTLE) swapBytes(b, itemsize(realDType(dtype)));
   return b;
 }
 
@@ -60,7 +63,7 @@ export function storageFromBytes(bytes: Uint8Array, dtype: DType, n: number): Ty
   const t = allocate(dtype, n);
   const view = new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
   view.set(bytes);
-  if (!LITTLE) swapBytes(view, itemsize(dtype));
+  if (!LITTLE) swapBytes(view, itemsize(realDType(dtype)));
   if (dtype === "bool") for (let i = 0; i < n; i++) view[i] = view[i] !== 0 ? 1 : 0;
   return t;
 }
@@ -81,6 +84,7 @@ export function encode(tensors: ReadonlyMap<string, RawTensor>, metadata: Record
   for (const n of names) {
     if (n === "__metadata__") throw new Error('safetensors: "__metadata__" is reserved and cannot name a tensor');
     const t = tensors.get(n)!;
+    if (t.dtype === "complex128") throw new Error(`safetensors: tensor "${n}" is complex128, which the safetensors format has no dtype for (it has C64 only); cast it to complex64 or save its real and imaginary parts`);
     const need = prod(t.shape) * itemsize(t.dtype);
     if (t.bytes.length !== need) throw new Error(`safetensors: tensor "${n}" has ${t.bytes.length} bytes but shape ${shapeStr(t.shape)} of ${ST_DTYPE[t.dtype]} needs ${need}`);
     header[n] = { dtype: ST_DTYPE[t.dtype], shape: t.shape, data_offsets: [off, off + need] };

@@ -13,6 +13,7 @@ export {
   reduceXor, argmax, argmin, dotGeneral, dynamicSlice, dynamicUpdateSlice, gather, scatter, bitcast as bitcastConvertType,
 } from "../primitives/ops.js";
 export type { DotDims } from "../primitives/ops.js";
+export { real, imag, conj, complexOf as complex, fft, type FftType } from "../primitives/ops.js";
 
 export const convertElementType = (x: Array, dtype: Parameters<typeof ops.convert>[1]): Array => {
   const d = checkDType("lax.convertElementType", dtype);

@@ -3,6 +3,7 @@ import type { Array } from "../core/array.js";
 import { isFloat } from "../core/dtype.js";
 import * as P from "../primitives/linalg.js";
 export { cholesky, triangularSolve, lu, qr, eigh } from "../primitives/linalg.js";
+import { eig as eigPrim } from "../primitives/eig.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
 
 /** Options of lax.linalg.svd (JAX's keyword-only full_matrices / compute_uv). */
@@ -25,4 +26,14 @@ export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array
   if (!computeUv) return outs[0];
   const [s, u, vh] = outs;
   return [u, s, vh];
+}
+
+/**
+ * lax.linalg.eig(x, {computeLeftEigenvectors, computeRightEigenvectors}) for real square matrices: [w, vr] or [w]
+ * (complex). Left eigenvectors are not implemented (computeLeftEigenvectors must be false, JAX's default is true).
+ */
+export function eig(x: Array, opts: { computeLeftEigenvectors?: boolean; computeRightEigenvectors?: boolean } = {}): Array[] {
+  for (const k of Object.keys(opts)) if (k !== "computeLeftEigenvectors" && k !== "computeRightEigenvectors") throw new TypeError(`lax.linalg.eig: unknown option '${k}'; accepted: computeLeftEigenvectors, computeRightEigenvectors`);
+  if (opts.computeLeftEigenvectors !== false) throw new TypeError("lax.linalg.eig: left eigenvectors are not implemented; pass {computeLeftEigenvectors: false}");
+  return eigPrim(x, opts.computeRightEigenvectors ?? true);
 }

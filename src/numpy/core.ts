@@ -3,7 +3,7 @@ import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { fromBigInts, fromNumbers } from "../core/convert.js";
-import { type DType, type TypedArray, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isFloat, promoteTypes } from "../core/dtype.js";
+import { type DType, type TypedArray, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isFloat, isInexact, promoteTypes } from "../core/dtype.js";
 import { broadcastShapes, shapesEqual } from "../core/shape.js";
 import { describe, scalarToArray } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
@@ -112,7 +112,7 @@ export function promoteArgs(fn: string, ...xs: (ArrayLike | NestedValue)[]): Arr
  */
 export function promoteBinary(fn: string, x: ArrayLike | NestedValue, y: ArrayLike | NestedValue, inexact = false): [Array, Array] {
   let [a, b] = promoteDtypes(fn, [x, y]);
-  if (inexact && !isFloat(a.dtype)) { a = ops.convert(a, defaultFloatDType(), a.weakType); b = ops.convert(b, defaultFloatDType(), b.weakType); }
+  if (inexact && !isInexact(a.dtype)) { a = ops.convert(a, defaultFloatDType(), a.weakType); b = ops.convert(b, defaultFloatDType(), b.weakType); }
   if (a.ndim === 0 || b.ndim === 0) return [a, b];
   const [p, q] = broadcastArrays(fn, [a, b]);
   return [p, q];
@@ -120,7 +120,7 @@ export function promoteBinary(fn: string, x: ArrayLike | NestedValue, y: ArrayLi
 /** Like promoteArgs, but ints/bools are promoted to the default float (for sin, log, divide ...). */
 export function promoteArgsInexact(fn: string, ...xs: (ArrayLike | NestedValue)[]): Array[] {
   const ys = promoteArgs(fn, ...xs);
-  if (ys.length && !isFloat(ys[0].dtype)) return ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType));
+  if (ys.length && !isInexact(ys[0].dtype)) return ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType));
   return ys;
 }
 

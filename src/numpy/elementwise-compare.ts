@@ -1,6 +1,6 @@
 /** @file jnp comparisons, float classification (isnan ...), closeness tests, logical and bitwise functions, real/imag. */
 import { Array } from "../core/array.js";
-import { isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
+import { isBool, isComplex, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
 import { broadcastShapes, shapesEqual } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { array, asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
@@ -119,13 +119,16 @@ export const bitwiseCount: Unary = (x) => {
   return ops.convert(ops.populationCount(isUnsigned(a.dtype) ? a : ops.abs(a)), "uint8");
 };
 
-// ---------------------------------------------------------------- complex-number helpers (real dtypes only)
-export const real: Unary = (x) => asArrayArg("real", x);
-export const imag: Unary = (x) => { const a = asArrayArg("imag", x); return ops.fullLike(a, 0); };
-export const conj: Unary = (x) => asArrayArg("conj", x);
-export const conjugate: Unary = (x) => asArrayArg("conjugate", x);
-export const iscomplex: Unary = (x) => allFull(asArrayArg("iscomplex", x), false);
-export const isreal: Unary = (x) => allFull(asArrayArg("isreal", x), true);
-/** jaxts has no complex dtypes, so every array is a real object. */
-export const iscomplexobj = (x: ArrayInput): boolean => { asArrayArg("iscomplexobj", x); return false; };
-export const isrealobj = (x: ArrayInput): boolean => { asArrayArg("isrealobj", x); return true; };
+// ---------------------------------------------------------------- complex-number helpers
+/** Real part (a real array is its own real part). */
+export const real: Unary = (x) => { const a = asArrayArg("real", x); return isComplex(a.dtype) ? ops.real(a) : a; };
+/** Imaginary part (zeros for a real array). */
+export const imag: Unary = (x) => { const a = asArrayArg("imag", x); return isComplex(a.dtype) ? ops.imag(a) : ops.fullLike(a, 0); };
+export const conj: Unary = (x) => { const a = asArrayArg("conj", x); return isComplex(a.dtype) ? ops.conj(a) : a; };
+export const conjugate: Unary = (x) => conj(x);
+export const iscomplex: Unary = (x) => { const a = asArrayArg("iscomplex", x); return isComplex(a.dtype) ? ops.ne(ops.imag(a), ops.fullLike(ops.imag(a), 0)) : allFull(a, false); };
+export const isreal: Unary = (x) => { const a = asArrayArg("isreal", x); return isComplex(a.dtype) ? ops.eq(ops.imag(a), ops.fullLike(ops.imag(a), 0)) : allFull(a, true); };
+/** Whether the array's dtype is complex (whatever its values). */
+export const iscomplexobj = (x: ArrayInput): boolean => isComplex(asArrayArg("iscomplexobj", x).dtype);
+export const isrealobj = (x: ArrayInput): boolean => !isComplex(asArrayArg("isrealobj", x).dtype);
+

@@ -1,6 +1,6 @@
 /** @file Shared helpers for jnp math: Python-style argument parsing, axis/dtype checks, broadcasting where/select. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isBool, isFloat, isInteger } from "../core/dtype.js";
+import { type DType, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isBool, isFloat, isInexact, isInteger } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, isOptions, promoteArgs, promoteDtypes } from "./core.js";
@@ -75,10 +75,10 @@ export function promoteArgsNumeric(fn: string, ...xs: ArrayInput[]): Array[] {
 /** Promotes a single operand to an inexact dtype (ints/bools -> default float); keeps weak type. */
 export function toInexact(fn: string, x: ArrayInput): Array {
   const a = asArrayArg(fn, x);
-  return isFloat(a.dtype) ? a : ops.convert(a, defaultFloatDType(), a.weakType);
+  return isInexact(a.dtype) ? a : ops.convert(a, defaultFloatDType(), a.weakType);
 }
 /** The inexact dtype a reduction like mean/var computes in. */
-export const inexactDType = (d: DType): DType => (isFloat(d) ? d : defaultFloatDType());
+export const inexactDType = (d: DType): DType => (isInexact(d) ? d : defaultFloatDType());
 
 /** Throws a TypeError naming fn unless every operand's dtype satisfies ok. */
 export function requireKind(fn: string, what: string, ok: (d: DType) => boolean, ...xs: Array[]): void {

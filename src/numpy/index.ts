@@ -9,6 +9,8 @@ export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";
 export * as linalg from "./linalg.js";
+export * as fft from "./fft.js";
+export { angle, complex } from "./complex.js";
 export * from "./polynomial.js";
 export * from "./statistics.js";
 export * from "./functional.js";

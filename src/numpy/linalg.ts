@@ -109,6 +109,23 @@ export function eigh(a: AL, ...args: unknown[]): EighResult {
   const [v, w] = P.eigh(x, uplo === "L");
   return new EighResult(w, v);
 }
+/** jnp.linalg.eig result: `{eigenvalues, eigenvectors}` / `[eigenvalues, eigenvectors]` (complex, eigenvectors as columns). */
+export class EigResult {
+  constructor(readonly eigenvalues: Array, readonly eigenvectors: Array) {}
+  *[Symbol.iterator](): Iterator<Array> { yield this.eigenvalues; yield this.eigenvectors; }
+}
+registerNode(EigResult, { flatten: (r) => [[r.eigenvalues, r.eigenvectors], null], unflatten: (_a, c) => new EigResult(c[0] as Array, c[1] as Array) });
+/**
+ * jnp.linalg.eig(a): eigenvalues and right eigenvectors of a general real square matrix (complex results, in no
+ * particular order; each eigenvector has unit norm and its largest component real, like LAPACK's geev). Only the
+ * eigenvalues are differentiable, as in JAX.
+ */
+export function eig(a: AL): EigResult {
+  const [w, v] = ops.eig(matrixArg("linalg.eig", a, true), true);
+  return new EigResult(w, v);
+}
+/** jnp.linalg.eigvals(a): the eigenvalues of a general real square matrix (complex; differentiable). */
+export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true), false)[0];
 /** jnp.linalg.eigvalsh(a, UPLO="L"): eigenvalues of a symmetric matrix, ascending. */
 export function eigvalsh(a: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigvalsh", args, ["UPLO", "symmetrizeInput"]);

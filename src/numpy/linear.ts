@@ -1,6 +1,6 @@
 /** @file jnp products: matmul, dot, vdot, vecdot, matvec, vecmat, inner, outer, tensordot, einsum, kron. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, canonicalizeDType } from "../core/dtype.js";
+import { type DType, canonicalizeDType, isComplex } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { arr, bcast, broadcastShape, normalizeAxis, parseArgs, promoteAll, range, shapeStr } from "./struct-util.js";
 
@@ -51,7 +51,9 @@ export function dot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
 export function vdot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
   const [x, y] = two("vdot", a, b);
   if (x.size !== y.size) throw new Error(`vdot: arrays must have the same number of elements, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  return ops.dotGeneral(ops.reshape(x, [x.size]), ops.reshape(y, [y.size]), [[[0], [0]], [[], []]], pet(opts));
+  // vdot conjugates its first argument (sum conj(a) * b)
+  const xc = isComplex(x.dtype) ? ops.conj(x) : x;
+  return ops.dotGeneral(ops.reshape(xc, [x.size]), ops.reshape(y, [y.size]), [[[0], [0]], [[], []]], pet(opts));
 }
 /** jnp.vecdot(x1, x2, axis=-1): vector dot product along an axis, broadcasting the rest. */
 export function vecdot(a: AL, b: AL, ...args: unknown[]): Array {
@@ -61,7 +63,8 @@ export function vecdot(a: AL, b: AL, ...args: unknown[]): Array {
   if (x.ndim === 0 || y.ndim === 0) throw new Error(`vecdot: operands must be at least 1-dimensional, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   const ax = normalizeAxis("vecdot", axis, x.ndim), ay = normalizeAxis("vecdot", axis, y.ndim);
   if (x.shape[ax] !== y.shape[ay]) throw new Error(`vecdot: x1 and x2 must have the same size along axis ${axis}, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  const xm = ops.moveaxis(x, ax, x.ndim - 1), ym = ops.moveaxis(y, ay, y.ndim - 1);
+  // like vdot, vecdot conjugates x1
+  const xm = ops.moveaxis(isComplex(x.dtype) ? ops.conj(x) : x, ax, x.ndim - 1), ym = ops.moveaxis(y, ay, y.ndim - 1);
   const k = xm.shape[xm.ndim - 1];
   const batch = broadcastShape([xm.shape.slice(0, -1), ym.shape.slice(0, -1)], "vecdot");
   const nb = batch.length;

@@ -6,7 +6,7 @@ import { Array, type ArrayLike } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { convertStorage, fromNumbers } from "../core/convert.js";
-import { DTYPES, type DType, isDType, isFloat } from "../core/dtype.js";
+import { DTYPES, type DType, isDType, isFloat, isInexact } from "../core/dtype.js";
 import { type Params, type Primitive, UndefinedPrimal, getPrimitive } from "../core/primitive.js";
 import { shapeStr, shapesEqual } from "../core/shape.js";
 import { bind, bind1, describe, scalarLiteral, scalarToArray } from "../core/trace.js";
@@ -102,7 +102,7 @@ export function convert(x: Array, dtype: DType, weakType = false): Array {
   // a concrete scalar (a JS literal) converts on the host, so it stays a literal in traced jaxprs, as in JAX
   if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) {
     // a JS number converts from its own double (one rounding), not from the float32 it was held in
-    const lit = isFloat(dtype) ? scalarLiteral(x) : undefined;
+    const lit = isInexact(dtype) ? scalarLiteral(x) : undefined;
     return new ArrayImpl(new ShapedArray([], dtype, weakType), lit === undefined ? convertStorage(x.buffer, x.dtype, dtype) : fromNumbers([lit], dtype));
   }
   return bind1(convertElementTypeP(), [x], { new_dtype: dtype, weak_type: weakType, sharding: null });

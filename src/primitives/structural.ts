@@ -3,7 +3,7 @@ import type { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { convertStorage } from "../core/convert.js";
-import { type DType, allocate, isFloat, itemsize } from "../core/dtype.js";
+import { type DType, allocate, isInexact, itemsize } from "../core/dtype.js";
 import { type BDim, type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { prod, shapeStr, stridesOf } from "../core/shape.js";
 import { fromNums, nums, stridedGather } from "./ref-util.js";
@@ -283,7 +283,7 @@ export const convertElementTypeP = new Primitive<{ new_dtype: DType; weak_type: 
   impl([x], { new_dtype }, [out]) { return [new ArrayImpl(out, convertStorage(x.buffer, x.dtype, new_dtype))]; },
   jvp([x], [t], p) {
     const y = ops.convert(x, p.new_dtype, p.weak_type);
-    if (t instanceof Zero || !isFloat(p.new_dtype) || !isFloat(x.dtype)) return [[y], [new Zero(y.aval)]];
+    if (t instanceof Zero || !isInexact(p.new_dtype) || !isInexact(x.dtype)) return [[y], [new Zero(y.aval)]];
     return [[y], [ops.convert(t, p.new_dtype, p.weak_type)]];
   },
   transpose([ct], [x]) {

@@ -1,6 +1,6 @@
 /** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async dispatch (pending outputs), Promise or blocking. */
 import { availableParallelism } from "node:os";
-import { ONNX_DTYPE, type HostArray } from "../backends/onnx/graph-builder.js";
+import { ONNX_DTYPE, type DType as GDType, type HostArray } from "../backends/onnx/graph-builder.js";
 import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult, type ProcessLaunch } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
@@ -37,8 +37,8 @@ export class DeviceProgram {
     for (const d of [...sig.inputDTypes, ...sig.outputDTypes]) {
       if (!DEVICE_DTYPES.has(d)) throw new TypeError(`DeviceProgram ${sig.name}: dtype ${d} is not supported by the device runtime (supported: ${[...DEVICE_DTYPES].join(", ")})`);
     }
-    this.handle = api().devCreateProgram(model, sig.inputNames, sig.inputDTypes.map((d) => ONNX_DTYPE[d]), sig.outputNames,
-      sig.outputDTypes.map((d) => ONNX_DTYPE[d]), { numDevices, intraOpNumThreads: intraOpThreads });
+    this.handle = api().devCreateProgram(model, sig.inputNames, sig.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]), sig.outputNames,
+      sig.outputDTypes.map((d) => ONNX_DTYPE[d as GDType]), { numDevices, intraOpNumThreads: intraOpThreads });
   }
 }
 

@@ -1,7 +1,7 @@
 /** @file Public transformations: jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape. */
 import { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, isFloat } from "../core/dtype.js";
+import { type DType, isFloat, isInexact } from "../core/dtype.js";
 import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
@@ -37,10 +37,10 @@ export function jvp(f: (...args: never[]) => unknown, primals: unknown[], tangen
   const [tl, tdef] = flattenArrays("jvp", tangents, "tangent", true);
   if (!pdef.equals(tdef)) throw new TypeError(`jvp: primal and tangent arguments must have the same tree structure; got ${pdef} and ${tdef}`);
   pl.forEach((p, i) => {
-    if (!p.aval.sameType(tl[i].aval) && isFloat(p.dtype)) throw new TypeError(`jvp: primal ${p.aval.str()} and tangent ${tl[i].aval.str()} (leaf ${i}) must have the same shape and dtype`);
+    if (!p.aval.sameType(tl[i].aval) && isInexact(p.dtype)) throw new TypeError(`jvp: primal ${p.aval.str()} and tangent ${tl[i].aval.str()} (leaf ${i}) must have the same shape and dtype`);
   });
   const store: { def?: TreeDef } = {};
-  const [po, to] = jvpFlat((...xs) => flatOut("jvp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl, tl.map((t, i) => (isFloat(pl[i].dtype) ? t : new Zero(pl[i].aval))));
+  const [po, to] = jvpFlat((...xs) => flatOut("jvp", (f as Fn)(...(unflatten(pdef, xs) as unknown[])), store), pl, tl.map((t, i) => (isInexact(pl[i].dtype) ? t : new Zero(pl[i].aval))));
   return [unflatten(store.def!, po), unflatten(store.def!, to.map(instantiateZero))];
 }
 
@@ -101,7 +101,7 @@ export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unkn
       const o = outs[i];
       if (c.shape.join() !== o.shape.join()) throw new TypeError(`vjp: cotangent leaf ${i} has shape [${c.shape}] but the output has shape [${o.shape}]`);
     });
-    const cts: MaybeZero[] = lin.primalsOut.map((o, i) => (i < nOut && isFloat(o.dtype) ? ops.convert(cl[i], o.dtype) : new Zero(o.aval)));
+    const cts: MaybeZero[] = lin.primalsOut.map((o, i) => (i < nOut && isInexact(o.dtype) ? ops.convert(cl[i], o.dtype) : new Zero(o.aval)));
     const res = backwardPass(lin.jaxpr, lin.residuals, cts);
     return unflatten(pdef, res.map((c, i) => (c instanceof Zero ? ops.zerosLikeAval(pl[i].aval.strongly()) : c))) as unknown[];
   };
@@ -124,7 +124,7 @@ export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = 
     const diffArgs = argnums.map((i) => args[i]);
     const [dl, ddef] = flattenArrays(name, diffArgs, "differentiated argument", true);
     dl.forEach((x, i) => {
-      if (!isFloat(x.dtype)) throw new TypeError(`grad requires real-valued inputs (floating dtypes), but argument leaf ${i} has dtype ${x.dtype}. For integer inputs use jax.vjp or argnums to select float arguments.`);
+      if (!isInexact(x.dtype)) throw new TypeError(`grad requires real-valued inputs (floating or complex dtypes), but argument leaf ${i} has dtype ${x.dtype}. For integer inputs use jax.vjp or argnums to select float arguments.`);
     });
     let auxDef: TreeDef | null = null;
     const fFlat = (...xs: Array[]): Array[] => {

@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
-import { isFloat } from "../core/dtype.js";
+import { isInexact } from "../core/dtype.js";
 import { Jaxpr, Var, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
@@ -134,7 +134,7 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
   },
   jvp(primals, tangents, p) {
     const { cond_nconsts: cn, body_nconsts: bn } = p;
-    const carryP = primals.slice(cn + bn), carryT = tangents.slice(cn + bn).map((t, i) => (isFloat(carryP[i].dtype) ? instantiateZero(t) : t));
+    const carryP = primals.slice(cn + bn), carryT = tangents.slice(cn + bn).map((t, i) => (isInexact(carryP[i].dtype) ? instantiateZero(t) : t));
     const bcT = tangents.slice(cn, cn + bn);
     const nc = carryP.length;
     const diff = carryT.map((t) => !(t instanceof Zero));

@@ -3,7 +3,7 @@ import { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
 import type { Tangent } from "../core/pytree-types.js";
-import { isFloat } from "../core/dtype.js";
+import { isInexact } from "../core/dtype.js";
 import { type Jaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import type { TreeDef } from "../core/tree.js";
@@ -68,7 +68,7 @@ export function customJvp<A extends unknown[], R>(fn: (...args: A) => R, opts: {
       const [pl] = flattenArrays("custom_jvp rule", po, "primal output");
       const [tl] = flattenArrays("custom_jvp rule", to, "tangent output");
       if (pl.length !== tl.length) throw new TypeError(`custom_jvp rule for ${fn.name || "fn"} returned ${pl.length} primal outputs but ${tl.length} tangent outputs`);
-      pl.forEach((p, i) => { if (isFloat(p.dtype) && p.shape.join() !== tl[i].shape.join()) throw new TypeError(`custom_jvp rule: tangent output ${i} has shape [${tl[i].shape}] but the primal output has shape [${p.shape}]`); });
+      pl.forEach((p, i) => { if (isInexact(p.dtype) && p.shape.join() !== tl[i].shape.join()) throw new TypeError(`custom_jvp rule: tangent output ${i} has shape [${tl[i].shape}] but the primal output has shape [${p.shape}]`); });
       return [pl, tl.map((t, i) => (t.dtype === pl[i].dtype ? t : ops.convert(t, pl[i].dtype)))];
     };
     const outs = bind(customJvpCallP, [...traced.consts, ...leaves], { call_jaxpr: traced.jaxpr, jvp: flatJvp, num_consts: traced.consts.length });

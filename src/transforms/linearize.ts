@@ -5,7 +5,7 @@
 import { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { isFloat } from "../core/dtype.js";
+import { isInexact } from "../core/dtype.js";
 import { type Atom, Jaxpr, Literal, Var, typecheckJaxpr } from "../core/jaxpr.js";
 import { JaxprTrace, JaxprTracer } from "../core/jaxpr-trace.js";
 import { type MaybeZero, type Params, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
@@ -42,7 +42,7 @@ export function linearizeFlat(f: (...xs: Array[]) => Array[], primals: Array[]):
   // the JVP runs with the partial-evaluation trace as its parent; integer/bool inputs carry symbolic-zero (float0)
   // tangents, as in JAX
   const [primalsOut, tangentsOut] = withTrace(pe, () =>
-    jvpFlat(f, primals, primals.map((p, i) => (isFloat(p.dtype) ? tanIns[i] : new Zero(p.aval)))));
+    jvpFlat(f, primals, primals.map((p, i) => (isInexact(p.dtype) ? tanIns[i] : new Zero(p.aval)))));
   const kinds = tangentsOut.map((t) => (t instanceof Zero ? "zero" : "staged") as "staged" | "zero");
   // zero tangents become literal-free placeholder outputs: we stage zeros so the jaxpr has one output per primal
   const tanOuts = tangentsOut.map((t, i) => (t instanceof Zero ? withTrace(pe, () => ops.zerosLikeAval(primalsOut[i].aval)) : t));

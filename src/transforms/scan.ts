@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
-import { isFloat } from "../core/dtype.js";
+import { isInexact } from "../core/dtype.js";
 import { Jaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { flatten, leafPaths, unflatten } from "../core/tree.js";
@@ -55,7 +55,7 @@ export const scanP: Primitive<ScanP> = new Primitive<ScanP>("scan", {
   // jvp: differentiate the body, then split it into a primal scan (emitting residuals as ys) and a linear tangent scan
   jvp(primals, tangents, p) {
     const nc = p.num_consts, nk = p.num_carry;
-    const floatIn = primals.map((x) => isFloat(x.dtype));
+    const floatIn = primals.map((x) => isInexact(x.dtype));
     // every float carry gets an (instantiated) tangent; consts/xs only when they have one
     const hasT = tangents.map((t, i) => floatIn[i] && (!(t instanceof Zero) || (i >= nc && i < nc + nk)));
     const ins = primals.map((x) => x.aval);
@@ -64,7 +64,7 @@ export const scanP: Primitive<ScanP> = new Primitive<ScanP>("scan", {
     const bodyAvals = [...ins.map(sliced), ...tIns.map((a, k) => sliced(a, tIdx(k)))];
     function tIdx(k: number): number { let c = -1; for (let i = 0; i < hasT.length; i++) if (hasT[i] && ++c === k) return i; return -1; }
     const nOut = p.jaxpr.outvars.length;
-    const outFloat = p.jaxpr.outAvals.map((a) => isFloat(a.dtype));
+    const outFloat = p.jaxpr.outAvals.map((a) => isInexact(a.dtype));
     const jb = closeOver((...zs) => {
       const prim = zs.slice(0, ins.length);
       const tz: MaybeZero[] = []; let k = ins.length;

@@ -33,3 +33,21 @@ test("decode returns tensors, shapes, metadata and byte views", () => {
   assert.equal(d.tensors.get("e")!.bytes.length, 0);
   assert.throws(() => encode(new Map([["x", { dtype: "float32", shape: [2], bytes: new Uint8Array(4) }]]), null), /"x" has 4 bytes but shape \(2,\) of F32 needs 8/);
 });
+
+test("complex64 round-trips as the spec's C64 (interleaved float32 pairs); complex128 is refused by name", async () => {
+  const { serialize, deserialize } = await import("../../src/io/checkpoint.js");
+  const np = await import("../../src/numpy/index.js");
+  const z = np.complex([1.5, -2, 0], [0.25, 3, -1]);
+  const bytes = serialize({ z });
+  const headerLen = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLen))) as Record<string, { dtype: string }>;
+  assert.ok(Object.values(header).some((t) => t.dtype === "C64"), JSON.stringify(header));
+  const back = deserialize<{ z: import("../../src/core/array.js").Array }>(bytes).z;
+  assert.equal(back.dtype, "complex64");
+  assert.deepEqual(back.tolist(), z.tolist());
+  const { config } = await import("../../src/core/config.js");
+  config.update("enableX64", true);
+  try {
+    assert.throws(() => serialize({ w: np.complex(np.array([1], "float64"), 0) }), /complex128, which the safetensors format has no dtype for/);
+  } finally { config.update("enableX64", false); }
+});
