@@ -1,5 +1,5 @@
 /** @file Conversions between JS values and typed storage for every dtype (casting like XLA's convert). */
-import { type DType, type TypedArray, allocate, isBigInt, isComplex, isFloat, intRange, realDType } from "./dtype.js";
+import { type DType, type TypedArray, allocate, isBigInt, isComplex, isFloat, intRange } from "./dtype.js";
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from "./float16.js";
 
 /** Converts a JS number to the value stored for dtype d (float->int truncates and saturates, NaN -> 0). */

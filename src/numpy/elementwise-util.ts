@@ -1,6 +1,6 @@
 /** @file Shared helpers for jnp math: Python-style argument parsing, axis/dtype checks, broadcasting where/select. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isBool, isFloat, isInexact, isInteger } from "../core/dtype.js";
+import { type DType, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isBool, isInexact, isInteger } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, isOptions, promoteArgs, promoteDtypes } from "./core.js";

@@ -31,7 +31,6 @@ import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./devi
 import { blockIndex, localRanks, runMultiProcess } from "./shard-map-multiprocess.js";
 
 type Spec = PartitionSpecImpl;
-const JSArray = globalThis.Array;
 
 const said = new Set<string>();
 /** Says once per reason that shardMap runs on the emulation. */

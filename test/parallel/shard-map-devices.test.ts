@@ -7,7 +7,7 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline, openRendezvous, runtimeDevice } from "../../src/runtime/index.js";
-import { flat, sameOnDevices, values } from "./device-compare.js";
+import { sameOnDevices, values } from "./device-compare.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
 const JSArray = globalThis.Array;

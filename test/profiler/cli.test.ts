@@ -78,8 +78,8 @@ test("jaxts trace summary: per-device compute / communication / idle, collective
   const text = cli("trace", "summary", dir, "--top", "1");
   assert.equal(text.status, 0, text.stderr);
   assert.match(text.stdout, /Device 0: 2 launch\(es\); compute [\d.]+ ms \([\d.]+%\), communication [\d.]+ ms \([\d.]+%\), idle/);
-  assert.match(text.stdout, /psum \(AllReduce\) over mesh axis 'd'  x2 .* 1024 B/);
-  assert.match(text.stdout, /Steps:\n  train 0: [\d.]+ ms; devices \(mean\) compute/);
+  assert.match(text.stdout, /psum \(AllReduce\) over mesh axis 'd' {2}x2 .* 1024 B/);
+  assert.match(text.stdout, /Steps:\n {2}train 0: [\d.]+ ms; devices \(mean\) compute/);
 });
 
 /** The trace file under a log directory (the CLI accepts the directory too). */
@@ -136,7 +136,7 @@ test("jaxts trace merge puts several processes' traces on one timeline; usage er
   assert.ok(m.traceEvents.some((e) => e.pid === 10 * 2 + firstB.pid && e.name === firstB.name && Math.abs(e.ts - (firstB.ts + shift)) < 0.01));
   const bad = cli("trace", "frobnicate", a);
   assert.equal(bad.status, 2);
-  assert.match(bad.stderr, /usage:\n  jaxts trace summary/);
+  assert.match(bad.stderr, /usage:\n {2}jaxts trace summary/);
   assert.match(cli("trace", "view", a).stderr, /missing -o <output file>/);
   const missing = cli("trace", "summary", join(tmpdir(), "no-such-trace.json"));
   assert.equal(missing.status, 1);

@@ -36,12 +36,11 @@ test("annotations nest around what ran inside them; StepTraceAnnotation carries 
   const dir = mkdtempSync(join(tmpdir(), "jaxts-prof-"));
   const x = jnp.ones([16]);
   const scaled = profiler.annotateFunction(function scale(a: Array) { return jnp.multiply(a, 3); });
-  const path = (() => {
-    profiler.startTrace(dir);
-    try {
-      profiler.StepTraceAnnotation.runStep("train", 7, () => profiler.TraceAnnotation.run("fwd", () => scaled(x)));
-    } finally { return profiler.stopTrace(); }
-  })();
+  profiler.startTrace(dir);
+  let path: string;
+  try {
+    profiler.StepTraceAnnotation.runStep("train", 7, () => profiler.TraceAnnotation.run("fwd", () => scaled(x)));
+  } finally { path = profiler.stopTrace(); }
   const spans = checkTraceSchema(profiler.readTraceFile(path));
   const get = (n: string) => { const e = spans.find((s) => s.name === n); assert.ok(e, `${n} in ${spans.map((s) => s.name)}`); return e!; };
   const step = get("train"), fwd = get("fwd"), sc = get("scale"), mul = get("mul");

@@ -30,7 +30,7 @@ test("deviceMemoryProfile lists live arrays by device with shape, dtype, shardin
     }
     // the table names the largest array first on device 0 and its site
     const text = prof.toString();
-    assert.match(text, /Device 0: .*\n\s+4000 B  float32\[100,10\]  at .*memory\.test\.js/);
+    assert.match(text, /Device 0: .*\n\s+4000 B {2}float32\[100,10\] {2}at .*memory\.test\.js/);
     a.dispose();
     const again = profiler.deviceMemoryProfile().devices.find((d) => d.device === 0)!;
     assert.ok(!again.arrays.some((r) => r.shape.join() === "100,10" && r.dtype === "float32"), "a disposed array is not live");

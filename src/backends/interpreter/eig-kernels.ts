@@ -121,7 +121,8 @@ function csolve(m: CMat, br: Float64Array, bi: Float64Array): void {
       }
       let t = br[k]; br[k] = br[p]; br[p] = t; t = bi[k]; bi[k] = bi[p]; bi[p] = t;
     }
-    let dr = re[k * n + k], di = im[k * n + k];
+    let dr = re[k * n + k];
+    const di = im[k * n + k];
     // an exactly singular pivot (an exact eigenvalue shift) is nudged to a tiny value, as inverse iteration wants
     if (dr === 0 && di === 0) { dr = 1e-300; re[k * n + k] = dr; }
     const den = dr * dr + di * di;
