@@ -8,7 +8,7 @@ export { pad, resize, append, insert, deleteItems as delete, trimZeros } from ".
 export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";
-export * as linalg from "./linalg.js";
+export * as linalg from "./linalg-public.js";
 export * from "./polynomial.js";
 export * from "./statistics.js";
 export * from "./functional.js";

@@ -3,6 +3,7 @@
  * f sees the arrays without those dimensions and can run collectives over the names; outAxes put the named
  * dimensions back. Runs as nested named vmaps (one per axis name); axisResources are validated against the mesh.
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
@@ -56,6 +57,8 @@ function entriesFor(fn: string, spec: unknown, tree: unknown, what: string): Axi
 
 export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpts): (...args: A) => R {
   const fn = "xmap";
+  checkArity(fn, arguments, 2, "xmap(f, { inAxes, outAxes, axisResources, mesh })");
+  checkOptions(fn, opts, ["inAxes", "outAxes", "axisResources", "mesh"], "xmap(f, { inAxes, outAxes, axisResources, mesh })");
   return (...args: A): R => {
     const [leaves, def] = flattenArrays(fn, args, "argument");
     const inEntries = entriesFor(fn, opts.inAxes, args, "inAxes");
