@@ -192,6 +192,13 @@ const TABLE: Map<string, Row> = new Map([
   one("optim.polynomialSchedule", "options", (f) => f(1, 0, 1, 10, B)),
   one("optim.warmupCosineDecaySchedule", "options", (f) => f(0, 1, 2, 10, B)),
   one("optim.warmupExponentialDecaySchedule", "options", (f) => f(0, 1, 2, 10, 0.5, B)),
+  one("serialize", "fixed", (f) => f({ a: x() }, B)),
+  one("deserialize", "options", (f) => f(jaxts.serialize({ a: x() }), undefined, B)),
+  one("save", "fixed", (f) => f("unused.safetensors", { a: x() }, B)),
+  one("load", "options", (f) => f("unused.safetensors", undefined, B)),
+  one("makeMesh", "options", (f) => f([1], ["i"], B)),
+  one("devicePut", "fixed", (f) => f(x(), jaxts.devices()[0], B)),
+  one("profiler.trace", "fixed", (f) => f("unused-trace-dir", () => 0, B)),
   // ---- take no options object, with the reason
   ...none("a class or an error type: constructed, not called with options", [
     "Array", "ClosedJaxpr", "ConcretizationTypeError", "FloatingPointError", "Jaxpr", "OutOfMemoryError", "ShapeDtypeStruct", "ShapedArray",
@@ -217,9 +224,9 @@ const TABLE: Map<string, Row> = new Map([
     "lax.psum", "lax.psumScatter", "lax.pswapaxes",
   ]),
   ...none("device placement, meshes, I/O, profiling and the device runtime: positional APIs with their own argument checks (tested in their suites)", [
-    "addressableData", "debug.visualizeArraySharding", "deserialize", "devicePut", "devicePutReplicated", "devicePutSharded", "exportOnnx", "load",
-    "makeArrayFromCallback", "makeMesh", "save", "serialize", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
-    "profiler.stopTrace", "profiler.trace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
+    "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx",
+    "makeArrayFromCallback", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
+    "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
     "runtime.openRendezvous", "runtime.runtimeDevice", "finfo",
   ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [

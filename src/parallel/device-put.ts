@@ -3,6 +3,7 @@
  * (x.sharding, x.addressableShards, x.isFullyReplicated). Placement is recorded as metadata: every device's
  * block is a view computed from the sharding's index map until device workers hold real per-device buffers.
  */
+import { checkArity } from "../core/check-args.js";
 import { Array, registerShardingHooks } from "../core/array.js";
 import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -43,6 +44,7 @@ function toSharding(fn: string, d: Device | Sharding): Sharding {
 
 /** jax.device_put(x, deviceOrSharding): the same values placed as described (inside jit: a sharding constraint). */
 export function devicePut<T>(x: T, where?: Device | Sharding): T {
+  checkArity("devicePut", arguments, 2, "devicePut(x, deviceOrSharding?)");
   if (where === undefined) return x;
   const s = toSharding("devicePut", where);
   const place = (a: unknown): unknown => {

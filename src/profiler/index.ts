@@ -3,6 +3,7 @@
  * primitive or compiled call plus user annotations, and writes a Chrome trace-event JSON file (open it in Perfetto
  * or chrome://tracing) under `<dir>/plugins/profile/<run>/`, atomically.
  */
+import { checkArity } from "../core/check-args.js";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
@@ -38,6 +39,7 @@ export function stopTrace(): string {
 
 /** profiler.trace(dir, fn): runs fn while tracing; the trace is written even if fn throws. */
 export function trace<T>(logDir: string, fn: () => T): T {
+  checkArity("profiler.trace", arguments, 2, "profiler.trace(logDir, fn)");
   startTrace(logDir);
   try { return fn(); } finally { stopTrace(); }
 }
