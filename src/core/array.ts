@@ -136,6 +136,8 @@ export abstract class Array {
   take(indices: ArrayLike | number[], axis?: number): Array { return m("take")(this, indices, axis) as Array; }
   copy(): Array { return m("copy")(this) as Array; }
   diagonal(offset?: number, axis1?: number, axis2?: number): Array { return m("diagonal")(this, offset, axis1, axis2) as Array; }
+  /** The same bytes read as dtype (NumPy's / JAX's view); an itemsize change regroups the last axis. */
+  view(dtype?: DType | null): Array { return m("view")(this, dtype) as Array; }
   /** JS's number conversion (`+x`, `Number(x)`, `x * 2` on a 0-d array), like Python's float(x): only a 0-d array has one. */
   valueOf(): number {
     if (this.ndim !== 0) {

@@ -1,4 +1,5 @@
 /** @file Checkpoints: save/load a pytree of Arrays as a .safetensors file (atomic write; structure kept in __metadata__). */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { type Stats, closeSync, constants, fstatSync, fsyncSync, mkdirSync, openSync, readSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { basename, dirname, join, resolve } from "node:path";
@@ -99,7 +100,10 @@ function toRaw(name: string, leaf: unknown, fn: string): RawTensor {
 }
 
 /** serialize(pytree): the bytes of a .safetensors file holding every leaf of the pytree (what save writes). */
-export function serialize(pytree: unknown): Uint8Array { return serializeAs(pytree, "serialize"); }
+export function serialize(pytree: unknown): Uint8Array {
+  checkArity("serialize", arguments, 1, "serialize(pytree)");
+  return serializeAs(pytree, "serialize");
+}
 
 function serializeAs(pytree: unknown, fn: string): Uint8Array {
   const { leaves, enc } = namedLeaves(pytree, fn);
@@ -115,6 +119,7 @@ function serializeAs(pytree: unknown, fn: string): Uint8Array {
  * temporaries that killed saves to the same path left behind (their pid is gone) are removed first.
  */
 export function save(path: string, pytree: unknown): void {
+  checkArity("save", arguments, 2, "save(path, pytree)");
   if (typeof path !== "string" || path === "") throw new TypeError(`save: path must be a non-empty string, got ${describeLeaf(path)}`);
   const bytes = serializeAs(pytree, "save"); // fails before touching the file system
   const target = resolve(path);
@@ -240,6 +245,8 @@ function rebuild(enc: Enc, tensors: Map<string, RawTensor>, what: string, budget
  * comes from the jaxts metadata, or (for files from other writers) is a flat object of name -> Array.
  */
 export function deserialize<T = unknown>(bytes: Uint8Array, like?: T, options: LoadOptions = {}): T {
+  checkArity("deserialize", arguments, 3, "deserialize(bytes, like?, { maxBytes })");
+  checkOptions("deserialize", options, ["maxBytes"], "deserialize(bytes, like?, { maxBytes })");
   return deserializeFrom(bytes, like, "the buffer", options);
 }
 
@@ -294,6 +301,8 @@ function deserializeFrom<T>(bytes: Uint8Array, like: T | undefined, what: string
  * read; tree references to one tensor share one Array; the tensor storage allocated is capped by maxBytes.
  */
 export function load<T = unknown>(path: string, like?: T, options: LoadOptions = {}): T {
+  checkArity("load", arguments, 3, "load(path, like?, { maxBytes })");
+  checkOptions("load", options, ["maxBytes"], "load(path, like?, { maxBytes })");
   if (typeof path !== "string" || path === "") throw new TypeError(`load: path must be a non-empty string, got ${describeLeaf(path)}`);
   return deserializeFrom(readCheckpointFile(path), like, JSON.stringify(path), options);
 }

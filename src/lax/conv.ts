@@ -5,6 +5,7 @@ import type { DType } from "../core/dtype.js";
 import { dilateDim, convGeneralDilatedRaw } from "../primitives/conv.js";
 import { reduceWindow as bindWindow, type WindowKind, windowInit } from "../primitives/windowed.js";
 import * as ops from "../primitives/ops.js";
+import { checkArity, unwrap } from "../core/check-args.js";
 
 /** JAX's ConvDimensionNumbers: lhs (batch, feature, spatial...), rhs (out feature, in feature, spatial...), out (batch, feature, spatial...) as dim indices. */
 export interface ConvDimensionNumbers { lhsSpec: number[]; rhsSpec: number[]; outSpec: number[] }
@@ -177,22 +178,59 @@ export const reduceWindowMax = (operand: Array, windowDimensions: readonly numbe
 export const reduceWindowMin = (operand: Array, windowDimensions: readonly number[], windowStrides: readonly number[] | null = null, padding: Padding = "VALID", baseDilation: readonly number[] | null = null, windowDilation: readonly number[] | null = null): Array =>
   windowCall("reduceWindowMin", "min", operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
 
+/** XLA's reduce_window for any binary computation: pad with the init value (base dilation as interior padding), then fold the strided window slices into init. */
+function reduceWindowGeneric(fn: string, operand: Array, init: Array, computation: (x: Array, y: Array) => Array, win: number[], strides: number[], pads: [number, number][], baseDil: number[], winDil: number[]): Array {
+  const xp = ops.pad(operand, init, pads.map(([lo, hi], i): [number, number, number] => [lo, hi, baseDil[i] - 1]));
+  const span = win.map((w, i) => (w - 1) * winDil[i] + 1);
+  const out = xp.shape.map((s, i) => Math.max(0, Math.floor((s - span[i]) / strides[i]) + 1));
+  let acc = ops.broadcastInDim(init, out, []);
+  const total = win.reduce((a, b) => a * b, 1);
+  for (let flat = 0; flat < total; flat++) {
+    // the window offset k (row-major over win) picks every stride-th element starting at k * windowDilation
+    const k: number[] = []; let r = flat;
+    for (let i = win.length - 1; i >= 0; i--) { k[i] = r % win[i]; r = Math.floor(r / win[i]); }
+    const start = k.map((ki, i) => ki * winDil[i]);
+    const limit = start.map((st, i) => (out[i] === 0 ? st : st + (out[i] - 1) * strides[i] + 1));
+    const y = computation(acc, ops.slice(xp, start, limit, strides));
+    if (!(y instanceof Array) || y.dtype !== acc.dtype || y.shape.join() !== acc.shape.join()) {
+      throw new TypeError(`${fn}: computation must map two ${acc.aval.str()} arrays to one of the same shape and dtype, got ${y instanceof Array ? y.aval.str() : String(y)}`);
+    }
+    acc = y;
+  }
+  return acc;
+}
+
 /**
  * lax.reduce_window(operand, initValue, computation, windowDimensions, windowStrides, padding, baseDilation?, windowDilation?).
- * computation must be lax.add (initValue 0), lax.max or lax.min (any initValue: it joins every window, as in XLA).
+ * computation is any binary function of two arrays (lax.add/mul/max/min/and/or or a user function of jnp/lax ops); as in XLA
+ * the padding holds initValue and each window folds into initValue. lax.add with the identity and lax.max/min run as one
+ * reduce_window primitive (ONNX pooling); the rest as strided slices folded by computation (differentiable and vmappable alike).
  */
-export function reduceWindow(operand: Array, initValue: number | Array, computation: (x: Array, y: Array) => Array, windowDimensions: readonly number[], windowStrides: readonly number[], padding: Padding, baseDilation: readonly number[] | null = null, windowDilation: readonly number[] | null = null): Array {
+export function reduceWindow(operand: Array, initValue: number | boolean | Array, computation: (x: Array, y: Array) => Array, windowDimensions: readonly number[], windowStrides: readonly number[], padding: Padding, baseDilation: readonly number[] | null = null, windowDilation: readonly number[] | null = null): Array {
   const fn = "reduceWindow";
+  checkArity(fn, arguments, 8, "lax.reduceWindow(operand, initValue, computation, windowDimensions, windowStrides, padding, baseDilation?, windowDilation?)");
+  if (globalThis.Array.isArray(operand)) throw new TypeError(`${fn}: several operands (a variadic reduce_window) are not supported; pass one Array`);
   checkArray(fn, "operand", operand);
-  const kind: WindowKind | null = (computation as unknown) === ops.add ? "sum" : (computation as unknown) === ops.max ? "max" : (computation as unknown) === ops.min ? "min" : null;
-  if (kind === null) throw new TypeError(`${fn}: computation must be lax.add, lax.max or lax.min, got ${typeof computation === "function" ? computation.name || "an anonymous function" : String(computation)}; other reductions are not supported`);
-  let init: number;
-  if (typeof initValue === "number") init = initValue;
+  if (typeof computation !== "function") throw new TypeError(`${fn}: computation must be a function (x, y) => Array such as lax.add, lax.max, lax.min, lax.mul, lax.and, lax.or, got ${String(computation)}`);
+  const c = unwrap(computation) as unknown;
+  const kind: WindowKind | null = c === ops.add ? "sum" : c === ops.max ? "max" : c === ops.min ? "min" : null;
+  let init: number | null = null;
+  if (typeof initValue === "number" || typeof initValue === "boolean") init = Number(initValue);
   else if (initValue instanceof ArrayImpl && initValue.ndim === 0) init = Number(initValue.item());
-  else throw new TypeError(`${fn}: initValue must be a JS number or a concrete 0-d Array, got ${initValue instanceof Array ? initValue.aval.str() : String(initValue)}`);
-  const y = windowCall(fn, kind, operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
-  if (init === windowInit(kind, operand.dtype) || (kind === "max" && init === -Infinity) || (kind === "min" && init === Infinity)) return y;
-  if (kind === "sum") throw new TypeError(`${fn}: initValue for lax.add must be 0 (the identity; XLA may apply it any number of times), got ${init}`);
-  // max/min are idempotent: the init value joins each window once or many times alike
-  return kind === "max" ? ops.max(y, init) : ops.min(y, init);
+  else if (!(initValue instanceof Array) || initValue.ndim !== 0) throw new TypeError(`${fn}: initValue must be a JS number or a 0-d Array, got ${initValue instanceof Array ? initValue.aval.str() : String(initValue)}`);
+  if (kind !== null && init !== null && operand.dtype !== "bool") {
+    const identity = init === windowInit(kind, operand.dtype) || (kind === "max" && init === -Infinity) || (kind === "min" && init === Infinity);
+    if (identity) return windowCall(fn, kind, operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
+    // max/min are idempotent: the init value joins each window once or many times alike
+    if (kind !== "sum") {
+      const y = windowCall(fn, kind, operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
+      return kind === "max" ? ops.max(y, init) : ops.min(y, init);
+    }
+  }
+  const n = operand.ndim;
+  const win = ints(fn, "windowDimensions", windowDimensions, n, 1);
+  const strides = ints(fn, "windowStrides", windowStrides, n, 1);
+  const pads = explicitPads(fn, padding, n, (s) => padtypeToPads(operand.shape, win, strides, s)) as [number, number][];
+  const iv = initValue instanceof Array ? (initValue.dtype === operand.dtype ? initValue : ops.convert(initValue, operand.dtype)) : ops.full([], initValue, operand.dtype);
+  return reduceWindowGeneric(fn, operand, iv, computation, win, strides, pads, ints(fn, "baseDilation", baseDilation, n, 1), ints(fn, "windowDilation", windowDilation, n, 1));
 }

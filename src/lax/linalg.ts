@@ -2,9 +2,48 @@
 import type { Array } from "../core/array.js";
 import { isFloat } from "../core/dtype.js";
 import * as P from "../primitives/linalg.js";
-export { cholesky, triangularSolve, lu, qr, eigh } from "../primitives/linalg.js";
 import { eig as eigPrim } from "../primitives/eig.js";
+import { checkArity, checkOptions } from "../core/check-args.js";
+import { add, mul, full, transpose } from "../primitives/ops.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
+
+const swapLast = (x: Array): Array => transpose(x, [...x.shape.keys()].map((i) => (i === x.ndim - 2 ? x.ndim - 1 : i === x.ndim - 1 ? x.ndim - 2 : i)));
+/** (x + x^T) / 2 over the last two axes: JAX's symmetrize_input. */
+const symmetrize = (x: Array): Array => mul(add(x, swapLast(x)), full([], 0.5, x.dtype));
+/** Checks a keyword-only options object (JAX's `*` parameters) after the operands. */
+function kwOnly(fn: string, args: IArguments, nPos: number, opts: unknown, keys: readonly string[]): void {
+  const forms = `${fn}(${nPos === 1 ? "x" : "a, b"}${keys.length ? `, { ${keys.join(", ")} }` : ""})`;
+  checkArity(fn, args, nPos + (keys.length ? 1 : 0), forms);
+  checkOptions(fn, opts, keys, forms);
+}
+
+/** lax.linalg.cholesky(x, { symmetrizeInput = true }): the lower Cholesky factor. */
+export function cholesky(x: Array, opts: { symmetrizeInput?: boolean } = {}): Array {
+  kwOnly("lax.linalg.cholesky", arguments, 1, opts, ["symmetrizeInput"]);
+  return P.cholesky(opts.symmetrizeInput === false ? x : symmetrize(x));
+}
+/** lax.linalg.triangular_solve(a, b, { leftSide, lower, transposeA, conjugateA, unitDiagonal }). */
+export function triangularSolve(a: Array, b: Array, opts: P.TriangularSolveOpts = {}): Array {
+  kwOnly("lax.linalg.triangularSolve", arguments, 2, opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"]);
+  return P.triangularSolve(a, b, opts);
+}
+/** lax.linalg.lu(x): [lu, pivots, permutation]. */
+export function lu(x: Array): [Array, Array, Array] {
+  kwOnly("lax.linalg.lu", arguments, 1, undefined, []);
+  return P.lu(x);
+}
+/** lax.linalg.qr(x, { fullMatrices = true, pivoting = false }): [q, r] (JAX's default is full matrices). */
+export function qr(x: Array, opts: { fullMatrices?: boolean; pivoting?: boolean } = {}): [Array, Array] {
+  kwOnly("lax.linalg.qr", arguments, 1, opts, ["fullMatrices", "pivoting"]);
+  if (opts.pivoting) throw new Error("lax.linalg.qr: pivoting=true (column-pivoted QR) is not supported");
+  return P.qr(x, opts.fullMatrices ?? true);
+}
+/** lax.linalg.eigh(x, { lower = true, symmetrizeInput = true, sortEigenvalues = true }): [v, w] (eigenvectors in columns, eigenvalues). */
+export function eigh(x: Array, opts: { lower?: boolean; symmetrizeInput?: boolean; sortEigenvalues?: boolean; subsetByIndex?: null } = {}): [Array, Array] {
+  kwOnly("lax.linalg.eigh", arguments, 1, opts, ["lower", "symmetrizeInput", "sortEigenvalues", "subsetByIndex"]);
+  if (opts.subsetByIndex !== undefined && opts.subsetByIndex !== null) throw new Error("lax.linalg.eigh: subsetByIndex is not supported (pass null)");
+  return P.eigh(opts.symmetrizeInput === false ? x : symmetrize(x), opts.lower ?? true, opts.sortEigenvalues ?? true);
+}
 
 /** Options of lax.linalg.svd (JAX's keyword-only full_matrices / compute_uv). */
 export interface SvdOpts { fullMatrices?: boolean; computeUv?: boolean }
@@ -16,10 +55,7 @@ export function svd(x: Array, opts?: SvdOpts & { computeUv?: true }): [Array, Ar
 export function svd(x: Array, opts: SvdOpts & { computeUv: false }): Array;
 export function svd(x: Array, opts?: SvdOpts): [Array, Array, Array] | Array;
 export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array {
-  if (opts === null || typeof opts !== "object" || globalThis.Array.isArray(opts)) {
-    throw new TypeError(`lax.linalg.svd: expected an options object { fullMatrices, computeUv } after the operand, got ${String(opts)}`);
-  }
-  for (const k of Object.keys(opts)) if (k !== "fullMatrices" && k !== "computeUv") throw new TypeError(`lax.linalg.svd: unexpected option "${k}"; expected fullMatrices or computeUv`);
+  kwOnly("lax.linalg.svd", arguments, 1, opts, ["fullMatrices", "computeUv"]);
   if (x.ndim < 2 || !isFloat(x.dtype)) throw new TypeError(`lax.linalg.svd: the operand must be a float matrix (or a batch of them) of rank >= 2, got ${x.aval.str()}`);
   const computeUv = opts.computeUv ?? true;
   const outs = P.svd(x, opts.fullMatrices ?? true, computeUv);

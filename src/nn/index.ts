@@ -1,4 +1,4 @@
 /** @file jax.nn: activations, glu, softmax, one-hot, standardize, dot-product attention, initializers. */
-export * from "./functions.js";
+export * from "./functions-public.js";
 export * from "./attention.js";
-export * as initializers from "./initializers.js";
+export * as initializers from "./initializers-public.js";

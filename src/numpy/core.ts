@@ -1,4 +1,5 @@
 /** @file jnp foundations: asarray from JS values, dtype promotion and broadcasting of operands, option parsing. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -25,6 +26,8 @@ function typedDType(t: TypedArray): DType {
 
 /** jnp.array / jnp.asarray: nested JS arrays, scalars, typed arrays or Arrays to an Array. */
 export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}): Array {
+  checkArity("array", arguments, 2, "array(value, dtype?) or array(value, { dtype, copy, order })");
+  if (typeof opts !== "string") checkOptions("array", opts, ["dtype", "copy", "order"], "array(value, dtype?) or array(value, { dtype, copy, order })");
   const o = typeof opts === "string" ? { dtype: opts } : opts;
   const dtype = o.dtype === undefined ? undefined : canonicalizeDType(checkDType("array", o.dtype));
   // JAX: the result is weakly typed exactly when no dtype is given and the input itself is weak

@@ -1,4 +1,5 @@
 /** @file jnp array creation: zeros/ones/full(+Like), arange, linspace/logspace/geomspace, eye/tri/diag, meshgrid, indices. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { type DType, defaultFloatDType, defaultIntDType, isFloat, isInteger, promoteTypes } from "../core/dtype.js";
@@ -301,6 +302,7 @@ export function fromfunction(fn: (...idx: Array[]) => Array, shape: readonly num
 }
 /** copy(a): a new array with the same contents. */
 export function copy(a: ArrayInput, opts?: { order?: string | null }): Array {
-  void opts;
+  checkArity("copy", arguments, 2, "copy(a, { order })");
+  checkOptions("copy", opts, ["order"], "copy(a, { order })");
   return ops.copy(asArrayArg("copy", a));
 }

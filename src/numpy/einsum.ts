@@ -1,4 +1,5 @@
 /** @file jnp.einsum: subscript parsing (ellipsis, implicit output, repeated labels), diagonals, and left-to-right dot_general contractions. */
+import { checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, canonicalizeDType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
@@ -52,6 +53,7 @@ export function einsum(operand: AL, sublist: Sublist, ...rest: (AL | Sublist | E
 export function einsum(first: AL | string, ...rest: unknown[]): Array {
   const args = [...rest];
   const opts: EinsumOpts = args.length && isPlainOptions(args[args.length - 1]) ? (args.pop() as EinsumOpts) : {};
+  checkOptions("einsum", opts, ["optimize", "precision", "preferredElementType"], "einsum(subscripts, ...operands, { optimize, precision, preferredElementType }) or einsum(op0, sublist0, ..., sublistOut?, { ... })");
   if (typeof first === "string") return einsumStr(first, args as AL[], opts);
   const [subscripts, operands] = fromSublists([first, ...args]);
   return einsumStr(subscripts, operands, opts);

@@ -1,4 +1,5 @@
 /** @file jnp selection (where, select, piecewise), astype, interp, 1-D convolve/correlate, diff, gradient, trapezoid, cross. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { isBool } from "../core/dtype.js";
@@ -15,6 +16,8 @@ const JSArray = globalThis.Array;
  * The one-argument form (indices of nonzeros) is jnp.nonzero; it is not provided here.
  */
 export function where(condition: ArrayInput, x?: ArrayInput, y?: ArrayInput, opts?: { size?: number; fillValue?: number }): Array {
+  checkArity("where", arguments, 4, "where(condition, x, y) or where(condition, { size, fillValue }) (the nonzero form)");
+  checkOptions("where", opts, ["size", "fillValue"], "where(condition, x, y)");
   if (x === undefined && y === undefined) {
     throw new TypeError("where: the one-argument form where(condition) returns nonzero indices; call jnp.nonzero(condition, { size }) instead, or pass x and y");
   }
@@ -62,7 +65,8 @@ export function piecewise(x: ArrayInput, condlist: readonly ArrayInput[] | Array
 
 /** astype(x, dtype): converts to a (canonicalized) dtype; the result is strongly typed. */
 export function astype(x: ArrayInput, dtype: DType, opts?: { copy?: boolean; device?: unknown }): Array {
-  void opts;
+  checkArity("astype", arguments, 3, "astype(x, dtype, { copy, device })");
+  checkOptions("astype", opts, ["copy", "device"], "astype(x, dtype, { copy, device })");
   const d = userDType("astype", dtype);
   if (!d) throw new TypeError("astype: a dtype is required");
   return ops.convert(asArrayArg("astype", x), d, false);

@@ -8,7 +8,7 @@ export { pad, resize, append, insert, deleteItems as delete, trimZeros } from ".
 export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";
-export * as linalg from "./linalg.js";
+export * as linalg from "./linalg-public.js";
 export * as fft from "./fft.js";
 export { angle, complex } from "./complex.js";
 export * from "./polynomial.js";

@@ -1,4 +1,5 @@
 /** @file jnp index functions: take, takeAlongAxis, putAlongAxis, nonzero/argwhere/flatnonzero, compress, extract, choose, put, place, index helpers. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { isInteger } from "../core/dtype.js";
 import { prod } from "../core/shape.js";
@@ -113,6 +114,8 @@ function staticSize(fn: string, mask: Array, size: number | undefined): number {
 }
 /** jnp.nonzero(a, {size, fillValue}): one index array per dimension. */
 export function nonzero(a: AL, opts: Partial<NonzeroOpts> = {}): Array[] {
+  checkArity("nonzero", arguments, 2, "nonzero(a, { size, fillValue })");
+  checkOptions("nonzero", opts, ["size", "fillValue"], "nonzero(a, { size, fillValue })");
   const x = arr("nonzero", a);
   if (x.ndim === 0) throw new Error("nonzero: calling nonzero on 0-d arrays is not allowed; use atleast1d(x) first");
   const mask = ops.reshape(x.dtype === "bool" ? x : ops.ne(x, ops.scalarLike(x, 0)), [x.size]);
@@ -132,6 +135,8 @@ export function nonzero(a: AL, opts: Partial<NonzeroOpts> = {}): Array[] {
 }
 /** jnp.argwhere(a, {size, fillValue}): [N, ndim] indices of nonzero entries. */
 export function argwhere(a: AL, opts: Partial<NonzeroOpts> = {}): Array {
+  checkArity("argwhere", arguments, 2, "argwhere(a, { size, fillValue })");
+  checkOptions("argwhere", opts, ["size", "fillValue"], "argwhere(a, { size, fillValue })");
   const x = arr("argwhere", a);
   const cols = nonzero(x.ndim === 0 ? ops.reshape(x, [1]) : x, opts);
   const st = ops.concatenate(cols.map((c) => ops.reshape(c, [c.shape[0], 1])), 1);
@@ -139,12 +144,14 @@ export function argwhere(a: AL, opts: Partial<NonzeroOpts> = {}): Array {
 }
 /** jnp.flatnonzero(a, {size, fillValue}). */
 export function flatnonzero(a: AL, opts: Partial<NonzeroOpts> = {}): Array {
+  checkArity("flatnonzero", arguments, 2, "flatnonzero(a, { size, fillValue })");
+  checkOptions("flatnonzero", opts, ["size", "fillValue"], "flatnonzero(a, { size, fillValue })");
   const x = arr("flatnonzero", a);
   return nonzero(ops.reshape(x, [x.size]), opts)[0];
 }
 /** jnp.compress(condition, a, axis=null, {size, fillValue}). */
 export function compress(condition: AL, a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ axis: number | null; out: null; size: number; fillValue: number }>("compress", args, ["axis", "out"]);
+  const o = parseArgs<{ axis: number | null; out: null; size: number; fillValue: number }>("compress", args, ["axis", "out"], ["size","fillValue"]);
   const c0 = arr("compress", condition);
   if (c0.ndim !== 1) throw new Error(`compress: condition must be a 1-D array, got shape ${shapeStr(c0.shape)}`);
   let x = arr("compress", a);
@@ -199,7 +206,7 @@ export function choose(a: AL, choices: AL[], ...args: unknown[]): Array {
 
 /** jnp.put(a, ind, v, mode=null, {inplace: false}): flat-index assignment; v cycles to the number of indices. */
 export function put(a: AL, ind: AL, v: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ mode: TakeMode; inplace: boolean }>("put", args, ["mode"]);
+  const o = parseArgs<{ mode: TakeMode; inplace: boolean }>("put", args, ["mode"], ["inplace"]);
   if (o.inplace !== false) throw new Error("put: JAX arrays are immutable; pass { inplace: false } to get the updated array");
   const x = arr("put", a);
   const ia = intArrayArg("put", ind);

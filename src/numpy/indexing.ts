@@ -2,6 +2,7 @@
  * @file jnp indexing: getitem (NumPy basic + advanced indexing, as x[...] in JAX) and the at[] updater (x.at[...]).
  * The other index functions (take, takeAlongAxis, nonzero, ...) live in indexing-funcs.ts and are re-exported here.
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type AtIndexer, type Index, type NestedValue } from "../core/array.js";
 import { isFloat, isInteger } from "../core/dtype.js";
 import { ArrayImpl } from "../core/array-impl.js";
@@ -201,6 +202,8 @@ export interface GetOpts { mode?: GatherMode; fillValue?: number; indicesAreSort
 /** x[idx] with NumPy semantics (JAX's x[...]): ints, slices, null, "...", integer and (concrete) boolean arrays. */
 export function getitem(x: ArrayLike | NestedValue, idx: Index[] | Index, opts: GetOpts = {}): Array {
   const fn = "getitem";
+  checkArity(fn, arguments, 3, "getitem(x, index, { mode, fillValue, indicesAreSorted, uniqueIndices })");
+  checkOptions(fn, opts, ["mode", "fillValue", "indicesAreSorted", "uniqueIndices"], "getitem(x, index, { mode, fillValue, indicesAreSorted, uniqueIndices })");
   const a = arr(fn, x);
   const list = JSArray.isArray(idx) ? (idx as unknown[]) : [idx];
   const p = plan(fn, a.shape, list);

@@ -1,4 +1,5 @@
 /** @file jnp.linalg: norm, inv, solve, det, slogdet, cholesky, qr, svd, eigh, eigvalsh, pinv, matrixRank, lstsq, matrixPower, cond, multiDot, .... */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, finfo } from "../core/dtype.js";
 import { registerNode } from "../core/tree.js";
@@ -74,6 +75,8 @@ function pivotSign(piv: Array, dtype: DType): Array {
 // ---------------------------------------------------------------- factorizations
 /** jnp.linalg.cholesky(a, {upper=false, symmetrizeInput=true}): lower L with a = L L^T (or upper U = L^T). NaN for non-PD input. */
 export function cholesky(a: AL, opts: { upper?: boolean; symmetrizeInput?: boolean } = {}): Array {
+  checkArity("linalg.cholesky", arguments, 2, "linalg.cholesky(a, { upper, symmetrizeInput })");
+  checkOptions("linalg.cholesky", opts, ["upper", "symmetrizeInput"], "linalg.cholesky(a, { upper, symmetrizeInput })");
   let x = matrixArg("linalg.cholesky", a, true);
   if (opts.symmetrizeInput ?? true) x = sym(x);
   const L = P.cholesky(x);
@@ -90,7 +93,7 @@ export function qr(a: AL, ...args: unknown[]): QRResult | Array {
 }
 /** jnp.linalg.svd(a, fullMatrices=true, computeUv=true, hermitian=false): SVDResult {U, S, Vh}, or S alone without computeUv. */
 export function svd(a: AL, ...args: unknown[]): SVDResult | Array {
-  const o = parseArgs<{ fullMatrices: boolean; computeUv: boolean; hermitian: boolean; subsetByIndex: null }>("linalg.svd", args, ["fullMatrices", "computeUv", "hermitian"]);
+  const o = parseArgs<{ fullMatrices: boolean; computeUv: boolean; hermitian: boolean; subsetByIndex: null }>("linalg.svd", args, ["fullMatrices", "computeUv", "hermitian"], ["subsetByIndex"]);
   if (o.subsetByIndex !== undefined && o.subsetByIndex !== null) throw new Error("linalg.svd: subsetByIndex is not supported");
   const x = matrixArg("linalg.svd", a, false);
   const computeUv = o.computeUv ?? true;
@@ -195,6 +198,9 @@ export function matrixPower(a: AL, n: number): Array {
 }
 /** jnp.linalg.triangularSolve (lax.linalg.triangular_solve): solves op(a) x = b (leftSide) or x op(a) = b. */
 export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}): Array {
+  const tsForms = "linalg.triangularSolve(a, b, { leftSide, lower, transposeA, conjugateA, unitDiagonal })";
+  checkArity("triangularSolve", arguments, 3, tsForms);
+  checkOptions("triangularSolve", opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"], tsForms);
   const [x, y] = promoteInexact("triangularSolve", [matrixArg("triangularSolve", a, true), arr("triangularSolve", b)]);
   const batch = broadcastShape([x.shape.slice(0, -2), y.shape.slice(0, -2)], "triangularSolve");
   if (y.ndim < 2) throw new Error(`triangularSolve: b must be a (batch of) matrix, got shape ${shapeStr(y.shape)}`);
@@ -207,7 +213,7 @@ export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}):
 // ---------------------------------------------------------------- pseudo-inverse, rank, least squares, condition number
 /** jnp.linalg.pinv(a, rtol=null, hermitian=false): singular values <= rtol * s_max are treated as zero. */
 export function pinv(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ rtol: number | null; hermitian: boolean; rcond: number }>("linalg.pinv", args, ["rtol", "hermitian"]);
+  const o = parseArgs<{ rtol: number | null; hermitian: boolean; rcond: number }>("linalg.pinv", args, ["rtol", "hermitian"], ["rcond"]);
   const x = matrixArg("linalg.pinv", a, false);
   const m = x.shape[x.ndim - 2], n = x.shape[x.ndim - 1];
   if (m === 0 || n === 0) return ops.full([...x.shape.slice(0, -2), n, m], 0, x.dtype);
@@ -221,7 +227,7 @@ export function pinv(a: AL, ...args: unknown[]): Array {
 }
 /** jnp.linalg.matrixRank(M, rtol=null, {tol}). */
 export function matrixRank(M: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ rtol: number | null; tol: number | null }>("linalg.matrixRank", args, ["rtol"]);
+  const o = parseArgs<{ rtol: number | null; tol: number | null }>("linalg.matrixRank", args, ["rtol"], ["tol"]);
   const x0 = promoteInexact("linalg.matrixRank", [arr("linalg.matrixRank", M)])[0];
   if (x0.ndim < 2) return ops.convert(ops.reduceOr(ops.ne(x0, ops.scalarLike(x0, 0)), range(x0.ndim)), "int32");
   const x = matrixArg("linalg.matrixRank", x0, false);
@@ -238,7 +244,7 @@ export function matrixRank(M: AL, ...args: unknown[]): Array {
 }
 /** jnp.linalg.lstsq(a, b, rcond=null, {numpyResid=false}) -> [x, residuals, rank, s]. */
 export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, Array] {
-  const o = parseArgs<{ rcond: number | null; numpyResid: boolean }>("linalg.lstsq", args, ["rcond"]);
+  const o = parseArgs<{ rcond: number | null; numpyResid: boolean }>("linalg.lstsq", args, ["rcond"], ["numpyResid"]);
   const x = matrixArg("linalg.lstsq", a, false);
   let y = ops.convert(promoteInexact("linalg.lstsq", [arr("linalg.lstsq", b)])[0], x.dtype);
   if (x.ndim !== 2) throw new Error(`linalg.lstsq: a must be 2-dimensional, got shape ${shapeStr(x.shape)}`);

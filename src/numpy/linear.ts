@@ -1,4 +1,5 @@
 /** @file jnp products: matmul, dot, vdot, vecdot, matvec, vecmat, inner, outer, tensordot, einsum, kron. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, canonicalizeDType, isComplex } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
@@ -9,6 +10,12 @@ export type { EinsumOpts } from "./einsum.js";
 
 type AL = ArrayLike | NestedValue;
 interface DotOpts { precision: unknown; preferredElementType: DType }
+/** Checks the (a, b, { precision, preferredElementType }) call form of the dot family. */
+function dotArgs(fn: string, args: IArguments, opts: unknown): void {
+  const forms = `${fn}(a, b, { precision, preferredElementType })`;
+  checkArity(fn, args, 3, forms);
+  checkOptions(fn, opts, ["precision", "preferredElementType"], forms);
+}
 const pet = (o: Partial<DotOpts>): DType | null => (o.preferredElementType ? canonicalizeDType(o.preferredElementType) : null);
 function two(fn: string, a: AL, b: AL): [Array, Array] {
   const [x, y] = promoteAll(fn, [arr(fn, a), arr(fn, b)]);
@@ -23,6 +30,7 @@ function mulB(x: Array, y: Array, pe: DType | null): Array {
 
 /** jnp.matmul(a, b, {precision, preferredElementType}): batched matrix product with NumPy's 1-D promotion rules. */
 export function matmul(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("matmul", arguments, opts);
   const [x, y] = two("matmul", a, b);
   if (x.ndim === 0 || y.ndim === 0) throw new Error(`matmul: operands must be at least 1-dimensional (use multiply for scalars); got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   const a1 = x.ndim === 1, b1 = y.ndim === 1;
@@ -40,6 +48,7 @@ export function matmul(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
 }
 /** jnp.dot(a, b): NumPy dot (scalar product, inner product, matrix product, or sum over a's last and b's second-to-last axis). */
 export function dot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("dot", arguments, opts);
   const [x, y] = two("dot", a, b);
   if (x.ndim === 0 || y.ndim === 0) return mulB(x, y, pet(opts));
   const bc = y.ndim === 1 ? 0 : y.ndim - 2;
@@ -49,6 +58,7 @@ export function dot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
 }
 /** jnp.vdot(a, b): dot of the flattened arrays. */
 export function vdot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("vdot", arguments, opts);
   const [x, y] = two("vdot", a, b);
   if (x.size !== y.size) throw new Error(`vdot: arrays must have the same number of elements, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   // vdot conjugates its first argument (sum conj(a) * b)
@@ -57,7 +67,7 @@ export function vdot(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
 }
 /** jnp.vecdot(x1, x2, axis=-1): vector dot product along an axis, broadcasting the rest. */
 export function vecdot(a: AL, b: AL, ...args: unknown[]): Array {
-  const o = parseArgs<DotOpts & { axis: number }>("vecdot", args, ["axis"]);
+  const o = parseArgs<DotOpts & { axis: number }>("vecdot", args, ["axis"], ["precision","preferredElementType"]);
   const [x, y] = two("vecdot", a, b);
   const axis = o.axis ?? -1;
   if (x.ndim === 0 || y.ndim === 0) throw new Error(`vecdot: operands must be at least 1-dimensional, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
@@ -72,12 +82,14 @@ export function vecdot(a: AL, b: AL, ...args: unknown[]): Array {
 }
 /** jnp.matvec(x1, x2): [..., m, n] @ [..., n] -> [..., m]. */
 export function matvec(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("matvec", arguments, opts);
   const [x, y] = two("matvec", a, b);
   if (x.ndim < 2 || y.ndim < 1) throw new Error(`matvec: expected x1 of rank >= 2 and x2 of rank >= 1, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   return ops.squeeze(matmul(x, ops.reshape(y, [...y.shape, 1]), opts), [Math.max(x.ndim, y.ndim + 1) - 1]);
 }
 /** jnp.vecmat(x1, x2): [..., n] @ [..., n, m] -> [..., m]. */
 export function vecmat(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("vecmat", arguments, opts);
   const [x, y] = two("vecmat", a, b);
   if (x.ndim < 1 || y.ndim < 2) throw new Error(`vecmat: expected x1 of rank >= 1 and x2 of rank >= 2, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   const r = matmul(ops.reshape(x, [...x.shape.slice(0, -1), 1, x.shape[x.ndim - 1]]), y, opts);
@@ -85,6 +97,7 @@ export function vecmat(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
 }
 /** jnp.inner(a, b): sum product over the last axes. */
 export function inner(a: AL, b: AL, opts: Partial<DotOpts> = {}): Array {
+  dotArgs("inner", arguments, opts);
   const [x, y] = two("inner", a, b);
   if (x.ndim === 0 || y.ndim === 0) return mulB(x, y, pet(opts));
   const k1 = x.shape[x.ndim - 1], k2 = y.shape[y.ndim - 1];
@@ -99,7 +112,7 @@ export function outer(a: AL, b: AL): Array {
 }
 /** jnp.tensordot(a, b, axes=2): contracts a's last / b's first N axes, or the given axis lists [axesA, axesB]. */
 export function tensordot(a: AL, b: AL, ...args: unknown[]): Array {
-  const o = parseArgs<DotOpts & { axes: number | [number | number[], number | number[]] }>("tensordot", args, ["axes"]);
+  const o = parseArgs<DotOpts & { axes: number | [number | number[], number | number[]] }>("tensordot", args, ["axes"], ["precision","preferredElementType"]);
   const [x, y] = two("tensordot", a, b);
   const axes = o.axes ?? 2;
   let ca: number[], cb: number[];

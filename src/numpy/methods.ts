@@ -3,6 +3,7 @@ import { Array, type ArrayMethodTable, registerArrayMethods } from "../core/arra
 import { type DType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import * as np from "./index.js";
+import { view } from "./view.js";
 
 type AnyFn = (...a: never[]) => unknown;
 const table: Record<string, AnyFn> = {};
@@ -19,4 +20,5 @@ table.transpose ??= ((x: Array, axes: number[] | null) => ops.transpose(x, axes 
 table.reshape ??= ((x: Array, s: number[]) => ops.reshape(x, s)) as AnyFn;
 table.astype ??= ((x: Array, d: DType) => ops.convert(x, d)) as AnyFn;
 table.copy ??= ((x: Array) => ops.copy(x)) as AnyFn;
+table.view = view as AnyFn;
 registerArrayMethods(table as unknown as ArrayMethodTable);

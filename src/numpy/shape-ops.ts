@@ -41,7 +41,7 @@ function resolveShape(fn: string, x: Array, s: readonly number[]): number[] {
 }
 /** jnp.reshape(a, shape, order="C"); shape may hold one -1; order "F" reshapes in column-major order. */
 export function reshape(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ shape: number | number[]; order: string; newshape: number | number[] }>("reshape", args, ["shape", "order"]);
+  const o = parseArgs<{ shape: number | number[]; order: string; newshape: number | number[] }>("reshape", args, ["shape", "order"], ["newshape"]);
   const x = arr("reshape", a);
   const sh = o.shape ?? o.newshape;
   if (sh === undefined) throw new TypeError("reshape: missing the shape argument");
@@ -321,7 +321,7 @@ function repeatIndex(counts: number[], total: number): number[] {
 }
 /** jnp.repeat(a, repeats, axis=null, {totalRepeatLength}): scalar or per-element repeats; traced repeats need totalRepeatLength. */
 export function repeat(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ repeats: unknown; axis: number | null; totalRepeatLength: number }>("repeat", args, ["repeats", "axis"]);
+  const o = parseArgs<{ repeats: unknown; axis: number | null; totalRepeatLength: number }>("repeat", args, ["repeats", "axis"], ["totalRepeatLength"]);
   let x = arr("repeat", a);
   if (o.axis === undefined || o.axis === null) { x = ops.reshape(x, [x.size]); }
   const ax = normalizeAxis("repeat", o.axis ?? 0, Math.max(x.ndim, 1));

@@ -41,7 +41,7 @@ function fullAt(x: Array, ax: number, w: number, v: Array): Array {
 
 /** jnp.pad(array, padWidth, mode="constant", {constantValues, endValues, reflectType, statLength}). */
 export function pad(array: AL, ...args: unknown[]): Array {
-  const o = parseArgs<PadOpts>("pad", args, ["padWidth", "mode"]);
+  const o = parseArgs<PadOpts>("pad", args, ["padWidth", "mode"], ["constantValues","endValues","reflectType","statLength"]);
   let x = arr("pad", array);
   const nd = x.ndim;
   if (o.padWidth === undefined) throw new TypeError("pad: missing the padWidth argument");
@@ -194,7 +194,7 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
 
 /** jnp.delete(arr, obj, axis=null) with a static obj (int, list, slice or bool mask). */
 export function deleteItems(a: AL, obj: unknown, ...args: unknown[]): Array {
-  const { axis } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>("delete", args, ["axis"]);
+  const { axis } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>("delete", args, ["axis"], ["assumeUniqueIndices"]);
   let x = arr("delete", a);
   if (axis === undefined || axis === null) x = ops.reshape(x, [x.size]);
   const ax = normalizeAxis("delete", axis ?? 0, x.ndim);

@@ -1,8 +1,9 @@
 /** @file jnp sorting and searching: sort, argsort, lexsort, partition, searchsorted, unique, topK, bincount, histogram, digitize. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, canonicalizeDType, isFloat, isInteger } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
-import { sortMany, topK as laxTopK } from "../primitives/sort.js";
+import { sortMany, topKAlong } from "../primitives/sort.js";
 import { nonzero } from "./indexing-funcs.js";
 import {
   arr, bcast, concreteOf, indexDType, normalizeAxis, numbersOf, parseArgs, promoteAll, promoteInexact,
@@ -24,7 +25,7 @@ function checkOrder(fn: string, o: Partial<SortOpts>): void {
 
 /** jnp.sort(a, axis=-1, {stable, descending}); axis=null sorts the flattened array. NaNs sort last. */
 export function sort(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<SortOpts>("sort", args, ["axis"]);
+  const o = parseArgs<SortOpts>("sort", args, ["axis"], ["kind","order","stable","descending","dtype"]);
   checkOrder("sort", o);
   const [x, ax] = sortSetup("sort", a, o.axis);
   const r = sortMany([x], ax, o.stable ?? true, 1)[0];
@@ -32,7 +33,7 @@ export function sort(a: AL, ...args: unknown[]): Array {
 }
 /** jnp.argsort(a, axis=-1, {stable, descending, dtype}): indices that sort a (stable: ties keep their order, also when descending). */
 export function argsort(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<SortOpts>("argsort", args, ["axis"]);
+  const o = parseArgs<SortOpts>("argsort", args, ["axis"], ["kind","order","stable","descending","dtype"]);
   checkOrder("argsort", o);
   let [x, ax] = sortSetup("argsort", a, o.axis);
   let iota = ops.iota(o.dtype ? canonicalizeDType(o.dtype) : indexDType(), x.shape, ax);
@@ -78,13 +79,23 @@ function checkKth(fn: string, kth: number, n: number): void {
 /** jnp.sortComplex is not supported (jaxts has no complex dtypes). */
 export function sortComplex(): never { throw new TypeError("sortComplex: complex dtypes are not supported in jaxts"); }
 
-/** lax.top_k as jnp-level convenience: [values, indices] of the k largest entries along the last axis. */
-export function topK(operand: AL, k: number): [Array, Array] {
+/** jnp.top_k(a, k, { axis = -1, mode = "largest", sorted = true }): [values, indices] of the k largest (or smallest) entries along axis. */
+export function topK(operand: AL, k: number, ...args: unknown[]): [Array, Array] {
+  const o = parseArgs<{ axis: number; mode: "largest" | "smallest"; sorted: boolean }>("topK", args, [], ["axis", "mode", "sorted"]);
   const x = arr("topK", operand);
   if (x.ndim === 0) throw new Error("topK: operand must be at least 1-dimensional, got a 0-d array");
-  const n = x.shape[x.ndim - 1];
-  if (!Number.isInteger(k) || k < 0 || k > n) throw new RangeError(`topK: k must be an integer in [0, ${n}] (the last dimension of shape ${shapeStr(x.shape)}), got ${k}`);
-  return laxTopK(x, k);
+  const axis = o.axis ?? -1;
+  if (typeof axis !== "number" || !Number.isInteger(axis) || axis < -x.ndim || axis >= x.ndim) throw new RangeError(`topK: axis ${JSON.stringify(axis)} is out of bounds for an array of shape ${shapeStr(x.shape)}`);
+  const ax = axis < 0 ? axis + x.ndim : axis;
+  const n = x.shape[ax];
+  if (!Number.isInteger(k) || k < 0 || k > n) throw new RangeError(`topK: k must be an integer in [0, ${n}] (dimension ${ax} of shape ${shapeStr(x.shape)}), got ${k}`);
+  const mode = o.mode ?? "largest";
+  if (mode !== "largest" && mode !== "smallest") throw new Error(`topK: mode must be "largest" or "smallest", got ${JSON.stringify(mode)}`);
+  if (mode === "largest") return topKAlong(x, k, ax);
+  // smallest: the largest of an order-reversing map (negation for floats, bitwise not for ints and bools), mapped back
+  const flip = (y: Array): Array => (isFloat(y.dtype) ? ops.neg(y) : ops.not(y));
+  const [v, i] = topKAlong(flip(x), k, ax);
+  return [flip(v), i];
 }
 
 // ---------------------------------------------------------------- searching
@@ -96,7 +107,7 @@ function totalLt(a: Array, b: Array): Array {
 }
 /** jnp.searchsorted(a, v, side="left", sorter=null): insertion indices (int32) into the sorted 1-D array a. */
 export function searchsorted(a: AL, v: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ side: "left" | "right"; sorter: AL | null; method: string }>("searchsorted", args, ["side", "sorter"]);
+  const o = parseArgs<{ side: "left" | "right"; sorter: AL | null; method: string }>("searchsorted", args, ["side", "sorter"], ["method"]);
   let [sa, sv] = promoteAll("searchsorted", [arr("searchsorted", a), arr("searchsorted", v)]);
   if (sa.ndim !== 1) throw new Error(`searchsorted: a should be 1-dimensional, got shape ${shapeStr(sa.shape)}`);
   const side = o.side ?? "left";
@@ -117,7 +128,7 @@ export function searchsorted(a: AL, v: AL, ...args: unknown[]): Array {
 }
 /** jnp.digitize(x, bins, right=false): bin indices for increasing or decreasing bins. */
 export function digitize(x: AL, bins: AL, ...args: unknown[]): Array {
-  const { right } = parseArgs<{ right: boolean; method: string }>("digitize", args, ["right"]);
+  const { right } = parseArgs<{ right: boolean; method: string }>("digitize", args, ["right"], ["method"]);
   const b = arr("digitize", bins), xv = arr("digitize", x);
   if (b.ndim !== 1) throw new Error(`digitize: bins must be a 1-dimensional array, got shape ${shapeStr(b.shape)}`);
   const n = b.shape[0];
@@ -186,7 +197,7 @@ function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
 }
 /** jnp.unique(ar, returnIndex, returnInverse, returnCounts, axis, {equalNan, size, fillValue}): the sorted unique values, or [values, index?, inverse?, counts?]. */
 export function unique(ar: AL, ...args: unknown[]): Array | Array[] {
-  const o = parseArgs<UniqueOpts>("unique", args, ["returnIndex", "returnInverse", "returnCounts", "axis"]);
+  const o = parseArgs<UniqueOpts>("unique", args, ["returnIndex", "returnInverse", "returnCounts", "axis"], ["equalNan","size","fillValue","sorted"]);
   const u = uniqueCore("unique", ar, o);
   const out = [u.values];
   if (o.returnIndex) out.push(u.indices);
@@ -195,19 +206,29 @@ export function unique(ar: AL, ...args: unknown[]): Array | Array[] {
   return out.length === 1 ? out[0] : out;
 }
 /** jnp.uniqueValues(x, {size, fillValue}). */
-export const uniqueValues = (x: AL, opts: { size?: number; fillValue?: number } = {}): Array => uniqueCore("uniqueValues", x, opts).values;
+export function uniqueValues(x: AL, opts: { size?: number; fillValue?: number } = {}): Array {
+  checkArity("uniqueValues", arguments, 2, "uniqueValues(x, { size, fillValue })");
+  checkOptions("uniqueValues", opts, ["size", "fillValue"], "uniqueValues(x, { size, fillValue })");
+  return uniqueCore("uniqueValues", x, opts).values;
+}
 /** jnp.uniqueCounts(x) -> {values, counts}. */
 export function uniqueCounts(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; counts: Array } {
+  checkArity("uniqueCounts", arguments, 2, "uniqueCounts(x, { size, fillValue })");
+  checkOptions("uniqueCounts", opts, ["size", "fillValue"], "uniqueCounts(x, { size, fillValue })");
   const u = uniqueCore("uniqueCounts", x, opts);
   return { values: u.values, counts: u.counts };
 }
 /** jnp.uniqueInverse(x) -> {values, inverseIndices}. */
 export function uniqueInverse(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; inverseIndices: Array } {
+  checkArity("uniqueInverse", arguments, 2, "uniqueInverse(x, { size, fillValue })");
+  checkOptions("uniqueInverse", opts, ["size", "fillValue"], "uniqueInverse(x, { size, fillValue })");
   const u = uniqueCore("uniqueInverse", x, opts);
   return { values: u.values, inverseIndices: u.inverse };
 }
 /** jnp.uniqueAll(x) -> {values, indices, inverseIndices, counts}. */
 export function uniqueAll(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; indices: Array; inverseIndices: Array; counts: Array } {
+  checkArity("uniqueAll", arguments, 2, "uniqueAll(x, { size, fillValue })");
+  checkOptions("uniqueAll", opts, ["size", "fillValue"], "uniqueAll(x, { size, fillValue })");
   const u = uniqueCore("uniqueAll", x, opts);
   return { values: u.values, indices: u.indices, inverseIndices: u.inverse, counts: u.counts };
 }
@@ -215,7 +236,7 @@ export function uniqueAll(x: AL, opts: { size?: number; fillValue?: number } = {
 // ---------------------------------------------------------------- counting and histograms
 /** jnp.bincount(x, weights=null, minlength=0, {length}): negative values count in bin 0; traced x needs a static length. */
 export function bincount(x: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ weights: AL | null; minlength: number; length: number }>("bincount", args, ["weights", "minlength"]);
+  const o = parseArgs<{ weights: AL | null; minlength: number; length: number }>("bincount", args, ["weights", "minlength"], ["length"]);
   const xv = arr("bincount", x);
   if (!isInteger(xv.dtype)) throw new TypeError(`bincount: x must have an integer type, got ${xv.aval.str()}`);
   if (xv.ndim !== 1) throw new Error(`bincount: only 1-dimensional input is supported, got shape ${shapeStr(xv.shape)}`);

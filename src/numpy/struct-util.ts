@@ -7,6 +7,7 @@ import { normalizeAxis, shapeStr } from "../core/shape.js";
 import { ConcretizationTypeError, Tracer, describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg } from "./core.js";
+import { checkOptions } from "../core/check-args.js";
 
 export const JSArray = globalThis.Array;
 export const range = (n: number): number[] => [...JSArray(Math.max(0, n)).keys()];
@@ -42,11 +43,12 @@ export const indexDType = (): DType => defaultIntDType();
 export const floatDType = (): DType => defaultFloatDType();
 
 /** Parses args = [...positional, opts?] into named values in JAX's parameter order. */
-export function parseArgs<O extends object>(fn: string, args: readonly unknown[], names: readonly string[]): Partial<O> {
+export function parseArgs<O extends object>(fn: string, args: readonly unknown[], names: readonly string[], kwOnly: readonly string[] = []): Partial<O> {
   let pos = [...args];
   let opts: Record<string, unknown> = {};
   const last = pos[pos.length - 1];
   if (pos.length && isPlainOptions(last)) { opts = { ...(last as Record<string, unknown>) }; pos = pos.slice(0, -1); }
+  checkOptions(fn, opts, [...names, ...kwOnly]);
   if (pos.length > names.length) throw new TypeError(`${fn}: takes at most ${names.length} positional arguments after the array (${names.join(", ")}), got ${pos.length}`);
   pos.forEach((v, i) => {
     if (v === undefined) return;

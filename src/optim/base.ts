@@ -1,4 +1,5 @@
 /** @file optim core (optax base/combine/update): GradientTransformation, identity, chain, masked, applyUpdates and pytree helpers. */
+import { checkArity } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { type DType, intRange, isBigInt, isFloat, isInteger, finfo } from "../core/dtype.js";
 import type { Tangent } from "../core/pytree-types.js";
@@ -81,6 +82,7 @@ export function leafDType(x: unknown): DType {
 
 /** optax.apply_updates: params + updates, cast back to each param's dtype. */
 export function applyUpdates<P>(params: P, updates: NoInfer<Tangent<P>>): P {
+  checkArity("optim.applyUpdates", arguments, 2, "optim.applyUpdates(params, updates)");
   return tree.map(((p: Array, u: Array) => jnp.astype(jnp.add(p, u), leafDType(p))) as (...xs: never[]) => unknown, params, updates) as P;
 }
 

@@ -4,6 +4,7 @@
  * copied into per-device buffers (./device-arrays.ts); otherwise placement is recorded as metadata and every device's
  * block is a slice computed on read.
  */
+import { checkArity } from "../core/check-args.js";
 import { Array, registerShardingHooks } from "../core/array.js";
 import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -52,6 +53,7 @@ function toSharding(fn: string, d: Device | Sharding): Sharding {
 
 /** jax.device_put(x, deviceOrSharding): the same values placed as described (inside jit: a sharding constraint). */
 export function devicePut<T>(x: T, where?: Device | Sharding): T {
+  checkArity("devicePut", arguments, 2, "devicePut(x, deviceOrSharding?)");
   if (where === undefined) return x;
   const s = toSharding("devicePut", where);
   const place = (a: unknown): unknown => {

@@ -1,4 +1,5 @@
 /** @file CPU devices, Mesh and makeMesh: named axes laid over an n-d array of devices (jax.sharding.Mesh). */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { type Device, HOST_DEVICE } from "../core/array-impl.js";
 import { config, setConfigGuard } from "../core/config.js";
 
@@ -113,6 +114,8 @@ export class Mesh {
 
 /** jax.make_mesh(shape, axisNames): the first prod(shape) devices, in order. */
 export function makeMesh(shape: readonly number[], axisNames: readonly string[], opts: { devices?: Device[] } = {}): Mesh {
+  checkArity("makeMesh", arguments, 3, "makeMesh(axisShapes, axisNames, { devices })");
+  checkOptions("makeMesh", opts, ["devices"], "makeMesh(axisShapes, axisNames, { devices })");
   const devs = opts.devices ?? devices();
   const n = shape.reduce((a, b) => a * b, 1);
   if (n > devs.length) throw new Error(`makeMesh: mesh shape (${shape.join(", ")}) needs ${n} devices but only ${devs.length} exist (set config numCpuDevices or JAXTS_NUM_CPU_DEVICES)`);

@@ -3,6 +3,7 @@
  * in/out axes turned into PartitionSpecs, no replication check (out_axes null takes the first device's value),
  * static broadcasted arguments closed over, and outputs carrying NamedSharding(mesh, P(..., axisName)).
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import type { Device } from "../core/array-impl.js";
 import { flatten, type TreeDef, unflatten } from "../core/tree.js";
@@ -58,6 +59,11 @@ const specOf = (name: string, a: number | null) => (a === null ? new PartitionSp
  */
 export function pmap<A extends unknown[], R>(f: (...args: A) => R, axisNameOrOpts?: string | PmapOpts, more: PmapOpts = {}): (...args: A) => R {
   const fn = "pmap";
+  const pmapKeys = ["axisName", "inAxes", "outAxes", "staticBroadcastedArgnums", "devices", "axisSize"];
+  const pmapForms = "pmap(f, axisName?, { inAxes, outAxes, staticBroadcastedArgnums, devices, axisSize }) or pmap(f, { axisName, inAxes, ... })";
+  checkArity(fn, arguments, 3, pmapForms);
+  if (typeof axisNameOrOpts !== "string") checkOptions(fn, axisNameOrOpts, pmapKeys, pmapForms);
+  checkOptions(fn, more, pmapKeys, pmapForms);
   const opts: PmapOpts = typeof axisNameOrOpts === "string" ? { ...more, axisName: axisNameOrOpts } : { ...(axisNameOrOpts ?? {}), ...more };
   if (opts.devices !== undefined) {
     if (!JSArray.isArray(opts.devices) || opts.devices.length === 0) throw new Error(`${fn}: the 'devices' option must be a non-empty list of devices (from devices()), or omitted`);

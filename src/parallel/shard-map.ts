@@ -3,6 +3,7 @@
  * (axis names bound, so collectives reduce across blocks); this single-process emulation gives JAX's results and
  * shapes and is the oracle of the per-device runtime (config spmdRuntime "devices", ./shard-map-devices.ts).
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
@@ -122,6 +123,9 @@ installShardMapRules(shardMap as unknown as Parameters<typeof installShardMapRul
 export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: ShardMapOpts): (...args: A) => R {
   const fn = "shardMap";
   if (!opts || typeof opts !== "object") throw new TypeError(`${fn}: expected options { mesh, inSpecs, outSpecs }, got ${String(opts)}`);
+  const smForms = "shardMap(f, { mesh, inSpecs, outSpecs, axisNames, checkVma })";
+  checkArity(fn, arguments, 2, smForms);
+  checkOptions(fn, opts, ["mesh", "inSpecs", "outSpecs", "axisNames", "checkVma", "checkRep"], smForms);
   const checkVma = opts.checkVma ?? opts.checkRep ?? true;
   return (...args: A): R => {
     const mesh = opts.mesh ?? getMesh();

@@ -6,6 +6,7 @@
  * shardMap over that mesh (its axis renamed to the named axis, one element per device); the other names stay vmaps
  * inside the per-device body. Other resource layouts run the emulation.
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { config } from "../core/config.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
@@ -60,6 +61,8 @@ function entriesFor(fn: string, spec: unknown, tree: unknown, what: string): Axi
 
 export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpts): (...args: A) => R {
   const fn = "xmap";
+  checkArity(fn, arguments, 2, "xmap(f, { inAxes, outAxes, axisResources, mesh })");
+  checkOptions(fn, opts, ["inAxes", "outAxes", "axisResources", "mesh"], "xmap(f, { inAxes, outAxes, axisResources, mesh })");
   return (...args: A): R => {
     const [leaves, def] = flattenArrays(fn, args, "argument");
     const inEntries = entriesFor(fn, opts.inAxes, args, "inAxes");

@@ -144,3 +144,12 @@ export function topK(operand: Array, k: number): [Array, Array] {
   const [v, i] = bind(topKP, [operand], { k });
   return [v, i];
 }
+
+/** top_k along any axis: moves the axis last, takes top_k there and moves it back. */
+export function topKAlong(operand: Array, k: number, axis: number): [Array, Array] {
+  if (axis === operand.ndim - 1) return topK(operand, k);
+  const perm = [...operand.shape.keys()].filter((i) => i !== axis).concat([axis]);
+  const inv = perm.map((_, i) => perm.indexOf(i));
+  const [v, i] = topK(ops.transpose(operand, perm), k);
+  return [ops.transpose(v, inv), ops.transpose(i, inv)];
+}

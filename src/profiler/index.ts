@@ -4,6 +4,7 @@
  * launch (the runtime's own timestamps), transfers and user annotations, and writes a Chrome trace-event JSON file
  * (Perfetto, chrome://tracing, `jaxts trace summary|view`) under `<dir>/plugins/profile/<run>/`, atomically.
  */
+import { checkArity } from "../core/check-args.js";
 import { monotonicUs, reportSpan, setSpanSink, type ProfileSpan } from "../core/profile-events.js";
 import { setProfileSink } from "../core/trace.js";
 import { setLaunchObserver, synchronize, type LaunchRecord } from "../runtime/index.js";
@@ -65,8 +66,9 @@ export function stopTrace(): string {
   return writeTraceFile(dir, buildTraceFile(spans, t0), gzip);
 }
 
-/** profiler.trace(dir, fn): runs fn while tracing; the trace is written even if fn throws. Returns fn's result. */
+/** profiler.trace(dir, fn, { gzip }): runs fn while tracing; the trace is written even if fn throws. Returns fn's result. */
 export function trace<T>(logDir: string, fn: () => T, opts: TraceOptions = {}): T {
+  checkArity("profiler.trace", arguments, 3, "profiler.trace(logDir, fn, { gzip })");
   startTrace(logDir, opts);
   try { return fn(); } finally { stopTrace(); }
 }

@@ -1,4 +1,5 @@
 /** @file PRNG keys for threefry2x32: typed key arrays (PRNGKeyArray), seeding, split, fold_in, key data and random bits, all built on the threefry2x32 primitive so they trace under jit/vmap. */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -142,12 +143,16 @@ export interface KeyOptions { impl?: string; dtype?: string }
 
 /** random.key(seed): a scalar typed key. A JS number/bigint seed is JAX's Python int (np.int64, canonicalized). */
 export function key(seed: number | bigint | Array, opts: KeyOptions = {}): PRNGKeyArray {
+  checkArity("key", arguments, 2, "random.key(seed, { impl })");
+  checkOptions("key", opts, ["impl", "dtype"], "random.key(seed, { impl })");
   resolveImpl("key", opts.impl ?? opts.dtype);
   return new PRNGKeyArray(seedData("key", seed));
 }
 
 /** random.PRNGKey(seed): a legacy raw key, uint32 data of shape (2,). */
 export function PRNGKey(seed: number | bigint | Array, opts: { impl?: string } = {}): Array {
+  checkArity("PRNGKey", arguments, 2, "random.PRNGKey(seed, { impl })");
+  checkOptions("PRNGKey", opts, ["impl"], "random.PRNGKey(seed, { impl })");
   resolveImpl("PRNGKey", opts.impl);
   return seedData("PRNGKey", seed);
 }

@@ -1,2 +1,2 @@
 /** @file jax.scipy.stats: the distributions jaxts has (norm). */
-export * as norm from "./stats-norm.js";
+export * as norm from "./stats-norm-public.js";

@@ -7,6 +7,7 @@ import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
 import { paramsKey, staticArgKey } from "../core/static-key.js";
 import { describe } from "../core/trace.js";
+import { checkArity, checkOptions, isPlainObject } from "../core/check-args.js";
 import type { Tangent } from "../core/pytree-types.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
@@ -32,6 +33,7 @@ function flatOut(fn: string, out: unknown, store: { def?: TreeDef }): Array[] {
 /** jvp(f, primals, tangents) -> [f(...primals), the directional derivative along tangents]. */
 export function jvp<A extends unknown[], R>(f: (...args: A) => R, primals: DiffArgs<A>, tangents: DiffArgs<A>): [Tangent<R>, Tangent<R>];
 export function jvp(f: (...args: never[]) => unknown, primals: unknown[], tangents: unknown[]): [unknown, unknown] {
+  checkArity("jvp", arguments, 3, "jvp(f, primals, tangents) with primals and tangents JS arrays (tuples) of arguments");
   if (!JSArray.isArray(primals) || !JSArray.isArray(tangents)) throw new TypeError("jvp: primals and tangents must be arrays (tuples) of arguments");
   const [pl, pdef] = flattenArrays("jvp", primals, "primal", true);
   const [tl, tdef] = flattenArrays("jvp", tangents, "tangent", true);
@@ -62,11 +64,15 @@ export function linearize(f: (...args: never[]) => unknown, ...primals: unknown[
 // ---------------------------------------------------------------- vjp / grad
 /** Options of vjp, passed after the primals. */
 export interface VjpOpts { hasAux: boolean }
-/** A trailing `{ hasAux }` object: vjp's keyword argument (a pytree primal never has exactly this one boolean key). */
+/**
+ * A trailing options object of vjp: a plain object none of whose leaves is an Array or a JS number (a primal pytree
+ * has at least one array leaf), or one with a hasAux-like key. Its keys are checked (only hasAux is accepted).
+ */
 function isVjpOpts(x: unknown): x is VjpOpts {
-  if (x === null || typeof x !== "object" || Object.getPrototypeOf(x) !== Object.prototype) return false;
+  if (!isPlainObject(x)) return false;
   const keys = Object.keys(x);
-  return keys.length === 1 && keys[0] === "hasAux" && typeof (x as VjpOpts).hasAux === "boolean";
+  if (keys.some((k) => k.toLowerCase().replace(/_/g, "") === "hasaux")) return true;
+  return keys.length > 0 && flatten(x)[0].every((l) => !(l instanceof Array) && typeof l !== "number");
 }
 /** vjp(f, ...primals, { hasAux }?) -> [out, vjpFn] (with hasAux: f returns [out, aux] and vjp returns [out, vjpFn, aux]). */
 export function vjp<A extends unknown[], R, Aux>(f: (...args: A) => readonly [R, Aux], ...primalsAndOpts: [...DiffArgs<A>, { hasAux: true }]): [Tangent<R>, (ct: Tangent<R>) => Tangent<A>, Aux];
@@ -74,8 +80,12 @@ export function vjp<A extends unknown[], R>(f: (...args: A) => R, ...primalsAndO
 /** vjp(f, ...primals) -> [f(...primals), pullback]; pullback(ct) returns one cotangent per primal, shaped like it. */
 export function vjp<A extends unknown[], R>(f: (...args: A) => R, ...primals: DiffArgs<A>): [Tangent<R>, (ct: Tangent<R>) => Tangent<A>];
 export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unknown, (ct: unknown) => unknown[]] | [unknown, (ct: unknown) => unknown[], unknown] {
+  const vjpForms = "vjp(f, ...primals) or vjp(f, ...primals, { hasAux })";
+  if (typeof f !== "function") throw new TypeError(`vjp: expected a function to differentiate, got ${describe(f)}; accepted forms: ${vjpForms}`);
   const hasOpts = args.length > 0 && isVjpOpts(args[args.length - 1]);
+  if (hasOpts) checkOptions("vjp", args[args.length - 1], ["hasAux"], vjpForms);
   const hasAux = hasOpts && (args[args.length - 1] as VjpOpts).hasAux;
+  if (hasOpts && typeof hasAux !== "boolean") throw new TypeError(`vjp: hasAux must be a boolean, got ${describe(hasAux)}`);
   const primals = hasOpts ? args.slice(0, -1) : args;
   const [pl, pdef] = flattenArrays("vjp", primals, "primal", true);
   const store: { def?: TreeDef } = {};
@@ -111,14 +121,30 @@ export function vjp(f: (...args: never[]) => unknown, ...args: unknown[]): [unkn
 }
 
 export interface GradOpts { argnums?: Argnums; hasAux?: boolean }
+const GRAD_KEYS = ["argnums", "hasAux"] as const;
+/** JAX's grad(fun, argnums=0, has_aux=False): the options object, or argnums / hasAux given positionally. */
+function gradOptsOf(fn: string, args: IArguments): GradOpts {
+  const forms = `${fn}(f, argnums?, hasAux?) or ${fn}(f, { argnums, hasAux })`;
+  if (typeof args[0] !== "function") throw new TypeError(`${fn}: expected a function to differentiate, got ${describe(args[0])}; accepted forms: ${forms}`);
+  const a1 = args[1];
+  if (a1 === undefined || isPlainObject(a1)) {
+    checkArity(fn, args, 2, forms);
+    checkOptions(fn, a1, GRAD_KEYS, forms);
+    return (a1 ?? {}) as GradOpts;
+  }
+  checkArity(fn, args, 3, forms);
+  if (args[2] !== undefined && typeof args[2] !== "boolean") throw new TypeError(`${fn}: hasAux must be a boolean, got ${describe(args[2])}; accepted forms: ${forms}`);
+  return { argnums: a1 as Argnums, hasAux: args[2] as boolean | undefined };
+}
 
 /** valueAndGrad(f)(...args) -> [value, grads] (with hasAux: [[value, aux], grads]). */
 export function valueAndGrad<A extends unknown[], V, X, const N extends Argnums = 0>(
   f: (...args: A) => readonly [V, X], opts: GradOptsAux<N>): (...args: DiffArgs<A>) => [[Tangent<V>, Tangent<X>], GradOf<A, N>];
 export function valueAndGrad<A extends unknown[], R, const N extends Argnums = 0>(
   f: (...args: A) => R, opts?: GradOptsNoAux<N>): (...args: DiffArgs<A>) => [Tangent<R>, GradOf<A, N>];
-export function valueAndGrad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => [unknown, unknown] {
+export function valueAndGrad(f: (...args: never[]) => unknown, _opts: GradOpts = {}): (...args: unknown[]) => [unknown, unknown] {
   const name = "valueAndGrad";
+  const opts = gradOptsOf(name, arguments);
   return (...args: unknown[]): [unknown, unknown] => {
     const argnums = normalizeArgnums(name, opts.argnums as number | number[] | undefined, args.length);
     const diffArgs = argnums.map((i) => args[i]);
@@ -162,7 +188,8 @@ export function grad<A extends unknown[], X, const N extends Argnums = 0>(
   f: (...args: A) => readonly [unknown, X], opts: GradOptsAux<N>): (...args: DiffArgs<A>) => [GradOf<A, N>, Tangent<X>];
 export function grad<A extends unknown[], const N extends Argnums = 0>(
   f: (...args: A) => unknown, opts?: GradOptsNoAux<N>): (...args: DiffArgs<A>) => GradOf<A, N>;
-export function grad(f: (...args: never[]) => unknown, opts: GradOpts = {}): (...args: unknown[]) => unknown {
+export function grad(f: (...args: never[]) => unknown, _opts: GradOpts = {}): (...args: unknown[]) => unknown {
+  const opts = gradOptsOf("grad", arguments);
   const vg = valueAndGrad(f as (...args: unknown[]) => unknown, opts as GradOptsNoAux<Argnums>) as (...args: unknown[]) => [unknown, unknown];
   return (...args: unknown[]): unknown => {
     const [v, g] = vg(...args);
@@ -195,7 +222,28 @@ function specLeaves(fn: string, spec: AxisSpec | undefined, tree: unknown, dflt:
   return out;
 }
 
-export function vmap<A extends unknown[], R>(f: (...args: A) => R, opts: VmapOpts = {}): (...args: A) => R {
+const VMAP_KEYS = ["inAxes", "outAxes", "axisName", "axisSize", "spmdAxisName"] as const;
+const VMAP_FORMS = "vmap(f, inAxes?, outAxes?, axisName?, axisSize?, spmdAxisName?) or vmap(f, { inAxes, outAxes, axisName, axisSize, spmdAxisName })";
+/** JAX's vmap(fun, in_axes=0, out_axes=0, axis_name=None, axis_size=None, spmd_axis_name=None): positional or one options object. */
+function vmapOptsOf(args: IArguments): VmapOpts {
+  if (typeof args[0] !== "function") throw new TypeError(`vmap: expected a function to vectorize, got ${describe(args[0])}; accepted forms: ${VMAP_FORMS}`);
+  const a1 = args[1];
+  if (a1 === undefined || isPlainObject(a1)) {
+    checkArity("vmap", args, 2, VMAP_FORMS);
+    checkOptions("vmap", a1, VMAP_KEYS, VMAP_FORMS);
+    return (a1 ?? {}) as VmapOpts;
+  }
+  checkArity("vmap", args, 6, VMAP_FORMS);
+  const o: Record<string, unknown> = {};
+  VMAP_KEYS.forEach((k, i) => { if (args[i + 1] !== undefined) o[k] = args[i + 1]; });
+  return o as VmapOpts;
+}
+
+/** vmap(f, inAxes?, outAxes?, ...) or vmap(f, { inAxes, outAxes, axisName, axisSize, spmdAxisName }): f vectorized over the mapped axes. */
+export function vmap<A extends unknown[], R>(f: (...args: A) => R, opts?: VmapOpts): (...args: A) => R;
+export function vmap<A extends unknown[], R>(f: (...args: A) => R, inAxes: AxisSpec, outAxes?: AxisSpec, axisName?: string | null, axisSize?: number | null, spmdAxisName?: string | string[] | null): (...args: A) => R;
+export function vmap<A extends unknown[], R>(f: (...args: A) => R): (...args: A) => R {
+  const opts = vmapOptsOf(arguments);
   return (...args: A): R => {
     const inSpec = opts.inAxes === undefined ? 0 : opts.inAxes;
     if (JSArray.isArray(inSpec) && inSpec.length !== args.length) {
@@ -260,6 +308,9 @@ function argnumList(fn: string, name: string, v: number | number[] | undefined):
  */
 export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts = {}): Jitted<A, R> {
   if (typeof f !== "function") throw new TypeError(`jit: expected a function to compile, got ${describe(f)}`);
+  const jitForms = "jit(f, { staticArgnums, staticArgnames, donateArgnums, inShardings, outShardings })";
+  checkArity("jit", arguments, 2, jitForms);
+  checkOptions("jit", opts, ["staticArgnums", "staticArgnames", "donateArgnums", "inShardings", "outShardings"], jitForms);
   const cache = newTraceCache();
   const name = f.name || "fn";
   const staticNums = argnumList(`jit(${name})`, "staticArgnums", opts.staticArgnums);
@@ -377,6 +428,7 @@ export function setLoweringSummary(f: (j: import("../core/jaxpr.js").Jaxpr) => s
 
 // ---------------------------------------------------------------- makeJaxpr / evalShape
 export function makeJaxpr(f: (...args: never[]) => unknown): (...args: unknown[]) => ClosedJaxpr & { outTree: TreeDef } {
+  checkArity("makeJaxpr", arguments, 1, "makeJaxpr(f)(...args)");
   return (...args: unknown[]) => {
     const [leaves, def] = flattenArrays("makeJaxpr", args, "argument");
     const store: { def?: TreeDef } = {};
@@ -414,6 +466,15 @@ function basis(aval: ShapedArray): Array {
   return ops.reshape(ops.convert(ops.eq(ops.iota("int32", [n, n], 0), ops.iota("int32", [n, n], 1)), aval.dtype), [n, ...aval.shape]);
 }
 type JacOpts = { argnums?: Argnums };
+/** jacfwd/jacrev/hessian(fun, argnums=0): the options object or argnums given positionally. */
+function jacOptsOf(fn: string, args: IArguments): JacOpts {
+  const forms = `${fn}(f, argnums?) or ${fn}(f, { argnums })`;
+  if (typeof args[0] !== "function") throw new TypeError(`${fn}: expected a function, got ${describe(args[0])}; accepted forms: ${forms}`);
+  checkArity(fn, args, 2, forms);
+  const a1 = args[1];
+  if (a1 === undefined || isPlainObject(a1)) { checkOptions(fn, a1, ["argnums"], forms); return (a1 ?? {}) as JacOpts; }
+  return { argnums: a1 as Argnums };
+}
 
 /** Splits f's arguments into differentiated leaves and a rebuild function, as grad does. */
 function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
@@ -428,7 +489,8 @@ function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
 /** jacfwd: forward-mode Jacobian by pushing forward an identity basis with vmap; result[out][in] has shape out.shape + in.shape. */
 /** The result has f's output structure with each output leaf replaced by the gradient structure of the argnums. */
 export function jacfwd<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
-export function jacfwd(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+export function jacfwd(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  const opts = jacOptsOf("jacfwd", arguments);
   return (...args: unknown[]): unknown => {
     const { leaves, rebuild, wrapIn } = diffSetup("jacfwd", args, opts.argnums);
     const store: { def?: TreeDef } = {};
@@ -446,7 +508,8 @@ export function jacfwd(f: (...args: never[]) => unknown, opts: JacOpts = {}): (.
 
 /** jacrev: reverse-mode Jacobian by pulling back an identity basis with vmap. */
 export function jacrev<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
-export function jacrev(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+export function jacrev(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  const opts = jacOptsOf("jacrev", arguments);
   return (...args: unknown[]): unknown => {
     const { leaves, rebuild, wrapIn } = diffSetup("jacrev", args, opts.argnums);
     const store: { def?: TreeDef } = {};
@@ -461,6 +524,7 @@ export function jacrev(f: (...args: never[]) => unknown, opts: JacOpts = {}): (.
 }
 /** hessian = jacfwd(jacrev(f)): the Jacobian of the Jacobian with respect to the same argnums. */
 export function hessian<A extends unknown[], R, const N extends Argnums = 0>(f: (...args: A) => R, opts?: { argnums?: N }): (...args: DiffArgs<A>) => Jacobian<Jacobian<R, GradOf<A, N>>, GradOf<A, N>>;
-export function hessian(f: (...args: never[]) => unknown, opts: JacOpts = {}): (...args: unknown[]) => unknown {
+export function hessian(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
+  const opts = jacOptsOf("hessian", arguments);
   return jacfwd(jacrev(f as (...args: unknown[]) => unknown, opts), opts);
 }

@@ -2,6 +2,7 @@
  * @file checkpoint / remat with JAX's policies: under differentiation the forward pass saves only the residuals the
  * policy allows; the backward pass recomputes the rest from the saved values and the inputs.
  */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import { type Atom, Jaxpr, type JaxprEqn, Var, evalJaxpr } from "../core/jaxpr.js";
@@ -112,6 +113,8 @@ export const checkpointP: Primitive<CkP> = new Primitive<CkP>("checkpoint", {
 
 /** jax.checkpoint / jax.remat. */
 export function checkpoint<A extends unknown[], R>(f: (...args: A) => R, opts: { policy?: Policy; preventCse?: boolean; staticArgnums?: number[] } = {}): (...args: A) => R {
+  checkArity("checkpoint", arguments, 2, "checkpoint(f, { policy, preventCse, staticArgnums })");
+  checkOptions("checkpoint", opts, ["policy", "preventCse", "staticArgnums"], "checkpoint(f, { policy, preventCse, staticArgnums })");
   const policy = opts.policy ?? checkpointPolicies.nothingSaveable;
   return (...args: A): R => {
     const stat = new Set(opts.staticArgnums ?? []);

@@ -1,4 +1,5 @@
 /** @file customJvp and customVjp: user-defined derivative rules carried by call primitives (JAX's custom_jvp_call / custom_vjp_call). */
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
@@ -48,6 +49,8 @@ export interface CustomJvpFn<A extends unknown[], R> {
 
 /** jax.custom_jvp: `const f = customJvp(fn); f.defjvp((primals, tangents) => [out, tangentOut])`. */
 export function customJvp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: readonly number[] } = {}): CustomJvpFn<A, R> {
+  checkArity("customJvp", arguments, 2, "customJvp(f, { nondiffArgnums })");
+  checkOptions("customJvp", opts, ["nondiffArgnums"], "customJvp(f, { nondiffArgnums })");
   let rule: ((primals: A, tangents: A) => [R, Tangent<R>]) | null = null;
   const nondiff = new Set(opts.nondiffArgnums ?? []);
   const wrapped = ((...args: A): R => {
@@ -135,6 +138,8 @@ export interface CustomVjpFn<A extends unknown[], R, C = Tangent<A>> {
 export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts?: { nondiffArgnums?: [] }): CustomVjpFn<A, R>;
 export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums: readonly number[] }): CustomVjpFn<A, R, unknown[]>;
 export function customVjp<A extends unknown[], R>(fn: (...args: A) => R, opts: { nondiffArgnums?: readonly number[] } = {}): CustomVjpFn<A, R, unknown[]> {
+  checkArity("customVjp", arguments, 2, "customVjp(f, { nondiffArgnums })");
+  checkOptions("customVjp", opts, ["nondiffArgnums"], "customVjp(f, { nondiffArgnums })");
   let fwdU: ((...args: A) => [R, unknown]) | null = null;
   let bwdU: ((res: unknown, ct: Tangent<R>) => readonly unknown[]) | null = null;
   const nondiff = new Set(opts.nondiffArgnums ?? []);

@@ -81,7 +81,8 @@ describe("bad inputs name the function and what was expected", () => {
   it("bad dimension numbers", () => assertThrowsWith(() => lax.convGeneralDilated(x, w, [1, 1], "VALID", { dimensionNumbers: ["NCHW", "OIHW", "NCXY"] }), "convDimensionNumbers", "spatial"));
   it("both group counts", () => assertThrowsWith(() => lax.convGeneralDilated(x, ops.concatenate([w, w, w], 1), [1, 1], "VALID", { featureGroupCount: 3, batchGroupCount: 2 }), "at most one"));
   it("dtype mismatch", () => assertThrowsWith(() => lax.conv(x, ops.convert(w, "int32"), [1, 1], "VALID"), "conv_general_dilated", "same dtype"));
-  it("reduceWindow with an unsupported computation", () => assertThrowsWith(() => lax.reduceWindow(x, 1, lax.mul, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "lax.add, lax.max or lax.min"));
-  it("reduceWindow add with a non-identity init", () => assertThrowsWith(() => lax.reduceWindow(x, 1, lax.add, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "must be 0"));
+  it("reduceWindow with a computation that is not a function", () => assertThrowsWith(() => lax.reduceWindow(x, 1, "mul" as never, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "computation must be a function"));
+  it("reduceWindow with several operands", () => assertThrowsWith(() => lax.reduceWindow([x, x] as never, 1, lax.add, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "several operands"));
+  it("reduceWindow with a computation changing the dtype", () => assertThrowsWith(() => lax.reduceWindow(x, 1, (a: Array, b: Array) => lax.lt(a, b), [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "same shape and dtype"));
   it("window rank mismatch", () => assertThrowsWith(() => lax.reduceWindowMax(x, [2, 2], [1, 1]), "reduceWindowMax", "windowDimensions", "4 integers"));
 });

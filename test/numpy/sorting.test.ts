@@ -22,7 +22,7 @@ const BAD: [string, () => unknown, RegExp][] = [
   ["searchsorted side", () => So.searchsorted(array([1, 2]), 1, "middle" as never), /searchsorted: side must be "left" or "right", got "middle"/],
   ["bincount float", () => So.bincount(array([1.5])), /bincount: x must have an integer type, got f32\[1\]/],
   ["bincount weights shape", () => So.bincount(array([1, 2]), array([1, 2, 3])), /bincount: weights of shape \(3,\) must match x of shape \(2,\)/],
-  ["topK k too large", () => So.topK(array([1, 2]), 3), /topK: k must be an integer in \[0, 2\] \(the last dimension of shape \(2,\)\), got 3/],
+  ["topK k too large", () => So.topK(array([1, 2]), 3), /topK: k must be an integer in \[0, 2\] \(dimension 0 of shape \(2,\)\), got 3/],
   ["partition kth", () => So.partition(array([1, 2]), 5), /partition: kth 5 is out of bounds for an axis of size 2/],
   ["digitize 2-d bins", () => So.digitize(array([1]), array([[1, 2]])), /digitize: bins must be a 1-dimensional array, got shape \(1, 2\)/],
 ];
