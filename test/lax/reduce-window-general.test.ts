@@ -5,7 +5,7 @@ import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
 import * as lax from "../../src/lax/index.js";
 import * as jnp from "../../src/numpy/index.js";
-import { grad, jit, vmap } from "../../src/transforms/api.js";
+import { jit, vmap } from "../../src/transforms/api.js";
 import { array } from "../../src/numpy/core.js";
 import type { Padding } from "../../src/lax/conv.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
