@@ -198,17 +198,38 @@ const TABLE: Map<string, Row> = new Map([
   one("load", "options", (f) => f("unused.safetensors", undefined, B)),
   one("makeMesh", "options", (f) => f([1], ["i"], B)),
   one("devicePut", "fixed", (f) => f(x(), jaxts.devices()[0], B)),
-  one("profiler.trace", "fixed", (f) => f("unused-trace-dir", () => 0, B)),
+  one("profiler.trace", "options", (f) => f("unused-trace-dir", () => 0, B)),
+  // complex numbers and FFT
+  ...group("options", (f) => f(x(), B), [
+    "numpy.fft.fft", "numpy.fft.ifft", "numpy.fft.rfft", "numpy.fft.irfft", "numpy.fft.hfft", "numpy.fft.ihfft", "numpy.fft.fft2",
+    "numpy.fft.ifft2", "numpy.fft.rfft2", "numpy.fft.irfft2", "numpy.fft.fftn", "numpy.fft.ifftn", "numpy.fft.rfftn", "numpy.fft.irfftn",
+  ]),
+  ...group("fixed", (f) => f(x(), 0, B), ["numpy.fft.fftshift", "numpy.fft.ifftshift"]),
+  ...group("fixed", (f) => f(4, 1, "float32", B), ["numpy.fft.fftfreq", "numpy.fft.rfftfreq"]),
+  ...group("fixed", (f) => f(np.complex(x(), x()), B), ["lax.real", "lax.imag", "lax.conj", "numpy.linalg.eig", "numpy.linalg.eigvals"]),
+  one("lax.complex", "fixed", (f) => f(x(), x(), B)),
+  one("numpy.complex", "fixed", (f) => f(x(), x(), B)),
+  one("numpy.angle", "fixed", (f) => f(x(), false, B)),
+  one("lax.fft", "fixed", (f) => f(x(), "FFT", [3], B)),
+  one("lax.linalg.eig", "options", (f) => f(np.eye(2), B)),
+  // multi-process and profiling
+  one("distributed.initialize", "options", (f) => f(B)),
+  one("multihostUtils.processAllgather", "fixed", (f) => f(x(), false, B)),
+  one("multihostUtils.syncGlobalDevices", "fixed", (f) => f("barrier", B)),
+  one("profiler.deviceMemoryProfile", "fixed", (f) => f(B)),
   // ---- take no options object, with the reason
   ...none("a class or an error type: constructed, not called with options", [
     "Array", "ClosedJaxpr", "ConcretizationTypeError", "FloatingPointError", "Jaxpr", "OutOfMemoryError", "ShapeDtypeStruct", "ShapedArray",
     "UnexpectedTracerError", "numpy.IndexError", "numpy.NonConcreteBooleanIndexError", "numpy.linalg.EighResult", "numpy.linalg.QRResult",
-    "numpy.linalg.SVDResult", "numpy.linalg.SlogdetResult", "profiler.TraceAnnotation", "random.PRNGKeyArray", "runtime.DeviceBuffer",
+    "numpy.linalg.SVDResult", "numpy.linalg.SlogdetResult", "numpy.linalg.EigResult", "profiler.TraceAnnotation", "profiler.StepTraceAnnotation",
+    "runtime.DeviceOutOfMemoryError", "runtime.PendingLaunch", "random.PRNGKeyArray", "runtime.DeviceBuffer",
     "runtime.DeviceProgram", "runtime.RuntimeDevice", "sharding.Mesh", "sharding.NamedSharding", "sharding.SingleDeviceSharding", "tree.TreeDef",
   ]),
   ...none("no arguments (a query or a reset); nothing to misread", [
     "HOST_DEVICE.toString", "clearCaches", "deviceCount", "devices", "localDeviceCount", "localDevices", "processCount", "processIndex",
-    "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read",
+    "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read", "distributed.isInitialized",
+    "distributed.shutdown", "profiler.isTracing", "runtime.allRuntimeDevices", "runtime.lastLaunchStamps", "runtime.launchCount",
+    "runtime.launchesInFlight", "runtime.nowUs", "runtime.synchronize", "runtime.transferStats", "runtime.mpiAddon",
   ]),
   ...none("checkpoint policies are predicates or factories of name lists (JAX's jax.checkpoint_policies), not option takers", [
     "checkpointPolicies.checkpointDots", "checkpointPolicies.dotsSaveable", "checkpointPolicies.dotsWithNoBatchDimsSaveable",
@@ -218,6 +239,7 @@ const TABLE: Map<string, Row> = new Map([
   ...none("variadic over arrays, arguments or pytrees (JAX's *args): an options object is an operand and is rejected as one", [
     "lax.cond", "lax.switch", "numpy.atleast1d", "numpy.atleast2d", "numpy.atleast3d", "numpy.broadcastArrays", "numpy.broadcastShapes",
     "numpy.ix_", "numpy.resultType", "numpy.applyAlongAxis", "optim.chain", "tree.map", "sharding.P", "sharding.PartitionSpec",
+    "debug.print", "debug.callback",
   ]),
   ...none("collectives take (x, axisName, ...) positionally plus their own checked options; they need a bound axis name (tested in test/parallel)", [
     "lax.allGather", "lax.allToAll", "lax.axisIndex", "lax.axisSize", "lax.pmax", "lax.pmean", "lax.pmin", "lax.ppermute", "lax.pshuffle",
@@ -227,7 +249,10 @@ const TABLE: Map<string, Row> = new Map([
     "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx",
     "makeArrayFromCallback", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
     "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
-    "runtime.openRendezvous", "runtime.runtimeDevice", "finfo",
+    "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",
+    "runtime.injectLaunchFault", "runtime.setLaunchObserver", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
+    "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
+    "debug.callbackContext",
   ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",

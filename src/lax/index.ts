@@ -98,7 +98,12 @@ export const gather: typeof ops.gather = fixedArity("lax.gather", 5, ops.gather,
 export const scatter: typeof ops.scatter = fixedArity("lax.scatter", 6, ops.scatter, "lax.scatter(x, indices, updates, axes, reduce, mode?)");
 export const bitcastConvertType: typeof ops.bitcast = fixedArity("lax.bitcastConvertType", 2, ops.bitcast, "lax.bitcastConvertType(x, newDtype)");
 export type { DotDims } from "../primitives/ops.js";
-export { real, imag, conj, complexOf as complex, fft, type FftType } from "../primitives/ops.js";
+export type { FftType } from "../primitives/ops.js";
+export const real: typeof ops.real = fixedArity("lax.real", 1, ops.real, "lax.real(x)");
+export const imag: typeof ops.imag = fixedArity("lax.imag", 1, ops.imag, "lax.imag(x)");
+export const conj: typeof ops.conj = fixedArity("lax.conj", 1, ops.conj, "lax.conj(x)");
+export const complex: typeof ops.complexOf = fixedArity("lax.complex", 2, ops.complexOf, "lax.complex(re, im)");
+export const fft: typeof ops.fft = fixedArity("lax.fft", 3, ops.fft, "lax.fft(x, fftType, fftLengths)");
 
 export const convertElementType = (x: Array, dtype: Parameters<typeof ops.convert>[1], ...extra: never[]): Array => {
   checkArity("lax.convertElementType", [x, dtype, ...extra], 2, "lax.convertElementType(operand, newDtype)");

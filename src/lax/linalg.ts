@@ -69,7 +69,7 @@ export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array
  * (complex). Left eigenvectors are not implemented (computeLeftEigenvectors must be false, JAX's default is true).
  */
 export function eig(x: Array, opts: { computeLeftEigenvectors?: boolean; computeRightEigenvectors?: boolean } = {}): Array[] {
-  for (const k of Object.keys(opts)) if (k !== "computeLeftEigenvectors" && k !== "computeRightEigenvectors") throw new TypeError(`lax.linalg.eig: unknown option '${k}'; accepted: computeLeftEigenvectors, computeRightEigenvectors`);
+  kwOnly("lax.linalg.eig", arguments, 1, opts, ["computeLeftEigenvectors", "computeRightEigenvectors"]);
   if (opts.computeLeftEigenvectors !== false) throw new TypeError("lax.linalg.eig: left eigenvectors are not implemented; pass {computeLeftEigenvectors: false}");
   return eigPrim(x, opts.computeRightEigenvectors ?? true);
 }

@@ -7,6 +7,7 @@ import type { ArrayInput } from "./elementwise-util.js";
 
 /** Angle of a complex number in radians (or degrees): atan2(imag, real). */
 export const angle = (z: ArrayInput, deg = false): Array => {
+  if (typeof deg !== "boolean") throw new TypeError(`angle: deg must be a boolean, got ${JSON.stringify(deg)}; accepted form: jnp.angle(z, deg?)`);
   const a = asArrayArg("angle", z);
   const re = isComplex(a.dtype) ? ops.real(a) : isFloat(a.dtype) ? a : ops.convert(a, "float32");
   const im = isComplex(a.dtype) ? ops.imag(a) : ops.fullLike(re, 0);

@@ -1,4 +1,5 @@
 /** @file jnp.fft: fft, ifft, rfft, irfft, hfft, ihfft and their 2-D / n-D forms, fftfreq, rfftfreq, fftshift, ifftshift. */
+import { checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, checkDType, complexDType, defaultFloatDType, isComplex, isFloat, realDType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
@@ -13,7 +14,7 @@ type OptsN = { s: number[] | null; axes: number[] | null; norm: FftNorm | null }
 
 function opts<O extends object>(fn: string, args: readonly unknown[], names: readonly string[]): Partial<O> {
   const o = parseArgs<O>(fn, args, names) as Record<string, unknown>;
-  for (const k of Object.keys(o)) if (!names.includes(k)) throw new TypeError(`${fn}: unknown option '${k}'; accepted: ${names.join(", ")}`);
+  checkOptions(fn, o, names);
   const norm = o.norm;
   if (norm !== undefined && norm !== null && norm !== "backward" && norm !== "ortho" && norm !== "forward") {
     throw new TypeError(`${fn}: norm must be "backward", "ortho" or "forward", got ${JSON.stringify(norm)}`);
@@ -134,26 +135,35 @@ export function irfft2(a: AL, ...args: unknown[]): Array { return irfftN("fft.ir
 
 /** jnp.fft.fftfreq(n, d=1.0, dtype?): sample frequencies [0, 1, ..., n/2-1, -n/2, ..., -1] / (d n). */
 export function fftfreq(n: number, d = 1.0, dtype?: DType): Array {
+  if (typeof d !== "number") throw new TypeError(`fft.fftfreq: d (the sample spacing) must be a number, got ${JSON.stringify(d)}; accepted form: jnp.fft.fftfreq(n, d?, dtype?)`);
   if (!Number.isInteger(n) || n < 1) throw new TypeError(`fft.fftfreq: n must be a positive integer, got ${n}`);
   const v = range(n).map((i) => (i < Math.ceil(n / 2) ? i : i - n) / (d * n));
   return ops.convert(arrOf(v), dtype ? checkDType("fft.fftfreq", dtype) : defaultFloatDType());
 }
 /** jnp.fft.rfftfreq(n, d=1.0, dtype?): the non-negative frequencies [0, 1, ..., n/2] / (d n). */
 export function rfftfreq(n: number, d = 1.0, dtype?: DType): Array {
+  if (typeof d !== "number") throw new TypeError(`fft.rfftfreq: d (the sample spacing) must be a number, got ${JSON.stringify(d)}; accepted form: jnp.fft.rfftfreq(n, d?, dtype?)`);
   if (!Number.isInteger(n) || n < 1) throw new TypeError(`fft.rfftfreq: n must be a positive integer, got ${n}`);
   return ops.convert(arrOf(range(Math.floor(n / 2) + 1).map((i) => i / (d * n))), dtype ? checkDType("fft.rfftfreq", dtype) : defaultFloatDType());
 }
 const arrOf = (v: number[]): Array => arr("fft", v);
 
+/** The axes argument of fftshift/ifftshift: all axes (null), one axis, or a list of axes. */
+function shiftAxes(fn: string, axes: unknown, ndim: number): number[] {
+  if (axes === undefined || axes === null) return range(ndim);
+  if (typeof axes === "number") return [axes];
+  if (globalThis.Array.isArray(axes) && axes.every((i) => typeof i === "number")) return axes as number[];
+  throw new TypeError(`${fn}: axes must be null, an axis or a list of axes, got ${JSON.stringify(axes)}; accepted form: ${fn}(x, axes?)`);
+}
 /** jnp.fft.fftshift(x, axes?): rolls the zero frequency to the centre (by floor(n/2) along each axis). */
 export function fftshift(x: AL, axes?: number | number[] | null): Array {
   const a = arr("fft.fftshift", x);
-  const ax = axes === undefined || axes === null ? range(a.ndim) : typeof axes === "number" ? [axes] : axes;
+  const ax = shiftAxes("fft.fftshift", axes, a.ndim);
   return roll(a, ax.map((i) => Math.floor(a.shape[normalizeAxis("fft.fftshift", i, a.ndim)] / 2)), ax);
 }
 /** jnp.fft.ifftshift(x, axes?): the inverse of fftshift (rolls by -floor(n/2)). */
 export function ifftshift(x: AL, axes?: number | number[] | null): Array {
   const a = arr("fft.ifftshift", x);
-  const ax = axes === undefined || axes === null ? range(a.ndim) : typeof axes === "number" ? [axes] : axes;
+  const ax = shiftAxes("fft.ifftshift", axes, a.ndim);
   return roll(a, ax.map((i) => -Math.floor(a.shape[normalizeAxis("fft.ifftshift", i, a.ndim)] / 2)), ax);
 }

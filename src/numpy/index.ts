@@ -9,7 +9,7 @@ export * from "./indexing.js";
 export * from "./sorting.js";
 export * from "./linear.js";
 export * as linalg from "./linalg-public.js";
-export * as fft from "./fft.js";
+export * as fft from "./fft-public.js";
 export { angle, complex } from "./complex.js";
 export * from "./polynomial.js";
 export * from "./statistics.js";

@@ -7,6 +7,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import { allocate, type DType } from "../core/dtype.js";
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { flatten, unflatten } from "../core/tree.js";
 import { mpiAddon, type MpiAddon } from "../runtime/index.js";
 import { setProcessDevices } from "./mesh.js";
@@ -39,6 +40,8 @@ function launcherEnv(): { rank: number; size: number } | null {
  * Call it once, before devices(), makeMesh, pmap, shardMap or devicePut.
  */
 export function initialize(opts: InitializeOpts = {}): void {
+  checkArity("distributed.initialize", arguments, 1, "distributed.initialize({ numProcesses?, processId? })");
+  checkOptions("distributed.initialize", opts, ["numProcesses", "processId"], "distributed.initialize({ numProcesses?, processId? })");
   if (state) throw new Error("distributed.initialize: should only be called once (it was already called in this process)");
   const { numProcesses, processId } = opts;
   for (const [k, v] of [["numProcesses", numProcesses], ["processId", processId]] as const) {
@@ -106,6 +109,8 @@ const bytesOf = (a: ArrayImpl): Uint8Array => new Uint8Array(a.buffer.buffer, a.
  */
 export function processAllgather<T>(tree: T, tiled = false): T {
   const fn = "multihostUtils.processAllgather";
+  checkArity(fn, arguments, 2, "multihostUtils.processAllgather(tree, tiled?)");
+  if (typeof tiled !== "boolean") throw new TypeError(`${fn}: tiled must be a boolean, got ${JSON.stringify(tiled)}; accepted form: ${fn}(tree, tiled?)`);
   const [leaves, def] = flatten(tree);
   const outs = leaves.map((l, k) => {
     if (!(l instanceof Array)) throw new TypeError(`${fn}: leaf ${k} is ${typeof l}; expected an Array`);
@@ -131,6 +136,7 @@ export function processAllgather<T>(tree: T, tiled = false): T {
  * passes another name (or never arrives within config.collectiveTimeoutMs) makes every process fail naming it.
  */
 export function syncGlobalDevices(name: string): void {
+  checkArity("multihostUtils.syncGlobalDevices", arguments, 1, "multihostUtils.syncGlobalDevices(name)");
   const names = allgatherBytes(encoder.encode(name), `multihostUtils.syncGlobalDevices(${JSON.stringify(name)})`).map((b) => decoder.decode(b));
   const bad = names.map((nm, q) => (nm !== name ? `process ${q} is at ${JSON.stringify(nm)}` : "")).filter(Boolean);
   if (bad.length) throw new Error(`multihostUtils.syncGlobalDevices(${JSON.stringify(name)}): processes are at different barriers: ${bad.join(", ")}`);

@@ -4,7 +4,7 @@
  * launch (the runtime's own timestamps), transfers and user annotations, and writes a Chrome trace-event JSON file
  * (Perfetto, chrome://tracing, `jaxts trace summary|view`) under `<dir>/plugins/profile/<run>/`, atomically.
  */
-import { checkArity } from "../core/check-args.js";
+import { checkArity, checkOptions } from "../core/check-args.js";
 import { monotonicUs, reportSpan, setSpanSink, type ProfileSpan } from "../core/profile-events.js";
 import { setProfileSink } from "../core/trace.js";
 import { setLaunchObserver, synchronize, type LaunchRecord } from "../runtime/index.js";
@@ -24,6 +24,7 @@ let active: { dir: string; spans: ProfileSpan[]; t0: number; gzip: boolean; prev
 
 /** Starts collecting events; throws if a trace is already running (as JAX does). */
 export function startTrace(logDir: string, opts: TraceOptions = {}): void {
+  checkOptions("profiler.startTrace", opts, ["gzip"], "profiler.startTrace(logDir, { gzip })");
   if (active) throw new Error(`profiler.startTrace: a trace is already being collected into ${active.dir}; call stopTrace first`);
   const spans: ProfileSpan[] = [];
   const prevObserver = setLaunchObserver(onLaunch);
@@ -69,6 +70,7 @@ export function stopTrace(): string {
 /** profiler.trace(dir, fn, { gzip }): runs fn while tracing; the trace is written even if fn throws. Returns fn's result. */
 export function trace<T>(logDir: string, fn: () => T, opts: TraceOptions = {}): T {
   checkArity("profiler.trace", arguments, 3, "profiler.trace(logDir, fn, { gzip })");
+  checkOptions("profiler.trace", opts, ["gzip"], "profiler.trace(logDir, fn, { gzip })");
   startTrace(logDir, opts);
   try { return fn(); } finally { stopTrace(); }
 }

@@ -4,6 +4,7 @@
  * (a stack capture per array); untracked arrays are summarised by the devices' counters alone.
  */
 import { ArrayImpl } from "../core/array-impl.js";
+import { checkArity } from "../core/check-args.js";
 import { onConfigChange } from "../core/config.js";
 import { itemsize, type DType } from "../core/dtype.js";
 import { memoryTracking } from "../core/profile-events.js";
@@ -66,6 +67,7 @@ refreshArrayTracking();
 
 /** The live arrays of every device, largest first per device (see MemoryProfile). */
 export function deviceMemoryProfile(): MemoryProfile {
+  checkArity("profiler.deviceMemoryProfile", arguments, 0, "profiler.deviceMemoryProfile()");
   const byDevice = new Map<number, LiveArrayRecord[]>();
   const add = (r: LiveArrayRecord) => { let l = byDevice.get(r.device); if (!l) byDevice.set(r.device, (l = [])); l.push(r); };
   for (const [ref, site] of tracked) {

@@ -96,7 +96,7 @@ test("lax.fft is linear: its transposes agree with vjp of the naive DFT matrix",
 
 test("fft of bad input names the function and what it expected", () => {
   const x = np.array([1, 2, 3], "float32");
-  assert.throws(() => np.fft.fft(x, { nn: 3 } as never), /fft\.fft: unknown option 'nn'; accepted: n, axis, norm/);
+  assert.throws(() => np.fft.fft(x, { nn: 3 } as never), /fft\.fft: unknown option "nn" \(did you mean "n"\?\); accepted options: n, axis, norm/);
   assert.throws(() => np.fft.fft(x, { norm: "both" } as never), /fft\.fft: norm must be "backward", "ortho" or "forward"/);
   assert.throws(() => np.fft.fft(x, 0), /fft\.fft: invalid number of data points 0/);
   assert.throws(() => np.fft.rfft(np.complex(x, x)), /fft\.rfft: requires a real operand, got complex64/);
