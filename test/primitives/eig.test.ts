@@ -90,5 +90,5 @@ test("lax.linalg.eig returns [w, vr] (or [w]) and names what it does not impleme
   assert.deepEqual(v.shape, [2, 2]);
   assert.equal(lax.linalg.eig(a, { computeLeftEigenvectors: false, computeRightEigenvectors: false }).length, 1);
   assert.throws(() => lax.linalg.eig(a), /left eigenvectors are not implemented/);
-  assert.throws(() => lax.linalg.eig(a, { computeLeftEigenvectors: false, right: true } as never), /unknown option 'right'/);
+  assert.throws(() => lax.linalg.eig(a, { computeLeftEigenvectors: false, right: true } as never), /lax\.linalg\.eig: unknown option "right"/);
 });
