@@ -226,7 +226,7 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.DeviceProgram", "runtime.RuntimeDevice", "sharding.Mesh", "sharding.NamedSharding", "sharding.SingleDeviceSharding", "tree.TreeDef",
   ]),
   ...none("no arguments (a query or a reset); nothing to misread", [
-    "HOST_DEVICE.toString", "clearCaches", "deviceCount", "devices", "localDeviceCount", "localDevices", "processCount", "processIndex",
+    "HOST_DEVICE.toString", "HOST_DEVICE.memoryStats", "clearCaches", "deviceCount", "devices", "localDeviceCount", "localDevices", "processCount", "processIndex",
     "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read", "distributed.isInitialized",
     "distributed.shutdown", "profiler.isTracing", "runtime.allRuntimeDevices", "runtime.lastLaunchStamps", "runtime.launchCount",
     "runtime.launchesInFlight", "runtime.nowUs", "runtime.synchronize", "runtime.transferStats", "runtime.mpiAddon",

@@ -6,16 +6,36 @@ import { readNumber } from "./convert.js";
 import { formatArray } from "./format.js";
 import { type Shape, prod } from "./shape.js";
 
-/** A compute device. Later issues add worker-thread CPU devices; device 0 is the host process. */
+/** jax.Device.memory_stats(): bytes of the runtime buffers accounted to one device. */
+export interface DeviceMemoryStats {
+  bytesInUse: number;
+  peakBytesInUse: number;
+  numAllocs: number;
+  largestAllocSize: number;
+  /** The device's limit, when one is set. */
+  bytesLimit?: number;
+}
+let memoryStatsOf: ((id: number) => DeviceMemoryStats) | null = null;
+/** Set by the parallel layer: where Device.memoryStats() reads the device runtime's counters (core cannot import it). */
+export function setDeviceMemoryStats(f: (id: number) => DeviceMemoryStats): void { memoryStatsOf = f; }
+function statsOf(id: number): DeviceMemoryStats {
+  if (!memoryStatsOf) throw new Error(`Device.memoryStats: the device runtime is not loaded (import "jaxts"), device ${id}`);
+  return memoryStatsOf(id);
+}
+
+/** A compute device: an executor of the device runtime with its own memory; device 0 is also the host's default. */
 export interface Device {
   readonly id: number;
   readonly platform: string;
   readonly deviceKind: string;
   readonly processIndex: number;
+  /** The bytes of runtime buffers this device holds now, at peak, its allocations and its limit (jax.Device.memory_stats()). */
+  memoryStats(): DeviceMemoryStats;
   toString(): string;
 }
 export const HOST_DEVICE: Device = {
   id: 0, platform: "cpu", deviceKind: "cpu", processIndex: 0,
+  memoryStats: () => statsOf(0),
   toString: () => "CpuDevice(id=0)",
 };
 

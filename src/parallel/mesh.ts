@@ -1,12 +1,16 @@
 /** @file CPU devices, Mesh and makeMesh: named axes laid over an n-d array of devices (jax.sharding.Mesh). */
 import { checkArity, checkOptions } from "../core/check-args.js";
-import { type Device, HOST_DEVICE } from "../core/array-impl.js";
+import { type Device, type DeviceMemoryStats, HOST_DEVICE, setDeviceMemoryStats } from "../core/array-impl.js";
 import { config, setConfigGuard } from "../core/config.js";
+import { runtimeDevice } from "../runtime/index.js";
+
+setDeviceMemoryStats((id) => runtimeDevice(id).memoryStats());
 
 class CpuDevice implements Device {
   readonly platform = "cpu";
   readonly deviceKind = "cpu";
   constructor(readonly id: number, readonly processIndex = 0) {}
+  memoryStats(): DeviceMemoryStats { return runtimeDevice(this.id).memoryStats(); }
   toString(): string { return `CpuDevice(id=${this.id})`; }
 }
 

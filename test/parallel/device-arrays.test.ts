@@ -192,3 +192,21 @@ test("pmap (jit of shardMap) inherits resident outputs: a chain of pmaps copies 
     assert.deepEqual(z.tolist(), want);
   });
 });
+
+test("Device.memoryStats() (jax.Device.memory_stats) reads each public device's runtime counters: a sharded array's blocks, then their release", { skip }, () => {
+  const devs = devices().slice(0, 4);
+  const mesh = new Mesh(devs, ["x"]);
+  const before = devs.map((d) => d.memoryStats());
+  // the same counters as the runtime's device (HOST_DEVICE is device 0)
+  devs.forEach((d) => assert.deepEqual(d.memoryStats(), runtimeDevice(d.id).memoryStats()));
+  const x = onDevices(() => devicePut(jnp.zeros([64, 256], { dtype: "float32" }), new NamedSharding(mesh, P("x"))));
+  const after = devs.map((d) => d.memoryStats());
+  // 64 KiB of float32 split 4 ways: 16 KiB more on each device, one allocation each
+  after.forEach((s, k) => {
+    assert.equal(s.bytesInUse - before[k].bytesInUse, 16 * 256 * 4, `device ${devs[k].id} bytes in use`);
+    assert.equal(s.numAllocs - before[k].numAllocs, 1, `device ${devs[k].id} allocations`);
+    assert.ok(s.peakBytesInUse >= s.bytesInUse);
+  });
+  x.dispose();
+  devs.forEach((d, k) => assert.equal(d.memoryStats().bytesInUse, before[k].bytesInUse, `device ${d.id} after dispose`));
+});
