@@ -15,11 +15,11 @@ import { ANCHORS } from "./harness.js";
 const maxDevices = Number(process.argv.find((a) => a.startsWith("--devices="))?.slice(10) ?? 8);
 const quick = process.argv.includes("--quick");
 config.update("numCpuDevices", maxDevices);
-const { grad, lax, makeMesh, nn, numpy: jnp, pmap, random, shardMap, sharding } = await import("../src/index.js");
+const { devicePut, grad, lax, makeMesh, nn, numpy: jnp, pmap, random, shardMap, sharding } = await import("../src/index.js");
 const { toOnnx } = await import("../src/io/index.js");
 const rt = await import("../src/runtime/index.js");
 type Arr = import("../src/core/array.js").Array;
-const { P } = sharding;
+const { NamedSharding, P } = sharding;
 const R = (n: number) => (quick ? Math.max(3, Math.ceil(n / 5)) : n);
 
 function median(xs: number[]): number {
@@ -117,8 +117,16 @@ function makeStep(n: number, threads: number, spans: number[]): () => void {
   // the program is compiled (and its sessions created with this thread count) at the first call
   config.update("deviceIntraOpThreads", threads);
   const before = rt.lastLaunchTimeline();
-  // dispatch is asynchronous: each step waits for its outputs (and frees them)
-  const run = (): void => { for (const o of step(params, xb, yb) as Arr[]) { o.blockUntilReady(); o.dispose(); } };
+  // a training loop's state: parameters replicated and the batch split over "data", resident on the devices; each
+  // step's new parameters replace the old ones there (dispatch is asynchronous: a step waits for its outputs)
+  let p = params.map((w) => devicePut(w, new NamedSharding(mesh, P())));
+  const x = devicePut(xb, new NamedSharding(mesh, P("data"))), y = devicePut(yb, new NamedSharding(mesh, P("data")));
+  const run = (): void => {
+    const next = step(p, x, y) as Arr[];
+    for (const o of next) o.blockUntilReady();
+    for (const w of p) w.dispose();
+    p = next;
+  };
   run();
   config.update("deviceIntraOpThreads", 1);
   if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n) throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
