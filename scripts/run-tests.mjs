@@ -1,5 +1,5 @@
 // @file Runs every compiled test file (dist/test/**/*.test.js) with Node's built-in test runner.
-import { readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { spawnSync } from "node:child_process";
@@ -17,6 +17,11 @@ function collect(dir, out) {
 process.chdir(fileURLToPath(new URL("..", import.meta.url)));
 const filter = process.argv.slice(2);
 let files = collect("dist/test", []);
+// tsc never deletes outputs: a compiled test whose source was removed or renamed is stale, not part of the suite
+const stale = files.filter((f) => !existsSync(f.replace(/^dist[\\/]/, "").replace(/\.js$/, ".ts")));
+if (stale.length > 0)
+  console.error(`run-tests: skipping ${stale.length} compiled test(s) whose source is gone: ${stale.join(", ")}`);
+files = files.filter((f) => !stale.includes(f));
 if (filter.length > 0) files = files.filter((f) => filter.some((s) => f.includes(s)));
 if (files.length === 0) {
   console.error("run-tests: no test files found under dist/test");
