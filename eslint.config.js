@@ -17,7 +17,15 @@ export default tseslint.config(
       // so their declared parameters keep precise types
       "prefer-rest-params": "off",
       // a leading underscore marks a binding kept for its position (destructuring, callback arity)
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none", destructuredArrayIgnorePattern: "^_" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        {
+          argsIgnorePattern: "^_",
+          varsIgnorePattern: "^_",
+          caughtErrors: "none",
+          destructuredArrayIgnorePattern: "^_",
+        },
+      ],
     },
   },
 );

@@ -15,7 +15,18 @@ import { ANCHORS } from "./harness.js";
 const maxDevices = Number(process.argv.find((a) => a.startsWith("--devices="))?.slice(10) ?? 8);
 const quick = process.argv.includes("--quick");
 config.update("numCpuDevices", maxDevices);
-const { devicePut, grad, lax, makeMesh, nn, numpy: jnp, pmap, random, shardMap, sharding } = await import("../src/index.js");
+const {
+  devicePut,
+  grad,
+  lax,
+  makeMesh,
+  nn,
+  numpy: jnp,
+  pmap,
+  random,
+  shardMap,
+  sharding,
+} = await import("../src/index.js");
 const { toOnnx } = await import("../src/io/index.js");
 const rt = await import("../src/runtime/index.js");
 type Arr = import("../src/core/array.js").Array;
@@ -31,7 +42,11 @@ function interleaved(fs: (() => void)[], reps: number, warm = 3): number[] {
   for (let i = 0; i < warm; i++) for (const f of fs) f();
   const ts = fs.map(() => [] as number[]);
   for (let i = 0; i < reps; i++) {
-    fs.forEach((f, k) => { const t = performance.now(); f(); ts[k].push(performance.now() - t); });
+    fs.forEach((f, k) => {
+      const t = performance.now();
+      f();
+      ts[k].push(performance.now() - t);
+    });
   }
   return ts.map(median);
 }
@@ -42,7 +57,10 @@ function deviceSpanUs(): number {
 }
 /** Wraps f so that each call also records the device span of the launch it made. */
 function withSpan(f: () => void, spans: number[]): () => void {
-  return () => { f(); spans.push(deviceSpanUs()); };
+  return () => {
+    f();
+    spans.push(deviceSpanUs());
+  };
 }
 
 /** A program over float32[len]: AllReduce (psum) or Identity, on n devices. */
@@ -50,10 +68,27 @@ function program(n: number, len: number, collective: boolean): import("../src/ru
   const g = new GraphBuilder(collective ? "psum" : "identity");
   const x = g.addInput("x", "float32", [len]);
   const y = collective
-    ? g.addNode("AllReduce", [x], 1, { groups: [...Array(n).keys()], group_size: n, reduce: 0, label: "psum", axes: "mesh axis 'x'" }, "jaxts.collectives")[0]
+    ? g.addNode(
+        "AllReduce",
+        [x],
+        1,
+        { groups: [...Array(n).keys()], group_size: n, reduce: 0, label: "psum", axes: "mesh axis 'x'" },
+        "jaxts.collectives",
+      )[0]
     : g.op("Identity", [x]);
   g.addOutput(y, "float32", [len]);
-  return rt.deviceProgram(g.toModelBytes(), { name: g.outputNames[0], inputNames: ["x"], inputDTypes: ["float32"], outputNames: g.outputNames, outputDTypes: ["float32"], outputShapes: [[len]] }, n);
+  return rt.deviceProgram(
+    g.toModelBytes(),
+    {
+      name: g.outputNames[0],
+      inputNames: ["x"],
+      inputDTypes: ["float32"],
+      outputNames: g.outputNames,
+      outputDTypes: ["float32"],
+      outputShapes: [[len]],
+    },
+    n,
+  );
 }
 
 /** A launcher of program(n, len, collective) on ones (its outputs freed after each call). */
@@ -62,7 +97,12 @@ function launcher(n: number, len: number, collective: boolean): { run: () => voi
   const ins = [...Array(n).keys()].map((r) => [rt.DeviceBuffer.alloc(rt.runtimeDevice(r), "float32", [len])]);
   for (const [b] of ins) (b.data as Float32Array).fill(1);
   const ids = [...Array(n).keys()];
-  return { run: () => { for (const o of rt.launchSync(p, ids, ins).outputs.flat()) o.free(); }, free: () => ins.flat().forEach((b) => b.free()) };
+  return {
+    run: () => {
+      for (const o of rt.launchSync(p, ids, ins).outputs.flat()) o.free();
+    },
+    free: () => ins.flat().forEach((b) => b.free()),
+  };
 }
 const us = (ms: number) => `${(1000 * ms).toFixed(1)} us`;
 
@@ -79,26 +119,43 @@ config.update("deviceIntraOpThreads", 1);
 // psum of 16 MiB float32 across 2 devices: algorithm bandwidth = bytes / time of the whole launch
 const bytes = 16 << 20;
 {
-  const ps = launcher(2, bytes / 4, true), id = launcher(2, bytes / 4, false);
+  const ps = launcher(2, bytes / 4, true),
+    id = launcher(2, bytes / 4, false);
   const span: number[] = [];
   const [tPsum, tId] = interleaved([withSpan(ps.run, span), id.run], R(15));
   const gbps = bytes / 1e9 / (tPsum / 1e3);
-  rows.push(["psum 16 MiB float32, 2 devices", `${tPsum.toFixed(2)} ms per launch (device ${(median(span) / 1000).toFixed(2)} ms; Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${(100 * gbps / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`, verdict(gbps >= 0.25 * ANCHORS.streamTriadGBps, ">= 25%")]);
-  ps.free(); id.free();
+  rows.push([
+    "psum 16 MiB float32, 2 devices",
+    `${tPsum.toFixed(2)} ms per launch (device ${(median(span) / 1000).toFixed(2)} ms; Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${((100 * gbps) / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`,
+    verdict(gbps >= 0.25 * ANCHORS.streamTriadGBps, ">= 25%"),
+  ]);
+  ps.free();
+  id.free();
 }
 // psum of a scalar inside a program: added latency over the same program without the collective
 {
-  const ps = launcher(2, 1, true), id = launcher(2, 1, false);
+  const ps = launcher(2, 1, true),
+    id = launcher(2, 1, false);
   const [tS, tS0] = interleaved([ps.run, id.run], R(300), 20);
   const addedUs = 1000 * (tS - tS0);
-  rows.push(["psum of a scalar in a program, 2 devices", `${addedUs.toFixed(1)} us added to a ${us(tS0)} launch`, verdict(addedUs <= 10, "<= 10 us")]);
-  ps.free(); id.free();
+  rows.push([
+    "psum of a scalar in a program, 2 devices",
+    `${addedUs.toFixed(1)} us added to a ${us(tS0)} launch`,
+    verdict(addedUs <= 10, "<= 10 us"),
+  ]);
+  ps.free();
+  id.free();
 }
 
 // data-parallel MLP step (784-512-10, global batch 256): per-device gradients, psum of grads, SGD update
 config.update("spmdRuntime", "devices");
 const [k1, k2, k3] = [1, 2, 3].map((s) => random.key(s));
-const params = [jnp.multiply(random.normal(k1, [784, 512]), 0.03), jnp.zeros([512]), jnp.multiply(random.normal(k2, [512, 10]), 0.03), jnp.zeros([10])];
+const params = [
+  jnp.multiply(random.normal(k1, [784, 512]), 0.03),
+  jnp.zeros([512]),
+  jnp.multiply(random.normal(k2, [512, 10]), 0.03),
+  jnp.zeros([10]),
+];
 const xb = random.normal(k3, [256, 784]);
 const yb = jnp.astype(jnp.mod(jnp.arange(256), 10), "int32");
 const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
@@ -110,17 +167,21 @@ const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
 function makeStep(n: number, threads: number, spans: number[]): () => void {
   const mesh = makeMesh([n], ["data"]);
   // each device's loss is the mean over its block: the global mean's gradient is psum(g) / n
-  const step = shardMap((p: Arr[], x: Arr, y: Arr) => {
-    const g = grad(loss)(p, x, y) as unknown as Arr[];
-    return p.map((w, i) => jnp.subtract(w, jnp.multiply(lax.psum(g[i], "data"), 0.1 / n)));
-  }, { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P() });
+  const step = shardMap(
+    (p: Arr[], x: Arr, y: Arr) => {
+      const g = grad(loss)(p, x, y) as unknown as Arr[];
+      return p.map((w, i) => jnp.subtract(w, jnp.multiply(lax.psum(g[i], "data"), 0.1 / n)));
+    },
+    { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P() },
+  );
   // the program is compiled (and its sessions created with this thread count) at the first call
   config.update("deviceIntraOpThreads", threads);
   const before = rt.lastLaunchTimeline();
   // a training loop's state: parameters replicated and the batch split over "data", resident on the devices; each
   // step's new parameters replace the old ones there (dispatch is asynchronous: a step waits for its outputs)
   let p = params.map((w) => devicePut(w, new NamedSharding(mesh, P())));
-  const x = devicePut(xb, new NamedSharding(mesh, P("data"))), y = devicePut(yb, new NamedSharding(mesh, P("data")));
+  const x = devicePut(xb, new NamedSharding(mesh, P("data"))),
+    y = devicePut(yb, new NamedSharding(mesh, P("data")));
   const run = (): void => {
     const next = step(p, x, y) as Arr[];
     for (const o of next) o.blockUntilReady();
@@ -129,7 +190,8 @@ function makeStep(n: number, threads: number, spans: number[]): () => void {
   };
   run();
   config.update("deviceIntraOpThreads", 1);
-  if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n) throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
+  if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n)
+    throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
   return withSpan(run, spans);
 }
 const two = Math.min(2, availableParallelism());
@@ -138,9 +200,22 @@ const steps = [makeStep(1, 1, spans[0]), makeStep(2, 1, spans[1]), makeStep(1, t
 if (maxDevices >= 8) steps.push(makeStep(8, 1, spans[3]));
 const [t1, t2, t1b, t8] = interleaved(steps, R(15));
 const dev = (k: number) => `device ${(median(spans[k]) / 1000).toFixed(2)} ms`;
-rows.push(["MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread", `${t2.toFixed(2)} ms (${dev(1)}) vs ${t1.toFixed(2)} ms (${dev(0)}) (${(t1 / t2).toFixed(2)}x)`, verdict(t1 / t2 >= 1.8, ">= 1.8x")]);
-rows.push([`  vs 1 device x ${two} intra-op threads`, `${t1b.toFixed(2)} ms (${dev(2)}) (${(t1b / t2).toFixed(2)}x)`, verdict(t1b / t2 >= 1.0, ">= 1.0x")]);
-if (maxDevices >= 8) rows.push([`  8 devices on ${availableParallelism()} cores`, `${t8.toFixed(2)} ms per step (${dev(3)}; 2 devices: ${t2.toFixed(2)} ms)`, "completes"]);
+rows.push([
+  "MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread",
+  `${t2.toFixed(2)} ms (${dev(1)}) vs ${t1.toFixed(2)} ms (${dev(0)}) (${(t1 / t2).toFixed(2)}x)`,
+  verdict(t1 / t2 >= 1.8, ">= 1.8x"),
+]);
+rows.push([
+  `  vs 1 device x ${two} intra-op threads`,
+  `${t1b.toFixed(2)} ms (${dev(2)}) (${(t1b / t2).toFixed(2)}x)`,
+  verdict(t1b / t2 >= 1.0, ">= 1.0x"),
+]);
+if (maxDevices >= 8)
+  rows.push([
+    `  8 devices on ${availableParallelism()} cores`,
+    `${t8.toFixed(2)} ms per step (${dev(3)}; 2 devices: ${t2.toFixed(2)} ms)`,
+    "completes",
+  ]);
 
 // pmap of a tiny function on 2 devices vs one raw ORT session run (one thread) of the same per-device program
 const tiny = (v: Arr): Arr => jnp.add(jnp.multiply(jnp.sin(v), 2), 1);
@@ -150,28 +225,53 @@ const before = rt.lastLaunchTimeline();
 pf(xs).blockUntilReady();
 const onDevices = rt.lastLaunchTimeline() !== before && rt.lastLaunchTimeline().length === 2;
 const m = toOnnx(tiny, jnp.zeros([16]));
-const session = await ort.InferenceSession.create(m.bytes, { executionProviders: ["cpu"], intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: "sequential", graphOptimizationLevel: "all" });
+const session = await ort.InferenceSession.create(m.bytes, {
+  executionProviders: ["cpu"],
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  executionMode: "sequential",
+  graphOptimizationLevel: "all",
+});
 const feeds = { [m.inputNames[0]]: new ort.Tensor("float32", new Float32Array(16), [16]) };
 // interleaved: one pmap call, then one raw run, per round; the pmap call's launch is broken down by its stamps
-const tp: number[] = [], to: number[] = [], launchUs: number[] = [], spanUs: number[] = [];
-for (let i = 0; i < 20; i++) { pf(xs).blockUntilReady(); await session.run(feeds); }
+const tp: number[] = [],
+  to: number[] = [],
+  launchUs: number[] = [],
+  spanUs: number[] = [];
+for (let i = 0; i < 20; i++) {
+  pf(xs).blockUntilReady();
+  await session.run(feeds);
+}
 for (let i = 0; i < R(300); i++) {
   let t = performance.now();
   pf(xs).blockUntilReady();
   tp.push(performance.now() - t);
   const st = rt.lastLaunchStamps();
-  if (st) { launchUs.push(st.woke - st.enter); spanUs.push(deviceSpanUs()); }
+  if (st) {
+    launchUs.push(st.woke - st.enter);
+    spanUs.push(deviceSpanUs());
+  }
   t = performance.now();
   await session.run(feeds);
   to.push(performance.now() - t);
 }
 await session.release();
-const tPmap = median(tp), tOrt = median(to);
-const inside = launchUs.length ? `; native launch ${median(launchUs).toFixed(1)} us of it, device ${median(spanUs).toFixed(1)} us` : "";
-rows.push(["pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run", `${us(tPmap)}${inside} vs ${us(tOrt)} (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`, verdict(onDevices && tPmap / tOrt <= 3, "<= 3x")]);
+const tPmap = median(tp),
+  tOrt = median(to);
+const inside = launchUs.length
+  ? `; native launch ${median(launchUs).toFixed(1)} us of it, device ${median(spanUs).toFixed(1)} us`
+  : "";
+rows.push([
+  "pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run",
+  `${us(tPmap)}${inside} vs ${us(tOrt)} (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`,
+  verdict(onDevices && tPmap / tOrt <= 3, "<= 3x"),
+]);
 config.update("deviceIntraOpThreads", saved);
 config.update("spmdRuntime", "emulation");
 
-const w = Math.max(...rows.map((r) => r[0].length)), w2 = Math.max(...rows.map((r) => r[1].length));
-console.log(`device runtime (${availableParallelism()} cores, 1 intra-op thread per device unless said; medians${quick ? ", quick" : ""})`);
+const w = Math.max(...rows.map((r) => r[0].length)),
+  w2 = Math.max(...rows.map((r) => r[1].length));
+console.log(
+  `device runtime (${availableParallelism()} cores, 1 intra-op thread per device unless said; medians${quick ? ", quick" : ""})`,
+);
 for (const [a, b, c] of rows) console.log(`${a.padEnd(w)}  ${b.padEnd(w2)}  ${c}`);

@@ -41,19 +41,23 @@ export function measureFirstSteps(total = 600, steadySteps = 200): FirstSteps {
     loss.dispose();
     times.push(performance.now() - t0);
     const s = bufferPoolStats();
-    const held = s.pooledBytes + s.arenaFreeBytes, out = s.arenaInUseBytes + s.watchedBytes;
+    const held = s.pooledBytes + s.arenaFreeBytes,
+      out = s.arenaInUseBytes + s.watchedBytes;
     if (out > 0) peak = Math.max(peak, held / out);
   }
   const mean = (a: number[]) => a.reduce((u, v) => u + v, 0) / a.length;
-  const firstMs = mean(times.slice(0, 40)), steadyMs = mean(times.slice(total - steadySteps));
+  const firstMs = mean(times.slice(0, 40)),
+    steadyMs = mean(times.slice(total - steadySteps));
   return { firstMs, steadyMs, ratio: firstMs / steadyMs, steadySteps, poolPeakRatio: peak };
 }
 
 /** One line for the console and RESULTS.md. */
 export function formatFirstSteps(r: FirstSteps): string {
-  return `MLP 784-512-10 b128 train step without donateArgnums, first 40 steps vs steady state (last ${r.steadySteps} steps): ` +
+  return (
+    `MLP 784-512-10 b128 train step without donateArgnums, first 40 steps vs steady state (last ${r.steadySteps} steps): ` +
     `${r.firstMs.toFixed(2)} ms vs ${r.steadyMs.toFixed(2)} ms per step = ${r.ratio.toFixed(2)}x (target <= 1.3x: ${r.ratio <= 1.3 ? "met" : "MISSED"}); ` +
-    `pool held at most ${r.poolPeakRatio.toFixed(2)}x the bytes of its buffers in use`;
+    `pool held at most ${r.poolPeakRatio.toFixed(2)}x the bytes of its buffers in use`
+  );
 }
 
 /**
@@ -61,8 +65,14 @@ export function formatFirstSteps(r: FirstSteps): string {
  * not in the benchmark's process that has loaded every contender.
  */
 export function measureFirstStepsInChild(): FirstSteps {
-  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--json"], { encoding: "utf8", timeout: 600_000 });
-  if (r.status !== 0) throw new Error(`first-steps child failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`);
+  const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--json"], {
+    encoding: "utf8",
+    timeout: 600_000,
+  });
+  if (r.status !== 0)
+    throw new Error(
+      `first-steps child failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`,
+    );
   return JSON.parse(r.stdout.trim().split("\n").pop()!) as FirstSteps;
 }
 

@@ -59,15 +59,13 @@ export const ADD_N = 4096;
 /** All workloads, in the order they are run and printed (compile first: it wants a cold process). */
 export const WORKLOADS: readonly Workload[] = [
   { id: "mlp-compile", title: "MLP step, first call (trace+compile)", unit: "ms", higherIsBetter: false, once: true },
-  ...MATMUL_SIZES.map(
-    (n): Workload => ({
-      id: `matmul-${n}` as WorkloadId,
-      title: `f32 matmul ${n}x${n}`,
-      unit: "GFLOP/s",
-      work: 2 * n * n * n,
-      higherIsBetter: true,
-    }),
-  ),
+  ...MATMUL_SIZES.map((n): Workload => ({
+    id: `matmul-${n}` as WorkloadId,
+    title: `f32 matmul ${n}x${n}`,
+    unit: "GFLOP/s",
+    work: 2 * n * n * n,
+    higherIsBetter: true,
+  })),
   { id: "mlp-step", title: "MLP 784-512-10 b128 train step", unit: "ms/step", higherIsBetter: false },
   { id: "lenet-step", title: "LeNet CNN b64 28x28 train step", unit: "ms/step", higherIsBetter: false },
   // Read 4 B + write 4 B per element.
@@ -244,7 +242,13 @@ export async function takeSample(body: CaseBody, perSample: number): Promise<num
 /** Median and quartiles of a case's samples. */
 export function summarize(samples: readonly number[], perSample: number): Measurement {
   const times = [...samples].sort((a, b) => a - b);
-  return { median: quantile(times, 0.5), q1: quantile(times, 0.25), q3: quantile(times, 0.75), samples: times.length, callsPerSample: perSample };
+  return {
+    median: quantile(times, 0.5),
+    q1: quantile(times, 0.25),
+    q3: quantile(times, 0.75),
+    samples: times.length,
+    callsPerSample: perSample,
+  };
 }
 
 /**
@@ -254,14 +258,21 @@ export function summarize(samples: readonly number[], perSample: number): Measur
  * machine's slow and fast phases then fall on every case alike instead of on whichever ran at the time.
  */
 export async function measureInterleaved(
-  cases: readonly { body: CaseBody; activate?: () => void | Promise<void> }[], opts: TimingOptions, settle: () => Promise<void>,
+  cases: readonly { body: CaseBody; activate?: () => void | Promise<void> }[],
+  opts: TimingOptions,
+  settle: () => Promise<void>,
 ): Promise<(Measurement | Error)[]> {
   const toError = (e: unknown) => (e instanceof Error ? e : new Error(String(e)));
   // a case that throws drops out with its error; the others go on
   const plans: (SamplePlan | Error)[] = [];
   for (const c of cases) {
     await settle();
-    plans.push(await (async () => { await c.activate?.(); return warmUp(c.body, opts); })().catch(toError));
+    plans.push(
+      await (async () => {
+        await c.activate?.();
+        return warmUp(c.body, opts);
+      })().catch(toError),
+    );
   }
   const samples: number[][] = cases.map(() => []);
   for (let r = 0; r < opts.rounds; r++) {
@@ -275,7 +286,8 @@ export async function measureInterleaved(
         await cases[i]!.activate?.();
         // re-warm after the other cases ran (caches, thread pools, JIT state): ~20 ms of untimed calls, skipped for
         // bodies slower than that (their samples dwarf the transition)
-        if (p.estMs <= opts.reWarmMs) await timeCalls(cases[i]!.body, Math.max(1, Math.floor(opts.reWarmMs / Math.max(p.estMs, 1e-3))));
+        if (p.estMs <= opts.reWarmMs)
+          await timeCalls(cases[i]!.body, Math.max(1, Math.floor(opts.reWarmMs / Math.max(p.estMs, 1e-3))));
         while (samples[i]!.length < upTo) samples[i]!.push(await takeSample(cases[i]!.body, p.perSample));
       } catch (e) {
         plans[i] = toError(e);
@@ -347,7 +359,11 @@ export function formatTables(results: readonly CaseResult[], contenders: readonl
   const byKey = new Map(results.map((r) => [`${r.contender}\u0000${r.workload}`, r]));
   const get = (c: string, w: WorkloadId) => byKey.get(`${c}\u0000${w}`);
   const used = WORKLOADS.filter((w) => contenders.some((c) => get(c, w.id)));
-  const medRows = used.map((w) => [w.title, w.unit + (w.higherIsBetter ? " ↑" : " ↓"), ...contenders.map((c) => cell(w, get(c, w.id)))]);
+  const medRows = used.map((w) => [
+    w.title,
+    w.unit + (w.higherIsBetter ? " ↑" : " ↓"),
+    ...contenders.map((c) => cell(w, get(c, w.id))),
+  ]);
   let out = mdTable(["workload", "unit", ...contenders], medRows);
   const others = contenders.filter((c) => c !== baseline);
   if (contenders.includes(baseline) && others.length > 0) {
@@ -373,29 +389,63 @@ export function formatTables(results: readonly CaseResult[], contenders: readonl
 /** The speed targets of issue #4 [engine]: jaxts's speed-up over `contender` on `workload` must reach `min`. */
 export const TARGETS: readonly { workload: WorkloadId; contender: string; min: number; what: string }[] = [
   ...MATMUL_SIZES.flatMap((n) => [
-    { workload: `matmul-${n}` as WorkloadId, contender: "raw-ort", min: 0.9, what: `f32 matmul N=${n} under jit: >= 0.9x raw ORT throughput` },
-    { workload: `matmul-${n}` as WorkloadId, contender: "jax-js", min: 6, what: `f32 matmul N=${n} under jit: >= 6x jax-js` },
+    {
+      workload: `matmul-${n}` as WorkloadId,
+      contender: "raw-ort",
+      min: 0.9,
+      what: `f32 matmul N=${n} under jit: >= 0.9x raw ORT throughput`,
+    },
+    {
+      workload: `matmul-${n}` as WorkloadId,
+      contender: "jax-js",
+      min: 6,
+      what: `f32 matmul N=${n} under jit: >= 6x jax-js`,
+    },
   ]),
-  { workload: "mlp-step", contender: "jax-js", min: 8, what: "MLP 784-512-10 b128 train step: >= 8x faster than jax-js" },
-  { workload: "mlp-step", contender: "tfjs-wasm", min: 40, what: "MLP train step: >= 40x faster than TensorFlow.js wasm" },
+  {
+    workload: "mlp-step",
+    contender: "jax-js",
+    min: 8,
+    what: "MLP 784-512-10 b128 train step: >= 8x faster than jax-js",
+  },
+  {
+    workload: "mlp-step",
+    contender: "tfjs-wasm",
+    min: 40,
+    what: "MLP train step: >= 40x faster than TensorFlow.js wasm",
+  },
   { workload: "tanh-1e7", contender: "jax-js", min: 10, what: "jit(x => tanh(2x+1)) on 1e7 float32: >= 10x jax-js" },
-  { workload: "add-eager-4096", contender: "jax-js", min: 1, what: "eager add of two 4096-element arrays: no slower than jax-js" },
+  {
+    workload: "add-eager-4096",
+    contender: "jax-js",
+    min: 1,
+    what: "eager add of two 4096-element arrays: no slower than jax-js",
+  },
   { workload: "add-jit-4096", contender: "jax-js", min: 1, what: "jit call of the same add: no slower than jax-js" },
-  { workload: "mlp-compile", contender: "jax-js", min: 1, what: "compile time of the MLP step (first call): no slower than jax-js" },
+  {
+    workload: "mlp-compile",
+    contender: "jax-js",
+    min: 1,
+    what: "compile time of the MLP step (first call): no slower than jax-js",
+  },
 ];
 
 /** A table of the targets this run measured: the speed-up reached and whether it meets the target (jaxts baseline only). */
 export function formatTargets(results: readonly CaseResult[]): string {
   const get = (c: string, w: WorkloadId) => results.find((r) => r.contender === c && r.workload === w)?.measurement;
   const rows = TARGETS.flatMap((t) => {
-    const b = get("jaxts", t.workload), m = get(t.contender, t.workload);
+    const b = get("jaxts", t.workload),
+      m = get(t.contender, t.workload);
     if (!b || !m) return [];
     const r = m.median / b.median;
     return [[t.what, `${fmtNum(r)}×`, r >= t.min ? "met" : "MISSED"]];
   });
   if (rows.length === 0) return "";
   const missed = rows.filter((r) => r[2] !== "met").length;
-  return mdTable(["target", "this run", ""], rows) + `\n\n${missed === 0 ? "Every target measured in this run is met." : `${missed} of ${rows.length} targets missed in this run.`}`;
+  return (
+    mdTable(["target", "this run", ""], rows) +
+    `\n\n${missed === 0 ? "Every target measured in this run is met." : `${missed} of ${rows.length} targets missed in this run.`}`
+  );
 }
 
 /** Directory holding the repository's package.json (named "jaxts"), else the working directory. */
@@ -445,7 +495,9 @@ export function packageVersion(name: string): string {
 /** Version in the repository's own package.json. */
 export function rootPackageVersion(): string {
   try {
-    return (JSON.parse(readFileSync(path.join(repoRoot(), "package.json"), "utf8")) as { version?: string }).version ?? "?";
+    return (
+      (JSON.parse(readFileSync(path.join(repoRoot(), "package.json"), "utf8")) as { version?: string }).version ?? "?"
+    );
   } catch {
     return "?";
   }
@@ -460,7 +512,10 @@ export function machineInfo(): string[] {
     `Memory: ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB`,
     `OS: ${os.type()} ${os.release()} ${os.arch()}`,
     `Node: ${process.version} (V8 ${process.versions.v8})`,
-    `Load average (1/5/15 min) when the report was written: ${os.loadavg().map((x) => x.toFixed(2)).join(" / ")}`,
+    `Load average (1/5/15 min) when the report was written: ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(" / ")}`,
   ];
 }
 
@@ -507,10 +562,20 @@ export function renderReport(rep: Report): string {
   const targets = rep.baseline === "jaxts" ? formatTargets(rep.results) : "";
   if (targets) lines.push("## Targets (issue #4 [engine])", "", targets, "");
   if (rep.firstSteps) lines.push("## First steps (issue [reliability])", "", rep.firstSteps, "");
-  if (rep.devices) lines.push("## Device runtime (issue [devices]; bench/devices.ts in a child process)", "", "```", rep.devices, "```", "");
+  if (rep.devices)
+    lines.push(
+      "## Device runtime (issue [devices]; bench/devices.ts in a child process)",
+      "",
+      "```",
+      rep.devices,
+      "```",
+      "",
+    );
   lines.push("## Contenders", "");
   for (const c of rep.contenders) {
-    lines.push(`- **${c.name}**${c.version ? ` (${c.version})` : ""}${c.unavailable ? `: unavailable: ${c.unavailable}` : ""}`);
+    lines.push(
+      `- **${c.name}**${c.version ? ` (${c.version})` : ""}${c.unavailable ? `: unavailable: ${c.unavailable}` : ""}`,
+    );
     for (const n of c.notes ?? []) lines.push(`  - ${n}`);
   }
   const notes = rep.results.filter((r) => r.note || r.error);
@@ -581,7 +646,16 @@ export function mlpData(): MlpData {
 }
 
 /** LeNet parameters (kernels OIHW, dense row-major) and one NCHW batch, identical for all contenders. */
-export interface LenetData { k1: Float32Array; b1: Float32Array; k2: Float32Array; b2: Float32Array; w3: Float32Array; b3: Float32Array; x: Float32Array; y: Float32Array }
+export interface LenetData {
+  k1: Float32Array;
+  b1: Float32Array;
+  k2: Float32Array;
+  b2: Float32Array;
+  w3: Float32Array;
+  b3: Float32Array;
+  x: Float32Array;
+  y: Float32Array;
+}
 export function lenetData(): LenetData {
   const { batch, size, c1, c2, k, flat, outDim } = LENET;
   const y = new Float32Array(batch * outDim);

@@ -14,16 +14,24 @@ export function mlpLoss(p: Params, x: Array, y: Array): Array {
   return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / MLP.batch);
 }
 function makeStep() {
-  return jax.jit((p: Params, x: Array, y: Array): [Array, Params] => {
-    const [loss, g] = jax.valueAndGrad(mlpLoss)(p, x, y) as [Array, Params];
-    const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, MLP.lr));
-    return [loss, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
-  }, { donateArgnums: 0 });
+  return jax.jit(
+    (p: Params, x: Array, y: Array): [Array, Params] => {
+      const [loss, g] = jax.valueAndGrad(mlpLoss)(p, x, y) as [Array, Params];
+      const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, MLP.lr));
+      return [loss, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
+    },
+    { donateArgnums: 0 },
+  );
 }
 export function mlpInputs() {
   const d = mlpData();
   return {
-    params: { w1: mk(d.w1, [MLP.inDim, MLP.hidden]), b1: mk(d.b1, [MLP.hidden]), w2: mk(d.w2, [MLP.hidden, MLP.outDim]), b2: mk(d.b2, [MLP.outDim]) } as Params,
+    params: {
+      w1: mk(d.w1, [MLP.inDim, MLP.hidden]),
+      b1: mk(d.b1, [MLP.hidden]),
+      w2: mk(d.w2, [MLP.hidden, MLP.outDim]),
+      b2: mk(d.b2, [MLP.outDim]),
+    } as Params,
     x: mk(d.x, [MLP.batch, MLP.inDim]),
     y: mk(d.y, [MLP.batch, MLP.outDim]),
   };
@@ -40,56 +48,133 @@ function lenetLoss(p: LenetParams, x: Array, y: Array): Array {
   const logits = jnp.add(jnp.matmul(h, p.w3), p.b3);
   return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / LENET.batch);
 }
-const c = (workload: WorkloadId, note: string, setup: () => Promise<CaseBody>): Case => ({ name: NAME, workload, note, setup });
+const c = (workload: WorkloadId, note: string, setup: () => Promise<CaseBody>): Case => ({
+  name: NAME,
+  workload,
+  note,
+  setup,
+});
 
 export const jaxtsCases: Case[] = [
-  c("mlp-compile", "fresh jit(step) (valueAndGrad + SGD), first call: trace, ONNX compile, session creation, run", async () => {
-    const { params, x, y } = mlpInputs();
-    return () => { const step = makeStep(); const [loss] = step(params, x, y); loss.blockUntilReady(); };
-  }),
-  ...MATMUL_SIZES.map((n) => c(`matmul-${n}` as WorkloadId, `jit(matmul) f32 ${n}x${n}, output disposed`, async () => {
-    const a = mk(randomF32(n * n, 10 + n), [n, n]), b = mk(randomF32(n * n, 20 + n), [n, n]);
-    const f = jax.jit((u: Array, v: Array) => jnp.matmul(u, v));
-    f(a, b).blockUntilReady();
-    return () => { const c = f(a, b); c.blockUntilReady(); c.dispose(); };
-  })),
+  c(
+    "mlp-compile",
+    "fresh jit(step) (valueAndGrad + SGD), first call: trace, ONNX compile, session creation, run",
+    async () => {
+      const { params, x, y } = mlpInputs();
+      return () => {
+        const step = makeStep();
+        const [loss] = step(params, x, y);
+        loss.blockUntilReady();
+      };
+    },
+  ),
+  ...MATMUL_SIZES.map((n) =>
+    c(`matmul-${n}` as WorkloadId, `jit(matmul) f32 ${n}x${n}, output disposed`, async () => {
+      const a = mk(randomF32(n * n, 10 + n), [n, n]),
+        b = mk(randomF32(n * n, 20 + n), [n, n]);
+      const f = jax.jit((u: Array, v: Array) => jnp.matmul(u, v));
+      f(a, b).blockUntilReady();
+      return () => {
+        const c = f(a, b);
+        c.blockUntilReady();
+        c.dispose();
+      };
+    }),
+  ),
   c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back, loss disposed", async () => {
     let { params } = mlpInputs();
     const { x, y } = mlpInputs();
     const step = makeStep();
     [, params] = step(params, x, y);
-    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
+    return () => {
+      const [loss, p] = step(params, x, y);
+      params = p;
+      loss.blockUntilReady();
+      loss.dispose();
+    };
   }),
-  c("lenet-step", "jit(valueAndGrad(loss)) + SGD step; lax.convGeneralDilated + reduceWindowMax lowered to ORT Conv / MaxPool; params donated", async () => {
-    const { batch, size, c1, c2, k, flat, outDim } = LENET;
-    const d = lenetData();
-    let params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
-    const x = mk(d.x, [batch, 1, size, size]), y = mk(d.y, [batch, outDim]);
-    const step = jax.jit((p: LenetParams, xs: Array, ys: Array): [Array, LenetParams] => {
-      const [loss, g] = jax.valueAndGrad(lenetLoss)(p, xs, ys) as [Array, LenetParams];
-      const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, LENET.lr));
-      return [loss, { k1: upd(p.k1, g.k1), b1: upd(p.b1, g.b1), k2: upd(p.k2, g.k2), b2: upd(p.b2, g.b2), w3: upd(p.w3, g.w3), b3: upd(p.b3, g.b3) }];
-    }, { donateArgnums: 0 });
-    [, params] = step(params, x, y);
-    return () => { const [loss, p] = step(params, x, y); params = p; loss.blockUntilReady(); loss.dispose(); };
-  }),
-  c("tanh-1e7", "jit(x => tanh(2x+1)) on 1e7 float32, output disposed; runs as a fused elementwise kernel (native AVX-512, this thread plus a helper thread)", async () => {
-    const x = jnp.array(randomF32(TANH_N, 30));
-    const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
-    f(x).blockUntilReady();
-    return () => { const y = f(x); y.blockUntilReady(); y.dispose(); };
-  }),
+  c(
+    "lenet-step",
+    "jit(valueAndGrad(loss)) + SGD step; lax.convGeneralDilated + reduceWindowMax lowered to ORT Conv / MaxPool; params donated",
+    async () => {
+      const { batch, size, c1, c2, k, flat, outDim } = LENET;
+      const d = lenetData();
+      let params: LenetParams = {
+        k1: mk(d.k1, [c1, 1, k, k]),
+        b1: mk(d.b1, [c1]),
+        k2: mk(d.k2, [c2, c1, k, k]),
+        b2: mk(d.b2, [c2]),
+        w3: mk(d.w3, [flat, outDim]),
+        b3: mk(d.b3, [outDim]),
+      };
+      const x = mk(d.x, [batch, 1, size, size]),
+        y = mk(d.y, [batch, outDim]);
+      const step = jax.jit(
+        (p: LenetParams, xs: Array, ys: Array): [Array, LenetParams] => {
+          const [loss, g] = jax.valueAndGrad(lenetLoss)(p, xs, ys) as [Array, LenetParams];
+          const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, LENET.lr));
+          return [
+            loss,
+            {
+              k1: upd(p.k1, g.k1),
+              b1: upd(p.b1, g.b1),
+              k2: upd(p.k2, g.k2),
+              b2: upd(p.b2, g.b2),
+              w3: upd(p.w3, g.w3),
+              b3: upd(p.b3, g.b3),
+            },
+          ];
+        },
+        { donateArgnums: 0 },
+      );
+      [, params] = step(params, x, y);
+      return () => {
+        const [loss, p] = step(params, x, y);
+        params = p;
+        loss.blockUntilReady();
+        loss.dispose();
+      };
+    },
+  ),
+  c(
+    "tanh-1e7",
+    "jit(x => tanh(2x+1)) on 1e7 float32, output disposed; runs as a fused elementwise kernel (native AVX-512, this thread plus a helper thread)",
+    async () => {
+      const x = jnp.array(randomF32(TANH_N, 30));
+      const f = jax.jit((v: Array) => jnp.tanh(jnp.add(jnp.multiply(v, 2), 1)));
+      f(x).blockUntilReady();
+      return () => {
+        const y = f(x);
+        y.blockUntilReady();
+        y.dispose();
+      };
+    },
+  ),
   c("add-eager-4096", "eager jnp.add of two 4096-element float32 arrays, output disposed", async () => {
-    const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
+    const a = jnp.array(randomF32(ADD_N, 40)),
+      b = jnp.array(randomF32(ADD_N, 41));
     jnp.add(a, b);
-    return () => { const c = jnp.add(a, b); c.blockUntilReady(); c.dispose(); };
+    return () => {
+      const c = jnp.add(a, b);
+      c.blockUntilReady();
+      c.dispose();
+    };
   }),
-  c("add-jit-4096", "jit(add) call on two 4096-element float32 arrays, output disposed; a pure elementwise program, so it runs as a fused native kernel (through ONNX Runtime: ~10 µs, see notes/onnx-runtime.md)", async () => {
-    const a = jnp.array(randomF32(ADD_N, 40)), b = jnp.array(randomF32(ADD_N, 41));
-    const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
-    f(a, b);
-    return () => { const c = f(a, b); c.blockUntilReady(); c.dispose(); };
-  }),
+  c(
+    "add-jit-4096",
+    "jit(add) call on two 4096-element float32 arrays, output disposed; a pure elementwise program, so it runs as a fused native kernel (through ONNX Runtime: ~10 µs, see notes/onnx-runtime.md)",
+    async () => {
+      const a = jnp.array(randomF32(ADD_N, 40)),
+        b = jnp.array(randomF32(ADD_N, 41));
+      const f = jax.jit((u: Array, v: Array) => jnp.add(u, v));
+      f(a, b);
+      return () => {
+        const c = f(a, b);
+        c.blockUntilReady();
+        c.dispose();
+      };
+    },
+  ),
 ];
 
 export async function jaxtsInit(): Promise<void> {

@@ -131,7 +131,11 @@ async function main(): Promise<void> {
     log(`[bench] ${firstSteps}`);
   }
   try {
-    const ms = await measureInterleaved(live.map((l) => ({ body: l.body, activate: l.k.activate?.bind(l.k) })), timing, settle);
+    const ms = await measureInterleaved(
+      live.map((l) => ({ body: l.body, activate: l.k.activate?.bind(l.k) })),
+      timing,
+      settle,
+    );
     live.forEach((l, i) => {
       const m = ms[i]!;
       if (m instanceof Error) l.r.error = m.message.split("\n")[0];
@@ -156,21 +160,35 @@ async function main(): Promise<void> {
   }
   if (firstSteps) console.log(firstSteps + "\n");
   for (const [n, s] of status) if (s !== undefined) console.log(`${n}: unavailable (${s})`);
-  const devices = !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices")) ? deviceRows(flag("quick")) : undefined;
+  const devices =
+    !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices"))
+      ? deviceRows(flag("quick"))
+      : undefined;
   if (devices) console.log(devices + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
     const file = path.join(repoRoot(), "bench", "RESULTS.md");
     const packages: Record<string, string> = {};
-    for (const p of ["onnxruntime-node", "@jax-js/jax", "@tensorflow/tfjs", "@tensorflow/tfjs-backend-wasm", "typescript"]) {
+    for (const p of [
+      "onnxruntime-node",
+      "@jax-js/jax",
+      "@tensorflow/tfjs",
+      "@tensorflow/tfjs-backend-wasm",
+      "typescript",
+    ]) {
       packages[p] = packageVersion(p);
     }
     writeFileAtomic(
       file,
       renderReport({
         results,
-        contenders: all.map((c) => ({ name: c.name, version: c.version, notes: c.notes, unavailable: status.get(c.name) })),
+        contenders: all.map((c) => ({
+          name: c.name,
+          version: c.version,
+          notes: c.notes,
+          unavailable: status.get(c.name),
+        })),
         baseline,
         packages,
         timing,
@@ -187,8 +205,12 @@ async function main(): Promise<void> {
 /** The device runtime rows (bench/devices.ts) from a fresh process: numCpuDevices is fixed once devices exist. */
 function deviceRows(quick: boolean): string {
   const script = path.join(repoRoot(), "dist", "bench", "devices.js");
-  const r = spawnSync(process.execPath, [script, ...(quick ? ["--quick"] : [])], { encoding: "utf8", timeout: 600_000 });
-  if (r.status !== 0) return `device runtime: ERROR (${r.error?.message ?? `exit ${r.status}`}) ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`;
+  const r = spawnSync(process.execPath, [script, ...(quick ? ["--quick"] : [])], {
+    encoding: "utf8",
+    timeout: 600_000,
+  });
+  if (r.status !== 0)
+    return `device runtime: ERROR (${r.error?.message ?? `exit ${r.status}`}) ${(r.stderr ?? "").trim().split("\n").slice(-3).join(" | ")}`;
   return r.stdout.trim();
 }
 

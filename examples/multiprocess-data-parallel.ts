@@ -6,7 +6,21 @@
 import { config } from "../src/core/config.js";
 config.update("numCpuDevices", 2);
 config.update("spmdRuntime", "devices");
-import { type Array, devices, distributed, grad, jit, lax, makeMesh, numpy as jnp, processCount, processIndex, random, shardMap, sharding } from "../src/index.js";
+import {
+  type Array,
+  devices,
+  distributed,
+  grad,
+  jit,
+  lax,
+  makeMesh,
+  numpy as jnp,
+  processCount,
+  processIndex,
+  random,
+  shardMap,
+  sharding,
+} from "../src/index.js";
 const { P } = sharding;
 
 distributed.initialize();
@@ -16,14 +30,20 @@ const x = random.normal(k1, [64 * devices().length, 16]);
 const wTrue = random.normal(k2, [16, 4]);
 const y = jnp.tanh(jnp.matmul(x, wTrue));
 let params: Array[] = [jnp.multiply(random.normal(k3, [16, 32]), 0.2), jnp.zeros([32, 4])];
-const loss = (p: Array[], xb: Array, yb: Array): Array => jnp.mean(jnp.square(jnp.subtract(jnp.matmul(jnp.tanh(jnp.matmul(xb, p[0])), p[1]), yb)));
+const loss = (p: Array[], xb: Array, yb: Array): Array =>
+  jnp.mean(jnp.square(jnp.subtract(jnp.matmul(jnp.tanh(jnp.matmul(xb, p[0])), p[1]), yb)));
 // per device: the gradient of its slice of the batch, averaged over every device of every process
-const grads = shardMap((p: Array[], xb: Array, yb: Array) => grad(loss)(p, xb, yb).map((g) => lax.pmean(g, "data")),
-  { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P() });
+const grads = shardMap((p: Array[], xb: Array, yb: Array) => grad(loss)(p, xb, yb).map((g) => lax.pmean(g, "data")), {
+  mesh,
+  inSpecs: [P(), P("data"), P("data")],
+  outSpecs: P(),
+});
 const lossJ = jit(loss);
 for (let step = 0; step <= 60; step++) {
   const g = grads(params, x, y) as Array[];
   params = params.map((w, i) => jnp.subtract(w, jnp.multiply(g[i], 0.5)));
-  if (step % 20 === 0 && processIndex() === 0) console.log(`step ${String(step).padStart(2)}  loss ${(lossJ(params, x, y).item() as number).toFixed(5)}`);
+  if (step % 20 === 0 && processIndex() === 0)
+    console.log(`step ${String(step).padStart(2)}  loss ${(lossJ(params, x, y).item() as number).toFixed(5)}`);
 }
-if (processIndex() === 0) console.log(`${processCount()} process(es), mesh ${mesh} over devices [${mesh.deviceIds.join(", ")}]`);
+if (processIndex() === 0)
+  console.log(`${processCount()} process(es), mesh ${mesh} over devices [${mesh.deviceIds.join(", ")}]`);

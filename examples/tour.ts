@@ -2,9 +2,22 @@
 import * as jax from "../src/index.js";
 import { numpy as jnp, random, type Array } from "../src/index.js";
 
-const x = jnp.array([[1, 2, 3], [4, 5, 6]], { dtype: "float32" });
+const x = jnp.array(
+  [
+    [1, 2, 3],
+    [4, 5, 6],
+  ],
+  { dtype: "float32" },
+);
 console.log("x =", x.toString());
-console.log("x.T.shape =", x.T.shape, " x.sum(0) =", x.sum(0).toString(), " x.get(':', '1:') =", x.get(":", "1:").toString());
+console.log(
+  "x.T.shape =",
+  x.T.shape,
+  " x.sum(0) =",
+  x.sum(0).toString(),
+  " x.get(':', '1:') =",
+  x.get(":", "1:").toString(),
+);
 
 // a function of arrays, its jaxpr, its gradient
 const f = (w: Array): Array => jnp.sum(jnp.tanh(jnp.multiply(w, w)));
@@ -21,7 +34,15 @@ const key = random.PRNGKey(0);
 console.log("\nrandom.normal(PRNGKey(0), [3]) =", random.normal(key, [3]).toString());
 
 // a small computation: least squares by gradient descent on y = 2a - b + 0.5
-const A = jnp.array([[1, 0], [0, 1], [1, 1], [2, -1]], { dtype: "float32" });
+const A = jnp.array(
+  [
+    [1, 0],
+    [0, 1],
+    [1, 1],
+    [2, -1],
+  ],
+  { dtype: "float32" },
+);
 const y = jnp.array([2.5, -0.5, 1.5, 5.5], { dtype: "float32" });
 type Params = { w: Array; b: Array };
 const loss = (p: Params) => jnp.sum(jnp.square(jnp.subtract(jnp.add(jnp.matmul(A, p.w), p.b), y)));

@@ -11,9 +11,14 @@ const opt = optim.adamw(optim.warmupCosineDecaySchedule(0, 3e-3, 10, 200, 3e-4))
 const step = jit(makeShardedTrainStep(cfg, opt, mesh));
 
 // task: predict the token three positions back
-const toks = globalThis.Array.from({ length: 16 }, (_, b) => globalThis.Array.from({ length: cfg.seq }, (_, i) => (b * 5 + i * 7) % cfg.vocab));
+const toks = globalThis.Array.from({ length: 16 }, (_, b) =>
+  globalThis.Array.from({ length: cfg.seq }, (_, i) => (b * 5 + i * 7) % cfg.vocab),
+);
 const x = jnp.array(toks, { dtype: "int32" });
-const y = jnp.array(toks.map((r) => r.map((_, i) => r[Math.max(0, i - 3)])), { dtype: "int32" });
+const y = jnp.array(
+  toks.map((r) => r.map((_, i) => r[Math.max(0, i - 3)])),
+  { dtype: "int32" },
+);
 
 let params = initParams(cfg, 0);
 let state = opt.init(params);

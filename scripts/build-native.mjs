@@ -12,14 +12,45 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["ort-addon.cc", "fused.cc", "gemm-op.cc", "sgemm.cc", "cpu-level.cc", "arena.cc", "devices.cc", "shm-communicator.cc", "collective-ops.cc", "mpi-loader.cc", "mpi-communicator.cc"].map((f) => join(root, "native", f));
-const headers = ["cpu-level.h", "fused-kernel.inc", "fused.h", "gemm-op.h", "ort-api.h", "sgemm.h", "communicator.h", "device-context.h", "ort-globals.h", "collective-ops.h", "napi-util.h", "mpi-loader.h", "mpi-communicator.h"].map((f) => join(root, "native", f));
+const sources = [
+  "ort-addon.cc",
+  "fused.cc",
+  "gemm-op.cc",
+  "sgemm.cc",
+  "cpu-level.cc",
+  "arena.cc",
+  "devices.cc",
+  "shm-communicator.cc",
+  "collective-ops.cc",
+  "mpi-loader.cc",
+  "mpi-communicator.cc",
+].map((f) => join(root, "native", f));
+const headers = [
+  "cpu-level.h",
+  "fused-kernel.inc",
+  "fused.h",
+  "gemm-op.h",
+  "ort-api.h",
+  "sgemm.h",
+  "communicator.h",
+  "device-context.h",
+  "ort-globals.h",
+  "collective-ops.h",
+  "napi-util.h",
+  "mpi-loader.h",
+  "mpi-communicator.h",
+].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);
 const prebuild = argv.includes("--prebuild");
 const install = argv.includes("--install");
 const outArg = argv.indexOf("--out");
 const prebuildFile = join(root, "prebuilds", `${process.platform}-${process.arch}`, "jaxts-ort.node");
-const out = outArg >= 0 ? resolve(argv[outArg + 1] ?? "") : prebuild ? prebuildFile : join(root, "native", "build", "jaxts-ort.node");
+const out =
+  outArg >= 0
+    ? resolve(argv[outArg + 1] ?? "")
+    : prebuild
+      ? prebuildFile
+      : join(root, "native", "build", "jaxts-ort.node");
 
 function note(msg) {
   console.error(`build-native: ${msg}`);
@@ -45,7 +76,8 @@ function main() {
   if (process.platform !== "linux") return skip(`only built on Linux (this is ${process.platform})`);
   if (install && existsSync(prebuildFile)) return; // the package ships this platform's addon
   const fixed = outArg < 0 && !prebuild;
-  if (fixed && existsSync(out) && [...sources, ...headers].every((f) => statSync(out).mtimeMs >= statSync(f).mtimeMs)) return; // up to date
+  if (fixed && existsSync(out) && [...sources, ...headers].every((f) => statSync(out).mtimeMs >= statSync(f).mtimeMs))
+    return; // up to date
   const inc = nodeApiIncludeDir();
   if (!inc) return skip("Node-API headers (node_api.h) not found; using onnxruntime-node's binding");
   const cxx = process.env.CXX || "g++";
@@ -62,7 +94,9 @@ function main() {
   const res = spawnSync(cxx, args, { encoding: "utf8" });
   if (res.error || res.status !== 0) {
     rmSync(tmp, { force: true });
-    return skip(`${cxx} failed (${res.error?.message ?? res.stderr.trim().split("\n").slice(0, 5).join(" | ")}); using onnxruntime-node's binding`);
+    return skip(
+      `${cxx} failed (${res.error?.message ?? res.stderr.trim().split("\n").slice(0, 5).join(" | ")}); using onnxruntime-node's binding`,
+    );
   }
   renameSync(tmp, out); // atomic: a concurrent reader never sees a half-written addon
   note(`built ${out}${process.env.JAXTS_NO_X86 === "1" ? " (JAXTS_NO_X86: portable kernels)" : ""}`);

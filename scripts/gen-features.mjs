@@ -18,7 +18,13 @@ import { readFileSync, readdirSync, renameSync, writeFileSync, existsSync } from
 import { fileURLToPath, pathToFileURL } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const ORDER = ["features-core.md", "features-math.md", "features-struct.md", "features-random.md", "features-optim-io.md"];
+const ORDER = [
+  "features-core.md",
+  "features-math.md",
+  "features-struct.md",
+  "features-random.md",
+  "features-optim-io.md",
+];
 const ROW = /^([^|`#][^|]*)\|\s*(done|partial|missing)\s*\|(.*)$/;
 const IDENT_PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$/;
 
@@ -33,12 +39,22 @@ export function parseNotes(text) {
   const stray = [];
   let cur = null;
   text.split("\n").forEach((line, i) => {
-    if (line.startsWith("## ")) { cur = { title: line.slice(3).trim(), api: "", rows: [] }; sections.push(cur); return; }
+    if (line.startsWith("## ")) {
+      cur = { title: line.slice(3).trim(), api: "", rows: [] };
+      sections.push(cur);
+      return;
+    }
     const api = line.match(/^api:\s*(\S+)\s*$/);
-    if (api && cur && cur.rows.length === 0) { cur.api = api[1] === "none" ? null : api[1] === "jax" ? "" : api[1]; return; }
+    if (api && cur && cur.rows.length === 0) {
+      cur.api = api[1] === "none" ? null : api[1] === "jax" ? "" : api[1];
+      return;
+    }
     const m = line.match(ROW);
     if (!m) return;
-    if (!cur) { if (!line.includes("`name |")) stray.push(i + 1); return; } // the format line describing rows is not a row
+    if (!cur) {
+      if (!line.includes("`name |")) stray.push(i + 1);
+      return;
+    } // the format line describing rows is not a row
     cur.rows.push({ name: m[1].trim(), status: m[2], note: m[3].trim(), line: i + 1 });
   });
   return { sections, stray };
@@ -65,10 +81,16 @@ export function symbolsOf(name) {
 export function isExported(pkg, api, path) {
   let segs = path.split(".");
   const bases = [];
-  if (segs[0] === "jax") { segs = segs.slice(1); bases.push(""); }
-  else if (segs[0] === "jnp") { segs = segs.slice(1); bases.push("numpy"); }
-  else if (segs[0] === "x" && segs.length > 1) { segs = ["Array", "prototype", ...segs.slice(1)]; bases.push(""); }
-  else bases.push(api, "");
+  if (segs[0] === "jax") {
+    segs = segs.slice(1);
+    bases.push("");
+  } else if (segs[0] === "jnp") {
+    segs = segs.slice(1);
+    bases.push("numpy");
+  } else if (segs[0] === "x" && segs.length > 1) {
+    segs = ["Array", "prototype", ...segs.slice(1)];
+    bases.push("");
+  } else bases.push(api, "");
   return bases.some((b) => has(pkg, b === "" ? segs : [...b.split("."), ...segs]));
 }
 
@@ -93,7 +115,9 @@ function has(obj, keys) {
  * @returns {string[]}
  */
 export function checkNames(file, parsed, pkg) {
-  const problems = parsed.stray.map((l) => `${file}:${l}: row outside any "## " section (it would not appear in FEATURES.md)`);
+  const problems = parsed.stray.map(
+    (l) => `${file}:${l}: row outside any "## " section (it would not appear in FEATURES.md)`,
+  );
   for (const s of parsed.sections) {
     if (s.api === null) continue;
     for (const r of s.rows) {
@@ -101,8 +125,10 @@ export function checkNames(file, parsed, pkg) {
       if (!syms || r.status === "missing") continue;
       const absent = syms.filter((p) => !isExported(pkg, s.api, p));
       if (absent.length) {
-        problems.push(`${file}:${r.line}: row "${r.name}" is ${r.status} but the package does not export ${absent.join(", ")}` +
-          ` (looked up in ${s.api ? `${s.api} and ` : ""}the package root; mark it missing, fix the name, or give the section an api: line)`);
+        problems.push(
+          `${file}:${r.line}: row "${r.name}" is ${r.status} but the package does not export ${absent.join(", ")}` +
+            ` (looked up in ${s.api ? `${s.api} and ` : ""}the package root; mark it missing, fix the name, or give the section an api: line)`,
+        );
       }
     }
   }
@@ -135,14 +161,20 @@ export function render(notes) {
       out.push("");
     }
   }
-  out.splice(5, 0, `Totals: ${counts.done} done, ${counts.partial} partial, ${counts.missing} missing; ${jnpDone} jax.numpy / jax.numpy.linalg / jax.nn functions done.`, "");
+  out.splice(
+    5,
+    0,
+    `Totals: ${counts.done} done, ${counts.partial} partial, ${counts.missing} missing; ${jnpDone} jax.numpy / jax.numpy.linalg / jax.nn functions done.`,
+    "",
+  );
   return { text: out.join("\n"), counts, jnpDone };
 }
 
 /** Reads every notes/features-*.md under the repository root, in ORDER. */
 export function readNotes() {
   const rank = (f) => (ORDER.includes(f) ? ORDER.indexOf(f) : ORDER.length);
-  return readdirSync(`${root}/notes`).filter((f) => f.startsWith("features-") && f.endsWith(".md"))
+  return readdirSync(`${root}/notes`)
+    .filter((f) => f.startsWith("features-") && f.endsWith(".md"))
     .sort((a, b) => rank(a) - rank(b) || (a < b ? -1 : a > b ? 1 : 0))
     .map((f) => ({ file: `notes/${f}`, parsed: parseNotes(readFileSync(`${root}/notes/${f}`, "utf8")) }));
 }
@@ -150,14 +182,20 @@ export function readNotes() {
 async function main() {
   const check = process.argv.includes("--check");
   const entry = `${root}/dist/src/index.js`;
-  if (!existsSync(entry)) { console.error("gen-features: dist/src/index.js is missing; run `npm run build` first"); process.exit(1); }
+  if (!existsSync(entry)) {
+    console.error("gen-features: dist/src/index.js is missing; run `npm run build` first");
+    process.exit(1);
+  }
   const pkg = await import(pathToFileURL(entry).href);
   const notes = readNotes();
   const problems = notes.flatMap(({ file, parsed }) => checkNames(file, parsed, pkg));
   const { text, counts, jnpDone } = render(notes);
   if (check) {
     const committed = existsSync(`${root}/FEATURES.md`) ? readFileSync(`${root}/FEATURES.md`, "utf8") : "";
-    if (committed !== text) problems.push("FEATURES.md differs from what notes/features-*.md generate: run `node scripts/gen-features.mjs` and commit it");
+    if (committed !== text)
+      problems.push(
+        "FEATURES.md differs from what notes/features-*.md generate: run `node scripts/gen-features.mjs` and commit it",
+      );
   }
   if (problems.length) {
     console.error(`gen-features: ${problems.length} problem(s):\n${problems.map((p) => `  ${p}`).join("\n")}`);
@@ -168,7 +206,9 @@ async function main() {
     writeFileSync(tmp, text);
     renameSync(tmp, `${root}/FEATURES.md`);
   }
-  console.log(`FEATURES.md${check ? " is up to date" : ""}: ${counts.done} done, ${counts.partial} partial, ${counts.missing} missing; jnp/linalg/nn done: ${jnpDone}`);
+  console.log(
+    `FEATURES.md${check ? " is up to date" : ""}: ${counts.done} done, ${counts.partial} partial, ${counts.missing} missing; jnp/linalg/nn done: ${jnpDone}`,
+  );
   // the package's thread pools and sessions keep the event loop alive: this script is done
   process.exit(0);
 }

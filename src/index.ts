@@ -16,7 +16,20 @@ export { UnexpectedTracerError, ConcretizationTypeError } from "./core/trace.js"
 export { FloatingPointError, OutOfMemoryError } from "./core/errors.js";
 export { type CompileLogSink, setCompileLogSink } from "./core/compile-log.js";
 export {
-  jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape, ShapeDtypeStruct, clearCaches,
+  jvp,
+  linearize,
+  vjp,
+  grad,
+  valueAndGrad,
+  jacfwd,
+  jacrev,
+  hessian,
+  vmap,
+  jit,
+  makeJaxpr,
+  evalShape,
+  ShapeDtypeStruct,
+  clearCaches,
 } from "./transforms/api.js";
 export type { Jitted, Lowered, GradOpts, VmapOpts, JitOpts, VjpOpts } from "./transforms/api.js";
 export type { Argnums, DiffArgs, GradOf, Jacobian } from "./transforms/api-types.js";
@@ -39,7 +52,13 @@ export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap } from "./parallel/shard-map.js";
 export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
-export { devicePut, devicePutSharded, devicePutReplicated, makeArrayFromCallback, addressableData } from "./parallel/device-put.js";
+export {
+  devicePut,
+  devicePutSharded,
+  devicePutReplicated,
+  makeArrayFromCallback,
+  addressableData,
+} from "./parallel/device-put.js";
 export * as debug from "./parallel/debug.js";
 export * as distributed from "./parallel/distributed-namespace.js";
 export * as multihostUtils from "./parallel/multihost-utils.js";

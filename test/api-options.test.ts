@@ -10,12 +10,25 @@ import * as jaxts from "../src/index.js";
 type Fn = (...a: never[]) => unknown;
 type Call = (f: (...a: unknown[]) => unknown) => unknown;
 /** kind "options": takes an options object; "fixed": takes none, an extra one raises; "none": no call, only the reason. */
-interface Row { kind: "options" | "fixed" | "none"; call?: Call; reason?: string; alias?: string }
+interface Row {
+  kind: "options" | "fixed" | "none";
+  call?: Call;
+  reason?: string;
+  alias?: string;
+}
 
 const B = { zzBogus: 1 };
 const { numpy: np } = jaxts;
-const x = () => np.array([[1.5, 2, 3], [4, 5, 6.5]]);
-const y = () => np.array([[1, 2, 3], [4, 5, 6]]);
+const x = () =>
+  np.array([
+    [1.5, 2, 3],
+    [4, 5, 6.5],
+  ]);
+const y = () =>
+  np.array([
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
 const z = () => np.array([1, 2, 3]);
 const key = () => jaxts.random.key(0);
 const img = () => np.ones([1, 1, 4, 4]);
@@ -25,8 +38,13 @@ function group(kind: "options" | "fixed", call: Call, names: string[]): [string,
   return names.map((n) => [n, { kind, call }]);
 }
 const none = (reason: string, names: string[]): [string, Row][] => names.map((n) => [n, { kind: "none", reason }]);
-const one = (name: string, kind: "options" | "fixed", call: Call, alias?: string): [string, Row] => [name, { kind, call, alias }];
+const one = (name: string, kind: "options" | "fixed", call: Call, alias?: string): [string, Row] => [
+  name,
+  { kind, call, alias },
+];
 
+// a data table, kept packed (one row group per line) rather than one name per line
+// prettier-ignore
 const TABLE: Map<string, Row> = new Map([
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f(B), [
@@ -260,9 +278,19 @@ const TABLE: Map<string, Row> = new Map([
 ]);
 
 const ALIAS: Record<string, string> = {
-  "nn.initializers.kaimingNormal": "heNormal", "nn.initializers.kaimingUniform": "heUniform", "nn.initializers.xavierNormal": "glorotNormal",
-  "nn.initializers.xavierUniform": "glorotUniform", "nn.normalize": "standardize", "numpy.allclose": "isclose", "numpy.amax": "max",
-  "numpy.amin": "min", "numpy.around": "round", "numpy.asarray": "array", "numpy.diagflat": "diag", "numpy.extract": "compress", remat: "checkpoint",
+  "nn.initializers.kaimingNormal": "heNormal",
+  "nn.initializers.kaimingUniform": "heUniform",
+  "nn.initializers.xavierNormal": "glorotNormal",
+  "nn.initializers.xavierUniform": "glorotUniform",
+  "nn.normalize": "standardize",
+  "numpy.allclose": "isclose",
+  "numpy.amax": "max",
+  "numpy.amin": "min",
+  "numpy.around": "round",
+  "numpy.asarray": "array",
+  "numpy.diagflat": "diag",
+  "numpy.extract": "compress",
+  remat: "checkpoint",
 };
 
 /** Every exported function (and class) of the package, by dotted path. */
@@ -271,7 +299,12 @@ function exportsOf(obj: object, prefix: string, out: Map<string, Fn>): Map<strin
     const v = (obj as Record<string, unknown>)[k];
     const name = prefix ? `${prefix}.${k}` : k;
     if (typeof v === "function") out.set(name, v as Fn);
-    else if (v && typeof v === "object" && ((v as Record<symbol, unknown>)[Symbol.toStringTag] === "Module" || Object.getPrototypeOf(v) === Object.prototype)) exportsOf(v, name, out);
+    else if (
+      v &&
+      typeof v === "object" &&
+      ((v as Record<symbol, unknown>)[Symbol.toStringTag] === "Module" || Object.getPrototypeOf(v) === Object.prototype)
+    )
+      exportsOf(v, name, out);
   }
   return out;
 }
@@ -290,14 +323,24 @@ test("a misspelled option, or an options object a function does not take, raises
   const failures: string[] = [];
   let checked = 0;
   for (const [name, row] of TABLE) {
-    if (row.kind === "none") { assert.ok(row.reason && row.reason.length > 10, `${name}: a row without options needs a reason`); continue; }
+    if (row.kind === "none") {
+      assert.ok(row.reason && row.reason.length > 10, `${name}: a row without options needs a reason`);
+      continue;
+    }
     const f = EXPORTS.get(name) as ((...a: unknown[]) => unknown) | undefined;
     if (!f) continue;
     checked++;
     let msg: string | null = null;
-    try { row.call!(f); } catch (e) { msg = String((e as Error).message); }
+    try {
+      row.call!(f);
+    } catch (e) {
+      msg = String((e as Error).message);
+    }
     const named = row.alias ?? ALIAS[name] ?? name.split(".").pop()!;
-    const key = row.kind === "options" ? /unknown option "zzBogus"|unexpected option "zzBogus"/ : /options object \{ zzBogus \} it does not take/;
+    const key =
+      row.kind === "options"
+        ? /unknown option "zzBogus"|unexpected option "zzBogus"/
+        : /options object \{ zzBogus \} it does not take/;
     if (msg === null) failures.push(`${name}: no error`);
     else if (!key.test(msg) || !norm(msg).includes(norm(named))) failures.push(`${name}: ${msg.slice(0, 160)}`);
   }
@@ -307,35 +350,74 @@ test("a misspelled option, or an options object a function does not take, raises
 
 test("the issue's misread calls: positional vmap axes, vjp's options, topK's axis, eigh's options, x ** 2", () => {
   const { vmap, vjp, lax } = jaxts;
-  const a = np.array([[1, 2], [3, 4]], { dtype: "float32" });
+  const a = np.array(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    { dtype: "float32" },
+  );
   const v = np.array([10, 20], { dtype: "float32" });
   // vmap(f, [0, null]) is in_axes given positionally, as JAX allows
-  assert.deepEqual(vmap((p: typeof a, q: typeof v) => np.add(p, q), [0, null])(a, v).tolist(), [[11, 22], [13, 24]]);
+  assert.deepEqual(vmap((p: typeof a, q: typeof v) => np.add(p, q), [0, null])(a, v).tolist(), [
+    [11, 22],
+    [13, 24],
+  ]);
   assert.deepEqual(vmap((p: typeof a) => np.sum(p), 1)(a).tolist(), [4, 6]);
-  assert.deepEqual(vmap((p: typeof a) => np.multiply(p, 2), 0, 1)(a).tolist(), [[2, 6], [4, 8]]);
+  assert.deepEqual(vmap((p: typeof a) => np.multiply(p, 2), 0, 1)(a).tolist(), [
+    [2, 6],
+    [4, 8],
+  ]);
   assert.throws(() => vmap(np.sin, { inAxis: 0 }), /vmap: unknown option "inAxis" \(did you mean "inAxes"\?\)/);
   // vjp: a trailing options object is checked, misspellings included
   const [out, pull, aux] = vjp((p: typeof a) => [np.sum(np.square(p)), np.max(p)] as const, a, { hasAux: true });
   assert.equal(Number(out), 30);
   assert.equal(Number(aux), 4);
-  assert.deepEqual((pull(np.array(1, { dtype: "float32" })) as unknown as typeof a[]) [0].tolist(), [[2, 4], [6, 8]]);
+  assert.deepEqual((pull(np.array(1, { dtype: "float32" })) as unknown as (typeof a)[])[0].tolist(), [
+    [2, 4],
+    [6, 8],
+  ]);
   assert.throws(() => vjp(np.sin, a, { has_aux: true } as never), /vjp: unknown option "has_aux"/);
   assert.throws(() => vjp(np.sin, a, { hasAux: "yes" } as never), /vjp: hasAux must be a boolean/);
   // topK along an axis (lax.top_k's and jnp.top_k's keyword), and jnp's smallest mode
-  const t = np.array([[3, 1, 2], [0, 5, 4]], { dtype: "float32" });
+  const t = np.array(
+    [
+      [3, 1, 2],
+      [0, 5, 4],
+    ],
+    { dtype: "float32" },
+  );
   const [tv, ti] = lax.topK(t, 1, { axis: 0 });
   assert.deepEqual(tv.tolist(), [[3, 5, 4]]);
   assert.deepEqual(ti.tolist(), [[0, 1, 1]]);
   const [sv, si] = np.topK(t, 2, { mode: "smallest" });
-  assert.deepEqual(sv.tolist(), [[1, 2], [0, 4]]);
-  assert.deepEqual(si.tolist(), [[1, 2], [0, 2]]);
+  assert.deepEqual(sv.tolist(), [
+    [1, 2],
+    [0, 4],
+  ]);
+  assert.deepEqual(si.tolist(), [
+    [1, 2],
+    [0, 2],
+  ]);
   assert.throws(() => lax.topK(t, 1, { axes: 0 } as never), /lax.topK: unknown option "axes"/);
   // lax.linalg.eigh: keyword-only options, validated; symmetrizeInput as in JAX
-  const s = np.array([[2, 1], [1, 2]], { dtype: "float32" });
+  const s = np.array(
+    [
+      [2, 1],
+      [1, 2],
+    ],
+    { dtype: "float32" },
+  );
   const [, w] = lax.linalg.eigh(s, { lower: false, sortEigenvalues: true });
   assert.deepEqual(w.tolist(), [1, 3]);
-  assert.throws(() => lax.linalg.eigh(s, { sortEigenvalue: true } as never), /lax.linalg.eigh: unknown option "sortEigenvalue"/);
-  assert.throws(() => (lax.linalg.eigh as (...a: unknown[]) => unknown)(s, false), /lax.linalg.eigh: expected an options object/);
+  assert.throws(
+    () => lax.linalg.eigh(s, { sortEigenvalue: true } as never),
+    /lax.linalg.eigh: unknown option "sortEigenvalue"/,
+  );
+  assert.throws(
+    () => (lax.linalg.eigh as (...a: unknown[]) => unknown)(s, false),
+    /lax.linalg.eigh: expected an options object/,
+  );
   // JS operators: a 0-d array converts, a larger one raises instead of giving NaN
   assert.equal((np.array(3, { dtype: "float32" }) as unknown as number) ** 2, 9);
   assert.throws(() => (a as unknown as number) ** 2, /only a 0-d array converts to a JS number/);

@@ -6,8 +6,16 @@ import { tmpdir } from "node:os";
 import { pathToFileURL } from "node:url";
 import { repoPath } from "./helpers/repo-root.js";
 
-interface Row { name: string; status: string; note: string; line: number }
-interface Parsed { sections: { title: string; api: string | null; rows: Row[] }[]; stray: number[] }
+interface Row {
+  name: string;
+  status: string;
+  note: string;
+  line: number;
+}
+interface Parsed {
+  sections: { title: string; api: string | null; rows: Row[] }[];
+  stray: number[];
+}
 interface GenFeatures {
   parseNotes(text: string): Parsed;
   symbolsOf(name: string): string[] | null;
@@ -17,16 +25,32 @@ interface GenFeatures {
 const gen = (await import(pathToFileURL(repoPath("scripts", "gen-features.mjs")).href)) as GenFeatures;
 
 // a stand-in package: root functions, namespaces, and an Array class with an accessor
-class FakeArray { get sharding(): never { throw new Error("accessors are not invoked by the check"); } }
+class FakeArray {
+  get sharding(): never {
+    throw new Error("accessors are not invoked by the check");
+  }
+}
 const fn = () => 0;
-const pkg = { grad: fn, Array: FakeArray, lax: { scan: fn, psum: fn }, numpy: { sum: fn, linalg: { norm: fn } }, nn: { relu: fn, initializers: { zeros: fn } } };
+const pkg = {
+  grad: fn,
+  Array: FakeArray,
+  lax: { scan: fn, psum: fn },
+  numpy: { sum: fn, linalg: { norm: fn } },
+  nn: { relu: fn, initializers: { zeros: fn } },
+};
 
 test("symbolsOf: dotted identifiers and ' / ' lists are symbols; anything else is a concept", () => {
   assert.deepEqual(gen.symbolsOf("sum"), ["sum"]);
   assert.deepEqual(gen.symbolsOf("jax.config.update"), ["jax.config.update"]);
   assert.deepEqual(gen.symbolsOf("lax.psum / pmean / pmax"), ["lax.psum", "lax.pmean", "lax.pmax"]);
   assert.deepEqual(gen.symbolsOf("Mesh / makeMesh"), ["Mesh", "makeMesh"]);
-  for (const concept of ["type promotion", "x.at[...]", "(all linalg primitives)", "jit(f).lower(...).asText() / compile()", "save / load (safetensors)"]) {
+  for (const concept of [
+    "type promotion",
+    "x.at[...]",
+    "(all linalg primitives)",
+    "jit(f).lower(...).asText() / compile()",
+    "save / load (safetensors)",
+  ]) {
     assert.equal(gen.symbolsOf(concept), null, concept);
   }
 });
@@ -66,7 +90,14 @@ test("checkNames flags done/partial rows naming unexported symbols and rows outs
     "lax.scan / psum / pmean | partial | planted: pmean is not exported",
   ].join("\n");
   const parsed = gen.parseNotes(notes);
-  assert.deepEqual(parsed.sections.map((s) => [s.title, s.api, s.rows.length]), [["numpy things", "numpy", 5], ["primitives", null, 1], ["root", "", 2]]);
+  assert.deepEqual(
+    parsed.sections.map((s) => [s.title, s.api, s.rows.length]),
+    [
+      ["numpy things", "numpy", 5],
+      ["primitives", null, 1],
+      ["root", "", 2],
+    ],
+  );
   const problems = gen.checkNames("notes/planted.md", parsed, pkg);
   assert.equal(problems.length, 4, problems.join("\n"));
   assert.match(problems[0], /^notes\/planted\.md:3: row outside any "## " section/);
@@ -77,7 +108,10 @@ test("checkNames flags done/partial rows naming unexported symbols and rows outs
 
 test("the committed FEATURES.md is what notes/features-*.md generate, and every name it claims is exported (gen-features --check)", () => {
   // run from another directory: the script finds the repository itself; --check writes nothing
-  const r = spawnSync(process.execPath, [repoPath("scripts", "gen-features.mjs"), "--check"], { cwd: tmpdir(), encoding: "utf8" });
+  const r = spawnSync(process.execPath, [repoPath("scripts", "gen-features.mjs"), "--check"], {
+    cwd: tmpdir(),
+    encoding: "utf8",
+  });
   assert.equal(r.status, 0, `gen-features --check failed:\n${r.stderr}${r.stdout}`);
   assert.match(r.stdout, /FEATURES\.md is up to date: \d+ done, \d+ partial, \d+ missing/);
 });

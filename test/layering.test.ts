@@ -53,7 +53,8 @@ const FILE_ALLOWED: Record<string, string[]> = {
 function files(dir: string, out: string[] = []): string[] {
   for (const n of readdirSync(dir)) {
     const p = join(dir, n);
-    if (statSync(p).isDirectory()) files(p, out); else if (n.endsWith(".ts")) out.push(p);
+    if (statSync(p).isDirectory()) files(p, out);
+    else if (n.endsWith(".ts")) out.push(p);
   }
   return out;
 }
@@ -67,7 +68,9 @@ test("imports respect the layering", () => {
     const allowed = FILE_ALLOWED[rel] ?? ALLOWED[layer];
     assert.ok(allowed, `unknown layer folder src/${layer}: add it to the layering table`);
     const text = readFileSync(f, "utf8");
-    for (const m of text.matchAll(/(?:import|export)[^"']*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)) {
+    for (const m of text.matchAll(
+      /(?:import|export)[^"']*?from\s+["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g,
+    )) {
       const spec = m[1] ?? m[2];
       const target = relative(SRC, normalize(join(dirname(f), spec)));
       const tl = target.split("/")[0];
@@ -88,7 +91,9 @@ function importGraph(): Map<string, string[]> {
   for (const f of files(SRC)) {
     const text = readFileSync(f, "utf8");
     const deps: string[] = [];
-    for (const m of text.matchAll(/^\s*(?:import|export)(\s+type\b)?[^"';]*?from\s+["'](\.[^"']+)["']|^\s*import\s+["'](\.[^"']+)["']/gm)) {
+    for (const m of text.matchAll(
+      /^\s*(?:import|export)(\s+type\b)?[^"';]*?from\s+["'](\.[^"']+)["']|^\s*import\s+["'](\.[^"']+)["']/gm,
+    )) {
       if (m[1]) continue;
       deps.push(normalize(join(dirname(f), m[2] ?? m[3])).replace(/\.js$/, ".ts"));
     }
@@ -125,9 +130,18 @@ function findCycle(graph: Map<string, string[]>): string[] | null {
 }
 
 test("the cycle finder reports a cycle's path and accepts a DAG", () => {
-  const dag = new Map([["a", ["b", "c"]], ["b", ["c"]], ["c", []]]);
+  const dag = new Map([
+    ["a", ["b", "c"]],
+    ["b", ["c"]],
+    ["c", []],
+  ]);
   assert.equal(findCycle(dag), null);
-  const cyclic = new Map([["a", ["b"]], ["b", ["c"]], ["c", ["d", "b"]], ["d", []]]);
+  const cyclic = new Map([
+    ["a", ["b"]],
+    ["b", ["c"]],
+    ["c", ["d", "b"]],
+    ["d", []],
+  ]);
   assert.deepEqual(findCycle(cyclic), ["b", "c", "b"]);
 });
 

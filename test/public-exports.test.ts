@@ -5,6 +5,9 @@ import { spawnSync } from "node:child_process";
 import { repoPath, repoRoot } from "./helpers/repo-root.js";
 
 test("the committed *-public.ts wrappers match the exports they wrap (gen-strict-exports --check)", () => {
-  const r = spawnSync(process.execPath, [repoPath("scripts", "gen-strict-exports.mjs"), "--check"], { cwd: repoRoot(), encoding: "utf8" });
+  const r = spawnSync(process.execPath, [repoPath("scripts", "gen-strict-exports.mjs"), "--check"], {
+    cwd: repoRoot(),
+    encoding: "utf8",
+  });
   assert.equal(r.status, 0, `${r.stdout}${r.stderr}`);
 });

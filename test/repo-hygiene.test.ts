@@ -20,7 +20,11 @@ test("checker flags reads of sibling folders, machine paths and `..` escapes", (
     `const v = new URL(${q(`${up}/${up}/${up}/x.js`)}, import.meta.url);`,
   ].join("\n");
   const found = scanText("test/io/planted.test.ts", planted);
-  assert.deepEqual(found.map((f) => f.line), [1, 2, 3, 4, 5, 6, 7, 8], JSON.stringify(found, null, 1));
+  assert.deepEqual(
+    found.map((f) => f.line),
+    [1, 2, 3, 4, 5, 6, 7, 8],
+    JSON.stringify(found, null, 1),
+  );
   assert.match(found[0].reason, /sibling folder/);
   assert.match(found[2].reason, /absolute path/);
   assert.match(found[6].reason, /relative to this file/);
@@ -46,14 +50,32 @@ test("checker accepts in-repo paths: module specifiers and URLs relative to the 
 });
 
 test("checker reads shell scripts word by word, ignoring comments", () => {
-  const sh = [`cd "$(dirname "$0")/${up}"`, `# see ${up}/shared for history`, `cp ${up}/shared/golden/x.json test/`, `export D=/${"work"}/cache`].join("\n");
-  assert.deepEqual(scanText(".ci/run", sh).map((f) => [f.line, f.reason]), [[3, "sibling folder of the checkout"], [4, "absolute path of a particular machine"]]);
+  const sh = [
+    `cd "$(dirname "$0")/${up}"`,
+    `# see ${up}/shared for history`,
+    `cp ${up}/shared/golden/x.json test/`,
+    `export D=/${"work"}/cache`,
+  ].join("\n");
+  assert.deepEqual(
+    scanText(".ci/run", sh).map((f) => [f.line, f.reason]),
+    [
+      [3, "sibling folder of the checkout"],
+      [4, "absolute path of a particular machine"],
+    ],
+  );
 });
 
 test("no file under test/, src/, bench/, scripts/, examples/, .ci/ reads outside the repository", () => {
   const root = repoRoot();
   const files = scannedFiles(root);
-  assert.ok(files.includes("test/repo-hygiene.test.ts") && files.includes(".ci/run") && files.includes("src/index.ts"), `scanned: ${files.length} files`);
+  assert.ok(
+    files.includes("test/repo-hygiene.test.ts") && files.includes(".ci/run") && files.includes("src/index.ts"),
+    `scanned: ${files.length} files`,
+  );
   const found = scanRepo(root);
-  assert.deepEqual(found, [], found.map((f) => `${f.file}:${f.line}: ${JSON.stringify(f.literal)} (${f.reason})`).join("\n"));
+  assert.deepEqual(
+    found,
+    [],
+    found.map((f) => `${f.file}:${f.line}: ${JSON.stringify(f.literal)} (${f.reason})`).join("\n"),
+  );
 });

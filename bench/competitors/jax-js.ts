@@ -1,15 +1,5 @@
 /** @file Benchmark contender: @jax-js/jax on its Wasm device (Node: init("cpu", "wasm")). */
-import {
-  blockUntilReady,
-  lax,
-  defaultDevice,
-  init,
-  jit,
-  nn,
-  numpy as np,
-  tree,
-  valueAndGrad,
-} from "@jax-js/jax";
+import { blockUntilReady, lax, defaultDevice, init, jit, nn, numpy as np, tree, valueAndGrad } from "@jax-js/jax";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
 import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, packageVersion, randomF32 } from "../harness.js";
 
@@ -76,13 +66,27 @@ function makeLenetStep() {
   return jit((p: LenetParams, x: Arr, y: Arr): [Arr, LenetParams] => {
     const [loss, g] = valueAndGrad(lenetLoss)(tree.ref(p), x, y);
     const upd = (w: Arr, gw: Arr): Arr => w.sub(gw.mul(LENET.lr));
-    return [loss, { k1: upd(p.k1, g.k1), b1: upd(p.b1, g.b1), k2: upd(p.k2, g.k2), b2: upd(p.b2, g.b2), w3: upd(p.w3, g.w3), b3: upd(p.b3, g.b3) }];
+    return [
+      loss,
+      {
+        k1: upd(p.k1, g.k1),
+        b1: upd(p.b1, g.b1),
+        k2: upd(p.k2, g.k2),
+        b2: upd(p.b2, g.b2),
+        w3: upd(p.w3, g.w3),
+        b3: upd(p.b3, g.b3),
+      },
+    ];
   });
 }
 
 /** A training-step case body: params threaded through `step` call after call; everything is freed at teardown. */
 function trainLoop<P extends object>(
-  free: (f: () => void) => void, step: ((p: P, x: Arr, y: Arr) => [Arr, P]) & { dispose(): void }, params: P, x: Arr, y: Arr,
+  free: (f: () => void) => void,
+  step: ((p: P, x: Arr, y: Arr) => [Arr, P]) & { dispose(): void },
+  params: P,
+  x: Arr,
+  y: Arr,
 ): CaseBody {
   let p = params;
   free(() => {
@@ -117,10 +121,14 @@ function cases(): Case[] {
   const out: Case[] = [];
 
   out.push(
-    jcase("mlp-compile", "fresh jit(step) (valueAndGrad + SGD), first call incl. trace, kernel compile, run, blockUntilReady", async (free) => {
-      const { params, x, y } = mlpInputs();
-      return trainLoop(free, makeStep(), params, x, y);
-    }),
+    jcase(
+      "mlp-compile",
+      "fresh jit(step) (valueAndGrad + SGD), first call incl. trace, kernel compile, run, blockUntilReady",
+      async (free) => {
+        const { params, x, y } = mlpInputs();
+        return trainLoop(free, makeStep(), params, x, y);
+      },
+    ),
   );
 
   for (const n of MATMUL_SIZES) {
@@ -144,19 +152,34 @@ function cases(): Case[] {
   }
 
   out.push(
-    jcase("mlp-step", "jit(valueAndGrad(loss) + SGD update), params threaded through, blockUntilReady(loss, params)", async (free) => {
-      const { params, x, y } = mlpInputs();
-      return trainLoop(free, makeStep(), params, x, y);
-    }),
+    jcase(
+      "mlp-step",
+      "jit(valueAndGrad(loss) + SGD update), params threaded through, blockUntilReady(loss, params)",
+      async (free) => {
+        const { params, x, y } = mlpInputs();
+        return trainLoop(free, makeStep(), params, x, y);
+      },
+    ),
   );
 
   out.push(
-    jcase("lenet-step", "jit(valueAndGrad(loss) + SGD update): lax.convGeneralDilated + lax.reduceWindow(max), params threaded through", async (free) => {
-      const { batch, size, c1, c2, k, flat, outDim } = LENET;
-      const d = lenetData();
-      const params: LenetParams = { k1: mk(d.k1, [c1, 1, k, k]), b1: mk(d.b1, [c1]), k2: mk(d.k2, [c2, c1, k, k]), b2: mk(d.b2, [c2]), w3: mk(d.w3, [flat, outDim]), b3: mk(d.b3, [outDim]) };
-      return trainLoop(free, makeLenetStep(), params, mk(d.x, [batch, 1, size, size]), mk(d.y, [batch, outDim]));
-    }),
+    jcase(
+      "lenet-step",
+      "jit(valueAndGrad(loss) + SGD update): lax.convGeneralDilated + lax.reduceWindow(max), params threaded through",
+      async (free) => {
+        const { batch, size, c1, c2, k, flat, outDim } = LENET;
+        const d = lenetData();
+        const params: LenetParams = {
+          k1: mk(d.k1, [c1, 1, k, k]),
+          b1: mk(d.b1, [c1]),
+          k2: mk(d.k2, [c2, c1, k, k]),
+          b2: mk(d.b2, [c2]),
+          w3: mk(d.w3, [flat, outDim]),
+          b3: mk(d.b3, [outDim]),
+        };
+        return trainLoop(free, makeLenetStep(), params, mk(d.x, [batch, 1, size, size]), mk(d.y, [batch, outDim]));
+      },
+    ),
   );
 
   out.push(
@@ -176,19 +199,23 @@ function cases(): Case[] {
   );
 
   out.push(
-    jcase("add-eager-4096", "np.add + blockUntilReady (jax-js is lazy: the op only runs when realized); no readback", async (free) => {
-      const a = np.array(randomF32(ADD_N, 40));
-      const b = np.array(randomF32(ADD_N, 41));
-      free(() => {
-        a.dispose();
-        b.dispose();
-      });
-      return async () => {
-        const c = np.add(a.ref, b.ref);
-        await c.blockUntilReady();
-        c.dispose();
-      };
-    }),
+    jcase(
+      "add-eager-4096",
+      "np.add + blockUntilReady (jax-js is lazy: the op only runs when realized); no readback",
+      async (free) => {
+        const a = np.array(randomF32(ADD_N, 40));
+        const b = np.array(randomF32(ADD_N, 41));
+        free(() => {
+          a.dispose();
+          b.dispose();
+        });
+        return async () => {
+          const c = np.add(a.ref, b.ref);
+          await c.blockUntilReady();
+          c.dispose();
+        };
+      },
+    ),
   );
 
   out.push(

@@ -67,7 +67,10 @@ function matmulModel(n: number): Built {
   g.addOutput("c", "float32", [n, n]);
   return {
     model: g.toModelBytes(),
-    inputs: { a: { data: randomF32(n * n, 10 + n), dims: [n, n] }, b: { data: randomF32(n * n, 20 + n), dims: [n, n] } },
+    inputs: {
+      a: { data: randomF32(n * n, 10 + n), dims: [n, n] },
+      b: { data: randomF32(n * n, 20 + n), dims: [n, n] },
+    },
     output: { name: "c", dims: [n, n] },
   };
 }
@@ -81,7 +84,11 @@ function tanhModel(): Built {
   const a = g.op("Add", [m, one]);
   g.addNode("Tanh", [a], ["y"]);
   g.addOutput("y", "float32", [TANH_N]);
-  return { model: g.toModelBytes(), inputs: { x: { data: randomF32(TANH_N, 30), dims: [TANH_N] } }, output: { name: "y", dims: [TANH_N] } };
+  return {
+    model: g.toModelBytes(),
+    inputs: { x: { data: randomF32(TANH_N, 30), dims: [TANH_N] } },
+    output: { name: "y", dims: [TANH_N] },
+  };
 }
 
 function addModel(): Built {
@@ -99,15 +106,23 @@ function addModel(): Built {
 
 function cases(): Case[] {
   return [
-    ...MATMUL_SIZES.map((n) => rcase(`matmul-${n}` as WorkloadId, "one-node MatMul graph, preallocated output", () => matmulModel(n))),
+    ...MATMUL_SIZES.map((n) =>
+      rcase(`matmul-${n}` as WorkloadId, "one-node MatMul graph, preallocated output", () => matmulModel(n)),
+    ),
     rcase("tanh-1e7", "Mul, Add, Tanh graph (ORT's own fusion only), preallocated output", tanhModel),
-    rcase("add-jit-4096", "session.run of a one-node Add graph, preallocated output (floor for eager and jit calls)", addModel),
+    rcase(
+      "add-jit-4096",
+      "session.run of a one-node Add graph, preallocated output (floor for eager and jit calls)",
+      addModel,
+    ),
   ];
 }
 
 export const rawOrt: Contender = {
   name: NAME,
   version: `onnxruntime-node ${packageVersion("onnxruntime-node")}`,
-  notes: [`CPU execution provider, intraOpNumThreads ${THREADS}, graphOptimizationLevel "all"; models built with jaxts GraphBuilder`],
+  notes: [
+    `CPU execution provider, intraOpNumThreads ${THREADS}, graphOptimizationLevel "all"; models built with jaxts GraphBuilder`,
+  ],
   cases,
 };

@@ -2,7 +2,18 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 import type { Case, CaseBody, Contender, WorkloadId } from "../harness.js";
-import { ADD_N, LENET, MATMUL_SIZES, MLP, TANH_N, lenetData, mlpData, packageVersion, randomF32, workloadById } from "../harness.js";
+import {
+  ADD_N,
+  LENET,
+  MATMUL_SIZES,
+  MLP,
+  TANH_N,
+  lenetData,
+  mlpData,
+  packageVersion,
+  randomF32,
+  workloadById,
+} from "../harness.js";
 
 /*
  * The slice of the tfjs API used here, typed locally and imported through a non-literal specifier: importing
@@ -130,16 +141,25 @@ function mlpSetup(keep: (t: Disposable) => void): CaseBody {
 function lenetSetup(keep: (t: Disposable) => void): CaseBody {
   const { batch, size, c1, c2, k, flat, outDim } = LENET;
   const d = lenetData();
-  const variable = (t: TfTensor): TfTensor => { const v = tf.variable(t); t.dispose(); return v; };
-  const hwio = (data: Float32Array, o: number, i: number) => tf.tidy(() => tf.transpose(tf.tensor4d(data, [o, i, k, k]), [2, 3, 1, 0]));
-  const k1 = variable(hwio(d.k1, c1, 1)), b1 = variable(tf.tensor1d(d.b1));
-  const k2 = variable(hwio(d.k2, c2, c1)), b2 = variable(tf.tensor1d(d.b2));
-  const w3 = variable(tf.tensor2d(d.w3, [flat, outDim])), b3 = variable(tf.tensor1d(d.b3));
+  const variable = (t: TfTensor): TfTensor => {
+    const v = tf.variable(t);
+    t.dispose();
+    return v;
+  };
+  const hwio = (data: Float32Array, o: number, i: number) =>
+    tf.tidy(() => tf.transpose(tf.tensor4d(data, [o, i, k, k]), [2, 3, 1, 0]));
+  const k1 = variable(hwio(d.k1, c1, 1)),
+    b1 = variable(tf.tensor1d(d.b1));
+  const k2 = variable(hwio(d.k2, c2, c1)),
+    b2 = variable(tf.tensor1d(d.b2));
+  const w3 = variable(tf.tensor2d(d.w3, [flat, outDim])),
+    b3 = variable(tf.tensor1d(d.b3));
   const x = tf.tidy(() => tf.transpose(tf.tensor4d(d.x, [batch, 1, size, size]), [0, 2, 3, 1]));
   const y = tf.tensor2d(d.y, [batch, outDim]);
   const opt = tf.train.sgd(LENET.lr);
   for (const t of [k1, b1, k2, b2, w3, b3, x, y, opt]) keep(t);
-  const block = (h: TfTensor, kk: TfTensor, bb: TfTensor): TfTensor => tf.maxPool(tf.relu(tf.add(tf.conv2d(h, kk, 1, "valid"), bb)), 2, 2, "valid");
+  const block = (h: TfTensor, kk: TfTensor, bb: TfTensor): TfTensor =>
+    tf.maxPool(tf.relu(tf.add(tf.conv2d(h, kk, 1, "valid"), bb)), 2, 2, "valid");
   const loss = (): TfTensor => {
     const h = tf.reshape(block(block(x, k1, b1), k2, b2), [batch, flat]);
     return tf.losses.softmaxCrossEntropy(y, tf.add(tf.matMul(h, w3), b3));
@@ -153,7 +173,13 @@ function lenetSetup(keep: (t: Disposable) => void): CaseBody {
 function makeCases(name: string, backend: Backend): Case[] {
   const out: Case[] = [];
   out.push(
-    tcase(name, backend, "mlp-compile", "first optimizer.minimize step on fresh variables (tfjs has no compile; kernel warmup only)", mlpSetup),
+    tcase(
+      name,
+      backend,
+      "mlp-compile",
+      "first optimizer.minimize step on fresh variables (tfjs has no compile; kernel warmup only)",
+      mlpSetup,
+    ),
   );
   for (const n of MATMUL_SIZES) {
     // The cpu backend manages ~1 GFLOP/s: N=2048 would take ~20 s per call.
@@ -169,12 +195,25 @@ function makeCases(name: string, backend: Backend): Case[] {
     );
   }
   out.push(
-    tcase(name, backend, "mlp-step", "tf.train.sgd().minimize (variableGrads + applyGradients), cost disposed", mlpSetup),
+    tcase(
+      name,
+      backend,
+      "mlp-step",
+      "tf.train.sgd().minimize (variableGrads + applyGradients), cost disposed",
+      mlpSetup,
+    ),
   );
   // tfjs-backend-wasm has no Conv2DBackpropFilter kernel: the LeNet step runs on the cpu backend only
-  if (backend !== "wasm") out.push(
-    tcase(name, backend, "lenet-step", "tf.conv2d / tf.maxPool (NHWC) under tf.train.sgd().minimize, cost disposed", lenetSetup),
-  );
+  if (backend !== "wasm")
+    out.push(
+      tcase(
+        name,
+        backend,
+        "lenet-step",
+        "tf.conv2d / tf.maxPool (NHWC) under tf.train.sgd().minimize, cost disposed",
+        lenetSetup,
+      ),
+    );
   out.push(
     tcase(name, backend, "tanh-1e7", "three eager ops inside tf.tidy (no fusion)", (keep) => {
       const x = tf.tensor1d(randomF32(TANH_N, 30));
@@ -201,7 +240,7 @@ export const tfjsWasm: Contender = {
     return [
       `backend "wasm", SIMD ${tf.env().getBool("WASM_HAS_SIMD_SUPPORT") ? "on" : "off"}, ` +
         `multithread ${tf.env().getBool("WASM_HAS_MULTITHREAD_SUPPORT") ? `on (${getThreadsCount()} threads)` : "off"}`,
-      'tf.env PROD=true; ops run eagerly and synchronously (no jit): jit rows empty',
+      "tf.env PROD=true; ops run eagerly and synchronously (no jit): jit rows empty",
     ];
   },
   async init() {

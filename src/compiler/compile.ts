@@ -105,14 +105,19 @@ function build(jaxpr: Jaxpr, host: Map<number, string>, opts: CompileOptions): P
   const slots = new Map<Var, number>();
   const slotOf = (v: Var): number => {
     let s = slots.get(v);
-    if (s === undefined) { s = slots.size; slots.set(v, s); }
+    if (s === undefined) {
+      s = slots.size;
+      slots.set(v, s);
+    }
     return s;
   };
   const inSlots = [...jaxpr.constvars, ...jaxpr.invars].map(slotOf);
   const eqns = jaxpr.eqns;
   // last equation index reading each var (outvars count as +infinity)
   const lastUse = new Map<Var, number>();
-  eqns.forEach((e, i) => { for (const a of e.inputs) if (!(a instanceof Literal)) lastUse.set(a, i); });
+  eqns.forEach((e, i) => {
+    for (const a of e.inputs) if (!(a instanceof Literal)) lastUse.set(a, i);
+  });
   for (const a of jaxpr.outvars) if (!(a instanceof Literal)) lastUse.set(a, Infinity);
   const operand = (a: Var | Literal): Operand => (a instanceof Literal ? a.value : slotOf(a));
 
@@ -122,7 +127,13 @@ function build(jaxpr: Jaxpr, host: Map<number, string>, opts: CompileOptions): P
   while (i < eqns.length) {
     if (host.has(i)) {
       const e = eqns[i];
-      steps.push({ kind: "host", eqn: e, inputs: e.inputs.map(operand), outputs: e.outVars.map(slotOf), reason: host.get(i)! });
+      steps.push({
+        kind: "host",
+        eqn: e,
+        inputs: e.inputs.map(operand),
+        outputs: e.outVars.map(slotOf),
+        reason: host.get(i)!,
+      });
       notes.push(`${e.primitive.name} runs on the interpreter: ${host.get(i)}`);
       i++;
       continue;
@@ -134,21 +145,33 @@ function build(jaxpr: Jaxpr, host: Map<number, string>, opts: CompileOptions): P
     i = j;
   }
   return {
-    name, steps, numSlots: slots.size, inSlots, outs: jaxpr.outvars.map(operand),
-    outAvals: jaxpr.outvars.map((a) => a.aval), notes,
+    name,
+    steps,
+    numSlots: slots.size,
+    inSlots,
+    outs: jaxpr.outvars.map(operand),
+    outAvals: jaxpr.outvars.map((a) => a.aval),
+    notes,
   };
 }
 
 function buildSegment(
-  eqns: readonly JaxprEqn[], start: number, end: number, lastUse: Map<Var, number>,
-  slotOf: (v: Var) => number, name: string, opts: CompileOptions,
+  eqns: readonly JaxprEqn[],
+  start: number,
+  end: number,
+  lastUse: Map<Var, number>,
+  slotOf: (v: Var) => number,
+  name: string,
+  opts: CompileOptions,
 ): OnnxStep {
   const opset = opts.opset ?? DEFAULT_OPSET;
   const dims = (s: readonly number[]): readonly (number | null)[] => (opts.dynamicShapes ? s.map(() => null) : s);
   const g = new GraphBuilder(name);
   const ctx = new OnnxLoweringContext(g, opset);
   const env = new Map<Var, string>();
-  const inputs: number[] = [], inputNames: string[] = [], inputDTypes: DType[] = [];
+  const inputs: number[] = [],
+    inputNames: string[] = [],
+    inputDTypes: DType[] = [];
   const defined = new Set<Var>();
   const read = (a: Var | Literal): string => {
     if (a instanceof Literal) return ctx.arrayConstant(a.value);
@@ -156,7 +179,10 @@ function buildSegment(
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
     const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
-    if (!opts.dynamicShapes) { ctx.shapes.set(nm, a.aval.shape); ctx.dtypes.set(nm, ctx.repr(a.aval.dtype)); }
+    if (!opts.dynamicShapes) {
+      ctx.shapes.set(nm, a.aval.shape);
+      ctx.dtypes.set(nm, ctx.repr(a.aval.dtype));
+    }
     inputs.push(slotOf(a));
     inputNames.push(nm);
     inputDTypes.push(a.aval.dtype);
@@ -173,15 +199,22 @@ function buildSegment(
     } catch (err) {
       if (err instanceof LoweringUnsupportedError) throw Object.assign(err, { eqnIndex: k });
       if (opts.strict || !(err instanceof Error)) throw err;
-      throw Object.assign(new LoweringUnsupportedError(e.primitive.name, `${LOWERING_FAILED}: ${err.message}`), { eqnIndex: k });
+      throw Object.assign(new LoweringUnsupportedError(e.primitive.name, `${LOWERING_FAILED}: ${err.message}`), {
+        eqnIndex: k,
+      });
     }
     e.outVars.forEach((v, q) => {
       env.set(v, outs[q]);
       defined.add(v);
-      if (!opts.dynamicShapes) { ctx.shapes.set(outs[q], v.aval.shape); ctx.dtypes.set(outs[q], ctx.repr(v.aval.dtype)); }
+      if (!opts.dynamicShapes) {
+        ctx.shapes.set(outs[q], v.aval.shape);
+        ctx.dtypes.set(outs[q], ctx.repr(v.aval.dtype));
+      }
     });
   }
-  const outputs: number[] = [], outputNames: string[] = [], outAvals: ShapedArray[] = [];
+  const outputs: number[] = [],
+    outputNames: string[] = [],
+    outAvals: ShapedArray[] = [];
   const used = new Set<string>();
   for (const v of defined) {
     if ((lastUse.get(v) ?? -1) < end) continue;
@@ -199,5 +232,16 @@ function buildSegment(
     optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
     if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
   }
-  return { kind: "onnx", model: g.toModelBytes({ opset }), inputs, inputNames, inputDTypes, outputs, outputNames, outAvals, nodeCount: ctx.nodeCount, work };
+  return {
+    kind: "onnx",
+    model: g.toModelBytes({ opset }),
+    inputs,
+    inputNames,
+    inputDTypes,
+    outputs,
+    outputNames,
+    outAvals,
+    nodeCount: ctx.nodeCount,
+    work,
+  };
 }

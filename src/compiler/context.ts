@@ -1,5 +1,12 @@
 /** @file The ONNX LoweringContext: wraps a GraphBuilder, dedupes constants, and lowers jaxpr equations through each primitive's `lower` rule. */
-import { GraphBuilder, attr, type AttrValue, type DType as GDType, type GraphNode, type TensorLiteral } from "../backends/onnx/graph-builder.js";
+import {
+  GraphBuilder,
+  attr,
+  type AttrValue,
+  type DType as GDType,
+  type GraphNode,
+  type TensorLiteral,
+} from "../backends/onnx/graph-builder.js";
 import { ortSupports } from "../backends/onnx/ort-support.js";
 import type { Array as JArray } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
@@ -16,9 +23,13 @@ function toAttr(name: string, v: OnnxAttr): AttrValue {
   if (typeof v === "number" || typeof v === "string" || Array.isArray(v)) return v as AttrValue;
   if ("float" in v) return attr.float(v.float);
   if ("floats" in v) return attr.floats(v.floats);
-  if ("tensor" in v) return { tensor: { dtype: v.tensor.dtype as GDType, shape: v.tensor.shape, data: v.tensor.data as ArrayLike<number> } };
+  if ("tensor" in v)
+    return {
+      tensor: { dtype: v.tensor.dtype as GDType, shape: v.tensor.shape, data: v.tensor.data as ArrayLike<number> },
+    };
   if ("graph" in v) {
-    if (!(v.graph instanceof GraphBuilder)) throw new Error(`compiler: attribute ${name} holds a graph not built by this compiler`);
+    if (!(v.graph instanceof GraphBuilder))
+      throw new Error(`compiler: attribute ${name} holds a graph not built by this compiler`);
     return v.graph;
   }
   throw new Error(`compiler: bad attribute ${name}`);
@@ -42,7 +53,10 @@ export class OnnxLoweringContext implements LoweringContext {
   private readonly consts = new Map<string, string>();
   private readonly producers = new Map<string, GraphNode>();
 
-  constructor(readonly g: GraphBuilder, opset: number) {
+  constructor(
+    readonly g: GraphBuilder,
+    opset: number,
+  ) {
     this.opset = opset;
   }
 
@@ -51,7 +65,10 @@ export class OnnxLoweringContext implements LoweringContext {
     for (const [k, v] of Object.entries(attrs)) a[k] = toAttr(k, v);
     const outs = this.g.addNode(op, inputs, numOutputs, a, domain);
     const n = this.g.nodeList[this.g.nodeList.length - 1];
-    for (const o of outs) { this.produced.add(o); this.producers.set(o, n); }
+    for (const o of outs) {
+      this.produced.add(o);
+      this.producers.set(o, n);
+    }
     this.nodeCount++;
     return outs;
   }
@@ -114,7 +131,11 @@ export class OnnxLoweringContext implements LoweringContext {
   }
 
   ints(values: readonly number[]): string {
-    return this.constant("int64", [values.length], values.map((v) => BigInt(v)));
+    return this.constant(
+      "int64",
+      [values.length],
+      values.map((v) => BigInt(v)),
+    );
   }
 
   repr(d: DType): DType {
@@ -158,7 +179,8 @@ export class OnnxLoweringContext implements LoweringContext {
     sub.current = this.current;
     const names = inputs.map((i) => sg.addInput(sg.fresh(`${name}_in`), this.repr(i.dtype) as GDType, i.shape));
     const outs = build(sub, names);
-    if (outs.length !== outputs.length) throw new Error(`compiler: subgraph ${name} built ${outs.length} outputs, expected ${outputs.length}`);
+    if (outs.length !== outputs.length)
+      throw new Error(`compiler: subgraph ${name} built ${outs.length} outputs, expected ${outputs.length}`);
     outs.forEach((o, i) => {
       // subgraph outputs must be produced inside the subgraph under their own names
       const id = sg.op("Identity", [o]);
@@ -173,7 +195,10 @@ export class OnnxLoweringContext implements LoweringContext {
     const rule = prim.rules.lower;
     // complex values never enter an ONNX graph: their equations are host steps (measured and argued in notes/complex.md)
     if (eqn.inputs.some((a) => isComplex(a.aval.dtype)) || eqn.outVars.some((v) => isComplex(v.aval.dtype))) {
-      throw new LoweringUnsupportedError(prim.name, "complex operands run on the reference interpreter (notes/complex.md)");
+      throw new LoweringUnsupportedError(
+        prim.name,
+        "complex operands run on the reference interpreter (notes/complex.md)",
+      );
     }
     if (!rule) {
       // a call primitive (PrimitiveFacts.callJaxprParam) without its own rule: inline the jaxpr it calls
@@ -185,8 +210,17 @@ export class OnnxLoweringContext implements LoweringContext {
     const saved = this.current;
     this.current = prim.name;
     try {
-      const outs = rule(this, inputs, eqn.params, eqn.inputs.map((a) => a.aval), eqn.outVars.map((v) => v.aval));
-      if (outs.length !== eqn.outVars.length) throw new Error(`compiler: ${prim.name} lowering returned ${outs.length} values for ${eqn.outVars.length} outputs`);
+      const outs = rule(
+        this,
+        inputs,
+        eqn.params,
+        eqn.inputs.map((a) => a.aval),
+        eqn.outVars.map((v) => v.aval),
+      );
+      if (outs.length !== eqn.outVars.length)
+        throw new Error(
+          `compiler: ${prim.name} lowering returned ${outs.length} values for ${eqn.outVars.length} outputs`,
+        );
       return outs;
     } finally {
       this.current = saved;
@@ -195,9 +229,15 @@ export class OnnxLoweringContext implements LoweringContext {
 }
 
 /** Lowers a jaxpr's equations into ctx; `inputs` bind constvars then invars. Returns the outvars' value names. */
-export function lowerJaxprInto(ctx: OnnxLoweringContext, jaxpr: Jaxpr, inputs: string[], onEqn?: (i: number) => void): string[] {
+export function lowerJaxprInto(
+  ctx: OnnxLoweringContext,
+  jaxpr: Jaxpr,
+  inputs: string[],
+  onEqn?: (i: number) => void,
+): string[] {
   const binders = [...jaxpr.constvars, ...jaxpr.invars];
-  if (binders.length !== inputs.length) throw new Error(`compiler: jaxpr takes ${binders.length} inputs, got ${inputs.length}`);
+  if (binders.length !== inputs.length)
+    throw new Error(`compiler: jaxpr takes ${binders.length} inputs, got ${inputs.length}`);
   const env = new Map<Var, string>();
   binders.forEach((v, i) => env.set(v, inputs[i]));
   const read = (a: Var | Literal): string => {
@@ -218,7 +258,12 @@ export function lowerJaxprInto(ctx: OnnxLoweringContext, jaxpr: Jaxpr, inputs: s
  * Lowers a primitive by tracing a JS function of lax-level ops (JAX's mlir.lower_fun): `f` is traced at
  * `inAvals` and its jaxpr inlined on `inputs`. Use it in a `lower` rule whose impl is written with ops.
  */
-export function lowerFun(ctx: LoweringContext, f: (...xs: JArray[]) => JArray[], inAvals: readonly ShapedArray[], inputs: string[]): string[] {
+export function lowerFun(
+  ctx: LoweringContext,
+  f: (...xs: JArray[]) => JArray[],
+  inAvals: readonly ShapedArray[],
+  inputs: string[],
+): string[] {
   const { jaxpr, consts } = traceToJaxpr(f, [...inAvals], "lower_fun");
   return ctx.inlineJaxpr(new ClosedJaxpr(jaxpr, consts), inputs);
 }

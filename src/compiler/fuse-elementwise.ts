@@ -10,14 +10,31 @@ import type { FusedOp, FusedSpec, FusedValue } from "../backends/onnx/fused-spec
 export type { FusedOp, FusedSpec, FusedValue };
 
 const UNARY: Readonly<Record<string, FusedOp>> = {
-  neg: "neg", abs: "abs", sqrt: "sqrt", rsqrt: "rsqrt", floor: "floor", ceil: "ceil", sign: "sign",
-  exp: "exp", log: "log", tanh: "tanh", logistic: "logistic",
+  neg: "neg",
+  abs: "abs",
+  sqrt: "sqrt",
+  rsqrt: "rsqrt",
+  floor: "floor",
+  ceil: "ceil",
+  sign: "sign",
+  exp: "exp",
+  log: "log",
+  tanh: "tanh",
+  logistic: "logistic",
 };
-const BINARY: Readonly<Record<string, FusedOp>> = { add: "add", sub: "sub", mul: "mul", div: "div", max: "max", min: "min" };
+const BINARY: Readonly<Record<string, FusedOp>> = {
+  add: "add",
+  sub: "sub",
+  mul: "mul",
+  div: "div",
+  max: "max",
+  min: "min",
+};
 const COMPARE: Readonly<Record<string, FusedOp>> = { eq: "eq", ne: "ne", lt: "lt", le: "le", gt: "gt", ge: "ge" };
 const LOGIC: Readonly<Record<string, FusedOp>> = { and: "and", or: "or", not: "not" };
 
-const sameShape = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+const sameShape = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
 
 /** The fused form of `jaxpr` (constvars already converted to invars), or null when it is not a pure float32 elementwise chain. */
 export function fuseElementwise(jaxpr: Jaxpr): FusedSpec | null {
@@ -33,13 +50,23 @@ export function fuseElementwise(jaxpr: Jaxpr): FusedSpec | null {
   const values: FusedValue[] = [];
   const isMask: boolean[] = [];
   const env = new Map<Var, number>();
-  const push = (v: FusedValue, mask = false): number => { values.push(v); isMask.push(mask); return values.length - 1; };
+  const push = (v: FusedValue, mask = false): number => {
+    values.push(v);
+    isMask.push(mask);
+    return values.length - 1;
+  };
   const params: (readonly ["input" | "scalar", number])[] = [];
-  let numInputs = 0, numScalars = 0;
+  let numInputs = 0,
+    numScalars = 0;
   for (const v of jaxpr.invars) {
     if (!okAval(v.aval, false)) return null;
-    if (v.aval.shape.length === 0) { params.push(["scalar", numScalars]); env.set(v, push({ kind: "scalar", index: numScalars++ })); }
-    else { params.push(["input", numInputs]); env.set(v, push({ kind: "input", index: numInputs++ })); }
+    if (v.aval.shape.length === 0) {
+      params.push(["scalar", numScalars]);
+      env.set(v, push({ kind: "scalar", index: numScalars++ }));
+    } else {
+      params.push(["input", numInputs]);
+      env.set(v, push({ kind: "input", index: numInputs++ }));
+    }
   }
   const consts = new Map<string, number>();
   const read = (a: Var | Literal, mask: boolean): number | null => {
@@ -81,7 +108,11 @@ function fuseEqn(
   const out = e.outVars[0].aval;
   const args = (mask: boolean): number[] | null => {
     const r: number[] = [];
-    for (const a of e.inputs) { const id = read(a, mask); if (id === null) return null; r.push(id); }
+    for (const a of e.inputs) {
+      const id = read(a, mask);
+      if (id === null) return null;
+      r.push(id);
+    }
     return r;
   };
   if (name in UNARY || name in BINARY) {
@@ -103,12 +134,15 @@ function fuseEqn(
     // select_n(pred, case0, case1): case1 where pred
     if (e.inputs.length !== 3 || !okAval(e.inputs[0].aval, true) || !okAval(out, false)) return null;
     if (!okAval(e.inputs[1].aval, false) || !okAval(e.inputs[2].aval, false)) return null;
-    const p = read(e.inputs[0], true), c0 = read(e.inputs[1], false), c1 = read(e.inputs[2], false);
+    const p = read(e.inputs[0], true),
+      c0 = read(e.inputs[1], false),
+      c1 = read(e.inputs[2], false);
     return p === null || c0 === null || c1 === null ? null : push({ kind: "op", op: "select", args: [p, c0, c1] });
   }
   if (name === "integer_pow") {
     if (!okAval(out, false) || !okAval(e.inputs[0].aval, false)) return null;
-    const x = read(e.inputs[0], false), y = e.params.y as number;
+    const x = read(e.inputs[0], false),
+      y = e.params.y as number;
     if (x === null || !Number.isInteger(y) || Math.abs(y) > 64) return null;
     return integerPow(x, y, push);
   }
@@ -125,7 +159,9 @@ function fuseEqn(
 /** x^y by repeated squaring (y < 0: 1 / x^-y), as the interpreter's float integer_pow up to rounding. */
 function integerPow(x: number, y: number, push: (v: FusedValue) => number): number {
   if (y === 0) return push({ kind: "const", value: 1 });
-  let n = Math.abs(y), base = x, acc: number | null = null;
+  let n = Math.abs(y),
+    base = x,
+    acc: number | null = null;
   while (n > 0) {
     if (n & 1) acc = acc === null ? base : push({ kind: "op", op: "mul", args: [acc, base] });
     n >>= 1;

@@ -15,9 +15,26 @@ type Shape = readonly number[];
  * of -0 and +0, where ORT returns either zero (operand order, vector or scalar path) and fused programs follow lax.
  */
 const FUSIBLE: Readonly<Record<string, FusedOp>> = {
-  Add: "add", Sub: "sub", Mul: "mul", Div: "div", Neg: "neg", Abs: "abs", Sqrt: "sqrt", Floor: "floor", Ceil: "ceil",
-  Max: "max", Min: "min", Less: "lt", LessOrEqual: "le", Greater: "gt", GreaterOrEqual: "ge", Equal: "eq",
-  And: "and", Or: "or", Not: "not", Where: "select",
+  Add: "add",
+  Sub: "sub",
+  Mul: "mul",
+  Div: "div",
+  Neg: "neg",
+  Abs: "abs",
+  Sqrt: "sqrt",
+  Floor: "floor",
+  Ceil: "ceil",
+  Max: "max",
+  Min: "min",
+  Less: "lt",
+  LessOrEqual: "le",
+  Greater: "gt",
+  GreaterOrEqual: "ge",
+  Equal: "eq",
+  And: "and",
+  Or: "or",
+  Not: "not",
+  Where: "select",
 };
 /** BitCast between float32 and int32 (a bitwise select's operands) is free inside a program: lanes are bits. */
 const BITCAST = "BitCast";
@@ -26,21 +43,52 @@ const MASK_OUT = new Set(["Less", "LessOrEqual", "Greater", "GreaterOrEqual", "E
 /** ONNX element type codes of the types inferred here. */
 const ONNX_TYPES: Readonly<Record<number, string>> = { 1: "float32", 6: "int32", 7: "int64", 9: "bool", 11: "float64" };
 /** Operators whose output has their first input's element type. */
-const SAME_TYPE = new Set(["Add", "Sub", "Mul", "Div", "Neg", "Abs", "Sqrt", "Floor", "Ceil", "Max", "Min", "Reshape", "Expand", "Identity", "Transpose", "Squeeze", "Unsqueeze"]);
+const SAME_TYPE = new Set([
+  "Add",
+  "Sub",
+  "Mul",
+  "Div",
+  "Neg",
+  "Abs",
+  "Sqrt",
+  "Floor",
+  "Ceil",
+  "Max",
+  "Min",
+  "Reshape",
+  "Expand",
+  "Identity",
+  "Transpose",
+  "Squeeze",
+  "Unsqueeze",
+]);
 /** Worth a node of its own even alone: ORT's Where broadcasts through a slow general path. */
 const ALONE = new Set(["Where"]);
 
-const isScalarShape = (s: Shape | undefined, rank: number): boolean => !!s && s.length <= rank && s.every((d) => d === 1);
+const isScalarShape = (s: Shape | undefined, rank: number): boolean =>
+  !!s && s.length <= rank && s.every((d) => d === 1);
 
 /** Replaces fusible groups of `g`'s top-level nodes by jaxts.Fused nodes; returns how many groups it made. */
-export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string, Shape>, dtypes: ReadonlyMap<string, string>): number {
+export function fuseGraphElementwise(
+  g: GraphBuilder,
+  shapes: ReadonlyMap<string, Shape>,
+  dtypes: ReadonlyMap<string, string>,
+): number {
   const nodes = g.nodeList;
   const reads = nodes.map(readsOfNode);
   const producer = new Map<string, number>();
   nodes.forEach((n, i) => n.outputs.forEach((o) => producer.set(o, i)));
   const consumers = new Map<string, number[]>();
   // consumers include nodes reading a value inside their subgraphs (If/Loop bodies)
-  reads.forEach((r, i) => r.forEach((x) => { if (x) { const c = consumers.get(x) ?? []; c.push(i); consumers.set(x, c); } }));
+  reads.forEach((r, i) =>
+    r.forEach((x) => {
+      if (x) {
+        const c = consumers.get(x) ?? [];
+        c.push(i);
+        consumers.set(x, c);
+      }
+    }),
+  );
   const outputs = new Set(g.outputNames);
   const shapeOf = (x: string): Shape | undefined => shapes.get(x) ?? g.constantValue(x)?.shape;
   // element types: the lowering records those of jaxpr values; infer the ones of nodes lowerings add
@@ -49,10 +97,16 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
   for (const n of nodes) {
     if (n.outputs.length !== 1 || types.has(n.outputs[0])) continue;
     const to = n.attrs.find(([k]) => k === "to")?.[1];
-    const t = MASK_OUT.has(n.opType) || n.opType === "IsNaN" || n.opType === "IsInf" ? "bool"
-      : (n.opType === "BitCast" || n.opType === "Cast") && to?.kind === "int" ? ONNX_TYPES[to.value]
-      : n.opType === "Where" ? dtypeOf(n.inputs[1])
-      : SAME_TYPE.has(n.opType) ? dtypeOf(n.inputs[0]) : undefined;
+    const t =
+      MASK_OUT.has(n.opType) || n.opType === "IsNaN" || n.opType === "IsInf"
+        ? "bool"
+        : (n.opType === "BitCast" || n.opType === "Cast") && to?.kind === "int"
+          ? ONNX_TYPES[to.value]
+          : n.opType === "Where"
+            ? dtypeOf(n.inputs[1])
+            : SAME_TYPE.has(n.opType)
+              ? dtypeOf(n.inputs[0])
+              : undefined;
     if (t) types.set(n.outputs[0], t);
   }
 
@@ -63,8 +117,10 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
     if (!s || s.length === 0) return null;
     const outType = dtypeOf(n.outputs[0]);
     if (n.opType === BITCAST) {
-      const to = n.attrs.find(([k]) => k === "to")?.[1], inType = dtypeOf(n.inputs[0]);
-      const ok = to?.kind === "int" && ((to.value === 6 && inType === "float32") || (to.value === 1 && inType === "int32"));
+      const to = n.attrs.find(([k]) => k === "to")?.[1],
+        inType = dtypeOf(n.inputs[0]);
+      const ok =
+        to?.kind === "int" && ((to.value === 6 && inType === "float32") || (to.value === 1 && inType === "int32"));
       return ok && sameShape(shapeOf(n.inputs[0]), s) ? s : null;
     }
     if (!(n.opType in FUSIBLE) || n.attrs.length) return null;
@@ -73,8 +129,10 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
     if (outType !== (MASK_OUT.has(n.opType) ? "bool" : lane)) return null;
     for (const [k, x] of n.inputs.entries()) {
       if (!x) return null;
-      const xs = shapeOf(x), xt = dtypeOf(x);
-      const wantBool = n.opType === "And" || n.opType === "Or" || n.opType === "Not" || (n.opType === "Where" && k === 0);
+      const xs = shapeOf(x),
+        xt = dtypeOf(x);
+      const wantBool =
+        n.opType === "And" || n.opType === "Or" || n.opType === "Not" || (n.opType === "Where" && k === 0);
       if (xt !== (wantBool ? "bool" : lane)) return null;
       if (!sameShape(xs, s) && !(isScalarShape(xs, s.length) && !wantBool && lane === "float32")) return null;
     }
@@ -94,13 +152,19 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
       if (p === undefined || seen.has(p)) continue;
       seen.add(p);
       if (group[p] === gi) return true;
-      for (const q of group[p] >= 0 ? members[group[p]] : [p]) for (const y of reads[q]) if (y) stack.push(producer.get(y));
+      for (const q of group[p] >= 0 ? members[group[p]] : [p])
+        for (const y of reads[q]) if (y) stack.push(producer.get(y));
     }
     return false;
   };
   // the values group gi reads from nodes outside both gi and other
   const externalInputs = (gi: number, other: number): string[] =>
-    members[gi].flatMap((q) => reads[q].filter((x) => { const p = producer.get(x); return p !== undefined && group[p] !== gi && group[p] !== other; }));
+    members[gi].flatMap((q) =>
+      reads[q].filter((x) => {
+        const p = producer.get(x);
+        return p !== undefined && group[p] !== gi && group[p] !== other;
+      }),
+    );
   nodes.forEach((n, i) => {
     const s = fusibleShape(n);
     if (!s) return;
@@ -111,9 +175,17 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
     for (const x of n.inputs) {
       const p = producer.get(x);
       if (p === undefined || group[p] < 0 || group[p] === group[i] || !sameShape(groupShape[group[p]], s)) continue;
-      const a = group[p], b = group[i];
-      if (externalInputs(b, a).some((y) => dependsOnGroup(y, a)) || externalInputs(a, b).some((y) => dependsOnGroup(y, b))) continue;
-      for (const q of members[b]) { group[q] = a; members[a].push(q); }
+      const a = group[p],
+        b = group[i];
+      if (
+        externalInputs(b, a).some((y) => dependsOnGroup(y, a)) ||
+        externalInputs(a, b).some((y) => dependsOnGroup(y, b))
+      )
+        continue;
+      for (const q of members[b]) {
+        group[q] = a;
+        members[a].push(q);
+      }
       members[b] = [];
     }
   });
@@ -128,7 +200,8 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
     const s = groupShape[gi];
     const values: FusedValue[] = [];
     const index = new Map<string, number>();
-    const fullInputs: string[] = [], scalarInputs: string[] = [];
+    const fullInputs: string[] = [],
+      scalarInputs: string[] = [];
     // a one-element float32 constant, possibly reshaped or expanded (a broadcast literal) on the way
     const constOf = (x: string): number | undefined => {
       for (let y = x, hops = 0; hops < 4; hops++) {
@@ -152,29 +225,55 @@ export function fuseGraphElementwise(g: GraphBuilder, shapes: ReadonlyMap<string
     };
     for (const i of m) {
       const n = nodes[i];
-      if (n.opType === BITCAST) { index.set(n.outputs[0], valueOf(n.inputs[0])); continue; }
+      if (n.opType === BITCAST) {
+        index.set(n.outputs[0], valueOf(n.inputs[0]));
+        continue;
+      }
       const args = n.inputs.map(valueOf);
       // Where(cond, a, b) = select_n(cond, b, a)
-      values.push({ kind: "op", op: FUSIBLE[n.opType], args: n.opType === "Where" ? [args[0], args[2], args[1]] : args });
+      values.push({
+        kind: "op",
+        op: FUSIBLE[n.opType],
+        args: n.opType === "Where" ? [args[0], args[2], args[1]] : args,
+      });
       index.set(n.outputs[0], values.length - 1);
     }
     // results read outside the group (or graph outputs); masks must stay inside
-    const escaping = m.map((i) => nodes[i].outputs[0]).filter((o) => outputs.has(o) || (consumers.get(o) ?? []).some((c) => !inGroup.has(c)));
+    const escaping = m
+      .map((i) => nodes[i].outputs[0])
+      .filter((o) => outputs.has(o) || (consumers.get(o) ?? []).some((c) => !inGroup.has(c)));
     // the op reads and writes float32 only: masks from outside (or escaping) keep the group unfused
     const io = [...fullInputs, ...scalarInputs, ...escaping];
     if (escaping.length === 0 || fullInputs.length === 0 || io.some((x) => dtypeOf(x) !== "float32")) return;
-    const spec: FusedSpec = { values, outputs: escaping.map((o) => index.get(o)!), params: [], numInputs: fullInputs.length, numScalars: scalarInputs.length, shape: s };
+    const spec: FusedSpec = {
+      values,
+      outputs: escaping.map((o) => index.get(o)!),
+      params: [],
+      numInputs: fullInputs.length,
+      numScalars: scalarInputs.length,
+      shape: s,
+    };
     const last = m[m.length - 1];
     replaced.set(last, {
-      opType: "Fused", domain: "jaxts", name: g.fresh("n_Fused"), inputs: [...fullInputs, ...scalarInputs], outputs: escaping,
-      attrs: [["program", { kind: "ints", value: Array.from(encodeFused(spec)) }], ["num_inputs", { kind: "int", value: fullInputs.length }], ["num_scalars", { kind: "int", value: scalarInputs.length }]],
+      opType: "Fused",
+      domain: "jaxts",
+      name: g.fresh("n_Fused"),
+      inputs: [...fullInputs, ...scalarInputs],
+      outputs: escaping,
+      attrs: [
+        ["program", { kind: "ints", value: Array.from(encodeFused(spec)) }],
+        ["num_inputs", { kind: "int", value: fullInputs.length }],
+        ["num_scalars", { kind: "int", value: scalarInputs.length }],
+      ],
     });
     for (const i of m) if (i !== last) dropped.add(i);
     made++;
   });
   if (made === 0) return 0;
   const next: GraphNode[] = [];
-  nodes.forEach((n, i) => { if (!dropped.has(i)) next.push(replaced.get(i) ?? n); });
+  nodes.forEach((n, i) => {
+    if (!dropped.has(i)) next.push(replaced.get(i) ?? n);
+  });
   // a fused node sits at its last member: readers of earlier members' results may now come before it. Groups grow
   // one node at a time, so a later join can still close a loop through two groups: then leave the graph unfused
   let ordered: GraphNode[];
@@ -199,13 +298,18 @@ function readsOfNode(n: GraphNode): string[] {
 function topoOrder(nodes: GraphNode[]): GraphNode[] {
   const producedBy = new Map<string, GraphNode>();
   for (const n of nodes) for (const o of n.outputs) producedBy.set(o, n);
-  const done = new Set<GraphNode>(), out: GraphNode[] = [], visiting = new Set<GraphNode>();
+  const done = new Set<GraphNode>(),
+    out: GraphNode[] = [],
+    visiting = new Set<GraphNode>();
   const reads = readsOfNode;
   const visit = (n: GraphNode): void => {
     if (done.has(n)) return;
     if (visiting.has(n)) throw new Error("fuse-graph: cycle");
     visiting.add(n);
-    for (const x of reads(n)) { const p = producedBy.get(x); if (p && p !== n) visit(p); }
+    for (const x of reads(n)) {
+      const p = producedBy.get(x);
+      if (p && p !== n) visit(p);
+    }
     visiting.delete(n);
     done.add(n);
     out.push(n);

@@ -23,11 +23,22 @@ export function divisorNear(n: number, block: number): number {
 
 /** Shape [pre, m, (d,) post] with unit pre/post dropped, and the axis index of m. */
 function runShape(pre: number, post: number, m: number, d?: number): [number[], number] {
-  return [[...(pre > 1 ? [pre] : []), m, ...(d === undefined ? [] : [d]), ...(post > 1 ? [post] : [])], pre > 1 ? 1 : 0];
+  return [
+    [...(pre > 1 ? [pre] : []), m, ...(d === undefined ? [] : [d]), ...(post > 1 ? [post] : [])],
+    pre > 1 ? 1 : 0,
+  ];
 }
 
 /** Pads axis `ax` of x (shape `shape`) at its end to length `m` with `v`. */
-function padEnd(ctx: LoweringContext, x: string, shape: readonly number[], ax: number, m: number, v: number, cd: DType): string {
+function padEnd(
+  ctx: LoweringContext,
+  x: string,
+  shape: readonly number[],
+  ax: number,
+  m: number,
+  v: number,
+  cd: DType,
+): string {
   const pads = [...shape, ...shape].map(() => 0);
   pads[shape.length + ax] = m - shape[ax];
   return ctx.op("Pad", [x, ctx.ints(pads), ctx.scalar(cd, v)], { mode: "constant" });
@@ -64,22 +75,34 @@ function reduceRun(ctx: LoweringContext, x: string, pre: number, n: number, post
  * maxRun terms meet in one output (or `always`); undefined when the plain single op is accurate enough. The result is flat-shaped
  * (kept dims merged): the caller reshapes it to the output shape.
  */
-export function blockedSum(ctx: LoweringContext, x: string, shape: readonly number[], axes: readonly number[], cd: DType, always = false): string | undefined {
+export function blockedSum(
+  ctx: LoweringContext,
+  x: string,
+  shape: readonly number[],
+  axes: readonly number[],
+  cd: DType,
+  always = false,
+): string | undefined {
   const n = axes.reduce((p, i) => p * shape[i], 1);
   if (n <= blockedOptions.maxRun && !always) return undefined;
   // merge adjacent dims of the same kind (kept/reduced), dropping unit dims: [K, R, K, R, ...]
-  const dims: number[] = [], red: boolean[] = [];
+  const dims: number[] = [],
+    red: boolean[] = [];
   shape.forEach((s, i) => {
     if (s === 1) return;
     const r = axes.includes(i);
     if (red.length && red[red.length - 1] === r) dims[dims.length - 1] *= s;
-    else { dims.push(s); red.push(r); }
+    else {
+      dims.push(s);
+      red.push(r);
+    }
   });
   let y = x;
   // reduce the runs from last to first, so earlier dims keep their positions
   for (let i = dims.length - 1; i >= 0; i--) {
     if (!red[i]) continue;
-    const pre = dims.slice(0, i).reduce((p, v) => p * v, 1), post = dims.slice(i + 1).reduce((p, v) => p * v, 1);
+    const pre = dims.slice(0, i).reduce((p, v) => p * v, 1),
+      post = dims.slice(i + 1).reduce((p, v) => p * v, 1);
     y = reduceRun(ctx, y, pre, dims[i], post, cd);
     dims.splice(i, 1);
     red.splice(i, 1);
@@ -92,12 +115,24 @@ export function blockedSum(ctx: LoweringContext, x: string, shape: readonly numb
  * Long runs (top level: more than maxRun; then down to `block`): scan within blocks, scan the block totals
  * (recursively), shift those by one block (-0 first: -0 + v = v for every v, -0 included) and add.
  */
-function scanRun(ctx: LoweringContext, x: string, pre: number, n: number, post: number, reverse: boolean, limit: number, cd: DType): string {
+function scanRun(
+  ctx: LoweringContext,
+  x: string,
+  pre: number,
+  n: number,
+  post: number,
+  reverse: boolean,
+  limit: number,
+  cd: DType,
+): string {
   const { block } = blockedOptions;
   const [s, ax] = runShape(pre, post, n);
-  const scan = (v: string, axis: number) => ctx.op("CumSum", [v, ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 });
+  const scan = (v: string, axis: number) =>
+    ctx.op("CumSum", [v, ctx.scalar("int64", axis)], { exclusive: 0, reverse: reverse ? 1 : 0 });
   if (n <= limit) return scan(reshape(ctx, x, s), ax);
-  let d = divisorNear(n, block), m = n, y = reshape(ctx, x, s);
+  let d = divisorNear(n, block),
+    m = n,
+    y = reshape(ctx, x, s);
   if (d === 0) {
     // identity padding at the end changes no prefix (forward) or suffix (reverse) of the real elements
     d = block;
@@ -135,9 +170,17 @@ function scanRun(ctx: LoweringContext, x: string, pre: number, n: number, post: 
  * maxRun (error O(log n) ulp instead of O(n)); undefined when the plain op is accurate enough. The result is
  * shaped [pre, n, post]-like: the caller reshapes it back to `shape`.
  */
-export function blockedCumsum(ctx: LoweringContext, x: string, shape: readonly number[], axis: number, reverse: boolean, cd: DType): string | undefined {
+export function blockedCumsum(
+  ctx: LoweringContext,
+  x: string,
+  shape: readonly number[],
+  axis: number,
+  reverse: boolean,
+  cd: DType,
+): string | undefined {
   const n = shape[axis];
   if (n <= blockedOptions.maxRun) return undefined;
-  const pre = shape.slice(0, axis).reduce((p, v) => p * v, 1), post = shape.slice(axis + 1).reduce((p, v) => p * v, 1);
+  const pre = shape.slice(0, axis).reduce((p, v) => p * v, 1),
+    post = shape.slice(axis + 1).reduce((p, v) => p * v, 1);
   return scanRun(ctx, x, pre, n, post, reverse, blockedOptions.maxRun, cd);
 }

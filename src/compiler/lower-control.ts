@@ -25,38 +25,61 @@ export const lowerCond: Lower = (ctx, [idx, ...xs], params, _in, outAvals) => {
 
 /** while(cond_consts, body_consts, *init): Loop with no trip count; the body recomputes the predicate. */
 export const lowerWhile: Lower = (ctx, args, params, inAvals) => {
-  const cj = params.cond_jaxpr as Jaxpr, bj = params.body_jaxpr as Jaxpr;
-  const cn = params.cond_nconsts as number, bn = params.body_nconsts as number;
-  const cc = args.slice(0, cn), bc = args.slice(cn, cn + bn), init = args.slice(cn + bn);
+  const cj = params.cond_jaxpr as Jaxpr,
+    bj = params.body_jaxpr as Jaxpr;
+  const cn = params.cond_nconsts as number,
+    bn = params.body_nconsts as number;
+  const cc = args.slice(0, cn),
+    bc = args.slice(cn, cn + bn),
+    init = args.slice(cn + bn);
   const carryT = inAvals.slice(cn + bn).map(typeOf);
   const c0 = ctx.inlineJaxpr(cj, [...cc, ...init])[0];
   const scalar = (dtype: "int64" | "bool") => ({ dtype, shape: [] as number[] });
-  const body = ctx.subgraph("while_body", [scalar("int64"), scalar("bool"), ...carryT], [scalar("bool"), ...carryT], (s, [, , ...carry]) => {
-    const next = s.inlineJaxpr(bj, [...bc, ...carry]);
-    const c = s.inlineJaxpr(cj, [...cc, ...next])[0];
-    return [c, ...next];
-  });
+  const body = ctx.subgraph(
+    "while_body",
+    [scalar("int64"), scalar("bool"), ...carryT],
+    [scalar("bool"), ...carryT],
+    (s, [, , ...carry]) => {
+      const next = s.inlineJaxpr(bj, [...bc, ...carry]);
+      const c = s.inlineJaxpr(cj, [...cc, ...next])[0];
+      return [c, ...next];
+    },
+  );
   return ctx.node("Loop", ["", c0, ...init], { body }, init.length);
 };
 
 /** scan(consts, init, xs): Loop with trip count `length`, slicing xs per step and stacking ys as scan outputs. */
 export const lowerScan: Lower = (ctx, args, params, inAvals, outAvals) => {
   const j = params.jaxpr as Jaxpr;
-  const nc = params.num_consts as number, nk = params.num_carry as number, n = params.length as number;
+  const nc = params.num_consts as number,
+    nk = params.num_carry as number,
+    n = params.length as number;
   const reverse = params.reverse as boolean;
-  const consts = args.slice(0, nc), init = args.slice(nc, nc + nk), xs = args.slice(nc + nk);
+  const consts = args.slice(0, nc),
+    init = args.slice(nc, nc + nk),
+    xs = args.slice(nc + nk);
   const carryT = inAvals.slice(nc, nc + nk).map(typeOf);
   const ysAvals = outAvals.slice(nk);
   if (n === 0) return [...init, ...ysAvals.map((a) => filled(ctx, a.dtype, a.shape, 0))];
   const yT = ysAvals.map((a) => ({ dtype: a.dtype, shape: a.shape.slice(1) }));
   const scalar = (dtype: "int64" | "bool") => ({ dtype, shape: [] as number[] });
-  const body = ctx.subgraph("scan_body", [scalar("int64"), scalar("bool"), ...carryT], [scalar("bool"), ...carryT, ...yT], (s, [i, c, ...carry]) => {
-    const at = reverse ? s.op("Sub", [s.scalar("int64", n - 1), i]) : i;
-    const xi = xs.map((x) => s.op("Gather", [x, at], { axis: 0 }));
-    const outs = s.inlineJaxpr(j, [...consts, ...carry, ...xi]);
-    return [c, ...outs];
-  });
-  const res = ctx.node("Loop", [ctx.scalar("int64", n), ctx.scalar("bool", true), ...init], { body }, nk + ysAvals.length);
+  const body = ctx.subgraph(
+    "scan_body",
+    [scalar("int64"), scalar("bool"), ...carryT],
+    [scalar("bool"), ...carryT, ...yT],
+    (s, [i, c, ...carry]) => {
+      const at = reverse ? s.op("Sub", [s.scalar("int64", n - 1), i]) : i;
+      const xi = xs.map((x) => s.op("Gather", [x, at], { axis: 0 }));
+      const outs = s.inlineJaxpr(j, [...consts, ...carry, ...xi]);
+      return [c, ...outs];
+    },
+  );
+  const res = ctx.node(
+    "Loop",
+    [ctx.scalar("int64", n), ctx.scalar("bool", true), ...init],
+    { body },
+    nk + ysAvals.length,
+  );
   const ys = res.slice(nk).map((y, k) => {
     const r = reverse ? rev(ctx, y, [0]) : y;
     return reshape(ctx, r, ysAvals[k].shape);
@@ -65,4 +88,3 @@ export const lowerScan: Lower = (ctx, args, params, inAvals, outAvals) => {
 };
 
 /** Lowerings for primitives defined outside the primitive files, by name. */
-

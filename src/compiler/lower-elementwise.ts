@@ -2,10 +2,22 @@
 import { type DType, isBigInt, isFloat, isSignedInt, isUnsigned, intRange } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import { F, viaDtype } from "./lower-math.js";
-import { ONNX_TYPE, bitWidth, computeDtype, filled, opIn, orderKey, rawCast, select, signedOf, unsignedOf } from "./lower-util.js";
+import {
+  ONNX_TYPE,
+  bitWidth,
+  computeDtype,
+  filled,
+  opIn,
+  orderKey,
+  rawCast,
+  select,
+  signedOf,
+  unsignedOf,
+} from "./lower-util.js";
 
 /** The all-ones value of an integer dtype as ctx.scalar expects it. */
-const allOnes = (d: DType): number | bigint => (d === "uint64" ? 2n ** 64n - 1n : d === "int64" ? -1n : isUnsigned(d) ? intRange(d)[1] : -1);
+const allOnes = (d: DType): number | bigint =>
+  d === "uint64" ? 2n ** 64n - 1n : d === "int64" ? -1n : isUnsigned(d) ? intRange(d)[1] : -1;
 
 /** Integer division truncating toward zero, x/0 = -1 (all ones for unsigned), INT_MIN/-1 wraps. */
 export function intDiv(ctx: LoweringContext, a: string, b: string, d: DType): string {
@@ -41,7 +53,10 @@ export function intPow(ctx: LoweringContext, a: string, b: string, d: DType): st
   const one64 = ctx.scalar("int64", 1);
   const bits = isSignedInt(d) ? bitWidth(d) - 1 : bitWidth(d);
   for (let k = 0; k < bits; k++) {
-    const bit = ctx.op("Equal", [ctx.op("BitwiseAnd", [ctx.op("Div", [e, ctx.scalar("int64", 2 ** k)]), one64]), one64]);
+    const bit = ctx.op("Equal", [
+      ctx.op("BitwiseAnd", [ctx.op("Div", [e, ctx.scalar("int64", 2 ** k)]), one64]),
+      one64,
+    ]);
     acc = ctx.op("Where", [bit, ctx.op("Mul", [acc, base]), acc]);
     if (k + 1 < bits) base = ctx.op("Mul", [base, base]);
   }
@@ -85,7 +100,13 @@ function fromShiftable(ctx: LoweringContext, x: string, sd: DType, d: DType): st
 }
 
 /** shift_left / shift_right_logical / shift_right_arithmetic; amounts outside [0, width) give 0 (arithmetic: the sign fill). */
-export function shift(ctx: LoweringContext, kind: "left" | "logical" | "arithmetic", a: string, b: string, d: DType): string {
+export function shift(
+  ctx: LoweringContext,
+  kind: "left" | "logical" | "arithmetic",
+  a: string,
+  b: string,
+  d: DType,
+): string {
   const w = bitWidth(d);
   const big = ctx.op("GreaterOrEqual", [b, ctx.scalar(d, w)]);
   const oob = isSignedInt(d) ? ctx.op("Or", [big, ctx.op("Less", [b, ctx.scalar(d, 0)])]) : big;
@@ -119,8 +140,13 @@ function zext(ctx: LoweringContext, x: string, d: DType): [string, DType] {
 function popcountU(ctx: LoweringContext, v: string, ud: DType): string {
   const is64 = ud === "uint64";
   const c = (n: bigint) => ctx.scalar(ud, is64 ? n : Number(n & 0xffffffffn));
-  const rep = (byte: bigint) => { let r = 0n; for (let i = 0; i < (is64 ? 8 : 4); i++) r = (r << 8n) | byte; return r; };
-  const shr = (x: string, k: number) => ctx.op("BitShift", [x, ctx.scalar(ud, is64 ? BigInt(k) : k)], { direction: "RIGHT" });
+  const rep = (byte: bigint) => {
+    let r = 0n;
+    for (let i = 0; i < (is64 ? 8 : 4); i++) r = (r << 8n) | byte;
+    return r;
+  };
+  const shr = (x: string, k: number) =>
+    ctx.op("BitShift", [x, ctx.scalar(ud, is64 ? BigInt(k) : k)], { direction: "RIGHT" });
   const and = (x: string, m: bigint) => ctx.op("BitwiseAnd", [x, c(m)]);
   // SWAR: pairs, nibbles, bytes, then sum the bytes with a multiply
   let x = ctx.op("Sub", [v, and(shr(v, 1), rep(0x55n))]);
@@ -146,7 +172,13 @@ export function clz(ctx: LoweringContext, x: string, d: DType): string {
 }
 
 /** Comparison ops (ne = not equal); bool and kernel-less dtypes compare through an order-preserving key. */
-export function compare(ctx: LoweringContext, op: "Equal" | "NotEqual" | "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual", a: string, b: string, d: DType): string {
+export function compare(
+  ctx: LoweringContext,
+  op: "Equal" | "NotEqual" | "Less" | "LessOrEqual" | "Greater" | "GreaterOrEqual",
+  a: string,
+  b: string,
+  d: DType,
+): string {
   const key = op === "NotEqual" ? "Equal" : op;
   const [ka, kd] = orderKey(ctx, a, d, key);
   const [kb] = orderKey(ctx, b, d, key);
@@ -175,7 +207,13 @@ export function floatSign(ctx: LoweringContext, x: string, d: DType): string {
 }
 
 /** Float ops with an ORT kernel at float32 but maybe not float64: the kernel where it exists, else the float64 composite. */
-export function kernelOr(ctx: LoweringContext, op: string, x: string, d: DType, composite: (m: F, x: string) => string): string {
+export function kernelOr(
+  ctx: LoweringContext,
+  op: string,
+  x: string,
+  d: DType,
+  composite: (m: F, x: string) => string,
+): string {
   if (ctx.repr(d) === "float64" && !ctx.supports(op, "float64")) return composite(new F(ctx, "float64"), x);
   return opIn(ctx, op, d, [x]);
 }

@@ -2,7 +2,17 @@
 import type { ShapedArray } from "../core/aval.js";
 import type { DType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
-import { minMax, rawCast, reshape, select, transpose, unsqueeze0, computeDtype, expand, roundTo } from "./lower-util.js";
+import {
+  minMax,
+  rawCast,
+  reshape,
+  select,
+  transpose,
+  unsqueeze0,
+  computeDtype,
+  expand,
+  roundTo,
+} from "./lower-util.js";
 import { slice } from "./lower-structural.js";
 import { reduce } from "./lower-reduce.js";
 
@@ -13,9 +23,20 @@ const restDims = (nd: number, axes: readonly number[]) => [...Array(nd).keys()].
 const inverse = (perm: readonly number[]) => perm.map((_, i) => perm.indexOf(i));
 
 /** Index tuples as int64, clamped into bounds; plus (for fill/drop) which tuples were in bounds. */
-function indexTuples(ctx: LoweringContext, idx: string, ia: ShapedArray, x: ShapedArray, axes: readonly number[], checkBounds: boolean): { ic: string; valid: string | null } {
+function indexTuples(
+  ctx: LoweringContext,
+  idx: string,
+  ia: ShapedArray,
+  x: ShapedArray,
+  axes: readonly number[],
+  checkBounds: boolean,
+): { ic: string; valid: string | null } {
   const ii = rawCast(ctx, idx, ia.dtype, "int64");
-  const ub = ctx.constant("int64", [axes.length], axes.map((a) => BigInt(Math.max(x.shape[a] - 1, 0))));
+  const ub = ctx.constant(
+    "int64",
+    [axes.length],
+    axes.map((a) => BigInt(Math.max(x.shape[a] - 1, 0))),
+  );
   const zero = ctx.scalar("int64", 0);
   const ic = ctx.op("Max", [ctx.op("Min", [ii, ub]), zero]);
   if (!checkBounds) return { ic, valid: null };
@@ -25,8 +46,15 @@ function indexTuples(ctx: LoweringContext, idx: string, ia: ShapedArray, x: Shap
 }
 
 export function gather(
-  ctx: LoweringContext, x: string, idx: string, a: ShapedArray, ia: ShapedArray, out: ShapedArray,
-  axes: readonly number[], mode: Mode, fill: number,
+  ctx: LoweringContext,
+  x: string,
+  idx: string,
+  a: ShapedArray,
+  ia: ShapedArray,
+  out: ShapedArray,
+  axes: readonly number[],
+  mode: Mode,
+  fill: number,
 ): string {
   const nb = ia.ndim - 1;
   if (axes.length === 0) return expand(ctx, reshape(ctx, x, [...Array(nb).fill(1), ...a.shape]), out.shape);
@@ -40,8 +68,16 @@ export function gather(
 }
 
 export function scatter(
-  ctx: LoweringContext, x: string, idx: string, upd: string, a: ShapedArray, ia: ShapedArray, ua: ShapedArray,
-  axes: readonly number[], red: Reduce, mode: Mode,
+  ctx: LoweringContext,
+  x: string,
+  idx: string,
+  upd: string,
+  a: ShapedArray,
+  ia: ShapedArray,
+  ua: ShapedArray,
+  axes: readonly number[],
+  red: Reduce,
+  mode: Mode,
 ): string {
   const d = a.dtype;
   const nb = ia.ndim - 1;
@@ -49,7 +85,10 @@ export function scatter(
   // reduction kernels: f16 add/mul/min/max run in float32; bool add/mul are or/and (max/min on uint8)
   let cd: DType = ctx.repr(d);
   let red2: Reduce = red;
-  if (d === "bool" && red !== "none") { cd = "uint8"; red2 = red === "add" || red === "max" ? "max" : "min"; }
+  if (d === "bool" && red !== "none") {
+    cd = "uint8";
+    red2 = red === "add" || red === "max" ? "max" : "min";
+  }
   if (red !== "none" && cd === "float16") cd = "float32";
   const key = `ScatterND(${red2})`;
   if (!ctx.supports(key, cd)) cd = computeDtype(ctx, key, cd);
@@ -65,7 +104,11 @@ export function scatter(
     tshape[0] = 1;
     const trash = ctx.op("Expand", [ctx.scalar(cd, 0), ctx.ints(tshape)]);
     xt = ctx.op("Concat", [xt, trash], { axis: 0 });
-    const redirect = ctx.constant("int64", [axes.length], axes.map((_, j) => BigInt(j === 0 ? n0 : 0)));
+    const redirect = ctx.constant(
+      "int64",
+      [axes.length],
+      axes.map((_, j) => BigInt(j === 0 ? n0 : 0)),
+    );
     ic = ctx.op("Where", [ctx.op("Unsqueeze", [valid, ctx.ints([-1])]), ic, redirect]);
   }
   let y = ctx.op("ScatterND", [xt, ic, u], { reduction: red2 });
@@ -75,14 +118,31 @@ export function scatter(
 }
 
 /** Scatter with no indexed axes: every update addresses the whole operand. */
-function scatterWhole(ctx: LoweringContext, x: string, upd: string, a: ShapedArray, ua: ShapedArray, nb: number, red: Reduce): string {
+function scatterWhole(
+  ctx: LoweringContext,
+  x: string,
+  upd: string,
+  a: ShapedArray,
+  ua: ShapedArray,
+  nb: number,
+  red: Reduce,
+): string {
   const n = ua.shape.slice(0, nb).reduce((p, q) => p * q, 1);
   if (n === 0) return x;
   const flat = reshape(ctx, upd, [n, ...a.shape]);
   if (red === "none") return reshape(ctx, slice(ctx, flat, [n - 1], [n], [0]), a.shape);
   const d = a.dtype;
   const fa = ua.update({ shape: [n, ...a.shape] });
-  const kind = d === "bool" ? (red === "add" || red === "max" ? "or" : "and") : red === "add" ? "sum" : red === "mul" ? "prod" : red;
+  const kind =
+    d === "bool"
+      ? red === "add" || red === "max"
+        ? "or"
+        : "and"
+      : red === "add"
+        ? "sum"
+        : red === "mul"
+          ? "prod"
+          : red;
   const r = reduce(ctx, kind, flat, fa, [0], a);
   if (d === "bool") return ctx.op(kind === "or" ? "Or" : "And", [x, r]);
   if (red === "min" || red === "max") return minMax(ctx, red === "max" ? "Max" : "Min", x, r, d);
@@ -92,7 +152,13 @@ function scatterWhole(ctx: LoweringContext, x: string, upd: string, a: ShapedArr
 }
 
 /** Clamped start indices as a 1-D int64 tensor. */
-function starts(ctx: LoweringContext, ss: string[], sa: ShapedArray[], shape: readonly number[], sizes: readonly number[]): string {
+function starts(
+  ctx: LoweringContext,
+  ss: string[],
+  sa: ShapedArray[],
+  shape: readonly number[],
+  sizes: readonly number[],
+): string {
   const parts = ss.map((s, i) => {
     const v = rawCast(ctx, s, sa[i].dtype, "int64");
     const c = ctx.op("Max", [ctx.op("Min", [v, ctx.scalar("int64", shape[i] - sizes[i])]), ctx.scalar("int64", 0)]);
@@ -101,14 +167,29 @@ function starts(ctx: LoweringContext, ss: string[], sa: ShapedArray[], shape: re
   return parts.length === 1 ? parts[0] : ctx.op("Concat", parts, { axis: 0 });
 }
 
-export function dynamicSlice(ctx: LoweringContext, x: string, ss: string[], a: ShapedArray, sa: ShapedArray[], sizes: readonly number[]): string {
+export function dynamicSlice(
+  ctx: LoweringContext,
+  x: string,
+  ss: string[],
+  a: ShapedArray,
+  sa: ShapedArray[],
+  sizes: readonly number[],
+): string {
   if (a.ndim === 0) return x;
   const st = starts(ctx, ss, sa, a.shape, sizes);
   const en = ctx.op("Add", [st, ctx.ints(sizes)]);
   return ctx.op("Slice", [x, st, en, ctx.ints([...a.shape.keys()])]);
 }
 
-export function dynamicUpdateSlice(ctx: LoweringContext, x: string, upd: string, ss: string[], a: ShapedArray, ua: ShapedArray, sa: ShapedArray[]): string {
+export function dynamicUpdateSlice(
+  ctx: LoweringContext,
+  x: string,
+  upd: string,
+  ss: string[],
+  a: ShapedArray,
+  ua: ShapedArray,
+  sa: ShapedArray[],
+): string {
   if (a.ndim === 0) return upd;
   const d = a.dtype;
   const st = starts(ctx, ss, sa, a.shape, ua.shape);

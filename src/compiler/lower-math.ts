@@ -7,40 +7,102 @@ type V = string | number;
 
 /** A tiny expression builder over one float dtype: numbers become constants of that dtype. */
 export class F {
-  constructor(readonly ctx: LoweringContext, readonly d: DType) {}
-  c(v: number): string { return this.ctx.scalar(this.d, v); }
-  v(x: V): string { return typeof x === "number" ? this.c(x) : x; }
-  private bin(op: string, a: V, b: V): string { return this.ctx.op(op, [this.v(a), this.v(b)]); }
-  add(a: V, b: V): string { return this.bin("Add", a, b); }
-  sub(a: V, b: V): string { return this.bin("Sub", a, b); }
-  mul(a: V, b: V): string { return this.bin("Mul", a, b); }
-  div(a: V, b: V): string { return this.bin("Div", a, b); }
-  pow(a: V, b: V): string { return this.bin("Pow", a, b); }
-  max(a: V, b: V): string { return this.bin("Max", a, b); }
-  min(a: V, b: V): string { return this.bin("Min", a, b); }
-  lt(a: V, b: V): string { return this.bin("Less", a, b); }
-  le(a: V, b: V): string { return this.bin("LessOrEqual", a, b); }
-  gt(a: V, b: V): string { return this.bin("Greater", a, b); }
-  ge(a: V, b: V): string { return this.bin("GreaterOrEqual", a, b); }
-  eq(a: V, b: V): string { return this.bin("Equal", a, b); }
-  and(a: string, b: string): string { return this.ctx.op("And", [a, b]); }
-  or(a: string, b: string): string { return this.ctx.op("Or", [a, b]); }
-  not(a: string): string { return this.ctx.op("Not", [a]); }
-  un(op: string, a: V): string { return this.ctx.op(op, [this.v(a)]); }
-  neg(a: V): string { return this.un("Neg", a); }
-  abs(a: V): string { return this.un("Abs", a); }
-  exp(a: V): string { return this.un("Exp", a); }
+  constructor(
+    readonly ctx: LoweringContext,
+    readonly d: DType,
+  ) {}
+  c(v: number): string {
+    return this.ctx.scalar(this.d, v);
+  }
+  v(x: V): string {
+    return typeof x === "number" ? this.c(x) : x;
+  }
+  private bin(op: string, a: V, b: V): string {
+    return this.ctx.op(op, [this.v(a), this.v(b)]);
+  }
+  add(a: V, b: V): string {
+    return this.bin("Add", a, b);
+  }
+  sub(a: V, b: V): string {
+    return this.bin("Sub", a, b);
+  }
+  mul(a: V, b: V): string {
+    return this.bin("Mul", a, b);
+  }
+  div(a: V, b: V): string {
+    return this.bin("Div", a, b);
+  }
+  pow(a: V, b: V): string {
+    return this.bin("Pow", a, b);
+  }
+  max(a: V, b: V): string {
+    return this.bin("Max", a, b);
+  }
+  min(a: V, b: V): string {
+    return this.bin("Min", a, b);
+  }
+  lt(a: V, b: V): string {
+    return this.bin("Less", a, b);
+  }
+  le(a: V, b: V): string {
+    return this.bin("LessOrEqual", a, b);
+  }
+  gt(a: V, b: V): string {
+    return this.bin("Greater", a, b);
+  }
+  ge(a: V, b: V): string {
+    return this.bin("GreaterOrEqual", a, b);
+  }
+  eq(a: V, b: V): string {
+    return this.bin("Equal", a, b);
+  }
+  and(a: string, b: string): string {
+    return this.ctx.op("And", [a, b]);
+  }
+  or(a: string, b: string): string {
+    return this.ctx.op("Or", [a, b]);
+  }
+  not(a: string): string {
+    return this.ctx.op("Not", [a]);
+  }
+  un(op: string, a: V): string {
+    return this.ctx.op(op, [this.v(a)]);
+  }
+  neg(a: V): string {
+    return this.un("Neg", a);
+  }
+  abs(a: V): string {
+    return this.un("Abs", a);
+  }
+  exp(a: V): string {
+    return this.un("Exp", a);
+  }
   /** Log; float32 goes through float64 (ORT's float32 Log differs between its vector and scalar paths). */
-  log(a: V): string { return this.d === "float32" ? via64(this.ctx, "Log", this.v(a)) : this.un("Log", a); }
-  sin(a: V): string { return this.d === "float32" ? via64(this.ctx, "Sin", this.v(a)) : this.un("Sin", a); }
-  cos(a: V): string { return this.d === "float32" ? via64(this.ctx, "Cos", this.v(a)) : this.un("Cos", a); }
-  sqrt(a: V): string { return this.un("Sqrt", a); }
-  floor(a: V): string { return this.un("Floor", a); }
-  isnan(a: V): string { return this.un("IsNaN", a); }
-  isinf(a: V): string { return this.un("IsInf", a); }
+  log(a: V): string {
+    return this.d === "float32" ? via64(this.ctx, "Log", this.v(a)) : this.un("Log", a);
+  }
+  sin(a: V): string {
+    return this.d === "float32" ? via64(this.ctx, "Sin", this.v(a)) : this.un("Sin", a);
+  }
+  cos(a: V): string {
+    return this.d === "float32" ? via64(this.ctx, "Cos", this.v(a)) : this.un("Cos", a);
+  }
+  sqrt(a: V): string {
+    return this.un("Sqrt", a);
+  }
+  floor(a: V): string {
+    return this.un("Floor", a);
+  }
+  isnan(a: V): string {
+    return this.un("IsNaN", a);
+  }
+  isinf(a: V): string {
+    return this.un("IsInf", a);
+  }
   where(c: string, a: V, b: V): string {
     // ORT's float Where only mangles a -0 taken from its first value operand; a literal there is safe
-    if (typeof a === "number" && !Object.is(a, -0) && this.d !== "float16") return this.ctx.op("Where", [c, this.c(a), this.v(b)]);
+    if (typeof a === "number" && !Object.is(a, -0) && this.d !== "float16")
+      return this.ctx.op("Where", [c, this.c(a), this.v(b)]);
     return select(this.ctx, c, this.v(a), this.v(b), this.d);
   }
   /** sum_i coeffs[i] x^(n-1-i) by Horner's rule (highest degree first). */
@@ -69,17 +131,29 @@ function via64(ctx: LoweringContext, op: string, x: string): string {
  * (vectorized body vs scalar tail): Log, Sin, Cos, Asin, Acos, Atan. For float32/16 inputs they run in float64
  * (kernel or composite) and round once, so eager, vmapped and jitted results agree.
  */
-export function stableUnary(ctx: LoweringContext, op: "Log" | "Sin" | "Cos" | "Asin" | "Acos" | "Atan", x: string, d: DType): string {
+export function stableUnary(
+  ctx: LoweringContext,
+  op: "Log" | "Sin" | "Cos" | "Asin" | "Acos" | "Atan",
+  x: string,
+  d: DType,
+): string {
   const composite = op === "Asin" ? asin64 : op === "Acos" ? acos64 : op === "Atan" ? atan64 : null;
   return viaDtype(ctx, [x], d, "float64", (m, [v]) => (composite ? composite(m, v) : m.un(op, v)));
 }
 
 /** Runs f on x cast to the compute dtype cd, casting the result back to d (rounding half precision once). */
-export function viaDtype(ctx: LoweringContext, x: string[], d: DType, cd: DType, f: (m: F, xs: string[]) => string): string {
+export function viaDtype(
+  ctx: LoweringContext,
+  x: string[],
+  d: DType,
+  cd: DType,
+  f: (m: F, xs: string[]) => string,
+): string {
   const xs = x.map((v) => rawCast(ctx, v, d, cd));
   const y = f(new F(ctx, cd), xs);
   if (cd === ctx.repr(d)) return y;
-  if (d === "bfloat16") return ctx.op("Cast", [ctx.op("Cast", [y], { to: ONNX_TYPE.bfloat16 })], { to: ONNX_TYPE.float32 });
+  if (d === "bfloat16")
+    return ctx.op("Cast", [ctx.op("Cast", [y], { to: ONNX_TYPE.bfloat16 })], { to: ONNX_TYPE.float32 });
   return ctx.op("Cast", [y], { to: ONNX_TYPE[d] });
 }
 
@@ -92,7 +166,8 @@ export function log1p(m: F, x: string): string {
 
 // expm1(x) = (u - 1) * x / log(u) with u = exp(x) (Kahan's trick)
 export function expm1(m: F, x: string): string {
-  const u = m.exp(x), um1 = m.sub(u, 1);
+  const u = m.exp(x),
+    um1 = m.sub(u, 1);
   const r = m.where(m.eq(u, 1), x, m.where(m.eq(um1, -1), -1, m.div(m.mul(um1, x), m.log(u))));
   return m.where(m.eq(u, Infinity), u, r);
 }
@@ -106,7 +181,8 @@ export function logistic(m: F, x: string): string {
 
 /** Round half away from zero. */
 export function roundAway(m: F, x: string): string {
-  const a = m.abs(x), t = m.floor(a);
+  const a = m.abs(x),
+    t = m.floor(a);
   const r = m.add(t, m.where(m.ge(m.sub(a, t), 0.5), 1, 0));
   return m.withSignOf(r, x);
 }
@@ -141,7 +217,8 @@ export const atan = atan64;
 
 /** atan2(y, x) with the quadrant rules of Math.atan2 (signed zeros, infinities). */
 export function atan2(m: F, y: string, x: string): string {
-  const ay = m.abs(y), ax = m.abs(x);
+  const ay = m.abs(y),
+    ax = m.abs(x);
   let base = atan(m, m.div(ay, ax));
   base = m.where(m.and(m.eq(ay, 0), m.eq(ax, 0)), 0, base);
   base = m.where(m.and(m.isinf(ay), m.isinf(ax)), Math.PI / 4, base);
@@ -317,11 +394,13 @@ function fmaF32(ctx: LoweringContext, p: string, w: string, c: string): string {
   const m = new F(ctx, "float64");
   const to32 = (v: string) => ctx.op("Cast", [v], { to: ONNX_TYPE.float32 });
   const to64 = (v: string) => ctx.op("Cast", [v], { to: ONNX_TYPE.float64 });
-  const prod = m.mul(to64(p), to64(w)), c64 = to64(c);
+  const prod = m.mul(to64(p), to64(w)),
+    c64 = to64(c);
   const s = m.add(prod, c64);
   const bb = m.sub(s, prod);
   const err = m.add(m.sub(prod, m.sub(s, bb)), m.sub(c64, bb));
-  const r = to32(s), rr = to64(r);
+  const r = to32(s),
+    rr = to64(r);
   const other = to32(m.add(rr, m.mul(m.sub(s, rr), 2)));
   const o64 = to64(other);
   const tie = m.and(m.and(m.not(m.eq(err, 0)), m.not(m.eq(o64, rr))), m.eq(m.sub(s, rr), m.div(m.sub(o64, rr), 2)));
@@ -347,7 +426,8 @@ export function erfInvXla(ctx: LoweringContext, x: string, d: "float32" | "float
     for (let i = 1; i < 9; i++) p = fmaF32(ctx, p, ws, coef(i));
     return m.where(atOne, inf, m.mul(p, x));
   }
-  const lt625 = m.lt(w, 6.25), lt16 = m.lt(w, 16);
+  const lt625 = m.lt(w, 6.25),
+    lt16 = m.lt(w, 16);
   const coef = (i: number) => {
     let c: string = m.c(k.f64Lt625[i]);
     if (i < 19) c = m.where(lt625, c, k.f64Lt16[i]);

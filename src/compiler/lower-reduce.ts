@@ -4,7 +4,20 @@ import { type DType, isFloat } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import { F } from "./lower-math.js";
 import {
-  ONNX_TYPE, cast, computeDtype, select, filled, fromOrderKey, mathDtype, minMax, orderKey, rawCast, reduceInit, reshape, roundTo, transpose,
+  ONNX_TYPE,
+  cast,
+  computeDtype,
+  select,
+  filled,
+  fromOrderKey,
+  mathDtype,
+  minMax,
+  orderKey,
+  rawCast,
+  reduceInit,
+  reshape,
+  roundTo,
+  transpose,
 } from "./lower-util.js";
 import { slice } from "./lower-structural.js";
 import { blockedCumsum, blockedOptions, blockedSum, divisorNear } from "./lower-blocked.js";
@@ -12,7 +25,14 @@ import { blockedCumsum, blockedOptions, blockedSum, divisorNear } from "./lower-
 export type ReduceKind = "sum" | "prod" | "max" | "min" | "and" | "or" | "xor";
 
 /** reduce_{sum,prod,max,min,and,or,xor} over `axes` (keepdims = false). */
-export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: ShapedArray, axes: readonly number[], out: ShapedArray): string {
+export function reduce(
+  ctx: LoweringContext,
+  kind: ReduceKind,
+  x: string,
+  a: ShapedArray,
+  axes: readonly number[],
+  out: ShapedArray,
+): string {
   const d = a.dtype;
   if (axes.length === 0) return x;
   if (axes.some((ax) => a.shape[ax] === 0)) return filled(ctx, d, out.shape, reduceInit(kind, d));
@@ -54,7 +74,10 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
       // ORT's ReduceMax/Min skip NaNs in some positions; JAX propagates them
       const anyNaN = ctx.op("ReduceMax", [ctx.op("IsNaN", [x]), ax], attrs);
       // (a direct Where: ORT only mangles a -0 taken from the first value operand, here a NaN constant)
-      y = d === "float16" ? select(ctx, anyNaN, ctx.scalar(d, NaN), y, d) : ctx.op("Where", [anyNaN, ctx.scalar(d, NaN), y]);
+      y =
+        d === "float16"
+          ? select(ctx, anyNaN, ctx.scalar(d, NaN), y, d)
+          : ctx.op("Where", [anyNaN, ctx.scalar(d, NaN), y]);
     }
     return y;
   }
@@ -83,12 +106,23 @@ export function reduce(ctx: LoweringContext, kind: ReduceKind, x: string, a: Sha
 }
 
 /** argmax/argmin: first index of the extremum; a NaN wins at its first occurrence. */
-export function argReduce(ctx: LoweringContext, which: "ArgMax" | "ArgMin", x: string, a: ShapedArray, axis: number, indexDtype: DType): string {
+export function argReduce(
+  ctx: LoweringContext,
+  which: "ArgMax" | "ArgMin",
+  x: string,
+  a: ShapedArray,
+  axis: number,
+  indexDtype: DType,
+): string {
   const [k] = orderKey(ctx, x, a.dtype, which);
   let r = ctx.op(which, [k], { axis, keepdims: 0, select_last_index: 0 });
   if (isFloat(a.dtype)) {
     const nan = ctx.op("IsNaN", [x]);
-    const firstNaN = ctx.op("ArgMax", [ctx.op("Cast", [nan], { to: ONNX_TYPE.uint8 })], { axis, keepdims: 0, select_last_index: 0 });
+    const firstNaN = ctx.op("ArgMax", [ctx.op("Cast", [nan], { to: ONNX_TYPE.uint8 })], {
+      axis,
+      keepdims: 0,
+      select_last_index: 0,
+    });
     const anyNaN = ctx.op("ReduceMax", [nan, ctx.ints([axis])], { keepdims: 0 });
     r = ctx.op("Where", [anyNaN, firstNaN, r]);
   }
@@ -98,8 +132,16 @@ export function argReduce(ctx: LoweringContext, which: "ArgMax" | "ArgMin", x: s
 export type CumKind = "cumsum" | "cumprod" | "cummax" | "cummin" | "cumlogsumexp";
 
 /** Cumulative reductions along `axis` (optionally from the end). */
-export function cumulative(ctx: LoweringContext, kind: CumKind, x: string, a: ShapedArray, axis: number, reverse: boolean): string {
-  const d = a.dtype, n = a.shape[axis];
+export function cumulative(
+  ctx: LoweringContext,
+  kind: CumKind,
+  x: string,
+  a: ShapedArray,
+  axis: number,
+  reverse: boolean,
+): string {
+  const d = a.dtype,
+    n = a.shape[axis];
   if (n <= 1 || a.size === 0) return x;
   if (kind === "cumsum" || kind === "cumprod") {
     const op = kind === "cumsum" ? "CumSum" : "CumProd";
@@ -113,7 +155,8 @@ export function cumulative(ctx: LoweringContext, kind: CumKind, x: string, a: Sh
       return roundTo(ctx, rawCast(ctx, xc, cd, d), d);
     }
     // long float sums: scan within blocks plus a scan of the block totals (integers stay exact as they are)
-    const y = long && kind === "cumsum" ? reshape(ctx, blockedCumsum(ctx, xc, a.shape, axis, reverse, cd)!, a.shape) : scan(xc);
+    const y =
+      long && kind === "cumsum" ? reshape(ctx, blockedCumsum(ctx, xc, a.shape, axis, reverse, cd)!, a.shape) : scan(xc);
     return roundTo(ctx, rawCast(ctx, y, cd, d), d);
   }
   // Hillis-Steele scan: y_i = combine(y_i, y_{i-k}) for k = 1, 2, 4, ...
@@ -142,24 +185,44 @@ export function cumulative(ctx: LoweringContext, kind: CumKind, x: string, a: Sh
 
 /** dot_general as [batch, M, K] x [batch, K, N] MatMul (inputs transposed and flattened as needed). */
 export function dotGeneral(
-  ctx: LoweringContext, lhs: string, rhs: string, a: ShapedArray, b: ShapedArray,
-  dn: [[number[], number[]], [number[], number[]]], out: ShapedArray,
+  ctx: LoweringContext,
+  lhs: string,
+  rhs: string,
+  a: ShapedArray,
+  b: ShapedArray,
+  dn: [[number[], number[]], [number[], number[]]],
+  out: ShapedArray,
 ): string {
   const [[lc, rc], [lb, rb]] = dn;
   const lf = a.shape.map((_, i) => i).filter((i) => !lc.includes(i) && !lb.includes(i));
   const rf = b.shape.map((_, i) => i).filter((i) => !rc.includes(i) && !rb.includes(i));
   const size = (s: readonly number[], dims: number[]) => dims.reduce((p, i) => p * s[i], 1);
-  const B = size(a.shape, lb), M = size(a.shape, lf), K = size(a.shape, lc), N = size(b.shape, rf);
-  const od = out.dtype, id = a.dtype;
+  const B = size(a.shape, lb),
+    M = size(a.shape, lf),
+    K = size(a.shape, lc),
+    N = size(b.shape, rf);
+  const od = out.dtype,
+    id = a.dtype;
   // compute dtype: the preferred (output) dtype when it is of the same kind, else the input dtype; ints widen for MatMul
   let cd: DType = isFloat(od) === isFloat(id) && od !== "bool" ? od : id;
   if (cd === "bool") cd = "int32";
   if (cd === "float16" || cd === "bfloat16") cd = "float32";
   if (!ctx.supports("MatMul", cd)) cd = computeDtype(ctx, "MatMul", cd);
   const splitK = isFloat(cd) && K > blockedOptions.maxK;
-  if (!splitK && a.ndim === 2 && b.ndim === 2 && lb.length === 0 && lc.length === 1 && (cd === "float32" || cd === "float64") && isFloat(od)) {
+  if (
+    !splitK &&
+    a.ndim === 2 &&
+    b.ndim === 2 &&
+    lb.length === 0 &&
+    lc.length === 1 &&
+    (cd === "float32" || cd === "float64") &&
+    isFloat(od)
+  ) {
     // a plain matrix product: Gemm reads transposed operands in place (no Transpose nodes)
-    const y = ctx.op("Gemm", [rawCast(ctx, lhs, a.dtype, cd), rawCast(ctx, rhs, b.dtype, cd)], { transA: lc[0] === 0 ? 1 : 0, transB: rc[0] === 1 ? 1 : 0 });
+    const y = ctx.op("Gemm", [rawCast(ctx, lhs, a.dtype, cd), rawCast(ctx, rhs, b.dtype, cd)], {
+      transA: lc[0] === 0 ? 1 : 0,
+      transB: rc[0] === 1 ? 1 : 0,
+    });
     return roundTo(ctx, rawCast(ctx, y, cd, od), od);
   }
   const prep = (x: string, s: ShapedArray, batch: number[], first: number[], second: number[], shape: number[]) => {
@@ -171,7 +234,8 @@ export function dotGeneral(
   const L = prep(lhs, a, lb, lf, lc, B === 1 && lb.length === 0 ? [M, K] : [B, M, K]);
   const R = prep(rhs, b, rb, rc, rf, B === 1 && lb.length === 0 ? [K, N] : [B, K, N]);
   let y = splitK ? splitMatMul(ctx, L, R, B, M, K, N, cd) : ctx.op("MatMul", [L, R]);
-  if (!(out.shape.length === 2 && out.shape[0] === M && out.shape[1] === N && lb.length === 0)) y = reshape(ctx, y, out.shape);
+  if (!(out.shape.length === 2 && out.shape[0] === M && out.shape[1] === N && lb.length === 0))
+    y = reshape(ctx, y, out.shape);
   if (od === "bool") return ctx.op("Cast", [y], { to: ONNX_TYPE.bool });
   if (isFloat(cd) !== isFloat(od)) return cast(ctx, y, cd, od);
   return roundTo(ctx, rawCast(ctx, y, cd, od), od);
@@ -183,15 +247,29 @@ export function dotGeneral(
  * and a blocked ReduceSum. Otherwise: products of K-blocks of about max(kBlock, min(M, N)) terms (a batched MatMul;
  * the partial products then take no more memory than an operand), then a blocked sum over the blocks.
  */
-function splitMatMul(ctx: LoweringContext, L: string, R: string, B: number, M: number, K: number, N: number, cd: DType): string {
+function splitMatMul(
+  ctx: LoweringContext,
+  L: string,
+  R: string,
+  B: number,
+  M: number,
+  K: number,
+  N: number,
+  cd: DType,
+): string {
   const outShape = B === 1 ? [M, N] : [B, M, N];
   if (M === 1 || N === 1) {
     // [B, M, K] * [B, 1, K] summed over K (contiguous), or [B, K, 1] * [B, K, N] summed over K (strided)
-    const p = N === 1 ? ctx.op("Mul", [reshape(ctx, L, [B, M, K]), reshape(ctx, R, [B, 1, K])]) : ctx.op("Mul", [reshape(ctx, L, [B, K, 1]), reshape(ctx, R, [B, K, N])]);
+    const p =
+      N === 1
+        ? ctx.op("Mul", [reshape(ctx, L, [B, M, K]), reshape(ctx, R, [B, 1, K])])
+        : ctx.op("Mul", [reshape(ctx, L, [B, K, 1]), reshape(ctx, R, [B, K, N])]);
     return reshape(ctx, blockedSum(ctx, p, N === 1 ? [B, M, K] : [B, K, N], [N === 1 ? 2 : 1], cd, true)!, outShape);
   }
   const want = Math.max(blockedOptions.kBlock, Math.min(M, N));
-  let kb = divisorNear(K, want), l = reshape(ctx, L, [B, M, K]), r = reshape(ctx, R, [B, K, N]);
+  let kb = divisorNear(K, want),
+    l = reshape(ctx, L, [B, M, K]),
+    r = reshape(ctx, R, [B, K, N]);
   if (kb === 0) {
     // zero-pad K to a multiple of the block (the extra products are 0 * 0)
     kb = want;

@@ -42,17 +42,28 @@ export function topK(ctx: LoweringContext, x: string, a: ShapedArray, k: number)
   return [ctx.op("GatherElements", [x, idx], { axis }), cast(ctx, idx, "int64", "int32")];
 }
 
-const ROT = [[13, 15, 26, 6], [17, 29, 16, 24]];
+const ROT = [
+  [13, 15, 26, 6],
+  [17, 29, 16, 24],
+];
 const PARITY = 0x1bd11bda;
 
 /** threefry2x32(k0, k1, x0, x1): 20 rounds of add / rotate / xor on uint32 (ONNX broadcasting = NumPy's). */
-export function threefry2x32(ctx: LoweringContext, k0: string, k1: string, x0: string, x1: string, out: ShapedArray): string[] {
+export function threefry2x32(
+  ctx: LoweringContext,
+  k0: string,
+  k1: string,
+  x0: string,
+  x1: string,
+  out: ShapedArray,
+): string[] {
   const u = (v: number) => ctx.scalar("uint32", v >>> 0);
   const add = (p: string, q: string) => ctx.op("Add", [p, q]);
-  const rotl = (v: string, r: number) => ctx.op("BitwiseOr", [
-    ctx.op("BitShift", [v, u(r)], { direction: "LEFT" }),
-    ctx.op("BitShift", [v, u(32 - r)], { direction: "RIGHT" }),
-  ]);
+  const rotl = (v: string, r: number) =>
+    ctx.op("BitwiseOr", [
+      ctx.op("BitShift", [v, u(r)], { direction: "LEFT" }),
+      ctx.op("BitShift", [v, u(32 - r)], { direction: "RIGHT" }),
+    ]);
   const ks = [k0, k1, ctx.op("BitwiseXor", [ctx.op("BitwiseXor", [k0, k1]), u(PARITY)])];
   let a = add(x0, ks[0]);
   let b = add(x1, ks[1]);

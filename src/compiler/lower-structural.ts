@@ -4,17 +4,33 @@ import type { DType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import { ONNX_TYPE, computeDtype, expand, minMax, rawCast, reshape, select } from "./lower-util.js";
 
-const same = (a: readonly number[], b: readonly number[]): boolean => a.length === b.length && a.every((v, i) => v === b[i]);
+const same = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((v, i) => v === b[i]);
 
-export function broadcastInDim(ctx: LoweringContext, x: string, a: ShapedArray, shape: readonly number[], bd: readonly number[]): string {
+export function broadcastInDim(
+  ctx: LoweringContext,
+  x: string,
+  a: ShapedArray,
+  shape: readonly number[],
+  bd: readonly number[],
+): string {
   const r = shape.map(() => 1);
-  bd.forEach((d, i) => { r[d] = a.shape[i]; });
+  bd.forEach((d, i) => {
+    r[d] = a.shape[i];
+  });
   const y = same(r, a.shape) ? x : reshape(ctx, x, r);
   return same(r, shape) ? y : expand(ctx, y, shape);
 }
 
 /** Slice along `axes` with static starts/ends/steps. */
-export function slice(ctx: LoweringContext, x: string, starts: readonly number[], ends: readonly number[], axes: readonly number[], steps?: readonly number[]): string {
+export function slice(
+  ctx: LoweringContext,
+  x: string,
+  starts: readonly number[],
+  ends: readonly number[],
+  axes: readonly number[],
+  steps?: readonly number[],
+): string {
   const ins = [x, ctx.ints(starts), ctx.ints(ends), ctx.ints(axes)];
   if (steps && steps.some((s) => s !== 1)) ins.push(ctx.ints(steps));
   return ctx.op("Slice", ins);
@@ -22,11 +38,24 @@ export function slice(ctx: LoweringContext, x: string, starts: readonly number[]
 
 export function rev(ctx: LoweringContext, x: string, dims: readonly number[]): string {
   if (dims.length === 0) return x;
-  return slice(ctx, x, dims.map(() => -1), dims.map(() => -(2 ** 63)), dims, dims.map(() => -1));
+  return slice(
+    ctx,
+    x,
+    dims.map(() => -1),
+    dims.map(() => -(2 ** 63)),
+    dims,
+    dims.map(() => -1),
+  );
 }
 
 /** pad with (lo, hi, interior) per dim; negative lo/hi crop. */
-export function pad(ctx: LoweringContext, x: string, v: string, a: ShapedArray, pc: readonly (readonly [number, number, number])[]): string {
+export function pad(
+  ctx: LoweringContext,
+  x: string,
+  v: string,
+  a: ShapedArray,
+  pc: readonly (readonly [number, number, number])[],
+): string {
   const d = a.dtype;
   const cd = computeDtype(ctx, "Pad(constant)", d);
   let y = rawCast(ctx, x, d, cd);
@@ -46,23 +75,36 @@ export function pad(ctx: LoweringContext, x: string, v: string, a: ShapedArray, 
     y = slice(ctx, y, [0], [n + (n - 1) * int], [k]);
     shape[k] = n + (n - 1) * int;
   });
-  const lo = pc.map(([l]) => Math.max(l, 0)), hi = pc.map(([, h]) => Math.max(h, 0));
+  const lo = pc.map(([l]) => Math.max(l, 0)),
+    hi = pc.map(([, h]) => Math.max(h, 0));
   if (lo.some((p) => p > 0) || hi.some((p) => p > 0)) {
     y = ctx.op("Pad", [y, ctx.ints([...lo, ...hi]), pv]);
-    pc.forEach((_, k) => { shape[k] += lo[k] + hi[k]; });
+    pc.forEach((_, k) => {
+      shape[k] += lo[k] + hi[k];
+    });
   }
   const cropAxes = pc.map((_, k) => k).filter((k) => pc[k][0] < 0 || pc[k][1] < 0);
   if (cropAxes.length) {
-    y = slice(ctx, y, cropAxes.map((k) => Math.max(-pc[k][0], 0)), cropAxes.map((k) => shape[k] - Math.max(-pc[k][1], 0)), cropAxes);
+    y = slice(
+      ctx,
+      y,
+      cropAxes.map((k) => Math.max(-pc[k][0], 0)),
+      cropAxes.map((k) => shape[k] - Math.max(-pc[k][1], 0)),
+      cropAxes,
+    );
   }
   return rawCast(ctx, y, cd, d);
 }
 
 export function bitcast(ctx: LoweringContext, x: string, from: DType, to: DType): string {
   if (from === to) return x;
-  let src = x, sd = from;
+  let src = x,
+    sd = from;
   if (from === "bfloat16") src = ctx.op("Cast", [x], { to: ONNX_TYPE.bfloat16 });
-  if (from === "bool") { src = ctx.op("Cast", [x], { to: ONNX_TYPE.uint8 }); sd = "uint8"; }
+  if (from === "bool") {
+    src = ctx.op("Cast", [x], { to: ONNX_TYPE.uint8 });
+    sd = "uint8";
+  }
   const target: DType = to === "bool" ? "uint8" : to;
   let y = sd === target ? src : ctx.op("BitCast", [src], { to: ONNX_TYPE[target] });
   if (to === "bool") y = ctx.op("Cast", [y], { to: ONNX_TYPE.bool });
@@ -74,7 +116,8 @@ export function selectN(ctx: LoweringContext, pred: string, pd: DType, cases: st
   if (cases.length === 1) return cases[0];
   if (pd === "bool") return select(ctx, pred, cases[1], cases[0], d);
   let r = cases[cases.length - 1];
-  for (let k = cases.length - 2; k >= 0; k--) r = select(ctx, ctx.op("Equal", [pred, ctx.scalar(pd, k)]), cases[k], r, d);
+  for (let k = cases.length - 2; k >= 0; k--)
+    r = select(ctx, ctx.op("Equal", [pred, ctx.scalar(pd, k)]), cases[k], r, d);
   return r;
 }
 

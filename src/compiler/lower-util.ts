@@ -22,7 +22,8 @@ function clampSelect(ctx: LoweringContext, cond: string, a: string, b: string): 
   const p = ctx.producerOf(cond);
   if (!p || (p.opType !== "LessOrEqual" && p.opType !== "GreaterOrEqual") || p.inputs[0] !== b) return undefined;
   const k = uniformConstant(ctx, p.inputs[1]);
-  if (k === undefined || !Object.is(k, uniformConstant(ctx, a)) || ctx.constantOf(p.inputs[1])!.data.length !== 1) return undefined;
+  if (k === undefined || !Object.is(k, uniformConstant(ctx, a)) || ctx.constantOf(p.inputs[1])!.data.length !== 1)
+    return undefined;
   return ctx.op(p.opType === "LessOrEqual" ? "Max" : "Min", [b, p.inputs[1]]);
 }
 
@@ -37,8 +38,21 @@ function constantWithoutNegZero(ctx: LoweringContext, x: string): boolean {
 
 /** ONNX TensorProto data type codes (for Cast's `to`). */
 export const ONNX_TYPE: Readonly<Record<DType, number>> = {
-  float32: 1, uint8: 2, int8: 3, uint16: 4, int16: 5, int32: 6, int64: 7, bool: 9,
-  float16: 10, float64: 11, uint32: 12, uint64: 13, complex64: 14, complex128: 15, bfloat16: 16,
+  float32: 1,
+  uint8: 2,
+  int8: 3,
+  uint16: 4,
+  int16: 5,
+  int32: 6,
+  int64: 7,
+  bool: 9,
+  float16: 10,
+  float64: 11,
+  uint32: 12,
+  uint64: 13,
+  complex64: 14,
+  complex128: 15,
+  bfloat16: 16,
 };
 
 /** Bit width of a dtype. */
@@ -46,13 +60,16 @@ export const bitWidth = (d: DType): number =>
   d === "bool" || d.endsWith("8") ? 8 : d.endsWith("16") ? 16 : d.endsWith("32") ? 32 : 64;
 
 /** The unsigned integer dtype of the same width. */
-export const unsignedOf = (d: DType): DType => (({ 8: "uint8", 16: "uint16", 32: "uint32", 64: "uint64" }) as Record<number, DType>)[bitWidth(d)];
+export const unsignedOf = (d: DType): DType =>
+  (({ 8: "uint8", 16: "uint16", 32: "uint32", 64: "uint64" }) as Record<number, DType>)[bitWidth(d)];
 /** The signed integer dtype of the same width. */
-export const signedOf = (d: DType): DType => (({ 8: "int8", 16: "int16", 32: "int32", 64: "int64" }) as Record<number, DType>)[bitWidth(d)];
+export const signedOf = (d: DType): DType =>
+  (({ 8: "int8", 16: "int16", 32: "int32", 64: "int64" }) as Record<number, DType>)[bitWidth(d)];
 
 /** A plain ONNX Cast between ONNX element types (int->int wraps, float->int is ORT's cvtt). */
 export function rawCast(ctx: LoweringContext, x: string, from: DType, to: DType): string {
-  const f = ctx.repr(from), t = ctx.repr(to);
+  const f = ctx.repr(from),
+    t = ctx.repr(to);
   if (f === t) return x;
   return ctx.op("Cast", [x], { to: ONNX_TYPE[t] });
 }
@@ -76,7 +93,8 @@ export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): s
   if (from === to) return x;
   if (from === "bfloat16") return cast(ctx, x, "float32", to);
   // ORT casts float64 to a half type through float32, which rounds twice; round to odd first to round once
-  if (from === "float64" && (to === "float16" || to === "bfloat16")) return cast(ctx, castRoundToOdd(ctx, x), "float32", to);
+  if (from === "float64" && (to === "float16" || to === "bfloat16"))
+    return cast(ctx, castRoundToOdd(ctx, x), "float32", to);
   if (to === "bfloat16") {
     const b = ctx.op("Cast", [x], { to: ONNX_TYPE.bfloat16 });
     return ctx.op("Cast", [b], { to: ONNX_TYPE.float32 });
@@ -154,10 +172,21 @@ export function select(ctx: LoweringContext, cond: string, a: string, b: string,
 
 /** Dtypes to try, in order, when ORT lacks a kernel at `d` (all preserve wrap-around arithmetic after casting back). */
 const WIDER: Readonly<Record<DType, readonly DType[]>> = {
-  bool: ["uint8", "int32"], int8: ["int32", "int64"], uint8: ["int32", "int64"], int16: ["int32", "int64"],
-  uint16: ["int32", "int64"], int32: ["int64"], uint32: ["int64", "int32"], int64: [], uint64: ["int64"],
-  float16: ["float32", "float64"], bfloat16: ["float32"], float32: ["float64"], float64: [],
-  complex64: [], complex128: [],
+  bool: ["uint8", "int32"],
+  int8: ["int32", "int64"],
+  uint8: ["int32", "int64"],
+  int16: ["int32", "int64"],
+  uint16: ["int32", "int64"],
+  int32: ["int64"],
+  uint32: ["int64", "int32"],
+  int64: [],
+  uint64: ["int64"],
+  float16: ["float32", "float64"],
+  bfloat16: ["float32"],
+  float32: ["float64"],
+  float64: [],
+  complex64: [],
+  complex128: [],
 };
 
 /** The dtype to compute `op` in for values of dtype `d`: repr(d) when ORT supports it, else a wider one. */
@@ -172,7 +201,15 @@ export function computeDtype(ctx: LoweringContext, op: string, d: DType): DType 
  * Emits `op` on inputs of dtype `d`, casting to a supported dtype and back when needed. `outDtype`
  * (default d) is the result's dtype; results of a different dtype (e.g. bool) are not cast back.
  */
-export function opIn(ctx: LoweringContext, op: string, d: DType, inputs: string[], attrs: Record<string, import("../core/lowering-types.js").OnnxAttr> = {}, outDtype: DType = d, key = op): string {
+export function opIn(
+  ctx: LoweringContext,
+  op: string,
+  d: DType,
+  inputs: string[],
+  attrs: Record<string, import("../core/lowering-types.js").OnnxAttr> = {},
+  outDtype: DType = d,
+  key = op,
+): string {
   const cd = computeDtype(ctx, key, d);
   const ins = inputs.map((x) => rawCast(ctx, x, d, cd));
   const y = ctx.op(op, ins, attrs);
@@ -191,7 +228,14 @@ export function orderKey(ctx: LoweringContext, x: string, d: DType, op: string):
     const f = ctx.op("BitwiseXor", [x, ctx.scalar("uint64", 2n ** 63n)]);
     return [ctx.op("Cast", [f], { to: ONNX_TYPE.int64 }), "int64"];
   }
-  const order: DType[] = r === "bool" ? ["uint8", "int32"] : r === "uint32" ? ["int64"] : isFloat(r) ? ["float32", "float64"] : ["int32", "int64"];
+  const order: DType[] =
+    r === "bool"
+      ? ["uint8", "int32"]
+      : r === "uint32"
+        ? ["int64"]
+        : isFloat(r)
+          ? ["float32", "float64"]
+          : ["int32", "int64"];
   for (const w of order) if (ctx.supports(op, w)) return [rawCast(ctx, x, r, w), w];
   return ctx.unsupported(`ONNX Runtime has no ${op} kernel for ${d}`);
 }
@@ -200,7 +244,8 @@ export function orderKey(ctx: LoweringContext, x: string, d: DType, op: string):
 export function fromOrderKey(ctx: LoweringContext, k: string, kd: DType, d: DType): string {
   const r = ctx.repr(d);
   if (kd === r) return k;
-  if (r === "uint64") return ctx.op("BitwiseXor", [ctx.op("Cast", [k], { to: ONNX_TYPE.uint64 }), ctx.scalar("uint64", 2n ** 63n)]);
+  if (r === "uint64")
+    return ctx.op("BitwiseXor", [ctx.op("Cast", [k], { to: ONNX_TYPE.uint64 }), ctx.scalar("uint64", 2n ** 63n)]);
   return rawCast(ctx, k, kd, r);
 }
 
@@ -238,11 +283,27 @@ export function transpose(ctx: LoweringContext, x: string, perm: readonly number
 }
 
 /** The identity element of a reduction at dtype d (as a JS value for ctx.scalar). */
-export function reduceInit(kind: "sum" | "prod" | "max" | "min" | "and" | "or" | "xor", d: DType): number | bigint | boolean {
+export function reduceInit(
+  kind: "sum" | "prod" | "max" | "min" | "and" | "or" | "xor",
+  d: DType,
+): number | bigint | boolean {
   switch (kind) {
-    case "sum": case "or": case "xor": return d === "bool" ? false : isBigInt(d) ? 0n : 0;
-    case "prod": return isBigInt(d) ? 1n : 1;
-    case "and": return d === "bool" ? true : isBigInt(d) ? (d === "uint64" ? 2n ** 64n - 1n : -1n) : isUnsigned(d) ? intRange(d)[1] : -1;
+    case "sum":
+    case "or":
+    case "xor":
+      return d === "bool" ? false : isBigInt(d) ? 0n : 0;
+    case "prod":
+      return isBigInt(d) ? 1n : 1;
+    case "and":
+      return d === "bool"
+        ? true
+        : isBigInt(d)
+          ? d === "uint64"
+            ? 2n ** 64n - 1n
+            : -1n
+          : isUnsigned(d)
+            ? intRange(d)[1]
+            : -1;
     case "max":
       if (isFloat(d)) return -Infinity;
       if (d === "bool") return false;

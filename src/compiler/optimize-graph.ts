@@ -6,14 +6,70 @@ import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph
 
 /** ONNX ops with multidirectional (numpy) broadcasting of all their inputs. */
 const BROADCASTING: ReadonlySet<string> = new Set([
-  "Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mod", "Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual",
-  "And", "Or", "Xor", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitShift", "Where", "Sum", "Mean", "PRelu",
+  "Add",
+  "Sub",
+  "Mul",
+  "Div",
+  "Pow",
+  "Max",
+  "Min",
+  "Mod",
+  "Equal",
+  "Less",
+  "LessOrEqual",
+  "Greater",
+  "GreaterOrEqual",
+  "And",
+  "Or",
+  "Xor",
+  "BitwiseAnd",
+  "BitwiseOr",
+  "BitwiseXor",
+  "BitShift",
+  "Where",
+  "Sum",
+  "Mean",
+  "PRelu",
 ]);
 /** Unary ops whose output has their first input's shape. */
 const SAME_SHAPE: ReadonlySet<string> = new Set([
-  "Neg", "Abs", "Exp", "Log", "Tanh", "Sqrt", "Sigmoid", "Relu", "Cast", "Not", "IsNaN", "IsInf", "Identity", "BitCast",
-  "Floor", "Ceil", "Round", "Sign", "Reciprocal", "Erf", "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh",
-  "Asinh", "Acosh", "Atanh", "Softplus", "BitwiseNot", "CumSum", "CumProd", "Softmax", "LogSoftmax",
+  "Neg",
+  "Abs",
+  "Exp",
+  "Log",
+  "Tanh",
+  "Sqrt",
+  "Sigmoid",
+  "Relu",
+  "Cast",
+  "Not",
+  "IsNaN",
+  "IsInf",
+  "Identity",
+  "BitCast",
+  "Floor",
+  "Ceil",
+  "Round",
+  "Sign",
+  "Reciprocal",
+  "Erf",
+  "Sin",
+  "Cos",
+  "Tan",
+  "Asin",
+  "Acos",
+  "Atan",
+  "Sinh",
+  "Cosh",
+  "Asinh",
+  "Acosh",
+  "Atanh",
+  "Softplus",
+  "BitwiseNot",
+  "CumSum",
+  "CumProd",
+  "Softmax",
+  "LogSoftmax",
 ]);
 
 type Shape = readonly number[];
@@ -23,7 +79,8 @@ function broadcastShapes(shapes: readonly Shape[]): Shape | undefined {
   const out: number[] = new Array(rank).fill(1);
   for (const s of shapes) {
     for (let i = 0; i < s.length; i++) {
-      const k = rank - s.length + i, d = s[i];
+      const k = rank - s.length + i,
+        d = s[i];
       if (d === out[k] || d === 1) continue;
       if (out[k] !== 1) return undefined;
       out[k] = d;
@@ -31,7 +88,8 @@ function broadcastShapes(shapes: readonly Shape[]): Shape | undefined {
   }
   return out;
 }
-export const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean => !!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]);
+export const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean =>
+  !!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]);
 
 function intAttr(n: GraphNode, name: string, dflt: number): number {
   const a = n.attrs.find(([k]) => k === name)?.[1];
@@ -60,7 +118,11 @@ class GraphView {
   readonly producer = new Map<string, GraphNode>();
   readonly consumers = new Map<string, GraphNode[]>();
   readonly outputs: ReadonlySet<string>;
-  constructor(readonly g: GraphBuilder, readonly shapes: Map<string, Shape>, readonly dtypes: ReadonlyMap<string, string>) {
+  constructor(
+    readonly g: GraphBuilder,
+    readonly shapes: Map<string, Shape>,
+    readonly dtypes: ReadonlyMap<string, string>,
+  ) {
     this.outputs = new Set(g.outputNames);
     this.reindex();
   }
@@ -91,7 +153,8 @@ class GraphView {
   }
   scalarFloat(name: string): number | undefined {
     const c = this.g.constantValue(name);
-    if (!c || (c.dtype !== "float32" && c.dtype !== "float64") || c.data.length !== 1 || c.shape.length > 1) return undefined;
+    if (!c || (c.dtype !== "float32" && c.dtype !== "float64") || c.data.length !== 1 || c.shape.length > 1)
+      return undefined;
     return Number(c.data[0]);
   }
   /** The single node reading `name`, when nothing else (graph outputs included) does. */
@@ -138,8 +201,16 @@ function foldExpands(v: GraphView): boolean {
     let src = e.inputs[0];
     const r = v.producer.get(src);
     if (r && r.opType === "Reshape") {
-      const s0 = v.shape(r.inputs[0]), s1 = v.shape(src);
-      if (s0 && s1 && s1.length >= s0.length && s1.slice(0, s1.length - s0.length).every((d) => d === 1) && sameShape(s1.slice(s1.length - s0.length), s0)) src = r.inputs[0];
+      const s0 = v.shape(r.inputs[0]),
+        s1 = v.shape(src);
+      if (
+        s0 &&
+        s1 &&
+        s1.length >= s0.length &&
+        s1.slice(0, s1.length - s0.length).every((d) => d === 1) &&
+        sameShape(s1.slice(s1.length - s0.length), s0)
+      )
+        src = r.inputs[0];
     }
     const srcShape = v.shape(src);
     if (!srcShape) continue;
@@ -165,10 +236,17 @@ function foldReshapes(v: GraphView): boolean {
     n.inputs = n.inputs.map(resolve);
     if (n.opType !== "Reshape" || intAttr(n, "allowzero", 0) !== 1) continue;
     const inner = v.producer.get(n.inputs[0]);
-    if (inner && inner.opType === "Reshape" && intAttr(inner, "allowzero", 0) === 1) { n.inputs = [inner.inputs[0], n.inputs[1]]; changed = true; }
+    if (inner && inner.opType === "Reshape" && intAttr(inner, "allowzero", 0) === 1) {
+      n.inputs = [inner.inputs[0], n.inputs[1]];
+      changed = true;
+    }
     const y = n.outputs[0];
     // an identity: readers use the input itself (unless y is a graph output or read inside a subgraph)
-    if (sameShape(v.shape(n.inputs[0]), v.shape(y)) && !v.outputs.has(y) && (v.consumers.get(y) ?? []).every((c) => c.inputs.includes(y))) {
+    if (
+      sameShape(v.shape(n.inputs[0]), v.shape(y)) &&
+      !v.outputs.has(y) &&
+      (v.consumers.get(y) ?? []).every((c) => c.inputs.includes(y))
+    ) {
       alias.set(y, n.inputs[0]);
       changed = true;
     }
@@ -188,7 +266,8 @@ function foldTransposedGemms(v: GraphView): boolean {
     if (!p || p.kind !== "ints" || p.value.length !== 2 || p.value[0] !== 1) continue;
     const gm = v.producer.get(t.inputs[0]);
     if (!isGemm(gm) || gm.inputs.length > 2 || v.soleConsumer(t.inputs[0]) !== t) continue;
-    const tA = intAttr(gm, "transA", 0), tB = intAttr(gm, "transB", 0);
+    const tA = intAttr(gm, "transA", 0),
+      tB = intAttr(gm, "transB", 0);
     gm.inputs = [gm.inputs[1], gm.inputs[0]];
     setAttr(gm, "transA", { kind: "int", value: tB ? 0 : 1 });
     setAttr(gm, "transB", { kind: "int", value: tA ? 0 : 1 });
@@ -196,7 +275,10 @@ function foldTransposedGemms(v: GraphView): boolean {
     t.opType = "";
     changed = true;
   }
-  if (changed) { v.g.setNodes(v.g.nodeList.filter((n) => n.opType !== "")); v.reindex(); }
+  if (changed) {
+    v.g.setNodes(v.g.nodeList.filter((n) => n.opType !== ""));
+    v.reindex();
+  }
   return changed;
 }
 
@@ -214,10 +296,18 @@ function foldGemmEpilogues(v: GraphView): boolean {
     for (;;) {
       const y = gm.outputs[0];
       const c = v.soleConsumer(y);
-      if (!c || c.opType === "" || c.inputs.length !== 2 || c.outputs.length !== 1 || !sameShape(v.shape(c.outputs[0]), v.shape(y))) break;
+      if (
+        !c ||
+        c.opType === "" ||
+        c.inputs.length !== 2 ||
+        c.outputs.length !== 1 ||
+        !sameShape(v.shape(c.outputs[0]), v.shape(y))
+      )
+        break;
       const other = c.inputs[0] === y ? c.inputs[1] : c.inputs[0];
       if (other === y) break;
-      const alpha = floatAttr(gm, "alpha", 1), beta = floatAttr(gm, "beta", 1);
+      const alpha = floatAttr(gm, "alpha", 1),
+        beta = floatAttr(gm, "beta", 1);
       if (c.opType === "Mul") {
         const s = v.scalarFloat(other);
         // alpha is a float32 attribute: fold only products that stay exact
@@ -225,9 +315,11 @@ function foldGemmEpilogues(v: GraphView): boolean {
         setAttr(gm, "alpha", { kind: "float", value: s });
         if (gm.inputs.length > 2) setAttr(gm, "beta", { kind: "float", value: s });
       } else if (c.opType === "Add" || c.opType === "Sub") {
-        const os = v.shape(other), ys = v.shape(y);
+        const os = v.shape(other),
+          ys = v.shape(y);
         if (gm.inputs.length > 2 || !os || !ys || os.length > 2 || !sameShape(broadcastShapes([os, ys]), ys)) break;
-        const negY = c.opType === "Sub" && c.inputs[1] === y, negC = c.opType === "Sub" && c.inputs[0] === y;
+        const negY = c.opType === "Sub" && c.inputs[1] === y,
+          negC = c.opType === "Sub" && c.inputs[0] === y;
         if (negY) setAttr(gm, "alpha", { kind: "float", value: -alpha });
         setAttr(gm, "beta", { kind: "float", value: negC ? -1 : 1 });
         gm.inputs = [...gm.inputs, other];
@@ -238,7 +330,10 @@ function foldGemmEpilogues(v: GraphView): boolean {
       changed = true;
     }
   }
-  if (changed) { v.g.setNodes(v.g.nodeList.filter((n) => n.opType !== "")); v.reindex(); }
+  if (changed) {
+    v.g.setNodes(v.g.nodeList.filter((n) => n.opType !== ""));
+    v.reindex();
+  }
   return changed;
 }
 
@@ -261,11 +356,15 @@ function nativeGemms(v: GraphView): void {
   let changed = false;
   for (const n of v.g.nodeList) {
     if (!isGemm(n)) continue;
-    const a = v.shape(n.inputs[0]), b = v.shape(n.inputs[1]);
+    const a = v.shape(n.inputs[0]),
+      b = v.shape(n.inputs[1]);
     if (!a || !b || a.length !== 2 || b.length !== 2) continue;
     if (v.dtypes.get(n.outputs[0]) !== "float32" && v.dtypes.get(n.inputs[0]) !== "float32") continue;
-    const tA = intAttr(n, "transA", 0), tB = intAttr(n, "transB", 0);
-    const M = a[tA ? 1 : 0], K = a[tA ? 0 : 1], N = b[tB ? 0 : 1];
+    const tA = intAttr(n, "transA", 0),
+      tB = intAttr(n, "transB", 0);
+    const M = a[tA ? 1 : 0],
+      K = a[tA ? 0 : 1],
+      N = b[tB ? 0 : 1];
     if (M < nativeGemmOptions.minM || N < nativeGemmOptions.minN || K < nativeGemmOptions.minK) continue;
     n.domain = "jaxts";
     changed = true;
@@ -287,11 +386,22 @@ function leadingSumsAsGemm(v: GraphView): boolean {
   let changed = false;
   for (const n of v.g.nodeList) {
     if (n.opType !== "ReduceSum" || n.domain !== "" || n.inputs.length !== 2) continue;
-    const x = n.inputs[0], s = v.shape(x), axes = v.ints(n.inputs[1]);
+    const x = n.inputs[0],
+      s = v.shape(x),
+      axes = v.ints(n.inputs[1]);
     // (at most SUM_AS_GEMM_MAX_K rows: longer sums are blocked by the lowering, which this must not undo)
-    if (v.dtypes.get(x) !== "float32" || !s || s.length !== 2 || s[0] < 8 || s[0] > SUM_AS_GEMM_MAX_K || s[0] * s[1] < SUM_AS_GEMM_MIN) continue;
+    if (
+      v.dtypes.get(x) !== "float32" ||
+      !s ||
+      s.length !== 2 ||
+      s[0] < 8 ||
+      s[0] > SUM_AS_GEMM_MAX_K ||
+      s[0] * s[1] < SUM_AS_GEMM_MIN
+    )
+      continue;
     if (!axes || axes.length !== 1 || (axes[0] !== 0 && axes[0] !== -2)) continue;
-    const keep = intAttr(n, "keepdims", 1) === 1, out = n.outputs[0];
+    const keep = intAttr(n, "keepdims", 1) === 1,
+      out = n.outputs[0];
     const ones = v.g.constant("float32", [1, s[0]], new Float32Array(s[0]).fill(1));
     n.opType = "Gemm";
     n.attrs = [];
@@ -313,12 +423,19 @@ function topoSort(v: GraphView): void {
   const nodes = v.g.nodeList;
   const produced = new Set<string>();
   const out: GraphNode[] = [];
-  const pending = nodes.map((n) => { const r = new Set<string>(); readsOf(n, r); return { n, reads: [...r].filter((x) => v.producer.has(x)) }; });
+  const pending = nodes.map((n) => {
+    const r = new Set<string>();
+    readsOf(n, r);
+    return { n, reads: [...r].filter((x) => v.producer.has(x)) };
+  });
   let rest = pending;
   while (rest.length) {
     const next: typeof rest = [];
     for (const p of rest) {
-      if (p.reads.every((r) => produced.has(r))) { out.push(p.n); for (const o of p.n.outputs) produced.add(o); } else next.push(p);
+      if (p.reads.every((r) => produced.has(r))) {
+        out.push(p.n);
+        for (const o of p.n.outputs) produced.add(o);
+      } else next.push(p);
     }
     if (next.length === rest.length) throw new Error("optimize-graph: cycle after rewrites");
     rest = next;
@@ -345,8 +462,12 @@ function eliminateDeadNodes(v: GraphView): void {
  * Optimizes a top-level lowered graph in place. `shapes` holds the static shapes known from the jaxpr
  * (graph inputs and equation results); rewrites that need an unknown shape are skipped.
  */
-export function optimizeGraph(g: GraphBuilder, shapes: Map<string, Shape>, dtypes: ReadonlyMap<string, string> = new Map(),
-  opts: OptimizeOptions = {}): void {
+export function optimizeGraph(
+  g: GraphBuilder,
+  shapes: Map<string, Shape>,
+  dtypes: ReadonlyMap<string, string> = new Map(),
+  opts: OptimizeOptions = {},
+): void {
   const v = new GraphView(g, shapes, dtypes);
   inferShapes(v);
   foldExpands(v);

@@ -1,6 +1,12 @@
 /** @file Readable text summaries of compiled ONNX models and programs (what `jit(f).lower(...).asText()` shows). */
 import { dtypeFromOnnx } from "../backends/onnx/graph-builder.js";
-import { type AttributeProto, type GraphProto, type TensorProto, type ValueInfoProto, decodeModel } from "../backends/onnx/onnx-proto.js";
+import {
+  type AttributeProto,
+  type GraphProto,
+  type TensorProto,
+  type ValueInfoProto,
+  decodeModel,
+} from "../backends/onnx/onnx-proto.js";
 import { shortName } from "../core/dtype.js";
 import type { Program } from "./compile.js";
 
@@ -8,7 +14,11 @@ const utf8 = new TextDecoder();
 
 function typeStr(code: number | undefined, dims: readonly (number | string | undefined)[] | null): string {
   let t: string;
-  try { t = shortName(dtypeFromOnnx(code ?? 0)); } catch { t = `type${code}`; }
+  try {
+    t = shortName(dtypeFromOnnx(code ?? 0));
+  } catch {
+    t = `type${code}`;
+  }
   return dims === null ? `${t}[?]` : `${t}[${dims.map((d) => d ?? "?").join(",")}]`;
 }
 function vi(v: ValueInfoProto): string {
@@ -25,30 +35,63 @@ function tensorStr(t: TensorProto): string {
   const buf = raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength);
   try {
     switch (dtypeFromOnnx(t.dataType ?? 0)) {
-      case "float32": vals = new Float32Array(buf); break;
-      case "float64": vals = new Float64Array(buf); break;
-      case "int32": vals = new Int32Array(buf); break;
-      case "int64": vals = new BigInt64Array(buf); break;
-      case "uint32": vals = new Uint32Array(buf); break;
-      case "uint64": vals = new BigUint64Array(buf); break;
-      case "bool": case "uint8": vals = new Uint8Array(buf); break;
-      case "int8": vals = new Int8Array(buf); break;
-      case "int16": vals = new Int16Array(buf); break;
-      default: return head;
+      case "float32":
+        vals = new Float32Array(buf);
+        break;
+      case "float64":
+        vals = new Float64Array(buf);
+        break;
+      case "int32":
+        vals = new Int32Array(buf);
+        break;
+      case "int64":
+        vals = new BigInt64Array(buf);
+        break;
+      case "uint32":
+        vals = new Uint32Array(buf);
+        break;
+      case "uint64":
+        vals = new BigUint64Array(buf);
+        break;
+      case "bool":
+      case "uint8":
+        vals = new Uint8Array(buf);
+        break;
+      case "int8":
+        vals = new Int8Array(buf);
+        break;
+      case "int16":
+        vals = new Int16Array(buf);
+        break;
+      default:
+        return head;
     }
-  } catch { return head; }
+  } catch {
+    return head;
+  }
   const s = Array.from(vals as ArrayLike<number>, String);
   return `${head}{${(t.dims ?? []).length === 0 ? s[0] : s.join(",")}}`;
 }
 function attrStr(a: AttributeProto, indent: string): string {
-  const v = a.ints?.length ? `[${a.ints.join(",")}]`
-    : a.floats?.length ? `[${a.floats.join(",")}]`
-    : a.s ? JSON.stringify(utf8.decode(a.s))
-    : a.t ? tensorStr(a.t)
-    : a.g ? `\n${graphLines(a.g, indent + "    ").join("\n")}`
-    : a.f !== undefined && a.f !== 0 ? String(a.f)
-    : a.i !== undefined ? String(a.i)
-    : a.type === 1 ? "0.0" : a.ints ? "[]" : "0";
+  const v = a.ints?.length
+    ? `[${a.ints.join(",")}]`
+    : a.floats?.length
+      ? `[${a.floats.join(",")}]`
+      : a.s
+        ? JSON.stringify(utf8.decode(a.s))
+        : a.t
+          ? tensorStr(a.t)
+          : a.g
+            ? `\n${graphLines(a.g, indent + "    ").join("\n")}`
+            : a.f !== undefined && a.f !== 0
+              ? String(a.f)
+              : a.i !== undefined
+                ? String(a.i)
+                : a.type === 1
+                  ? "0.0"
+                  : a.ints
+                    ? "[]"
+                    : "0";
   return `${a.name}=${v}`;
 }
 
@@ -64,7 +107,9 @@ function graphLines(g: GraphProto, indent: string): string[] {
     const attrs = (n.attribute ?? []).map((a) => attrStr(a, indent));
     const outs = (n.output ?? []).join(", ");
     const op = n.domain ? `${n.domain}.${n.opType}` : n.opType;
-    lines.push(`${indent}  ${outs} = ${op}${attrs.length ? `[${attrs.join(" ")}]` : ""}(${(n.input ?? []).map(arg).join(", ")})`);
+    lines.push(
+      `${indent}  ${outs} = ${op}${attrs.length ? `[${attrs.join(" ")}]` : ""}(${(n.input ?? []).map(arg).join(", ")})`,
+    );
   }
   lines.push(`${indent}  return ${(g.output ?? []).map(vi).join(", ")}`);
   return lines;

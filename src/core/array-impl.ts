@@ -17,9 +17,12 @@ export interface DeviceMemoryStats {
 }
 let memoryStatsOf: ((id: number) => DeviceMemoryStats) | null = null;
 /** Set by the parallel layer: where Device.memoryStats() reads the device runtime's counters (core cannot import it). */
-export function setDeviceMemoryStats(f: (id: number) => DeviceMemoryStats): void { memoryStatsOf = f; }
+export function setDeviceMemoryStats(f: (id: number) => DeviceMemoryStats): void {
+  memoryStatsOf = f;
+}
 function statsOf(id: number): DeviceMemoryStats {
-  if (!memoryStatsOf) throw new Error(`Device.memoryStats: the device runtime is not loaded (import "jaxts"), device ${id}`);
+  if (!memoryStatsOf)
+    throw new Error(`Device.memoryStats: the device runtime is not loaded (import "jaxts"), device ${id}`);
   return memoryStatsOf(id);
 }
 
@@ -34,7 +37,10 @@ export interface Device {
   toString(): string;
 }
 export const HOST_DEVICE: Device = {
-  id: 0, platform: "cpu", deviceKind: "cpu", processIndex: 0,
+  id: 0,
+  platform: "cpu",
+  deviceKind: "cpu",
+  processIndex: 0,
   memoryStats: () => statsOf(0),
   toString: () => "CpuDevice(id=0)",
 };
@@ -73,7 +79,9 @@ export class ArrayImpl extends Array {
     super();
     if (ArrayBuffer.isView(data)) {
       if (data.length !== aval.size * lanes(aval.dtype)) {
-        throw new Error(`ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size * lanes(aval.dtype)}`);
+        throw new Error(
+          `ArrayImpl: storage holds ${data.length} elements but ${aval.str()} needs ${aval.size * lanes(aval.dtype)}`,
+        );
       }
       this.#data = data;
     } else {
@@ -85,17 +93,26 @@ export class ArrayImpl extends Array {
     if (ArrayImpl.createHook !== null) ArrayImpl.createHook(this);
   }
   /** The storage held elsewhere (per-device buffers), or null for host storage. */
-  get external(): ExternalStorage | null { return this.#disposed ? null : this.#external; }
+  get external(): ExternalStorage | null {
+    return this.#disposed ? null : this.#external;
+  }
   static of(shape: Shape, dtype: DType, data: TypedArray, weakType = false): ArrayImpl {
     return new ArrayImpl(new ShapedArray(shape, dtype, weakType), data);
   }
-  get aval(): ShapedArray { return this.#aval; }
+  get aval(): ShapedArray {
+    return this.#aval;
+  }
   /** The storage itself (read-only by convention; the array is immutable). */
   get buffer(): TypedArray {
-    if (this.#disposed) throw new Error(`Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`);
+    if (this.#disposed)
+      throw new Error(
+        `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
+      );
     return this.#data ?? this.#external!.read();
   }
-  get isDisposed(): boolean { return this.#disposed; }
+  get isDisposed(): boolean {
+    return this.#disposed;
+  }
   override blockUntilReady(): this {
     if (!this.#disposed) this.#external?.wait();
     return this;
@@ -103,21 +120,28 @@ export class ArrayImpl extends Array {
   override dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    const d = this.#data, ext = this.#external;
+    const d = this.#data,
+      ext = this.#external;
     this.#data = null;
     this.#external = null;
     if (ext) ext.free();
     else if (d !== null && ArrayImpl.releaseHook) ArrayImpl.releaseHook(this, d);
   }
   /** A copy of the elements (float16/bfloat16 as raw Uint16 bits, bool as 0/1 Uint8, complex as interleaved re, im). */
-  dataSync(): TypedArray { return this.buffer.slice(); }
+  dataSync(): TypedArray {
+    return this.buffer.slice();
+  }
   item(): number | boolean | bigint | Complex {
-    if (this.size !== 1) throw new Error(`Array.item: can only convert an array of size 1 to a scalar, got shape [${this.shape}]`);
+    if (this.size !== 1)
+      throw new Error(`Array.item: can only convert an array of size 1 to a scalar, got shape [${this.shape}]`);
     return this.elementAt(0);
   }
   elementAt(i: number): number | boolean | bigint | Complex {
     const d = this.dtype;
-    if (isComplex(d)) { const b = this.buffer as Float64Array; return { re: b[2 * i], im: b[2 * i + 1] }; }
+    if (isComplex(d)) {
+      const b = this.buffer as Float64Array;
+      return { re: b[2 * i], im: b[2 * i + 1] };
+    }
     if (d === "bool") return this.buffer[i] !== 0;
     if (isBigInt(d)) return this.buffer[i] as bigint;
     return readNumber(this.buffer, d, i);
@@ -136,6 +160,10 @@ export class ArrayImpl extends Array {
   override toString(): string {
     return formatArray(this.shape, this.dtype, this.weakType, (i) => this.elementAt(i), prod(this.shape));
   }
-  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
-  get isFloating(): boolean { return isFloat(this.dtype); }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
+  get isFloating(): boolean {
+    return isFloat(this.dtype);
+  }
 }

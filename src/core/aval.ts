@@ -8,24 +8,42 @@ import { type Shape, prod, shapesEqual } from "./shape.js";
  */
 export class ShapedArray {
   readonly shape: readonly number[];
-  constructor(shape: Shape, readonly dtype: DType, readonly weakType = false) {
+  constructor(
+    shape: Shape,
+    readonly dtype: DType,
+    readonly weakType = false,
+  ) {
     this.shape = Object.freeze([...shape]);
   }
-  get ndim(): number { return this.shape.length; }
-  get size(): number { return prod(this.shape); }
+  get ndim(): number {
+    return this.shape.length;
+  }
+  get size(): number {
+    return prod(this.shape);
+  }
   /** JAX's short form, e.g. f32[3,4]. */
-  str(): string { return `${shortName(this.dtype)}[${this.shape.join(",")}]`; }
-  toString(): string { return this.str(); }
+  str(): string {
+    return `${shortName(this.dtype)}[${this.shape.join(",")}]`;
+  }
+  toString(): string {
+    return this.str();
+  }
   equals(o: ShapedArray): boolean {
     return this.dtype === o.dtype && this.weakType === o.weakType && shapesEqual(this.shape, o.shape);
   }
   /** Equal up to weak type (what type checking needs). */
-  sameType(o: ShapedArray): boolean { return this.dtype === o.dtype && shapesEqual(this.shape, o.shape); }
+  sameType(o: ShapedArray): boolean {
+    return this.dtype === o.dtype && shapesEqual(this.shape, o.shape);
+  }
   update(u: { shape?: Shape; dtype?: DType; weakType?: boolean }): ShapedArray {
     return new ShapedArray(u.shape ?? this.shape, u.dtype ?? this.dtype, u.weakType ?? this.weakType);
   }
-  strongly(): ShapedArray { return this.weakType ? new ShapedArray(this.shape, this.dtype, false) : this; }
-  key(): string { return `${this.dtype}${this.weakType ? "~" : ""}[${this.shape.join(",")}]`; }
+  strongly(): ShapedArray {
+    return this.weakType ? new ShapedArray(this.shape, this.dtype, false) : this;
+  }
+  key(): string {
+    return `${this.dtype}${this.weakType ? "~" : ""}[${this.shape.join(",")}]`;
+  }
 }
 
 export const avalsStr = (avals: readonly ShapedArray[]): string => avals.map((a) => a.str()).join(", ");

@@ -14,12 +14,17 @@ export function isPlainObject(x: unknown): x is Record<string, unknown> {
 export function checkOptions(fn: string, opts: unknown, allowed: readonly string[], forms?: string): void {
   if (opts === undefined || opts === null) return;
   if (!isPlainObject(opts)) {
-    throw new TypeError(`${fn}: expected an options object { ${allowed.join(", ")} }, got ${describeValue(opts)}${forms ? `; accepted forms: ${forms}` : ""}`);
+    throw new TypeError(
+      `${fn}: expected an options object { ${allowed.join(", ")} }, got ${describeValue(opts)}${forms ? `; accepted forms: ${forms}` : ""}`,
+    );
   }
   for (const k of Object.keys(opts)) {
     if (!allowed.includes(k)) {
-      const near = allowed.find((a) => a.toLowerCase() === k.toLowerCase()) ?? allowed.find((a) => editDistance(a, k) <= 2);
-      throw new TypeError(`${fn}: unknown option "${k}"${near ? ` (did you mean "${near}"?)` : ""}; accepted options: ${allowed.join(", ") || "(none)"}${forms ? `; accepted forms: ${forms}` : ""}`);
+      const near =
+        allowed.find((a) => a.toLowerCase() === k.toLowerCase()) ?? allowed.find((a) => editDistance(a, k) <= 2);
+      throw new TypeError(
+        `${fn}: unknown option "${k}"${near ? ` (did you mean "${near}"?)` : ""}; accepted options: ${allowed.join(", ") || "(none)"}${forms ? `; accepted forms: ${forms}` : ""}`,
+      );
     }
   }
 }
@@ -29,7 +34,8 @@ function editDistance(a: string, b: string): number {
   let prev = [...globalThis.Array(b.length + 1).keys()];
   for (let i = 1; i <= a.length; i++) {
     const cur = [i];
-    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    for (let j = 1; j <= b.length; j++)
+      cur[j] = Math.min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
     prev = cur;
   }
   return prev[b.length];
@@ -44,7 +50,9 @@ export function checkArity(fn: string, args: ArrayLike<unknown>, max: number, fo
   while (n > max && args[n - 1] === undefined) n--;
   if (n <= max) return;
   const extra = args[max];
-  const what = isPlainObject(extra) ? `an options object { ${Object.keys(extra).join(", ")} } it does not take` : `${n - max} extra argument(s)`;
+  const what = isPlainObject(extra)
+    ? `an options object { ${Object.keys(extra).join(", ")} } it does not take`
+    : `${n - max} extra argument(s)`;
   throw new TypeError(`${fn}: got ${what}; accepted form: ${forms}`);
 }
 
@@ -59,7 +67,12 @@ function describeValue(x: unknown): string {
 
 const WRAPPED = Symbol("jaxts.wrapped");
 /** Wraps f so a public call with more than max arguments raises (checkArity) instead of silently dropping them. */
-export function fixedArity<A extends unknown[], R>(fn: string, max: number, f: (...a: A) => R, forms: string): (...a: A) => R {
+export function fixedArity<A extends unknown[], R>(
+  fn: string,
+  max: number,
+  f: (...a: A) => R,
+  forms: string,
+): (...a: A) => R {
   const w = (...args: A): R => {
     if (args.length > max) checkArity(fn, args, max, forms);
     return f(...args);

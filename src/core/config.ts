@@ -82,11 +82,17 @@ function envInt(flag: IntegerFlag): number {
   const v = typeof process !== "undefined" ? process.env[name] : undefined;
   if (v === undefined || v.trim() === "") return dflt;
   const n = Number(v.trim());
-  if (!Number.isInteger(n) || n < min) throw new RangeError(`jaxts config: environment variable ${name}=${JSON.stringify(v)} must be an integer >= ${min}`);
+  if (!Number.isInteger(n) || n < min)
+    throw new RangeError(
+      `jaxts config: environment variable ${name}=${JSON.stringify(v)} must be an integer >= ${min}`,
+    );
   return n;
 }
 
-export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void; read<K extends keyof ConfigFlags>(name: K): ConfigFlags[K] } = {
+export const config: ConfigFlags & {
+  update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void;
+  read<K extends keyof ConfigFlags>(name: K): ConfigFlags[K];
+} = {
   enableX64: process.env.JAX_ENABLE_X64 === "1" || process.env.JAX_ENABLE_X64 === "true",
   backend: process.env.JAXTS_BACKEND === "interpreter" ? "interpreter" : "onnx",
   threefryPartitionable: process.env.JAX_THREEFRY_PARTITIONABLE !== "0",
@@ -106,22 +112,32 @@ export const config: ConfigFlags & { update<K extends keyof ConfigFlags>(name: K
   deviceBytesLimit: envInt("deviceBytesLimit"),
   update<K extends keyof ConfigFlags>(name: K, value: ConfigFlags[K]): void {
     if (!(name in defaults)) {
-      throw new Error(`config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`);
+      throw new Error(
+        `config.update: unknown option ${JSON.stringify(name)}; known: ${Object.keys(defaults).join(", ")}`,
+      );
     }
     if (typeof value !== typeof defaults[name]) {
       throw new TypeError(`config.update: option ${name} expects a ${typeof defaults[name]}, got ${typeof value}`);
     }
     if (name === "backend" && !backendNames.has(value as string)) {
       const known = registeredBackendNames();
-      throw new Error(`config.update: backend ${JSON.stringify(value)} is not a registered backend; registered: ${known.length ? known.map((c) => JSON.stringify(c)).join(", ") : "none (import jaxts, or a backend module, first)"}`);
+      throw new Error(
+        `config.update: backend ${JSON.stringify(value)} is not a registered backend; registered: ${known.length ? known.map((c) => JSON.stringify(c)).join(", ") : "none (import jaxts, or a backend module, first)"}`,
+      );
     }
-    const choices: readonly unknown[] | undefined = Object.hasOwn(CHOICES, name) ? CHOICES[name as keyof typeof CHOICES] : undefined;
+    const choices: readonly unknown[] | undefined = Object.hasOwn(CHOICES, name)
+      ? CHOICES[name as keyof typeof CHOICES]
+      : undefined;
     if (choices && !choices.includes(value)) {
-      throw new Error(`config.update: ${name} must be ${choices.map((c) => JSON.stringify(c)).join(" or ")}, got ${JSON.stringify(value)}`);
+      throw new Error(
+        `config.update: ${name} must be ${choices.map((c) => JSON.stringify(c)).join(" or ")}, got ${JSON.stringify(value)}`,
+      );
     }
     const bound = Object.hasOwn(INTEGER_FLAGS, name) ? INTEGER_FLAGS[name as IntegerFlag] : undefined;
     if (bound && !(Number.isInteger(value) && (value as number) >= bound.min)) {
-      throw new RangeError(`config.update: ${name} must be a ${bound.min >= 1 ? "positive" : "non-negative"} integer (${bound.what}), got ${String(value)}`);
+      throw new RangeError(
+        `config.update: ${name} must be a ${bound.min >= 1 ? "positive" : "non-negative"} integer (${bound.what}), got ${String(value)}`,
+      );
     }
     guards.get(name)?.(value);
     (this as ConfigFlags)[name] = value;

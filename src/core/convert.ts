@@ -5,12 +5,19 @@ import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from
 /** Converts a JS number to the value stored for dtype d (float->int truncates and saturates, NaN -> 0). */
 export function castNumber(x: number, d: DType): number {
   switch (d) {
-    case "bool": return x !== 0 && !Number.isNaN(x) ? 1 : 0;
-    case "float32": return Math.fround(x);
-    case "float64": case "complex128": return x;
-    case "complex64": return Math.fround(x);
-    case "float16": return fromFloat16Bits(toFloat16Bits(x));
-    case "bfloat16": return fromBFloat16Bits(toBFloat16Bits(x));
+    case "bool":
+      return x !== 0 && !Number.isNaN(x) ? 1 : 0;
+    case "float32":
+      return Math.fround(x);
+    case "float64":
+    case "complex128":
+      return x;
+    case "complex64":
+      return Math.fround(x);
+    case "float16":
+      return fromFloat16Bits(toFloat16Bits(x));
+    case "bfloat16":
+      return fromBFloat16Bits(toBFloat16Bits(x));
     default: {
       if (Number.isNaN(x)) return 0;
       const t = Math.trunc(x);
@@ -23,14 +30,22 @@ export function castNumber(x: number, d: DType): number {
 /** Wraps an integer-valued number into dtype d's range (two's complement), as integer arithmetic does. */
 export function wrapInt(x: number, d: DType): number {
   switch (d) {
-    case "int8": return (x << 24) >> 24;
-    case "uint8": return x & 0xff;
-    case "int16": return (x << 16) >> 16;
-    case "uint16": return x & 0xffff;
-    case "int32": return x | 0;
-    case "uint32": return x >>> 0;
-    case "bool": return x ? 1 : 0;
-    default: return x;
+    case "int8":
+      return (x << 24) >> 24;
+    case "uint8":
+      return x & 0xff;
+    case "int16":
+      return (x << 16) >> 16;
+    case "uint16":
+      return x & 0xffff;
+    case "int32":
+      return x | 0;
+    case "uint32":
+      return x >>> 0;
+    case "bool":
+      return x ? 1 : 0;
+    default:
+      return x;
   }
 }
 
@@ -70,7 +85,10 @@ export function fromNumbers(values: ArrayLike<number>, d: DType): TypedArray {
   const n = values.length;
   const out = allocate(d, n);
   // a real value v is the complex v + 0j
-  if (isComplex(d)) { for (let i = 0; i < n; i++) (out as Float64Array)[2 * i] = values[i]; return out; }
+  if (isComplex(d)) {
+    for (let i = 0; i < n; i++) (out as Float64Array)[2 * i] = values[i];
+    return out;
+  }
   if (d === "float16") for (let i = 0; i < n; i++) (out as Uint16Array)[i] = toFloat16Bits(values[i]);
   else if (d === "bfloat16") for (let i = 0; i < n; i++) (out as Uint16Array)[i] = toBFloat16Bits(values[i]);
   else if (isBigInt(d)) for (let i = 0; i < n; i++) (out as BigInt64Array)[i] = bigOf(values[i], d);
@@ -87,7 +105,11 @@ export function fromBigInts(values: ArrayLike<bigint>, d: DType): TypedArray {
     for (let i = 0; i < n; i++) out[i] = d === "int64" ? BigInt.asIntN(64, values[i]) : BigInt.asUintN(64, values[i]);
     return out;
   }
-  if (isFloat(d)) return fromNumbers(Array.from(values, (v) => Number(v)), d);
+  if (isFloat(d))
+    return fromNumbers(
+      Array.from(values, (v) => Number(v)),
+      d,
+    );
   const out = allocate(d, n);
   for (let i = 0; i < n; i++) (out as Int32Array)[i] = wrapInt(Number(BigInt.asIntN(32, values[i])), d);
   return out;
@@ -97,25 +119,39 @@ export function fromBigInts(values: ArrayLike<bigint>, d: DType): TypedArray {
 export function splitComplex(data: TypedArray, d: DType): [TypedArray, TypedArray] {
   const n = data.length / 2;
   if (d === "complex64") {
-    const src = data as Float32Array, re = new Float32Array(n), im = new Float32Array(n);
-    for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
+    const src = data as Float32Array,
+      re = new Float32Array(n),
+      im = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      re[i] = src[2 * i];
+      im[i] = src[2 * i + 1];
+    }
     return [re, im];
   }
-  const src = data as Float64Array, re = new Float64Array(n), im = new Float64Array(n);
-  for (let i = 0; i < n; i++) { re[i] = src[2 * i]; im[i] = src[2 * i + 1]; }
+  const src = data as Float64Array,
+    re = new Float64Array(n),
+    im = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    re[i] = src[2 * i];
+    im[i] = src[2 * i + 1];
+  }
   return [re, im];
 }
 /** Interleaves real and imaginary parts (any numeric arrays) into complex storage of dtype d. */
 export function joinComplex(re: ArrayLike<number>, im: ArrayLike<number>, d: DType): TypedArray {
   const out = allocate(d, re.length) as Float64Array;
-  for (let i = 0; i < re.length; i++) { out[2 * i] = re[i]; out[2 * i + 1] = im[i]; }
+  for (let i = 0; i < re.length; i++) {
+    out[2 * i] = re[i];
+    out[2 * i + 1] = im[i];
+  }
   return out;
 }
 
 /** Element conversion between storages (convert_element_type). */
 export function convertStorage(data: TypedArray, from: DType, to: DType): TypedArray {
   if (from === to) return data.slice();
-  if (isComplex(from) && isComplex(to)) return to === "complex64" ? Float32Array.from(data as Float64Array) : Float64Array.from(data as Float32Array);
+  if (isComplex(from) && isComplex(to))
+    return to === "complex64" ? Float32Array.from(data as Float64Array) : Float64Array.from(data as Float32Array);
   // complex -> real keeps the real part (NumPy's ComplexWarning case; JAX does the same)
   if (isComplex(from)) {
     const re = new Float64Array(data.length / 2);
@@ -124,12 +160,18 @@ export function convertStorage(data: TypedArray, from: DType, to: DType): TypedA
   }
   if (isComplex(to)) return fromNumbers(toFloat64(data, from), to);
   if (isBigInt(from) && (isBigInt(to) || !isFloat(to))) {
-    if (to === "bool") { const o = allocate(to, data.length); for (let i = 0; i < data.length; i++) o[i] = data[i] !== 0n ? 1 : 0; return o; }
+    if (to === "bool") {
+      const o = allocate(to, data.length);
+      for (let i = 0; i < data.length; i++) o[i] = data[i] !== 0n ? 1 : 0;
+      return o;
+    }
     return fromBigInts(data as BigInt64Array, to);
   }
   if (!isFloat(from) && isBigInt(to)) {
     const o = allocate(to, data.length) as BigInt64Array;
-    for (let i = 0; i < data.length; i++) o[i] = to === "int64" ? BigInt.asIntN(64, BigInt(data[i] as number)) : BigInt.asUintN(64, BigInt(data[i] as number));
+    for (let i = 0; i < data.length; i++)
+      o[i] =
+        to === "int64" ? BigInt.asIntN(64, BigInt(data[i] as number)) : BigInt.asUintN(64, BigInt(data[i] as number));
     return o;
   }
   if (!isFloat(from) && !isFloat(to) && to !== "bool") {

@@ -14,7 +14,8 @@ import { type RawExecute, evalTrace, executePrimitive, setSpecialCheck, withTrac
 
 /** "nan" / "inf" when some float output holds one that the enabled flags look for (NaN first, as JAX); else null. */
 function findSpecial(outs: readonly ArrayImpl[]): "nan" | "inf" | null {
-  const nans = config.debugNans, infs = config.debugInfs;
+  const nans = config.debugNans,
+    infs = config.debugInfs;
   for (const o of outs) {
     const d = o.aval.dtype;
     if (d === "float32" || d === "float64") {
@@ -22,7 +23,11 @@ function findSpecial(outs: readonly ArrayImpl[]): "nan" | "inf" | null {
       let sawInf = false;
       for (let i = 0; i < b.length; i++) {
         const v = b[i];
-        if (v - v !== 0) { if (v !== v) { if (nans) return "nan"; } else sawInf = true; }
+        if (v - v !== 0) {
+          if (v !== v) {
+            if (nans) return "nan";
+          } else sawInf = true;
+        }
       }
       if (sawInf && infs) return "inf";
     } else if (d === "float16" || d === "bfloat16") {
@@ -31,7 +36,11 @@ function findSpecial(outs: readonly ArrayImpl[]): "nan" | "inf" | null {
       const b = o.buffer as Uint16Array;
       let sawInf = false;
       for (let i = 0; i < b.length; i++) {
-        if ((b[i] & em) === em) { if (b[i] & mm) { if (nans) return "nan"; } else sawInf = true; }
+        if ((b[i] & em) === em) {
+          if (b[i] & mm) {
+            if (nans) return "nan";
+          } else sawInf = true;
+        }
       }
       if (sawInf && infs) return "inf";
     }
@@ -48,17 +57,32 @@ function checked(prim: Primitive, args: ArrayImpl[], params: Params, run: RawExe
     const disposed = () => args.some((a) => a.isDisposed);
     unchecked++;
     let outs: ArrayImpl[];
-    try { outs = run(prim, args, params); } finally { unchecked--; }
+    try {
+      outs = run(prim, args, params);
+    } finally {
+      unchecked--;
+    }
     const kind = findSpecial(outs);
     if (kind === null) return outs;
     const name = `jit(${String(params.name)})`;
     if (disposed()) {
-      throw new FloatingPointError(name, kind, undefined, userSite(), "An argument was donated (donateArgnums), so the program cannot be re-run equation by equation to find the first invalid value; call it without donation to locate it.");
+      throw new FloatingPointError(
+        name,
+        kind,
+        undefined,
+        userSite(),
+        "An argument was donated (donateArgnums), so the program cannot be re-run equation by equation to find the first invalid value; call it without donation to locate it.",
+      );
     }
     rerun(params.jaxpr, args, name);
-    throw new FloatingPointError(name, kind, undefined, userSite(),
+    throw new FloatingPointError(
+      name,
+      kind,
+      undefined,
+      userSite(),
       "Because debugNans/debugInfs is set, the jaxpr was re-run equation by equation, but no equation produced an invalid value there: " +
-      "the compiled program's numerics differ (e.g. fused operations), or an invalid value was an input or constant passed through to the output.");
+        "the compiled program's numerics differ (e.g. fused operations), or an invalid value was an input or constant passed through to the output.",
+    );
   }
   const outs = run(prim, args, params);
   const kind = findSpecial(outs);
@@ -79,8 +103,18 @@ function rerun(j: Jaxpr, args: ArrayImpl[], name: string): void {
       } catch (err) {
         // a nested jit already named its own equation
         if (err instanceof FloatingPointError && err.equation === undefined) {
-          const where = e.site ?? (err.site ? `${err.site} (the call of ${name}; its source lines are recorded when it is traced with debugNans/debugInfs on)` : undefined);
-          throw new FloatingPointError(err.primitive, err.kind, jaxprEqnLine(j, k), where, `(found by re-running ${name} equation by equation)`);
+          const where =
+            e.site ??
+            (err.site
+              ? `${err.site} (the call of ${name}; its source lines are recorded when it is traced with debugNans/debugInfs on)`
+              : undefined);
+          throw new FloatingPointError(
+            err.primitive,
+            err.kind,
+            jaxprEqnLine(j, k),
+            where,
+            `(found by re-running ${name} equation by equation)`,
+          );
         }
         throw err;
       }
@@ -91,4 +125,6 @@ function rerun(j: Jaxpr, args: ArrayImpl[], name: string): void {
 
 const sync = (): void => setSpecialCheck(config.debugNans || config.debugInfs ? checked : null);
 sync();
-onConfigChange((name) => { if (name === "debugNans" || name === "debugInfs") sync(); });
+onConfigChange((name) => {
+  if (name === "debugNans" || name === "debugInfs") sync();
+});

@@ -2,37 +2,100 @@
 import { config } from "./config.js";
 
 export type DType =
-  | "bool" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "uint32" | "int64" | "uint64"
-  | "float16" | "bfloat16" | "float32" | "float64" | "complex64" | "complex128";
+  | "bool"
+  | "int8"
+  | "uint8"
+  | "int16"
+  | "uint16"
+  | "int32"
+  | "uint32"
+  | "int64"
+  | "uint64"
+  | "float16"
+  | "bfloat16"
+  | "float32"
+  | "float64"
+  | "complex64"
+  | "complex128";
 
 export const DTYPES: readonly DType[] = [
-  "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-  "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+  "bool",
+  "int8",
+  "uint8",
+  "int16",
+  "uint16",
+  "int32",
+  "uint32",
+  "int64",
+  "uint64",
+  "float16",
+  "bfloat16",
+  "float32",
+  "float64",
+  "complex64",
+  "complex128",
 ];
 
 /** A complex scalar as JS sees it (what item() and tolist() return for complex arrays). */
-export interface Complex { re: number; im: number }
+export interface Complex {
+  re: number;
+  im: number;
+}
 
 export type TypedArray =
-  | Uint8Array | Int8Array | Int16Array | Uint16Array | Int32Array | Uint32Array
-  | BigInt64Array | BigUint64Array | Float32Array | Float64Array;
+  | Uint8Array
+  | Int8Array
+  | Int16Array
+  | Uint16Array
+  | Int32Array
+  | Uint32Array
+  | BigInt64Array
+  | BigUint64Array
+  | Float32Array
+  | Float64Array;
 
 const ITEMSIZE: Record<DType, number> = {
-  bool: 1, int8: 1, uint8: 1, int16: 2, uint16: 2, int32: 4, uint32: 4, int64: 8, uint64: 8,
-  float16: 2, bfloat16: 2, float32: 4, float64: 8, complex64: 8, complex128: 16,
+  bool: 1,
+  int8: 1,
+  uint8: 1,
+  int16: 2,
+  uint16: 2,
+  int32: 4,
+  uint32: 4,
+  int64: 8,
+  uint64: 8,
+  float16: 2,
+  bfloat16: 2,
+  float32: 4,
+  float64: 8,
+  complex64: 8,
+  complex128: 16,
 };
 
 const SHORT: Record<DType, string> = {
-  bool: "bool", int8: "i8", uint8: "u8", int16: "i16", uint16: "u16", int32: "i32", uint32: "u32",
-  int64: "i64", uint64: "u64", float16: "f16", bfloat16: "bf16", float32: "f32", float64: "f64",
-  complex64: "c64", complex128: "c128",
+  bool: "bool",
+  int8: "i8",
+  uint8: "u8",
+  int16: "i16",
+  uint16: "u16",
+  int32: "i32",
+  uint32: "u32",
+  int64: "i64",
+  uint64: "u64",
+  float16: "f16",
+  bfloat16: "bf16",
+  float32: "f32",
+  float64: "f64",
+  complex64: "c64",
+  complex128: "c128",
 };
 
 export function isDType(x: unknown): x is DType {
   return typeof x === "string" && (DTYPES as readonly string[]).includes(x);
 }
 export function checkDType(fn: string, x: unknown): DType {
-  if (!isDType(x)) throw new TypeError(`${fn}: unknown dtype ${JSON.stringify(x)}; expected one of ${DTYPES.join(", ")}`);
+  if (!isDType(x))
+    throw new TypeError(`${fn}: unknown dtype ${JSON.stringify(x)}; expected one of ${DTYPES.join(", ")}`);
   return x;
 }
 export const itemsize = (d: DType): number => ITEMSIZE[d];
@@ -45,7 +108,8 @@ export const isInexact = (d: DType): boolean => isFloat(d) || isComplex(d);
 /** The real dtype of a complex dtype's parts (float32 for complex64); other dtypes map to themselves. */
 export const realDType = (d: DType): DType => (d === "complex64" ? "float32" : d === "complex128" ? "float64" : d);
 /** The complex dtype holding values of real dtype d (complex128 for float64, complex64 otherwise). */
-export const complexDType = (d: DType): DType => (d === "float64" || d === "complex128" || d === "int64" || d === "uint64" ? "complex128" : "complex64");
+export const complexDType = (d: DType): DType =>
+  d === "float64" || d === "complex128" || d === "int64" || d === "uint64" ? "complex128" : "complex64";
 /** Storage slots per element: 2 for complex dtypes (re, im), else 1. */
 export const lanes = (d: DType): number => (isComplex(d) ? 2 : 1);
 export const isUnsigned = (d: DType): boolean => d === "uint8" || d === "uint16" || d === "uint32" || d === "uint64";
@@ -60,47 +124,93 @@ export const isHalf = (d: DType): boolean => d === "float16" || d === "bfloat16"
 /** Allocates zeroed storage for n elements of dtype d. */
 export function allocate(d: DType, n: number): TypedArray {
   switch (d) {
-    case "bool": case "uint8": return new Uint8Array(n);
-    case "int8": return new Int8Array(n);
-    case "int16": return new Int16Array(n);
-    case "uint16": case "float16": case "bfloat16": return new Uint16Array(n);
-    case "int32": return new Int32Array(n);
-    case "uint32": return new Uint32Array(n);
-    case "int64": return new BigInt64Array(n);
-    case "uint64": return new BigUint64Array(n);
-    case "float32": return new Float32Array(n);
-    case "float64": return new Float64Array(n);
-    case "complex64": return new Float32Array(2 * n);
-    case "complex128": return new Float64Array(2 * n);
+    case "bool":
+    case "uint8":
+      return new Uint8Array(n);
+    case "int8":
+      return new Int8Array(n);
+    case "int16":
+      return new Int16Array(n);
+    case "uint16":
+    case "float16":
+    case "bfloat16":
+      return new Uint16Array(n);
+    case "int32":
+      return new Int32Array(n);
+    case "uint32":
+      return new Uint32Array(n);
+    case "int64":
+      return new BigInt64Array(n);
+    case "uint64":
+      return new BigUint64Array(n);
+    case "float32":
+      return new Float32Array(n);
+    case "float64":
+      return new Float64Array(n);
+    case "complex64":
+      return new Float32Array(2 * n);
+    case "complex128":
+      return new Float64Array(2 * n);
   }
 }
 
 /** Range of an integer dtype as [min, max]. */
 export function intRange(d: DType): [number, number] {
   switch (d) {
-    case "bool": return [0, 1];
-    case "int8": return [-128, 127];
-    case "uint8": return [0, 255];
-    case "int16": return [-32768, 32767];
-    case "uint16": return [0, 65535];
-    case "int32": return [-2147483648, 2147483647];
-    case "uint32": return [0, 4294967295];
-    case "int64": return [-(2 ** 63), 2 ** 63]; // 2^63 - 1 has no double: it rounds to 2^63
-    case "uint64": return [0, 2 ** 64]; // 2^64 - 1 rounds to 2^64 in a double
-    default: throw new TypeError(`intRange: ${d} is not an integer dtype`);
+    case "bool":
+      return [0, 1];
+    case "int8":
+      return [-128, 127];
+    case "uint8":
+      return [0, 255];
+    case "int16":
+      return [-32768, 32767];
+    case "uint16":
+      return [0, 65535];
+    case "int32":
+      return [-2147483648, 2147483647];
+    case "uint32":
+      return [0, 4294967295];
+    case "int64":
+      return [-(2 ** 63), 2 ** 63]; // 2^63 - 1 has no double: it rounds to 2^63
+    case "uint64":
+      return [0, 2 ** 64]; // 2^64 - 1 rounds to 2^64 in a double
+    default:
+      throw new TypeError(`intRange: ${d} is not an integer dtype`);
   }
 }
 
 /** Machine limits like jnp.finfo. */
 export function finfo(d: DType): { eps: number; max: number; min: number; tiny: number; bits: number; nmant: number } {
   switch (d) {
-    case "float16": return { eps: 2 ** -10, max: 65504, min: -65504, tiny: 2 ** -14, bits: 16, nmant: 10 };
-    case "bfloat16": return { eps: 2 ** -7, max: 3.3895313892515355e38, min: -3.3895313892515355e38, tiny: 2 ** -126, bits: 16, nmant: 7 };
-    case "float32": return { eps: 2 ** -23, max: 3.4028234663852886e38, min: -3.4028234663852886e38, tiny: 2 ** -126, bits: 32, nmant: 23 };
-    case "float64": return { eps: 2 ** -52, max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 2 ** -1022, bits: 64, nmant: 52 };
+    case "float16":
+      return { eps: 2 ** -10, max: 65504, min: -65504, tiny: 2 ** -14, bits: 16, nmant: 10 };
+    case "bfloat16":
+      return {
+        eps: 2 ** -7,
+        max: 3.3895313892515355e38,
+        min: -3.3895313892515355e38,
+        tiny: 2 ** -126,
+        bits: 16,
+        nmant: 7,
+      };
+    case "float32":
+      return {
+        eps: 2 ** -23,
+        max: 3.4028234663852886e38,
+        min: -3.4028234663852886e38,
+        tiny: 2 ** -126,
+        bits: 32,
+        nmant: 23,
+      };
+    case "float64":
+      return { eps: 2 ** -52, max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 2 ** -1022, bits: 64, nmant: 52 };
     // like NumPy, a complex dtype's limits are those of its parts
-    case "complex64": case "complex128": return finfo(realDType(d));
-    default: throw new TypeError(`finfo: ${d} is not a floating dtype`);
+    case "complex64":
+    case "complex128":
+      return finfo(realDType(d));
+    default:
+      throw new TypeError(`finfo: ${d} is not a floating dtype`);
   }
 }
 
@@ -110,20 +220,38 @@ type Node = DType | "i*" | "f*" | "c*";
 const EDGES: Record<Node, Node[]> = {
   bool: ["i*"],
   "i*": ["uint8", "int8", "f*"],
-  uint8: ["int16", "uint16"], uint16: ["int32", "uint32"], uint32: ["int64", "uint64"], uint64: ["f*"],
-  int8: ["int16"], int16: ["int32"], int32: ["int64"], int64: ["f*"],
-  "f*": ["float16", "bfloat16", "c*"], float16: ["float32"], bfloat16: ["float32"], float32: ["float64", "complex64"], float64: ["complex128"],
-  "c*": ["complex64"], complex64: ["complex128"], complex128: [],
+  uint8: ["int16", "uint16"],
+  uint16: ["int32", "uint32"],
+  uint32: ["int64", "uint64"],
+  uint64: ["f*"],
+  int8: ["int16"],
+  int16: ["int32"],
+  int32: ["int64"],
+  int64: ["f*"],
+  "f*": ["float16", "bfloat16", "c*"],
+  float16: ["float32"],
+  bfloat16: ["float32"],
+  float32: ["float64", "complex64"],
+  float64: ["complex128"],
+  "c*": ["complex64"],
+  complex64: ["complex128"],
+  complex128: [],
 };
 const UPPER = new Map<Node, Set<Node>>();
 for (const n of Object.keys(EDGES) as Node[]) {
   const seen = new Set<Node>([n]);
   const stack: Node[] = [n];
-  while (stack.length) for (const m of EDGES[stack.pop()!]) if (!seen.has(m)) { seen.add(m); stack.push(m); }
+  while (stack.length)
+    for (const m of EDGES[stack.pop()!])
+      if (!seen.has(m)) {
+        seen.add(m);
+        stack.push(m);
+      }
   UPPER.set(n, seen);
 }
 function join(a: Node, b: Node): Node {
-  const ua = UPPER.get(a)!, ub = UPPER.get(b)!;
+  const ua = UPPER.get(a)!,
+    ub = UPPER.get(b)!;
   const common = [...ua].filter((n) => ub.has(n));
   // least upper bound: the common upper bound that every other common bound lies above
   for (const c of common) if (common.every((o) => UPPER.get(c)!.has(o))) return c;

@@ -16,7 +16,9 @@ export class OutOfMemoryError extends RangeError {
     /** What was being allocated, and the underlying error's message. */
     readonly detail: string,
   ) {
-    super(`${program}: out of memory: ${Number.isNaN(bytes) ? "an allocation" : `allocating ${bytes} bytes (${(bytes / 2 ** 20).toFixed(1)} MiB)`} failed (${detail}); inputs: ${inputs.length ? inputs.join(", ") : "none"}`);
+    super(
+      `${program}: out of memory: ${Number.isNaN(bytes) ? "an allocation" : `allocating ${bytes} bytes (${(bytes / 2 ** 20).toFixed(1)} MiB)`} failed (${detail}); inputs: ${inputs.length ? inputs.join(", ") : "none"}`,
+    );
   }
 }
 
@@ -37,6 +39,8 @@ export class FloatingPointError extends Error {
     readonly site?: string,
     detail?: string,
   ) {
-    super(`invalid value (${kind}) encountered in ${primitive}${equation ? `\n  equation: ${equation}` : ""}${site ? `\n  at ${site}` : ""}${detail ? `\n${detail}` : ""}`);
+    super(
+      `invalid value (${kind}) encountered in ${primitive}${equation ? `\n  equation: ${equation}` : ""}${site ? `\n  at ${site}` : ""}${detail ? `\n${detail}` : ""}`,
+    );
   }
 }

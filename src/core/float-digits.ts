@@ -3,7 +3,10 @@ import { type DType } from "./dtype.js";
 import { fromFloat16Bits, toFloat16Bits } from "./float16.js";
 
 /** A non-negative decimal d0.d1d2... × 10^exp; `digits` has no trailing zeros ("0" for zero). */
-export interface Decimal { readonly digits: string; readonly exp: number }
+export interface Decimal {
+  readonly digits: string;
+  readonly exp: number;
+}
 
 const ZERO: Decimal = { digits: "0", exp: 0 };
 
@@ -30,7 +33,10 @@ export function exactDecimal(x: number): Decimal {
   const biased = (hi >>> 20) & 0x7ff;
   let mant = (BigInt(hi & 0xfffff) << 32n) | BigInt(view.getUint32(4));
   let e2 = -1074;
-  if (biased !== 0) { mant |= 1n << 52n; e2 = biased - 1075; }
+  if (biased !== 0) {
+    mant |= 1n << 52n;
+    e2 = biased - 1075;
+  }
   if (e2 >= 0) return fromInteger((mant << BigInt(e2)).toString(), 0);
   return fromInteger((mant * 5n ** BigInt(-e2)).toString(), e2);
 }
@@ -129,12 +135,15 @@ export function positionalDigits(x: number, dtype: DType, precision: number): { 
  * digits after the point, or extended with the exact value's digits to `minDigits`. Returns the parts unpadded.
  */
 export function scientificDigits(
-  x: number, dtype: DType, precision: number, minDigits: number,
+  x: number,
+  dtype: DType,
+  precision: number,
+  minDigits: number,
 ): { int: string; frac: string; exp: number } {
   const shortest = shortestDecimal(x, dtype);
   const f = shortest.digits.length - 1;
-  const d = f > precision ? roundSignificant(x, precision + 1)
-    : f < minDigits ? roundSignificant(x, minDigits + 1) : shortest;
+  const d =
+    f > precision ? roundSignificant(x, precision + 1) : f < minDigits ? roundSignificant(x, minDigits + 1) : shortest;
   const sign = x < 0 || Object.is(x, -0) ? "-" : "";
   return { int: sign + d.digits[0], frac: d.digits.slice(1).padEnd(minDigits, "0"), exp: d.digits === "0" ? 0 : d.exp };
 }

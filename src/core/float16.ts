@@ -20,7 +20,10 @@ export function toFloat16Bits(x: number): number {
     return sign | m; // m may reach 1024 which correctly becomes the smallest normal
   }
   let m = roundEven((a / 2 ** e - 1) * 1024);
-  if (m === 1024) { m = 0; e += 1; }
+  if (m === 1024) {
+    m = 0;
+    e += 1;
+  }
   if (e > 15) return sign | 0x7c00;
   return sign | ((e + 15) << 10) | m;
 }

@@ -21,14 +21,21 @@ function floatFormatter(shown: number[], dtype: DType, plus = false): (x: number
   const nonZero = finite.filter((v) => v !== 0).map(Math.abs);
   let sci = false;
   if (nonZero.length > 0) {
-    let max = nonZero[0], min = nonZero[0];
-    for (const v of nonZero) { if (v > max) max = v; if (v < min) min = v; }
+    let max = nonZero[0],
+      min = nonZero[0];
+    for (const v of nonZero) {
+      if (v > max) max = v;
+      if (v < min) min = v;
+    }
     const cutoff = EXP_CUTOFF[dtype] ?? 1e8;
     // NumPy compares in the dtype (the Python float 1e-4 is weak), so a float32 1e-4 is not below 1e-4
     const cast = castTo(dtype);
     sci = max >= cutoff || min < cast(1e-4) || cast(max / min) > 1000;
   }
-  let padLeft = 0, padRight = 0, precision = 0, expWidth = 2;
+  let padLeft = 0,
+    padRight = 0,
+    precision = 0,
+    expWidth = 2;
   if (sci) {
     for (const v of finite) {
       const p = scientificDigits(v, dtype, PRECISION, 0);
@@ -66,8 +73,12 @@ function floatFormatter(shown: number[], dtype: DType, plus = false): (x: number
 
 /** NumPy's IntegerFormat: right-aligned to the wider of the largest and smallest shown value. */
 function intFormatter(shown: (number | bigint)[]): (x: Element) => string {
-  let max = shown[0], min = shown[0];
-  for (const v of shown) { if (v > max) max = v; if (v < min) min = v; }
+  let max = shown[0],
+    min = shown[0];
+  for (const v of shown) {
+    if (v > max) max = v;
+    if (v < min) min = v;
+  }
   const width = Math.max(String(max).length, String(min).length);
   return (x) => String(x).padStart(width, " ");
 }
@@ -81,10 +92,19 @@ function formatterFor(dtype: DType, shown: Element[], rank: number): (x: Element
     // NumPy's ComplexFloatingFormat: the real parts' format, then the imaginary parts' with sign='+', then "j"
     const part: DType = dtype === "complex64" ? "float32" : "float64";
     const cs = shown as Complex[];
-    const fr = floatFormatter(cs.map((c) => c.re), part), fi = floatFormatter(cs.map((c) => c.im), part, true);
+    const fr = floatFormatter(
+        cs.map((c) => c.re),
+        part,
+      ),
+      fi = floatFormatter(
+        cs.map((c) => c.im),
+        part,
+        true,
+      );
     return (x) => {
       const c = x as Complex;
-      const i = fi(c.im), sp = i.trimEnd().length;
+      const i = fi(c.im),
+        sp = i.trimEnd().length;
       return fr(c.re) + i.slice(0, sp) + "j" + i.slice(sp);
     };
   }
@@ -105,11 +125,17 @@ function extendLine(acc: { s: string; line: string }, word: string, width: numbe
 }
 
 /** The array2string arguments that change with the caller: repr uses (', ', 'Array(', ','), str uses (' ', '', ''). */
-export interface Array2StringOptions { separator: string; prefix: string; suffix: string }
+export interface Array2StringOptions {
+  separator: string;
+  prefix: string;
+  suffix: string;
+}
 
 /** np.array2string(value, separator, prefix, suffix) with NumPy's default print options. */
 export function array2string(
-  shape: readonly number[], dtype: DType, get: (i: number) => Element,
+  shape: readonly number[],
+  dtype: DType,
+  get: (i: number) => Element,
   { separator, prefix, suffix }: Array2StringOptions = { separator: ", ", prefix: PREFIX, suffix: "," },
 ): string {
   const rank = shape.length;
@@ -120,12 +146,14 @@ export function array2string(
   for (let k = rank - 2; k >= 0; k--) strides[k] = strides[k + 1] * shape[k + 1];
   // indices along an axis that are printed: all of them, or the edge items around "..."
   const cut = (n: number): boolean => summarize && n > 2 * EDGE_ITEMS;
-  const shownIdx = (n: number): number[] => (cut(n)
-    ? [0, 1, 2, n - 3, n - 2, n - 1]
-    : globalThis.Array.from({ length: n }, (_, i) => i));
+  const shownIdx = (n: number): number[] =>
+    cut(n) ? [0, 1, 2, n - 3, n - 2, n - 1] : globalThis.Array.from({ length: n }, (_, i) => i);
   const shown: Element[] = [];
   const collect = (axis: number, offset: number): void => {
-    if (axis === rank) { shown.push(get(offset)); return; }
+    if (axis === rank) {
+      shown.push(get(offset));
+      return;
+    }
     for (const i of shownIdx(shape[axis])) collect(axis + 1, offset + i * strides[axis]);
   };
   collect(0, 0);
@@ -145,7 +173,10 @@ export function array2string(
       const elemWidth = curWidth - Math.max(separator.trimEnd().length, 1); // room for the "," or "]" after each element
       const acc = { s: "", line: indent };
       for (let k = 0; k < idx.length; k++) {
-        if (k === half) { extendLine(acc, "...", elemWidth, indent); acc.line += separator; }
+        if (k === half) {
+          extendLine(acc, "...", elemWidth, indent);
+          acc.line += separator;
+        }
         extendLine(acc, item(k), elemWidth, indent);
         if (k < idx.length - 1) acc.line += separator;
       }
@@ -167,12 +198,15 @@ export function array2string(
 
 /** jax.Array.__repr__: `Array(<array2string>, dtype=float32)`, weak types marked, empty arrays by shape. */
 export function formatArray(
-  shape: readonly number[], dtype: DType, weak: boolean, get: (i: number) => Element, size: number,
+  shape: readonly number[],
+  dtype: DType,
+  weak: boolean,
+  get: (i: number) => Element,
+  size: number,
 ): string {
   const dtypeStr = `dtype=${dtype}${weak ? ", weak_type=True" : ""})`;
-  const body = size === 0
-    ? `[], shape=(${shape.join(", ")}${shape.length === 1 ? "," : ""})`
-    : array2string(shape, dtype, get);
+  const body =
+    size === 0 ? `[], shape=(${shape.join(", ")}${shape.length === 1 ? "," : ""})` : array2string(shape, dtype, get);
   // JAX measures the last line as its length + 2 and, when dtype= would pass the width, pads with len('Array(') spaces
   const lastLine = body.length - body.lastIndexOf("\n") + 1;
   const sep = lastLine + dtypeStr.length + 1 > LINE_WIDTH ? " ".repeat(PREFIX.length) : " ";

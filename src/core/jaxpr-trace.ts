@@ -9,7 +9,10 @@ import { Trace, Tracer, abstractEval, leakedError, withTrace } from "./trace.js"
 import { userSite } from "./source-site.js";
 
 export class JaxprTracer extends Tracer {
-  constructor(readonly trace: JaxprTrace, readonly aval: ShapedArray) {
+  constructor(
+    readonly trace: JaxprTrace,
+    readonly aval: ShapedArray,
+  ) {
     super();
     if (trace.recordSites) this.creationSite = new Error().stack?.split("\n").slice(3, 9).join("\n");
   }
@@ -20,7 +23,9 @@ export class JaxprTrace extends Trace {
   readonly tracerVars = new Map<JaxprTracer, Var>();
   readonly constVars = new Map<Array, Var>();
   recordSites = true;
-  constructor(name = "Jaxpr", parent?: Trace | null) { super(name, parent); }
+  constructor(name = "Jaxpr", parent?: Trace | null) {
+    super(name, parent);
+  }
 
   newArg(aval: ShapedArray): JaxprTracer {
     const t = new JaxprTracer(this, aval);
@@ -38,15 +43,26 @@ export class JaxprTrace extends Trace {
     if (x instanceof Tracer && !this.isAncestorOrSelf(x.trace)) throw leakedError(x, user);
     if (x instanceof ArrayImpl && x.ndim === 0 && !x.isDisposed) return new Literal(x);
     let v = this.constVars.get(x);
-    if (!v) { v = new Var(x.aval); this.constVars.set(x, v); }
+    if (!v) {
+      v = new Var(x.aval);
+      this.constVars.set(x, v);
+    }
     return v;
   }
 
   processPrimitive(prim: Primitive, args: Array[], params: Params): Array[] {
     const inputs = args.map((a) => this.getAtom(a, prim.name));
-    const outAvals = abstractEval(prim, inputs.map((a) => a.aval), params);
+    const outAvals = abstractEval(
+      prim,
+      inputs.map((a) => a.aval),
+      params,
+    );
     const outs = outAvals.map((a) => new JaxprTracer(this, a));
-    const outVars = outs.map((t) => { const v = new Var(t.aval); this.tracerVars.set(t, v); return v; });
+    const outVars = outs.map((t) => {
+      const v = new Var(t.aval);
+      this.tracerVars.set(t, v);
+      return v;
+    });
     const eqn: JaxprEqn = { primitive: prim, inputs, params, outVars };
     // source locations for FloatingPointError messages cost a stack capture per equation, so only when asked
     if (config.debugNans || config.debugInfs) eqn.site = userSite();
@@ -72,7 +88,9 @@ export class JaxprTrace extends Trace {
  * Returns a jaxpr whose constvars bind to `consts` (concrete arrays or tracers of enclosing traces).
  */
 export function traceToJaxpr(
-  f: (...args: Array[]) => Array[], inAvals: ShapedArray[], name = "Jaxpr",
+  f: (...args: Array[]) => Array[],
+  inAvals: ShapedArray[],
+  name = "Jaxpr",
 ): { jaxpr: Jaxpr; consts: Array[] } {
   const trace = new JaxprTrace(name);
   const ins = inAvals.map((a) => trace.newArg(a));

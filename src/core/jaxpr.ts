@@ -12,7 +12,9 @@ export class Var {
 }
 export class Literal {
   constructor(readonly value: ArrayImpl) {}
-  get aval(): ShapedArray { return this.value.aval; }
+  get aval(): ShapedArray {
+    return this.value.aval;
+  }
 }
 export type Atom = Var | Literal;
 
@@ -32,19 +34,35 @@ export class Jaxpr {
     readonly outvars: Atom[],
     readonly eqns: JaxprEqn[],
   ) {}
-  get inAvals(): ShapedArray[] { return this.invars.map((v) => v.aval); }
-  get outAvals(): ShapedArray[] { return this.outvars.map((v) => v.aval); }
-  toString(): string { return printJaxpr(this); }
+  get inAvals(): ShapedArray[] {
+    return this.invars.map((v) => v.aval);
+  }
+  get outAvals(): ShapedArray[] {
+    return this.outvars.map((v) => v.aval);
+  }
+  toString(): string {
+    return printJaxpr(this);
+  }
 }
 
 /** A jaxpr with its constants bound (consts may be concrete arrays or tracers of an enclosing trace). */
 export class ClosedJaxpr {
-  constructor(readonly jaxpr: Jaxpr, readonly consts: Array[]) {
-    if (consts.length !== jaxpr.constvars.length) throw new Error(`ClosedJaxpr: ${consts.length} consts for ${jaxpr.constvars.length} constvars`);
+  constructor(
+    readonly jaxpr: Jaxpr,
+    readonly consts: Array[],
+  ) {
+    if (consts.length !== jaxpr.constvars.length)
+      throw new Error(`ClosedJaxpr: ${consts.length} consts for ${jaxpr.constvars.length} constvars`);
   }
-  get inAvals(): ShapedArray[] { return this.jaxpr.inAvals; }
-  get outAvals(): ShapedArray[] { return this.jaxpr.outAvals; }
-  toString(): string { return printJaxpr(this.jaxpr); }
+  get inAvals(): ShapedArray[] {
+    return this.jaxpr.inAvals;
+  }
+  get outAvals(): ShapedArray[] {
+    return this.jaxpr.outAvals;
+  }
+  toString(): string {
+    return printJaxpr(this.jaxpr);
+  }
 }
 
 /** Moves constvars into leading invars (JAX's convert_constvars_jaxpr). */
@@ -56,7 +74,10 @@ export function convertConstvars(j: Jaxpr): Jaxpr {
 function varName(n: number): string {
   // a..z, ba..bz, ca.. like JAX
   let s = "";
-  do { s = String.fromCharCode(97 + (n % 26)) + s; n = Math.floor(n / 26); } while (n > 0);
+  do {
+    s = String.fromCharCode(97 + (n % 26)) + s;
+    n = Math.floor(n / 26);
+  } while (n > 0);
   return s;
 }
 
@@ -65,7 +86,8 @@ function fmtLiteral(l: Literal): string {
   let s: string;
   if (typeof v === "boolean") s = v ? "True" : "False";
   else if (typeof v === "bigint") s = String(v);
-  else if (l.aval.dtype.startsWith("float") || l.aval.dtype === "bfloat16") s = Number.isInteger(v) ? `${v}.0` : String(v);
+  else if (l.aval.dtype.startsWith("float") || l.aval.dtype === "bfloat16")
+    s = Number.isInteger(v) ? `${v}.0` : String(v);
   else s = String(v);
   return `${s}:${l.aval.str()}`;
 }
@@ -89,13 +111,18 @@ function fmtParam(v: unknown, names: Map<Var, string>, indent: number): string {
   if (typeof v === "object") {
     const o = v as Record<string, unknown>;
     if (typeof o.toString === "function" && o.toString !== Object.prototype.toString) return String(o);
-    return `{${Object.entries(o).map(([k, x]) => `${k}=${fmtParam(x, names, indent)}`).join(", ")}}`;
+    return `{${Object.entries(o)
+      .map(([k, x]) => `${k}=${fmtParam(x, names, indent)}`)
+      .join(", ")}}`;
   }
   return String(v);
 }
 
 /** Names are shared with enclosing jaxprs so nested jaxprs never reuse a name, as in JAX's printer. */
-interface NameCtx { names: Map<Var, string>; next: number }
+interface NameCtx {
+  names: Map<Var, string>;
+  next: number;
+}
 const ctxOf = new WeakMap<Map<Var, string>, NameCtx>();
 
 export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): string {
@@ -104,11 +131,14 @@ export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): stri
   ctxOf.set(names, ctx);
   const name = (v: Var): string => {
     let s = names.get(v);
-    if (!s) { s = varName(ctx.next++); names.set(v, s); }
+    if (!s) {
+      s = varName(ctx.next++);
+      names.set(v, s);
+    }
     return s;
   };
   const decl = (v: Var) => `${name(v)}:${v.aval.str()}`;
-  const atom = (a: Atom) => (a instanceof Literal ? fmtLiteral(a) : names.get(a) ?? `<unbound ${a.aval.str()}>`);
+  const atom = (a: Atom) => (a instanceof Literal ? fmtLiteral(a) : (names.get(a) ?? `<unbound ${a.aval.str()}>`));
   const pad = " ".repeat(indent);
   const lines: string[] = [];
   const head = `{ lambda ${j.constvars.map(decl).join(" ")}; ${j.invars.map(decl).join(" ")}. let`;
@@ -119,10 +149,13 @@ export function printJaxpr(j: Jaxpr, indent = 0, outer?: Map<Var, string>): stri
     const pstr = ps.length
       ? `[\n${ps.map(([k, v]) => `${pad}      ${k}=${fmtParam(v, names, indent + 6)}`).join("\n")}\n${pad}    ]`
       : "";
-    const short = ps.length && ps.every(([, v]) => !(v instanceof ClosedJaxpr || v instanceof Jaxpr))
-      ? `[${ps.map(([k, v]) => `${k}=${fmtParam(v, names, indent)}`).join(" ")}]`
-      : pstr;
-    lines.push(`${pad}    ${lhs} = ${e.primitive.name}${short.length < 80 ? short : pstr} ${e.inputs.map(atom).join(" ")}`.trimEnd());
+    const short =
+      ps.length && ps.every(([, v]) => !(v instanceof ClosedJaxpr || v instanceof Jaxpr))
+        ? `[${ps.map(([k, v]) => `${k}=${fmtParam(v, names, indent)}`).join(" ")}]`
+        : pstr;
+    lines.push(
+      `${pad}    ${lhs} = ${e.primitive.name}${short.length < 80 ? short : pstr} ${e.inputs.map(atom).join(" ")}`.trimEnd(),
+    );
   }
   lines.push(`${pad}  in (${j.outvars.map(atom).join(", ")}${j.outvars.length === 1 ? "," : ""}) }`);
   return lines.join("\n");
@@ -133,7 +166,9 @@ export function jaxprEqnLine(j: Jaxpr, k: number): string {
   const lines = printJaxpr(j).split("\n");
   // top-level equations start with exactly four spaces; continuation lines are indented further or close a "]"
   const starts: number[] = [];
-  lines.forEach((l, i) => { if (/^ {4}[^ \]]/.test(l)) starts.push(i); });
+  lines.forEach((l, i) => {
+    if (/^ {4}[^ \]]/.test(l)) starts.push(i);
+  });
   if (k < 0 || k >= starts.length) return `<equation ${k}>`;
   const end = k + 1 < starts.length ? starts[k + 1] : lines.length - 1;
   const eq = lines.slice(starts[k], end).map((l) => l.trim());
@@ -142,29 +177,45 @@ export function jaxprEqnLine(j: Jaxpr, k: number): string {
 
 // ---------------- type checking ----------------
 export class JaxprTypeError extends Error {
-  constructor(msg: string) { super(msg); this.name = "JaxprTypeError"; }
+  constructor(msg: string) {
+    super(msg);
+    this.name = "JaxprTypeError";
+  }
 }
 
 /** Checks scoping and that every equation's outputs agree with its primitive's abstract eval. */
 export function typecheckJaxpr(j: Jaxpr, where = "jaxpr"): void {
   const defined = new Set<Var>([...j.constvars, ...j.invars]);
-  if (defined.size !== j.constvars.length + j.invars.length) throw new JaxprTypeError(`${where}: a variable is bound twice among inputs`);
+  if (defined.size !== j.constvars.length + j.invars.length)
+    throw new JaxprTypeError(`${where}: a variable is bound twice among inputs`);
   const check = (a: Atom, ctx: string) => {
-    if (a instanceof Var && !defined.has(a)) throw new JaxprTypeError(`${where}: ${ctx} uses a variable ${a.aval.str()} before it is defined`);
+    if (a instanceof Var && !defined.has(a))
+      throw new JaxprTypeError(`${where}: ${ctx} uses a variable ${a.aval.str()} before it is defined`);
   };
   j.eqns.forEach((e, i) => {
     e.inputs.forEach((a) => check(a, `equation ${i} (${e.primitive.name})`));
     let outs: ShapedArray[];
     try {
-      outs = abstractEval(e.primitive, e.inputs.map((a) => a.aval), e.params);
+      outs = abstractEval(
+        e.primitive,
+        e.inputs.map((a) => a.aval),
+        e.params,
+      );
     } catch (err) {
-      throw new JaxprTypeError(`${where}: equation ${i} (${e.primitive.name}) fails abstract evaluation: ${(err as Error).message}`);
+      throw new JaxprTypeError(
+        `${where}: equation ${i} (${e.primitive.name}) fails abstract evaluation: ${(err as Error).message}`,
+      );
     }
-    if (outs.length !== e.outVars.length) throw new JaxprTypeError(`${where}: equation ${i} (${e.primitive.name}) has ${e.outVars.length} outputs, rule gives ${outs.length}`);
+    if (outs.length !== e.outVars.length)
+      throw new JaxprTypeError(
+        `${where}: equation ${i} (${e.primitive.name}) has ${e.outVars.length} outputs, rule gives ${outs.length}`,
+      );
     outs.forEach((o, k) => {
       const v = e.outVars[k];
       if (!o.sameType(v.aval)) {
-        throw new JaxprTypeError(`${where}: equation ${i} (${e.primitive.name}) output ${k} is typed ${v.aval.str()} but its rule gives ${o.str()}`);
+        throw new JaxprTypeError(
+          `${where}: equation ${i} (${e.primitive.name}) output ${k} is typed ${v.aval.str()} but its rule gives ${o.str()}`,
+        );
       }
       if (defined.has(v)) throw new JaxprTypeError(`${where}: equation ${i} rebinds a variable`);
       defined.add(v);
@@ -172,7 +223,8 @@ export function typecheckJaxpr(j: Jaxpr, where = "jaxpr"): void {
     for (const p of Object.values(e.params)) {
       if (p instanceof ClosedJaxpr) typecheckJaxpr(p.jaxpr, `${where}/${e.primitive.name}`);
       else if (p instanceof Jaxpr) typecheckJaxpr(p, `${where}/${e.primitive.name}`);
-      else if (globalThis.Array.isArray(p)) for (const q of p) if (q instanceof ClosedJaxpr) typecheckJaxpr(q.jaxpr, `${where}/${e.primitive.name}`);
+      else if (globalThis.Array.isArray(p))
+        for (const q of p) if (q instanceof ClosedJaxpr) typecheckJaxpr(q.jaxpr, `${where}/${e.primitive.name}`);
     }
   });
   j.outvars.forEach((a) => check(a, "output"));
@@ -182,7 +234,9 @@ export function typecheckJaxpr(j: Jaxpr, where = "jaxpr"): void {
 /** Evaluates a jaxpr by binding each equation on the current trace (so transformations apply). */
 export function evalJaxpr(j: Jaxpr, consts: readonly Array[], args: readonly Array[]): Array[] {
   if (consts.length !== j.constvars.length || args.length !== j.invars.length) {
-    throw new Error(`evalJaxpr: expected ${j.constvars.length} consts and ${j.invars.length} args, got ${consts.length} and ${args.length}`);
+    throw new Error(
+      `evalJaxpr: expected ${j.constvars.length} consts and ${j.invars.length} args, got ${consts.length} and ${args.length}`,
+    );
   }
   const env = new Map<Var, Array>();
   j.constvars.forEach((v, i) => env.set(v, consts[i]));

@@ -15,7 +15,10 @@ export type OnnxAttr =
 
 /** Thrown by a lowering rule (via ctx.unsupported) when it cannot lower these params/dtypes; the compiler then runs the equation on the interpreter. */
 export class LoweringUnsupportedError extends Error {
-  constructor(readonly primitive: string, readonly reason: string) {
+  constructor(
+    readonly primitive: string,
+    readonly reason: string,
+  ) {
     super(`${primitive}: no ONNX lowering (${reason})`);
     this.name = "LoweringUnsupportedError";
   }

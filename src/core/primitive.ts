@@ -46,7 +46,13 @@ export interface PrimitiveRules<P extends Params = Params> {
    * runs ONNX models or interprets jaxprs (the "interpreter" backend runs `impl`). Lowerings written as jaxts programs
    * (qr, eigh, ..., see src/lowerings/index.ts) fill this slot from one table the ONNX backend installs.
    */
-  lower?: (ctx: LoweringContext, inputs: string[], params: P, inAvals: ShapedArray[], outAvals: ShapedArray[]) => string[];
+  lower?: (
+    ctx: LoweringContext,
+    inputs: string[],
+    params: P,
+    inAvals: ShapedArray[],
+    outAvals: ShapedArray[],
+  ) => string[];
   /** Why a rule is absent (the coverage test accepts a written reason). */
   missing?: Partial<Record<"jvp" | "transpose" | "vmap" | "lower", string>>;
 }
@@ -102,10 +108,16 @@ export class Primitive<P extends Params = Params> {
     this.rules = rules;
     REGISTRY.set(name, this as unknown as Primitive);
   }
-  get multipleResults(): boolean { return this.opts.multipleResults === true; }
+  get multipleResults(): boolean {
+    return this.opts.multipleResults === true;
+  }
   /** A collective over named axes (see PrimitiveFacts.collectiveAxisParam). */
-  get collective(): boolean { return this.opts.collectiveAxisParam !== undefined; }
-  toString(): string { return this.name; }
+  get collective(): boolean {
+    return this.opts.collectiveAxisParam !== undefined;
+  }
+  toString(): string {
+    return this.name;
+  }
 }
 
 export function allPrimitives(): Primitive[] {

@@ -22,19 +22,29 @@ import { config } from "./config.js";
 let sink: ((s: ProfileSpan) => void) | null = null;
 
 /** Installs (or with null removes) the receiver of spans; the profiler calls it on startTrace / stopTrace. */
-export function setSpanSink(s: ((s: ProfileSpan) => void) | null): void { sink = s; }
+export function setSpanSink(s: ((s: ProfileSpan) => void) | null): void {
+  sink = s;
+}
 
 /** True while a trace is being collected (callers skip building span arguments otherwise). */
-export function profiling(): boolean { return sink !== null; }
+export function profiling(): boolean {
+  return sink !== null;
+}
 
 /** Reports one span (ignored when no trace is running). */
-export function reportSpan(s: ProfileSpan): void { if (sink !== null) sink(s); }
+export function reportSpan(s: ProfileSpan): void {
+  if (sink !== null) sink(s);
+}
 
 /** Microseconds of the monotonic clock (CLOCK_MONOTONIC, as std::chrono::steady_clock in the native runtime). */
-export function monotonicUs(): number { return Number(process.hrtime.bigint()) / 1000; }
+export function monotonicUs(): number {
+  return Number(process.hrtime.bigint()) / 1000;
+}
 
 /**
  * True while arrays and device buffers record their creating source line (config memoryProfile). A running trace does
  * not turn it on: a stack capture per array would inflate the very op and launch times the trace measures.
  */
-export function memoryTracking(): boolean { return config.memoryProfile; }
+export function memoryTracking(): boolean {
+  return config.memoryProfile;
+}

@@ -7,7 +7,10 @@ export const prod = (s: Shape): number => s.reduce((a, b) => a * b, 1);
 export function stridesOf(shape: Shape): number[] {
   const st = new Array<number>(shape.length);
   let acc = 1;
-  for (let i = shape.length - 1; i >= 0; i--) { st[i] = acc; acc *= shape[i]; }
+  for (let i = shape.length - 1; i >= 0; i--) {
+    st[i] = acc;
+    acc *= shape[i];
+  }
   return st;
 }
 
@@ -38,7 +41,9 @@ export function broadcastShapes(fn: string, ...shapes: Shape[]): number[] {
       const d = s[i];
       if (out[o] === 1) out[o] = d;
       else if (d !== 1 && d !== out[o]) {
-        throw new Error(`${fn}: shapes ${shapes.map(shapeStr).join(", ")} cannot be broadcast together (dimension ${o}: ${out[o]} vs ${d})`);
+        throw new Error(
+          `${fn}: shapes ${shapes.map(shapeStr).join(", ")} cannot be broadcast together (dimension ${o}: ${out[o]} vs ${d})`,
+        );
       }
     }
   }
@@ -48,7 +53,9 @@ export function broadcastShapes(fn: string, ...shapes: Shape[]): number[] {
 export function checkShape(fn: string, shape: unknown): number[] {
   const arr = typeof shape === "number" ? [shape] : shape;
   if (!Array.isArray(arr) || !arr.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw new TypeError(`${fn}: shape must be a non-negative integer or an array of them, got ${JSON.stringify(shape)}`);
+    throw new TypeError(
+      `${fn}: shape must be a non-negative integer or an array of them, got ${JSON.stringify(shape)}`,
+    );
   }
   return arr as number[];
 }
@@ -59,6 +66,8 @@ export const MAX_ELEMENTS = 2 ** 32;
 export function checkAllocatable(fn: string, shape: readonly number[]): void {
   const n = shape.reduce((a, b) => a * b, 1);
   if (n > MAX_ELEMENTS) {
-    throw new RangeError(`${fn}: shape ${shapeStr(shape)} has ${n} elements, more than an array can hold (at most ${MAX_ELEMENTS} = 2^32, the JS typed-array length limit)`);
+    throw new RangeError(
+      `${fn}: shape ${shapeStr(shape)} has ${n} elements, more than an array can hold (at most ${MAX_ELEMENTS} = 2^32, the JS typed-array length limit)`,
+    );
   }
 }

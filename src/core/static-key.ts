@@ -10,7 +10,10 @@ let nextId = 1;
 /** A per-object identity number; the WeakMap lets the object be collected (the number is never reused). */
 function identity(o: object): number {
   let id = objIds.get(o);
-  if (id === undefined) { id = nextId++; objIds.set(o, id); }
+  if (id === undefined) {
+    id = nextId++;
+    objIds.set(o, id);
+  }
   return id;
 }
 
@@ -23,7 +26,8 @@ function isPlainObject(x: object): boolean {
 function unhashableReason(v: object): string | null {
   if (v instanceof Array) return `a jaxts Array ${v.aval.str()}`;
   if (ArrayBuffer.isView(v)) return `a ${v.constructor.name} (a mutable buffer)`;
-  if (v instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && v instanceof SharedArrayBuffer)) return `an ${v.constructor.name} (a mutable buffer)`;
+  if (v instanceof ArrayBuffer || (typeof SharedArrayBuffer !== "undefined" && v instanceof SharedArrayBuffer))
+    return `an ${v.constructor.name} (a mutable buffer)`;
   if (v instanceof Map) return "a Map (mutable, like a Python dict)";
   if (v instanceof Set) return "a Set (mutable, like a Python set)";
   if (v instanceof WeakMap || v instanceof WeakSet) return `a ${v.constructor.name}`;
@@ -38,19 +42,33 @@ function unhashableReason(v: object): string | null {
  * jaxts Arrays, typed arrays, ArrayBuffers, Maps and Sets have no value equality: `unhashable(path, why)` decides
  * (throw, or return a fallback key). `path` names the offending part, e.g. "[1].act".
  */
-export function hashKey(v: unknown, unhashable: (path: string, why: string, value: object) => string, path = "", seen: object[] = []): string {
+export function hashKey(
+  v: unknown,
+  unhashable: (path: string, why: string, value: object) => string,
+  path = "",
+  seen: object[] = [],
+): string {
   switch (typeof v) {
-    case "number": return Object.is(v, -0) ? "-0" : String(v);
-    case "string": return JSON.stringify(v);
-    case "boolean": return v ? "T" : "F";
-    case "bigint": return `${v}n`;
-    case "undefined": return "u";
+    case "number":
+      return Object.is(v, -0) ? "-0" : String(v);
+    case "string":
+      return JSON.stringify(v);
+    case "boolean":
+      return v ? "T" : "F";
+    case "bigint":
+      return `${v}n`;
+    case "undefined":
+      return "u";
     case "symbol": {
       let id = symIds.get(v);
-      if (id === undefined) { id = nextId++; symIds.set(v, id); }
+      if (id === undefined) {
+        id = nextId++;
+        symIds.set(v, id);
+      }
       return `$${id}`;
     }
-    case "function": return `#${identity(v)}`;
+    case "function":
+      return `#${identity(v)}`;
     case "object": {
       if (v === null) return "N";
       const why = unhashableReason(v);
@@ -67,7 +85,8 @@ export function hashKey(v: unknown, unhashable: (path: string, why: string, valu
       } else {
         const o = v as Record<string, unknown>;
         s = "{";
-        for (const k of Object.keys(o).sort()) s += JSON.stringify(k) + ":" + hashKey(o[k], unhashable, `${path}.${k}`, seen) + ",";
+        for (const k of Object.keys(o).sort())
+          s += JSON.stringify(k) + ":" + hashKey(o[k], unhashable, `${path}.${k}`, seen) + ",";
         s += "}";
       }
       seen.pop();
@@ -85,8 +104,8 @@ export function staticArgKey(fn: string, what: string, v: unknown): string {
     const where = path ? `${what} (at ${path.startsWith(".") ? path.slice(1) : path})` : what;
     throw new UnhashableStaticError(
       `${fn}: non-hashable static arguments are not supported: ${where} is ${why}. Static arguments must be values with ` +
-      `equality (numbers, strings, booleans, null/undefined, bigints, plain arrays/objects of those) or are compared by ` +
-      `identity (functions, class instances); pass arrays as regular (traced) arguments, or convert them to plain JS arrays`,
+        `equality (numbers, strings, booleans, null/undefined, bigints, plain arrays/objects of those) or are compared by ` +
+        `identity (functions, class instances); pass arrays as regular (traced) arguments, or convert them to plain JS arrays`,
     );
   });
 }

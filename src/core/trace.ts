@@ -17,7 +17,10 @@ export abstract class Trace {
   invalid = false;
   readonly parent: Trace | null;
   readonly depth: number;
-  constructor(readonly name: string, parent?: Trace | null) {
+  constructor(
+    readonly name: string,
+    parent?: Trace | null,
+  ) {
     this.parent = parent === undefined ? currentTrace : parent;
     this.depth = this.parent ? this.parent.depth + 1 : 0;
   }
@@ -28,16 +31,24 @@ export abstract class Trace {
     for (let c: Trace | null = this; c; c = c.parent) if (c === t) return true;
     return false;
   }
-  toString(): string { return `${this.name}Trace(depth=${this.depth})`; }
+  toString(): string {
+    return `${this.name}Trace(depth=${this.depth})`;
+  }
 }
 
 /** Thrown when a traced value escapes the transformation that created it (JAX's UnexpectedTracerError). */
 export class UnexpectedTracerError extends Error {
-  constructor(msg: string) { super(msg); this.name = "UnexpectedTracerError"; }
+  constructor(msg: string) {
+    super(msg);
+    this.name = "UnexpectedTracerError";
+  }
 }
 /** Thrown when a traced value is used where a concrete one is needed (JAX's ConcretizationTypeError). */
 export class ConcretizationTypeError extends Error {
-  constructor(msg: string) { super(msg); this.name = "ConcretizationTypeError"; }
+  constructor(msg: string) {
+    super(msg);
+    this.name = "ConcretizationTypeError";
+  }
 }
 
 export abstract class Tracer extends Array {
@@ -45,15 +56,23 @@ export abstract class Tracer extends Array {
   /** Stack at creation, recorded by traces that keep source info (for leak errors). */
   creationSite?: string;
   /** A concrete value for this tracer when one exists (JVP primals of concrete values); else null. */
-  concreteValue(): Array | null { return null; }
+  concreteValue(): Array | null {
+    return null;
+  }
   private concrete(what: string): Array {
     const c = this.concreteValue();
     if (c === null || c instanceof Tracer) throw this.concretizationError(what);
     return c;
   }
-  dataSync(): TypedArray { return this.concrete("dataSync()").dataSync(); }
-  tolist(): unknown { return this.concrete("tolist()").tolist(); }
-  item(): number | boolean | bigint | import("./dtype.js").Complex { return this.concrete("item()").item(); }
+  dataSync(): TypedArray {
+    return this.concrete("dataSync()").dataSync();
+  }
+  tolist(): unknown {
+    return this.concrete("tolist()").tolist();
+  }
+  item(): number | boolean | bigint | import("./dtype.js").Complex {
+    return this.concrete("item()").item();
+  }
   protected concretizationError(what: string): ConcretizationTypeError {
     return new ConcretizationTypeError(
       `Abstract tracer value encountered where a concrete value is expected: ${what} on a ${this.aval.str()} ` +
@@ -62,13 +81,21 @@ export abstract class Tracer extends Array {
     );
   }
   /** Materializes the full value when the trace can (JVP/batch tracers of concrete values); else null. */
-  fullLower(): Array | null { return null; }
-  override toString(): string { return `Traced<${this.aval.str()}>with<${this.trace.name}>`; }
-  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
+  fullLower(): Array | null {
+    return null;
+  }
+  override toString(): string {
+    return `Traced<${this.aval.str()}>with<${this.trace.name}>`;
+  }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
 }
 
 class EvalTrace extends Trace {
-  constructor() { super("Eval", null); }
+  constructor() {
+    super("Eval", null);
+  }
   processPrimitive(prim: Primitive, args: Array[], params: Params): Array[] {
     const concrete = args.map((a) => {
       if (a instanceof ArrayImpl) return a;
@@ -93,12 +120,18 @@ export function leakedError(t: Tracer, prim: Primitive | string): UnexpectedTrac
 export const evalTrace: Trace = new EvalTrace();
 let currentTrace: Trace = evalTrace;
 
-export function getCurrentTrace(): Trace { return currentTrace; }
+export function getCurrentTrace(): Trace {
+  return currentTrace;
+}
 /** Runs f with t as the current trace (JAX's set_current_trace). */
 export function withTrace<T>(t: Trace, f: () => T): T {
   const prev = currentTrace;
   currentTrace = t;
-  try { return f(); } finally { currentTrace = prev; }
+  try {
+    return f();
+  } finally {
+    currentTrace = prev;
+  }
 }
 
 // ---- execution backends: how the eval trace runs a primitive on concrete arrays ----
@@ -110,7 +143,12 @@ export interface Backend {
    * Runs a whole closed jaxpr as one compiled program (what jit does). `consts` bind the constvars.
    * `donate[i]` says argument i's memory may be reused for outputs. Absent: evaluate equation by equation.
    */
-  executeJaxpr?(jaxpr: import("./jaxpr.js").Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[];
+  executeJaxpr?(
+    jaxpr: import("./jaxpr.js").Jaxpr,
+    consts: ArrayImpl[],
+    args: ArrayImpl[],
+    opts: { donate?: boolean[]; name?: string },
+  ): ArrayImpl[];
   /** Releases now what the backend compiled for `jaxpr` (a jit cache dropped it), instead of when it is garbage collected. */
   release?(jaxpr: import("./jaxpr.js").Jaxpr): void;
   /** Drops every cached compilation and session and hands freed memory back to the system (jax.clearCaches). */
@@ -126,12 +164,20 @@ export function registerBackend(b: Backend): void {
   noteBackendName(b.name);
 }
 /** Tells every backend that `jaxpr` will not run again (see Backend.release). */
-export function releaseCompiled(jaxpr: import("./jaxpr.js").Jaxpr): void { for (const b of backends.values()) b.release?.(jaxpr); }
+export function releaseCompiled(jaxpr: import("./jaxpr.js").Jaxpr): void {
+  for (const b of backends.values()) b.release?.(jaxpr);
+}
 /** Clears every backend's caches (see Backend.clearCaches). */
-export function clearBackendCaches(): void { for (const b of backends.values()) b.clearCaches?.(); }
+export function clearBackendCaches(): void {
+  for (const b of backends.values()) b.clearCaches?.();
+}
 /** Lets every backend hand freed memory back to the system (see Backend.trimMemory). */
-export function trimBackendMemory(): void { for (const b of backends.values()) b.trimMemory?.(); }
-export function setBackendSelector(f: () => string): void { backendSelector = f; }
+export function trimBackendMemory(): void {
+  for (const b of backends.values()) b.trimMemory?.();
+}
+export function setBackendSelector(f: () => string): void {
+  backendSelector = f;
+}
 export function getBackend(name?: string): Backend {
   const n = name ?? backendSelector();
   const b = backends.get(n) ?? backends.get("interpreter");
@@ -142,18 +188,25 @@ export function getBackend(name?: string): Backend {
 const executionHooks: ((prim: Primitive) => void)[] = [];
 export function addExecutionHook(h: (prim: Primitive) => void): () => void {
   executionHooks.push(h);
-  return () => { const i = executionHooks.indexOf(h); if (i >= 0) executionHooks.splice(i, 1); };
+  return () => {
+    const i = executionHooks.indexOf(h);
+    if (i >= 0) executionHooks.splice(i, 1);
+  };
 }
 /** A profiler sink receives one timed event per eager primitive execution (or compiled call), in monotonic microseconds. */
 export type ProfileSink = (name: string, startUs: number, endUs: number, args: { shapes: string }) => void;
 let profileSink: ProfileSink | null = null;
-export function setProfileSink(s: ProfileSink | null): void { profileSink = s; }
+export function setProfileSink(s: ProfileSink | null): void {
+  profileSink = s;
+}
 
 /** Runs a primitive unchecked (the checker's way to execute); see setSpecialCheck. */
 export type RawExecute = (prim: Primitive, args: ArrayImpl[], params: Params) => ArrayImpl[];
 /** The NaN/inf checker, installed only while config debugNans or debugInfs is on (so the hot path tests one variable). */
 let specialCheck: ((prim: Primitive, args: ArrayImpl[], params: Params, run: RawExecute) => ArrayImpl[]) | null = null;
-export function setSpecialCheck(f: typeof specialCheck): void { specialCheck = f; }
+export function setSpecialCheck(f: typeof specialCheck): void {
+  specialCheck = f;
+}
 
 export function executePrimitive(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   for (const h of executionHooks) h(prim);
@@ -180,8 +233,14 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
     return getBackend().execute(prim, args, params);
   } catch (e) {
     // an OutOfMemoryError already names the program, its inputs and the bytes requested
-    if (e instanceof RangeError && !(e instanceof OutOfMemoryError) && /Invalid typed array length|Array buffer allocation failed/.test(e.message)) {
-      throw new RangeError(`${label(prim, params)}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`);
+    if (
+      e instanceof RangeError &&
+      !(e instanceof OutOfMemoryError) &&
+      /Invalid typed array length|Array buffer allocation failed/.test(e.message)
+    ) {
+      throw new RangeError(
+        `${label(prim, params)}: a result is too large to allocate (operands: ${avalsStr(args.map((a) => a.aval)) || "none"}): ${e.message}; an array holds at most 2^32 elements and must fit in memory`,
+      );
     }
     throw e;
   }
@@ -191,14 +250,26 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
 export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakType?: boolean): ArrayImpl {
   if (typeof x === "boolean") return ArrayImpl.of([], "bool", new Uint8Array([x ? 1 : 0]));
   // -0 exists only as a float, so a JS -0 (Python's -0.0) is a float literal, not the int 0
-  const d = dtype ?? (typeof x === "bigint" || (Number.isInteger(x) && !Object.is(x, -0)) ? defaultIntDType() : defaultFloatDType());
+  const d =
+    dtype ??
+    (typeof x === "bigint" || (Number.isInteger(x) && !Object.is(x, -0)) ? defaultIntDType() : defaultFloatDType());
   const weak = weakType ?? dtype === undefined;
   if (typeof x === "number" && d === defaultIntDType() && weak && !Number.isSafeInteger(x)) {
     // an integer literal too big for an int: JAX raises OverflowError for Python ints past int range
     throw new TypeError(`Python-style int ${x} is too large to convert to ${d}`);
   }
-  const data = d === "int64" || d === "uint64" ? (d === "int64" ? new BigInt64Array([bigOf(x, d)]) : new BigUint64Array([bigOf(x, d)]))
-    : d === "float32" ? new Float32Array([Number(x)]) : d === "float64" ? new Float64Array([Number(x)]) : d === "int32" ? new Int32Array([Number(x)]) : null;
+  const data =
+    d === "int64" || d === "uint64"
+      ? d === "int64"
+        ? new BigInt64Array([bigOf(x, d)])
+        : new BigUint64Array([bigOf(x, d)])
+      : d === "float32"
+        ? new Float32Array([Number(x)])
+        : d === "float64"
+          ? new Float64Array([Number(x)])
+          : d === "int32"
+            ? new Int32Array([Number(x)])
+            : null;
   if (!data) throw new TypeError(`scalarToArray: unsupported dtype ${d}`);
   const out = new ArrayImpl(new ShapedArray([], d, weak), data);
   if (d === "float32" && typeof x === "number" && data[0] !== x && !Number.isNaN(x)) literals.set(out, x);
@@ -206,7 +277,9 @@ export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakT
 }
 const literals = new WeakMap<ArrayImpl, number>();
 /** The JS number a float32 scalar was made from when float32 could not hold it exactly (converting it to float16 then rounds once, as JAX). */
-export function scalarLiteral(x: ArrayImpl): number | undefined { return literals.get(x); }
+export function scalarLiteral(x: ArrayImpl): number | undefined {
+  return literals.get(x);
+}
 
 export function toArray(x: ArrayLike, fn = "bind"): Array {
   if (x instanceof Array) return x;
@@ -245,16 +318,25 @@ export function abstractEval(prim: Primitive, avals: ShapedArray[], params: Para
 }
 
 // ---- the axis environment: named mapped axes (vmap/pmap/shardMap) visible while tracing ----
-export interface NamedAxis { name: string; size: number }
+export interface NamedAxis {
+  name: string;
+  size: number;
+}
 const axisEnv: NamedAxis[] = [];
 /** Runs f with a named axis bound (innermost last). */
 export function withNamedAxis<T>(a: NamedAxis | null, f: () => T): T {
   if (!a) return f();
   axisEnv.push(a);
-  try { return f(); } finally { axisEnv.pop(); }
+  try {
+    return f();
+  } finally {
+    axisEnv.pop();
+  }
 }
 /** The size of a bound axis name, or an error naming the function and the axis. */
 export function axisSizeOf(fn: string, name: string): number {
   for (let i = axisEnv.length - 1; i >= 0; i--) if (axisEnv[i].name === name) return axisEnv[i].size;
-  throw new Error(`${fn}: unbound axis name ${JSON.stringify(name)}; bound axes: [${axisEnv.map((a) => a.name).join(", ")}]. Collectives need an enclosing vmap/pmap/shardMap with that axisName`);
+  throw new Error(
+    `${fn}: unbound axis name ${JSON.stringify(name)}; bound axes: [${axisEnv.map((a) => a.name).join(", ")}]. Collectives need an enclosing vmap/pmap/shardMap with that axisName`,
+  );
 }

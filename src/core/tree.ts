@@ -31,12 +31,18 @@ export class TreeDef {
   }
   toString(): string {
     switch (this.kind) {
-      case "leaf": return "*";
-      case "null": return "None";
-      case "undefined": return "undefined";
-      case "array": return `[${this.children.map(String).join(", ")}]`;
-      case "object": return `{${(this.aux as string[]).map((k, i) => `${k}: ${this.children[i]}`).join(", ")}}`;
-      case "custom": return `${((this.aux as [Ctor, unknown])[0] as { name: string }).name}(${this.children.map(String).join(", ")})`;
+      case "leaf":
+        return "*";
+      case "null":
+        return "None";
+      case "undefined":
+        return "undefined";
+      case "array":
+        return `[${this.children.map(String).join(", ")}]`;
+      case "object":
+        return `{${(this.aux as string[]).map((k, i) => `${k}: ${this.children[i]}`).join(", ")}}`;
+      case "custom":
+        return `${((this.aux as [Ctor, unknown])[0] as { name: string }).name}(${this.children.map(String).join(", ")})`;
     }
   }
 }
@@ -59,23 +65,41 @@ function handlerFor(x: unknown): NodeHandler | undefined {
 export function flatten(x: unknown, isLeaf?: (x: unknown) => boolean): [unknown[], TreeDef] {
   const leaves: unknown[] = [];
   const rec = (v: unknown): TreeDef => {
-    if (isLeaf?.(v)) { leaves.push(v); return new TreeDef("leaf"); }
+    if (isLeaf?.(v)) {
+      leaves.push(v);
+      return new TreeDef("leaf");
+    }
     if (v === null) return new TreeDef("null", [], null, 0);
     if (v === undefined) return new TreeDef("undefined", [], null, 0);
     if (globalThis.Array.isArray(v)) {
       const ch = v.map(rec);
-      return new TreeDef("array", ch, null, ch.reduce((a, c) => a + c.numLeaves, 0));
+      return new TreeDef(
+        "array",
+        ch,
+        null,
+        ch.reduce((a, c) => a + c.numLeaves, 0),
+      );
     }
     const h = handlerFor(v);
     if (h) {
       const [children, aux] = h.flatten(v);
       const ch = children.map(rec);
-      return new TreeDef("custom", ch, [(v as object).constructor, aux], ch.reduce((a, c) => a + c.numLeaves, 0));
+      return new TreeDef(
+        "custom",
+        ch,
+        [(v as object).constructor, aux],
+        ch.reduce((a, c) => a + c.numLeaves, 0),
+      );
     }
     if (isPlainObject(v)) {
       const keys = Object.keys(v).sort();
       const ch = keys.map((k) => rec(v[k]));
-      return new TreeDef("object", ch, keys, ch.reduce((a, c) => a + c.numLeaves, 0));
+      return new TreeDef(
+        "object",
+        ch,
+        keys,
+        ch.reduce((a, c) => a + c.numLeaves, 0),
+      );
     }
     leaves.push(v);
     return new TreeDef("leaf");
@@ -86,18 +110,26 @@ export function flatten(x: unknown, isLeaf?: (x: unknown) => boolean): [unknown[
 
 export function unflatten(def: TreeDef, leaves: readonly unknown[]): unknown {
   if (leaves.length !== def.numLeaves) {
-    throw new Error(`tree.unflatten: tree structure ${def} has ${def.numLeaves} leaves but ${leaves.length} were given`);
+    throw new Error(
+      `tree.unflatten: tree structure ${def} has ${def.numLeaves} leaves but ${leaves.length} were given`,
+    );
   }
   let k = 0;
   const rec = (d: TreeDef): unknown => {
     switch (d.kind) {
-      case "leaf": return leaves[k++];
-      case "null": return null;
-      case "undefined": return undefined;
-      case "array": return d.children.map(rec);
+      case "leaf":
+        return leaves[k++];
+      case "null":
+        return null;
+      case "undefined":
+        return undefined;
+      case "array":
+        return d.children.map(rec);
       case "object": {
         const o: Record<string, unknown> = {};
-        (d.aux as string[]).forEach((key, i) => { o[key] = rec(d.children[i]); });
+        (d.aux as string[]).forEach((key, i) => {
+          o[key] = rec(d.children[i]);
+        });
         return o;
       }
       case "custom": {
@@ -121,7 +153,10 @@ export function map(f: (...xs: never[]) => unknown, tree: unknown, ...rest: unkn
     return l2;
   });
   const fn = f as (...xs: unknown[]) => unknown;
-  return unflatten(def, ls.map((l, i) => fn(l, ...others.map((o) => o[i]))));
+  return unflatten(
+    def,
+    ls.map((l, i) => fn(l, ...others.map((o) => o[i]))),
+  );
 }
 
 /** The path of every leaf of `def` as JS accessor text after `root` (e.g. "carry[1].w"), in leaf order. */
@@ -129,10 +164,20 @@ export function leafPaths(def: TreeDef, root = ""): string[] {
   const out: string[] = [];
   const rec = (d: TreeDef, p: string): void => {
     switch (d.kind) {
-      case "leaf": out.push(p); return;
-      case "array": case "custom": d.children.forEach((c, i) => rec(c, `${p}[${i}]`)); return;
-      case "object": (d.aux as string[]).forEach((k, i) => rec(d.children[i], /^[A-Za-z_$][\w$]*$/.test(k) ? `${p}.${k}` : `${p}[${JSON.stringify(k)}]`)); return;
-      default: return;
+      case "leaf":
+        out.push(p);
+        return;
+      case "array":
+      case "custom":
+        d.children.forEach((c, i) => rec(c, `${p}[${i}]`));
+        return;
+      case "object":
+        (d.aux as string[]).forEach((k, i) =>
+          rec(d.children[i], /^[A-Za-z_$][\w$]*$/.test(k) ? `${p}.${k}` : `${p}[${JSON.stringify(k)}]`),
+        );
+        return;
+      default:
+        return;
     }
   };
   rec(def, root);

@@ -11,7 +11,13 @@ import { flatten } from "../core/tree.js";
 import { compileJaxpr } from "../compiler/compile.js";
 import { lowerFunOptions } from "../transforms/lower-fun.js";
 import { installProgramLowerings } from "../lowerings/index.js";
-import { type ModelProto, type NodeProto, type ValueInfoProto, decodeModel, encodeModel } from "../backends/onnx/onnx-proto.js";
+import {
+  type ModelProto,
+  type NodeProto,
+  type ValueInfoProto,
+  decodeModel,
+  encodeModel,
+} from "../backends/onnx/onnx-proto.js";
 import { makeJaxpr } from "../transforms/api.js";
 
 export interface ExportedModel {
@@ -30,11 +36,17 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
   const sub = new Map<Var, Atom>();
   cj.jaxpr.constvars.forEach((v, i) => {
     const c = cj.consts[i];
-    if (!(c instanceof ArrayImpl)) throw new TypeError("exportOnnx: the function closes over a traced value; export it outside any transformation");
+    if (!(c instanceof ArrayImpl))
+      throw new TypeError("exportOnnx: the function closes over a traced value; export it outside any transformation");
     sub.set(v, new Literal(c));
   });
   const m = (a: Atom): Atom => (a instanceof Var && sub.has(a) ? sub.get(a)! : a);
-  const j = new Jaxpr([], cj.jaxpr.invars, cj.jaxpr.outvars.map(m), cj.jaxpr.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) })));
+  const j = new Jaxpr(
+    [],
+    cj.jaxpr.invars,
+    cj.jaxpr.outvars.map(m),
+    cj.jaxpr.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) })),
+  );
   installProgramLowerings();
   lowerFunOptions.exporting = true;
   let prog: ReturnType<typeof compileJaxpr>;
@@ -73,7 +85,10 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
   prog.outs.forEach((o, k) => {
     const name = `out${k}`;
     outputNames.push(name);
-    if (typeof o !== "number") throw new Error(`exportOnnx: output ${k} is a constant (${o.aval.str()}); return values computed from the arguments`);
+    if (typeof o !== "number")
+      throw new Error(
+        `exportOnnx: output ${k} is a constant (${o.aval.str()}); return values computed from the arguments`,
+      );
     const idx = step.outputs.indexOf(o);
     if (idx < 0) throw new Error(`exportOnnx: output ${k} is not produced by the graph`);
     const inner = step.outputNames[idx];
@@ -89,8 +104,25 @@ export function toOnnx(f: (...args: never[]) => unknown, ...exampleArgs: unknown
 
 /** An input the graph never reads still gets a declared type (shape and dtype of the argument). */
 function valueInfo(v: Var, _model: Uint8Array, name: string): ValueInfoProto {
-  const ONNX: Record<string, number> = { float32: 1, uint8: 2, int8: 3, uint16: 4, int16: 5, int32: 6, int64: 7, bool: 9, float16: 10, float64: 11, uint32: 12, uint64: 13, bfloat16: 16 };
-  return { name, type: { tensorType: { elemType: ONNX[v.aval.dtype], shape: { dim: v.aval.shape.map((d) => ({ dimValue: d })) } } } } as ValueInfoProto;
+  const ONNX: Record<string, number> = {
+    float32: 1,
+    uint8: 2,
+    int8: 3,
+    uint16: 4,
+    int16: 5,
+    int32: 6,
+    int64: 7,
+    bool: 9,
+    float16: 10,
+    float64: 11,
+    uint32: 12,
+    uint64: 13,
+    bfloat16: 16,
+  };
+  return {
+    name,
+    type: { tensorType: { elemType: ONNX[v.aval.dtype], shape: { dim: v.aval.shape.map((d) => ({ dimValue: d })) } } },
+  } as ValueInfoProto;
 }
 
 /** jax.exportOnnx(path, f, ...exampleArgs): writes the model atomically (temp file + rename). */
@@ -99,7 +131,12 @@ export function exportOnnx(path: string, f: (...args: never[]) => unknown, ...ex
   const tmp = `${path}.tmp-${process.pid}-${Date.now()}`;
   try {
     const fd = openSync(tmp, "w");
-    try { writeSync(fd, m.bytes); fsyncSync(fd); } finally { closeSync(fd); }
+    try {
+      writeSync(fd, m.bytes);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
     renameSync(tmp, path);
   } catch (e) {
     rmSync(tmp, { force: true });

@@ -7,7 +7,11 @@ import { checkArity, checkOptions } from "../core/check-args.js";
 import { add, mul, full, transpose } from "../primitives/ops.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
 
-const swapLast = (x: Array): Array => transpose(x, [...x.shape.keys()].map((i) => (i === x.ndim - 2 ? x.ndim - 1 : i === x.ndim - 1 ? x.ndim - 2 : i)));
+const swapLast = (x: Array): Array =>
+  transpose(
+    x,
+    [...x.shape.keys()].map((i) => (i === x.ndim - 2 ? x.ndim - 1 : i === x.ndim - 1 ? x.ndim - 2 : i)),
+  );
 /** (x + x^T) / 2 over the last two axes: JAX's symmetrize_input. */
 const symmetrize = (x: Array): Array => mul(add(x, swapLast(x)), full([], 0.5, x.dtype));
 /** Checks a keyword-only options object (JAX's `*` parameters) after the operands. */
@@ -24,7 +28,13 @@ export function cholesky(x: Array, opts: { symmetrizeInput?: boolean } = {}): Ar
 }
 /** lax.linalg.triangular_solve(a, b, { leftSide, lower, transposeA, conjugateA, unitDiagonal }). */
 export function triangularSolve(a: Array, b: Array, opts: P.TriangularSolveOpts = {}): Array {
-  kwOnly("lax.linalg.triangularSolve", arguments, 2, opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"]);
+  kwOnly("lax.linalg.triangularSolve", arguments, 2, opts, [
+    "leftSide",
+    "lower",
+    "transposeA",
+    "conjugateA",
+    "unitDiagonal",
+  ]);
   return P.triangularSolve(a, b, opts);
 }
 /** lax.linalg.lu(x): [lu, pivots, permutation]. */
@@ -39,14 +49,21 @@ export function qr(x: Array, opts: { fullMatrices?: boolean; pivoting?: boolean 
   return P.qr(x, opts.fullMatrices ?? true);
 }
 /** lax.linalg.eigh(x, { lower = true, symmetrizeInput = true, sortEigenvalues = true }): [v, w] (eigenvectors in columns, eigenvalues). */
-export function eigh(x: Array, opts: { lower?: boolean; symmetrizeInput?: boolean; sortEigenvalues?: boolean; subsetByIndex?: null } = {}): [Array, Array] {
+export function eigh(
+  x: Array,
+  opts: { lower?: boolean; symmetrizeInput?: boolean; sortEigenvalues?: boolean; subsetByIndex?: null } = {},
+): [Array, Array] {
   kwOnly("lax.linalg.eigh", arguments, 1, opts, ["lower", "symmetrizeInput", "sortEigenvalues", "subsetByIndex"]);
-  if (opts.subsetByIndex !== undefined && opts.subsetByIndex !== null) throw new Error("lax.linalg.eigh: subsetByIndex is not supported (pass null)");
+  if (opts.subsetByIndex !== undefined && opts.subsetByIndex !== null)
+    throw new Error("lax.linalg.eigh: subsetByIndex is not supported (pass null)");
   return P.eigh(opts.symmetrizeInput === false ? x : symmetrize(x), opts.lower ?? true, opts.sortEigenvalues ?? true);
 }
 
 /** Options of lax.linalg.svd (JAX's keyword-only full_matrices / compute_uv). */
-export interface SvdOpts { fullMatrices?: boolean; computeUv?: boolean }
+export interface SvdOpts {
+  fullMatrices?: boolean;
+  computeUv?: boolean;
+}
 /**
  * lax.linalg.svd(x, { fullMatrices = true, computeUv = true }): [u, s, vh] as in JAX (u: [..., m, m] or [..., m, k],
  * vh: [..., n, n] or [..., k, n], k = min(m, n)); with computeUv false, s alone.
@@ -56,7 +73,10 @@ export function svd(x: Array, opts: SvdOpts & { computeUv: false }): Array;
 export function svd(x: Array, opts?: SvdOpts): [Array, Array, Array] | Array;
 export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array {
   kwOnly("lax.linalg.svd", arguments, 1, opts, ["fullMatrices", "computeUv"]);
-  if (x.ndim < 2 || !isFloat(x.dtype)) throw new TypeError(`lax.linalg.svd: the operand must be a float matrix (or a batch of them) of rank >= 2, got ${x.aval.str()}`);
+  if (x.ndim < 2 || !isFloat(x.dtype))
+    throw new TypeError(
+      `lax.linalg.svd: the operand must be a float matrix (or a batch of them) of rank >= 2, got ${x.aval.str()}`,
+    );
   const computeUv = opts.computeUv ?? true;
   const outs = P.svd(x, opts.fullMatrices ?? true, computeUv);
   if (!computeUv) return outs[0];
@@ -68,8 +88,12 @@ export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array
  * lax.linalg.eig(x, {computeLeftEigenvectors, computeRightEigenvectors}) for real square matrices: [w, vr] or [w]
  * (complex). Left eigenvectors are not implemented (computeLeftEigenvectors must be false, JAX's default is true).
  */
-export function eig(x: Array, opts: { computeLeftEigenvectors?: boolean; computeRightEigenvectors?: boolean } = {}): Array[] {
+export function eig(
+  x: Array,
+  opts: { computeLeftEigenvectors?: boolean; computeRightEigenvectors?: boolean } = {},
+): Array[] {
   kwOnly("lax.linalg.eig", arguments, 1, opts, ["computeLeftEigenvectors", "computeRightEigenvectors"]);
-  if (opts.computeLeftEigenvectors !== false) throw new TypeError("lax.linalg.eig: left eigenvectors are not implemented; pass {computeLeftEigenvectors: false}");
+  if (opts.computeLeftEigenvectors !== false)
+    throw new TypeError("lax.linalg.eig: left eigenvectors are not implemented; pass {computeLeftEigenvectors: false}");
   return eigPrim(x, opts.computeRightEigenvectors ?? true);
 }

@@ -22,7 +22,11 @@ export interface ProgramLoweringRow {
   install(): void;
 }
 
-function row<P extends Record<string, unknown>>(primitive: Primitive<P>, file: string, program: LoweringProgram<P>): ProgramLoweringRow {
+function row<P extends Record<string, unknown>>(
+  primitive: Primitive<P>,
+  file: string,
+  program: LoweringProgram<P>,
+): ProgramLoweringRow {
   return { primitive: primitive as unknown as Primitive, file, install: () => setLowering(primitive, program) };
 }
 

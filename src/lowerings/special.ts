@@ -10,7 +10,11 @@ const full64 = (like: Array, v: number): Array => ops.full(like.shape, v, F64);
 // Mirrors special-math.ts polygamma: for m >= 1 shift x up to >= 15 with psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m!/x^(m+1)
 // (at most 15 shifts for x > 0, so the loop unrolls statically), then the asymptotic series; NaN for x <= 0 or NaN.
 const BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6];
-const factorial = (n: number): number => { let r = 1; for (let i = 2; i <= n; i++) r *= i; return r; };
+const factorial = (n: number): number => {
+  let r = 1;
+  for (let i = 2; i <= n; i++) r *= i;
+  return r;
+};
 const SHIFT_TO = 15;
 
 export function polygammaLowering([x0]: Array[], { m }: { m: number }): Array[] {
@@ -29,7 +33,10 @@ export function polygammaLowering([x0]: Array[], { m }: { m: number }): Array[] 
   // (m-1)!/x^m + m!/(2 x^(m+1)) + sum_k B_2k (2k+m-1)! / ((2k)! x^(2k+m))
   let s = ops.add(ops.div(factorial(m - 1), ops.pow(xs, m)), ops.div(mf, ops.mul(2, ops.pow(xs, m + 1))));
   for (let k = 1; k <= BERNOULLI_2K.length; k++) {
-    s = ops.add(s, ops.div(BERNOULLI_2K[k - 1] * factorial(2 * k + m - 1), ops.mul(factorial(2 * k), ops.pow(xs, 2 * k + m))));
+    s = ops.add(
+      s,
+      ops.div(BERNOULLI_2K[k - 1] * factorial(2 * k + m - 1), ops.mul(factorial(2 * k), ops.pow(xs, 2 * k + m))),
+    );
   }
   const r = ops.mul(m % 2 === 1 ? 1 : -1, ops.add(acc, s));
   return [ops.convert(ops.select(bad, full64(x, NaN), r), x0.dtype, x0.weakType)];
@@ -46,21 +53,39 @@ const MAX_TERMS = 100000;
 
 /** seriesP's dual sum (sum, d sum/da) for every element (active elements only; the others keep their start values). */
 function seriesSum(a: Array, x: Array, active: Array): [Array, Array] {
-  const del0 = ops.div(1, a), del1 = ops.div(-1, ops.mul(a, a));
+  const del0 = ops.div(1, a),
+    del1 = ops.div(-1, ops.mul(a, a));
   const n0 = ops.full([], 0, "int32");
   const out = whileLoopFlat(
     (n, done) => ops.and(ops.lt(n, MAX_TERMS), anyTrue(ops.not(done))),
     (n, done, ap, d0, d1, s0, s1) => {
       const ap1 = ops.add(ap, 1);
       // del *= x/ap, d(x/ap)/da = -x/ap^2
-      const r = ops.div(x, ap1), dr = ops.div(ops.neg(x), ops.mul(ap1, ap1));
-      const e0 = ops.mul(d0, r), e1 = ops.add(ops.mul(d1, r), ops.mul(d0, dr));
-      const t0 = ops.add(s0, e0), t1 = ops.add(s1, e1);
-      const conv = ops.and(ops.lt(ops.abs(e0), ops.mul(ops.abs(t0), EPS)), ops.le(ops.abs(e1), ops.mul(ops.abs(t1), EPS)));
+      const r = ops.div(x, ap1),
+        dr = ops.div(ops.neg(x), ops.mul(ap1, ap1));
+      const e0 = ops.mul(d0, r),
+        e1 = ops.add(ops.mul(d1, r), ops.mul(d0, dr));
+      const t0 = ops.add(s0, e0),
+        t1 = ops.add(s1, e1);
+      const conv = ops.and(
+        ops.lt(ops.abs(e0), ops.mul(ops.abs(t0), EPS)),
+        ops.le(ops.abs(e1), ops.mul(ops.abs(t1), EPS)),
+      );
       // a state the update maps to itself stays there in the reference too (e.g. a = inf): stop it early
-      const fixed = ops.and(ops.and(ops.and(ops.eq(ap1, ap), ops.eq(e0, d0)), ops.and(ops.eq(e1, d1), ops.eq(t0, s0))), ops.eq(t1, s1));
+      const fixed = ops.and(
+        ops.and(ops.and(ops.eq(ap1, ap), ops.eq(e0, d0)), ops.and(ops.eq(e1, d1), ops.eq(t0, s0))),
+        ops.eq(t1, s1),
+      );
       const keep = (nw: Array, old: Array) => ops.select(done, old, nw);
-      return [ops.add(n, 1), ops.or(done, ops.or(conv, fixed)), keep(ap1, ap), keep(e0, d0), keep(e1, d1), keep(t0, s0), keep(t1, s1)];
+      return [
+        ops.add(n, 1),
+        ops.or(done, ops.or(conv, fixed)),
+        keep(ap1, ap),
+        keep(e0, d0),
+        keep(e1, d1),
+        keep(t0, s0),
+        keep(t1, s1),
+      ];
     },
     [n0, ops.not(active), a, del0, del1, del0, del1],
   );
@@ -70,28 +95,46 @@ function seriesSum(a: Array, x: Array, active: Array): [Array, Array] {
 /** contFracQ's dual continued fraction (h, d h/da) for every element (active elements only). */
 function contFrac(a: Array, x: Array, active: Array): [Array, Array] {
   const b0 = ops.sub(ops.add(x, 1), a);
-  const d0 = ops.div(1, b0), d1 = ops.div(1, ops.mul(b0, b0));
-  const c0 = full64(x, 1 / FPMIN), c1 = full64(x, 0);
+  const d0 = ops.div(1, b0),
+    d1 = ops.div(1, ops.mul(b0, b0));
+  const c0 = full64(x, 1 / FPMIN),
+    c1 = full64(x, 0);
   const out = whileLoopFlat(
     (i, done) => ops.and(ops.lt(i, MAX_TERMS), anyTrue(ops.not(done))),
     (i, done, b, c0, c1, d0, d1, h0, h1) => {
       // a_i = -i (i - a), d a_i/da = i; b_i = b_{i-1} + 2 with d b/da = -1
-      const an0 = ops.mul(ops.neg(i), ops.sub(i, a)), an1 = i;
+      const an0 = ops.mul(ops.neg(i), ops.sub(i, a)),
+        an1 = i;
       const bn = ops.add(b, 2);
       let e0 = ops.add(ops.mul(an0, d0), bn);
       let e1 = ops.add(ops.add(ops.mul(an1, d0), ops.mul(an0, d1)), -1);
       const tinyD = ops.lt(ops.abs(e0), FPMIN);
-      e0 = ops.select(tinyD, full64(x, FPMIN), e0); e1 = ops.select(tinyD, full64(x, 0), e1);
+      e0 = ops.select(tinyD, full64(x, FPMIN), e0);
+      e1 = ops.select(tinyD, full64(x, 0), e1);
       let f0 = ops.add(bn, ops.div(an0, c0));
       let f1 = ops.add(-1, ops.div(ops.sub(ops.mul(an1, c0), ops.mul(an0, c1)), ops.mul(c0, c0)));
       const tinyC = ops.lt(ops.abs(f0), FPMIN);
-      f0 = ops.select(tinyC, full64(x, FPMIN), f0); f1 = ops.select(tinyC, full64(x, 0), f1);
-      const g0 = ops.div(1, e0), g1 = ops.div(ops.neg(e1), ops.mul(e0, e0));
-      const del0 = ops.mul(g0, f0), del1 = ops.add(ops.mul(g1, f0), ops.mul(g0, f1));
-      const k0 = ops.mul(h0, del0), k1 = ops.add(ops.mul(h1, del0), ops.mul(h0, del1));
+      f0 = ops.select(tinyC, full64(x, FPMIN), f0);
+      f1 = ops.select(tinyC, full64(x, 0), f1);
+      const g0 = ops.div(1, e0),
+        g1 = ops.div(ops.neg(e1), ops.mul(e0, e0));
+      const del0 = ops.mul(g0, f0),
+        del1 = ops.add(ops.mul(g1, f0), ops.mul(g0, f1));
+      const k0 = ops.mul(h0, del0),
+        k1 = ops.add(ops.mul(h1, del0), ops.mul(h0, del1));
       const conv = ops.and(ops.lt(ops.abs(ops.sub(del0, 1)), EPS), ops.lt(ops.abs(del1), EPS));
       const keep = (nw: Array, old: Array) => ops.select(done, old, nw);
-      return [ops.add(i, 1), ops.or(done, conv), keep(bn, b), keep(f0, c0), keep(f1, c1), keep(g0, d0), keep(g1, d1), keep(k0, h0), keep(k1, h1)];
+      return [
+        ops.add(i, 1),
+        ops.or(done, conv),
+        keep(bn, b),
+        keep(f0, c0),
+        keep(f1, c1),
+        keep(g0, d0),
+        keep(g1, d1),
+        keep(k0, h0),
+        keep(k1, h1),
+      ];
     },
     [ops.full([], 1, F64), ops.not(active), b0, c0, c1, d0, d1, d0, d1],
   );
@@ -103,10 +146,12 @@ export function gammaGradLowering([a0, x0]: Array[]): Array[] {
   const a = ops.broadcastInDim(ops.convert(a0, F64), shape, a0.ndim === 0 ? [] : shape.map((_, i) => i));
   const x = ops.broadcastInDim(ops.convert(x0, F64), shape, x0.ndim === 0 ? [] : shape.map((_, i) => i));
   const nanOut = ops.or(ops.or(isNan(a), isNan(x)), ops.le(a, 0));
-  const zeroOut = ops.le(x, 0), infOut = ops.eq(x, Infinity);
+  const zeroOut = ops.le(x, 0),
+    infOut = ops.eq(x, Infinity);
   const valid = ops.not(ops.or(nanOut, ops.or(zeroOut, infOut)));
   // the loops run on harmless stand-ins where the answer is fixed by the checks above
-  const as = ops.select(valid, a, full64(a, 1)), xs = ops.select(valid, x, full64(a, 1));
+  const as = ops.select(valid, a, full64(a, 1)),
+    xs = ops.select(valid, x, full64(a, 1));
   const series = ops.lt(xs, ops.add(as, 1));
   // log(x^a e^-x / Gamma(a)) and its a-derivative log x - psi(a)
   const lp = ops.sub(ops.sub(ops.mul(as, ops.log(xs)), xs), ops.lgamma(as));

@@ -15,9 +15,30 @@ import type { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
 
-export interface TransformerConfig { vocab: number; dModel: number; heads: number; layers: number; seq: number; ff: number }
-export interface Block { wq: Array; wk: Array; wv: Array; wo: Array; w1: Array; w2: Array; ln1: Array; ln2: Array }
-export interface Params { embed: Array; pos: Array; blocks: Block[]; lnf: Array }
+export interface TransformerConfig {
+  vocab: number;
+  dModel: number;
+  heads: number;
+  layers: number;
+  seq: number;
+  ff: number;
+}
+export interface Block {
+  wq: Array;
+  wk: Array;
+  wv: Array;
+  wo: Array;
+  w1: Array;
+  w2: Array;
+  ln1: Array;
+  ln2: Array;
+}
+export interface Params {
+  embed: Array;
+  pos: Array;
+  blocks: Block[];
+  lnf: Array;
+}
 
 /** Initializes parameters with scaled normal draws from one key (deterministic for a seed). */
 export function initParams(cfg: TransformerConfig, seed: number): Params {
@@ -32,8 +53,14 @@ export function initParams(cfg: TransformerConfig, seed: number): Params {
     embed: draw([cfg.vocab, d], 0.02),
     pos: draw([cfg.seq, d], 0.02),
     blocks: globalThis.Array.from({ length: cfg.layers }, () => ({
-      wq: draw([d, d], d ** -0.5), wk: draw([d, d], d ** -0.5), wv: draw([d, d], d ** -0.5), wo: draw([d, d], d ** -0.5),
-      w1: draw([d, cfg.ff], d ** -0.5), w2: draw([cfg.ff, d], cfg.ff ** -0.5), ln1: jnp.ones([d]), ln2: jnp.ones([d]),
+      wq: draw([d, d], d ** -0.5),
+      wk: draw([d, d], d ** -0.5),
+      wv: draw([d, d], d ** -0.5),
+      wo: draw([d, d], d ** -0.5),
+      w1: draw([d, cfg.ff], d ** -0.5),
+      w2: draw([cfg.ff, d], cfg.ff ** -0.5),
+      ln1: jnp.ones([d]),
+      ln2: jnp.ones([d]),
     })),
     lnf: jnp.ones([d]),
   };
@@ -48,11 +75,14 @@ const layerNorm = (x: Array, g: Array): Array => jnp.multiply(nn.standardize(x, 
  */
 function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | null = null): Array {
   const [b, s, d] = x.shape;
-  const hd = d / cfg.heads, h = p.wq.shape[1] / hd;
+  const hd = d / cfg.heads,
+    h = p.wq.shape[1] / hd;
   const reduce = (t: Array) => (tp ? lax.psum(t, tp) : t);
   const a = layerNorm(x, p.ln1);
   const split = (t: Array) => jnp.transpose(jnp.reshape(t, [b, s, h, hd]), [0, 2, 1, 3]); // [b, h, s, hd]
-  const q = split(jnp.matmul(a, p.wq)), k = split(jnp.matmul(a, p.wk)), v = split(jnp.matmul(a, p.wv));
+  const q = split(jnp.matmul(a, p.wq)),
+    k = split(jnp.matmul(a, p.wk)),
+    v = split(jnp.matmul(a, p.wv));
   const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
   const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
   const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
@@ -65,13 +95,21 @@ function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | null = n
 /** Logits [batch, seq, vocab] for int32 tokens [batch, seq]; each block is rematerialized in the backward pass. */
 export function forward(cfg: TransformerConfig, params: Params, tokens: Array, tp: string | null = null): Array {
   let x = jnp.add(jnp.take(params.embed, tokens, 0), params.pos);
-  const remat = checkpoint((p: Block, h: Array) => block(cfg, p, h, tp), { policy: checkpointPolicies.dotsWithNoBatchDimsSaveable });
+  const remat = checkpoint((p: Block, h: Array) => block(cfg, p, h, tp), {
+    policy: checkpointPolicies.dotsWithNoBatchDimsSaveable,
+  });
   for (const p of params.blocks) x = remat(p, x);
   return jnp.matmul(layerNorm(x, params.lnf), jnp.transpose(params.embed));
 }
 
 /** Mean next-token cross-entropy. */
-export function loss(cfg: TransformerConfig, params: Params, tokens: Array, targets: Array, tp: string | null = null): Array {
+export function loss(
+  cfg: TransformerConfig,
+  params: Params,
+  tokens: Array,
+  targets: Array,
+  tp: string | null = null,
+): Array {
   const logp = nn.logSoftmax(forward(cfg, params, tokens, tp), -1);
   return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(targets, cfg.vocab)), -1)));
 }
@@ -94,10 +132,23 @@ export function makeTrainStep(cfg: TransformerConfig, opt: optim.GradientTransfo
 
 /** PartitionSpecs of the parameters for Megatron-style tensor parallelism over mesh axis `tp`. */
 export function paramSpecs(cfg: TransformerConfig, tp: string): SpecTree {
-  const col = P(null, tp), row = P(tp, null), rep = P();
+  const col = P(null, tp),
+    row = P(tp, null),
+    rep = P();
   return {
-    embed: rep, pos: rep, lnf: rep,
-    blocks: globalThis.Array.from({ length: cfg.layers }, () => ({ wq: col, wk: col, wv: col, wo: row, w1: col, w2: row, ln1: rep, ln2: rep })),
+    embed: rep,
+    pos: rep,
+    lnf: rep,
+    blocks: globalThis.Array.from({ length: cfg.layers }, () => ({
+      wq: col,
+      wk: col,
+      wv: col,
+      wo: row,
+      w1: col,
+      w2: row,
+      ln1: rep,
+      ln2: rep,
+    })),
   };
 }
 
@@ -106,7 +157,12 @@ export function paramSpecs(cfg: TransformerConfig, tp: string): SpecTree {
  * over `model`, activations summed with psum over `model`, the loss averaged with pmean over `data`), and the
  * gradient is taken of that whole program, so replicated and sharded parameters both get exact gradients.
  */
-export function makeShardedTrainStep(cfg: TransformerConfig, opt: optim.GradientTransformation, mesh: Mesh, axes = { data: "data", model: "model" }) {
+export function makeShardedTrainStep(
+  cfg: TransformerConfig,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  axes = { data: "data", model: "model" },
+) {
   const shardedLoss = shardMap(
     (p: Params, x: Array, y: Array) => lax.pmean(loss(cfg, p, x, y, axes.model), axes.data),
     { mesh, inSpecs: [paramSpecs(cfg, axes.model), P(axes.data), P(axes.data)], outSpecs: P() },

@@ -5,12 +5,29 @@ import { shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { stopGradient } from "../transforms/stop-gradient.js";
 import { asArrayArg } from "../numpy/core.js";
-import { type ArrayInput, type Args, type Axis, axesOf, axisOf, c, concreteInt, parseArgs, promoteArgsNumeric, sel, toInexact, userDType, whereArr } from "../numpy/elementwise-util.js";
+import {
+  type ArrayInput,
+  type Args,
+  type Axis,
+  axesOf,
+  axisOf,
+  c,
+  concreteInt,
+  parseArgs,
+  promoteArgsNumeric,
+  sel,
+  toInexact,
+  userDType,
+  whereArr,
+} from "../numpy/elementwise-util.js";
 import { logaddexp, tanh as jnpTanh } from "../numpy/elementwise-arith.js";
 import { logsumexp, max, mean, sum } from "../numpy/reductions.js";
 
 type Unary = (x: ArrayInput) => Array;
-const f = (name: string, g: (x: Array) => Array): Unary => (x) => g(toInexact(name, x));
+const f =
+  (name: string, g: (x: Array) => Array): Unary =>
+  (x) =>
+    g(toInexact(name, x));
 
 export const identity: Unary = (x) => asArrayArg("identity", x);
 /** relu(x) = max(x, 0), with gradient 0 at 0 (as JAX's custom rule); NaN propagates. */
@@ -37,7 +54,8 @@ export function elu(x: ArrayInput, ...args: Args<[alpha: number], { alpha?: numb
   const pos = ops.gt(a, c(a, 0));
   return sel(pos, a, ops.mul(c(a, o.alpha ?? 1.0), ops.expm1(sel(pos, c(a, 0), a))));
 }
-const SELU_ALPHA = 1.6732632423543772, SELU_SCALE = 1.0507009873554805;
+const SELU_ALPHA = 1.6732632423543772,
+  SELU_SCALE = 1.0507009873554805;
 export const selu = f("selu", (a) => ops.mul(c(a, SELU_SCALE), elu(a, SELU_ALPHA)));
 /** celu(x, alpha=1) = max(x, 0) + alpha expm1(min(x, 0) / alpha). */
 export function celu(x: ArrayInput, ...args: Args<[alpha: number], { alpha?: number }>): Array {
@@ -86,18 +104,29 @@ export const sparsePlus = f("sparse_plus", (a) => {
   const q = ops.div(ops.integerPow(ops.add(a, c(a, 1)), 2), c(a, 4));
   return sel(ops.le(a, c(a, -1)), c(a, 0), sel(ops.ge(a, c(a, 1)), a, q));
 });
-export const sparseSigmoid = f("sparse_sigmoid", (a) => sel(ops.le(a, c(a, -1)), c(a, 0), sel(ops.ge(a, c(a, 1)), c(a, 1), ops.div(ops.add(a, c(a, 1)), c(a, 2)))));
+export const sparseSigmoid = f("sparse_sigmoid", (a) =>
+  sel(ops.le(a, c(a, -1)), c(a, 0), sel(ops.ge(a, c(a, 1)), c(a, 1), ops.div(ops.add(a, c(a, 1)), c(a, 2)))),
+);
 /** log(1 - exp(-x)) for x > 0, switching formulas at log 2 for accuracy. */
-export const log1mexp = f("log1mexp", (a) => sel(ops.lt(a, c(a, Math.LN2)), ops.log(ops.neg(ops.expm1(ops.neg(a)))), ops.log1p(ops.neg(ops.exp(ops.neg(a))))));
+export const log1mexp = f("log1mexp", (a) =>
+  sel(ops.lt(a, c(a, Math.LN2)), ops.log(ops.neg(ops.expm1(ops.neg(a)))), ops.log1p(ops.neg(ops.exp(ops.neg(a))))),
+);
 
-interface SoftmaxOpts { axis: Axis; where: ArrayInput | null }
+interface SoftmaxOpts {
+  axis: Axis;
+  where: ArrayInput | null;
+}
 type SoftmaxArgs = Args<[axis: Axis, where: ArrayInput | null], Partial<SoftmaxOpts>>;
 /**
  * The arguments softmax and logSoftmax share: the inexact operand, its axis (default -1), the mask and the (masked)
  * max. The max is only a shift for stability, which both results are invariant to: as in JAX it is a
  * stop_gradient, so derivatives skip the max's own (zero-sum) tie-splitting JVP.
  */
-function softmaxArgs(name: string, x: ArrayInput, args: SoftmaxArgs): { a: Array; axis: Axis; w: ArrayInput | undefined; xmax: Array } {
+function softmaxArgs(
+  name: string,
+  x: ArrayInput,
+  args: SoftmaxArgs,
+): { a: Array; axis: Axis; w: ArrayInput | undefined; xmax: Array } {
   const o = parseArgs<SoftmaxOpts>(name, args, ["axis", "where"]);
   const a = toInexact(name, x);
   const axis = o.axis === undefined ? -1 : o.axis;
@@ -121,11 +150,26 @@ export function logSoftmax(x: ArrayInput, ...args: SoftmaxArgs): Array {
   const r = ops.sub(shifted, broadcast(lse, a.shape));
   return w === undefined ? r : whereArr("log_softmax", w, r, -Infinity);
 }
-const broadcast = (y: Array, shape: readonly number[]): Array => ops.broadcastInDim(y, shape, y.shape.map((_, i) => i));
+const broadcast = (y: Array, shape: readonly number[]): Array =>
+  ops.broadcastInDim(
+    y,
+    shape,
+    y.shape.map((_, i) => i),
+  );
 export { logsumexp };
 /** logmeanexp(x, axis, where, keepdims) = logsumexp(x) - log(n). */
-export function logmeanexp(x: ArrayInput, ...args: Args<[axis: Axis, where: ArrayInput | null, keepdims: boolean], { axis?: Axis; where?: ArrayInput | null; keepdims?: boolean }>): Array {
-  const o = parseArgs<{ axis: Axis; where: ArrayInput | null; keepdims: boolean }>("logmeanexp", args, ["axis", "where", "keepdims"]);
+export function logmeanexp(
+  x: ArrayInput,
+  ...args: Args<
+    [axis: Axis, where: ArrayInput | null, keepdims: boolean],
+    { axis?: Axis; where?: ArrayInput | null; keepdims?: boolean }
+  >
+): Array {
+  const o = parseArgs<{ axis: Axis; where: ArrayInput | null; keepdims: boolean }>("logmeanexp", args, [
+    "axis",
+    "where",
+    "keepdims",
+  ]);
   const a = toInexact("logmeanexp", x);
   const lse = logsumexp(a, { axis: o.axis, where: o.where, keepdims: o.keepdims }) as Array;
   const ones = ops.fullLike(a, 1);
@@ -133,7 +177,10 @@ export function logmeanexp(x: ArrayInput, ...args: Args<[axis: Axis, where: Arra
   return ops.sub(lse, ops.log(n));
 }
 
-interface OneHotOpts { dtype: DType | null; axis: number }
+interface OneHotOpts {
+  dtype: DType | null;
+  axis: number;
+}
 /** oneHot(x, numClasses, { dtype = float32, axis = -1 }): x == iota along a new axis. */
 export function oneHot(x: ArrayInput, numClasses: number, opts: Partial<OneHotOpts> = {}): Array {
   const o = parseArgs<OneHotOpts>("one_hot", [opts], [], ["dtype", "axis"]);
@@ -144,14 +191,31 @@ export function oneHot(x: ArrayInput, numClasses: number, opts: Partial<OneHotOp
   outShape.splice(outShape.length - 1, 1);
   outShape.splice(ax, 0, n);
   const xd = isBool(a.dtype) ? ops.convert(a, "int32") : a;
-  const lhs = ops.broadcastInDim(xd, outShape, a.shape.map((_, i) => (i < ax ? i : i + 1)));
+  const lhs = ops.broadcastInDim(
+    xd,
+    outShape,
+    a.shape.map((_, i) => (i < ax ? i : i + 1)),
+  );
   const rhs = ops.iota(xd.dtype, outShape, ax);
   return ops.convert(ops.eq(lhs, rhs), userDType("one_hot", o.dtype) ?? defaultFloatDType());
 }
 
-interface StdOpts { axis: Axis; mean: ArrayInput | null; variance: ArrayInput | null; epsilon: number; where: ArrayInput | null; algorithm: "fast" | "stable" }
+interface StdOpts {
+  axis: Axis;
+  mean: ArrayInput | null;
+  variance: ArrayInput | null;
+  epsilon: number;
+  where: ArrayInput | null;
+  algorithm: "fast" | "stable";
+}
 /** standardize(x, axis=-1, mean, variance, epsilon=1e-5, where, {algorithm="fast"}): (x - mean) / sqrt(var + eps). */
-export function standardize(x: ArrayInput, ...args: Args<[axis: Axis, mean: ArrayInput | null, variance: ArrayInput | null, epsilon: number, where: ArrayInput | null], Partial<StdOpts>>): Array {
+export function standardize(
+  x: ArrayInput,
+  ...args: Args<
+    [axis: Axis, mean: ArrayInput | null, variance: ArrayInput | null, epsilon: number, where: ArrayInput | null],
+    Partial<StdOpts>
+  >
+): Array {
   const o = parseArgs<StdOpts>("standardize", args, ["axis", "mean", "variance", "epsilon", "where"], ["algorithm"]);
   const a = toInexact("standardize", x);
   const axis = o.axis === undefined ? -1 : o.axis;
@@ -160,7 +224,8 @@ export function standardize(x: ArrayInput, ...args: Args<[axis: Axis, mean: Arra
   const centered = ops.sub(a, broadcastTo2(m, a.shape));
   let v: Array;
   if (o.variance != null) v = toInexact("standardize", o.variance);
-  else if ((o.algorithm ?? "fast") === "stable") v = mean(ops.mul(centered, centered), { axis, keepdims: true, where: w });
+  else if ((o.algorithm ?? "fast") === "stable")
+    v = mean(ops.mul(centered, centered), { axis, keepdims: true, where: w });
   else if (o.algorithm === undefined || o.algorithm === "fast") {
     v = ops.sub(mean(ops.mul(a, a), { axis, keepdims: true, where: w }), ops.mul(m, m));
     v = ops.max(v, c(v, 0));
@@ -172,6 +237,10 @@ export const normalize = standardize;
 const broadcastTo2 = (y: Array, shape: readonly number[]): Array => {
   if (y.shape.join() === shape.join()) return y;
   const nd = shape.length;
-  return ops.broadcastInDim(y, shape, y.shape.map((_, i) => nd - y.ndim + i));
+  return ops.broadcastInDim(
+    y,
+    shape,
+    y.shape.map((_, i) => nd - y.ndim + i),
+  );
 };
 export { jnpTanh as tanh };

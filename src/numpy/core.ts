@@ -4,7 +4,17 @@ import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { fromBigInts, fromNumbers } from "../core/convert.js";
-import { type DType, type TypedArray, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isFloat, isInexact, promoteTypes } from "../core/dtype.js";
+import {
+  type DType,
+  type TypedArray,
+  canonicalizeDType,
+  checkDType,
+  defaultFloatDType,
+  defaultIntDType,
+  isFloat,
+  isInexact,
+  promoteTypes,
+} from "../core/dtype.js";
 import { broadcastShapes, shapesEqual } from "../core/shape.js";
 import { describe, scalarToArray } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
@@ -27,15 +37,23 @@ function typedDType(t: TypedArray): DType {
 /** jnp.array / jnp.asarray: nested JS arrays, scalars, typed arrays or Arrays to an Array. */
 export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}): Array {
   checkArity("array", arguments, 2, "array(value, dtype?) or array(value, { dtype, copy, order })");
-  if (typeof opts !== "string") checkOptions("array", opts, ["dtype", "copy", "order"], "array(value, dtype?) or array(value, { dtype, copy, order })");
+  if (typeof opts !== "string")
+    checkOptions(
+      "array",
+      opts,
+      ["dtype", "copy", "order"],
+      "array(value, dtype?) or array(value, { dtype, copy, order })",
+    );
   const o = typeof opts === "string" ? { dtype: opts } : opts;
   const dtype = o.dtype === undefined ? undefined : canonicalizeDType(checkDType("array", o.dtype));
   // JAX: the result is weakly typed exactly when no dtype is given and the input itself is weak
   // (a JS number, or a weak Array); jnp.array(5).weak_type is True, jnp.array([5]) is strong
-  if (value instanceof Array) return dtype && (dtype !== value.dtype || value.weakType) ? ops.convert(value, dtype, false) : value;
+  if (value instanceof Array)
+    return dtype && (dtype !== value.dtype || value.weakType) ? ops.convert(value, dtype, false) : value;
   if (typeof value === "number" || typeof value === "boolean" || typeof value === "bigint") {
     // a JS number becomes a float dtype in one rounding (not through float32 first)
-    if (typeof value === "number" && dtype && isFloat(dtype)) return new ArrayImpl(new ShapedArray([], dtype, false), fromNumbers([value], dtype));
+    if (typeof value === "number" && dtype && isFloat(dtype))
+      return new ArrayImpl(new ShapedArray([], dtype, false), fromNumbers([value], dtype));
     const s = scalarToArray(value);
     return dtype ? ops.convert(s, dtype, false) : s;
   }
@@ -43,34 +61,62 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
     const t = value as TypedArray;
     const d0 = typedDType(t);
     const a = ArrayImpl.of([t.length], d0, t.slice());
-    return dtype && dtype !== d0 ? ops.convert(a, dtype) : canonicalizeDType(d0) !== d0 ? ops.convert(a, canonicalizeDType(d0)) : a;
+    return dtype && dtype !== d0
+      ? ops.convert(a, dtype)
+      : canonicalizeDType(d0) !== d0
+        ? ops.convert(a, canonicalizeDType(d0))
+        : a;
   }
   if (!JSArray.isArray(value)) throw new TypeError(`array: cannot convert ${describe(value)} to an Array`);
   // nested list: find the shape and flatten
   const shape: number[] = [];
-  for (let v: unknown = value; JSArray.isArray(v); v = v[0]) { shape.push(v.length); if (v.length === 0) break; }
+  for (let v: unknown = value; JSArray.isArray(v); v = v[0]) {
+    shape.push(v.length);
+    if (v.length === 0) break;
+  }
   const flat: unknown[] = [];
   const rec = (v: unknown, d: number): void => {
     if (d === shape.length) {
-      if (JSArray.isArray(v)) throw new TypeError(`array: ragged nested sequence (expected scalars at depth ${d}, shape so far [${shape}])`);
+      if (JSArray.isArray(v))
+        throw new TypeError(`array: ragged nested sequence (expected scalars at depth ${d}, shape so far [${shape}])`);
       flat.push(v instanceof Array ? v.item() : v);
       return;
     }
-    if (!JSArray.isArray(v) || v.length !== shape[d]) throw new TypeError(`array: ragged nested sequence at depth ${d}: expected a list of length ${shape[d]} (shape [${shape}])`);
+    if (!JSArray.isArray(v) || v.length !== shape[d])
+      throw new TypeError(
+        `array: ragged nested sequence at depth ${d}: expected a list of length ${shape[d]} (shape [${shape}])`,
+      );
     for (const x of v) rec(x, d + 1);
   };
   rec(value, 0);
-  for (const x of flat) if (typeof x !== "number" && typeof x !== "boolean" && typeof x !== "bigint") throw new TypeError(`array: unsupported element ${describe(x)}`);
+  for (const x of flat)
+    if (typeof x !== "number" && typeof x !== "boolean" && typeof x !== "bigint")
+      throw new TypeError(`array: unsupported element ${describe(x)}`);
   let d = dtype;
   if (!d) {
     if (flat.length > 0 && flat.every((x) => typeof x === "boolean")) d = "bool";
-    else if (flat.every((x) => typeof x === "bigint" || typeof x === "boolean" || (typeof x === "number" && Number.isInteger(x) && !Object.is(x, -0)))) d = defaultIntDType();
+    else if (
+      flat.every(
+        (x) =>
+          typeof x === "bigint" ||
+          typeof x === "boolean" ||
+          (typeof x === "number" && Number.isInteger(x) && !Object.is(x, -0)),
+      )
+    )
+      d = defaultIntDType();
     else d = defaultFloatDType();
     if (flat.length === 0) d = defaultFloatDType();
   }
-  const data = flat.some((x) => typeof x === "bigint") && (d === "int64" || d === "uint64")
-    ? fromBigInts(flat.map((x) => BigInt(x as number | bigint)), d)
-    : fromNumbers(flat.map((x) => (typeof x === "boolean" ? (x ? 1 : 0) : Number(x))), d);
+  const data =
+    flat.some((x) => typeof x === "bigint") && (d === "int64" || d === "uint64")
+      ? fromBigInts(
+          flat.map((x) => BigInt(x as number | bigint)),
+          d,
+        )
+      : fromNumbers(
+          flat.map((x) => (typeof x === "boolean" ? (x ? 1 : 0) : Number(x))),
+          d,
+        );
   return new ArrayImpl(new ShapedArray(shape, d, false), data);
 }
 export const asarray = array;
@@ -101,9 +147,14 @@ export function broadcastTo(x: Array, shape: readonly number[], fn = "broadcast_
   if (x.ndim > nd) throw new Error(`${fn}: cannot broadcast array of shape (${x.shape}) to shape (${shape})`);
   broadcastShapes(fn, x.shape, shape);
   const full = broadcastShapes(fn, x.shape, shape);
-  if (!shapesEqual(full, shape)) throw new Error(`${fn}: cannot broadcast array of shape (${x.shape}) to shape (${shape})`);
+  if (!shapesEqual(full, shape))
+    throw new Error(`${fn}: cannot broadcast array of shape (${x.shape}) to shape (${shape})`);
   // drop size-1 dims that need expanding is handled by broadcast_in_dim
-  return ops.broadcastInDim(x, shape, x.shape.map((_, i) => nd - x.ndim + i));
+  return ops.broadcastInDim(
+    x,
+    shape,
+    x.shape.map((_, i) => nd - x.ndim + i),
+  );
 }
 /** Promote dtypes then broadcast shapes: what every jnp binary op does first. */
 export function promoteArgs(fn: string, ...xs: (ArrayLike | NestedValue)[]): Array[] {
@@ -113,9 +164,17 @@ export function promoteArgs(fn: string, ...xs: (ArrayLike | NestedValue)[]): Arr
  * For binary lax ops, which broadcast rank-0 operands themselves: promote dtypes, but leave a scalar operand
  * unbroadcast so it stays a literal in jaxprs (`mul a 2.0:f32[]`, as JAX prints).
  */
-export function promoteBinary(fn: string, x: ArrayLike | NestedValue, y: ArrayLike | NestedValue, inexact = false): [Array, Array] {
+export function promoteBinary(
+  fn: string,
+  x: ArrayLike | NestedValue,
+  y: ArrayLike | NestedValue,
+  inexact = false,
+): [Array, Array] {
   let [a, b] = promoteDtypes(fn, [x, y]);
-  if (inexact && !isInexact(a.dtype)) { a = ops.convert(a, defaultFloatDType(), a.weakType); b = ops.convert(b, defaultFloatDType(), b.weakType); }
+  if (inexact && !isInexact(a.dtype)) {
+    a = ops.convert(a, defaultFloatDType(), a.weakType);
+    b = ops.convert(b, defaultFloatDType(), b.weakType);
+  }
   if (a.ndim === 0 || b.ndim === 0) return [a, b];
   const [p, q] = broadcastArrays(fn, [a, b]);
   return [p, q];

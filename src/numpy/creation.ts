@@ -13,28 +13,42 @@ import { sum } from "./reductions.js";
 
 export type ShapeArg = number | readonly number[];
 function shapeOf(fn: string, s: unknown): number[] {
-  if (s instanceof Array) throw new TypeError(`${fn}: shape must be a non-negative integer or a list of them, got an Array ${s.aval.str()}`);
+  if (s instanceof Array)
+    throw new TypeError(`${fn}: shape must be a non-negative integer or a list of them, got an Array ${s.aval.str()}`);
   const shape = checkShape(fn, globalThis.Array.isArray(s) ? [...s] : s);
   checkAllocatable(fn, shape);
   return shape;
 }
 
 /** zeros(shape, dtype = default float). */
-export function zeros(shape: ShapeArg, ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>): Array {
+export function zeros(
+  shape: ShapeArg,
+  ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>
+): Array {
   const o = parseArgs<{ dtype: DType }>("zeros", args, ["dtype"], ["device"]);
   return ops.full(shapeOf("zeros", shape), 0, userDType("zeros", o.dtype) ?? defaultFloatDType());
 }
-export function ones(shape: ShapeArg, ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>): Array {
+export function ones(
+  shape: ShapeArg,
+  ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>
+): Array {
   const o = parseArgs<{ dtype: DType }>("ones", args, ["dtype"], ["device"]);
   return ops.full(shapeOf("ones", shape), 1, userDType("ones", o.dtype) ?? defaultFloatDType());
 }
 /** empty is zeros (XLA has no uninitialized memory). */
-export function empty(shape: ShapeArg, ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>): Array {
+export function empty(
+  shape: ShapeArg,
+  ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>
+): Array {
   const o = parseArgs<{ dtype: DType }>("empty", args, ["dtype"], ["device"]);
   return ops.full(shapeOf("empty", shape), 0, userDType("empty", o.dtype) ?? defaultFloatDType());
 }
 /** full(shape, fillValue, dtype): without dtype a JS scalar fill gives a weakly typed result (as lax.full). */
-export function full(shape: ShapeArg, fillValue: ArrayInput, ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>): Array {
+export function full(
+  shape: ShapeArg,
+  fillValue: ArrayInput,
+  ...args: Args<[dtype: DType | null], { dtype?: DType | null; device?: unknown }>
+): Array {
   const o = parseArgs<{ dtype: DType }>("full", args, ["dtype"], ["device"]);
   const s = shapeOf("full", shape);
   const v = asArrayArg("full", fillValue);
@@ -42,7 +56,11 @@ export function full(shape: ShapeArg, fillValue: ArrayInput, ...args: Args<[dtyp
   const conv = d ? ops.convert(v, d, false) : v;
   return broadcastTo(conv, s, "full");
 }
-interface LikeOpts { dtype: DType | null; shape: ShapeArg | null; device: unknown }
+interface LikeOpts {
+  dtype: DType | null;
+  shape: ShapeArg | null;
+  device: unknown;
+}
 function likeImpl(fn: string, a: ArrayInput, v: ArrayInput, o: Partial<LikeOpts>): Array {
   const x = asArrayArg(fn, a);
   const d = userDType(fn, o.dtype);
@@ -50,42 +68,75 @@ function likeImpl(fn: string, a: ArrayInput, v: ArrayInput, o: Partial<LikeOpts>
   const fill = ops.convert(asArrayArg(fn, v), d ?? x.dtype, d ? false : x.weakType);
   return broadcastTo(fill, s, fn);
 }
-export function zerosLike(a: ArrayInput, ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>): Array {
+export function zerosLike(
+  a: ArrayInput,
+  ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>
+): Array {
   return likeImpl("zeros_like", a, 0, parseArgs<LikeOpts>("zeros_like", args, ["dtype", "shape"], ["device"]));
 }
-export function onesLike(a: ArrayInput, ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>): Array {
+export function onesLike(
+  a: ArrayInput,
+  ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>
+): Array {
   return likeImpl("ones_like", a, 1, parseArgs<LikeOpts>("ones_like", args, ["dtype", "shape"], ["device"]));
 }
-export function emptyLike(a: ArrayInput, ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>): Array {
+export function emptyLike(
+  a: ArrayInput,
+  ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>
+): Array {
   return likeImpl("empty_like", a, 0, parseArgs<LikeOpts>("empty_like", args, ["dtype", "shape"], ["device"]));
 }
-export function fullLike(a: ArrayInput, fillValue: ArrayInput, ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>): Array {
+export function fullLike(
+  a: ArrayInput,
+  fillValue: ArrayInput,
+  ...args: Args<[dtype: DType | null, shape: ShapeArg | null], Partial<LikeOpts>>
+): Array {
   return likeImpl("full_like", a, fillValue, parseArgs<LikeOpts>("full_like", args, ["dtype", "shape"], ["device"]));
 }
 
 /** A concrete JS scalar from a number or 0-d concrete Array (arange/linspace bounds must be static). */
 function scalarArg(fn: string, name: string, v: unknown): number {
   if (v instanceof Array) {
-    if (!(v instanceof ArrayImpl)) throw new TypeError(`${fn}: ${name} must be concrete (a JS number or a concrete array), got a traced ${v.aval.str()}`);
+    if (!(v instanceof ArrayImpl))
+      throw new TypeError(
+        `${fn}: ${name} must be concrete (a JS number or a concrete array), got a traced ${v.aval.str()}`,
+      );
     if (v.ndim !== 0) throw new Error(`${fn}: arguments must be scalars; got ${name} of shape ${shapeStr(v.shape)}`);
     return Number(v.item());
   }
   if (typeof v === "boolean") return v ? 1 : 0;
-  if (typeof v !== "number" || Number.isNaN(v)) throw new TypeError(`${fn}: ${name} must be a number, got ${JSON.stringify(v)}`);
+  if (typeof v !== "number" || Number.isNaN(v))
+    throw new TypeError(`${fn}: ${name} must be a number, got ${JSON.stringify(v)}`);
   return v;
 }
 const dtypeOfScalar = (v: unknown): { dtype: DType; weakType: boolean } =>
-  v instanceof Array ? { dtype: v.dtype, weakType: v.weakType } : { dtype: typeof v === "number" && !Number.isInteger(v) ? defaultFloatDType() : defaultIntDType(), weakType: true };
+  v instanceof Array
+    ? { dtype: v.dtype, weakType: v.weakType }
+    : {
+        dtype: typeof v === "number" && !Number.isInteger(v) ? defaultFloatDType() : defaultIntDType(),
+        weakType: true,
+      };
 
-interface ArangeOpts { stop: number | null; step: number | null; dtype: DType | null; device: unknown }
+interface ArangeOpts {
+  stop: number | null;
+  step: number | null;
+  dtype: DType | null;
+  device: unknown;
+}
 /** arange(stop) / arange(start, stop, step, dtype): start + step * iota; dtype from the arguments (ints -> int32). */
-export function arange(start: number | Array, ...args: Args<[stop: number | Array | null, step: number | Array | null, dtype: DType | null], Partial<ArangeOpts>>): Array {
+export function arange(
+  start: number | Array,
+  ...args: Args<[stop: number | Array | null, step: number | Array | null, dtype: DType | null], Partial<ArangeOpts>>
+): Array {
   const o = parseArgs<ArangeOpts>("arange", args, ["stop", "step", "dtype"], ["device"]);
   const given = [start, o.stop, o.step].filter((v) => v !== undefined && v !== null);
   const d = userDType("arange", o.dtype) ?? promoteTypes(...given.map(dtypeOfScalar)).dtype;
   let lo = scalarArg("arange", o.stop == null && o.step == null ? "stop" : "start", start);
   let hi: number;
-  if (o.stop === undefined || o.stop === null) { hi = lo; lo = 0; } else hi = scalarArg("arange", "stop", o.stop);
+  if (o.stop === undefined || o.stop === null) {
+    hi = lo;
+    lo = 0;
+  } else hi = scalarArg("arange", "stop", o.stop);
   const step = o.step === undefined || o.step === null ? 1 : scalarArg("arange", "step", o.step);
   if (step === 0) throw new Error("arange: step must not be zero");
   const size = Math.max(0, Math.ceil((hi - lo) / step));
@@ -95,7 +146,14 @@ export function arange(start: number | Array, ...args: Args<[stop: number | Arra
   return ops.convert(r, d, false);
 }
 
-interface LinOpts { num: number; endpoint: boolean; retstep: boolean; dtype: DType | null; axis: number; device: unknown }
+interface LinOpts {
+  num: number;
+  endpoint: boolean;
+  retstep: boolean;
+  dtype: DType | null;
+  axis: number;
+  device: unknown;
+}
 function linspaceImpl(fn: string, start: ArrayInput, stop: ArrayInput, o: Partial<LinOpts>): [Array, Array] {
   const num = concreteInt(fn, "num", o.num ?? 50);
   if (num < 0) throw new Error(`${fn}: number of samples, ${num}, must be non-negative`);
@@ -105,20 +163,27 @@ function linspaceImpl(fn: string, start: ArrayInput, stop: ArrayInput, o: Partia
   const d = userDType(fn, o.dtype) ?? inexact(s0.dtype);
   const cd = inexact(d);
   const bounds = broadcastShapes(fn, s0.shape, e0.shape);
-  const s = broadcastTo(ops.convert(s0, cd, false), bounds, fn), e = broadcastTo(ops.convert(e0, cd, false), bounds, fn);
+  const s = broadcastTo(ops.convert(s0, cd, false), bounds, fn),
+    e = broadcastTo(ops.convert(e0, cd, false), bounds, fn);
   const axis = axisOf(fn, o.axis ?? 0, [...bounds, 0]);
-  const outShape = [...bounds]; outShape.splice(axis, 0, num);
-  const bshape = [...bounds]; bshape.splice(axis, 0, 1);
+  const outShape = [...bounds];
+  outShape.splice(axis, 0, num);
+  const bshape = [...bounds];
+  bshape.splice(axis, 0, 1);
   const div = endpoint ? num - 1 : num;
   let out: Array, delta: Array;
   if (num > 1) {
     delta = ops.div(ops.sub(e, s), ops.full([], div, cd));
     const iotaShape = bshape.map((_, i) => (i === axis ? div : 1));
     const step = ops.div(ops.reshape(ops.iota(cd, [div], 0), iotaShape), ops.full([], div, cd));
-    const sb = ops.reshape(s, bshape), eb = ops.reshape(e, bshape);
+    const sb = ops.reshape(s, bshape),
+      eb = ops.reshape(e, bshape);
     const tgt = bshape.map((v, i) => (i === axis ? div : v));
     const stepB = broadcastTo(step, tgt, fn);
-    out = ops.add(ops.mul(broadcastTo(sb, tgt, fn), ops.sub(c(stepB, 1), stepB)), ops.mul(broadcastTo(eb, tgt, fn), stepB));
+    out = ops.add(
+      ops.mul(broadcastTo(sb, tgt, fn), ops.sub(c(stepB, 1), stepB)),
+      ops.mul(broadcastTo(eb, tgt, fn), stepB),
+    );
     if (endpoint) out = ops.concatenate([out, eb], axis);
   } else if (num === 1) {
     delta = endpoint ? ops.full(bounds, NaN, cd) : ops.sub(e, s);
@@ -131,14 +196,28 @@ function linspaceImpl(fn: string, start: ArrayInput, stop: ArrayInput, o: Partia
   return [ops.convert(out, d, false), delta];
 }
 /** linspace(start, stop, num=50, endpoint=true, retstep=false, dtype, axis=0); retstep returns [samples, step]. */
-export function linspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num: number, endpoint: boolean, retstep: boolean, dtype: DType | null, axis: number], Partial<LinOpts>>): Array | [Array, Array] {
+export function linspace(
+  start: ArrayInput,
+  stop: ArrayInput,
+  ...args: Args<[num: number, endpoint: boolean, retstep: boolean, dtype: DType | null, axis: number], Partial<LinOpts>>
+): Array | [Array, Array] {
   const o = parseArgs<LinOpts>("linspace", args, ["num", "endpoint", "retstep", "dtype", "axis"], ["device"]);
   const [out, delta] = linspaceImpl("linspace", start, stop, o);
   return o.retstep ? [out, delta] : out;
 }
-interface LogOpts { num: number; endpoint: boolean; base: number; dtype: DType | null; axis: number }
+interface LogOpts {
+  num: number;
+  endpoint: boolean;
+  base: number;
+  dtype: DType | null;
+  axis: number;
+}
 /** logspace: base ** linspace(start, stop). */
-export function logspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num: number, endpoint: boolean, base: number, dtype: DType | null, axis: number], Partial<LogOpts>>): Array {
+export function logspace(
+  start: ArrayInput,
+  stop: ArrayInput,
+  ...args: Args<[num: number, endpoint: boolean, base: number, dtype: DType | null, axis: number], Partial<LogOpts>>
+): Array {
   const o = parseArgs<LogOpts>("logspace", args, ["num", "endpoint", "base", "dtype", "axis"]);
   const [s0, e0] = promoteDtypes("logspace", [start, stop]);
   const d = userDType("logspace", o.dtype) ?? (isFloat(s0.dtype) ? s0.dtype : defaultFloatDType());
@@ -148,14 +227,24 @@ export function logspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num
   return castSpaced(r, d);
 }
 /** geomspace: geometric progression from start to stop (signs must agree), endpoints exact. */
-export function geomspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[num: number, endpoint: boolean, dtype: DType | null, axis: number], Partial<LogOpts>>): Array {
+export function geomspace(
+  start: ArrayInput,
+  stop: ArrayInput,
+  ...args: Args<[num: number, endpoint: boolean, dtype: DType | null, axis: number], Partial<LogOpts>>
+): Array {
   const o = parseArgs<LogOpts>("geomspace", args, ["num", "endpoint", "dtype", "axis"]);
   const [s0, e0] = promoteDtypes("geomspace", [start, stop]);
   const d = userDType("geomspace", o.dtype) ?? (isFloat(s0.dtype) ? s0.dtype : defaultFloatDType());
   const cd = isFloat(d) ? d : defaultFloatDType();
-  const s = ops.convert(s0, cd, false), e = ops.convert(e0, cd, false);
+  const s = ops.convert(s0, cd, false),
+    e = ops.convert(e0, cd, false);
   const sg = sign(s);
-  const [lin] = linspaceImpl("geomspace", log10(ops.div(s, sg)), log10(ops.div(e, sg)), { num: o.num, endpoint: o.endpoint, dtype: cd, axis: 0 });
+  const [lin] = linspaceImpl("geomspace", log10(ops.div(s, sg)), log10(ops.div(e, sg)), {
+    num: o.num,
+    endpoint: o.endpoint,
+    dtype: cd,
+    axis: 0,
+  });
   let r = ops.mul(broadcastTo(sg, lin.shape.slice(1), "geomspace"), power(ops.full([], 10, cd), lin));
   const n = r.shape[0];
   const bounds = r.shape.slice(1);
@@ -179,7 +268,10 @@ export function geomspace(start: ArrayInput, stop: ArrayInput, ...args: Args<[nu
 function castSpaced(r: Array, d: DType): Array {
   if (!isInteger(d)) return ops.convert(r, d, false);
   const near = ops.round(r, 0);
-  const snap = ops.le(ops.abs(ops.sub(r, near)), ops.mul(ops.max(ops.abs(near), ops.fullLike(r, 1)), ops.fullLike(r, 1e-5)));
+  const snap = ops.le(
+    ops.abs(ops.sub(r, near)),
+    ops.mul(ops.max(ops.abs(near), ops.fullLike(r, 1)), ops.fullLike(r, 1e-5)),
+  );
   // truncation toward zero: floor for positives, ceil for negatives
   const trunc = ops.select(ops.lt(r, ops.fullLike(r, 0)), ops.ceil(r), ops.floor(r));
   return ops.convert(ops.select(snap, near, trunc), d, false);
@@ -188,11 +280,20 @@ function castSpaced(r: Array, d: DType): Array {
 // ---------------------------------------------------------------- matrices
 /** [rows, cols] index grids of shape (n, m) as int32 arrays. */
 const grid = (n: number, m: number): [Array, Array] => [ops.iota("int32", [n, m], 0), ops.iota("int32", [n, m], 1)];
-interface EyeOpts { M: number | null; k: number; dtype: DType | null; device: unknown }
+interface EyeOpts {
+  M: number | null;
+  k: number;
+  dtype: DType | null;
+  device: unknown;
+}
 /** eye(N, M=N, k=0, dtype): ones on the k-th diagonal. */
-export function eye(N: number, ...args: Args<[M: number | null, k: number, dtype: DType | null], Partial<EyeOpts>>): Array {
+export function eye(
+  N: number,
+  ...args: Args<[M: number | null, k: number, dtype: DType | null], Partial<EyeOpts>>
+): Array {
   const o = parseArgs<EyeOpts>("eye", args, ["M", "k", "dtype"], ["device"]);
-  const n = concreteInt("eye", "N", N, 0), m = o.M === undefined || o.M === null ? n : concreteInt("eye", "M", o.M, 0);
+  const n = concreteInt("eye", "N", N, 0),
+    m = o.M === undefined || o.M === null ? n : concreteInt("eye", "M", o.M, 0);
   const k = concreteInt("eye", "k", o.k ?? 0);
   const [i, j] = grid(n, m);
   return ops.convert(ops.eq(ops.add(i, c(i, k)), j), userDType("eye", o.dtype) ?? defaultFloatDType());
@@ -202,11 +303,18 @@ export function identity(n: number, ...args: Args<[dtype: DType | null], { dtype
   return eye(n, { dtype: o.dtype });
 }
 /** tri(N, M=N, k=0, dtype): ones at and below the k-th diagonal. */
-export function tri(N: number, ...args: Args<[M: number | null, k: number, dtype: DType | null], Partial<EyeOpts>>): Array {
+export function tri(
+  N: number,
+  ...args: Args<[M: number | null, k: number, dtype: DType | null], Partial<EyeOpts>>
+): Array {
   const o = parseArgs<EyeOpts>("tri", args, ["M", "k", "dtype"]);
-  const n = concreteInt("tri", "N", N, 0), m = o.M === undefined || o.M === null ? n : concreteInt("tri", "M", o.M, 0);
+  const n = concreteInt("tri", "N", N, 0),
+    m = o.M === undefined || o.M === null ? n : concreteInt("tri", "M", o.M, 0);
   const [i, j] = grid(n, m);
-  return ops.convert(ops.le(j, ops.add(i, c(i, concreteInt("tri", "k", o.k ?? 0)))), userDType("tri", o.dtype) ?? defaultFloatDType());
+  return ops.convert(
+    ops.le(j, ops.add(i, c(i, concreteInt("tri", "k", o.k ?? 0)))),
+    userDType("tri", o.dtype) ?? defaultFloatDType(),
+  );
 }
 function triMask(fn: string, m: ArrayInput, k: unknown, lower: boolean): Array {
   const x = asArrayArg(fn, m);
@@ -216,24 +324,42 @@ function triMask(fn: string, m: ArrayInput, k: unknown, lower: boolean): Array {
   const keep = lower ? ops.le(j, ops.add(i, c(i, kk))) : ops.ge(j, ops.add(i, c(i, kk)));
   return sel(keep, x, ops.scalarLike(x, 0));
 }
-export function tril(m: ArrayInput, ...args: Args<[k: number], { k?: number }>): Array { return triMask("tril", m, parseArgs<{ k: number }>("tril", args, ["k"]).k, true); }
-export function triu(m: ArrayInput, ...args: Args<[k: number], { k?: number }>): Array { return triMask("triu", m, parseArgs<{ k: number }>("triu", args, ["k"]).k, false); }
+export function tril(m: ArrayInput, ...args: Args<[k: number], { k?: number }>): Array {
+  return triMask("tril", m, parseArgs<{ k: number }>("tril", args, ["k"]).k, true);
+}
+export function triu(m: ArrayInput, ...args: Args<[k: number], { k?: number }>): Array {
+  return triMask("triu", m, parseArgs<{ k: number }>("triu", args, ["k"]).k, false);
+}
 
-interface DiagonalOpts { offset: number; axis1: number; axis2: number }
+interface DiagonalOpts {
+  offset: number;
+  axis1: number;
+  axis2: number;
+}
 /** diagonal(a, offset, axis1, axis2): the diagonal becomes the last axis of the result. */
-export function diagonal(a: ArrayInput, ...args: Args<[offset: number, axis1: number, axis2: number], Partial<DiagonalOpts>>): Array {
+export function diagonal(
+  a: ArrayInput,
+  ...args: Args<[offset: number, axis1: number, axis2: number], Partial<DiagonalOpts>>
+): Array {
   const o = parseArgs<DiagonalOpts>("diagonal", args, ["offset", "axis1", "axis2"]);
   return diagonalImpl("diagonal", asArrayArg("diagonal", a), o);
 }
 function diagonalImpl(fn: string, x: Array, o: Partial<DiagonalOpts>): Array {
-  if (x.ndim < 2) throw new Error(`${fn}: requires an array of at least two dimensions, got shape ${shapeStr(x.shape)}`);
-  const a1 = axisOf(fn, o.axis1 ?? 0, x.shape), a2 = axisOf(fn, o.axis2 ?? 1, x.shape);
-  if (a1 === a2) throw new Error(`${fn}: axis1 and axis2 cannot be the same (both ${a1}) for shape ${shapeStr(x.shape)}`);
+  if (x.ndim < 2)
+    throw new Error(`${fn}: requires an array of at least two dimensions, got shape ${shapeStr(x.shape)}`);
+  const a1 = axisOf(fn, o.axis1 ?? 0, x.shape),
+    a2 = axisOf(fn, o.axis2 ?? 1, x.shape);
+  if (a1 === a2)
+    throw new Error(`${fn}: axis1 and axis2 cannot be the same (both ${a1}) for shape ${shapeStr(x.shape)}`);
   const off = concreteInt(fn, "offset", o.offset ?? 0);
-  const n1 = x.shape[a1], n2 = x.shape[a2];
+  const n1 = x.shape[a1],
+    n2 = x.shape[a2];
   const len = Math.max(0, off >= 0 ? Math.min(n1, n2 - off) : Math.min(n1 + off, n2));
   const idx = new Int32Array(len * 2);
-  for (let t = 0; t < len; t++) { idx[2 * t] = off >= 0 ? t : t - off; idx[2 * t + 1] = off >= 0 ? t + off : t; }
+  for (let t = 0; t < len; t++) {
+    idx[2 * t] = off >= 0 ? t : t - off;
+    idx[2 * t + 1] = off >= 0 ? t + off : t;
+  }
   const g = ops.gather(x, ArrayImpl.of([len, 2], "int32", idx), [a1, a2], "clip");
   return ops.moveaxis(g, 0, g.ndim - 1);
 }
@@ -253,51 +379,89 @@ export function diagflat(v: ArrayInput, ...args: Args<[k: number], { k?: number 
   const x = asArrayArg("diagflat", v);
   return diag(ops.reshape(x, [x.size]), ...args);
 }
-interface TraceOpts extends DiagonalOpts { dtype: DType | null; out: null }
+interface TraceOpts extends DiagonalOpts {
+  dtype: DType | null;
+  out: null;
+}
 /** trace(a, offset, axis1, axis2, dtype): sum of the diagonal (integers sum in the default int). */
-export function trace(a: ArrayInput, ...args: Args<[offset: number, axis1: number, axis2: number, dtype: DType | null, out: null], Partial<TraceOpts>>): Array {
+export function trace(
+  a: ArrayInput,
+  ...args: Args<[offset: number, axis1: number, axis2: number, dtype: DType | null, out: null], Partial<TraceOpts>>
+): Array {
   const o = parseArgs<TraceOpts>("trace", args, ["offset", "axis1", "axis2", "dtype", "out"]);
   const d = diagonalImpl("trace", asArrayArg("trace", a), o);
   return sum(d, { axis: -1, dtype: o.dtype ?? null });
 }
 
 // ---------------------------------------------------------------- grids
-interface MeshOpts { copy: boolean; sparse: boolean; indexing: "xy" | "ij" }
+interface MeshOpts {
+  copy: boolean;
+  sparse: boolean;
+  indexing: "xy" | "ij";
+}
 /** meshgrid(...xi, { indexing = "xy", sparse }): coordinate arrays from 1-D vectors. */
 export function meshgrid(...args: (ArrayInput | Partial<MeshOpts>)[]): Array[] {
-  const hasOpts = args.length > 0 && typeof args[args.length - 1] === "object" && !(args[args.length - 1] instanceof Array) && !globalThis.Array.isArray(args[args.length - 1]);
+  const hasOpts =
+    args.length > 0 &&
+    typeof args[args.length - 1] === "object" &&
+    !(args[args.length - 1] instanceof Array) &&
+    !globalThis.Array.isArray(args[args.length - 1]);
   const o = parseArgs<MeshOpts>("meshgrid", hasOpts ? [args[args.length - 1]] : [], [], ["copy", "sparse", "indexing"]);
   const xs = (hasOpts ? args.slice(0, -1) : args).map((x) => asArrayArg("meshgrid", x as ArrayInput));
-  for (const x of xs) if (x.ndim !== 1) throw new Error(`meshgrid: arguments must be 1-D, got shape ${shapeStr(x.shape)}`);
+  for (const x of xs)
+    if (x.ndim !== 1) throw new Error(`meshgrid: arguments must be 1-D, got shape ${shapeStr(x.shape)}`);
   const indexing = o.indexing ?? "xy";
-  if (indexing !== "xy" && indexing !== "ij") throw new Error(`meshgrid: indexing must be "xy" or "ij", got ${JSON.stringify(indexing)}`);
+  if (indexing !== "xy" && indexing !== "ij")
+    throw new Error(`meshgrid: indexing must be "xy" or "ij", got ${JSON.stringify(indexing)}`);
   const dimOf = (i: number): number => (indexing === "xy" && xs.length >= 2 && i < 2 ? 1 - i : i);
   const shape = xs.map((_, i) => xs[dimOf(i)].shape[0]);
   return xs.map((x, i) => {
     const d = dimOf(i);
-    if (o.sparse) return ops.reshape(x, shape.map((n, k) => (k === d ? n : 1)));
+    if (o.sparse)
+      return ops.reshape(
+        x,
+        shape.map((n, k) => (k === d ? n : 1)),
+      );
     return ops.broadcastInDim(x, shape, [d]);
   });
 }
 /** indices(dimensions, dtype = int32, sparse): grid of index arrays stacked on a leading axis. */
-export function indices(dimensions: readonly number[], ...args: Args<[dtype: DType | null, sparse: boolean], { dtype?: DType | null; sparse?: boolean }>): Array | Array[] {
+export function indices(
+  dimensions: readonly number[],
+  ...args: Args<[dtype: DType | null, sparse: boolean], { dtype?: DType | null; sparse?: boolean }>
+): Array | Array[] {
   const o = parseArgs<{ dtype: DType; sparse: boolean }>("indices", args, ["dtype", "sparse"]);
   const dims = shapeOf("indices", dimensions);
   const d = userDType("indices", o.dtype) ?? defaultIntDType();
-  const outs = dims.map((_, i) => (o.sparse ? ops.reshape(ops.iota(d, [dims[i]], 0), dims.map((n, k) => (k === i ? n : 1))) : ops.iota(d, dims, i)));
+  const outs = dims.map((_, i) =>
+    o.sparse
+      ? ops.reshape(
+          ops.iota(d, [dims[i]], 0),
+          dims.map((n, k) => (k === i ? n : 1)),
+        )
+      : ops.iota(d, dims, i),
+  );
   if (o.sparse) return outs;
   if (dims.length === 0) return ops.full([0], 0, d);
-  return ops.concatenate(outs.map((x) => ops.reshape(x, [1, ...dims])), 0);
+  return ops.concatenate(
+    outs.map((x) => ops.reshape(x, [1, ...dims])),
+    0,
+  );
 }
 /** fromfunction(fn, shape, { dtype = float32 }): fn sees scalar indices, vmapped over every dimension as in JAX. */
-export function fromfunction(fn: (...idx: Array[]) => Array, shape: readonly number[], opts: { dtype?: DType | null } = {}): Array {
+export function fromfunction(
+  fn: (...idx: Array[]) => Array,
+  shape: readonly number[],
+  opts: { dtype?: DType | null } = {},
+): Array {
   const o = parseArgs<{ dtype: DType }>("fromfunction", [opts], [], ["dtype"]);
   const d = userDType("fromfunction", o.dtype) ?? defaultFloatDType();
   const dims = shapeOf("fromfunction", shape);
   if (dims.length === 0) return fn();
   // the innermost vmap maps the last index, the outermost the first: out[i, j, ...] = fn(i, j, ...)
   let g = fn as (...idx: Array[]) => Array;
-  for (let i = dims.length - 1; i >= 0; i--) g = vmap(g, { inAxes: dims.map((_, j) => (j === i ? 0 : null)) }) as (...idx: Array[]) => Array;
+  for (let i = dims.length - 1; i >= 0; i--)
+    g = vmap(g, { inAxes: dims.map((_, j) => (j === i ? 0 : null)) }) as (...idx: Array[]) => Array;
   return g(...dims.map((n) => ops.iota(d, [n], 0)));
 }
 /** copy(a): a new array with the same contents. */

@@ -1,19 +1,41 @@
 /** @file jnp arithmetic and unary math (ufuncs): add ... power, exp/log, trig, rounding, min/max, frexp/ldexp, gcd. */
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
-import { type DType, defaultFloatDType, finfo, isBigInt, isBool, isFloat, isInteger, isUnsigned } from "../core/dtype.js";
+import {
+  type DType,
+  defaultFloatDType,
+  finfo,
+  isBigInt,
+  isBool,
+  isFloat,
+  isInteger,
+  isUnsigned,
+} from "../core/dtype.js";
 import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
 import {
-  type ArrayInput, type Args, c, concreteInt, isIntLike, isNumeric, parseArgs, promoteArgsNumeric, requireKind, sel, toInexact,
+  type ArrayInput,
+  type Args,
+  c,
+  concreteInt,
+  isIntLike,
+  isNumeric,
+  parseArgs,
+  promoteArgsNumeric,
+  requireKind,
+  sel,
+  toInexact,
 } from "./elementwise-util.js";
 
 type Unary = (x: ArrayInput) => Array;
 type Binary = (x: ArrayInput, y: ArrayInput) => Array;
 
 /** A unary float function: ints/bools promote to the default float, as jnp does. */
-const floatUnary = (name: string, f: (x: Array) => Array): Unary => (x) => f(toInexact(name, x));
+const floatUnary =
+  (name: string, f: (x: Array) => Array): Unary =>
+  (x) =>
+    f(toInexact(name, x));
 
 // ---------------------------------------------------------------- arithmetic
 export const add: Binary = (x, y) => {
@@ -30,8 +52,14 @@ export const multiply: Binary = (x, y) => {
   return isBool(a.dtype) ? ops.and(a, b) : ops.mul(a, b);
 };
 /** True division: integer operands promote to the default float. */
-export const divide: Binary = (x, y) => { const [a, b] = promoteBinary("divide", x, y, true); return ops.div(a, b); };
-export const trueDivide: Binary = (x, y) => { const [a, b] = promoteBinary("true_divide", x, y, true); return ops.div(a, b); };
+export const divide: Binary = (x, y) => {
+  const [a, b] = promoteBinary("divide", x, y, true);
+  return ops.div(a, b);
+};
+export const trueDivide: Binary = (x, y) => {
+  const [a, b] = promoteBinary("true_divide", x, y, true);
+  return ops.div(a, b);
+};
 
 /** Python-style float divmod: the quotient is floored and the remainder takes the divisor's sign. */
 function floatDivmod(a: Array, b: Array): [Array, Array] {
@@ -83,11 +111,15 @@ export function divmod(x: ArrayInput, y: ArrayInput): [Array, Array] {
 function powIntInt(a: Array, b: Array): Array {
   const bits = a.dtype.endsWith("8") ? 8 : a.dtype.endsWith("16") ? 16 : isBigInt(a.dtype) ? 64 : 32;
   let acc: Array = ops.fullLike(a, 1);
-  let base = a, e = b;
+  let base = a,
+    e = b;
   for (let i = 0; i < bits; i++) {
     const bit = ops.ne(ops.and(e, c(e, 1)), c(e, 0));
     acc = ops.select(bit, ops.mul(acc, base), acc);
-    if (i + 1 < bits) { base = ops.mul(base, base); e = ops.shiftRightLogical(e, c(e, 1)); }
+    if (i + 1 < bits) {
+      base = ops.mul(base, base);
+      e = ops.shiftRightLogical(e, c(e, 1));
+    }
   }
   return acc;
 }
@@ -96,26 +128,47 @@ function powIntInt(a: Array, b: Array): Array {
  * alone (so x's dtype is kept, as in JAX); integer bases with integer exponents use integer arithmetic.
  */
 export const power: Binary = (x, y) => {
-  const concreteExp = typeof y === "number" && Number.isInteger(y) ? y
-    : y instanceof ArrayImpl && y.ndim === 0 && isInteger(y.dtype) ? Number(y.item()) : null;
+  const concreteExp =
+    typeof y === "number" && Number.isInteger(y)
+      ? y
+      : y instanceof ArrayImpl && y.ndim === 0 && isInteger(y.dtype)
+        ? Number(y.item())
+        : null;
   if (concreteExp !== null) {
     let a = asArrayArg("power", x);
     if (isBool(a.dtype)) a = ops.convert(a, "int32", false);
-    if (isInteger(a.dtype) && concreteExp < 0) throw new TypeError(`power: integers cannot be raised to negative powers, got ${a.dtype} base and exponent ${concreteExp}`);
+    if (isInteger(a.dtype) && concreteExp < 0)
+      throw new TypeError(
+        `power: integers cannot be raised to negative powers, got ${a.dtype} base and exponent ${concreteExp}`,
+      );
     return ops.integerPow(a, concreteExp);
   }
   const [a, b] = promoteArgsNumeric("power", x, y);
   return isInteger(a.dtype) ? powIntInt(a, b) : ops.pow(a, b);
 };
 export const pow: Binary = (x, y) => power(x, y);
-export const floatPower: Binary = (x, y) => { const [a, b] = promoteArgsInexact("float_power", x, y); return ops.pow(a, b); };
+export const floatPower: Binary = (x, y) => {
+  const [a, b] = promoteArgsInexact("float_power", x, y);
+  return ops.pow(a, b);
+};
 
-export const negative: Unary = (x) => { const [a] = promoteArgs("negative", x); requireKind("negative", "numeric (non-bool)", isNumeric, a); return ops.neg(a); };
+export const negative: Unary = (x) => {
+  const [a] = promoteArgs("negative", x);
+  requireKind("negative", "numeric (non-bool)", isNumeric, a);
+  return ops.neg(a);
+};
 export const positive: Unary = (x) => promoteArgs("positive", x)[0];
-export const abs: Unary = (x) => { const [a] = promoteArgs("abs", x); return isBool(a.dtype) || isUnsigned(a.dtype) ? a : ops.abs(a); };
+export const abs: Unary = (x) => {
+  const [a] = promoteArgs("abs", x);
+  return isBool(a.dtype) || isUnsigned(a.dtype) ? a : ops.abs(a);
+};
 export const absolute: Unary = (x) => abs(x);
 export const fabs: Unary = floatUnary("fabs", ops.abs);
-export const sign: Unary = (x) => { const [a] = promoteArgs("sign", x); requireKind("sign", "numeric (non-bool)", isNumeric, a); return ops.sign(a); };
+export const sign: Unary = (x) => {
+  const [a] = promoteArgs("sign", x);
+  requireKind("sign", "numeric (non-bool)", isNumeric, a);
+  return ops.sign(a);
+};
 export const square: Unary = (x) => ops.integerPow(promoteArgsNumeric("square", x)[0], 2);
 export const reciprocal: Unary = (x) => ops.integerPow(toInexact("reciprocal", x), -1);
 
@@ -157,8 +210,17 @@ export const tanh = floatUnary("tanh", ops.tanh);
 export const arcsinh = floatUnary("arcsinh", ops.asinh);
 export const arccosh = floatUnary("arccosh", ops.acosh);
 export const arctanh = floatUnary("arctanh", ops.atanh);
-export const arctan2: Binary = (x, y) => { const [a, b] = promoteArgsInexact("arctan2", x, y); return ops.atan2(a, b); };
-export const asin = arcsin, acos = arccos, atan = arctan, asinh = arcsinh, acosh = arccosh, atanh = arctanh, atan2 = arctan2;
+export const arctan2: Binary = (x, y) => {
+  const [a, b] = promoteArgsInexact("arctan2", x, y);
+  return ops.atan2(a, b);
+};
+export const asin = arcsin,
+  acos = arccos,
+  atan = arctan,
+  asinh = arcsinh,
+  acosh = arccosh,
+  atanh = arctanh,
+  atan2 = arctan2;
 export const deg2rad = floatUnary("deg2rad", (x) => ops.mul(x, c(x, Math.PI / 180)));
 export const rad2deg = floatUnary("rad2deg", (x) => ops.mul(x, c(x, 180 / Math.PI)));
 export const radians: Unary = (x) => deg2rad(x);
@@ -166,9 +228,11 @@ export const degrees: Unary = (x) => rad2deg(x);
 /** sqrt(a^2 + b^2) without overflow: hi * sqrt(1 + (lo/hi)^2); inf if either is infinite. */
 export const hypot: Binary = (x, y) => {
   const [a0, b0] = promoteArgsInexact("hypot", x, y);
-  const a = ops.abs(a0), b = ops.abs(b0);
+  const a = ops.abs(a0),
+    b = ops.abs(b0);
   const inf = ops.or(ops.eq(a, c(a, Infinity)), ops.eq(b, c(b, Infinity)));
-  const hi = ops.max(a, b), lo = ops.min(a, b);
+  const hi = ops.max(a, b),
+    lo = ops.min(a, b);
   const isZero = ops.eq(hi, c(hi, 0));
   const safe = sel(isZero, c(hi, 1), hi);
   const q = ops.div(lo, safe);
@@ -185,10 +249,12 @@ export const sinc: Unary = (x) => {
 
 // ---------------------------------------------------------------- rounding
 /** floor/ceil/trunc/fix return integer inputs unchanged (as JAX does). */
-const roundLike = (name: string, f: (x: Array) => Array): Unary => (x) => {
-  const a = asArrayArg(name, x);
-  return isIntLike(a.dtype) ? a : f(a);
-};
+const roundLike =
+  (name: string, f: (x: Array) => Array): Unary =>
+  (x) => {
+    const a = asArrayArg(name, x);
+    return isIntLike(a.dtype) ? a : f(a);
+  };
 export const floor = roundLike("floor", ops.floor);
 export const ceil = roundLike("ceil", ops.ceil);
 export const trunc = roundLike("trunc", (a) => sel(ops.lt(a, c(a, 0)), ops.ceil(a), ops.floor(a)));
@@ -199,7 +265,10 @@ export const rint: Unary = (x) => {
   return isIntLike(a.dtype) ? ops.convert(a, defaultFloatDType(), a.weakType) : ops.round(a, 1);
 };
 /** Round to `decimals` places, half to even: round(x * 10^d) / 10^d (floats); ints round for d < 0. */
-export function round(a: ArrayInput, ...args: Args<[decimals: number, out: null], { decimals?: number; out?: null }>): Array {
+export function round(
+  a: ArrayInput,
+  ...args: Args<[decimals: number, out: null], { decimals?: number; out?: null }>
+): Array {
   const o = parseArgs<{ decimals: number; out: null }>("round", args, ["decimals", "out"]);
   const d = concreteInt("round", "decimals", o.decimals ?? 0);
   const x = asArrayArg("round", a);
@@ -219,8 +288,14 @@ export function round(a: ArrayInput, ...args: Args<[decimals: number, out: null]
 export const around = round;
 
 // ---------------------------------------------------------------- extrema and sign manipulation
-export const maximum: Binary = (x, y) => { const [a, b] = promoteBinary("maximum", x, y); return ops.max(a, b); };
-export const minimum: Binary = (x, y) => { const [a, b] = promoteBinary("minimum", x, y); return ops.min(a, b); };
+export const maximum: Binary = (x, y) => {
+  const [a, b] = promoteBinary("maximum", x, y);
+  return ops.max(a, b);
+};
+export const minimum: Binary = (x, y) => {
+  const [a, b] = promoteBinary("minimum", x, y);
+  return ops.min(a, b);
+};
 const isnanArr = (a: Array): Array => (isFloat(a.dtype) ? ops.ne(a, a) : ops.fullLike(a, false, "bool"));
 /** fmax/fmin ignore NaN unless both are NaN. */
 export const fmax: Binary = (x, y) => {
@@ -232,11 +307,18 @@ export const fmin: Binary = (x, y) => {
   return sel(isnanArr(b), a, sel(isnanArr(a), b, ops.min(a, b)));
 };
 /** clip(arr, min, max) = minimum(maximum(arr, min), max); either bound may be null. */
-export function clip(arr: ArrayInput, ...args: Args<[min: ArrayInput | null, max: ArrayInput | null], { min?: ArrayInput | null; max?: ArrayInput | null }>): Array {
+export function clip(
+  arr: ArrayInput,
+  ...args: Args<[min: ArrayInput | null, max: ArrayInput | null], { min?: ArrayInput | null; max?: ArrayInput | null }>
+): Array {
   const o = parseArgs<{ min: ArrayInput | null; max: ArrayInput | null }>("clip", args, ["min", "max"]);
   let r = asArrayArg("clip", arr);
   const bound = (name: string, v: unknown): Array => {
-    try { return asArrayArg("clip", v as ArrayInput); } catch { throw new TypeError(`clip: ${name} must be an Array, a JS number, a nested list or null, got ${describe(v)}`); }
+    try {
+      return asArrayArg("clip", v as ArrayInput);
+    } catch {
+      throw new TypeError(`clip: ${name} must be an Array, a JS number, a nested list or null, got ${describe(v)}`);
+    }
   };
   if (o.min !== undefined && o.min !== null) r = maximum(bound("min", o.min), r);
   if (o.max !== undefined && o.max !== null) r = minimum(bound("max", o.max), r);
@@ -256,7 +338,10 @@ export const copysign: Binary = (x, y) => {
   const m = ops.abs(a);
   return sel(signbit(b), ops.neg(m), m);
 };
-export const nextafter: Binary = (x, y) => { const [a, b] = promoteArgsInexact("nextafter", x, y); return ops.nextafter(a, b); };
+export const nextafter: Binary = (x, y) => {
+  const [a, b] = promoteArgsInexact("nextafter", x, y);
+  return ops.nextafter(a, b);
+};
 /** heaviside(x1, x2): 0 for x1 < 0, 1 for x1 > 0, x2 where x1 == 0 (and where x1 is NaN, as in JAX). */
 export const heaviside: Binary = (x, y) => {
   const [a, b] = promoteArgsInexact("heaviside", x, y);
@@ -264,10 +349,16 @@ export const heaviside: Binary = (x, y) => {
 };
 
 // ---------------------------------------------------------------- floating-point decomposition
-interface FloatLayout { int: DType; nmant: number; nexp: number }
+interface FloatLayout {
+  int: DType;
+  nmant: number;
+  nexp: number;
+}
 const LAYOUT: Record<string, FloatLayout> = {
-  float16: { int: "int16", nmant: 10, nexp: 5 }, bfloat16: { int: "int16", nmant: 7, nexp: 8 },
-  float32: { int: "int32", nmant: 23, nexp: 8 }, float64: { int: "int64", nmant: 52, nexp: 11 },
+  float16: { int: "int16", nmant: 10, nexp: 5 },
+  bfloat16: { int: "int16", nmant: 7, nexp: 8 },
+  float32: { int: "int32", nmant: 23, nexp: 8 },
+  float64: { int: "int64", nmant: 52, nexp: 11 },
 };
 /** frexp(x) -> [mantissa in [0.5, 1), exponent (int32)] with x = m * 2^e; 0/inf/nan give [x, 0]. */
 export function frexp(x: ArrayInput): [Array, Array] {
@@ -285,7 +376,9 @@ export function frexp(x: ArrayInput): [Array, Array] {
   let e = ops.sub(rawExp, c(rawExp, bias - 1));
   e = sel(sub, ops.sub(e, c(e, L.nmant)), e);
   // keep sign and mantissa, set the exponent field to bias-1 (values in [0.5, 1))
-  const keep = isBigInt(L.int) ? ops.not(ops.shiftLeft(c(bits, expMask), c(bits, L.nmant))) : c(bits, ~(expMask * 2 ** L.nmant) | 0);
+  const keep = isBigInt(L.int)
+    ? ops.not(ops.shiftLeft(c(bits, expMask), c(bits, L.nmant)))
+    : c(bits, ~(expMask * 2 ** L.nmant) | 0);
   bits = ops.or(ops.and(bits, keep), ops.shiftLeft(c(bits, bias - 1), c(bits, L.nmant)));
   const m = ops.bitcast(bits, a.dtype);
   const special = ops.or(ops.or(ops.ne(a, a), ops.eq(ops.abs(a), c(a, Infinity))), ops.eq(a, c(a, 0)));
@@ -314,7 +407,8 @@ export function modf(x: ArrayInput): [Array, Array] {
 export const gcd: Binary = (x, y) => {
   const [a0, b0] = promoteArgsNumeric("gcd", x, y);
   requireKind("gcd", "integer", isInteger, a0);
-  let a = abs(a0), b = abs(b0);
+  let a = abs(a0),
+    b = abs(b0);
   const steps = a.dtype.endsWith("8") ? 14 : a.dtype.endsWith("16") ? 26 : isBigInt(a.dtype) ? 95 : 48;
   for (let i = 0; i < steps; i++) {
     if (b instanceof ArrayImpl && b.size > 0 && !ops.reduceOr(ops.ne(b, c(b, 0)), [...b.shape.keys()]).item()) break;

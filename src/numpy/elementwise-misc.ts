@@ -6,7 +6,18 @@ import { isBool } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, promoteArgs, promoteDtypes } from "./core.js";
-import { type ArrayInput, type Args, axisOf, c, concreteInt, parseArgs, sel, toInexact, userDType, whereArr } from "./elementwise-util.js";
+import {
+  type ArrayInput,
+  type Args,
+  axisOf,
+  c,
+  concreteInt,
+  parseArgs,
+  sel,
+  toInexact,
+  userDType,
+  whereArr,
+} from "./elementwise-util.js";
 import type { DType } from "../core/dtype.js";
 
 const JSArray = globalThis.Array;
@@ -15,28 +26,54 @@ const JSArray = globalThis.Array;
  * where(condition, x, y): elementwise choice with broadcasting and dtype promotion.
  * The one-argument form (indices of nonzeros) is jnp.nonzero; it is not provided here.
  */
-export function where(condition: ArrayInput, x?: ArrayInput, y?: ArrayInput, opts?: { size?: number; fillValue?: number }): Array {
-  checkArity("where", arguments, 4, "where(condition, x, y) or where(condition, { size, fillValue }) (the nonzero form)");
+export function where(
+  condition: ArrayInput,
+  x?: ArrayInput,
+  y?: ArrayInput,
+  opts?: { size?: number; fillValue?: number },
+): Array {
+  checkArity(
+    "where",
+    arguments,
+    4,
+    "where(condition, x, y) or where(condition, { size, fillValue }) (the nonzero form)",
+  );
   checkOptions("where", opts, ["size", "fillValue"], "where(condition, x, y)");
   if (x === undefined && y === undefined) {
-    throw new TypeError("where: the one-argument form where(condition) returns nonzero indices; call jnp.nonzero(condition, { size }) instead, or pass x and y");
+    throw new TypeError(
+      "where: the one-argument form where(condition) returns nonzero indices; call jnp.nonzero(condition, { size }) instead, or pass x and y",
+    );
   }
-  if (x === undefined || y === undefined) throw new TypeError("where: either both or neither of x and y should be given");
-  if (opts !== undefined && (opts.size !== undefined || opts.fillValue !== undefined)) throw new TypeError("where: size and fillValue apply only to the one-argument form (see jnp.nonzero)");
+  if (x === undefined || y === undefined)
+    throw new TypeError("where: either both or neither of x and y should be given");
+  if (opts !== undefined && (opts.size !== undefined || opts.fillValue !== undefined))
+    throw new TypeError("where: size and fillValue apply only to the one-argument form (see jnp.nonzero)");
   return whereArr("where", condition, x, y);
 }
 
 /** select(condlist, choicelist, default=0): the choice of the first true condition, else default. */
-export function select(condlist: readonly ArrayInput[], choicelist: readonly ArrayInput[], ...args: Args<[dflt: ArrayInput], { default?: ArrayInput }>): Array {
+export function select(
+  condlist: readonly ArrayInput[],
+  choicelist: readonly ArrayInput[],
+  ...args: Args<[dflt: ArrayInput], { default?: ArrayInput }>
+): Array {
   const o = parseArgs<{ default: ArrayInput; dflt: ArrayInput }>("select", args, ["default"]);
-  if (!JSArray.isArray(condlist) || !JSArray.isArray(choicelist)) throw new TypeError("select: condlist and choicelist must be lists of arrays");
-  if (condlist.length !== choicelist.length) throw new Error(`select: list of cases must be same length as list of conditions (got ${condlist.length} conditions and ${choicelist.length} choices)`);
+  if (!JSArray.isArray(condlist) || !JSArray.isArray(choicelist))
+    throw new TypeError("select: condlist and choicelist must be lists of arrays");
+  if (condlist.length !== choicelist.length)
+    throw new Error(
+      `select: list of cases must be same length as list of conditions (got ${condlist.length} conditions and ${choicelist.length} choices)`,
+    );
   if (condlist.length === 0) throw new Error("select: condlist must be non-empty");
   const choices = promoteDtypes("select", [o.default ?? 0, ...choicelist]);
-  const conds = condlist.map((cd) => { const a = asArrayArg("select", cd); return isBool(a.dtype) ? a : ops.ne(a, c(a, 0)); });
+  const conds = condlist.map((cd) => {
+    const a = asArrayArg("select", cd);
+    return isBool(a.dtype) ? a : ops.ne(a, c(a, 0));
+  });
   const shape = broadcastShapes("select", ...conds.map((a) => a.shape), ...choices.map((a) => a.shape));
   let r = broadcastTo(choices[0], shape, "select");
-  for (let i = conds.length - 1; i >= 0; i--) r = ops.select(broadcastTo(conds[i], shape, "select"), broadcastTo(choices[i + 1], shape, "select"), r);
+  for (let i = conds.length - 1; i >= 0; i--)
+    r = ops.select(broadcastTo(conds[i], shape, "select"), broadcastTo(choices[i + 1], shape, "select"), r);
   return r;
 }
 
@@ -45,11 +82,24 @@ export function select(condlist: readonly ArrayInput[], choicelist: readonly Arr
  * all of x and its values are used where its condition holds (later conditions win, as in NumPy). With one
  * more function than conditions, the extra one is the default.
  */
-export function piecewise(x: ArrayInput, condlist: readonly ArrayInput[] | Array, funclist: readonly (number | ((x: Array) => Array | number))[]): Array {
+export function piecewise(
+  x: ArrayInput,
+  condlist: readonly ArrayInput[] | Array,
+  funclist: readonly (number | ((x: Array) => Array | number))[],
+): Array {
   const xa = asArrayArg("piecewise", x);
-  const conds: Array[] = condlist instanceof Array ? (condlist.ndim === xa.ndim ? [condlist] : [...JSArray(condlist.shape[0]).keys()].map((i) => ops.reshape(ops.sliceInDim(condlist, i, i + 1, 1, 0), condlist.shape.slice(1)))) : condlist.map((cd) => asArrayArg("piecewise", cd));
-  const nc = conds.length, nf = funclist.length;
-  if (nf !== nc && nf !== nc + 1) throw new Error(`piecewise: with ${nc} condition(s), either ${nc} or ${nc + 1} functions are expected; got ${nf}`);
+  const conds: Array[] =
+    condlist instanceof Array
+      ? condlist.ndim === xa.ndim
+        ? [condlist]
+        : [...JSArray(condlist.shape[0]).keys()].map((i) =>
+            ops.reshape(ops.sliceInDim(condlist, i, i + 1, 1, 0), condlist.shape.slice(1)),
+          )
+      : condlist.map((cd) => asArrayArg("piecewise", cd));
+  const nc = conds.length,
+    nf = funclist.length;
+  if (nf !== nc && nf !== nc + 1)
+    throw new Error(`piecewise: with ${nc} condition(s), either ${nc} or ${nc + 1} functions are expected; got ${nf}`);
   const val = (f: number | ((x: Array) => Array | number)): Array => {
     const v = typeof f === "function" ? f(xa) : f;
     const a = v instanceof Array ? v : ops.convert(asArrayArg("piecewise", v), xa.dtype, false);
@@ -75,17 +125,38 @@ export function astype(x: ArrayInput, dtype: DType, opts?: { copy?: boolean; dev
 /** Gathers 1-D `v` at an integer index array (any shape), returning the index's shape. */
 const take1d = (v: Array, idx: Array): Array => ops.gather(v, ops.reshape(idx, [...idx.shape, 1]), [0], "clip");
 
-interface InterpOpts { left: ArrayInput | "extrapolate" | null; right: ArrayInput | "extrapolate" | null; period: ArrayInput | null }
+interface InterpOpts {
+  left: ArrayInput | "extrapolate" | null;
+  right: ArrayInput | "extrapolate" | null;
+  period: ArrayInput | null;
+}
 /** interp(x, xp, fp, left, right, period): piecewise-linear interpolation on increasing xp. */
-export function interp(x: ArrayInput, xp: ArrayInput, fp: ArrayInput, ...args: Args<[left: ArrayInput | "extrapolate" | null, right: ArrayInput | "extrapolate" | null, period: ArrayInput | null], Partial<InterpOpts>>): Array {
+export function interp(
+  x: ArrayInput,
+  xp: ArrayInput,
+  fp: ArrayInput,
+  ...args: Args<
+    [left: ArrayInput | "extrapolate" | null, right: ArrayInput | "extrapolate" | null, period: ArrayInput | null],
+    Partial<InterpOpts>
+  >
+): Array {
   const o = parseArgs<InterpOpts>("interp", args, ["left", "right", "period"]);
-  const xpa0 = asArrayArg("interp", xp), fpa0 = asArrayArg("interp", fp);
+  const xpa0 = asArrayArg("interp", xp),
+    fpa0 = asArrayArg("interp", fp);
   if (xpa0.ndim !== 1 || fpa0.ndim !== 1 || xpa0.shape[0] !== fpa0.shape[0]) {
-    throw new Error(`interp: xp and fp must be one-dimensional arrays of equal size, got shapes ${shapeStr(xpa0.shape)} and ${shapeStr(fpa0.shape)}`);
+    throw new Error(
+      `interp: xp and fp must be one-dimensional arrays of equal size, got shapes ${shapeStr(xpa0.shape)} and ${shapeStr(fpa0.shape)}`,
+    );
   }
   if (xpa0.shape[0] === 0) throw new Error("interp: xp and fp must not be empty");
-  if (o.period !== undefined && o.period !== null) throw new Error("interp: period is not supported yet (it needs a sort)");
-  for (const [k, v] of [["left", o.left], ["right", o.right]] as const) if (typeof v === "string" && v !== "extrapolate") throw new Error(`interp: the only valid string value of ${k} is 'extrapolate', got ${JSON.stringify(v)}`);
+  if (o.period !== undefined && o.period !== null)
+    throw new Error("interp: period is not supported yet (it needs a sort)");
+  for (const [k, v] of [
+    ["left", o.left],
+    ["right", o.right],
+  ] as const)
+    if (typeof v === "string" && v !== "extrapolate")
+      throw new Error(`interp: the only valid string value of ${k} is 'extrapolate', got ${JSON.stringify(v)}`);
   const [xa, xpa] = promoteDtypes("interp", [toInexact("interp", x), toInexact("interp", xpa0)]);
   const fpa = toInexact("interp", fpa0);
   const n = xpa.shape[0];
@@ -95,7 +166,10 @@ export function interp(x: ArrayInput, xp: ArrayInput, fp: ArrayInput, ...args: A
   const cnt = ops.reduceSum(ops.convert(ops.le(xpe, xe), "int32"), [xa.ndim]);
   const i = ops.clamp(1, cnt, Math.max(n - 1, 1));
   const im1 = ops.sub(i, c(i, 1));
-  const xpi = take1d(xpa, i), xpl = take1d(xpa, im1), fpi = take1d(fpa, i), fpl = take1d(fpa, im1);
+  const xpi = take1d(xpa, i),
+    xpl = take1d(xpa, im1),
+    fpi = take1d(fpa, i),
+    fpl = take1d(fpa, im1);
   const dx = ops.sub(xpi, xpl);
   const dx0 = ops.le(ops.abs(dx), c(dx, 0));
   let f = sel(dx0, fpl, ops.add(fpl, ops.mul(ops.div(ops.sub(xa, xpl), sel(dx0, c(dx, 1), dx)), ops.sub(fpi, fpl))));
@@ -109,30 +183,57 @@ export function interp(x: ArrayInput, xp: ArrayInput, fp: ArrayInput, ...args: A
 type ConvMode = "full" | "same" | "valid";
 /** out[k] = sum_j xpad[k + j] * y[j] as one gather of a constant Toeplitz index and one dot. */
 function slidingDot(x: Array, y: Array, lo: number, hi: number): Array {
-  const n = x.shape[0], m = y.shape[0];
+  const n = x.shape[0],
+    m = y.shape[0];
   const xp = lo || hi ? ops.pad(x, c(x, 0), [[lo, hi, 0]]) : x;
   const L = n + lo + hi - m + 1;
   const idx = new Int32Array(L * m);
   for (let k = 0; k < L; k++) for (let j = 0; j < m; j++) idx[k * m + j] = k + j;
   const windows = ops.gather(xp, ArrayImpl.of([L, m, 1], "int32", idx), [0], "clip");
-  return ops.dotGeneral(windows, y, [[[1], [0]], [[], []]]);
+  return ops.dotGeneral(windows, y, [
+    [[1], [0]],
+    [[], []],
+  ]);
 }
-function conv(fn: "convolve" | "correlate", a: ArrayInput, v: ArrayInput, mode: unknown, preferred: DType | undefined): Array {
-  const x0 = asArrayArg(fn, a), y0 = asArrayArg(fn, v);
-  if (x0.ndim !== 1 || y0.ndim !== 1) throw new Error(`${fn}: only 1-dimensional inputs are supported, got shapes ${shapeStr(x0.shape)} and ${shapeStr(y0.shape)}`);
+function conv(
+  fn: "convolve" | "correlate",
+  a: ArrayInput,
+  v: ArrayInput,
+  mode: unknown,
+  preferred: DType | undefined,
+): Array {
+  const x0 = asArrayArg(fn, a),
+    y0 = asArrayArg(fn, v);
+  if (x0.ndim !== 1 || y0.ndim !== 1)
+    throw new Error(
+      `${fn}: only 1-dimensional inputs are supported, got shapes ${shapeStr(x0.shape)} and ${shapeStr(y0.shape)}`,
+    );
   let [x, y] = preferred ? promoteDtypes(fn, [x0, y0]) : promoteDtypes(fn, [toInexact(fn, x0), toInexact(fn, y0)]);
-  if (x.shape[0] === 0 || y.shape[0] === 0) throw new Error(`${fn}: inputs cannot be empty, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
-  if (mode !== "full" && mode !== "same" && mode !== "valid") throw new Error(`${fn}: mode must be one of 'full', 'same', 'valid', got ${JSON.stringify(mode)}`);
+  if (x.shape[0] === 0 || y.shape[0] === 0)
+    throw new Error(`${fn}: inputs cannot be empty, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (mode !== "full" && mode !== "same" && mode !== "valid")
+    throw new Error(`${fn}: mode must be one of 'full', 'same', 'valid', got ${JSON.stringify(mode)}`);
   let reverseOut = false;
-  if (x.shape[0] < y.shape[0]) { [x, y] = [y, x]; reverseOut = fn === "correlate"; }
+  if (x.shape[0] < y.shape[0]) {
+    [x, y] = [y, x];
+    reverseOut = fn === "correlate";
+  }
   if (fn === "convolve") y = ops.rev(y, [0]);
   const m = y.shape[0];
-  const [lo, hi] = mode === "valid" ? [0, 0] : mode === "same" ? [Math.floor(m / 2), m - Math.floor(m / 2) - 1] : [m - 1, m - 1];
-  if (preferred) { x = ops.convert(x, preferred); y = ops.convert(y, preferred); }
+  const [lo, hi] =
+    mode === "valid" ? [0, 0] : mode === "same" ? [Math.floor(m / 2), m - Math.floor(m / 2) - 1] : [m - 1, m - 1];
+  if (preferred) {
+    x = ops.convert(x, preferred);
+    y = ops.convert(y, preferred);
+  }
   const r = slidingDot(ops.convert(x, x.dtype, false), ops.convert(y, y.dtype, false), lo, hi);
   return reverseOut ? ops.rev(r, [0]) : r;
 }
-interface ConvOpts { mode: ConvMode; precision: unknown; preferredElementType: DType }
+interface ConvOpts {
+  mode: ConvMode;
+  precision: unknown;
+  preferredElementType: DType;
+}
 /** 1-D discrete convolution; modes full (default), same, valid. Integer inputs promote to float unless preferredElementType. */
 export function convolve(a: ArrayInput, v: ArrayInput, ...args: Args<[mode: ConvMode], Partial<ConvOpts>>): Array {
   const o = parseArgs<ConvOpts>("convolve", args, ["mode"], ["precision", "preferredElementType"]);
@@ -144,42 +245,73 @@ export function correlate(a: ArrayInput, v: ArrayInput, ...args: Args<[mode: Con
   return conv("correlate", a, v, o.mode ?? "valid", userDType("correlate", o.preferredElementType));
 }
 
-interface DiffOpts { n: number; axis: number; prepend: ArrayInput | null; append: ArrayInput | null }
+interface DiffOpts {
+  n: number;
+  axis: number;
+  prepend: ArrayInput | null;
+  append: ArrayInput | null;
+}
 /** n-th discrete difference along axis (not_equal for bools), with optional prepend/append values. */
-export function diff(a: ArrayInput, ...args: Args<[n: number, axis: number, prepend: ArrayInput | null, append: ArrayInput | null], Partial<DiffOpts>>): Array {
+export function diff(
+  a: ArrayInput,
+  ...args: Args<[n: number, axis: number, prepend: ArrayInput | null, append: ArrayInput | null], Partial<DiffOpts>>
+): Array {
   const o = parseArgs<DiffOpts>("diff", args, ["n", "axis", "prepend", "append"]);
   let arr = asArrayArg("diff", a);
   const n = concreteInt("diff", "n", o.n ?? 1, 0);
-  if (arr.ndim === 0) throw new Error(`diff: requires input that is at least one dimensional; got shape ${shapeStr(arr.shape)}`);
+  if (arr.ndim === 0)
+    throw new Error(`diff: requires input that is at least one dimensional; got shape ${shapeStr(arr.shape)}`);
   const axis = axisOf("diff", o.axis ?? -1, arr.shape);
   const edge = (v: ArrayInput): Array => {
     const e = asArrayArg("diff", v);
     if (e.ndim) return e;
-    const s = [...arr.shape]; s[axis] = 1;
+    const s = [...arr.shape];
+    s[axis] = 1;
     return broadcastTo(e, s, "diff");
   };
   const parts = [...(o.prepend != null ? [edge(o.prepend)] : []), arr, ...(o.append != null ? [edge(o.append)] : [])];
   if (parts.length > 1) {
     const ps = promoteDtypes("diff", parts);
-    for (const p of ps) if (p.ndim !== arr.ndim) throw new Error(`diff: prepend/append must have the same number of dimensions as the input ${shapeStr(arr.shape)}, got ${shapeStr(p.shape)}`);
-    arr = ops.concatenate(ps.map((p) => ops.convert(p, p.dtype, false)), axis);
+    for (const p of ps)
+      if (p.ndim !== arr.ndim)
+        throw new Error(
+          `diff: prepend/append must have the same number of dimensions as the input ${shapeStr(arr.shape)}, got ${shapeStr(p.shape)}`,
+        );
+    arr = ops.concatenate(
+      ps.map((p) => ops.convert(p, p.dtype, false)),
+      axis,
+    );
   }
   for (let i = 0; i < n && arr.shape[axis] > 0; i++) {
     const len = arr.shape[axis];
-    const hiPart = ops.sliceInDim(arr, 1, len, 1, axis), loPart = ops.sliceInDim(arr, 0, len - 1, 1, axis);
+    const hiPart = ops.sliceInDim(arr, 1, len, 1, axis),
+      loPart = ops.sliceInDim(arr, 0, len - 1, 1, axis);
     arr = isBool(arr.dtype) ? ops.ne(hiPart, loPart) : ops.sub(hiPart, loPart);
   }
   return arr;
 }
 
 /** ediff1d(ary, toEnd, toBegin): differences of the flattened array, with values prepended/appended. */
-export function ediff1d(ary: ArrayInput, ...args: Args<[toEnd: ArrayInput | null, toBegin: ArrayInput | null], { toEnd?: ArrayInput | null; toBegin?: ArrayInput | null }>): Array {
+export function ediff1d(
+  ary: ArrayInput,
+  ...args: Args<
+    [toEnd: ArrayInput | null, toBegin: ArrayInput | null],
+    { toEnd?: ArrayInput | null; toBegin?: ArrayInput | null }
+  >
+): Array {
   const o = parseArgs<{ toEnd: ArrayInput | null; toBegin: ArrayInput | null }>("ediff1d", args, ["toEnd", "toBegin"]);
   const a = asArrayArg("ediff1d", ary);
   const flat = ops.reshape(a, [a.size]);
   let r = a.size > 0 ? ops.sub(ops.sliceInDim(flat, 1, a.size, 1, 0), ops.sliceInDim(flat, 0, a.size - 1, 1, 0)) : flat;
-  const asFlat = (v: ArrayInput): Array => { const e = ops.convert(asArrayArg("ediff1d", v), a.dtype, false); return ops.reshape(e, [e.size]); };
-  const parts = [...(o.toBegin != null ? [asFlat(o.toBegin)] : []), ops.convert(r, r.dtype, false), ...(o.toEnd != null ? [asFlat(o.toEnd)] : [])];
+  const asFlat = (v: ArrayInput): Array => {
+    const e = ops.convert(asArrayArg("ediff1d", v), a.dtype, false);
+    return ops.reshape(e, [e.size]);
+  };
+  const parts = [
+    ...(o.toBegin != null ? [asFlat(o.toBegin)] : []),
+    ops.convert(r, r.dtype, false),
+    ...(o.toEnd != null ? [asFlat(o.toEnd)] : []),
+  ];
   r = ops.concatenate(parts, 0);
   return r;
 }
@@ -189,17 +321,33 @@ export function ediff1d(ary: ArrayInput, ...args: Args<[toEnd: ArrayInput | null
  * edges. Spacings are scalars (one for all axes, or one per axis). Returns an array per axis (a single array
  * when one axis is asked for).
  */
-export function gradient(f: ArrayInput, ...rest: (number | { axis?: number | number[] | null; edgeOrder?: number | null })[]): Array | Array[] {
-  const o = parseArgs<{ axis: number | number[] | null; edgeOrder: number | null }>("gradient", rest.length && typeof rest[rest.length - 1] === "object" ? [rest[rest.length - 1]] : [], [], ["axis", "edgeOrder"]);
+export function gradient(
+  f: ArrayInput,
+  ...rest: (number | { axis?: number | number[] | null; edgeOrder?: number | null })[]
+): Array | Array[] {
+  const o = parseArgs<{ axis: number | number[] | null; edgeOrder: number | null }>(
+    "gradient",
+    rest.length && typeof rest[rest.length - 1] === "object" ? [rest[rest.length - 1]] : [],
+    [],
+    ["axis", "edgeOrder"],
+  );
   const spacings = rest.filter((r): r is number => typeof r === "number");
   const a = toInexact("gradient", f);
-  if (o.edgeOrder != null && o.edgeOrder !== 1) throw new Error(`gradient: only edgeOrder=1 is supported, got ${o.edgeOrder}`);
-  const axes = o.axis === null || o.axis === undefined ? [...a.shape.keys()] : (typeof o.axis === "number" ? [o.axis] : o.axis).map((ax) => axisOf("gradient", ax, a.shape));
-  if (spacings.length !== 0 && spacings.length !== 1 && spacings.length !== axes.length) throw new TypeError(`gradient: expected 0, 1 or ${axes.length} spacings, got ${spacings.length}`);
+  if (o.edgeOrder != null && o.edgeOrder !== 1)
+    throw new Error(`gradient: only edgeOrder=1 is supported, got ${o.edgeOrder}`);
+  const axes =
+    o.axis === null || o.axis === undefined
+      ? [...a.shape.keys()]
+      : (typeof o.axis === "number" ? [o.axis] : o.axis).map((ax) => axisOf("gradient", ax, a.shape));
+  if (spacings.length !== 0 && spacings.length !== 1 && spacings.length !== axes.length)
+    throw new TypeError(`gradient: expected 0, 1 or ${axes.length} spacings, got ${spacings.length}`);
   const outs = axes.map((ax, i) => {
     const h = spacings.length === 0 ? 1 : spacings.length === 1 ? spacings[0] : spacings[i];
     const n = a.shape[ax];
-    if (n < 2) throw new Error(`gradient: shape of the array along axis ${ax} must be at least 2 (edge order 1), got shape ${shapeStr(a.shape)}`);
+    if (n < 2)
+      throw new Error(
+        `gradient: shape of the array along axis ${ax} must be at least 2 (edge order 1), got shape ${shapeStr(a.shape)}`,
+      );
     const s = (lo: number, hi: number) => ops.sliceInDim(a, lo, hi, 1, ax);
     const first = ops.div(ops.sub(s(1, 2), s(0, 1)), c(a, h));
     const lastD = ops.div(ops.sub(s(n - 1, n), s(n - 2, n - 1)), c(a, h));
@@ -210,9 +358,16 @@ export function gradient(f: ArrayInput, ...rest: (number | { axis?: number | num
   return outs.length === 1 ? outs[0] : outs;
 }
 
-interface TrapOpts { x: ArrayInput | null; dx: number; axis: number }
+interface TrapOpts {
+  x: ArrayInput | null;
+  dx: number;
+  axis: number;
+}
 /** Trapezoidal rule along axis: sum(d * (y[1:] + y[:-1]) / 2) with d = diff(x) or the scalar dx. */
-export function trapezoid(y: ArrayInput, ...args: Args<[x: ArrayInput | null, dx: number, axis: number], Partial<TrapOpts>>): Array {
+export function trapezoid(
+  y: ArrayInput,
+  ...args: Args<[x: ArrayInput | null, dx: number, axis: number], Partial<TrapOpts>>
+): Array {
   const o = parseArgs<TrapOpts>("trapezoid", args, ["x", "dx", "axis"]);
   let ya = toInexact("trapezoid", y);
   const axis = axisOf("trapezoid", o.axis ?? -1, ya.shape);
@@ -223,7 +378,8 @@ export function trapezoid(y: ArrayInput, ...args: Args<[x: ArrayInput | null, dx
   if (o.x !== undefined && o.x !== null) {
     let xa = toInexact("trapezoid", o.x);
     if (xa.ndim === 1) {
-      if (xa.shape[0] !== n) throw new Error(`trapezoid: x of shape ${shapeStr(xa.shape)} does not match y's axis of length ${n}`);
+      if (xa.shape[0] !== n)
+        throw new Error(`trapezoid: x of shape ${shapeStr(xa.shape)} does not match y's axis of length ${n}`);
     } else xa = ops.moveaxis(xa, axisOf("trapezoid", axis - ya.ndim, xa.shape), xa.ndim - 1);
     [d] = [diff(xa, 1, -1)];
   } else d = asArrayArg("trapezoid", o.dx ?? 1.0);
@@ -234,16 +390,30 @@ export function trapezoid(y: ArrayInput, ...args: Args<[x: ArrayInput | null, dx
   return ops.reduceSum(ops.convert(prod, prod.dtype, false), [prod.ndim - 1]);
 }
 
-interface CrossOpts { axisa: number; axisb: number; axisc: number; axis: number | null }
+interface CrossOpts {
+  axisa: number;
+  axisb: number;
+  axisc: number;
+  axis: number | null;
+}
 /** Cross product of 2- or 3-vectors along axisa/axisb (or `axis` for all three), result vectors along axisc. */
-export function cross(a: ArrayInput, b: ArrayInput, ...args: Args<[axisa: number, axisb: number, axisc: number, axis: number | null], Partial<CrossOpts>>): Array {
+export function cross(
+  a: ArrayInput,
+  b: ArrayInput,
+  ...args: Args<[axisa: number, axisb: number, axisc: number, axis: number | null], Partial<CrossOpts>>
+): Array {
   const o = parseArgs<CrossOpts>("cross", args, ["axisa", "axisb", "axisc", "axis"]);
   let [x, y] = promoteDtypes("cross", [a, b]);
-  const axa = o.axis != null ? o.axis : o.axisa ?? -1, axb = o.axis != null ? o.axis : o.axisb ?? -1;
+  const axa = o.axis != null ? o.axis : (o.axisa ?? -1),
+    axb = o.axis != null ? o.axis : (o.axisb ?? -1);
   x = ops.moveaxis(x, axisOf("cross", axa, x.shape), x.ndim - 1);
   y = ops.moveaxis(y, axisOf("cross", axb, y.shape), y.ndim - 1);
-  const na = x.shape[x.ndim - 1], nb = y.shape[y.ndim - 1];
-  if ((na !== 2 && na !== 3) || (nb !== 2 && nb !== 3)) throw new Error(`cross: incompatible dimensions for cross product (dimension must be 2 or 3), got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  const na = x.shape[x.ndim - 1],
+    nb = y.shape[y.ndim - 1];
+  if ((na !== 2 && na !== 3) || (nb !== 2 && nb !== 3))
+    throw new Error(
+      `cross: incompatible dimensions for cross product (dimension must be 2 or 3), got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
   const rest = broadcastShapes("cross", x.shape.slice(0, -1), y.shape.slice(0, -1));
   const comp = (v: Array, i: number): Array => {
     const n = v.shape[v.ndim - 1];
@@ -256,7 +426,10 @@ export function cross(a: ArrayInput, b: ArrayInput, ...args: Args<[axisa: number
   if (na === 2 && nb === 2) return z;
   const cx = ops.sub(ops.mul(a1, b2), ops.mul(a2, b1));
   const cy = ops.sub(ops.mul(a2, b0), ops.mul(a0, b2));
-  const stacked = ops.concatenate([cx, cy, z].map((v) => ops.reshape(v, [...rest, 1])), rest.length);
-  const axc = o.axis != null ? o.axis : o.axisc ?? -1;
+  const stacked = ops.concatenate(
+    [cx, cy, z].map((v) => ops.reshape(v, [...rest, 1])),
+    rest.length,
+  );
+  const axc = o.axis != null ? o.axis : (o.axisc ?? -1);
   return ops.moveaxis(stacked, rest.length, axisOf("cross", axc, stacked.shape));
 }

@@ -1,6 +1,15 @@
 /** @file Shared helpers for jnp math: Python-style argument parsing, axis/dtype checks, broadcasting where/select. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, canonicalizeDType, checkDType, defaultFloatDType, defaultIntDType, isBool, isInexact, isInteger } from "../core/dtype.js";
+import {
+  type DType,
+  canonicalizeDType,
+  checkDType,
+  defaultFloatDType,
+  defaultIntDType,
+  isBool,
+  isInexact,
+  isInteger,
+} from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, isOptions, promoteArgs, promoteDtypes } from "./core.js";
@@ -16,25 +25,38 @@ type Prefixes<P extends unknown[]> = P extends [...infer H, unknown] ? Undef<P> 
  * Python-style trailing arguments: any prefix of the positional parameters P (each may be undefined),
  * optionally followed by one options object O naming parameters by camelCase name.
  */
-export type Args<P extends unknown[], O> = Prefixes<P> extends infer X ? (X extends unknown[] ? X | [...X, O] : never) : never;
+export type Args<P extends unknown[], O> =
+  Prefixes<P> extends infer X ? (X extends unknown[] ? X | [...X, O] : never) : never;
 
 /**
  * Parses positional arguments (named `names`, in JAX's order) plus an optional trailing options object.
  * `optionOnly` lists keyword-only parameters. Throws TypeErrors naming fn for unknown or repeated names.
  */
-export function parseArgs<T extends object>(fn: string, args: readonly unknown[], names: readonly string[], optionOnly: readonly string[] = []): Partial<T> {
+export function parseArgs<T extends object>(
+  fn: string,
+  args: readonly unknown[],
+  names: readonly string[],
+  optionOnly: readonly string[] = [],
+): Partial<T> {
   let n = args.length;
   while (n > 0 && args[n - 1] === undefined) n--;
   let opts: Record<string, unknown> = {};
-  if (n > 0 && isOptions(args[n - 1])) { opts = args[n - 1] as Record<string, unknown>; n--; }
+  if (n > 0 && isOptions(args[n - 1])) {
+    opts = args[n - 1] as Record<string, unknown>;
+    n--;
+  }
   if (n > names.length) {
-    throw new TypeError(`${fn}: takes at most ${names.length} optional positional argument(s) (${names.join(", ")}), got ${n}`);
+    throw new TypeError(
+      `${fn}: takes at most ${names.length} optional positional argument(s) (${names.join(", ")}), got ${n}`,
+    );
   }
   const out: Record<string, unknown> = {};
   for (let i = 0; i < n; i++) if (args[i] !== undefined) out[names[i]] = args[i];
   for (const [k, v] of Object.entries(opts)) {
     if (!names.includes(k) && !optionOnly.includes(k)) {
-      throw new TypeError(`${fn}: unexpected option "${k}"; expected one of ${[...names, ...optionOnly].join(", ") || "(none)"}`);
+      throw new TypeError(
+        `${fn}: unexpected option "${k}"; expected one of ${[...names, ...optionOnly].join(", ") || "(none)"}`,
+      );
     }
     if (v === undefined) continue;
     if (k in out) throw new TypeError(`${fn}: got multiple values for argument "${k}"`);
@@ -52,17 +74,21 @@ export function userDType(fn: string, d: unknown): DType | undefined {
 /** Normalizes one axis against shape, with an error naming fn and the shape. */
 export function axisOf(fn: string, axis: unknown, shape: readonly number[]): number {
   const nd = shape.length;
-  if (typeof axis !== "number" || !Number.isInteger(axis)) throw new TypeError(`${fn}: axis must be an integer, got ${JSON.stringify(axis)}`);
-  if (axis < -nd || axis >= nd) throw new RangeError(`${fn}: axis ${axis} is out of bounds for array of shape ${shapeStr(shape)} (ndim ${nd})`);
+  if (typeof axis !== "number" || !Number.isInteger(axis))
+    throw new TypeError(`${fn}: axis must be an integer, got ${JSON.stringify(axis)}`);
+  if (axis < -nd || axis >= nd)
+    throw new RangeError(`${fn}: axis ${axis} is out of bounds for array of shape ${shapeStr(shape)} (ndim ${nd})`);
   return axis < 0 ? axis + nd : axis;
 }
 /** Normalizes an axis argument (number, list, null/undefined = all) to sorted distinct axes. */
 export function axesOf(fn: string, axis: unknown, shape: readonly number[]): number[] {
   if (axis === null || axis === undefined) return [...shape.keys()];
   const list = typeof axis === "number" ? [axis] : globalThis.Array.isArray(axis) ? axis : null;
-  if (!list) throw new TypeError(`${fn}: axis must be an integer, a list of integers or null, got ${JSON.stringify(axis)}`);
+  if (!list)
+    throw new TypeError(`${fn}: axis must be an integer, a list of integers or null, got ${JSON.stringify(axis)}`);
   const out = list.map((a) => axisOf(fn, a, shape));
-  if (new Set(out).size !== out.length) throw new Error(`${fn}: repeated axis in ${JSON.stringify(list)} for array of shape ${shapeStr(shape)}`);
+  if (new Set(out).size !== out.length)
+    throw new Error(`${fn}: repeated axis in ${JSON.stringify(list)} for array of shape ${shapeStr(shape)}`);
   return out.sort((a, b) => a - b);
 }
 
@@ -82,7 +108,11 @@ export const inexactDType = (d: DType): DType => (isInexact(d) ? d : defaultFloa
 
 /** Throws a TypeError naming fn unless every operand's dtype satisfies ok. */
 export function requireKind(fn: string, what: string, ok: (d: DType) => boolean, ...xs: Array[]): void {
-  for (const x of xs) if (!ok(x.dtype)) throw new TypeError(`${fn}: requires ${what} inputs, got ${x.dtype}${x.ndim ? ` array of shape ${shapeStr(x.shape)}` : ""}`);
+  for (const x of xs)
+    if (!ok(x.dtype))
+      throw new TypeError(
+        `${fn}: requires ${what} inputs, got ${x.dtype}${x.ndim ? ` array of shape ${shapeStr(x.shape)}` : ""}`,
+      );
 }
 export const isNumeric = (d: DType): boolean => !isBool(d);
 export const isIntLike = (d: DType): boolean => isInteger(d) || isBool(d);
@@ -114,7 +144,9 @@ export function asDType(fn: string, x: ArrayInput, d: DType): Array {
 export function concreteInt(fn: string, name: string, v: unknown, min = -Infinity): number {
   const n = v instanceof Array ? Number(v.item()) : v;
   if (typeof n !== "number" || !Number.isInteger(n) || n < min) {
-    throw new TypeError(`${fn}: ${name} must be ${min === 0 ? "a non-negative" : "an"} integer, got ${v instanceof Array ? `Array ${v.aval.str()}` : JSON.stringify(v)}`);
+    throw new TypeError(
+      `${fn}: ${name} must be ${min === 0 ? "a non-negative" : "an"} integer, got ${v instanceof Array ? `Array ${v.aval.str()}` : JSON.stringify(v)}`,
+    );
   }
   return n;
 }
@@ -129,7 +161,10 @@ export function concreteNumber(fn: string, name: string, v: unknown): number {
 export const toLast = (x: Array, axis: number): Array => ops.moveaxis(x, axis, x.ndim - 1);
 /** Restores dims removed by a reduction over `axes` as size-1 dims (keepdims). */
 export function keepDims(y: Array, shape: readonly number[], axes: readonly number[]): Array {
-  return ops.reshape(y, shape.map((d, i) => (axes.includes(i) ? 1 : d)));
+  return ops.reshape(
+    y,
+    shape.map((d, i) => (axes.includes(i) ? 1 : d)),
+  );
 }
 
 /** Sorts along the last axis without a sort primitive: rank by pairwise comparison (NaN last, stable), then place. */
@@ -139,16 +174,29 @@ export function sortLastAxis(x: Array): Array {
   const nd = x.ndim;
   const big = [...x.shape, n];
   const xi = ops.broadcastInDim(x, big, [...x.shape.keys()]);
-  const xj = ops.broadcastInDim(x, big, [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)));
-  const nanI = ops.ne(xi, xi), nanJ = ops.ne(xj, xj);
+  const xj = ops.broadcastInDim(
+    x,
+    big,
+    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
+  );
+  const nanI = ops.ne(xi, xi),
+    nanJ = ops.ne(xj, xj);
   // x_j precedes x_i: smaller, or non-NaN before NaN, or equal (both NaN counts as equal) with j < i
   const less = ops.or(ops.lt(xj, xi), ops.and(nanI, ops.not(nanJ)));
   const eq = ops.or(ops.eq(xj, xi), ops.and(nanI, nanJ));
   const jBefore = ops.lt(ops.iota("int32", big, nd), ops.iota("int32", big, nd - 1));
   const rank = ops.reduceSum(ops.convert(ops.or(less, ops.and(eq, jBefore)), "int32"), [nd]);
   // sorted[..., k] = sum_i x_i [rank_i == k]
-  const rk = ops.broadcastInDim(rank, big, [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)));
+  const rk = ops.broadcastInDim(
+    rank,
+    big,
+    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
+  );
   const hit = ops.eq(rk, ops.iota("int32", big, nd - 1));
-  const vals = ops.broadcastInDim(x, big, [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)));
+  const vals = ops.broadcastInDim(
+    x,
+    big,
+    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
+  );
   return ops.reduceSum(ops.select(hit, vals, ops.fullLike(vals, 0)), [nd]);
 }

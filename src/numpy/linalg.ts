@@ -8,7 +8,17 @@ import * as P from "../primitives/linalg.js";
 import { takeAlongDim } from "../primitives/sort.js";
 import { matmul } from "./linear.js";
 import {
-  arr, bcast, broadcastShape, normalizeAxis, numbersOf, parseArgs, promoteAll, promoteInexact, range, requireConcrete, shapeStr,
+  arr,
+  bcast,
+  broadcastShape,
+  normalizeAxis,
+  numbersOf,
+  parseArgs,
+  promoteAll,
+  promoteInexact,
+  range,
+  requireConcrete,
+  shapeStr,
 } from "./struct-util.js";
 
 export { matmul, outer, tensordot, vecdot } from "./linear.js";
@@ -19,28 +29,66 @@ type AL = ArrayLike | NestedValue;
 // ---------------------------------------------------------------- result types (iterable like JAX's namedtuples)
 /** jnp.linalg.slogdet result: `{sign, logabsdet}`, also destructurable as `[sign, logabsdet]`. */
 export class SlogdetResult {
-  constructor(readonly sign: Array, readonly logabsdet: Array) {}
-  *[Symbol.iterator](): Iterator<Array> { yield this.sign; yield this.logabsdet; }
+  constructor(
+    readonly sign: Array,
+    readonly logabsdet: Array,
+  ) {}
+  *[Symbol.iterator](): Iterator<Array> {
+    yield this.sign;
+    yield this.logabsdet;
+  }
 }
 /** jnp.linalg.qr result: `{Q, R}` / `[Q, R]`. */
 export class QRResult {
-  constructor(readonly Q: Array, readonly R: Array) {}
-  *[Symbol.iterator](): Iterator<Array> { yield this.Q; yield this.R; }
+  constructor(
+    readonly Q: Array,
+    readonly R: Array,
+  ) {}
+  *[Symbol.iterator](): Iterator<Array> {
+    yield this.Q;
+    yield this.R;
+  }
 }
 /** jnp.linalg.svd result: `{U, S, Vh}` / `[U, S, Vh]`. */
 export class SVDResult {
-  constructor(readonly U: Array, readonly S: Array, readonly Vh: Array) {}
-  *[Symbol.iterator](): Iterator<Array> { yield this.U; yield this.S; yield this.Vh; }
+  constructor(
+    readonly U: Array,
+    readonly S: Array,
+    readonly Vh: Array,
+  ) {}
+  *[Symbol.iterator](): Iterator<Array> {
+    yield this.U;
+    yield this.S;
+    yield this.Vh;
+  }
 }
 /** jnp.linalg.eigh result: `{eigenvalues, eigenvectors}` / `[eigenvalues, eigenvectors]`. */
 export class EighResult {
-  constructor(readonly eigenvalues: Array, readonly eigenvectors: Array) {}
-  *[Symbol.iterator](): Iterator<Array> { yield this.eigenvalues; yield this.eigenvectors; }
+  constructor(
+    readonly eigenvalues: Array,
+    readonly eigenvectors: Array,
+  ) {}
+  *[Symbol.iterator](): Iterator<Array> {
+    yield this.eigenvalues;
+    yield this.eigenvectors;
+  }
 }
-registerNode(SlogdetResult, { flatten: (r) => [[r.sign, r.logabsdet], null], unflatten: (_a, c) => new SlogdetResult(c[0] as Array, c[1] as Array) });
-registerNode(QRResult, { flatten: (r) => [[r.Q, r.R], null], unflatten: (_a, c) => new QRResult(c[0] as Array, c[1] as Array) });
-registerNode(SVDResult, { flatten: (r) => [[r.U, r.S, r.Vh], null], unflatten: (_a, c) => new SVDResult(c[0] as Array, c[1] as Array, c[2] as Array) });
-registerNode(EighResult, { flatten: (r) => [[r.eigenvalues, r.eigenvectors], null], unflatten: (_a, c) => new EighResult(c[0] as Array, c[1] as Array) });
+registerNode(SlogdetResult, {
+  flatten: (r) => [[r.sign, r.logabsdet], null],
+  unflatten: (_a, c) => new SlogdetResult(c[0] as Array, c[1] as Array),
+});
+registerNode(QRResult, {
+  flatten: (r) => [[r.Q, r.R], null],
+  unflatten: (_a, c) => new QRResult(c[0] as Array, c[1] as Array),
+});
+registerNode(SVDResult, {
+  flatten: (r) => [[r.U, r.S, r.Vh], null],
+  unflatten: (_a, c) => new SVDResult(c[0] as Array, c[1] as Array, c[2] as Array),
+});
+registerNode(EighResult, {
+  flatten: (r) => [[r.eigenvalues, r.eigenvectors], null],
+  unflatten: (_a, c) => new EighResult(c[0] as Array, c[1] as Array),
+});
 
 // ---------------------------------------------------------------- helpers
 /** An inexact (float32/float64) batch of matrices; names fn and the expected layout on error. */
@@ -48,8 +96,14 @@ function matrixArg(fn: string, a: AL, square: boolean): Array {
   let x = promoteInexact(fn, [arr(fn, a)])[0];
   if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
   if (x.weakType) x = ops.convert(x, x.dtype);
-  if (x.ndim < 2) throw new Error(`${fn}: expected a (batch of) ${square ? "square " : ""}matrix with at least 2 dimensions, got shape ${shapeStr(x.shape)}`);
-  if (square && x.shape[x.ndim - 1] !== x.shape[x.ndim - 2]) throw new Error(`${fn}: expected a (batch of) square matrix (last two dimensions equal), got shape ${shapeStr(x.shape)}`);
+  if (x.ndim < 2)
+    throw new Error(
+      `${fn}: expected a (batch of) ${square ? "square " : ""}matrix with at least 2 dimensions, got shape ${shapeStr(x.shape)}`,
+    );
+  if (square && x.shape[x.ndim - 1] !== x.shape[x.ndim - 2])
+    throw new Error(
+      `${fn}: expected a (batch of) square matrix (last two dimensions equal), got shape ${shapeStr(x.shape)}`,
+    );
   return x;
 }
 const sym = (x: Array): Array => ops.mul(ops.add(x, P.mT(x)), ops.scalarLike(x, 0.5));
@@ -67,7 +121,9 @@ function luSolve(lu: Array, perm: Array, b: Array): Array {
 }
 /** (-1)^(number of row swaps) from 0-based LU pivots [..., k]. */
 function pivotSign(piv: Array, dtype: DType): Array {
-  const swaps = ops.reduceSum(ops.convert(ops.ne(piv, ops.iota("int32", piv.shape, piv.ndim - 1)), "int32"), [piv.ndim - 1]);
+  const swaps = ops.reduceSum(ops.convert(ops.ne(piv, ops.iota("int32", piv.shape, piv.ndim - 1)), "int32"), [
+    piv.ndim - 1,
+  ]);
   const odd = ops.rem(swaps, ops.full([], 2, "int32"));
   return ops.convert(ops.sub(ops.full([], 1, "int32"), ops.mul(odd, ops.full([], 2, "int32"))), dtype);
 }
@@ -87,14 +143,21 @@ export function qr(a: AL, ...args: unknown[]): QRResult | Array {
   const { mode } = parseArgs<{ mode: "reduced" | "complete" | "r" | "raw" }>("linalg.qr", args, ["mode"]);
   const x = matrixArg("linalg.qr", a, false);
   const m = mode ?? "reduced";
-  if (m !== "reduced" && m !== "complete" && m !== "r") throw new Error(`linalg.qr: unsupported mode ${JSON.stringify(m)}; expected "reduced", "complete" or "r"`);
+  if (m !== "reduced" && m !== "complete" && m !== "r")
+    throw new Error(`linalg.qr: unsupported mode ${JSON.stringify(m)}; expected "reduced", "complete" or "r"`);
   const [q, r] = P.qr(x, m === "complete");
   return m === "r" ? r : new QRResult(q, r);
 }
 /** jnp.linalg.svd(a, fullMatrices=true, computeUv=true, hermitian=false): SVDResult {U, S, Vh}, or S alone without computeUv. */
 export function svd(a: AL, ...args: unknown[]): SVDResult | Array {
-  const o = parseArgs<{ fullMatrices: boolean; computeUv: boolean; hermitian: boolean; subsetByIndex: null }>("linalg.svd", args, ["fullMatrices", "computeUv", "hermitian"], ["subsetByIndex"]);
-  if (o.subsetByIndex !== undefined && o.subsetByIndex !== null) throw new Error("linalg.svd: subsetByIndex is not supported");
+  const o = parseArgs<{ fullMatrices: boolean; computeUv: boolean; hermitian: boolean; subsetByIndex: null }>(
+    "linalg.svd",
+    args,
+    ["fullMatrices", "computeUv", "hermitian"],
+    ["subsetByIndex"],
+  );
+  if (o.subsetByIndex !== undefined && o.subsetByIndex !== null)
+    throw new Error("linalg.svd: subsetByIndex is not supported");
   const x = matrixArg("linalg.svd", a, false);
   const computeUv = o.computeUv ?? true;
   const outs = P.svd(x, o.fullMatrices ?? true, computeUv);
@@ -104,20 +167,33 @@ export function svd(a: AL, ...args: unknown[]): SVDResult | Array {
 export const svdvals = (x: AL): Array => P.svd(matrixArg("linalg.svdvals", x, false), false, false)[0];
 /** jnp.linalg.eigh(a, UPLO="L", {symmetrizeInput=true}): EighResult {eigenvalues (ascending), eigenvectors (columns)}. */
 export function eigh(a: AL, ...args: unknown[]): EighResult {
-  const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigh", args, ["UPLO", "symmetrizeInput"]);
+  const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigh", args, [
+    "UPLO",
+    "symmetrizeInput",
+  ]);
   let x = matrixArg("linalg.eigh", a, true);
   const uplo = o.UPLO ?? "L";
-  if (uplo !== "L" && uplo !== "U") throw new Error(`linalg.eigh: UPLO must be "L" or "U", got ${JSON.stringify(uplo)}`);
+  if (uplo !== "L" && uplo !== "U")
+    throw new Error(`linalg.eigh: UPLO must be "L" or "U", got ${JSON.stringify(uplo)}`);
   if (o.symmetrizeInput ?? true) x = sym(x);
   const [v, w] = P.eigh(x, uplo === "L");
   return new EighResult(w, v);
 }
 /** jnp.linalg.eig result: `{eigenvalues, eigenvectors}` / `[eigenvalues, eigenvectors]` (complex, eigenvectors as columns). */
 export class EigResult {
-  constructor(readonly eigenvalues: Array, readonly eigenvectors: Array) {}
-  *[Symbol.iterator](): Iterator<Array> { yield this.eigenvalues; yield this.eigenvectors; }
+  constructor(
+    readonly eigenvalues: Array,
+    readonly eigenvectors: Array,
+  ) {}
+  *[Symbol.iterator](): Iterator<Array> {
+    yield this.eigenvalues;
+    yield this.eigenvectors;
+  }
 }
-registerNode(EigResult, { flatten: (r) => [[r.eigenvalues, r.eigenvectors], null], unflatten: (_a, c) => new EigResult(c[0] as Array, c[1] as Array) });
+registerNode(EigResult, {
+  flatten: (r) => [[r.eigenvalues, r.eigenvectors], null],
+  unflatten: (_a, c) => new EigResult(c[0] as Array, c[1] as Array),
+});
 /**
  * jnp.linalg.eig(a): eigenvalues and right eigenvectors of a general real square matrix (complex results, in no
  * particular order; each eigenvector has unit norm and its largest component real, like LAPACK's geev). Only the
@@ -131,7 +207,10 @@ export function eig(a: AL): EigResult {
 export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true), false)[0];
 /** jnp.linalg.eigvalsh(a, UPLO="L"): eigenvalues of a symmetric matrix, ascending. */
 export function eigvalsh(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigvalsh", args, ["UPLO", "symmetrizeInput"]);
+  const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigvalsh", args, [
+    "UPLO",
+    "symmetrizeInput",
+  ]);
   return eigh(a, o.UPLO ?? "L", { symmetrizeInput: o.symmetrizeInput ?? true }).eigenvalues;
 }
 
@@ -144,11 +223,16 @@ export function solve(a: AL, b: AL): Array {
   y = ops.convert(yy, xx.dtype);
   const n = xx.shape[xx.ndim - 1];
   const vec = y.ndim === 1;
-  if (y.ndim === 0) throw new Error(`linalg.solve: b must be at least 1-dimensional, got a scalar (a has shape ${shapeStr(xx.shape)})`);
+  if (y.ndim === 0)
+    throw new Error(`linalg.solve: b must be at least 1-dimensional, got a scalar (a has shape ${shapeStr(xx.shape)})`);
   const bm = vec ? ops.reshape(y, [n === y.shape[0] ? n : y.shape[0], 1]) : y;
-  if (bm.shape[bm.ndim - 2] !== n) throw new Error(`linalg.solve: a has shape ${shapeStr(xx.shape)} but b has shape ${shapeStr(y.shape)}; expected b.shape[${vec ? "0" : "-2"}] to equal ${n}`);
+  if (bm.shape[bm.ndim - 2] !== n)
+    throw new Error(
+      `linalg.solve: a has shape ${shapeStr(xx.shape)} but b has shape ${shapeStr(y.shape)}; expected b.shape[${vec ? "0" : "-2"}] to equal ${n}`,
+    );
   const batch = broadcastShape([xx.shape.slice(0, -2), bm.shape.slice(0, -2)], "linalg.solve");
-  const ab = bcast(xx, [...batch, n, n]), bb = bcast(bm, [...batch, n, bm.shape[bm.ndim - 1]]);
+  const ab = bcast(xx, [...batch, n, n]),
+    bb = bcast(bm, [...batch, n, bm.shape[bm.ndim - 1]]);
   const [lu, , perm] = P.lu(ab);
   const r = luSolve(lu, perm, bb);
   return vec ? ops.reshape(r, [...batch, n]) : r;
@@ -169,7 +253,8 @@ export function det(a: AL): Array {
 /** jnp.linalg.slogdet(a): SlogdetResult {sign, logabsdet} (also iterable as [sign, logabsdet]). */
 export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {
   const { method } = parseArgs<{ method: string | null }>("linalg.slogdet", args, ["method"]);
-  if (method !== undefined && method !== null && method !== "lu") throw new Error(`linalg.slogdet: unsupported method ${JSON.stringify(method)} (only "lu")`);
+  if (method !== undefined && method !== null && method !== "lu")
+    throw new Error(`linalg.slogdet: unsupported method ${JSON.stringify(method)} (only "lu")`);
   const x = matrixArg("linalg.slogdet", a, true);
   const B = x.shape.slice(0, -2);
   if (x.shape[x.ndim - 1] === 0) return new SlogdetResult(ops.full(B, 1, x.dtype), ops.full(B, 0, x.dtype));
@@ -184,7 +269,8 @@ export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {
 export function matrixPower(a: AL, n: number): Array {
   const x0 = arr("linalg.matrixPower", a);
   if (!Number.isInteger(n)) throw new TypeError(`linalg.matrixPower: exponent must be an integer, got ${n}`);
-  if (x0.ndim < 2 || x0.shape[x0.ndim - 1] !== x0.shape[x0.ndim - 2]) throw new Error(`linalg.matrixPower: expected a (batch of) square matrix, got shape ${shapeStr(x0.shape)}`);
+  if (x0.ndim < 2 || x0.shape[x0.ndim - 1] !== x0.shape[x0.ndim - 2])
+    throw new Error(`linalg.matrixPower: expected a (batch of) square matrix, got shape ${shapeStr(x0.shape)}`);
   if (n === 0) return bcast(P.eyeLike(x0.shape, x0.dtype), x0.shape);
   let x = n < 0 ? inv(x0) : x0;
   let k = Math.abs(n);
@@ -206,16 +292,25 @@ export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}):
   if (y.ndim < 2) throw new Error(`triangularSolve: b must be a (batch of) matrix, got shape ${shapeStr(y.shape)}`);
   const k = x.shape[x.ndim - 1];
   const need = opts.leftSide ? y.shape[y.ndim - 2] : y.shape[y.ndim - 1];
-  if (need !== k) throw new Error(`triangularSolve: a has shape ${shapeStr(x.shape)} but b has shape ${shapeStr(y.shape)}; expected b.shape[${opts.leftSide ? "-2" : "-1"}] to equal ${k} (leftSide=${opts.leftSide ?? false})`);
+  if (need !== k)
+    throw new Error(
+      `triangularSolve: a has shape ${shapeStr(x.shape)} but b has shape ${shapeStr(y.shape)}; expected b.shape[${opts.leftSide ? "-2" : "-1"}] to equal ${k} (leftSide=${opts.leftSide ?? false})`,
+    );
   return P.triangularSolve(bcast(x, [...batch, k, k]), bcast(y, [...batch, ...y.shape.slice(-2)]), opts);
 }
 
 // ---------------------------------------------------------------- pseudo-inverse, rank, least squares, condition number
 /** jnp.linalg.pinv(a, rtol=null, hermitian=false): singular values <= rtol * s_max are treated as zero. */
 export function pinv(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ rtol: number | null; hermitian: boolean; rcond: number }>("linalg.pinv", args, ["rtol", "hermitian"], ["rcond"]);
+  const o = parseArgs<{ rtol: number | null; hermitian: boolean; rcond: number }>(
+    "linalg.pinv",
+    args,
+    ["rtol", "hermitian"],
+    ["rcond"],
+  );
   const x = matrixArg("linalg.pinv", a, false);
-  const m = x.shape[x.ndim - 2], n = x.shape[x.ndim - 1];
+  const m = x.shape[x.ndim - 2],
+    n = x.shape[x.ndim - 1];
   if (m === 0 || n === 0) return ops.full([...x.shape.slice(0, -2), n, m], 0, x.dtype);
   const rtol = o.rtol ?? o.rcond ?? 10 * Math.max(m, n) * finfo(x.dtype).eps;
   const [s, u, vt] = P.svd(x, false, true);
@@ -233,7 +328,8 @@ export function matrixRank(M: AL, ...args: unknown[]): Array {
   const x = matrixArg("linalg.matrixRank", x0, false);
   const s = P.svd(x, false, false)[0];
   const last = s.ndim - 1;
-  const m = x.shape[x.ndim - 2], n = x.shape[x.ndim - 1];
+  const m = x.shape[x.ndim - 2],
+    n = x.shape[x.ndim - 1];
   let tol: Array;
   if (o.tol !== undefined && o.tol !== null) tol = ops.full(s.shape.slice(0, -1), o.tol, s.dtype);
   else {
@@ -250,13 +346,19 @@ export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, A
   if (x.ndim !== 2) throw new Error(`linalg.lstsq: a must be 2-dimensional, got shape ${shapeStr(x.shape)}`);
   const vec = y.ndim === 1;
   if (vec) y = ops.reshape(y, [y.shape[0], 1]);
-  if (y.ndim !== 2 || y.shape[0] !== x.shape[0]) throw new Error(`linalg.lstsq: incompatible shapes a ${shapeStr(x.shape)} and b ${shapeStr(y.shape)}; expected b.shape[0] == ${x.shape[0]}`);
-  const m = x.shape[0], n = x.shape[1];
+  if (y.ndim !== 2 || y.shape[0] !== x.shape[0])
+    throw new Error(
+      `linalg.lstsq: incompatible shapes a ${shapeStr(x.shape)} and b ${shapeStr(y.shape)}; expected b.shape[0] == ${x.shape[0]}`,
+    );
+  const m = x.shape[0],
+    n = x.shape[1];
   const eps = finfo(x.dtype).eps;
   const rcond = o.rcond === undefined || o.rcond === null ? eps * Math.max(m, n) : o.rcond < 0 ? eps : o.rcond;
   const [s, u, vt] = P.svd(x, false, true);
   const k = s.shape[0];
-  const mask = k ? ops.ge(s, bcast(ops.mul(lastAxisSlice(s, 0, 1), ops.scalarLike(s, rcond)), [k])) : ops.full([0], false, "bool");
+  const mask = k
+    ? ops.ge(s, bcast(ops.mul(lastAxisSlice(s, 0, 1), ops.scalarLike(s, rcond)), [k]))
+    : ops.full([0], false, "bool");
   const rank = ops.reduceSum(ops.convert(mask, "int32"), [0]);
   const safe = ops.select(mask, s, ops.fullLike(s, 1));
   const sInv = ops.select(mask, ops.div(ops.scalarLike(safe, 1), safe), ops.fullLike(s, 0));
@@ -278,11 +380,14 @@ export function cond(x: AL, ...args: unknown[]): Array {
   let r: Array;
   if (p === undefined || p === null || p === 2 || p === -2) {
     const s = P.svd(a, false, false)[0];
-    const k = s.shape[s.ndim - 1], last = s.ndim - 1;
-    const first = ops.squeeze(lastAxisSlice(s, 0, 1), [last]), lastS = ops.squeeze(lastAxisSlice(s, k - 1, k), [last]);
+    const k = s.shape[s.ndim - 1],
+      last = s.ndim - 1;
+    const first = ops.squeeze(lastAxisSlice(s, 0, 1), [last]),
+      lastS = ops.squeeze(lastAxisSlice(s, k - 1, k), [last]);
     r = p === -2 ? ops.div(lastS, first) : ops.div(first, lastS);
   } else {
-    if (a.shape[a.ndim - 1] !== a.shape[a.ndim - 2]) throw new Error(`linalg.cond: p=${JSON.stringify(p)} needs square matrices, got shape ${shapeStr(a.shape)}`);
+    if (a.shape[a.ndim - 1] !== a.shape[a.ndim - 2])
+      throw new Error(`linalg.cond: p=${JSON.stringify(p)} needs square matrices, got shape ${shapeStr(a.shape)}`);
     r = ops.mul(norm(a, p, [-2, -1]), norm(inv(a), p, [-2, -1]));
   }
   // NaN from 0/0 (singular input) becomes inf unless the input itself has NaNs
@@ -320,31 +425,53 @@ function matrixNormImpl(fn: string, x: Array, r: number, c: number, ord: NormOrd
   };
   const lastOf = (s: Array) => s.ndim - 1;
   switch (ord) {
-    case "nuc": { const s = sv(); return ops.reduceSum(s, [lastOf(s)]); }
-    case 2: { const s = sv(); return ops.reduceMax(s, [lastOf(s)]); }
-    case -2: { const s = sv(); return ops.reduceMin(s, [lastOf(s)]); }
-    case 1: case -1: {
+    case "nuc": {
+      const s = sv();
+      return ops.reduceSum(s, [lastOf(s)]);
+    }
+    case 2: {
+      const s = sv();
+      return ops.reduceMax(s, [lastOf(s)]);
+    }
+    case -2: {
+      const s = sv();
+      return ops.reduceMin(s, [lastOf(s)]);
+    }
+    case 1:
+    case -1: {
       const colSums = ops.reduceSum(absx, [r]);
       const cc = c > r ? c - 1 : c;
       return ord === 1 ? ops.reduceMax(colSums, [cc]) : ops.reduceMin(colSums, [cc]);
     }
-    case Infinity: case -Infinity: {
+    case Infinity:
+    case -Infinity: {
       const rowSums = ops.reduceSum(absx, [c]);
       const rr = r > c ? r - 1 : r;
       return ord === Infinity ? ops.reduceMax(rowSums, [rr]) : ops.reduceMin(rowSums, [rr]);
     }
-    default: throw new Error(`${fn}: invalid order ${JSON.stringify(ord)} for a matrix norm; expected null, "fro" (or "f"), "nuc", 1, -1, 2, -2, Infinity or -Infinity`);
+    default:
+      throw new Error(
+        `${fn}: invalid order ${JSON.stringify(ord)} for a matrix norm; expected null, "fro" (or "f"), "nuc", 1, -1, 2, -2, Infinity or -Infinity`,
+      );
   }
 }
 /** jnp.linalg.norm(x, ord=null, axis=null, keepdims=false): vector norms (ord 1/2/inf/-inf/0/p) and matrix norms ("fro"/"nuc"/1/-1/2/-2/inf/-inf). */
 export function norm(x: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ ord: NormOrd; axis: number | number[] | null; keepdims: boolean }>("linalg.norm", args, ["ord", "axis", "keepdims"]);
+  const o = parseArgs<{ ord: NormOrd; axis: number | number[] | null; keepdims: boolean }>("linalg.norm", args, [
+    "ord",
+    "axis",
+    "keepdims",
+  ]);
   const a = promoteInexact("linalg.norm", [arr("linalg.norm", x)])[0];
-  const ord = o.ord ?? null, keepdims = o.keepdims ?? false;
+  const ord = o.ord ?? null,
+    keepdims = o.keepdims ?? false;
   let axes: number[];
   if (o.axis === undefined || o.axis === null) {
     if (ord === null) return keep(vectorNormImpl(a, range(a.ndim), null), range(a.ndim), a.ndim, keepdims);
-    if (a.ndim !== 1 && a.ndim !== 2) throw new Error(`linalg.norm: improper number of dimensions to norm: ord=${JSON.stringify(ord)} with axis=null needs a 1-D or 2-D array, got shape ${shapeStr(a.shape)}`);
+    if (a.ndim !== 1 && a.ndim !== 2)
+      throw new Error(
+        `linalg.norm: improper number of dimensions to norm: ord=${JSON.stringify(ord)} with axis=null needs a 1-D or 2-D array, got shape ${shapeStr(a.shape)}`,
+      );
     axes = range(a.ndim);
   } else axes = (typeof o.axis === "number" ? [o.axis] : o.axis).map((i) => normalizeAxis("linalg.norm", i, a.ndim));
   if (axes.length === 1) return keep(vectorNormImpl(a, axes, ord), axes, a.ndim, keepdims);
@@ -352,13 +479,22 @@ export function norm(x: AL, ...args: unknown[]): Array {
     if (axes[0] === axes[1]) throw new Error(`linalg.norm: duplicate axes given: ${JSON.stringify(o.axis)}`);
     return keep(matrixNormImpl("linalg.norm", a, axes[0], axes[1], ord), axes, a.ndim, keepdims);
   }
-  throw new Error(`linalg.norm: improper number of axes: expected 1 (vector norm) or 2 (matrix norm), got ${JSON.stringify(o.axis)}`);
+  throw new Error(
+    `linalg.norm: improper number of axes: expected 1 (vector norm) or 2 (matrix norm), got ${JSON.stringify(o.axis)}`,
+  );
 }
 /** jnp.linalg.vectorNorm(x, axis=null, keepdims=false, ord=2): axis=null flattens. */
 export function vectorNorm(x: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ axis: number | number[] | null; keepdims: boolean; ord: NormOrd }>("linalg.vectorNorm", args, ["axis", "keepdims", "ord"]);
+  const o = parseArgs<{ axis: number | number[] | null; keepdims: boolean; ord: NormOrd }>("linalg.vectorNorm", args, [
+    "axis",
+    "keepdims",
+    "ord",
+  ]);
   const a = promoteInexact("linalg.vectorNorm", [arr("linalg.vectorNorm", x)])[0];
-  const axes = o.axis === undefined || o.axis === null ? range(a.ndim) : (typeof o.axis === "number" ? [o.axis] : o.axis).map((i) => normalizeAxis("linalg.vectorNorm", i, a.ndim));
+  const axes =
+    o.axis === undefined || o.axis === null
+      ? range(a.ndim)
+      : (typeof o.axis === "number" ? [o.axis] : o.axis).map((i) => normalizeAxis("linalg.vectorNorm", i, a.ndim));
   return keep(vectorNormImpl(a, axes, o.ord ?? 2), axes, a.ndim, o.keepdims ?? false);
 }
 /** jnp.linalg.matrixNorm(x, keepdims=false, ord="fro"): over the last two axes. */
@@ -375,7 +511,10 @@ export function multiDot(arrays: AL[]): Array {
   const xs = arrays.map((v) => arr("linalg.multiDot", v));
   xs.forEach((x, i) => {
     const ok = i === 0 || i === xs.length - 1 ? x.ndim === 1 || x.ndim === 2 : x.ndim === 2;
-    if (!ok) throw new Error(`linalg.multiDot: array ${i} has shape ${shapeStr(x.shape)}; the first and last arrays must be 1-D or 2-D and the others 2-D`);
+    if (!ok)
+      throw new Error(
+        `linalg.multiDot: array ${i} has shape ${shapeStr(x.shape)}; the first and last arrays must be 1-D or 2-D and the others 2-D`,
+      );
   });
   return xs.slice(1).reduce((acc, x) => matmul(acc, x), xs[0]);
 }
@@ -384,10 +523,13 @@ export function diagonal(x: AL, ...args: unknown[]): Array {
   const { offset } = parseArgs<{ offset: number }>("linalg.diagonal", args, ["offset"]);
   const a = arr("linalg.diagonal", x);
   if (a.ndim < 2) throw new Error(`linalg.diagonal: x must be at least 2-dimensional, got shape ${shapeStr(a.shape)}`);
-  const k = offset ?? 0, m = a.shape[a.ndim - 2], n = a.shape[a.ndim - 1];
+  const k = offset ?? 0,
+    m = a.shape[a.ndim - 2],
+    n = a.shape[a.ndim - 1];
   const len = Math.max(0, k >= 0 ? Math.min(m, n - k) : Math.min(m + k, n));
   const i = ops.iota("int32", [len, 1], 0);
-  const rows = k >= 0 ? i : ops.add(i, ops.full([], -k, "int32")), cols = k >= 0 ? ops.add(i, ops.full([], k, "int32")) : i;
+  const rows = k >= 0 ? i : ops.add(i, ops.full([], -k, "int32")),
+    cols = k >= 0 ? ops.add(i, ops.full([], k, "int32")) : i;
   const g = ops.gather(a, ops.concatenate([rows, cols], 1), [a.ndim - 2, a.ndim - 1], "clip");
   return ops.moveaxis(g, 0, g.ndim - 1);
 }
@@ -403,15 +545,29 @@ export function trace(x: AL, ...args: unknown[]): Array {
 export function cross(x1: AL, x2: AL, ...args: unknown[]): Array {
   const { axis } = parseArgs<{ axis: number }>("linalg.cross", args, ["axis"]);
   let [x, y] = promoteAll("linalg.cross", [arr("linalg.cross", x1), arr("linalg.cross", x2)]);
-  if (x.ndim === 0 || y.ndim === 0) throw new Error(`linalg.cross: operands must be at least 1-dimensional, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.ndim === 0 || y.ndim === 0)
+    throw new Error(
+      `linalg.cross: operands must be at least 1-dimensional, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
   const ax = axis ?? -1;
   x = ops.moveaxis(x, normalizeAxis("linalg.cross", ax, x.ndim), x.ndim - 1);
   y = ops.moveaxis(y, normalizeAxis("linalg.cross", ax, y.ndim), y.ndim - 1);
-  if (x.shape[x.ndim - 1] !== 3 || y.shape[y.ndim - 1] !== 3) throw new Error(`linalg.cross: both inputs must have size 3 along axis ${ax}, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.shape[x.ndim - 1] !== 3 || y.shape[y.ndim - 1] !== 3)
+    throw new Error(
+      `linalg.cross: both inputs must have size 3 along axis ${ax}, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
   const batch = broadcastShape([x.shape.slice(0, -1), y.shape.slice(0, -1)], "linalg.cross");
-  const c = (v: Array, i: number) => bcast(ops.reshape(ops.sliceInDim(v, i, i + 1, 1, v.ndim - 1), v.shape.slice(0, -1)), batch);
+  const c = (v: Array, i: number) =>
+    bcast(ops.reshape(ops.sliceInDim(v, i, i + 1, 1, v.ndim - 1), v.shape.slice(0, -1)), batch);
   const [a0, a1, a2, b0, b1, b2] = [c(x, 0), c(x, 1), c(x, 2), c(y, 0), c(y, 1), c(y, 2)];
-  const comps = [ops.sub(ops.mul(a1, b2), ops.mul(a2, b1)), ops.sub(ops.mul(a2, b0), ops.mul(a0, b2)), ops.sub(ops.mul(a0, b1), ops.mul(a1, b0))];
-  const st = ops.concatenate(comps.map((v) => ops.reshape(v, [...batch, 1])), batch.length);
+  const comps = [
+    ops.sub(ops.mul(a1, b2), ops.mul(a2, b1)),
+    ops.sub(ops.mul(a2, b0), ops.mul(a0, b2)),
+    ops.sub(ops.mul(a0, b1), ops.mul(a1, b0)),
+  ];
+  const st = ops.concatenate(
+    comps.map((v) => ops.reshape(v, [...batch, 1])),
+    batch.length,
+  );
   return ops.moveaxis(st, batch.length, normalizeAxis("linalg.cross", ax, batch.length + 1));
 }

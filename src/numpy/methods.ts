@@ -12,11 +12,15 @@ const table: Record<string, AnyFn> = {};
 for (const [k, v] of Object.entries(np as Record<string, unknown>)) if (typeof v === "function") table[k] = v as AnyFn;
 // NumPy-style snake aliases used by Array's method table
 const alias: Record<string, string> = {
-  not_equal: "notEqual", less_equal: "lessEqual", greater_equal: "greaterEqual", matrix_transpose: "matrixTranspose",
+  not_equal: "notEqual",
+  less_equal: "lessEqual",
+  greater_equal: "greaterEqual",
+  matrix_transpose: "matrixTranspose",
 };
 for (const [k, v] of Object.entries(alias)) if (table[v]) table[k] = table[v];
 // structural fallbacks until every jnp function exists under its NumPy name
-table.transpose ??= ((x: Array, axes: number[] | null) => ops.transpose(x, axes ?? [...x.shape.keys()].reverse())) as AnyFn;
+table.transpose ??= ((x: Array, axes: number[] | null) =>
+  ops.transpose(x, axes ?? [...x.shape.keys()].reverse())) as AnyFn;
 table.reshape ??= ((x: Array, s: number[]) => ops.reshape(x, s)) as AnyFn;
 table.astype ??= ((x: Array, d: DType) => ops.convert(x, d)) as AnyFn;
 table.copy ??= ((x: Array) => ops.copy(x)) as AnyFn;

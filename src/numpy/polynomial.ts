@@ -13,12 +13,17 @@ import { numbersOf, range, requireConcrete, shapeStr, staticInt } from "./struct
 /** A 1-D coefficient array (0-d becomes length 1), naming fn on higher ranks. */
 function coeffs(fn: string, p: Array, what = "p"): Array {
   if (p.ndim === 0) return ops.reshape(p, [1]);
-  if (p.ndim !== 1) throw new Error(`${fn}: ${what} must be a 1-D array of coefficients (highest power first), got shape ${shapeStr(p.shape)}`);
+  if (p.ndim !== 1)
+    throw new Error(
+      `${fn}: ${what} must be a 1-D array of coefficients (highest power first), got shape ${shapeStr(p.shape)}`,
+    );
   return p;
 }
-const toInexact = (xs: Array[]): Array[] => (xs.length && !isFloat(xs[0].dtype) ? xs.map((x) => ops.convert(x, defaultFloatDType(), x.weakType)) : xs);
+const toInexact = (xs: Array[]): Array[] =>
+  xs.length && !isFloat(xs[0].dtype) ? xs.map((x) => ops.convert(x, defaultFloatDType(), x.weakType)) : xs;
 /** Left-pads a 1-D array with zeros to length n. */
-const padFront = (x: Array, n: number): Array => (x.shape[0] === n ? x : ops.pad(x, ops.full([], 0, x.dtype), [[n - x.shape[0], 0, 0]]));
+const padFront = (x: Array, n: number): Array =>
+  x.shape[0] === n ? x : ops.pad(x, ops.full([], 0, x.dtype), [[n - x.shape[0], 0, 0]]);
 
 /** jnp.polyadd(a1, a2): the coefficient sum, the shorter one aligned to the lowest power (dtypes promote, ints stay ints). */
 export function polyadd(a1: ArrayInput, a2: ArrayInput): Array {
@@ -40,7 +45,9 @@ export function polymul(a1: ArrayInput, a2: ArrayInput, ...args: unknown[]): Arr
   return convolve(p, q, "full");
 }
 function trimLeading(fn: string, p: Array): Array {
-  const v = numbersOf(requireConcrete(fn, p, "the coefficients", "Pass trimLeadingZeros=false (the default) under jit."));
+  const v = numbersOf(
+    requireConcrete(fn, p, "the coefficients", "Pass trimLeadingZeros=false (the default) under jit."),
+  );
   const k = v.findIndex((x) => x !== 0);
   return k <= 0 ? (k < 0 ? ops.full([1], 0, p.dtype) : p) : ops.sliceInDim(p, k, p.shape[0], 1, 0);
 }
@@ -51,7 +58,8 @@ export function polyval(p: ArrayInput, x: ArrayInput, ...args: unknown[]): Array
   const pp = coeffs("polyval", pc);
   // y = (...((p0 x + p1) x + p2) ...) x + p_{n-1}
   let y = ops.fullLike(ops.convert(xa, xa.dtype, false), 0);
-  for (let i = 0; i < pp.shape[0]; i++) y = ops.add(ops.mul(y, xa), ops.broadcastInDim(ops.reshape(ops.sliceInDim(pp, i, i + 1, 1, 0), []), y.shape, []));
+  for (let i = 0; i < pp.shape[0]; i++)
+    y = ops.add(ops.mul(y, xa), ops.broadcastInDim(ops.reshape(ops.sliceInDim(pp, i, i + 1, 1, 0), []), y.shape, []));
   return y;
 }
 /** jnp.polyder(p, m=1): the m-th derivative's coefficients (m = 0 returns p; inexact dtype). */
@@ -76,7 +84,8 @@ export function polyint(p: ArrayInput, ...args: unknown[]): Array {
   const pp = coeffs("polyint", pp0);
   if (m === 0) return pp;
   let k = ops.convert(k0.ndim === 0 ? ops.broadcastInDim(k0, [m], []) : k0, pp.dtype, false);
-  if (k.ndim !== 1 || k.shape[0] !== m) throw new Error(`polyint: k must be a scalar or have length m = ${m}, got shape ${shapeStr(k0.shape)}`);
+  if (k.ndim !== 1 || k.shape[0] !== m)
+    throw new Error(`polyint: k must be a scalar or have length m = ${m}, got shape ${shapeStr(k0.shape)}`);
   // integrating m times maps x^j to x^(j+m) j!/(j+m)!; constant k[i] (from integration i) ends as a term of power m-1-i with 1/(m-1-i)!
   const n = pp.shape[0];
   const fall = (top: number, cnt: number): number => range(cnt).reduce((acc, j) => acc * (top - j), 1);
@@ -103,12 +112,21 @@ export function vander(x: ArrayInput, ...args: unknown[]): Array {
 }
 /** x^e for a static non-negative integer e by repeated squaring (exact for ints, differentiable for floats). */
 function powInt(x: Array, e: number): Array {
-  let acc: Array = ops.fullLike(ops.convert(x, x.dtype, false), 1), b = x;
-  for (let k = e; k > 0; k >>= 1) { if (k & 1) acc = ops.mul(acc, b); if (k > 1) b = ops.mul(b, b); }
+  let acc: Array = ops.fullLike(ops.convert(x, x.dtype, false), 1),
+    b = x;
+  for (let k = e; k > 0; k >>= 1) {
+    if (k & 1) acc = ops.mul(acc, b);
+    if (k > 1) b = ops.mul(b, b);
+  }
   return acc;
 }
 
-interface PolyfitOpts { rcond: number | null; full: boolean; w: ArrayInput | null; cov: boolean | "unscaled" }
+interface PolyfitOpts {
+  rcond: number | null;
+  full: boolean;
+  w: ArrayInput | null;
+  cov: boolean | "unscaled";
+}
 /**
  * jnp.polyfit(x, y, deg, rcond=null, full=false, w=null, cov=false): least-squares coefficients, highest power first
  * (y may be 2-D); full adds [residuals, rank, singularValues, rcond]; cov (true or "unscaled") adds the coefficients'
@@ -121,13 +139,19 @@ export function polyfit(x: ArrayInput, y: ArrayInput, deg: number, ...args: unkn
   const [xa, ya] = toInexact(promoteDtypes("polyfit", [x, y]));
   if (xa.ndim !== 1) throw new Error(`polyfit: expected a 1-D vector for x, got shape ${shapeStr(xa.shape)}`);
   if (xa.shape[0] === 0) throw new Error("polyfit: expected a non-empty vector for x");
-  if (ya.ndim < 1 || ya.ndim > 2) throw new Error(`polyfit: expected a 1-D or 2-D array for y, got shape ${shapeStr(ya.shape)}`);
-  if (ya.shape[0] !== xa.shape[0]) throw new Error(`polyfit: x and y must have the same length along axis 0, got shapes ${shapeStr(xa.shape)} and ${shapeStr(ya.shape)}`);
+  if (ya.ndim < 1 || ya.ndim > 2)
+    throw new Error(`polyfit: expected a 1-D or 2-D array for y, got shape ${shapeStr(ya.shape)}`);
+  if (ya.shape[0] !== xa.shape[0])
+    throw new Error(
+      `polyfit: x and y must have the same length along axis 0, got shapes ${shapeStr(xa.shape)} and ${shapeStr(ya.shape)}`,
+    );
   const rcond = o.rcond ?? xa.shape[0] * finfoEps(xa);
-  let lhs = vander(xa, d + 1), rhs = ya;
+  let lhs = vander(xa, d + 1),
+    rhs = ya;
   if (o.w !== undefined && o.w !== null) {
     const w = ops.convert(promoteDtypes("polyfit", [o.w])[0], xa.dtype, false);
-    if (w.ndim !== 1 || w.shape[0] !== xa.shape[0]) throw new Error(`polyfit: w must be 1-D with x's length ${xa.shape[0]}, got shape ${shapeStr(w.shape)}`);
+    if (w.ndim !== 1 || w.shape[0] !== xa.shape[0])
+      throw new Error(`polyfit: w must be 1-D with x's length ${xa.shape[0]}, got shape ${shapeStr(w.shape)}`);
     lhs = ops.mul(lhs, ops.broadcastInDim(w, lhs.shape, [0]));
     rhs = ops.mul(rhs, ops.broadcastInDim(w, rhs.shape, [0]));
   }
@@ -138,19 +162,34 @@ export function polyfit(x: ArrayInput, y: ArrayInput, deg: number, ...args: unkn
   const coef = ops.div(res[0], ops.broadcastInDim(scale, res[0].shape, [0]));
   if (o.full) return [coef, res[1], res[2], res[3], ops.full([], rcond, xa.dtype)];
   if (!o.cov) return coef;
-  if (o.cov !== true && o.cov !== "unscaled") throw new TypeError(`polyfit: cov must be a boolean or "unscaled", got ${JSON.stringify(o.cov)}`);
+  if (o.cov !== true && o.cov !== "unscaled")
+    throw new TypeError(`polyfit: cov must be a boolean or "unscaled", got ${JSON.stringify(o.cov)}`);
   // V = inv(A^T A) / outer(scale, scale), times residuals / (n - order) unless "unscaled"
-  const order = d + 1, n = xa.shape[0];
-  let V = inv(ops.dotGeneral(scaled, scaled, [[[0], [0]], [[], []]]));
-  V = ops.div(V, ops.mul(ops.broadcastInDim(scale, [order, order], [0]), ops.broadcastInDim(scale, [order, order], [1])));
-  if (o.cov === "unscaled") return [coef, ya.ndim === 1 ? V : ops.broadcastInDim(V, [order, order, ya.shape[1]], [0, 1])];
-  if (n <= order) throw new Error(`polyfit: the number of data points (${n}) must exceed order (${order}) to scale the covariance matrix`);
+  const order = d + 1,
+    n = xa.shape[0];
+  let V = inv(
+    ops.dotGeneral(scaled, scaled, [
+      [[0], [0]],
+      [[], []],
+    ]),
+  );
+  V = ops.div(
+    V,
+    ops.mul(ops.broadcastInDim(scale, [order, order], [0]), ops.broadcastInDim(scale, [order, order], [1])),
+  );
+  if (o.cov === "unscaled")
+    return [coef, ya.ndim === 1 ? V : ops.broadcastInDim(V, [order, order, ya.shape[1]], [0, 1])];
+  if (n <= order)
+    throw new Error(
+      `polyfit: the number of data points (${n}) must exceed order (${order}) to scale the covariance matrix`,
+    );
   const fac = ops.div(res[1], ops.full(res[1].shape, n - order, res[1].dtype));
   if (ya.ndim === 1) return [coef, ops.mul(V, ops.broadcastInDim(ops.reshape(fac, []), V.shape, []))];
   const shape = [order, order, ya.shape[1]];
   return [coef, ops.mul(ops.broadcastInDim(V, shape, [0, 1]), ops.broadcastInDim(fac, shape, [2]))];
 }
-const finfoEps = (x: Array): number => (x.dtype === "float64" ? 2 ** -52 : x.dtype === "float16" ? 2 ** -10 : x.dtype === "bfloat16" ? 2 ** -7 : 2 ** -23);
+const finfoEps = (x: Array): number =>
+  x.dtype === "float64" ? 2 ** -52 : x.dtype === "float16" ? 2 ** -10 : x.dtype === "bfloat16" ? 2 ** -7 : 2 ** -23;
 
 /**
  * jnp.roots(p, stripZeros=true): the roots of p. jaxts has no complex dtype yet, so this returns the real roots as a
@@ -159,10 +198,20 @@ const finfoEps = (x: Array): number => (x.dtype === "float64" ? 2 ** -52 : x.dty
 export function roots(p: ArrayInput, ...args: unknown[]): Array {
   const o = parseArgs<{ stripZeros: boolean }>("roots", args, ["stripZeros"]);
   const pa = coeffs("roots", toInexact(promoteDtypes("roots", [p]))[0]);
-  const v = numbersOf(requireConcrete("roots", pa, "the coefficients", "roots needs the coefficients' values (it finds complex candidates on the host)."));
+  const v = numbersOf(
+    requireConcrete(
+      "roots",
+      pa,
+      "the coefficients",
+      "roots needs the coefficients' values (it finds complex candidates on the host).",
+    ),
+  );
   const lead = v.findIndex((x) => x !== 0);
   if (lead < 0) return ops.full([0], 0, pa.dtype);
-  if (o.stripZeros === false && lead > 0) throw new Error("roots: leading zero coefficients with stripZeros=false would give infinite roots; jaxts has no complex dtype to return JAX's NaN roots");
+  if (o.stripZeros === false && lead > 0)
+    throw new Error(
+      "roots: leading zero coefficients with stripZeros=false would give infinite roots; jaxts has no complex dtype to return JAX's NaN roots",
+    );
   let last = v.length - 1;
   while (v[last] === 0) last--;
   const q = v.slice(lead, last + 1);
@@ -173,7 +222,9 @@ export function roots(p: ArrayInput, ...args: unknown[]): Array {
     // a k-fold real root comes back with imaginary noise ~ eps^(1/k) (NumPy's companion-matrix roots show the same), so a
     // root counts as real below 1e-4 relative
     if (Math.abs(im) > 1e-4 * Math.max(1, Math.hypot(re, im))) {
-      throw new Error(`roots: the polynomial [${v.join(", ")}] has a complex root ${re} ${im < 0 ? "-" : "+"} ${Math.abs(im)}j; jaxts has no complex dtype yet, so only polynomials with all-real roots are supported`);
+      throw new Error(
+        `roots: the polynomial [${v.join(", ")}] has a complex root ${re} ${im < 0 ? "-" : "+"} ${Math.abs(im)}j; jaxts has no complex dtype yet, so only polynomials with all-real roots are supported`,
+      );
     }
     out.push(re);
   }
@@ -188,19 +239,39 @@ function polyRootsComplex(q: readonly number[]): [number, number][] {
   const a = q.map((x) => x / q[0]);
   // initial guesses on a circle of the Cauchy bound's radius
   const R = 1 + Math.max(...a.slice(1).map(Math.abs));
-  let z: [number, number][] = range(n).map((k) => { const t = (2 * Math.PI * k) / n + 0.4; return [R * Math.cos(t), R * Math.sin(t)]; });
-  const mul = (x: [number, number], y: [number, number]): [number, number] => [x[0] * y[0] - x[1] * y[1], x[0] * y[1] + x[1] * y[0]];
-  const div = (x: [number, number], y: [number, number]): [number, number] => { const d = y[0] * y[0] + y[1] * y[1]; return [(x[0] * y[0] + x[1] * y[1]) / d, (x[1] * y[0] - x[0] * y[1]) / d]; };
+  let z: [number, number][] = range(n).map((k) => {
+    const t = (2 * Math.PI * k) / n + 0.4;
+    return [R * Math.cos(t), R * Math.sin(t)];
+  });
+  const mul = (x: [number, number], y: [number, number]): [number, number] => [
+    x[0] * y[0] - x[1] * y[1],
+    x[0] * y[1] + x[1] * y[0],
+  ];
+  const div = (x: [number, number], y: [number, number]): [number, number] => {
+    const d = y[0] * y[0] + y[1] * y[1];
+    return [(x[0] * y[0] + x[1] * y[1]) / d, (x[1] * y[0] - x[0] * y[1]) / d];
+  };
   for (let it = 0; it < 500; it++) {
     let moved = 0;
     const nz = z.map((zi, i) => {
       // p(z) and p'(z) by Horner
-      let pv: [number, number] = [a[0], 0], dv: [number, number] = [0, 0];
-      for (let j = 1; j <= n; j++) { dv = mul(dv, zi); dv = [dv[0] + pv[0], dv[1] + pv[1]]; pv = mul(pv, zi); pv = [pv[0] + a[j], pv[1]]; }
+      let pv: [number, number] = [a[0], 0],
+        dv: [number, number] = [0, 0];
+      for (let j = 1; j <= n; j++) {
+        dv = mul(dv, zi);
+        dv = [dv[0] + pv[0], dv[1] + pv[1]];
+        pv = mul(pv, zi);
+        pv = [pv[0] + a[j], pv[1]];
+      }
       if (pv[0] === 0 && pv[1] === 0) return zi;
       const ratio = div(pv, dv);
       let s: [number, number] = [0, 0];
-      z.forEach((zj, j) => { if (j !== i) { const r = div([1, 0], [zi[0] - zj[0], zi[1] - zj[1]]); s = [s[0] + r[0], s[1] + r[1]]; } });
+      z.forEach((zj, j) => {
+        if (j !== i) {
+          const r = div([1, 0], [zi[0] - zj[0], zi[1] - zj[1]]);
+          s = [s[0] + r[0], s[1] + r[1]];
+        }
+      });
       // w = ratio / (1 - ratio * sum 1/(z_i - z_j))
       const rs = mul(ratio, s);
       const w = div(ratio, [1 - rs[0], -rs[1]]);

@@ -5,8 +5,22 @@ import { prod } from "../core/shape.js";
 import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import {
-  JSArray, arr, axisList, bcast, broadcastShape, castTo, concreteOf, normalizeAxis, numbersOf,
-  parseArgs, promoteAll, range, shapeStr, staticInt, staticInts, takeStatic,
+  JSArray,
+  arr,
+  axisList,
+  bcast,
+  broadcastShape,
+  castTo,
+  concreteOf,
+  normalizeAxis,
+  numbersOf,
+  parseArgs,
+  promoteAll,
+  range,
+  shapeStr,
+  staticInt,
+  staticInts,
+  takeStatic,
 } from "./struct-util.js";
 
 type AL = ArrayLike | NestedValue;
@@ -28,20 +42,33 @@ export function size(a: AL, ...args: unknown[]): number {
 function resolveShape(fn: string, x: Array, s: readonly number[]): number[] {
   const neg = s.filter((d) => d === -1).length;
   if (neg > 1) throw new Error(`${fn}: can only specify one unknown dimension (-1), got shape ${shapeStr(s)}`);
-  for (const d of s) if (!Number.isInteger(d) || d < -1) throw new TypeError(`${fn}: shape entries must be non-negative integers or -1, got ${shapeStr(s)}`);
+  for (const d of s)
+    if (!Number.isInteger(d) || d < -1)
+      throw new TypeError(`${fn}: shape entries must be non-negative integers or -1, got ${shapeStr(s)}`);
   const known = prod(s.filter((d) => d !== -1));
   const out = [...s];
   if (neg) {
     const i = s.indexOf(-1);
-    if (known === 0 || x.size % known !== 0) throw new TypeError(`${fn}: cannot reshape array of shape ${shapeStr(x.shape)} (size ${x.size}) into shape ${shapeStr(s)}`);
+    if (known === 0 || x.size % known !== 0)
+      throw new TypeError(
+        `${fn}: cannot reshape array of shape ${shapeStr(x.shape)} (size ${x.size}) into shape ${shapeStr(s)}`,
+      );
     out[i] = x.size / known;
   }
-  if (prod(out) !== x.size) throw new TypeError(`${fn}: cannot reshape array of shape ${shapeStr(x.shape)} (size ${x.size}) into shape ${shapeStr(s)}`);
+  if (prod(out) !== x.size)
+    throw new TypeError(
+      `${fn}: cannot reshape array of shape ${shapeStr(x.shape)} (size ${x.size}) into shape ${shapeStr(s)}`,
+    );
   return out;
 }
 /** jnp.reshape(a, shape, order="C"); shape may hold one -1; order "F" reshapes in column-major order. */
 export function reshape(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ shape: number | number[]; order: string; newshape: number | number[] }>("reshape", args, ["shape", "order"], ["newshape"]);
+  const o = parseArgs<{ shape: number | number[]; order: string; newshape: number | number[] }>(
+    "reshape",
+    args,
+    ["shape", "order"],
+    ["newshape"],
+  );
   const x = arr("reshape", a);
   const sh = o.shape ?? o.newshape;
   if (sh === undefined) throw new TypeError("reshape: missing the shape argument");
@@ -68,7 +95,10 @@ export function transpose(a: AL, ...args: unknown[]): Array {
   const { axes } = parseArgs<{ axes: number[] | null }>("transpose", args, ["axes"]);
   const x = arr("transpose", a);
   if (axes === undefined || axes === null) return ops.transpose(x, range(x.ndim).reverse());
-  if (axes.length !== x.ndim) throw new Error(`transpose: axes ${shapeStr(axes)} don't match array of shape ${shapeStr(x.shape)} (expected ${x.ndim} axes)`);
+  if (axes.length !== x.ndim)
+    throw new Error(
+      `transpose: axes ${shapeStr(axes)} don't match array of shape ${shapeStr(x.shape)} (expected ${x.ndim} axes)`,
+    );
   return ops.transpose(x, axisList("transpose", axes, x.ndim));
 }
 /** jnp.permuteDims(a, axes) (array API). */
@@ -81,25 +111,38 @@ export function permuteDims(a: AL, ...args: unknown[]): Array {
 export function swapaxes(a: AL, ...args: unknown[]): Array {
   const { axis1, axis2 } = parseArgs<{ axis1: number; axis2: number }>("swapaxes", args, ["axis1", "axis2"]);
   const x = arr("swapaxes", a);
-  const i = normalizeAxis("swapaxes", axis1 as number, x.ndim), j = normalizeAxis("swapaxes", axis2 as number, x.ndim);
-  const p = range(x.ndim); p[i] = j; p[j] = i;
+  const i = normalizeAxis("swapaxes", axis1 as number, x.ndim),
+    j = normalizeAxis("swapaxes", axis2 as number, x.ndim);
+  const p = range(x.ndim);
+  p[i] = j;
+  p[j] = i;
   return ops.transpose(x, p);
 }
 /** jnp.matrixTranspose(x): swaps the last two axes. */
 export function matrixTranspose(a: AL): Array {
   const x = arr("matrixTranspose", a);
-  if (x.ndim < 2) throw new Error(`matrixTranspose: input array must be at least 2-dimensional, got shape ${shapeStr(x.shape)}`);
+  if (x.ndim < 2)
+    throw new Error(`matrixTranspose: input array must be at least 2-dimensional, got shape ${shapeStr(x.shape)}`);
   return swapaxes(x, -1, -2);
 }
 /** jnp.moveaxis(a, source, destination) with ints or equal-length lists. */
 export function moveaxis(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ source: number | number[]; destination: number | number[] }>("moveaxis", args, ["source", "destination"]);
+  const o = parseArgs<{ source: number | number[]; destination: number | number[] }>("moveaxis", args, [
+    "source",
+    "destination",
+  ]);
   const x = arr("moveaxis", a);
-  const src = axisList("moveaxis", o.source as number | number[], x.ndim), dst = axisList("moveaxis", o.destination as number | number[], x.ndim);
-  if (src.length !== dst.length) throw new Error(`moveaxis: source ${JSON.stringify(o.source)} and destination ${JSON.stringify(o.destination)} must have the same number of elements`);
+  const src = axisList("moveaxis", o.source as number | number[], x.ndim),
+    dst = axisList("moveaxis", o.destination as number | number[], x.ndim);
+  if (src.length !== dst.length)
+    throw new Error(
+      `moveaxis: source ${JSON.stringify(o.source)} and destination ${JSON.stringify(o.destination)} must have the same number of elements`,
+    );
   const rest = range(x.ndim).filter((i) => !src.includes(i));
   const perm = new JSArray<number>(x.ndim).fill(-1);
-  dst.forEach((d, i) => { perm[d] = src[i]; });
+  dst.forEach((d, i) => {
+    perm[d] = src[i];
+  });
   let k = 0;
   for (let i = 0; i < x.ndim; i++) if (perm[i] === -1) perm[i] = rest[k++];
   return ops.transpose(x, perm);
@@ -121,9 +164,19 @@ export function expandDims(a: AL, ...args: unknown[]): Array {
 export function squeeze(a: AL, ...args: unknown[]): Array {
   const { axis } = parseArgs<{ axis: number | number[] | null }>("squeeze", args, ["axis"]);
   const x = arr("squeeze", a);
-  const dims = axis === undefined || axis === null ? range(x.ndim).filter((i) => x.shape[i] === 1) : axisList("squeeze", axis, x.ndim);
-  for (const d of dims) if (x.shape[d] !== 1) throw new Error(`squeeze: cannot select an axis to squeeze out which has size not equal to one (axis ${d} of an array of shape ${shapeStr(x.shape)})`);
-  return ops.reshape(x, x.shape.filter((_, i) => !dims.includes(i)));
+  const dims =
+    axis === undefined || axis === null
+      ? range(x.ndim).filter((i) => x.shape[i] === 1)
+      : axisList("squeeze", axis, x.ndim);
+  for (const d of dims)
+    if (x.shape[d] !== 1)
+      throw new Error(
+        `squeeze: cannot select an axis to squeeze out which has size not equal to one (axis ${d} of an array of shape ${shapeStr(x.shape)})`,
+      );
+  return ops.reshape(
+    x,
+    x.shape.filter((_, i) => !dims.includes(i)),
+  );
 }
 function atleast(fn: string, nd: 1 | 2 | 3, xs: AL[]): Array | Array[] {
   const res = xs.map((v) => {
@@ -138,58 +191,93 @@ function atleast(fn: string, nd: 1 | 2 | 3, xs: AL[]): Array | Array[] {
 /** jnp.atleast1d(...arys): one array in, one out; several in, a list out. */
 export function atleast1d(x: AL): Array;
 export function atleast1d(...xs: AL[]): Array | Array[];
-export function atleast1d(...xs: AL[]): Array | Array[] { return atleast("atleast1d", 1, xs); }
+export function atleast1d(...xs: AL[]): Array | Array[] {
+  return atleast("atleast1d", 1, xs);
+}
 /** jnp.atleast2d. */
 export function atleast2d(x: AL): Array;
 export function atleast2d(...xs: AL[]): Array | Array[];
-export function atleast2d(...xs: AL[]): Array | Array[] { return atleast("atleast2d", 2, xs); }
+export function atleast2d(...xs: AL[]): Array | Array[] {
+  return atleast("atleast2d", 2, xs);
+}
 /** jnp.atleast3d. */
 export function atleast3d(x: AL): Array;
 export function atleast3d(...xs: AL[]): Array | Array[];
-export function atleast3d(...xs: AL[]): Array | Array[] { return atleast("atleast3d", 3, xs); }
+export function atleast3d(...xs: AL[]): Array | Array[] {
+  return atleast("atleast3d", 3, xs);
+}
 const one = (x: Array | Array[]): Array => x as Array;
 
 // ---------------------------------------------------------------- broadcasting
 /** jnp.broadcastShapes(...shapes). */
 export function broadcastShapes(...shapes: (number | number[])[]): number[] {
-  return broadcastShape(shapes.map((s) => (typeof s === "number" ? [s] : s)), "broadcastShapes");
+  return broadcastShape(
+    shapes.map((s) => (typeof s === "number" ? [s] : s)),
+    "broadcastShapes",
+  );
 }
 /** jnp.broadcastTo(array, shape). */
 export function broadcastTo(a: AL, ...args: unknown[]): Array {
   const { shape: sh } = parseArgs<{ shape: number | number[] }>("broadcastTo", args, ["shape"]);
   const x = arr("broadcastTo", a);
   const s = typeof sh === "number" ? [sh] : staticInts("broadcastTo", sh, "shape");
-  const bad = () => new Error(`broadcastTo: cannot broadcast an array of shape ${shapeStr(x.shape)} to shape ${shapeStr(s)}`);
+  const bad = () =>
+    new Error(`broadcastTo: cannot broadcast an array of shape ${shapeStr(x.shape)} to shape ${shapeStr(s)}`);
   if (x.ndim > s.length) throw bad();
-  x.shape.forEach((d, i) => { const t = s[s.length - x.ndim + i]; if (d !== 1 && d !== t) throw bad(); });
+  x.shape.forEach((d, i) => {
+    const t = s[s.length - x.ndim + i];
+    if (d !== 1 && d !== t) throw bad();
+  });
   return bcast(x, s);
 }
 /** jnp.broadcastArrays(...args): a list of arrays broadcast to a common shape. */
 export function broadcastArrays(...args: AL[]): Array[] {
   const xs = args.map((a) => arr("broadcastArrays", a));
-  const s = broadcastShape(xs.map((x) => x.shape), "broadcastArrays");
+  const s = broadcastShape(
+    xs.map((x) => x.shape),
+    "broadcastArrays",
+  );
   return xs.map((x) => bcast(x, s));
 }
 
 // ---------------------------------------------------------------- joining
 function joinArgs(fn: string, arrays: unknown): Array[] {
-  if (arrays instanceof Array) return arrays.ndim === 0 ? [arrays] : range(arrays.shape[0]).map((i) => ops.squeeze(ops.sliceInDim(arrays, i, i + 1, 1, 0), [0]));
+  if (arrays instanceof Array)
+    return arrays.ndim === 0
+      ? [arrays]
+      : range(arrays.shape[0]).map((i) => ops.squeeze(ops.sliceInDim(arrays, i, i + 1, 1, 0), [0]));
   if (!JSArray.isArray(arrays)) throw new TypeError(`${fn}: expected a sequence of arrays, got ${describe(arrays)}`);
-  if (arrays.length === 0) throw new Error(`${fn}: need at least one array to ${fn === "concatenate" || fn === "concat" ? "concatenate" : "stack"}`);
-  return promoteAll(fn, arrays.map((a) => arr(fn, a as AL)));
+  if (arrays.length === 0)
+    throw new Error(
+      `${fn}: need at least one array to ${fn === "concatenate" || fn === "concat" ? "concatenate" : "stack"}`,
+    );
+  return promoteAll(
+    fn,
+    arrays.map((a) => arr(fn, a as AL)),
+  );
 }
 function concatChecked(fn: string, xs: Array[], axis: number): Array {
   const nd = xs[0].ndim;
-  if (nd === 0) throw new Error(`${fn}: zero-dimensional arrays cannot be concatenated (got shapes ${xs.map((x) => shapeStr(x.shape)).join(", ")})`);
+  if (nd === 0)
+    throw new Error(
+      `${fn}: zero-dimensional arrays cannot be concatenated (got shapes ${xs.map((x) => shapeStr(x.shape)).join(", ")})`,
+    );
   xs.forEach((x, i) => {
-    if (x.ndim !== nd) throw new Error(`${fn}: all the input arrays must have the same number of dimensions, but the array at index 0 has ${nd} dimension(s) and the array at index ${i} has ${x.ndim} dimension(s) (shapes ${xs.map((y) => shapeStr(y.shape)).join(", ")})`);
+    if (x.ndim !== nd)
+      throw new Error(
+        `${fn}: all the input arrays must have the same number of dimensions, but the array at index 0 has ${nd} dimension(s) and the array at index ${i} has ${x.ndim} dimension(s) (shapes ${xs.map((y) => shapeStr(y.shape)).join(", ")})`,
+      );
   });
   const ax = normalizeAxis(fn, axis, nd);
-  xs.forEach((x, i) => x.shape.forEach((d, j) => {
-    if (j !== ax && d !== xs[0].shape[j]) {
-      throw new Error(`${fn}: all the input array dimensions except for the concatenation axis must match exactly, but along dimension ${j}, the array at index 0 has size ${xs[0].shape[j]} and the array at index ${i} has size ${d} (shapes ${xs.map((y) => shapeStr(y.shape)).join(", ")}; axis ${axis})`);
-    }
-  }));
+  xs.forEach((x, i) =>
+    x.shape.forEach((d, j) => {
+      if (j !== ax && d !== xs[0].shape[j]) {
+        throw new Error(
+          `${fn}: all the input array dimensions except for the concatenation axis must match exactly, but along dimension ${j}, the array at index 0 has size ${xs[0].shape[j]} and the array at index ${i} has size ${d} (shapes ${xs.map((y) => shapeStr(y.shape)).join(", ")}; axis ${axis})`,
+        );
+      }
+    }),
+  );
   return ops.concatenate(xs, ax);
 }
 /** jnp.concatenate(arrays, axis=0, dtype=null); axis=null flattens every input first. */
@@ -211,9 +299,18 @@ export function stack(arrays: AL[] | Array, ...args: unknown[]): Array {
   const o = parseArgs<{ axis: number; out: null; dtype: DType }>("stack", args, ["axis", "out", "dtype"]);
   const xs = joinArgs("stack", arrays);
   const s0 = xs[0].shape;
-  xs.forEach((x) => { if (x.shape.join() !== s0.join()) throw new Error(`stack: all input arrays must have the same shape, got ${xs.map((y) => shapeStr(y.shape)).join(", ")}`); });
+  xs.forEach((x) => {
+    if (x.shape.join() !== s0.join())
+      throw new Error(
+        `stack: all input arrays must have the same shape, got ${xs.map((y) => shapeStr(y.shape)).join(", ")}`,
+      );
+  });
   const ax = normalizeAxis("stack", o.axis ?? 0, s0.length + 1);
-  const ys = xs.map((x) => { const s = [...x.shape]; s.splice(ax, 0, 1); return ops.reshape(x, s); });
+  const ys = xs.map((x) => {
+    const s = [...x.shape];
+    s.splice(ax, 0, 1);
+    return ops.reshape(x, s);
+  });
   return castTo(ops.concatenate(ys, ax), o.dtype);
 }
 /** jnp.hstack(tup, dtype=null). */
@@ -225,12 +322,26 @@ export function hstack(tup: AL[] | Array, ...args: unknown[]): Array {
 /** jnp.vstack(tup, dtype=null). */
 export function vstack(tup: AL[] | Array, ...args: unknown[]): Array {
   const o = parseArgs<{ dtype: DType }>("vstack", args, ["dtype"]);
-  return castTo(concatChecked("vstack", joinArgs("vstack", tup).map((x) => one(atleast2d(x))), 0), o.dtype);
+  return castTo(
+    concatChecked(
+      "vstack",
+      joinArgs("vstack", tup).map((x) => one(atleast2d(x))),
+      0,
+    ),
+    o.dtype,
+  );
 }
 /** jnp.dstack(tup, dtype=null). */
 export function dstack(tup: AL[] | Array, ...args: unknown[]): Array {
   const o = parseArgs<{ dtype: DType }>("dstack", args, ["dtype"]);
-  return castTo(concatChecked("dstack", joinArgs("dstack", tup).map((x) => one(atleast3d(x))), 2), o.dtype);
+  return castTo(
+    concatChecked(
+      "dstack",
+      joinArgs("dstack", tup).map((x) => one(atleast3d(x))),
+      2,
+    ),
+    o.dtype,
+  );
 }
 /** jnp.columnStack(tup): 1-D inputs become columns. */
 export function columnStack(tup: AL[] | Array): Array {
@@ -249,13 +360,18 @@ export function unstack(a: AL, ...args: unknown[]): Array[] {
 // ---------------------------------------------------------------- splitting
 function splitImpl(fn: string, x: Array, spec: unknown, axis: number, equal: boolean): Array[] {
   if (x.ndim === 0) throw new Error(`${fn}: cannot split a 0-d array`);
-  const ax = normalizeAxis(fn, axis, x.ndim), n = x.shape[ax];
+  const ax = normalizeAxis(fn, axis, x.ndim),
+    n = x.shape[ax];
   let bounds: number[];
   if (typeof spec === "number" || (spec instanceof Array && spec.ndim === 0)) {
     const s = staticInt(fn, spec, "indices_or_sections");
     if (s <= 0) throw new Error(`${fn}: number of sections must be larger than 0, got ${s}`);
-    if (equal && n % s !== 0) throw new Error(`${fn}: array split does not result in an equal division: axis ${ax} of size ${n} into ${s} sections`);
-    const q = Math.floor(n / s), r = n % s;
+    if (equal && n % s !== 0)
+      throw new Error(
+        `${fn}: array split does not result in an equal division: axis ${ax} of size ${n} into ${s} sections`,
+      );
+    const q = Math.floor(n / s),
+      r = n % s;
     bounds = range(s + 1).map((i) => i * q + Math.min(i, r));
   } else {
     const idx = staticInts(fn, spec, "indices_or_sections").map((i) => Math.min(Math.max(i < 0 ? i + n : i, 0), n));
@@ -263,7 +379,8 @@ function splitImpl(fn: string, x: Array, spec: unknown, axis: number, equal: boo
   }
   const out: Array[] = [];
   for (let i = 0; i + 1 < bounds.length; i++) {
-    const lo = bounds[i], hi = Math.max(bounds[i], bounds[i + 1]);
+    const lo = bounds[i],
+      hi = Math.max(bounds[i], bounds[i + 1]);
     out.push(ops.sliceInDim(x, lo, hi, 1, ax));
   }
   return out;
@@ -287,13 +404,15 @@ export function hsplit(a: AL, indicesOrSections: unknown): Array[] {
 export function vsplit(a: AL, indicesOrSections: unknown): Array[] {
   const x = arr("vsplit", a);
   // JAX (unlike NumPy) splits a 1-D array along axis 0 too; only a 0-d array has no axis 0
-  if (x.ndim < 1) throw new Error(`vsplit: only works on arrays of 1 or more dimensions, got shape ${shapeStr(x.shape)}`);
+  if (x.ndim < 1)
+    throw new Error(`vsplit: only works on arrays of 1 or more dimensions, got shape ${shapeStr(x.shape)}`);
   return splitImpl("vsplit", x, indicesOrSections, 0, true);
 }
 /** jnp.dsplit (axis 2, needs 3-D). */
 export function dsplit(a: AL, indicesOrSections: unknown): Array[] {
   const x = arr("dsplit", a);
-  if (x.ndim < 3) throw new Error(`dsplit: only works on arrays of 3 or more dimensions, got shape ${shapeStr(x.shape)}`);
+  if (x.ndim < 3)
+    throw new Error(`dsplit: only works on arrays of 3 or more dimensions, got shape ${shapeStr(x.shape)}`);
   return splitImpl("dsplit", x, indicesOrSections, 2, true);
 }
 
@@ -308,22 +427,38 @@ export function tile(a: AL, reps: number | number[]): Array {
   x = ops.reshape(x, [...new JSArray<number>(nd - x.ndim).fill(1), ...x.shape]);
   // broadcast to [r0, d0, r1, d1, ...] then merge each pair
   const big = x.shape.flatMap((d, i) => [rr[i], d]);
-  const y = ops.broadcastInDim(x, big, range(nd).map((i) => 2 * i + 1));
-  return ops.reshape(y, x.shape.map((d, i) => d * rr[i]));
+  const y = ops.broadcastInDim(
+    x,
+    big,
+    range(nd).map((i) => 2 * i + 1),
+  );
+  return ops.reshape(
+    y,
+    x.shape.map((d, i) => d * rr[i]),
+  );
 }
 /** Static source index for each output position of a repeat with per-element counts. */
 function repeatIndex(counts: number[], total: number): number[] {
   const out: number[] = [];
-  counts.forEach((c, i) => { for (let k = 0; k < c; k++) out.push(i); });
+  counts.forEach((c, i) => {
+    for (let k = 0; k < c; k++) out.push(i);
+  });
   const last = counts.length - 1;
   while (out.length < total) out.push(last);
   return out.slice(0, total);
 }
 /** jnp.repeat(a, repeats, axis=null, {totalRepeatLength}): scalar or per-element repeats; traced repeats need totalRepeatLength. */
 export function repeat(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ repeats: unknown; axis: number | null; totalRepeatLength: number }>("repeat", args, ["repeats", "axis"], ["totalRepeatLength"]);
+  const o = parseArgs<{ repeats: unknown; axis: number | null; totalRepeatLength: number }>(
+    "repeat",
+    args,
+    ["repeats", "axis"],
+    ["totalRepeatLength"],
+  );
   let x = arr("repeat", a);
-  if (o.axis === undefined || o.axis === null) { x = ops.reshape(x, [x.size]); }
+  if (o.axis === undefined || o.axis === null) {
+    x = ops.reshape(x, [x.size]);
+  }
   const ax = normalizeAxis("repeat", o.axis ?? 0, Math.max(x.ndim, 1));
   if (x.ndim === 0) x = ops.reshape(x, [1]);
   const n = x.shape[ax];
@@ -334,8 +469,13 @@ export function repeat(a: AL, ...args: unknown[]): Array {
     if (r < 0) throw new Error(`repeat: repeats may not contain negative values, got ${r}`);
     if (total === undefined || total === r * n) {
       const big = [...x.shape.slice(0, ax + 1), r, ...x.shape.slice(ax + 1)];
-      const y = ops.broadcastInDim(x, big, range(x.ndim).map((i) => (i <= ax ? i : i + 1)));
-      const s = [...x.shape]; s[ax] = n * r;
+      const y = ops.broadcastInDim(
+        x,
+        big,
+        range(x.ndim).map((i) => (i <= ax ? i : i + 1)),
+      );
+      const s = [...x.shape];
+      s[ax] = n * r;
       return ops.reshape(y, s);
     }
     return takeStatic(x, repeatIndex(new JSArray<number>(n).fill(r), total), ax);
@@ -345,14 +485,21 @@ export function repeat(a: AL, ...args: unknown[]): Array {
   if (c) {
     let counts = numbersOf(c);
     if (counts.length === 1) counts = new JSArray<number>(n).fill(counts[0]);
-    if (counts.length !== n) throw new Error(`repeat: repeats has ${counts.length} entries but axis ${ax} of the array (shape ${shapeStr(x.shape)}) has size ${n}`);
+    if (counts.length !== n)
+      throw new Error(
+        `repeat: repeats has ${counts.length} entries but axis ${ax} of the array (shape ${shapeStr(x.shape)}) has size ${n}`,
+      );
     if (counts.some((v) => v < 0)) throw new Error("repeat: repeats may not contain negative values");
     const t = total ?? counts.reduce((p, q) => p + q, 0);
     if (n === 0) return x;
     return takeStatic(x, repeatIndex(counts, t), ax);
   }
-  if (total === undefined) throw new Error("repeat: with traced (non-concrete) repeats, the totalRepeatLength argument must be given statically");
-  if (ra.ndim > 1 || (ra.ndim === 1 && ra.shape[0] !== n && ra.shape[0] !== 1)) throw new Error(`repeat: repeats of shape ${shapeStr(ra.shape)} do not match axis ${ax} of size ${n}`);
+  if (total === undefined)
+    throw new Error(
+      "repeat: with traced (non-concrete) repeats, the totalRepeatLength argument must be given statically",
+    );
+  if (ra.ndim > 1 || (ra.ndim === 1 && ra.shape[0] !== n && ra.shape[0] !== 1))
+    throw new Error(`repeat: repeats of shape ${shapeStr(ra.shape)} do not match axis ${ax} of size ${n}`);
   // source index of output j = number of cumulative ends <= j, clipped to the last element
   const ends = ops.cumulative("cumsum", bcast(ops.convert(ra, "int32"), [n]), 0);
   const j = ops.iota("int32", [total, n], 0);
@@ -397,21 +544,37 @@ function roll1(x: Array, shift: number | Array, ax: number): Array {
 }
 /** jnp.roll(a, shift, axis=null): shift and axis may be tuples (broadcast against each other). */
 export function roll(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ shift: number | number[] | Array; axis: number | number[] | null }>("roll", args, ["shift", "axis"]);
+  const o = parseArgs<{ shift: number | number[] | Array; axis: number | number[] | null }>("roll", args, [
+    "shift",
+    "axis",
+  ]);
   const x = arr("roll", a);
   if (o.shift === undefined) throw new TypeError("roll: missing the shift argument");
-  const shifts: (number | Array)[] = o.shift instanceof Array
-    ? (o.shift.ndim === 0 ? [concreteOf(o.shift) ? Number(concreteOf(o.shift)!.item()) : o.shift] : numbersOf(concreteOf(o.shift) ?? (() => { throw new Error("roll: a traced shift must be a scalar"); })()))
-    : typeof o.shift === "number" ? [o.shift] : o.shift;
+  const shifts: (number | Array)[] =
+    o.shift instanceof Array
+      ? o.shift.ndim === 0
+        ? [concreteOf(o.shift) ? Number(concreteOf(o.shift)!.item()) : o.shift]
+        : numbersOf(
+            concreteOf(o.shift) ??
+              (() => {
+                throw new Error("roll: a traced shift must be a scalar");
+              })(),
+          )
+      : typeof o.shift === "number"
+        ? [o.shift]
+        : o.shift;
   if (o.axis === undefined || o.axis === null) {
-    if (shifts.length !== 1) throw new Error(`roll: with axis=null, shift must be a scalar, got ${shifts.length} shifts`);
+    if (shifts.length !== 1)
+      throw new Error(`roll: with axis=null, shift must be a scalar, got ${shifts.length} shifts`);
     return ops.reshape(roll1(ops.reshape(x, [x.size]), shifts[0], 0), x.shape);
   }
   const axes = typeof o.axis === "number" ? [o.axis] : o.axis;
   const k = Math.max(shifts.length, axes.length);
-  if ((shifts.length !== 1 && shifts.length !== k) || (axes.length !== 1 && axes.length !== k)) throw new Error(`roll: shift (${shifts.length} entries) and axis (${axes.length} entries) must broadcast together`);
+  if ((shifts.length !== 1 && shifts.length !== k) || (axes.length !== 1 && axes.length !== k))
+    throw new Error(`roll: shift (${shifts.length} entries) and axis (${axes.length} entries) must broadcast together`);
   let y = x;
-  for (let i = 0; i < k; i++) y = roll1(y, shifts[shifts.length === 1 ? 0 : i], normalizeAxis("roll", axes[axes.length === 1 ? 0 : i], x.ndim));
+  for (let i = 0; i < k; i++)
+    y = roll1(y, shifts[shifts.length === 1 ? 0 : i], normalizeAxis("roll", axes[axes.length === 1 ? 0 : i], x.ndim));
   return y;
 }
 /** jnp.rot90(m, k=1, axes=[0, 1]). */
@@ -421,13 +584,15 @@ export function rot90(m: AL, ...args: unknown[]): Array {
   const axes = o.axes ?? [0, 1];
   if (axes.length !== 2) throw new Error(`rot90: axes must have length 2, got ${JSON.stringify(axes)}`);
   if (x.ndim < 2) throw new Error(`rot90: the array must have at least 2 dimensions, got shape ${shapeStr(x.shape)}`);
-  const a0 = normalizeAxis("rot90", axes[0], x.ndim), a1 = normalizeAxis("rot90", axes[1], x.ndim);
+  const a0 = normalizeAxis("rot90", axes[0], x.ndim),
+    a1 = normalizeAxis("rot90", axes[1], x.ndim);
   if (a0 === a1) throw new Error(`rot90: axes must be different, got ${JSON.stringify(axes)}`);
   const k = (((o.k ?? 1) % 4) + 4) % 4;
-  const perm = range(x.ndim); perm[a0] = a1; perm[a1] = a0;
+  const perm = range(x.ndim);
+  perm[a0] = a1;
+  perm[a1] = a0;
   if (k === 0) return x;
   if (k === 2) return ops.rev(x, [a0, a1]);
   if (k === 1) return ops.transpose(ops.rev(x, [a1]), perm);
   return ops.rev(ops.transpose(x, perm), [a1]);
 }
-

@@ -4,57 +4,116 @@ import { isInteger } from "../core/dtype.js";
 import { prod } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import {
-  JSArray, arr, bcast, normalizeAxis, numbersOf, parseArgs, promoteAll, range, requireConcrete, shapeStr, staticInts, takeStatic,
+  JSArray,
+  arr,
+  bcast,
+  normalizeAxis,
+  numbersOf,
+  parseArgs,
+  promoteAll,
+  range,
+  requireConcrete,
+  shapeStr,
+  staticInts,
+  takeStatic,
 } from "./struct-util.js";
 import { tile } from "./shape-ops.js";
 
 type AL = ArrayLike | NestedValue;
-type PadMode = "constant" | "edge" | "reflect" | "symmetric" | "wrap" | "linear_ramp" | "maximum" | "minimum" | "mean" | "empty";
-interface PadOpts { padWidth: unknown; mode: PadMode; constantValues: unknown; endValues: unknown; reflectType: "even" | "odd"; statLength: unknown }
+type PadMode =
+  "constant" | "edge" | "reflect" | "symmetric" | "wrap" | "linear_ramp" | "maximum" | "minimum" | "mean" | "empty";
+interface PadOpts {
+  padWidth: unknown;
+  mode: PadMode;
+  constantValues: unknown;
+  endValues: unknown;
+  reflectType: "even" | "odd";
+  statLength: unknown;
+}
 
 /** Broadcasts a pad spec (scalar, [v], [b, a], [[b, a]], or one pair per axis) to ndim [before, after] pairs, NumPy-style. */
 function pairs(fn: string, v: unknown, ndim: number, what: string): [number, number][] {
   const x = v instanceof Array ? v : arr(fn, v as AL);
   const vals = numbersOf(requireConcrete(fn, x, what));
   const s = x.shape;
-  const bad = () => new Error(`${fn}: ${what} of shape ${shapeStr(s)} cannot be broadcast to (${ndim}, 2) (one (before, after) pair per axis)`);
+  const bad = () =>
+    new Error(
+      `${fn}: ${what} of shape ${shapeStr(s)} cannot be broadcast to (${ndim}, 2) (one (before, after) pair per axis)`,
+    );
   if (s.length > 2) throw bad();
-  const s0 = s.length === 2 ? s[0] : 1, s1 = s.length === 0 ? 1 : s[s.length - 1];
+  const s0 = s.length === 2 ? s[0] : 1,
+    s1 = s.length === 0 ? 1 : s[s.length - 1];
   if ((s0 !== 1 && s0 !== ndim) || (s1 !== 1 && s1 !== 2)) throw bad();
-  return range(ndim).map((i) => [0, 1].map((j) => vals[(s0 === 1 ? 0 : i) * s1 + (s1 === 1 ? 0 : j)]) as [number, number]);
+  return range(ndim).map(
+    (i) => [0, 1].map((j) => vals[(s0 === 1 ? 0 : i) * s1 + (s1 === 1 ? 0 : j)]) as [number, number],
+  );
 }
 /** Source index along an axis of size n for padded position p (may be outside [0, n)). */
 function srcIndex(mode: PadMode, p: number, n: number): number {
   const mod = (a: number, m: number) => ((a % m) + m) % m;
   switch (mode) {
-    case "edge": return Math.min(Math.max(p, 0), n - 1);
-    case "wrap": return mod(p, n);
-    case "reflect": { if (n === 1) return 0; const q = mod(p, 2 * (n - 1)); return q < n ? q : 2 * (n - 1) - q; }
-    default: { const q = mod(p, 2 * n); return q < n ? q : 2 * n - 1 - q; } // symmetric
+    case "edge":
+      return Math.min(Math.max(p, 0), n - 1);
+    case "wrap":
+      return mod(p, n);
+    case "reflect": {
+      if (n === 1) return 0;
+      const q = mod(p, 2 * (n - 1));
+      return q < n ? q : 2 * (n - 1) - q;
+    }
+    default: {
+      const q = mod(p, 2 * n);
+      return q < n ? q : 2 * n - 1 - q;
+    } // symmetric
   }
 }
 const sliceAxis = (x: Array, lo: number, hi: number, ax: number) => ops.sliceInDim(x, lo, hi, 1, ax);
 function fullAt(x: Array, ax: number, w: number, v: Array): Array {
-  const s = [...x.shape]; s[ax] = w;
+  const s = [...x.shape];
+  s[ax] = w;
   return bcast(v, s);
 }
 
 /** jnp.pad(array, padWidth, mode="constant", {constantValues, endValues, reflectType, statLength}). */
 export function pad(array: AL, ...args: unknown[]): Array {
-  const o = parseArgs<PadOpts>("pad", args, ["padWidth", "mode"], ["constantValues","endValues","reflectType","statLength"]);
+  const o = parseArgs<PadOpts>(
+    "pad",
+    args,
+    ["padWidth", "mode"],
+    ["constantValues", "endValues", "reflectType", "statLength"],
+  );
   let x = arr("pad", array);
   const nd = x.ndim;
   if (o.padWidth === undefined) throw new TypeError("pad: missing the padWidth argument");
   const pw = pairs("pad", o.padWidth, nd, "padWidth");
-  for (const [b, a] of pw) if (!Number.isInteger(b) || !Number.isInteger(a) || b < 0 || a < 0) throw new Error(`pad: padWidth must hold non-negative integers, got ${JSON.stringify(o.padWidth)}`);
+  for (const [b, a] of pw)
+    if (!Number.isInteger(b) || !Number.isInteger(a) || b < 0 || a < 0)
+      throw new Error(`pad: padWidth must hold non-negative integers, got ${JSON.stringify(o.padWidth)}`);
   const mode = o.mode ?? "constant";
-  const valid = ["constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "maximum", "minimum", "mean", "empty"];
-  if (!valid.includes(mode)) throw new Error(`pad: unimplemented mode ${JSON.stringify(mode)}; expected one of ${valid.join(", ")}`);
+  const valid = [
+    "constant",
+    "edge",
+    "reflect",
+    "symmetric",
+    "wrap",
+    "linear_ramp",
+    "maximum",
+    "minimum",
+    "mean",
+    "empty",
+  ];
+  if (!valid.includes(mode))
+    throw new Error(`pad: unimplemented mode ${JSON.stringify(mode)}; expected one of ${valid.join(", ")}`);
   if (nd === 0) return x;
   if (mode === "constant" || mode === "empty") {
     const cv = pairs("pad", o.constantValues ?? 0, nd, "constantValues");
     const c0 = cv[0][0];
-    if (cv.every(([b, a]) => b === c0 && a === c0)) return ops.pad(x, ops.scalarLike(x, c0), pw.map(([b, a]): [number, number, number] => [b, a, 0]));
+    if (cv.every(([b, a]) => b === c0 && a === c0))
+      return ops.pad(
+        x,
+        ops.scalarLike(x, c0),
+        pw.map(([b, a]): [number, number, number] => [b, a, 0]),
+      );
     for (let ax = 0; ax < nd; ax++) {
       const cfgB = range(nd).map((i): [number, number, number] => [i === ax ? pw[ax][0] : 0, 0, 0]);
       const cfgA = range(nd).map((i): [number, number, number] => [0, i === ax ? pw[ax][1] : 0, 0]);
@@ -62,18 +121,28 @@ export function pad(array: AL, ...args: unknown[]): Array {
     }
     return x;
   }
-  if (o.reflectType !== undefined && o.reflectType !== "even") throw new Error(`pad: reflectType ${JSON.stringify(o.reflectType)} is not implemented (only "even")`);
+  if (o.reflectType !== undefined && o.reflectType !== "even")
+    throw new Error(`pad: reflectType ${JSON.stringify(o.reflectType)} is not implemented (only "even")`);
   for (let ax = 0; ax < nd; ax++) {
-    const [b, a] = pw[ax], n = x.shape[ax];
+    const [b, a] = pw[ax],
+      n = x.shape[ax];
     if (b === 0 && a === 0) continue;
-    if (n === 0) throw new Error(`pad: can't extend empty axis ${ax} using modes other than 'constant' or 'empty' (shape ${shapeStr(x.shape)})`);
+    if (n === 0)
+      throw new Error(
+        `pad: can't extend empty axis ${ax} using modes other than 'constant' or 'empty' (shape ${shapeStr(x.shape)})`,
+      );
     if (mode === "edge" || mode === "reflect" || mode === "symmetric" || mode === "wrap") {
-      x = takeStatic(x, range(b + n + a).map((p) => srcIndex(mode, p - b, n)), ax);
+      x = takeStatic(
+        x,
+        range(b + n + a).map((p) => srcIndex(mode, p - b, n)),
+        ax,
+      );
     } else if (mode === "linear_ramp") {
       const ev = pairs("pad", o.endValues ?? 0, nd, "endValues")[ax];
       x = ops.concatenate([ramp(x, ax, b, ev[0], true), x, ramp(x, ax, a, ev[1], false)], ax);
     } else {
-      const sl = o.statLength === undefined || o.statLength === null ? [n, n] : pairs("pad", o.statLength, nd, "statLength")[ax];
+      const sl =
+        o.statLength === undefined || o.statLength === null ? [n, n] : pairs("pad", o.statLength, nd, "statLength")[ax];
       const stat = (lo: number, hi: number) => {
         const r = sliceAxis(x, lo, hi, ax);
         if (mode === "maximum") return ops.reduceMax(r, [ax]);
@@ -82,8 +151,13 @@ export function pad(array: AL, ...args: unknown[]): Array {
         const m = ops.div(ops.reduceSum(f, [ax]), ops.scalarLike(f, hi - lo));
         return ops.convert(isInteger(x.dtype) ? ops.round(m, 1) : m, x.dtype);
       };
-      const keep = (v: Array) => ops.reshape(v, x.shape.map((d, i) => (i === ax ? 1 : d)));
-      const lo = keep(stat(0, Math.min(Math.max(sl[0], 1), n))), hi = keep(stat(n - Math.min(Math.max(sl[1], 1), n), n));
+      const keep = (v: Array) =>
+        ops.reshape(
+          v,
+          x.shape.map((d, i) => (i === ax ? 1 : d)),
+        );
+      const lo = keep(stat(0, Math.min(Math.max(sl[0], 1), n))),
+        hi = keep(stat(n - Math.min(Math.max(sl[1], 1), n), n));
       x = ops.concatenate([fullAt(x, ax, b, lo), x, fullAt(x, ax, a, hi)], ax);
     }
   }
@@ -93,7 +167,8 @@ export function pad(array: AL, ...args: unknown[]): Array {
 function ramp(x: Array, ax: number, w: number, endValue: number, before: boolean): Array {
   const n = x.shape[ax];
   const edge = sliceAxis(x, before ? 0 : n - 1, before ? 1 : n, ax);
-  const s = [...x.shape]; s[ax] = w;
+  const s = [...x.shape];
+  s[ax] = w;
   const f = isInteger(x.dtype) ? ops.convert(edge, "float32") : edge;
   // position k from the outside: end + (edge - end) * k / w
   let k = ops.convert(ops.iota("int32", s, ax), f.dtype);
@@ -107,7 +182,8 @@ function ramp(x: Array, ax: number, w: number, endValue: number, before: boolean
 export function resize(a: AL, newShape: number | number[]): Array {
   const x = arr("resize", a);
   const s = typeof newShape === "number" ? [newShape] : staticInts("resize", newShape, "newShape");
-  if (s.some((d) => d < 0)) throw new Error(`resize: all elements of newShape must be non-negative, got ${shapeStr(s)}`);
+  if (s.some((d) => d < 0))
+    throw new Error(`resize: all elements of newShape must be non-negative, got ${shapeStr(s)}`);
   const total = prod(s);
   if (x.size === 0) return ops.full(s, 0, x.dtype);
   const flat = ops.reshape(x, [x.size]);
@@ -118,12 +194,22 @@ export function resize(a: AL, newShape: number | number[]): Array {
 /** jnp.append(arr, values, axis=null). */
 export function append(a: AL, values: AL, ...args: unknown[]): Array {
   const { axis } = parseArgs<{ axis: number | null }>("append", args, ["axis"]);
-  const x = arr("append", a), v = arr("append", values);
+  const x = arr("append", a),
+    v = arr("append", values);
   const [px, pv] = promoteAll("append", [x, v]);
-  if (axis === undefined || axis === null) return ops.concatenate([ops.reshape(px, [px.size]), ops.reshape(pv, [pv.size])], 0);
-  if (px.ndim !== pv.ndim) throw new Error(`append: arr of shape ${shapeStr(px.shape)} and values of shape ${shapeStr(pv.shape)} must have the same number of dimensions`);
+  if (axis === undefined || axis === null)
+    return ops.concatenate([ops.reshape(px, [px.size]), ops.reshape(pv, [pv.size])], 0);
+  if (px.ndim !== pv.ndim)
+    throw new Error(
+      `append: arr of shape ${shapeStr(px.shape)} and values of shape ${shapeStr(pv.shape)} must have the same number of dimensions`,
+    );
   const ax = normalizeAxis("append", axis, px.ndim);
-  px.shape.forEach((d, i) => { if (i !== ax && pv.shape[i] !== d) throw new Error(`append: arr of shape ${shapeStr(px.shape)} and values of shape ${shapeStr(pv.shape)} must match except along axis ${ax}`); });
+  px.shape.forEach((d, i) => {
+    if (i !== ax && pv.shape[i] !== d)
+      throw new Error(
+        `append: arr of shape ${shapeStr(px.shape)} and values of shape ${shapeStr(pv.shape)} must match except along axis ${ax}`,
+      );
+  });
   return ops.concatenate([px, pv], ax);
 }
 /** Static positions along an axis of size n from an int, list, slice-like {start, stop, step} or bool mask. */
@@ -140,10 +226,16 @@ function staticPositions(fn: string, obj: unknown, n: number, allowBool: boolean
   const c = requireConcrete(fn, a, "obj");
   if (a.dtype === "bool") {
     if (!allowBool) throw new TypeError(`${fn}: boolean obj is not supported`);
-    if (a.ndim !== 1 || a.shape[0] !== n) throw new Error(`${fn}: boolean array argument obj must be one dimensional and match the axis length of ${n}, got shape ${shapeStr(a.shape)}`);
+    if (a.ndim !== 1 || a.shape[0] !== n)
+      throw new Error(
+        `${fn}: boolean array argument obj must be one dimensional and match the axis length of ${n}, got shape ${shapeStr(a.shape)}`,
+      );
     return { idx: numbersOf(c).flatMap((v, i) => (v ? [i] : [])), scalar: false };
   }
-  if (a.ndim > 1) throw new Error(`${fn}: index array argument obj must be one dimensional or scalar, got shape ${shapeStr(a.shape)}`);
+  if (a.ndim > 1)
+    throw new Error(
+      `${fn}: index array argument obj must be one dimensional or scalar, got shape ${shapeStr(a.shape)}`,
+    );
   if (a.size > 0 && !isInteger(a.dtype)) throw new TypeError(`${fn}: obj must be integers, got ${a.aval.str()}`);
   return { idx: numbersOf(c), scalar: a.ndim === 0 };
 }
@@ -170,7 +262,8 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
     if (i < 0) i += n;
     if (v.ndim < x.ndim) v = ops.reshape(v, [...new JSArray<number>(x.ndim - v.ndim).fill(1), ...v.shape]);
     if (scalar) v = ops.moveaxis(v, 0, ax);
-    const s = [...x.shape]; s[ax] = v.shape[ax];
+    const s = [...x.shape];
+    s[ax] = v.shape[ax];
     v = bcast(v, s);
     return ops.concatenate([sliceAxis(x, 0, i, ax), v, sliceAxis(x, i, n, ax)], ax);
   }
@@ -179,14 +272,19 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
     if (i < -n || i > n) throw new RangeError(`insert: index ${i} is out of bounds for axis ${ax} with size ${n}`);
     return i < 0 ? i + n : i;
   });
-  const s = [...x.shape]; s[ax] = k;
+  const s = [...x.shape];
+  s[ax] = k;
   v = bcast(v, s);
   // stable order of the insertion points; the j-th smallest moves right by j
   const order = range(k).sort((p, q) => norm[p] - norm[q] || p - q);
   const newPos = new JSArray<number>(k);
-  order.forEach((p, j) => { newPos[p] = norm[p] + j; });
+  order.forEach((p, j) => {
+    newPos[p] = norm[p] + j;
+  });
   const src = new JSArray<number>(n + k).fill(-1);
-  newPos.forEach((p, i) => { src[p] = n + i; });
+  newPos.forEach((p, i) => {
+    src[p] = n + i;
+  });
   let old = 0;
   for (let p = 0; p < n + k; p++) if (src[p] === -1) src[p] = old++;
   return takeStatic(ops.concatenate([x, v], ax), src, ax);
@@ -194,18 +292,31 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
 
 /** jnp.delete(arr, obj, axis=null) with a static obj (int, list, slice or bool mask). */
 export function deleteItems(a: AL, obj: unknown, ...args: unknown[]): Array {
-  const { axis } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>("delete", args, ["axis"], ["assumeUniqueIndices"]);
+  const { axis } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>(
+    "delete",
+    args,
+    ["axis"],
+    ["assumeUniqueIndices"],
+  );
   let x = arr("delete", a);
   if (axis === undefined || axis === null) x = ops.reshape(x, [x.size]);
   const ax = normalizeAxis("delete", axis ?? 0, x.ndim);
   const n = x.shape[ax];
-  const isBoolMask = obj instanceof Array ? obj.dtype === "bool" : JSArray.isArray(obj) && obj.length > 0 && typeof obj[0] === "boolean";
+  const isBoolMask =
+    obj instanceof Array ? obj.dtype === "bool" : JSArray.isArray(obj) && obj.length > 0 && typeof obj[0] === "boolean";
   const { idx } = staticPositions("delete", obj, n, true);
-  const drop = new Set(idx.map((i) => {
-    if (!isBoolMask && (i < -n || i >= n)) throw new RangeError(`delete: index ${i} is out of bounds for axis ${ax} with size ${n}`);
-    return i < 0 ? i + n : i;
-  }));
-  return takeStatic(x, range(n).filter((i) => !drop.has(i)), ax);
+  const drop = new Set(
+    idx.map((i) => {
+      if (!isBoolMask && (i < -n || i >= n))
+        throw new RangeError(`delete: index ${i} is out of bounds for axis ${ax} with size ${n}`);
+      return i < 0 ? i + n : i;
+    }),
+  );
+  return takeStatic(
+    x,
+    range(n).filter((i) => !drop.has(i)),
+    ax,
+  );
 }
 
 /** jnp.trimZeros(filt, trim="fb"): strips leading ("f") and/or trailing ("b") zeros of a concrete 1-D array. */
@@ -213,9 +324,9 @@ export function trimZeros(filt: AL, trim = "fb"): Array {
   const x = arr("trimZeros", filt);
   if (x.ndim !== 1) throw new Error(`trimZeros: the input must be 1-D, got shape ${shapeStr(x.shape)}`);
   const v = numbersOf(requireConcrete("trimZeros", x, "the input"));
-  let lo = 0, hi = v.length;
+  let lo = 0,
+    hi = v.length;
   if (trim.toLowerCase().includes("f")) while (lo < hi && v[lo] === 0) lo++;
   if (trim.toLowerCase().includes("b")) while (hi > lo && v[hi - 1] === 0) hi--;
   return ops.sliceInDim(x, lo, hi, 1, 0);
 }
-

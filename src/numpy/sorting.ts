@@ -6,26 +6,46 @@ import * as ops from "../primitives/ops.js";
 import { sortMany, topKAlong } from "../primitives/sort.js";
 import { nonzero } from "./indexing-funcs.js";
 import {
-  arr, bcast, concreteOf, indexDType, normalizeAxis, numbersOf, parseArgs, promoteAll, promoteInexact,
-  range, requireConcrete, shapeStr, staticInt,
+  arr,
+  bcast,
+  concreteOf,
+  indexDType,
+  normalizeAxis,
+  numbersOf,
+  parseArgs,
+  promoteAll,
+  promoteInexact,
+  range,
+  requireConcrete,
+  shapeStr,
+  staticInt,
 } from "./struct-util.js";
 
 type AL = ArrayLike | NestedValue;
-interface SortOpts { axis: number | null; kind: string | null; order: null; stable: boolean; descending: boolean; dtype: DType }
+interface SortOpts {
+  axis: number | null;
+  kind: string | null;
+  order: null;
+  stable: boolean;
+  descending: boolean;
+  dtype: DType;
+}
 
 function sortSetup(fn: string, a: AL, axis: number | null | undefined): [Array, number] {
   let x = arr(fn, a);
   if (axis === null) x = ops.reshape(x, [x.size]);
-  if (x.ndim === 0) throw new Error(`${fn}: cannot sort a 0-d array along axis ${axis ?? -1} (use axis=null, or a 1-d array)`);
+  if (x.ndim === 0)
+    throw new Error(`${fn}: cannot sort a 0-d array along axis ${axis ?? -1} (use axis=null, or a 1-d array)`);
   return [x, normalizeAxis(fn, axis ?? -1, x.ndim)];
 }
 function checkOrder(fn: string, o: Partial<SortOpts>): void {
-  if (o.order !== undefined && o.order !== null) throw new TypeError(`${fn}: the 'order' argument is not supported (JAX arrays have no record dtypes)`);
+  if (o.order !== undefined && o.order !== null)
+    throw new TypeError(`${fn}: the 'order' argument is not supported (JAX arrays have no record dtypes)`);
 }
 
 /** jnp.sort(a, axis=-1, {stable, descending}); axis=null sorts the flattened array. NaNs sort last. */
 export function sort(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<SortOpts>("sort", args, ["axis"], ["kind","order","stable","descending","dtype"]);
+  const o = parseArgs<SortOpts>("sort", args, ["axis"], ["kind", "order", "stable", "descending", "dtype"]);
   checkOrder("sort", o);
   const [x, ax] = sortSetup("sort", a, o.axis);
   const r = sortMany([x], ax, o.stable ?? true, 1)[0];
@@ -33,13 +53,16 @@ export function sort(a: AL, ...args: unknown[]): Array {
 }
 /** jnp.argsort(a, axis=-1, {stable, descending, dtype}): indices that sort a (stable: ties keep their order, also when descending). */
 export function argsort(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<SortOpts>("argsort", args, ["axis"], ["kind","order","stable","descending","dtype"]);
+  const o = parseArgs<SortOpts>("argsort", args, ["axis"], ["kind", "order", "stable", "descending", "dtype"]);
   checkOrder("argsort", o);
   let [x, ax] = sortSetup("argsort", a, o.axis);
   let iota = ops.iota(o.dtype ? canonicalizeDType(o.dtype) : indexDType(), x.shape, ax);
   const stable = o.stable ?? true;
   // stable descending: reverse both, sort ascending, reverse the indices back
-  if (o.descending && stable) { x = ops.rev(x, [ax]); iota = ops.rev(iota, [ax]); }
+  if (o.descending && stable) {
+    x = ops.rev(x, [ax]);
+    iota = ops.rev(iota, [ax]);
+  }
   const idx = sortMany([x, iota], ax, stable, 1)[1];
   return o.descending ? ops.rev(idx, [ax]) : idx;
 }
@@ -48,10 +71,17 @@ export const msort = (a: AL): Array => sort(a, 0);
 /** jnp.lexsort(keys, axis=-1): indirect stable sort by several keys; the last key is the primary one. */
 export function lexsort(keys: AL[] | Array, ...args: unknown[]): Array {
   const { axis } = parseArgs<{ axis: number }>("lexsort", args, ["axis"]);
-  const ks: Array[] = keys instanceof Array ? range(keys.shape[0]).map((i) => ops.squeeze(ops.sliceInDim(keys, i, i + 1, 1, 0), [0])) : keys.map((k) => arr("lexsort", k));
+  const ks: Array[] =
+    keys instanceof Array
+      ? range(keys.shape[0]).map((i) => ops.squeeze(ops.sliceInDim(keys, i, i + 1, 1, 0), [0]))
+      : keys.map((k) => arr("lexsort", k));
   if (ks.length === 0) throw new TypeError("lexsort: need sequence of keys with len > 0");
   const s0 = ks[0].shape;
-  for (const k of ks) if (k.shape.join() !== s0.join()) throw new Error(`lexsort: all keys need to be the same shape, got ${ks.map((q) => shapeStr(q.shape)).join(", ")}`);
+  for (const k of ks)
+    if (k.shape.join() !== s0.join())
+      throw new Error(
+        `lexsort: all keys need to be the same shape, got ${ks.map((q) => shapeStr(q.shape)).join(", ")}`,
+      );
   if (s0.length === 0) throw new Error("lexsort: keys must be at least 1-dimensional");
   const ax = normalizeAxis("lexsort", axis ?? -1, s0.length);
   const iota = ops.iota(indexDType(), s0, ax);
@@ -77,20 +107,34 @@ function checkKth(fn: string, kth: number, n: number): void {
   if (k < -n || k >= n) throw new RangeError(`${fn}: kth ${k} is out of bounds for an axis of size ${n}`);
 }
 /** jnp.sortComplex is not supported (jaxts has no complex dtypes). */
-export function sortComplex(): never { throw new TypeError("sortComplex: complex dtypes are not supported in jaxts"); }
+export function sortComplex(): never {
+  throw new TypeError("sortComplex: complex dtypes are not supported in jaxts");
+}
 
 /** jnp.top_k(a, k, { axis = -1, mode = "largest", sorted = true }): [values, indices] of the k largest (or smallest) entries along axis. */
 export function topK(operand: AL, k: number, ...args: unknown[]): [Array, Array] {
-  const o = parseArgs<{ axis: number; mode: "largest" | "smallest"; sorted: boolean }>("topK", args, [], ["axis", "mode", "sorted"]);
+  const o = parseArgs<{ axis: number; mode: "largest" | "smallest"; sorted: boolean }>(
+    "topK",
+    args,
+    [],
+    ["axis", "mode", "sorted"],
+  );
   const x = arr("topK", operand);
   if (x.ndim === 0) throw new Error("topK: operand must be at least 1-dimensional, got a 0-d array");
   const axis = o.axis ?? -1;
-  if (typeof axis !== "number" || !Number.isInteger(axis) || axis < -x.ndim || axis >= x.ndim) throw new RangeError(`topK: axis ${JSON.stringify(axis)} is out of bounds for an array of shape ${shapeStr(x.shape)}`);
+  if (typeof axis !== "number" || !Number.isInteger(axis) || axis < -x.ndim || axis >= x.ndim)
+    throw new RangeError(
+      `topK: axis ${JSON.stringify(axis)} is out of bounds for an array of shape ${shapeStr(x.shape)}`,
+    );
   const ax = axis < 0 ? axis + x.ndim : axis;
   const n = x.shape[ax];
-  if (!Number.isInteger(k) || k < 0 || k > n) throw new RangeError(`topK: k must be an integer in [0, ${n}] (dimension ${ax} of shape ${shapeStr(x.shape)}), got ${k}`);
+  if (!Number.isInteger(k) || k < 0 || k > n)
+    throw new RangeError(
+      `topK: k must be an integer in [0, ${n}] (dimension ${ax} of shape ${shapeStr(x.shape)}), got ${k}`,
+    );
   const mode = o.mode ?? "largest";
-  if (mode !== "largest" && mode !== "smallest") throw new Error(`topK: mode must be "largest" or "smallest", got ${JSON.stringify(mode)}`);
+  if (mode !== "largest" && mode !== "smallest")
+    throw new Error(`topK: mode must be "largest" or "smallest", got ${JSON.stringify(mode)}`);
   if (mode === "largest") return topKAlong(x, k, ax);
   // smallest: the largest of an order-reversing map (negation for floats, bitwise not for ints and bools), mapped back
   const flip = (y: Array): Array => (isFloat(y.dtype) ? ops.neg(y) : ops.not(y));
@@ -107,14 +151,21 @@ function totalLt(a: Array, b: Array): Array {
 }
 /** jnp.searchsorted(a, v, side="left", sorter=null): insertion indices (int32) into the sorted 1-D array a. */
 export function searchsorted(a: AL, v: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ side: "left" | "right"; sorter: AL | null; method: string }>("searchsorted", args, ["side", "sorter"], ["method"]);
+  const o = parseArgs<{ side: "left" | "right"; sorter: AL | null; method: string }>(
+    "searchsorted",
+    args,
+    ["side", "sorter"],
+    ["method"],
+  );
   let [sa, sv] = promoteAll("searchsorted", [arr("searchsorted", a), arr("searchsorted", v)]);
   if (sa.ndim !== 1) throw new Error(`searchsorted: a should be 1-dimensional, got shape ${shapeStr(sa.shape)}`);
   const side = o.side ?? "left";
-  if (side !== "left" && side !== "right") throw new Error(`searchsorted: side must be "left" or "right", got ${JSON.stringify(side)}`);
+  if (side !== "left" && side !== "right")
+    throw new Error(`searchsorted: side must be "left" or "right", got ${JSON.stringify(side)}`);
   if (o.sorter !== undefined && o.sorter !== null) {
     const s = arr("searchsorted", o.sorter);
-    if (s.shape.join() !== sa.shape.join()) throw new Error(`searchsorted: sorter of shape ${shapeStr(s.shape)} must match a of shape ${shapeStr(sa.shape)}`);
+    if (s.shape.join() !== sa.shape.join())
+      throw new Error(`searchsorted: sorter of shape ${shapeStr(s.shape)} must match a of shape ${shapeStr(sa.shape)}`);
     sa = ops.gather(sa, ops.reshape(ops.convert(s, "int32"), [sa.shape[0], 1]), [0], "clip");
   }
   const n = sa.shape[0];
@@ -129,7 +180,8 @@ export function searchsorted(a: AL, v: AL, ...args: unknown[]): Array {
 /** jnp.digitize(x, bins, right=false): bin indices for increasing or decreasing bins. */
 export function digitize(x: AL, bins: AL, ...args: unknown[]): Array {
   const { right } = parseArgs<{ right: boolean; method: string }>("digitize", args, ["right"], ["method"]);
-  const b = arr("digitize", bins), xv = arr("digitize", x);
+  const b = arr("digitize", bins),
+    xv = arr("digitize", x);
   if (b.ndim !== 1) throw new Error(`digitize: bins must be a 1-dimensional array, got shape ${shapeStr(b.shape)}`);
   const n = b.shape[0];
   if (n === 0) return ops.full(xv.shape, 0, "int32");
@@ -142,10 +194,21 @@ export function digitize(x: AL, bins: AL, ...args: unknown[]): Array {
 
 // ---------------------------------------------------------------- unique
 export interface UniqueOpts {
-  returnIndex: boolean; returnInverse: boolean; returnCounts: boolean; axis: number | null;
-  equalNan: boolean; size: number; fillValue: number; sorted: boolean;
+  returnIndex: boolean;
+  returnInverse: boolean;
+  returnCounts: boolean;
+  axis: number | null;
+  equalNan: boolean;
+  size: number;
+  fillValue: number;
+  sorted: boolean;
 }
-interface UniqueParts { values: Array; indices: Array; inverse: Array; counts: Array }
+interface UniqueParts {
+  values: Array;
+  indices: Array;
+  inverse: Array;
+  counts: Array;
+}
 function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
   const x0 = arr(fn, a);
   const flat = o.axis === undefined || o.axis === null;
@@ -153,8 +216,11 @@ function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
   if (x.ndim === 0) throw new Error(`${fn}: axis ${o.axis} is out of bounds for a 0-d array`);
   const ax = normalizeAxis(fn, o.axis ?? 0, x.ndim);
   const aux0 = ops.moveaxis(x, ax, 0);
-  const N = aux0.shape[0], rest = aux0.shape.slice(1), M = rest.reduce((p, q) => p * q, 1);
-  if (o.size !== undefined && N === 0 && o.size > 0 && o.fillValue === undefined) throw new Error(`${fn}: for zero-sized input with a nonzero size argument, fillValue must be given`);
+  const N = aux0.shape[0],
+    rest = aux0.shape.slice(1),
+    M = rest.reduce((p, q) => p * q, 1);
+  if (o.size !== undefined && N === 0 && o.size > 0 && o.fillValue === undefined)
+    throw new Error(`${fn}: for zero-sized input with a nonzero size argument, fillValue must be given`);
   const rows = ops.reshape(aux0, [N, M]);
   // lexicographic sort of the rows (first column most significant), stable, with the permutation
   const cols = range(M).map((j) => ops.reshape(ops.sliceInDim(rows, j, j + 1, 1, 1), [N]));
@@ -164,16 +230,23 @@ function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
   // mask[i]: row i of the sorted rows differs from row i-1 (NaNs equal when equalNan)
   let mask: Array;
   if (N === 0) mask = ops.full([0], false, "bool");
-  else if (N === 1 || M === 0) mask = ops.concatenate([ops.full([1], true, "bool"), ops.full([N - 1], false, "bool")], 0);
+  else if (N === 1 || M === 0)
+    mask = ops.concatenate([ops.full([1], true, "bool"), ops.full([N - 1], false, "bool")], 0);
   else {
-    const hi = ops.sliceInDim(aux, 1, N, 1, 0), lo = ops.sliceInDim(aux, 0, N - 1, 1, 0);
+    const hi = ops.sliceInDim(aux, 1, N, 1, 0),
+      lo = ops.sliceInDim(aux, 0, N - 1, 1, 0);
     let ne = ops.ne(hi, lo);
     if (isFloat(aux.dtype) && (o.equalNan ?? true)) ne = ops.and(ne, ops.not(ops.and(isNan(hi), isNan(lo))));
     mask = ops.concatenate([ops.full([1], true, "bool"), ops.reduceOr(ne, [1])], 0);
   }
   let size: number;
   if (o.size === undefined || o.size === null) {
-    const c = requireConcrete(fn, mask, "the input", `Pass a static size (e.g. ${fn}(x, { size: 3 })) to use it inside jit/vmap.`);
+    const c = requireConcrete(
+      fn,
+      mask,
+      "the input",
+      `Pass a static size (e.g. ${fn}(x, { size: 3 })) to use it inside jit/vmap.`,
+    );
     size = numbersOf(c).filter((v) => v).length;
   } else size = staticInt(fn, o.size, "size");
   const count = ops.reduceSum(ops.convert(mask, "int32"), [0]);
@@ -188,7 +261,17 @@ function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
   const indices = N === 0 ? ops.full([size], 0, indexDType()) : ops.gather(perm, ind32, [0], "clip");
   // inverse: group id of each original row
   const gid = ops.sub(ops.cumulative("cumsum", ops.convert(mask, indexDType()), 0), ops.full([], 1, indexDType()));
-  let inverse = N === 0 ? ops.full([0], 0, indexDType()) : ops.scatter(ops.full([N], 0, indexDType()), ops.reshape(ops.convert(perm, "int32"), [N, 1]), gid, [0], "none", "clip");
+  let inverse =
+    N === 0
+      ? ops.full([0], 0, indexDType())
+      : ops.scatter(
+          ops.full([N], 0, indexDType()),
+          ops.reshape(ops.convert(perm, "int32"), [N, 1]),
+          gid,
+          [0],
+          "none",
+          "clip",
+        );
   if (flat) inverse = ops.reshape(inverse, x0.shape);
   // counts: differences of consecutive group starts (padded groups count 0)
   const starts = nonzero(mask.size ? mask : ops.full([1], false, "bool"), { size: size + 1, fillValue: N })[0];
@@ -197,7 +280,12 @@ function uniqueCore(fn: string, a: AL, o: Partial<UniqueOpts>): UniqueParts {
 }
 /** jnp.unique(ar, returnIndex, returnInverse, returnCounts, axis, {equalNan, size, fillValue}): the sorted unique values, or [values, index?, inverse?, counts?]. */
 export function unique(ar: AL, ...args: unknown[]): Array | Array[] {
-  const o = parseArgs<UniqueOpts>("unique", args, ["returnIndex", "returnInverse", "returnCounts", "axis"], ["equalNan","size","fillValue","sorted"]);
+  const o = parseArgs<UniqueOpts>(
+    "unique",
+    args,
+    ["returnIndex", "returnInverse", "returnCounts", "axis"],
+    ["equalNan", "size", "fillValue", "sorted"],
+  );
   const u = uniqueCore("unique", ar, o);
   const out = [u.values];
   if (o.returnIndex) out.push(u.indices);
@@ -212,21 +300,30 @@ export function uniqueValues(x: AL, opts: { size?: number; fillValue?: number } 
   return uniqueCore("uniqueValues", x, opts).values;
 }
 /** jnp.uniqueCounts(x) -> {values, counts}. */
-export function uniqueCounts(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; counts: Array } {
+export function uniqueCounts(
+  x: AL,
+  opts: { size?: number; fillValue?: number } = {},
+): { values: Array; counts: Array } {
   checkArity("uniqueCounts", arguments, 2, "uniqueCounts(x, { size, fillValue })");
   checkOptions("uniqueCounts", opts, ["size", "fillValue"], "uniqueCounts(x, { size, fillValue })");
   const u = uniqueCore("uniqueCounts", x, opts);
   return { values: u.values, counts: u.counts };
 }
 /** jnp.uniqueInverse(x) -> {values, inverseIndices}. */
-export function uniqueInverse(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; inverseIndices: Array } {
+export function uniqueInverse(
+  x: AL,
+  opts: { size?: number; fillValue?: number } = {},
+): { values: Array; inverseIndices: Array } {
   checkArity("uniqueInverse", arguments, 2, "uniqueInverse(x, { size, fillValue })");
   checkOptions("uniqueInverse", opts, ["size", "fillValue"], "uniqueInverse(x, { size, fillValue })");
   const u = uniqueCore("uniqueInverse", x, opts);
   return { values: u.values, inverseIndices: u.inverse };
 }
 /** jnp.uniqueAll(x) -> {values, indices, inverseIndices, counts}. */
-export function uniqueAll(x: AL, opts: { size?: number; fillValue?: number } = {}): { values: Array; indices: Array; inverseIndices: Array; counts: Array } {
+export function uniqueAll(
+  x: AL,
+  opts: { size?: number; fillValue?: number } = {},
+): { values: Array; indices: Array; inverseIndices: Array; counts: Array } {
   checkArity("uniqueAll", arguments, 2, "uniqueAll(x, { size, fillValue })");
   checkOptions("uniqueAll", opts, ["size", "fillValue"], "uniqueAll(x, { size, fillValue })");
   const u = uniqueCore("uniqueAll", x, opts);
@@ -236,15 +333,24 @@ export function uniqueAll(x: AL, opts: { size?: number; fillValue?: number } = {
 // ---------------------------------------------------------------- counting and histograms
 /** jnp.bincount(x, weights=null, minlength=0, {length}): negative values count in bin 0; traced x needs a static length. */
 export function bincount(x: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ weights: AL | null; minlength: number; length: number }>("bincount", args, ["weights", "minlength"], ["length"]);
+  const o = parseArgs<{ weights: AL | null; minlength: number; length: number }>(
+    "bincount",
+    args,
+    ["weights", "minlength"],
+    ["length"],
+  );
   const xv = arr("bincount", x);
   if (!isInteger(xv.dtype)) throw new TypeError(`bincount: x must have an integer type, got ${xv.aval.str()}`);
-  if (xv.ndim !== 1) throw new Error(`bincount: only 1-dimensional input is supported, got shape ${shapeStr(xv.shape)}`);
+  if (xv.ndim !== 1)
+    throw new Error(`bincount: only 1-dimensional input is supported, got shape ${shapeStr(xv.shape)}`);
   const minlength = staticInt("bincount", o.minlength ?? 0, "minlength");
   let length: number;
   if (o.length === undefined || o.length === null) {
     const c = concreteOf(xv);
-    if (!c) throw new Error("bincount: x is traced, so the output length is unknown; pass a static length (e.g. bincount(x, { length: 5 }))");
+    if (!c)
+      throw new Error(
+        "bincount: x is traced, so the output length is unknown; pass a static length (e.g. bincount(x, { length: 5 }))",
+      );
     const v = numbersOf(c);
     length = Math.max(minlength, v.length ? Math.max(0, ...v) + 1 : 0);
   } else length = staticInt("bincount", o.length, "length");
@@ -252,7 +358,8 @@ export function bincount(x: AL, ...args: unknown[]): Array {
   if (o.weights === undefined || o.weights === null) w = ops.full(xv.shape, 1, indexDType());
   else {
     w = arr("bincount", o.weights);
-    if (w.shape.join() !== xv.shape.join()) throw new Error(`bincount: weights of shape ${shapeStr(w.shape)} must match x of shape ${shapeStr(xv.shape)}`);
+    if (w.shape.join() !== xv.shape.join())
+      throw new Error(`bincount: weights of shape ${shapeStr(w.shape)} must match x of shape ${shapeStr(xv.shape)}`);
     if (w.dtype === "bool") w = ops.convert(w, indexDType());
     if (w.weakType) w = ops.convert(w, w.dtype);
   }
@@ -268,19 +375,33 @@ function linspaceEdges(lo: Array, hi: Array, bins: number): Array {
 }
 /** jnp.histogramBinEdges(a, bins=10, range=null, weights=null). */
 export function histogramBinEdges(a: AL, ...args: unknown[]): Array {
-  const o = parseArgs<{ bins: number | AL; range: [number, number] | null; weights: AL | null }>("histogramBinEdges", args, ["bins", "range", "weights"]);
+  const o = parseArgs<{ bins: number | AL; range: [number, number] | null; weights: AL | null }>(
+    "histogramBinEdges",
+    args,
+    ["bins", "range", "weights"],
+  );
   const [x] = promoteInexact("histogramBinEdges", [arr("histogramBinEdges", a)]);
   const bins = o.bins ?? 10;
   if (typeof bins !== "number") {
     const b = arr("histogramBinEdges", bins);
-    if (b.ndim !== 1) throw new Error(`histogramBinEdges: bins must be an integer or a 1-D array, got shape ${shapeStr(b.shape)}`);
+    if (b.ndim !== 1)
+      throw new Error(`histogramBinEdges: bins must be an integer or a 1-D array, got shape ${shapeStr(b.shape)}`);
     return ops.convert(b, x.dtype);
   }
-  if (!Number.isInteger(bins) || bins < 1) throw new Error(`histogramBinEdges: bins must be a positive integer, got ${bins}`);
+  if (!Number.isInteger(bins) || bins < 1)
+    throw new Error(`histogramBinEdges: bins must be a positive integer, got ${bins}`);
   let lo: Array, hi: Array;
-  if (o.range) { lo = ops.full([], o.range[0], x.dtype); hi = ops.full([], o.range[1], x.dtype); }
-  else if (x.size === 0) { lo = ops.full([], 0, x.dtype); hi = ops.full([], 1, x.dtype); }
-  else { const f = ops.reshape(x, [x.size]); lo = ops.reduceMin(f, [0]); hi = ops.reduceMax(f, [0]); }
+  if (o.range) {
+    lo = ops.full([], o.range[0], x.dtype);
+    hi = ops.full([], o.range[1], x.dtype);
+  } else if (x.size === 0) {
+    lo = ops.full([], 0, x.dtype);
+    hi = ops.full([], 1, x.dtype);
+  } else {
+    const f = ops.reshape(x, [x.size]);
+    lo = ops.reduceMin(f, [0]);
+    hi = ops.reduceMax(f, [0]);
+  }
   const same = ops.eq(lo, hi);
   lo = ops.select(same, ops.sub(lo, ops.scalarLike(lo, 0.5)), lo);
   hi = ops.select(same, ops.add(hi, ops.scalarLike(hi, 0.5)), hi);
@@ -288,7 +409,12 @@ export function histogramBinEdges(a: AL, ...args: unknown[]): Array {
 }
 /** jnp.histogram(a, bins=10, range=null, weights=null, density=null) -> [hist, binEdges]. */
 export function histogram(a: AL, ...args: unknown[]): [Array, Array] {
-  const o = parseArgs<{ bins: number | AL; range: [number, number] | null; weights: AL | null; density: boolean | null }>("histogram", args, ["bins", "range", "weights", "density"]);
+  const o = parseArgs<{
+    bins: number | AL;
+    range: [number, number] | null;
+    weights: AL | null;
+    density: boolean | null;
+  }>("histogram", args, ["bins", "range", "weights", "density"]);
   const [x] = promoteInexact("histogram", [arr("histogram", a)]);
   const edges = histogramBinEdges(x, o.bins ?? 10, o.range ?? null);
   const flat = ops.reshape(x, [x.size]);
@@ -297,13 +423,24 @@ export function histogram(a: AL, ...args: unknown[]): [Array, Array] {
   if (o.weights === undefined || o.weights === null) w = ops.full([x.size], 1, o.density ? x.dtype : indexDType());
   else {
     w = arr("histogram", o.weights);
-    if (w.shape.join() !== x.shape.join()) throw new Error(`histogram: weights of shape ${shapeStr(w.shape)} must match a of shape ${shapeStr(x.shape)}`);
+    if (w.shape.join() !== x.shape.join())
+      throw new Error(`histogram: weights of shape ${shapeStr(w.shape)} must match a of shape ${shapeStr(x.shape)}`);
     w = ops.reshape(o.density ? promoteInexact("histogram", [w])[0] : ops.convert(w, w.dtype), [x.size]);
   }
   let bin = searchsorted(edges, flat, "right");
   // values equal to the last edge fall in the last bin
-  bin = ops.select(ops.eq(flat, bcast(ops.reshape(ops.sliceInDim(edges, ne - 1, ne, 1, 0), []), flat.shape)), ops.full(flat.shape, ne - 1, "int32"), bin);
-  let counts = ops.sliceInDim(ops.scatter(ops.full([ne], 0, w.dtype), ops.reshape(bin, [x.size, 1]), w, [0], "add", "drop"), 1, ne, 1, 0);
+  bin = ops.select(
+    ops.eq(flat, bcast(ops.reshape(ops.sliceInDim(edges, ne - 1, ne, 1, 0), []), flat.shape)),
+    ops.full(flat.shape, ne - 1, "int32"),
+    bin,
+  );
+  let counts = ops.sliceInDim(
+    ops.scatter(ops.full([ne], 0, w.dtype), ops.reshape(bin, [x.size, 1]), w, [0], "add", "drop"),
+    1,
+    ne,
+    1,
+    0,
+  );
   if (o.density) {
     const widths = ops.sub(ops.sliceInDim(edges, 1, ne, 1, 0), ops.sliceInDim(edges, 0, ne - 1, 1, 0));
     const c = ops.convert(counts, edges.dtype);
@@ -311,4 +448,3 @@ export function histogram(a: AL, ...args: unknown[]): [Array, Array] {
   }
   return [counts, edges];
 }
-

@@ -15,32 +15,59 @@ import { range, shapeStr, staticInt } from "./struct-util.js";
 function windowOf(fn: string, M: unknown, f: (n: number, M: number) => number): Array {
   const m = staticInt(fn, M, "M (the window length)");
   const v = m < 1 ? [] : m === 1 ? [1] : range(m).map((n) => f(n, m));
-  return ops.convert(new ArrayImpl(new ShapedArray([v.length], "float64"), Float64Array.from(v)), defaultFloatDType(), false);
+  return ops.convert(
+    new ArrayImpl(new ShapedArray([v.length], "float64"), Float64Array.from(v)),
+    defaultFloatDType(),
+    false,
+  );
 }
 /** jnp.bartlett(M): the triangular window 1 - |2n/(M-1) - 1|. */
 export const bartlett = (M: number): Array => windowOf("bartlett", M, (n, m) => 1 - Math.abs((2 * n) / (m - 1) - 1));
 /** jnp.blackman(M): 0.42 - 0.5 cos(2 pi n/(M-1)) + 0.08 cos(4 pi n/(M-1)). */
-export const blackman = (M: number): Array => windowOf("blackman", M, (n, m) => 0.42 - 0.5 * Math.cos((2 * Math.PI * n) / (m - 1)) + 0.08 * Math.cos((4 * Math.PI * n) / (m - 1)));
+export const blackman = (M: number): Array =>
+  windowOf(
+    "blackman",
+    M,
+    (n, m) => 0.42 - 0.5 * Math.cos((2 * Math.PI * n) / (m - 1)) + 0.08 * Math.cos((4 * Math.PI * n) / (m - 1)),
+  );
 /** jnp.hamming(M): 0.54 - 0.46 cos(2 pi n/(M-1)). */
-export const hamming = (M: number): Array => windowOf("hamming", M, (n, m) => 0.54 - 0.46 * Math.cos((2 * Math.PI * n) / (m - 1)));
+export const hamming = (M: number): Array =>
+  windowOf("hamming", M, (n, m) => 0.54 - 0.46 * Math.cos((2 * Math.PI * n) / (m - 1)));
 /** jnp.hanning(M): 0.5 - 0.5 cos(2 pi n/(M-1)). */
-export const hanning = (M: number): Array => windowOf("hanning", M, (n, m) => 0.5 - 0.5 * Math.cos((2 * Math.PI * n) / (m - 1)));
+export const hanning = (M: number): Array =>
+  windowOf("hanning", M, (n, m) => 0.5 - 0.5 * Math.cos((2 * Math.PI * n) / (m - 1)));
 /** jnp.kaiser(M, beta): I0(beta sqrt(1 - (2n/(M-1) - 1)^2)) / I0(beta) (beta static). */
 export function kaiser(M: number, beta: number | Array): Array {
   const b = beta instanceof Array ? Number(beta.item()) : beta;
-  if (typeof b !== "number" || Number.isNaN(b)) throw new TypeError(`kaiser: beta must be a number, got ${String(beta)}`);
-  return windowOf("kaiser", M, (n, m) => besselI0(b * Math.sqrt(Math.max(0, 1 - ((2 * n) / (m - 1) - 1) ** 2))) / besselI0(b));
+  if (typeof b !== "number" || Number.isNaN(b))
+    throw new TypeError(`kaiser: beta must be a number, got ${String(beta)}`);
+  return windowOf(
+    "kaiser",
+    M,
+    (n, m) => besselI0(b * Math.sqrt(Math.max(0, 1 - ((2 * n) / (m - 1) - 1) ** 2))) / besselI0(b),
+  );
 }
 /** The modified Bessel function I0 by its power series sum ((x/2)^k / k!)^2 (converges for every x; windows use |x| <~ 50). */
 function besselI0(x: number): number {
   const q = (x * x) / 4;
-  let term = 1, sum = 1;
-  for (let k = 1; k < 500 && term > 1e-17 * sum; k++) { term *= q / (k * k); sum += term; }
+  let term = 1,
+    sum = 1;
+  for (let k = 1; k < 500 && term > 1e-17 * sum; k++) {
+    term *= q / (k * k);
+    sum += term;
+  }
   return sum;
 }
 
 // ---------------------------------------------------------------- cov / corrcoef
-interface CovOpts { y: ArrayInput | null; rowvar: boolean; bias: boolean; ddof: number | null; fweights: ArrayInput | null; aweights: ArrayInput | null }
+interface CovOpts {
+  y: ArrayInput | null;
+  rowvar: boolean;
+  bias: boolean;
+  ddof: number | null;
+  fweights: ArrayInput | null;
+  aweights: ArrayInput | null;
+}
 /** jnp.cov(m, y=null, rowvar=true, bias=false, ddof=null, fweights=null, aweights=null): the covariance matrix (0-d for one variable). */
 export function cov(m: ArrayInput, ...args: unknown[]): Array {
   const o = parseArgs<CovOpts>("cov", args, ["y", "rowvar", "bias", "ddof", "fweights", "aweights"]);
@@ -57,8 +84,12 @@ export function cov(m: ArrayInput, ...args: unknown[]): Array {
     const y0 = asArrayArg("cov", o.y);
     if (y0.ndim > 2) throw new Error(`cov: y has more than 2 dimensions, got shape ${shapeStr(y0.shape)}`);
     const ya = rows(y0);
-    if (ya.shape[1] !== x.shape[1]) throw new Error(`cov: m and y must have the same number of observations, got ${x.shape[1]} and ${ya.shape[1]}`);
-    x = ops.concatenate(promoteDtypes("cov", [x, ya]).map((a) => ops.convert(a, a.dtype, false)), 0);
+    if (ya.shape[1] !== x.shape[1])
+      throw new Error(`cov: m and y must have the same number of observations, got ${x.shape[1]} and ${ya.shape[1]}`);
+    x = ops.concatenate(
+      promoteDtypes("cov", [x, ya]).map((a) => ops.convert(a, a.dtype, false)),
+      0,
+    );
   }
   [x] = promoteArgsInexact("cov", x);
   if (x.shape[0] === 0) return ops.full([0, 0], NaN, x.dtype);
@@ -67,12 +98,18 @@ export function cov(m: ArrayInput, ...args: unknown[]): Array {
   let w: Array | null = null;
   const weights = (v: ArrayInput, what: string, integer: boolean): Array => {
     const a = asArrayArg("cov", v);
-    if (a.ndim !== 1 || a.shape[0] !== n) throw new Error(`cov: ${what} must be 1-D with one weight per observation (${n}), got shape ${shapeStr(a.shape)}`);
+    if (a.ndim !== 1 || a.shape[0] !== n)
+      throw new Error(
+        `cov: ${what} must be 1-D with one weight per observation (${n}), got shape ${shapeStr(a.shape)}`,
+      );
     if (integer && !isInteger(a.dtype)) throw new TypeError(`cov: fweights must be integers, got ${a.aval.str()}`);
     return ops.convert(a, x.dtype, false);
   };
   if (o.fweights !== undefined && o.fweights !== null) w = weights(o.fweights, "fweights", true);
-  if (o.aweights !== undefined && o.aweights !== null) { const aw = weights(o.aweights, "aweights", false); w = w ? ops.mul(w, aw) : aw; }
+  if (o.aweights !== undefined && o.aweights !== null) {
+    const aw = weights(o.aweights, "aweights", false);
+    w = w ? ops.mul(w, aw) : aw;
+  }
   // weighted mean avg = sum(w x)/sum(w); normalization fact = v1 - ddof v2/v1 with v1 = sum w, v2 = sum w*aweights
   let avg: Array, fact: Array;
   if (w === null) {
@@ -91,10 +128,16 @@ export function cov(m: ArrayInput, ...args: unknown[]): Array {
   fact = sel(ops.le(fact, c(fact, 0)), c(fact, 0), fact);
   const xc = ops.sub(x, ops.broadcastInDim(avg, x.shape, [0]));
   const xw = w === null ? xc : ops.mul(xc, ops.broadcastInDim(w, x.shape, [1]));
-  const prod = ops.dotGeneral(xw, xc, [[[1], [1]], [[], []]]);
+  const prod = ops.dotGeneral(xw, xc, [
+    [[1], [1]],
+    [[], []],
+  ]);
   const out = ops.div(prod, ops.broadcastInDim(fact, prod.shape, []));
   // NumPy and JAX squeeze the result: one variable gives a 0-d variance
-  return ops.squeeze(out, out.shape.flatMap((d, i) => (d === 1 ? [i] : [])));
+  return ops.squeeze(
+    out,
+    out.shape.flatMap((d, i) => (d === 1 ? [i] : [])),
+  );
 }
 /** jnp.corrcoef(x, y=null, rowvar=true): Pearson correlation coefficients cov / sqrt(diag diag^T), clipped to [-1, 1]. */
 export function corrcoef(x: ArrayInput, ...args: unknown[]): Array {
@@ -102,7 +145,17 @@ export function corrcoef(x: ArrayInput, ...args: unknown[]): Array {
   const cv = cov(x, o.y ?? null, o.rowvar ?? true);
   if (cv.ndim === 0) return ops.div(cv, cv);
   const k = cv.shape[0];
-  const d = ops.sqrt(ops.reshape(ops.gather(ops.reshape(cv, [k * k]), ops.convert(ops.mul(ops.iota("int32", [k, 1], 0), ops.full([k, 1], k + 1, "int32")), "int32"), [0], "clip"), [k]));
+  const d = ops.sqrt(
+    ops.reshape(
+      ops.gather(
+        ops.reshape(cv, [k * k]),
+        ops.convert(ops.mul(ops.iota("int32", [k, 1], 0), ops.full([k, 1], k + 1, "int32")), "int32"),
+        [0],
+        "clip",
+      ),
+      [k],
+    ),
+  );
   const r = ops.div(ops.div(cv, ops.broadcastInDim(d, cv.shape, [0])), ops.broadcastInDim(d, cv.shape, [1]));
   return ops.clamp(c(r, -1), r, c(r, 1));
 }
@@ -110,7 +163,11 @@ export function corrcoef(x: ArrayInput, ...args: unknown[]): Array {
 // ---------------------------------------------------------------- unwrap
 /** jnp.unwrap(p, discont=period/2, axis=-1, period=2 pi): removes jumps larger than discont by adding multiples of period. */
 export function unwrap(p: ArrayInput, ...args: unknown[]): Array {
-  const o = parseArgs<{ discont: number | null; axis: number; period: number }>("unwrap", args, ["discont", "axis", "period"]);
+  const o = parseArgs<{ discont: number | null; axis: number; period: number }>("unwrap", args, [
+    "discont",
+    "axis",
+    "period",
+  ]);
   const [x] = promoteArgsInexact("unwrap", p);
   if (x.ndim === 0) throw new Error("unwrap: p must be at least 1-dimensional, got a 0-d array");
   const axis = axisOf("unwrap", o.axis ?? -1, x.shape);
@@ -132,7 +189,12 @@ export function unwrap(p: ArrayInput, ...args: unknown[]): Array {
 // ---------------------------------------------------------------- isin
 /** jnp.isin(element, testElements, assumeUnique=false, invert=false): element-shaped booleans "element occurs in testElements". */
 export function isin(element: ArrayInput, testElements: ArrayInput, ...args: unknown[]): Array {
-  const o = parseArgs<{ assumeUnique: boolean; invert: boolean; method: string }>("isin", args, ["assumeUnique", "invert"], ["method"]);
+  const o = parseArgs<{ assumeUnique: boolean; invert: boolean; method: string }>(
+    "isin",
+    args,
+    ["assumeUnique", "invert"],
+    ["method"],
+  );
   const [e, t] = promoteDtypes("isin", [element, testElements]);
   const tf = ops.reshape(t, [t.size]);
   let hit: Array;

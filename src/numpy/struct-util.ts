@@ -2,7 +2,15 @@
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, canonicalizeDType, defaultFloatDType, defaultIntDType, isFloat, isInteger, promoteTypes } from "../core/dtype.js";
+import {
+  type DType,
+  canonicalizeDType,
+  defaultFloatDType,
+  defaultIntDType,
+  isFloat,
+  isInteger,
+  promoteTypes,
+} from "../core/dtype.js";
 import { normalizeAxis, shapeStr } from "../core/shape.js";
 import { ConcretizationTypeError, Tracer, describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
@@ -33,7 +41,10 @@ export function requireConcrete(fn: string, x: Array, what: string, hint = ""): 
 /** Flat JS numbers of a concrete array. */
 export function numbersOf(x: ArrayImpl): number[] {
   const out: number[] = [];
-  const rec = (v: unknown): void => { if (JSArray.isArray(v)) v.forEach(rec); else out.push(typeof v === "boolean" ? (v ? 1 : 0) : Number(v)); };
+  const rec = (v: unknown): void => {
+    if (JSArray.isArray(v)) v.forEach(rec);
+    else out.push(typeof v === "boolean" ? (v ? 1 : 0) : Number(v));
+  };
   rec(x.tolist());
   return out;
 }
@@ -43,23 +54,36 @@ export const indexDType = (): DType => defaultIntDType();
 export const floatDType = (): DType => defaultFloatDType();
 
 /** Parses args = [...positional, opts?] into named values in JAX's parameter order. */
-export function parseArgs<O extends object>(fn: string, args: readonly unknown[], names: readonly string[], kwOnly: readonly string[] = []): Partial<O> {
+export function parseArgs<O extends object>(
+  fn: string,
+  args: readonly unknown[],
+  names: readonly string[],
+  kwOnly: readonly string[] = [],
+): Partial<O> {
   let pos = [...args];
   let opts: Record<string, unknown> = {};
   const last = pos[pos.length - 1];
-  if (pos.length && isPlainOptions(last)) { opts = { ...(last as Record<string, unknown>) }; pos = pos.slice(0, -1); }
+  if (pos.length && isPlainOptions(last)) {
+    opts = { ...(last as Record<string, unknown>) };
+    pos = pos.slice(0, -1);
+  }
   checkOptions(fn, opts, [...names, ...kwOnly]);
-  if (pos.length > names.length) throw new TypeError(`${fn}: takes at most ${names.length} positional arguments after the array (${names.join(", ")}), got ${pos.length}`);
+  if (pos.length > names.length)
+    throw new TypeError(
+      `${fn}: takes at most ${names.length} positional arguments after the array (${names.join(", ")}), got ${pos.length}`,
+    );
   pos.forEach((v, i) => {
     if (v === undefined) return;
-    if (names[i] in opts && opts[names[i]] !== undefined) throw new TypeError(`${fn}: got multiple values for argument '${names[i]}'`);
+    if (names[i] in opts && opts[names[i]] !== undefined)
+      throw new TypeError(`${fn}: got multiple values for argument '${names[i]}'`);
     opts[names[i]] = v;
   });
   return opts as Partial<O>;
 }
 /** A trailing options object: a plain object (not an Array, JS array, typed array or slice-like). */
 export function isPlainOptions(x: unknown): boolean {
-  if (x === null || typeof x !== "object" || x instanceof Array || JSArray.isArray(x) || ArrayBuffer.isView(x)) return false;
+  if (x === null || typeof x !== "object" || x instanceof Array || JSArray.isArray(x) || ArrayBuffer.isView(x))
+    return false;
   const proto = Object.getPrototypeOf(x);
   return proto === Object.prototype || proto === null;
 }
@@ -121,14 +145,26 @@ export function normalizeIndex(idx: Array, n: number): Array {
   // constant indices are normalized here rather than in the traced program
   if (idx instanceof ArrayImpl && idx.size <= 4096 && idx.dtype !== "int64") {
     const v = numbersOf(idx);
-    return v.every((i) => i >= 0) ? idx : ops.convert(constInts(v.map((i) => (i < 0 ? i + n : i)), idx.shape), idx.dtype);
+    return v.every((i) => i >= 0)
+      ? idx
+      : ops.convert(
+          constInts(
+            v.map((i) => (i < 0 ? i + n : i)),
+            idx.shape,
+          ),
+          idx.dtype,
+        );
   }
   return ops.select(ops.lt(idx, ops.scalarLike(idx, 0)), ops.add(idx, ops.scalarLike(idx, n)), idx);
 }
 /** Broadcasts a 0-d or matching array to shape (NumPy rules, naming fn). */
 export function bcast(x: Array, shape: readonly number[]): Array {
   if (x.shape.join() === shape.join()) return x;
-  return ops.broadcastInDim(x, shape, x.shape.map((_, i) => shape.length - x.ndim + i));
+  return ops.broadcastInDim(
+    x,
+    shape,
+    x.shape.map((_, i) => shape.length - x.ndim + i),
+  );
 }
 /** select(pred, a, b) with NumPy broadcasting of all three. */
 export function where3(pred: Array, a: Array, b: Array): Array {
@@ -138,15 +174,23 @@ export function where3(pred: Array, a: Array, b: Array): Array {
 export function broadcastShape(shapes: readonly (readonly number[])[], fn = "broadcast"): number[] {
   const nd = Math.max(0, ...shapes.map((s) => s.length));
   const out = new JSArray<number>(nd).fill(1);
-  for (const s of shapes) s.forEach((d, i) => {
-    const o = nd - s.length + i;
-    if (out[o] === 1) out[o] = d;
-    else if (d !== 1 && d !== out[o]) throw new Error(`${fn}: shapes ${shapes.map(shapeStr).join(", ")} cannot be broadcast together (dimension ${o}: ${out[o]} vs ${d})`);
-  });
+  for (const s of shapes)
+    s.forEach((d, i) => {
+      const o = nd - s.length + i;
+      if (out[o] === 1) out[o] = d;
+      else if (d !== 1 && d !== out[o])
+        throw new Error(
+          `${fn}: shapes ${shapes.map(shapeStr).join(", ")} cannot be broadcast together (dimension ${o}: ${out[o]} vs ${d})`,
+        );
+    });
   return out;
 }
 /** A concrete int32 (or `dtype`) index array built from JS numbers. */
-export function constInts(values: readonly number[], shape: readonly number[] = [values.length], dtype: DType = "int32"): Array {
+export function constInts(
+  values: readonly number[],
+  shape: readonly number[] = [values.length],
+  dtype: DType = "int32",
+): Array {
   const a = new ArrayImpl(new ShapedArray(shape, "int32"), new Int32Array(values));
   return dtype === "int32" ? a : ops.convert(a, dtype);
 }

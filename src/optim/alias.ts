@@ -2,9 +2,23 @@
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
-import { type GradientTransformation, type Tree, type ScalarOrSchedule, chain, identity, parseArgsWithMask } from "./base.js";
 import {
-  adamCore, addDecayedWeights, scaleByLearningRate, scaleByRms, scaleByRss, scaleByStddev, scaleByTrustRatio, trace,
+  type GradientTransformation,
+  type Tree,
+  type ScalarOrSchedule,
+  chain,
+  identity,
+  parseArgsWithMask,
+} from "./base.js";
+import {
+  adamCore,
+  addDecayedWeights,
+  scaleByLearningRate,
+  scaleByRms,
+  scaleByRss,
+  scaleByStddev,
+  scaleByTrustRatio,
+  trace,
 } from "./transforms.js";
 
 type Hyper = number | Array;
@@ -12,14 +26,31 @@ type Hyper = number | Array;
 /** optax.sgd: optional (nesterov) momentum, then -learningRate scaling. */
 export function sgd(
   learningRate: ScalarOrSchedule,
-  ...args: Args<[momentum: Hyper | null, nesterov: boolean, accumulatorDtype: DType | null], { momentum?: Hyper | null; nesterov?: boolean; accumulatorDtype?: DType | null }>
+  ...args: Args<
+    [momentum: Hyper | null, nesterov: boolean, accumulatorDtype: DType | null],
+    { momentum?: Hyper | null; nesterov?: boolean; accumulatorDtype?: DType | null }
+  >
 ): GradientTransformation {
-  const o = parseArgs<{ momentum: Hyper | null; nesterov: boolean; accumulatorDtype: DType | null }>("optim.sgd", args, ["momentum", "nesterov", "accumulatorDtype"]);
-  const m = o.momentum === undefined || o.momentum === null ? identity() : trace(o.momentum, { nesterov: o.nesterov ?? false, accumulatorDtype: o.accumulatorDtype ?? null });
+  const o = parseArgs<{ momentum: Hyper | null; nesterov: boolean; accumulatorDtype: DType | null }>(
+    "optim.sgd",
+    args,
+    ["momentum", "nesterov", "accumulatorDtype"],
+  );
+  const m =
+    o.momentum === undefined || o.momentum === null
+      ? identity()
+      : trace(o.momentum, { nesterov: o.nesterov ?? false, accumulatorDtype: o.accumulatorDtype ?? null });
   return chain(m, scaleByLearningRate(learningRate));
 }
 
-export interface AdamOpts { b1?: Hyper; b2?: Hyper; eps?: Hyper; epsRoot?: Hyper; muDtype?: DType | null; nesterov?: boolean }
+export interface AdamOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+}
 type AdamPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, muDtype: DType | null];
 const ADAM_NAMES = ["b1", "b2", "eps", "epsRoot", "muDtype"];
 
@@ -29,12 +60,18 @@ export function adam(learningRate: ScalarOrSchedule, ...args: Args<AdamPos, Adam
   return chain(adamCore("optim.adam", o), scaleByLearningRate(learningRate));
 }
 /** optax.nadam: adam with Nesterov momentum. */
-export function nadam(learningRate: ScalarOrSchedule, ...args: Args<AdamPos, Omit<AdamOpts, "nesterov">>): GradientTransformation {
+export function nadam(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AdamPos, Omit<AdamOpts, "nesterov">>
+): GradientTransformation {
   const o = parseArgs<AdamOpts>("optim.nadam", args, ADAM_NAMES);
   return chain(adamCore("optim.nadam", { ...o, nesterov: true }), scaleByLearningRate(learningRate));
 }
 
-export interface AdamWOpts extends AdamOpts { weightDecay?: ScalarOrSchedule; mask?: Tree }
+export interface AdamWOpts extends AdamOpts {
+  weightDecay?: ScalarOrSchedule;
+  mask?: Tree;
+}
 type AdamWPos = [...AdamPos, weightDecay: ScalarOrSchedule, mask: Tree];
 const ADAMW_NAMES = [...ADAM_NAMES, "weightDecay", "mask"];
 
@@ -48,22 +85,58 @@ export function adamw(learningRate: ScalarOrSchedule, ...args: Args<AdamWPos, Ad
   );
 }
 /** optax.nadamw: adamw with Nesterov momentum. */
-export function nadamw(learningRate: ScalarOrSchedule, ...args: Args<AdamWPos, Omit<AdamWOpts, "nesterov">>): GradientTransformation {
+export function nadamw(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AdamWPos, Omit<AdamWOpts, "nesterov">>
+): GradientTransformation {
   const o = parseArgsWithMask<AdamWOpts>("optim.nadamw", args, ADAMW_NAMES);
   return adamw(learningRate, { ...o, nesterov: true });
 }
 
 export interface RmspropOpts {
-  decay?: Hyper; eps?: Hyper; initialScale?: Hyper; epsInSqrt?: boolean; centered?: boolean;
-  momentum?: Hyper | null; nesterov?: boolean; biasCorrection?: boolean;
+  decay?: Hyper;
+  eps?: Hyper;
+  initialScale?: Hyper;
+  epsInSqrt?: boolean;
+  centered?: boolean;
+  momentum?: Hyper | null;
+  nesterov?: boolean;
+  biasCorrection?: boolean;
 }
 /** optax.rmsprop: scaleByRms (or scaleByStddev when centered), -learningRate, then optional momentum. */
 export function rmsprop(
   learningRate: ScalarOrSchedule,
-  ...args: Args<[decay: Hyper, eps: Hyper, initialScale: Hyper, epsInSqrt: boolean, centered: boolean, momentum: Hyper | null, nesterov: boolean, biasCorrection: boolean], RmspropOpts>
+  ...args: Args<
+    [
+      decay: Hyper,
+      eps: Hyper,
+      initialScale: Hyper,
+      epsInSqrt: boolean,
+      centered: boolean,
+      momentum: Hyper | null,
+      nesterov: boolean,
+      biasCorrection: boolean,
+    ],
+    RmspropOpts
+  >
 ): GradientTransformation {
-  const o = parseArgs<RmspropOpts>("optim.rmsprop", args, ["decay", "eps", "initialScale", "epsInSqrt", "centered", "momentum", "nesterov", "biasCorrection"]);
-  const inner = { decay: o.decay, eps: o.eps, initialScale: o.initialScale, epsInSqrt: o.epsInSqrt, biasCorrection: o.biasCorrection };
+  const o = parseArgs<RmspropOpts>("optim.rmsprop", args, [
+    "decay",
+    "eps",
+    "initialScale",
+    "epsInSqrt",
+    "centered",
+    "momentum",
+    "nesterov",
+    "biasCorrection",
+  ]);
+  const inner = {
+    decay: o.decay,
+    eps: o.eps,
+    initialScale: o.initialScale,
+    epsInSqrt: o.epsInSqrt,
+    biasCorrection: o.biasCorrection,
+  };
   return chain(
     o.centered ? scaleByStddev(inner) : scaleByRms(inner),
     scaleByLearningRate(learningRate),
@@ -76,11 +149,24 @@ export function adagrad(
   learningRate: ScalarOrSchedule,
   ...args: Args<[initialAccumulatorValue: Hyper, eps: Hyper], { initialAccumulatorValue?: Hyper; eps?: Hyper }>
 ): GradientTransformation {
-  const o = parseArgs<{ initialAccumulatorValue: Hyper; eps: Hyper }>("optim.adagrad", args, ["initialAccumulatorValue", "eps"]);
-  return chain(scaleByRss({ initialAccumulatorValue: o.initialAccumulatorValue ?? 0.1, eps: o.eps ?? 1e-7 }), scaleByLearningRate(learningRate));
+  const o = parseArgs<{ initialAccumulatorValue: Hyper; eps: Hyper }>("optim.adagrad", args, [
+    "initialAccumulatorValue",
+    "eps",
+  ]);
+  return chain(
+    scaleByRss({ initialAccumulatorValue: o.initialAccumulatorValue ?? 0.1, eps: o.eps ?? 1e-7 }),
+    scaleByLearningRate(learningRate),
+  );
 }
 
-export interface LambOpts { b1?: Hyper; b2?: Hyper; eps?: Hyper; epsRoot?: Hyper; weightDecay?: ScalarOrSchedule; mask?: Tree }
+export interface LambOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  weightDecay?: ScalarOrSchedule;
+  mask?: Tree;
+}
 /** optax.lamb: scaleByAdam (eps 1e-6), decoupled weight decay, trust ratio, then -learningRate. */
 export function lamb(
   learningRate: ScalarOrSchedule,

@@ -45,25 +45,36 @@ export const emptyState = (): Tree => ({});
 
 /** optax.identity: leaves updates unchanged. */
 export function identity(): GradientTransformation {
-  return makeTransformation(() => emptyState(), (u, s) => [u, s]);
+  return makeTransformation(
+    () => emptyState(),
+    (u, s) => [u, s],
+  );
 }
 
 /** optax.chain: applies the transformations in order; the state is the JS array of their states. */
 export function chain(...transforms: GradientTransformation[]): GradientTransformation {
   transforms.forEach((t, i) => {
     if (!t || typeof t.init !== "function" || typeof t.update !== "function") {
-      throw new TypeError(`optim.chain: argument ${i} is not a GradientTransformation (an object with init and update)`);
+      throw new TypeError(
+        `optim.chain: argument ${i} is not a GradientTransformation (an object with init and update)`,
+      );
     }
   });
   return makeTransformation(
     (params) => transforms.map((t) => t.init(params)),
     (updates, state, params) => {
       if (!globalThis.Array.isArray(state) || state.length !== transforms.length) {
-        throw new Error(`optim.chain: expected a state with ${transforms.length} entries (one per transformation); make sure you called init first`);
+        throw new Error(
+          `optim.chain: expected a state with ${transforms.length} entries (one per transformation); make sure you called init first`,
+        );
       }
       const newState: OptState[] = [];
       let u = updates;
-      transforms.forEach((t, i) => { const [nu, ns] = t.update(u, state[i], params); u = nu; newState.push(ns); });
+      transforms.forEach((t, i) => {
+        const [nu, ns] = t.update(u, state[i], params);
+        u = nu;
+        newState.push(ns);
+      });
       return [u, newState];
     },
   );
@@ -83,7 +94,11 @@ export function leafDType(x: unknown): DType {
 /** optax.apply_updates: params + updates, cast back to each param's dtype. */
 export function applyUpdates<P>(params: P, updates: NoInfer<Tangent<P>>): P {
   checkArity("optim.applyUpdates", arguments, 2, "optim.applyUpdates(params, updates)");
-  return tree.map(((p: Array, u: Array) => jnp.astype(jnp.add(p, u), leafDType(p))) as (...xs: never[]) => unknown, params, updates) as P;
+  return tree.map(
+    ((p: Array, u: Array) => jnp.astype(jnp.add(p, u), leafDType(p))) as (...xs: never[]) => unknown,
+    params,
+    updates,
+  ) as P;
 }
 
 /** optax numerics.safe_increment: count + 1, saturating at the dtype's maximum. */
@@ -93,7 +108,10 @@ export function safeIncrement(count: Array): Array {
   if (isBigInt(d)) max = jnp.array(d === "int64" ? (1n << 63n) - 1n : (1n << 64n) - 1n, { dtype: d });
   else if (isInteger(d)) max = jnp.array(intRange(d)[1], { dtype: d });
   else if (isFloat(d)) max = jnp.array(finfo(d).max, { dtype: d });
-  else throw new TypeError(`optim.safeIncrement: cannot increment a count of dtype ${d}; expected an integer or floating dtype`);
+  else
+    throw new TypeError(
+      `optim.safeIncrement: cannot increment a count of dtype ${d}; expected an integer or floating dtype`,
+    );
   const one = jnp.array(isBigInt(d) ? 1n : 1, { dtype: d });
   return jnp.where(jnp.less(count, max), jnp.add(count, one), max);
 }
@@ -108,11 +126,22 @@ export const oneMinus = (d: number | Array): number | Array => (typeof d === "nu
  * Python-style argument parsing where the last positional parameter is a pytree `mask` (which may itself be a
  * plain object): an object in the mask's position whose keys are not all option names is the mask.
  */
-export function parseArgsWithMask<T extends object>(fn: string, args: readonly unknown[], names: readonly string[], optionOnly: readonly string[] = []): Partial<T> {
+export function parseArgsWithMask<T extends object>(
+  fn: string,
+  args: readonly unknown[],
+  names: readonly string[],
+  optionOnly: readonly string[] = [],
+): Partial<T> {
   const last = args[args.length - 1];
   const known = new Set([...names, ...optionOnly]);
-  if (args.length === names.length && names[names.length - 1] === "mask" && last !== null && typeof last === "object" &&
-      !(last instanceof Array) && Object.keys(last).some((k) => !known.has(k))) {
+  if (
+    args.length === names.length &&
+    names[names.length - 1] === "mask" &&
+    last !== null &&
+    typeof last === "object" &&
+    !(last instanceof Array) &&
+    Object.keys(last).some((k) => !known.has(k))
+  ) {
     return parseArgs<T>(fn, [...args.slice(0, -1), { mask: last }], names, optionOnly);
   }
   return parseArgs<T>(fn, args, names, optionOnly);
@@ -127,7 +156,10 @@ type MaskTree = Tree;
 type MaskArg = MaskTree | ((params: Tree) => MaskTree);
 
 const isPlainObject = (x: unknown): x is Record<string, unknown> =>
-  x !== null && typeof x === "object" && !(x instanceof Array) && !globalThis.Array.isArray(x) &&
+  x !== null &&
+  typeof x === "object" &&
+  !(x instanceof Array) &&
+  !globalThis.Array.isArray(x) &&
   (Object.getPrototypeOf(x) === Object.prototype || Object.getPrototypeOf(x) === null);
 
 function maskLeaf(m: unknown): boolean | null {
@@ -147,20 +179,37 @@ function mapMask(mask: MaskTree, trees: Tree[], f: (m: boolean, ...subs: Tree[])
   if (globalThis.Array.isArray(mask)) {
     trees.forEach((t) => {
       if (!globalThis.Array.isArray(t) || t.length !== mask.length) {
-        throw new Error(`optim.masked: ${path} is a list of length ${mask.length} but the updates there are ${tree.structure(t)}`);
+        throw new Error(
+          `optim.masked: ${path} is a list of length ${mask.length} but the updates there are ${tree.structure(t)}`,
+        );
       }
     });
-    return mask.map((mi, i) => mapMask(mi, trees.map((t) => (t as unknown[])[i]), f, `${path}[${i}]`));
+    return mask.map((mi, i) =>
+      mapMask(
+        mi,
+        trees.map((t) => (t as unknown[])[i]),
+        f,
+        `${path}[${i}]`,
+      ),
+    );
   }
   if (isPlainObject(mask)) {
     const keys = Object.keys(mask).sort();
     trees.forEach((t) => {
       if (!isPlainObject(t) || Object.keys(t).sort().join("\u0000") !== keys.join("\u0000")) {
-        throw new Error(`optim.masked: ${path} has keys [${keys.join(", ")}] but the updates there are ${tree.structure(t)}`);
+        throw new Error(
+          `optim.masked: ${path} has keys [${keys.join(", ")}] but the updates there are ${tree.structure(t)}`,
+        );
       }
     });
     const out: Record<string, unknown> = {};
-    for (const k of keys) out[k] = mapMask(mask[k], trees.map((t) => (t as Record<string, unknown>)[k]), f, `${path}.${k}`);
+    for (const k of keys)
+      out[k] = mapMask(
+        mask[k],
+        trees.map((t) => (t as Record<string, unknown>)[k]),
+        f,
+        `${path}.${k}`,
+      );
     return out;
   }
   // other node kinds: the mask must have exactly the structure of the tree
@@ -169,11 +218,14 @@ function mapMask(mask: MaskTree, trees: Tree[], f: (m: boolean, ...subs: Tree[])
   flats.forEach(([, d]) => {
     if (!d.equals(md)) throw new Error(`optim.masked: ${path} has structure ${md} but the updates there are ${d}`);
   });
-  return tree.unflatten(md, ml.map((mv, i) => {
-    const b = maskLeaf(mv);
-    if (b === null) throw new TypeError(`optim.masked: mask leaves must be booleans, got ${String(mv)} in ${path}`);
-    return f(b, ...flats.map(([l]) => l[i]));
-  }));
+  return tree.unflatten(
+    md,
+    ml.map((mv, i) => {
+      const b = maskLeaf(mv);
+      if (b === null) throw new TypeError(`optim.masked: mask leaves must be booleans, got ${String(mv)} in ${path}`);
+      return f(b, ...flats.map(([l]) => l[i]));
+    }),
+  );
 }
 
 /** optax.masked: applies `inner` only where the mask is true; elsewhere updates pass through unchanged. */
@@ -186,7 +238,11 @@ export function masked(inner: GradientTransformation, mask: MaskArg): GradientTr
     (updates, state, params) => {
       const m = maskOf(updates);
       const inState = (state as { innerState: OptState }).innerState;
-      const [newMasked, newInner] = inner.update(maskTree(m, updates), inState, params === undefined || params === null ? params : maskTree(m, params));
+      const [newMasked, newInner] = inner.update(
+        maskTree(m, updates),
+        inState,
+        params === undefined || params === null ? params : maskTree(m, params),
+      );
       const merged = mapMask(m, [newMasked, updates], (b, n, o) => (b ? n : o));
       return [merged, { innerState: newInner }];
     },

@@ -8,10 +8,12 @@ type Hyper = number | Array;
 type Count = Array | number;
 
 function checkSteps(fn: string, name: string, v: unknown): number {
-  if (typeof v !== "number" || !Number.isFinite(v)) throw new TypeError(`${fn}: ${name} must be a finite number, got ${String(v)}`);
+  if (typeof v !== "number" || !Number.isFinite(v))
+    throw new TypeError(`${fn}: ${name} must be a finite number, got ${String(v)}`);
   return v;
 }
-const sub = (a: Hyper, b: Hyper): Hyper => (typeof a === "number" && typeof b === "number" ? a - b : jnp.subtract(a, b));
+const sub = (a: Hyper, b: Hyper): Hyper =>
+  typeof a === "number" && typeof b === "number" ? a - b : jnp.subtract(a, b);
 
 /** optax.constant_schedule: always `value`. */
 export function constantSchedule(value: Hyper): Schedule {
@@ -20,7 +22,10 @@ export function constantSchedule(value: Hyper): Schedule {
 
 /** optax.polynomial_schedule: (init - end) * (1 - clip(count - begin, 0, steps) / steps)**power + end. */
 export function polynomialSchedule(
-  initValue: Hyper, endValue: Hyper, power: Hyper, transitionSteps: number,
+  initValue: Hyper,
+  endValue: Hyper,
+  power: Hyper,
+  transitionSteps: number,
   ...args: Args<[transitionBegin: number], { transitionBegin?: number }>
 ): Schedule {
   const o = parseArgs<{ transitionBegin: number }>("optim.polynomialSchedule", args, ["transitionBegin"]);
@@ -37,7 +42,9 @@ export function polynomialSchedule(
 
 /** optax.linear_schedule: linear from initValue to endValue over transitionSteps, starting at transitionBegin. */
 export function linearSchedule(
-  initValue: Hyper, endValue: Hyper, transitionSteps: number,
+  initValue: Hyper,
+  endValue: Hyper,
+  transitionSteps: number,
   ...args: Args<[transitionBegin: number], { transitionBegin?: number }>
 ): Schedule {
   const o = parseArgs<{ transitionBegin: number }>("optim.linearSchedule", args, ["transitionBegin"]);
@@ -46,13 +53,15 @@ export function linearSchedule(
 
 /** optax.cosine_decay_schedule: init * ((1 - alpha) * (0.5 (1 + cos(pi min(count, steps) / steps)))**exponent + alpha). */
 export function cosineDecaySchedule(
-  initValue: Hyper, decaySteps: number,
+  initValue: Hyper,
+  decaySteps: number,
   ...args: Args<[alpha: Hyper, exponent: Hyper], { alpha?: Hyper; exponent?: Hyper }>
 ): Schedule {
   const o = parseArgs<{ alpha: Hyper; exponent: Hyper }>("optim.cosineDecaySchedule", args, ["alpha", "exponent"]);
   checkSteps("optim.cosineDecaySchedule", "decaySteps", decaySteps);
   if (!(decaySteps > 0)) throw new Error(`optim.cosineDecaySchedule: requires positive decaySteps, got ${decaySteps}`);
-  const alpha = o.alpha ?? 0, exponent = o.exponent ?? 1;
+  const alpha = o.alpha ?? 0,
+    exponent = o.exponent ?? 1;
   return (count: Count) => {
     const c = jnp.minimum(count, decaySteps);
     const cos = jnp.multiply(0.5, jnp.add(1, jnp.cos(jnp.divide(jnp.multiply(Math.PI, c), decaySteps))));
@@ -61,13 +70,23 @@ export function cosineDecaySchedule(
   };
 }
 
-export interface ExponentialDecayOpts { transitionBegin?: number; staircase?: boolean; endValue?: Hyper | null }
+export interface ExponentialDecayOpts {
+  transitionBegin?: number;
+  staircase?: boolean;
+  endValue?: Hyper | null;
+}
 /** optax.exponential_decay: init * decayRate**((count - begin) / steps) (floored with staircase), clipped at endValue. */
 export function exponentialDecay(
-  initValue: Hyper, transitionSteps: number, decayRate: number,
+  initValue: Hyper,
+  transitionSteps: number,
+  decayRate: number,
   ...args: Args<[transitionBegin: number, staircase: boolean, endValue: Hyper | null], ExponentialDecayOpts>
 ): Schedule {
-  const o = parseArgs<ExponentialDecayOpts>("optim.exponentialDecay", args, ["transitionBegin", "staircase", "endValue"]);
+  const o = parseArgs<ExponentialDecayOpts>("optim.exponentialDecay", args, [
+    "transitionBegin",
+    "staircase",
+    "endValue",
+  ]);
   checkSteps("optim.exponentialDecay", "transitionSteps", transitionSteps);
   checkSteps("optim.exponentialDecay", "decayRate", decayRate);
   let begin = checkSteps("optim.exponentialDecay", "transitionBegin", o.transitionBegin ?? 0);
@@ -86,15 +105,23 @@ export function exponentialDecay(
 
 /** optax.join_schedules: schedules[i + 1] takes over at boundaries[i], seeing the count minus that boundary. */
 export function joinSchedules(schedules: Schedule[], boundaries: number[]): Schedule {
-  if (!globalThis.Array.isArray(schedules) || schedules.length === 0 || schedules.some((s) => typeof s !== "function")) {
+  if (
+    !globalThis.Array.isArray(schedules) ||
+    schedules.length === 0 ||
+    schedules.some((s) => typeof s !== "function")
+  ) {
     throw new TypeError("optim.joinSchedules: schedules must be a non-empty list of schedule functions");
   }
   if (!globalThis.Array.isArray(boundaries) || boundaries.length !== schedules.length - 1) {
-    throw new Error(`optim.joinSchedules: expected ${schedules.length - 1} boundaries for ${schedules.length} schedules, got ${JSON.stringify(boundaries)}`);
+    throw new Error(
+      `optim.joinSchedules: expected ${schedules.length - 1} boundaries for ${schedules.length} schedules, got ${JSON.stringify(boundaries)}`,
+    );
   }
   return (step: Count) => {
     let out = schedules[0](step);
-    boundaries.forEach((b, i) => { out = jnp.where(jnp.less(step, b), out, schedules[i + 1](jnp.subtract(step, b))); });
+    boundaries.forEach((b, i) => {
+      out = jnp.where(jnp.less(step, b), out, schedules[i + 1](jnp.subtract(step, b)));
+    });
     return out;
   };
 }
@@ -106,24 +133,41 @@ export function warmupConstantSchedule(initValue: Hyper, peakValue: Hyper, warmu
 
 /** optax.warmup_cosine_decay_schedule: linear warmup to peakValue, then cosine decay to endValue at decaySteps (total). */
 export function warmupCosineDecaySchedule(
-  initValue: Hyper, peakValue: number, warmupSteps: number, decaySteps: number,
+  initValue: Hyper,
+  peakValue: number,
+  warmupSteps: number,
+  decaySteps: number,
   ...args: Args<[endValue: number, exponent: Hyper], { endValue?: number; exponent?: Hyper }>
 ): Schedule {
-  const o = parseArgs<{ endValue: number; exponent: Hyper }>("optim.warmupCosineDecaySchedule", args, ["endValue", "exponent"]);
+  const o = parseArgs<{ endValue: number; exponent: Hyper }>("optim.warmupCosineDecaySchedule", args, [
+    "endValue",
+    "exponent",
+  ]);
   const end = o.endValue ?? 0;
   const alpha = peakValue === 0 ? 0 : end / peakValue;
   return joinSchedules(
-    [linearSchedule(initValue, peakValue, warmupSteps), cosineDecaySchedule(peakValue, decaySteps - warmupSteps, alpha, o.exponent ?? 1)],
+    [
+      linearSchedule(initValue, peakValue, warmupSteps),
+      cosineDecaySchedule(peakValue, decaySteps - warmupSteps, alpha, o.exponent ?? 1),
+    ],
     [warmupSteps],
   );
 }
 
 /** optax.warmup_exponential_decay_schedule: linear warmup to peakValue, then exponentialDecay from it. */
 export function warmupExponentialDecaySchedule(
-  initValue: Hyper, peakValue: Hyper, warmupSteps: number, transitionSteps: number, decayRate: number,
+  initValue: Hyper,
+  peakValue: Hyper,
+  warmupSteps: number,
+  transitionSteps: number,
+  decayRate: number,
   ...args: Args<[transitionBegin: number, staircase: boolean, endValue: Hyper | null], ExponentialDecayOpts>
 ): Schedule {
-  const o = parseArgs<ExponentialDecayOpts>("optim.warmupExponentialDecaySchedule", args, ["transitionBegin", "staircase", "endValue"]);
+  const o = parseArgs<ExponentialDecayOpts>("optim.warmupExponentialDecaySchedule", args, [
+    "transitionBegin",
+    "staircase",
+    "endValue",
+  ]);
   return joinSchedules(
     [linearSchedule(initValue, peakValue, warmupSteps), exponentialDecay(peakValue, transitionSteps, decayRate, o)],
     [warmupSteps],
@@ -140,11 +184,14 @@ export function piecewiseConstantSchedule(
 ): Schedule {
   let pairs: [number, number][] = [];
   if (boundariesAndScales instanceof Map) pairs = [...boundariesAndScales.entries()];
-  else if (globalThis.Array.isArray(boundariesAndScales)) pairs = boundariesAndScales.map(([b, s]) => [Number(b), Number(s)]);
-  else if (boundariesAndScales !== null && boundariesAndScales !== undefined) pairs = Object.entries(boundariesAndScales).map(([b, s]) => [Number(b), Number(s)]);
+  else if (globalThis.Array.isArray(boundariesAndScales))
+    pairs = boundariesAndScales.map(([b, s]) => [Number(b), Number(s)]);
+  else if (boundariesAndScales !== null && boundariesAndScales !== undefined)
+    pairs = Object.entries(boundariesAndScales).map(([b, s]) => [Number(b), Number(s)]);
   for (const [b, s] of pairs) {
     if (!Number.isFinite(b)) throw new TypeError(`optim.piecewiseConstantSchedule: boundary ${b} is not a number`);
-    if (!(s >= 0)) throw new Error(`optim.piecewiseConstantSchedule: expects non-negative scale factors, got ${s} at boundary ${b}`);
+    if (!(s >= 0))
+      throw new Error(`optim.piecewiseConstantSchedule: expects non-negative scale factors, got ${s} at boundary ${b}`);
   }
   pairs.sort((a, b) => a[0] - b[0]);
   return (count: Count) => {

@@ -6,8 +6,21 @@ import * as jnp from "../numpy/index.js";
 import * as ops from "../primitives/ops.js";
 import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
 import {
-  type GradientTransformation, type Tree, type ScalarOrSchedule, type Schedule,
-  NO_PARAMS_MSG, emptyState, parseArgsWithMask, identity, isSchedule, makeTransformation, masked, oneMinus, safeIncrement, treeMap, zeroCount,
+  type GradientTransformation,
+  type Tree,
+  type ScalarOrSchedule,
+  type Schedule,
+  NO_PARAMS_MSG,
+  emptyState,
+  parseArgsWithMask,
+  identity,
+  isSchedule,
+  makeTransformation,
+  masked,
+  oneMinus,
+  safeIncrement,
+  treeMap,
+  zeroCount,
 } from "./base.js";
 
 type Hyper = number | Array;
@@ -16,7 +29,11 @@ type Hyper = number | Array;
 
 /** (1 - decay) * g**order + decay * t: the EMA of the order-th moment (order 1 or 2). */
 function updateMoment(updates: Tree, moments: Tree, decay: Hyper, order: 1 | 2): Tree {
-  return treeMap((g, t) => jnp.add(jnp.multiply(oneMinus(decay), order === 1 ? g : jnp.square(g)), jnp.multiply(decay, t)), updates, moments);
+  return treeMap(
+    (g, t) => jnp.add(jnp.multiply(oneMinus(decay), order === 1 ? g : jnp.square(g)), jnp.multiply(decay, t)),
+    updates,
+    moments,
+  );
 }
 
 /** t / (1 - decay**count), with the correction computed in float and cast to each moment's dtype. */
@@ -34,7 +51,8 @@ const castLikeTree = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype
 export function globalNorm(updates: Tree): Array {
   let acc: Array | number = 0;
   for (const leaf of tree.leaves(updates)) {
-    if (!(leaf instanceof Array)) throw new TypeError(`optim.globalNorm: every leaf must be an Array, got ${typeof leaf}`);
+    if (!(leaf instanceof Array))
+      throw new TypeError(`optim.globalNorm: every leaf must be an Array, got ${typeof leaf}`);
     acc = jnp.add(acc, jnp.sum(jnp.square(leaf)));
   }
   return jnp.sqrt(acc);
@@ -42,7 +60,9 @@ export function globalNorm(updates: Tree): Array {
 
 function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false): void {
   if (typeof v === "number" || v instanceof Array || (allowSchedule && typeof v === "function")) return;
-  throw new TypeError(`${fn}: ${name} must be a number${allowSchedule ? ", an Array or a schedule function" : " or an Array"}, got ${v === null ? "null" : typeof v}`);
+  throw new TypeError(
+    `${fn}: ${name} must be a number${allowSchedule ? ", an Array or a schedule function" : " or an Array"}, got ${v === null ? "null" : typeof v}`,
+  );
 }
 
 // ---------------------------------------------------------------- scaling
@@ -50,33 +70,56 @@ function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false)
 /** optax.scale: updates * stepSize. */
 export function scale(stepSize: Hyper): GradientTransformation {
   checkHyper("optim.scale", "stepSize", stepSize);
-  return makeTransformation(() => emptyState(), (updates, state) => [treeMap((g) => jnp.multiply(stepSize, g), updates), state]);
+  return makeTransformation(
+    () => emptyState(),
+    (updates, state) => [treeMap((g) => jnp.multiply(stepSize, g), updates), state],
+  );
 }
 
 /** optax.scale_by_schedule: updates * stepSizeFn(count); count starts at 0 and increments after use. */
 export function scaleBySchedule(stepSizeFn: Schedule): GradientTransformation {
-  if (typeof stepSizeFn !== "function") throw new TypeError(`optim.scaleBySchedule: stepSizeFn must be a function of the step count, got ${typeof stepSizeFn}`);
+  if (typeof stepSizeFn !== "function")
+    throw new TypeError(
+      `optim.scaleBySchedule: stepSizeFn must be a function of the step count, got ${typeof stepSizeFn}`,
+    );
   return makeTransformation(
     () => ({ count: zeroCount() }),
     (updates, state) => {
       const { count } = state as { count: Array };
       const s = stepSizeFn(count);
-      return [treeMap((g) => jnp.multiply(jnp.array(s, { dtype: g.dtype }), g), updates), { count: safeIncrement(count) }];
+      return [
+        treeMap((g) => jnp.multiply(jnp.array(s, { dtype: g.dtype }), g), updates),
+        { count: safeIncrement(count) },
+      ];
     },
   );
 }
 
 /** optax.scale_by_learning_rate: scales by -learningRate (flipSign) with a constant or a schedule. */
-export function scaleByLearningRate(learningRate: ScalarOrSchedule | null, ...args: Args<[], { flipSign?: boolean }>): GradientTransformation {
+export function scaleByLearningRate(
+  learningRate: ScalarOrSchedule | null,
+  ...args: Args<[], { flipSign?: boolean }>
+): GradientTransformation {
   const o = parseArgs<{ flipSign: boolean }>("optim.scaleByLearningRate", args, [], ["flipSign"]);
   if (learningRate === null || learningRate === undefined) return identity();
   checkHyper("optim.scaleByLearningRate", "learningRate", learningRate, true);
   const m = o.flipSign === false ? 1 : -1;
-  if (isSchedule(learningRate)) return scaleBySchedule((count) => { const v = learningRate(count); return typeof v === "number" ? m * v : jnp.multiply(m, v); });
+  if (isSchedule(learningRate))
+    return scaleBySchedule((count) => {
+      const v = learningRate(count);
+      return typeof v === "number" ? m * v : jnp.multiply(m, v);
+    });
   return scale(typeof learningRate === "number" ? m * learningRate : jnp.multiply(m, learningRate));
 }
 
-export interface ScaleByAdamOpts { b1?: Hyper; b2?: Hyper; eps?: Hyper; epsRoot?: Hyper; muDtype?: DType | null; nesterov?: boolean }
+export interface ScaleByAdamOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+}
 const ADAM_NAMES = ["b1", "b2", "eps", "epsRoot", "muDtype"] as const;
 type AdamPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, muDtype: DType | null];
 
@@ -87,8 +130,17 @@ export function scaleByAdam(...args: Args<AdamPos, ScaleByAdamOpts>): GradientTr
 }
 
 export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation {
-  const b1 = o.b1 ?? 0.9, b2 = o.b2 ?? 0.999, eps = o.eps ?? 1e-8, epsRoot = o.epsRoot ?? 0;
-  for (const [k, v] of [["b1", b1], ["b2", b2], ["eps", eps], ["epsRoot", epsRoot]] as const) checkHyper(fn, k, v);
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0;
+  for (const [k, v] of [
+    ["b1", b1],
+    ["b2", b2],
+    ["eps", eps],
+    ["epsRoot", epsRoot],
+  ] as const)
+    checkHyper(fn, k, v);
   const muDtype = userDType(fn, o.muDtype);
   const nesterov = o.nesterov ?? false;
   return makeTransformation(
@@ -99,8 +151,11 @@ export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation
       const nu = updateMoment(updates, s.nu, b2, 2);
       const countInc = safeIncrement(s.count);
       const muHat = nesterov
-        ? treeMap((m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
-          biasCorrection(mu, b1, safeIncrement(countInc)), biasCorrection(updates, b1, countInc))
+        ? treeMap(
+            (m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
+            biasCorrection(mu, b1, safeIncrement(countInc)),
+            biasCorrection(updates, b1, countInc),
+          )
         : biasCorrection(mu, b1, countInc);
       const nuHat = biasCorrection(nu, b2, countInc);
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), muHat, nuHat);
@@ -109,14 +164,28 @@ export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation
   );
 }
 
-export interface ScaleByRmsOpts { decay?: Hyper; eps?: Hyper; initialScale?: Hyper; epsInSqrt?: boolean; biasCorrection?: boolean }
+export interface ScaleByRmsOpts {
+  decay?: Hyper;
+  eps?: Hyper;
+  initialScale?: Hyper;
+  epsInSqrt?: boolean;
+  biasCorrection?: boolean;
+}
 const RMS_NAMES = ["decay", "eps", "initialScale", "epsInSqrt", "biasCorrection"] as const;
 type RmsPos = [decay: Hyper, eps: Hyper, initialScale: Hyper, epsInSqrt: boolean, biasCorrection: boolean];
 
 function rmsCore(fn: string, o: ScaleByRmsOpts, centered: boolean): GradientTransformation {
-  const decay = o.decay ?? 0.9, eps = o.eps ?? 1e-8, init = o.initialScale ?? 0;
-  for (const [k, v] of [["decay", decay], ["eps", eps], ["initialScale", init]] as const) checkHyper(fn, k, v);
-  const inSqrt = o.epsInSqrt ?? true, bc = o.biasCorrection ?? false;
+  const decay = o.decay ?? 0.9,
+    eps = o.eps ?? 1e-8,
+    init = o.initialScale ?? 0;
+  for (const [k, v] of [
+    ["decay", decay],
+    ["eps", eps],
+    ["initialScale", init],
+  ] as const)
+    checkHyper(fn, k, v);
+  const inSqrt = o.epsInSqrt ?? true,
+    bc = o.biasCorrection ?? false;
   return makeTransformation(
     (params) => {
       const st: Record<string, Tree> = { nu: fullLikeTree(params, init) };
@@ -133,7 +202,10 @@ function rmsCore(fn: string, o: ScaleByRmsOpts, centered: boolean): GradientTran
       const muHat = centered ? (bc ? biasCorrection(mu, decay, countInc!) : mu) : null;
       // variance estimate: nu (scaleByRms) or nu - mu^2 (scaleByStddev)
       const variance = centered ? treeMap((m, n) => jnp.subtract(n, jnp.square(m)), muHat, nuHat) : nuHat;
-      const scaling = treeMap((n) => (inSqrt ? ops.rsqrt(jnp.add(n, eps)) : jnp.divide(1, jnp.add(jnp.sqrt(n), eps))), variance);
+      const scaling = treeMap(
+        (n) => (inSqrt ? ops.rsqrt(jnp.add(n, eps)) : jnp.divide(1, jnp.add(jnp.sqrt(n), eps))),
+        variance,
+      );
       const out = treeMap((sc, g) => jnp.multiply(sc, g), scaling, updates);
       const ns: Record<string, Tree> = { nu };
       if (centered) ns.mu = mu;
@@ -153,9 +225,15 @@ export function scaleByStddev(...args: Args<RmsPos, ScaleByRmsOpts>): GradientTr
 }
 
 /** optax.scale_by_rss (AdaGrad): updates * rsqrt(sum of squares + eps), or 0 where the sum is 0. */
-export function scaleByRss(...args: Args<[initialAccumulatorValue: Hyper, eps: Hyper], { initialAccumulatorValue?: Hyper; eps?: Hyper }>): GradientTransformation {
-  const o = parseArgs<{ initialAccumulatorValue: Hyper; eps: Hyper }>("optim.scaleByRss", args, ["initialAccumulatorValue", "eps"]);
-  const init = o.initialAccumulatorValue ?? 0.1, eps = o.eps ?? 1e-7;
+export function scaleByRss(
+  ...args: Args<[initialAccumulatorValue: Hyper, eps: Hyper], { initialAccumulatorValue?: Hyper; eps?: Hyper }>
+): GradientTransformation {
+  const o = parseArgs<{ initialAccumulatorValue: Hyper; eps: Hyper }>("optim.scaleByRss", args, [
+    "initialAccumulatorValue",
+    "eps",
+  ]);
+  const init = o.initialAccumulatorValue ?? 0.1,
+    eps = o.eps ?? 1e-7;
   checkHyper("optim.scaleByRss", "initialAccumulatorValue", init);
   checkHyper("optim.scaleByRss", "eps", eps);
   return makeTransformation(
@@ -176,19 +254,35 @@ function safeNorm(x: Array, minNorm: Hyper): Array {
 }
 
 /** optax.scale_by_trust_ratio (LARS/LAMB): update * trustCoefficient * ||param|| / (||update|| + eps), 1 where a norm is 0. */
-export function scaleByTrustRatio(...args: Args<[minNorm: Hyper, trustCoefficient: Hyper, eps: Hyper], { minNorm?: Hyper; trustCoefficient?: Hyper; eps?: Hyper }>): GradientTransformation {
-  const o = parseArgs<{ minNorm: Hyper; trustCoefficient: Hyper; eps: Hyper }>("optim.scaleByTrustRatio", args, ["minNorm", "trustCoefficient", "eps"]);
-  const minNorm = o.minNorm ?? 0, tc = o.trustCoefficient ?? 1, eps = o.eps ?? 0;
+export function scaleByTrustRatio(
+  ...args: Args<
+    [minNorm: Hyper, trustCoefficient: Hyper, eps: Hyper],
+    { minNorm?: Hyper; trustCoefficient?: Hyper; eps?: Hyper }
+  >
+): GradientTransformation {
+  const o = parseArgs<{ minNorm: Hyper; trustCoefficient: Hyper; eps: Hyper }>("optim.scaleByTrustRatio", args, [
+    "minNorm",
+    "trustCoefficient",
+    "eps",
+  ]);
+  const minNorm = o.minNorm ?? 0,
+    tc = o.trustCoefficient ?? 1,
+    eps = o.eps ?? 0;
   return makeTransformation(
     () => emptyState(),
     (updates, state, params) => {
       if (params === undefined || params === null) throw new Error(`optim.scaleByTrustRatio: ${NO_PARAMS_MSG}`);
-      const out = treeMap((u, p) => {
-        const pn = safeNorm(p, minNorm), un = safeNorm(u, minNorm);
-        const ratio = jnp.divide(jnp.multiply(tc, pn), jnp.add(un, eps));
-        const zero = jnp.logicalOr(jnp.equal(pn, 0), jnp.equal(un, 0));
-        return jnp.multiply(u, jnp.where(zero, jnp.array(1, { dtype: p.dtype }), ratio));
-      }, updates, params);
+      const out = treeMap(
+        (u, p) => {
+          const pn = safeNorm(p, minNorm),
+            un = safeNorm(u, minNorm);
+          const ratio = jnp.divide(jnp.multiply(tc, pn), jnp.add(un, eps));
+          const zero = jnp.logicalOr(jnp.equal(pn, 0), jnp.equal(un, 0));
+          return jnp.multiply(u, jnp.where(zero, jnp.array(1, { dtype: p.dtype }), ratio));
+        },
+        updates,
+        params,
+      );
       return [out, state];
     },
   );
@@ -197,8 +291,17 @@ export function scaleByTrustRatio(...args: Args<[minNorm: Hyper, trustCoefficien
 // ---------------------------------------------------------------- momentum, weight decay, clipping
 
 /** optax.trace (momentum): t = g + decay * t; the update is t, or g + decay * t with nesterov. */
-export function trace(decay: Hyper, ...args: Args<[nesterov: boolean, accumulatorDtype: DType | null], { nesterov?: boolean; accumulatorDtype?: DType | null }>): GradientTransformation {
-  const o = parseArgs<{ nesterov: boolean; accumulatorDtype: DType | null }>("optim.trace", args, ["nesterov", "accumulatorDtype"]);
+export function trace(
+  decay: Hyper,
+  ...args: Args<
+    [nesterov: boolean, accumulatorDtype: DType | null],
+    { nesterov?: boolean; accumulatorDtype?: DType | null }
+  >
+): GradientTransformation {
+  const o = parseArgs<{ nesterov: boolean; accumulatorDtype: DType | null }>("optim.trace", args, [
+    "nesterov",
+    "accumulatorDtype",
+  ]);
   checkHyper("optim.trace", "decay", decay);
   const accDtype = userDType("optim.trace", o.accumulatorDtype);
   const f = (g: Array, t: Array): Array => jnp.add(g, jnp.multiply(decay, t));
@@ -213,8 +316,13 @@ export function trace(decay: Hyper, ...args: Args<[nesterov: boolean, accumulato
 }
 
 /** optax.add_decayed_weights: updates + weightDecay * params (weightDecay may be a schedule), optionally masked. */
-export function addDecayedWeights(...args: Args<[weightDecay: ScalarOrSchedule, mask: Tree], { weightDecay?: ScalarOrSchedule; mask?: Tree }>): GradientTransformation {
-  const o = parseArgsWithMask<{ weightDecay: ScalarOrSchedule; mask: Tree }>("optim.addDecayedWeights", args, ["weightDecay", "mask"]);
+export function addDecayedWeights(
+  ...args: Args<[weightDecay: ScalarOrSchedule, mask: Tree], { weightDecay?: ScalarOrSchedule; mask?: Tree }>
+): GradientTransformation {
+  const o = parseArgsWithMask<{ weightDecay: ScalarOrSchedule; mask: Tree }>("optim.addDecayedWeights", args, [
+    "weightDecay",
+    "mask",
+  ]);
   const wd = o.weightDecay ?? 0;
   checkHyper("optim.addDecayedWeights", "weightDecay", wd, true);
   const t = makeTransformation(
@@ -234,17 +342,27 @@ export function addDecayedWeights(...args: Args<[weightDecay: ScalarOrSchedule, 
 export function clip(maxDelta: Hyper): GradientTransformation {
   checkHyper("optim.clip", "maxDelta", maxDelta);
   const lo = typeof maxDelta === "number" ? -maxDelta : jnp.negative(maxDelta);
-  return makeTransformation(() => emptyState(), (updates, state) => [treeMap((g) => jnp.clip(g, lo, maxDelta), updates), state]);
+  return makeTransformation(
+    () => emptyState(),
+    (updates, state) => [treeMap((g) => jnp.clip(g, lo, maxDelta), updates), state],
+  );
 }
 
 /** optax.clip_by_global_norm: rescales all updates by maxNorm / globalNorm when the global norm reaches maxNorm. */
 export function clipByGlobalNorm(maxNorm: Hyper): GradientTransformation {
   checkHyper("optim.clipByGlobalNorm", "maxNorm", maxNorm);
-  return makeTransformation(() => emptyState(), (updates, state) => {
-    const gNorm = globalNorm(updates);
-    const trigger = jnp.less(gNorm, maxNorm);
-    if (trigger.ndim !== 0) throw new Error(`optim.clipByGlobalNorm: maxNorm must be a scalar, got shape (${trigger.shape.join(", ")})`);
-    const out = treeMap((t) => jnp.where(trigger, t, jnp.multiply(jnp.divide(t, jnp.astype(gNorm, t.dtype)), maxNorm)), updates);
-    return [out, state];
-  });
+  return makeTransformation(
+    () => emptyState(),
+    (updates, state) => {
+      const gNorm = globalNorm(updates);
+      const trigger = jnp.less(gNorm, maxNorm);
+      if (trigger.ndim !== 0)
+        throw new Error(`optim.clipByGlobalNorm: maxNorm must be a scalar, got shape (${trigger.shape.join(", ")})`);
+      const out = treeMap(
+        (t) => jnp.where(trigger, t, jnp.multiply(jnp.divide(t, jnp.astype(gNorm, t.dtype)), maxNorm)),
+        updates,
+      );
+      return [out, state];
+    },
+  );
 }

@@ -26,10 +26,18 @@ function stage(name: string, values: unknown[], fn: (values: unknown[], ctx: Cal
   const isArr = leaves.map((l) => l instanceof Array);
   const arrays = leaves.filter((l): l is Array => l instanceof Array);
   bind(debugCallbackP, arrays, {
-    name, axis_indices: {}, batch_indices: [],
+    name,
+    axis_indices: {},
+    batch_indices: [],
     callback: (vals: ArrayImpl[], ctx: CallbackContext) => {
       let k = 0;
-      fn(unflatten(def, leaves.map((l, i) => (isArr[i] ? vals[k++] : l))) as unknown[], ctx);
+      fn(
+        unflatten(
+          def,
+          leaves.map((l, i) => (isArr[i] ? vals[k++] : l)),
+        ) as unknown[],
+        ctx,
+      );
     },
   });
 }
@@ -40,12 +48,15 @@ function stage(name: string, values: unknown[], fn: (values: unknown[], ctx: Cal
  * shardMap once per device; debug.callbackContext() inside fn gives the axis indices.
  */
 export function callback<T extends unknown[]>(fn: (...values: T) => void, ...values: T): void {
-  if (typeof fn !== "function") throw new TypeError(`debug.callback: expected a function as the first argument, got ${typeof fn}`);
+  if (typeof fn !== "function")
+    throw new TypeError(`debug.callback: expected a function as the first argument, got ${typeof fn}`);
   stage(`callback ${fn.name || "fn"}`, values, (vals) => fn(...(vals as T)));
 }
 
 /** The axis indices of the debug callback running now (inside a shardMap or named vmap), or null outside callbacks. */
-export function callbackContext(): CallbackContext | null { return currentCallbackContext(); }
+export function callbackContext(): CallbackContext | null {
+  return currentCallbackContext();
+}
 
 /**
  * jax.debug.print(fmt, ...args): formats like Python's str.format when the program reaches this point: `{}` and
@@ -58,13 +69,17 @@ export function print(fmt: string, ...values: unknown[]): void {
   const fields = parseFormat(fmt);
   const named = fields.some((f) => typeof f !== "string" && f.key !== null && !/^\d+$/.test(f.key));
   const last = values[values.length - 1];
-  const kwargs = named && last !== null && typeof last === "object" && !(last instanceof Array) && !globalThis.Array.isArray(last) ? (last as Record<string, unknown>) : null;
+  const kwargs =
+    named && last !== null && typeof last === "object" && !(last instanceof Array) && !globalThis.Array.isArray(last)
+      ? (last as Record<string, unknown>)
+      : null;
   const args = kwargs ? values.slice(0, -1) : values;
   // checked while tracing, so a bad format fails where print is called
   render(fields, args, kwargs, { axisIndices: {}, batchIndices: [] }, true);
   stage(`print ${JSON.stringify(fmt)}`, [args, kwargs ?? {}], (vals, ctx) => {
     const line = render(fields, vals[0] as unknown[], kwargs ? (vals[1] as Record<string, unknown>) : null, ctx, false);
-    if (sink) sink(line); else process.stdout.write(line + "\n");
+    if (sink) sink(line);
+    else process.stdout.write(line + "\n");
   });
 }
 
@@ -72,19 +87,35 @@ type Field = string | { key: string | null; index: string | null; spec: string }
 
 function parseFormat(fmt: string): Field[] {
   const out: Field[] = [];
-  let lit = "", i = 0;
+  let lit = "",
+    i = 0;
   while (i < fmt.length) {
     const c = fmt[i];
-    if (c === "{" && fmt[i + 1] === "{") { lit += "{"; i += 2; continue; }
-    if (c === "}" && fmt[i + 1] === "}") { lit += "}"; i += 2; continue; }
+    if (c === "{" && fmt[i + 1] === "{") {
+      lit += "{";
+      i += 2;
+      continue;
+    }
+    if (c === "}" && fmt[i + 1] === "}") {
+      lit += "}";
+      i += 2;
+      continue;
+    }
     if (c === "}") throw new Error(`debug.print: single '}' encountered in format string ${JSON.stringify(fmt)}`);
-    if (c !== "{") { lit += c; i++; continue; }
+    if (c !== "{") {
+      lit += c;
+      i++;
+      continue;
+    }
     const end = fmt.indexOf("}", i);
     if (end < 0) throw new Error(`debug.print: single '{' encountered in format string ${JSON.stringify(fmt)}`);
     const body = fmt.slice(i + 1, end);
     const m = /^([A-Za-z_][A-Za-z0-9_]*|\d+)?(?:\[([^\]]+)\])?(?::(.*))?$/.exec(body);
     if (!m) throw new Error(`debug.print: cannot parse the field {${body}} of format string ${JSON.stringify(fmt)}`);
-    if (lit) { out.push(lit); lit = ""; }
+    if (lit) {
+      out.push(lit);
+      lit = "";
+    }
     out.push({ key: m[1] ?? null, index: m[2] ?? null, spec: m[3] ?? "" });
     i = end + 1;
   }
@@ -92,26 +123,46 @@ function parseFormat(fmt: string): Field[] {
   return out;
 }
 
-function render(fields: Field[], args: readonly unknown[], kwargs: Record<string, unknown> | null, ctx: CallbackContext, checkOnly: boolean): string {
-  let auto = 0, manual = false, autoUsed = false;
+function render(
+  fields: Field[],
+  args: readonly unknown[],
+  kwargs: Record<string, unknown> | null,
+  ctx: CallbackContext,
+  checkOnly: boolean,
+): string {
+  let auto = 0,
+    manual = false,
+    autoUsed = false;
   let s = "";
   for (const f of fields) {
-    if (typeof f === "string") { s += f; continue; }
+    if (typeof f === "string") {
+      s += f;
+      continue;
+    }
     let v: unknown;
     if (f.key === null || /^\d+$/.test(f.key)) {
-      if (f.key === null) autoUsed = true; else manual = true;
-      if (autoUsed && manual) throw new Error("debug.print: cannot switch from automatic field numbering to manual field specification");
+      if (f.key === null) autoUsed = true;
+      else manual = true;
+      if (autoUsed && manual)
+        throw new Error("debug.print: cannot switch from automatic field numbering to manual field specification");
       const k = f.key === null ? auto++ : Number(f.key);
-      if (k >= args.length) throw new Error(`debug.print: the format needs positional value ${k} but ${args.length} value(s) were given`);
+      if (k >= args.length)
+        throw new Error(`debug.print: the format needs positional value ${k} but ${args.length} value(s) were given`);
       v = args[k];
     } else if (kwargs && Object.hasOwn(kwargs, f.key)) v = kwargs[f.key];
     else if (f.key === "axis_index") v = ctx.axisIndices;
-    else if (f.key === "device") v = checkOnly ? "" : ctx.device ?? "?";
-    else throw new Error(`debug.print: the format names {${f.key}}, which is not a field of the last argument (pass named values as a final plain object)`);
+    else if (f.key === "device") v = checkOnly ? "" : (ctx.device ?? "?");
+    else
+      throw new Error(
+        `debug.print: the format names {${f.key}}, which is not a field of the last argument (pass named values as a final plain object)`,
+      );
     if (f.index !== null) {
       if (checkOnly && f.key === "axis_index") continue;
       const o = v as Record<string, unknown> | null;
-      if (o === null || typeof o !== "object" || !(f.index in o)) throw new Error(`debug.print: {${f.key}[${f.index}]}: no entry ${f.index} (${f.key === "axis_index" ? "not inside a shardMap or named vmap over that axis" : "not a field of the value"})`);
+      if (o === null || typeof o !== "object" || !(f.index in o))
+        throw new Error(
+          `debug.print: {${f.key}[${f.index}]}: no entry ${f.index} (${f.key === "axis_index" ? "not inside a shardMap or named vmap over that axis" : "not a field of the value"})`,
+        );
       v = o[f.index];
     }
     if (!checkOnly) s += formatValue(v, f.spec);
@@ -123,7 +174,8 @@ function render(fields: Field[], args: readonly unknown[], kwargs: Record<string
 function formatValue(v: unknown, spec: string): string {
   if (spec) {
     const x = v instanceof ArrayImpl ? (v.size === 1 && v.ndim === 0 ? v.elementAt(0) : null) : v;
-    if (x === null || (typeof x !== "number" && typeof x !== "bigint" && typeof x !== "boolean")) throw new Error(`debug.print: format spec ':${spec}' applies to scalars only`);
+    if (x === null || (typeof x !== "number" && typeof x !== "bigint" && typeof x !== "boolean"))
+      throw new Error(`debug.print: format spec ':${spec}' applies to scalars only`);
     return formatSpec(Number(x), spec);
   }
   if (v instanceof ArrayImpl) {
@@ -135,7 +187,10 @@ function formatValue(v: unknown, spec: string): string {
     return array2string(v.shape, v.dtype, (i) => v.elementAt(i), { separator: " ", prefix: "", suffix: "" });
   }
   if (globalThis.Array.isArray(v)) return `[${v.map((x) => formatValue(x, "")).join(", ")}]`;
-  if (v !== null && typeof v === "object") return `{${Object.entries(v).map(([k, x]) => `'${k}': ${formatValue(x, "")}`).join(", ")}}`;
+  if (v !== null && typeof v === "object")
+    return `{${Object.entries(v)
+      .map(([k, x]) => `'${k}': ${formatValue(x, "")}`)
+      .join(", ")}}`;
   if (typeof v === "boolean") return v ? "True" : "False";
   return String(v);
 }
@@ -143,16 +198,31 @@ function formatValue(v: unknown, spec: string): string {
 /** Python format-spec mini language for numbers: [width][,][.precision][f|e|g|d|%]. */
 function formatSpec(x: number, spec: string): string {
   const m = /^(\d+)?(\.(\d+))?([fFeEgGd%])?$/.exec(spec);
-  if (!m) throw new Error(`debug.print: unsupported format spec ':${spec}' (supported: [width][.precision][f|e|g|d|%])`);
+  if (!m)
+    throw new Error(`debug.print: unsupported format spec ':${spec}' (supported: [width][.precision][f|e|g|d|%])`);
   const p = m[3] === undefined ? undefined : Number(m[3]);
   let s: string;
   switch (m[4]) {
-    case "f": case "F": s = x.toFixed(p ?? 6); break;
-    case "e": case "E": s = x.toExponential(p ?? 6).replace(/e([+-])(\d)$/, "e$10$2"); break;
-    case "g": case "G": s = String(Number(x.toPrecision(p || 6))); break;
-    case "d": s = Math.trunc(x).toString(); break;
-    case "%": s = `${(x * 100).toFixed(p ?? 6)}%`; break;
-    default: s = p === undefined ? String(x) : String(Number(x.toPrecision(p || 1)));
+    case "f":
+    case "F":
+      s = x.toFixed(p ?? 6);
+      break;
+    case "e":
+    case "E":
+      s = x.toExponential(p ?? 6).replace(/e([+-])(\d)$/, "e$10$2");
+      break;
+    case "g":
+    case "G":
+      s = String(Number(x.toPrecision(p || 6)));
+      break;
+    case "d":
+      s = Math.trunc(x).toString();
+      break;
+    case "%":
+      s = `${(x * 100).toFixed(p ?? 6)}%`;
+      break;
+    default:
+      s = p === undefined ? String(x) : String(Number(x.toPrecision(p || 1)));
   }
   return m[1] ? s.padStart(Number(m[1])) : s;
 }

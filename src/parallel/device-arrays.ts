@@ -8,7 +8,13 @@ import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import { type TypedArray, allocate } from "../core/dtype.js";
-import { countTransfer, DEVICE_DTYPES, DeviceBuffer, deviceRuntimeUnavailable, runtimeDevice } from "../runtime/index.js";
+import {
+  countTransfer,
+  DEVICE_DTYPES,
+  DeviceBuffer,
+  deviceRuntimeUnavailable,
+  runtimeDevice,
+} from "../runtime/index.js";
 import { type Index, NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 
 const JSArray = globalThis.Array;
@@ -17,26 +23,45 @@ const JSArray = globalThis.Array;
  * Copies the region `size` (row-major) from `src` (shape sshape) at origin `so` into `dst` (shape dshape) at `dOrigin`.
  * A block's offset is sum_d (origin_d + i_d) * stride_d; rows along the last dim are contiguous in both.
  */
-export function copyRegion(src: TypedArray, sshape: readonly number[], so: readonly number[], dst: TypedArray, dshape: readonly number[],
-  dOrigin: readonly number[], size: readonly number[]): void {
+export function copyRegion(
+  src: TypedArray,
+  sshape: readonly number[],
+  so: readonly number[],
+  dst: TypedArray,
+  dshape: readonly number[],
+  dOrigin: readonly number[],
+  size: readonly number[],
+): void {
   const r = size.length;
-  if (r === 0) { dst[0] = src[0]; return; }
+  if (r === 0) {
+    dst[0] = src[0];
+    return;
+  }
   if (size.some((n) => n === 0)) return;
   const stride = (sh: readonly number[]) => sh.map((_, i) => sh.slice(i + 1).reduce((a, b) => a * b, 1));
-  const ss = stride(sshape), ds = stride(dshape);
+  const ss = stride(sshape),
+    ds = stride(dshape);
   const inner = size[r - 1];
   const outer = size.slice(0, r - 1).reduce((a, b) => a * b, 1);
   const c = new JSArray<number>(r - 1).fill(0);
   for (let o = 0; o < outer; o++) {
-    let s = so[r - 1], d = dOrigin[r - 1];
-    for (let k = 0; k < r - 1; k++) { s += (so[k] + c[k]) * ss[k]; d += (dOrigin[k] + c[k]) * ds[k]; }
+    let s = so[r - 1],
+      d = dOrigin[r - 1];
+    for (let k = 0; k < r - 1; k++) {
+      s += (so[k] + c[k]) * ss[k];
+      d += (dOrigin[k] + c[k]) * ds[k];
+    }
     (dst as Float64Array).set((src as Float64Array).subarray(s, s + inner), d);
-    for (let k = r - 2; k >= 0; k--) { if (++c[k] < size[k]) break; c[k] = 0; }
+    for (let k = r - 2; k >= 0; k--) {
+      if (++c[k] < size[k]) break;
+      c[k] = 0;
+    }
   }
 }
 
 const same = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((v, i) => v === b[i]);
-const sameIndex = (a: Index, b: Index) => a.length === b.length && a.every(([s, e], d) => s === b[d][0] && e === b[d][1]);
+const sameIndex = (a: Index, b: Index) =>
+  a.length === b.length && a.every(([s, e], d) => s === b[d][0] && e === b[d][1]);
 const contains = (outer: Index, inner: Index) => inner.every(([s, e], d) => s >= outer[d][0] && e <= outer[d][1]);
 
 /** Spec entries as lists of axis names, trailing replicated dims dropped (P("x") and P("x", null) are one sharding). */
@@ -48,8 +73,13 @@ function normSpec(spec: PartitionSpecImpl, rank: number): string {
 }
 /** Whether two NamedShardings place every block of a rank-`rank` array on the same device. */
 export function sameSharding(a: NamedShardingImpl, b: NamedShardingImpl, rank: number): boolean {
-  return a === b || (same(a.mesh.deviceIds, b.mesh.deviceIds) && same(a.mesh.dims, b.mesh.dims) && a.mesh.axisNames.join() === b.mesh.axisNames.join()
-    && normSpec(a.spec, rank) === normSpec(b.spec, rank));
+  return (
+    a === b ||
+    (same(a.mesh.deviceIds, b.mesh.deviceIds) &&
+      same(a.mesh.dims, b.mesh.dims) &&
+      a.mesh.axisNames.join() === b.mesh.axisNames.join() &&
+      normSpec(a.spec, rank) === normSpec(b.spec, rank))
+  );
 }
 
 /** Values equal, NaN equal to NaN (the replicated-output check). */
@@ -60,7 +90,9 @@ function sameData(a: TypedArray, b: TypedArray): boolean {
 }
 
 /** The replicated-output check of a shardMap output, run when its value is first waited for. */
-export interface ReplicaCheck { fn: string }
+export interface ReplicaCheck {
+  fn: string;
+}
 
 /**
  * One DeviceBuffer per device of the sharding's mesh (flat mesh order) holding that device's block; devices holding
@@ -73,13 +105,21 @@ export class ShardedStorage implements ExternalStorage {
   #check: ReplicaCheck | null;
   #shards: ArrayImpl[] | null = null;
   readonly indices: Index[];
-  constructor(readonly sharding: NamedShardingImpl, readonly aval: ShapedArray, readonly buffers: readonly DeviceBuffer[], check: ReplicaCheck | null = null) {
+  constructor(
+    readonly sharding: NamedShardingImpl,
+    readonly aval: ShapedArray,
+    readonly buffers: readonly DeviceBuffer[],
+    check: ReplicaCheck | null = null,
+  ) {
     this.indices = [...sharding.devicesIndicesMap(aval.shape).values()];
     this.#check = check;
   }
-  get isFreed(): boolean { return this.#freed; }
+  get isFreed(): boolean {
+    return this.#freed;
+  }
   #live(what: string): void {
-    if (this.#freed) throw new Error(`Array.${what}: use of a disposed sharded array ${this.aval.str()} (${this.sharding})`);
+    if (this.#freed)
+      throw new Error(`Array.${what}: use of a disposed sharded array ${this.aval.str()} (${this.sharding})`);
   }
   wait(): void {
     this.#live("blockUntilReady");
@@ -91,9 +131,12 @@ export class ShardedStorage implements ExternalStorage {
       this.buffers.forEach((b, k) => {
         const rep = this.indices.findIndex((ix) => sameIndex(ix, this.indices[k]));
         if (rep === k || sameData(b.data, this.buffers[rep].data)) return;
-        const ck = m.coords(k), cr = m.coords(rep);
+        const ck = m.coords(k),
+          cr = m.coords(rep);
         const axis = m.axisNames.find((_, a) => ck[a] !== cr[a]) ?? m.axisNames[0];
-        throw new Error(`${c.fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
+        throw new Error(
+          `${c.fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`,
+        );
       });
       this.#check = null;
     }
@@ -109,7 +152,15 @@ export class ShardedStorage implements ExternalStorage {
       const ix = this.indices[k];
       if (done.some((d) => sameIndex(d, ix))) return;
       done.push(ix);
-      copyRegion(b.data, bshape, bshape.map(() => 0), g, shape, ix.map((r) => r[0]), bshape);
+      copyRegion(
+        b.data,
+        bshape,
+        bshape.map(() => 0),
+        g,
+        shape,
+        ix.map((r) => r[0]),
+        bshape,
+      );
     });
     this.#host = g;
     return g;
@@ -118,8 +169,14 @@ export class ShardedStorage implements ExternalStorage {
   shardArrays(devices: readonly Device[]): ArrayImpl[] {
     this.#live("addressableShards");
     const bshape = this.sharding.shardShape(this.aval.shape);
-    this.#shards ??= this.buffers.map((b, k) =>
-      new ArrayImpl(new ShapedArray(bshape, this.aval.dtype, this.aval.weakType), new BufferView(b, this), devices[k]));
+    this.#shards ??= this.buffers.map(
+      (b, k) =>
+        new ArrayImpl(
+          new ShapedArray(bshape, this.aval.dtype, this.aval.weakType),
+          new BufferView(b, this),
+          devices[k],
+        ),
+    );
     return this.#shards;
   }
   free(): void {
@@ -132,12 +189,20 @@ export class ShardedStorage implements ExternalStorage {
 
 /** One device's block of a ShardedStorage as an array's storage: reads the buffer itself (no copy); owns nothing. */
 class BufferView implements ExternalStorage {
-  constructor(readonly buffer: DeviceBuffer, readonly owner: ShardedStorage) {}
+  constructor(
+    readonly buffer: DeviceBuffer,
+    readonly owner: ShardedStorage,
+  ) {}
   read(): TypedArray {
-    if (this.owner.isFreed) throw new Error(`Array: use of a shard of a disposed sharded array (${this.buffer.dtype}[${this.buffer.shape.join(",")}] on device ${this.buffer.device.id})`);
+    if (this.owner.isFreed)
+      throw new Error(
+        `Array: use of a shard of a disposed sharded array (${this.buffer.dtype}[${this.buffer.shape.join(",")}] on device ${this.buffer.device.id})`,
+      );
     return this.buffer.ready().data;
   }
-  wait(): void { this.buffer.ready(); }
+  wait(): void {
+    this.buffer.ready();
+  }
   free(): void {}
 }
 
@@ -149,7 +214,7 @@ export function shardedStorage(x: Array): ShardedStorage | null {
 
 /** Why arrays cannot be resident on devices now (another spmdRuntime, no addon, a dtype), or null. */
 export function residentUnavailable(dtype: ShapedArray["dtype"]): string | null {
-  if (config.spmdRuntime !== "devices") return "spmdRuntime is not \"devices\"";
+  if (config.spmdRuntime !== "devices") return 'spmdRuntime is not "devices"';
   if (!DEVICE_DTYPES.has(dtype)) return `dtype ${dtype} is not supported by the device runtime`;
   return deviceRuntimeUnavailable();
 }
@@ -174,20 +239,39 @@ export function placeBlocks(x: ArrayImpl, target: NamedShardingImpl): DeviceBuff
       for (let j = 0; j < src.buffers.length; j++) {
         if (!contains(src.indices[j], ix)) continue;
         if (src.buffers[j].device === dev) {
-          if (sameIndex(src.indices[j], ix)) { countTransfer(-1); return src.buffers[j].retain(); }
+          if (sameIndex(src.indices[j], ix)) {
+            countTransfer(-1);
+            return src.buffers[j].retain();
+          }
           best = j;
         } else if (best < 0) best = j;
       }
       if (best >= 0) {
         const from = src.buffers[best].ready();
         const b = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
-        copyRegion(from.data, srcBshape, ix.map((r, d) => r[0] - src.indices[best][d][0]), b.data, bshape, bshape.map(() => 0), bshape);
+        copyRegion(
+          from.data,
+          srcBshape,
+          ix.map((r, d) => r[0] - src.indices[best][d][0]),
+          b.data,
+          bshape,
+          bshape.map(() => 0),
+          bshape,
+        );
         countTransfer(b.bytes, from.device !== dev);
         return b;
       }
     }
     const b = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
-    copyRegion(x.buffer, shape, ix.map((r) => r[0]), b.data, bshape, bshape.map(() => 0), bshape);
+    copyRegion(
+      x.buffer,
+      shape,
+      ix.map((r) => r[0]),
+      b.data,
+      bshape,
+      bshape.map(() => 0),
+      bshape,
+    );
     countTransfer(b.bytes);
     return b;
   });
@@ -202,7 +286,12 @@ export function placeOnDevices(x: ArrayImpl, target: NamedShardingImpl): ArrayIm
 }
 
 /** An array over `buffers` (their references pass to it) with `sharding` as its placement. */
-export function residentArray(aval: ShapedArray, sharding: NamedShardingImpl, buffers: DeviceBuffer[], check: ReplicaCheck | null = null): ArrayImpl {
+export function residentArray(
+  aval: ShapedArray,
+  sharding: NamedShardingImpl,
+  buffers: DeviceBuffer[],
+  check: ReplicaCheck | null = null,
+): ArrayImpl {
   const out = new ArrayImpl(aval, new ShardedStorage(sharding, aval, buffers, check), sharding.mesh.flatDevices[0]);
   out.placement = sharding;
   return out;

@@ -17,27 +17,49 @@ import { unflatten } from "../core/tree.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { Mesh } from "./mesh.js";
 import { placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
-import { type Index, NamedShardingImpl, PartitionSpecImpl, type Sharding, SingleDeviceShardingImpl } from "./sharding.js";
+import {
+  type Index,
+  NamedShardingImpl,
+  PartitionSpecImpl,
+  type Sharding,
+  SingleDeviceShardingImpl,
+} from "./sharding.js";
 
-export interface Shard { device: Device; index: Index; replicaId: number; data: Array }
+export interface Shard {
+  device: Device;
+  index: Index;
+  replicaId: number;
+  data: Array;
+}
 
 const shardingOf = (x: Array): Sharding => {
   if (x instanceof ArrayImpl && x.placement) return x.placement as Sharding;
   return new SingleDeviceShardingImpl(x instanceof ArrayImpl ? x.device : HOST_DEVICE);
 };
 function blockOf(x: Array, index: Index): Array {
-  return ops.slice(x, index.map((r) => r[0]), index.map((r) => r[1]));
+  return ops.slice(
+    x,
+    index.map((r) => r[0]),
+    index.map((r) => r[1]),
+  );
 }
 function shardsOf(x: Array): Shard[] {
   const st = shardedStorage(x);
   if (st) {
-    const devs = st.sharding.mesh.flatDevices, reps = st.sharding.replicaIds(), data = st.shardArrays(devs);
+    const devs = st.sharding.mesh.flatDevices,
+      reps = st.sharding.replicaIds(),
+      data = st.shardArrays(devs);
     return devs.map((device, k) => ({ device, index: st.indices[k], replicaId: reps[k], data: data[k] }));
   }
   const s = shardingOf(x);
   const idx = s.devicesIndicesMap(x.shape);
   const reps = s instanceof NamedShardingImpl ? s.replicaIds() : [0];
-  return [...idx.entries()].map(([device, index], k) => ({ device, index, replicaId: reps[k] ?? 0, data: blockOf(x, index) }));
+  return [...idx.entries()].map(([device, index], k) => ({
+    device,
+    index,
+    replicaId: reps[k] ?? 0,
+    data: blockOf(x, index),
+  }));
 }
 registerShardingHooks({
   sharding: shardingOf,
@@ -64,7 +86,15 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
     if (s instanceof NamedShardingImpl && residentUnavailable(a.dtype) === null) return placeOnDevices(a, s);
     const out = new ArrayImpl(a.aval, a.buffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
     out.placement = s;
-    if (t0) reportSpan({ name: "devicePut", cat: "transfer", start: t0, end: monotonicUs(), track: "transfers", args: { array: a.aval.str(), bytes: a.size * itemsize(a.dtype), to: String(s) } });
+    if (t0)
+      reportSpan({
+        name: "devicePut",
+        cat: "transfer",
+        start: t0,
+        end: monotonicUs(),
+        track: "transfers",
+        args: { array: a.aval.str(), bytes: a.size * itemsize(a.dtype), to: String(s) },
+      });
     return out;
   };
   if (x instanceof Array) return place(x) as T;
@@ -73,10 +103,16 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
 }
 
 /** lax.with_sharding_constraint: identity on values; records the sharding on concrete arrays. */
-export function withShardingConstraint<T>(x: T, s: Sharding): T { return devicePut(x, s); }
+export function withShardingConstraint<T>(x: T, s: Sharding): T {
+  return devicePut(x, s);
+}
 
 /** jax.make_array_from_callback(shape, sharding, cb): cb(index) returns each device's block (called once per distinct block). */
-export function makeArrayFromCallback(shape: readonly number[], s: Sharding, cb: (index: Index) => Array | number[] | number): Array {
+export function makeArrayFromCallback(
+  shape: readonly number[],
+  s: Sharding,
+  cb: (index: Index) => Array | number[] | number,
+): Array {
   const idx = s.devicesIndicesMap(shape);
   const blockShape = s.shardShape(shape);
   const n = shape.reduce((a, b) => a * b, 1);
@@ -89,20 +125,31 @@ export function makeArrayFromCallback(shape: readonly number[], s: Sharding, cb:
     done.add(key);
     const r = cb(index);
     const blk = r instanceof Array ? r : ops.reshape(fromNested(r), blockShape);
-    if (blk.shape.join() !== blockShape.join()) throw new Error(`makeArrayFromCallback: the callback returned shape (${blk.shape.join(", ")}) for index ${key}, expected the block shape (${blockShape.join(", ")})`);
+    if (blk.shape.join() !== blockShape.join())
+      throw new Error(
+        `makeArrayFromCallback: the callback returned shape (${blk.shape.join(", ")}) for index ${key}, expected the block shape (${blockShape.join(", ")})`,
+      );
     dtype ??= blk.dtype;
     vals ??= new Float64Array(n);
-    const bv = Float64Array.from((blk.dataSync() as ArrayLike<number>));
+    const bv = Float64Array.from(blk.dataSync() as ArrayLike<number>);
     // scatter the block into the global row-major buffer
-    const bs = blockShape, nd = shape.length, pos = new globalThis.Array<number>(nd).fill(0);
+    const bs = blockShape,
+      nd = shape.length,
+      pos = new globalThis.Array<number>(nd).fill(0);
     for (let k = 0; k < bv.length; k++) {
       let off = 0;
       for (let d = 0; d < nd; d++) off = off * shape[d] + index[d][0] + pos[d];
       vals[off] = bv[k];
-      for (let d = nd - 1; d >= 0; d--) { if (++pos[d] < bs[d]) break; pos[d] = 0; }
+      for (let d = nd - 1; d >= 0; d--) {
+        if (++pos[d] < bs[d]) break;
+        pos[d] = 0;
+      }
     }
   }
-  const out = new ArrayImpl(new ShapedArray(shape, dtype ?? "float32"), fromNumbers(vals ?? new Float64Array(n), dtype ?? "float32"));
+  const out = new ArrayImpl(
+    new ShapedArray(shape, dtype ?? "float32"),
+    fromNumbers(vals ?? new Float64Array(n), dtype ?? "float32"),
+  );
   if (s instanceof NamedShardingImpl && residentUnavailable(out.dtype) === null) return placeOnDevices(out, s);
   out.placement = s;
   return out;
@@ -117,11 +164,16 @@ export const addressableData = (x: Array, i: number): Array => shardsOf(x)[i].da
 
 const isDevice = (d: unknown): d is Device => !!d && typeof d === "object" && "platform" in d && "id" in d;
 function checkDevices(fn: string, devs: readonly Device[]): void {
-  if (!globalThis.Array.isArray(devs) || devs.length === 0) throw new Error(`${fn}: devices must be a non-empty list of Device objects (from devices())`);
-  devs.forEach((d, i) => { if (!isDevice(d)) throw new TypeError(`${fn}: devices[${i}] is ${typeof d} ${JSON.stringify(d)}; expected a Device from devices()`); });
+  if (!globalThis.Array.isArray(devs) || devs.length === 0)
+    throw new Error(`${fn}: devices must be a non-empty list of Device objects (from devices())`);
+  devs.forEach((d, i) => {
+    if (!isDevice(d))
+      throw new TypeError(`${fn}: devices[${i}] is ${typeof d} ${JSON.stringify(d)}; expected a Device from devices()`);
+  });
 }
 /** A one-axis mesh over `devs` and the sharding that splits a new leading axis across it (JAX's internal axis names). */
-const leadingSharding = (devs: readonly Device[], axis: string) => new NamedShardingImpl(new Mesh([...devs], [axis]), new PartitionSpecImpl(axis));
+const leadingSharding = (devs: readonly Device[], axis: string) =>
+  new NamedShardingImpl(new Mesh([...devs], [axis]), new PartitionSpecImpl(axis));
 
 /**
  * jax.device_put_sharded(shards, devices): the shards (arrays or identical pytrees of them) stacked along a new
@@ -129,19 +181,32 @@ const leadingSharding = (devs: readonly Device[], axis: string) => new NamedShar
  */
 export function devicePutSharded<T>(shards: readonly T[], devs: readonly Device[]): T {
   const fn = "devicePutSharded";
-  if (!globalThis.Array.isArray(shards)) throw new TypeError(`${fn}: shards must be a list (one entry per device), got ${typeof shards}`);
+  if (!globalThis.Array.isArray(shards))
+    throw new TypeError(`${fn}: shards must be a list (one entry per device), got ${typeof shards}`);
   checkDevices(fn, devs);
-  if (shards.length !== devs.length) throw new Error(`${fn}: len(shards) = ${shards.length} must equal len(devices) = ${devs.length}`);
+  if (shards.length !== devs.length)
+    throw new Error(`${fn}: len(shards) = ${shards.length} must equal len(devices) = ${devs.length}`);
   const flat = shards.map((s) => flattenArrays(fn, s, "shard"));
   const def = flat[0][1];
-  flat.forEach(([, d], i) => { if (!d.equals(def)) throw new TypeError(`${fn}: shard ${i} has tree structure ${d} but shard 0 has ${def}`); });
+  flat.forEach(([, d], i) => {
+    if (!d.equals(def)) throw new TypeError(`${fn}: shard ${i} has tree structure ${d} but shard 0 has ${def}`);
+  });
   const sharding = leadingSharding(devs, "_device_put_sharded");
   const leaves = flat[0][0].map((_, k) => {
     const xs = flat.map(([ls]) => ls[k]);
     xs.forEach((x, i) => {
-      if (x.dtype !== xs[0].dtype || x.shape.join() !== xs[0].shape.join()) throw new Error(`${fn}: the shards must have consistent shape and dtype, but shard 0 is ${xs[0].dtype}[${xs[0].shape.join(",")}] and shard ${i} is ${x.dtype}[${x.shape.join(",")}]`);
+      if (x.dtype !== xs[0].dtype || x.shape.join() !== xs[0].shape.join())
+        throw new Error(
+          `${fn}: the shards must have consistent shape and dtype, but shard 0 is ${xs[0].dtype}[${xs[0].shape.join(",")}] and shard ${i} is ${x.dtype}[${x.shape.join(",")}]`,
+        );
     });
-    return devicePut(ops.concatenate(xs.map((x) => ops.expandDims(x, [0])), 0), sharding);
+    return devicePut(
+      ops.concatenate(
+        xs.map((x) => ops.expandDims(x, [0])),
+        0,
+      ),
+      sharding,
+    );
   });
   return unflatten(def, leaves) as T;
 }
@@ -152,5 +217,8 @@ export function devicePutReplicated<T>(x: T, devs: readonly Device[]): T {
   checkDevices(fn, devs);
   const [ls, def] = flattenArrays(fn, x, "argument");
   const sharding = leadingSharding(devs, "_device_put_replicated");
-  return unflatten(def, ls.map((l) => devicePut(ops.broadcastBatch(l, devs.length, 0), sharding))) as T;
+  return unflatten(
+    def,
+    ls.map((l) => devicePut(ops.broadcastBatch(l, devs.length, 0), sharding)),
+  ) as T;
 }

@@ -20,14 +20,21 @@ export interface InitializeOpts {
   processId?: number;
 }
 
-interface State { api: MpiAddon | null; self: number; count: number; launches: number }
+interface State {
+  api: MpiAddon | null;
+  self: number;
+  count: number;
+  launches: number;
+}
 let state: State | null = null;
 
 /** The launcher's rank and size from its environment (Open MPI, PMIx, or a PMI launcher), or null outside one. */
 function launcherEnv(): { rank: number; size: number } | null {
   const e = process.env;
   const pairs: [string | undefined, string | undefined][] = [
-    [e.OMPI_COMM_WORLD_RANK, e.OMPI_COMM_WORLD_SIZE], [e.PMIX_RANK, e.PMIX_SIZE ?? e.OMPI_COMM_WORLD_SIZE], [e.PMI_RANK, e.PMI_SIZE],
+    [e.OMPI_COMM_WORLD_RANK, e.OMPI_COMM_WORLD_SIZE],
+    [e.PMIX_RANK, e.PMIX_SIZE ?? e.OMPI_COMM_WORLD_SIZE],
+    [e.PMI_RANK, e.PMI_SIZE],
   ];
   for (const [r, s] of pairs) if (r !== undefined && s !== undefined) return { rank: Number(r), size: Number(s) };
   return null;
@@ -41,11 +48,21 @@ function launcherEnv(): { rank: number; size: number } | null {
  */
 export function initialize(opts: InitializeOpts = {}): void {
   checkArity("distributed.initialize", arguments, 1, "distributed.initialize({ numProcesses?, processId? })");
-  checkOptions("distributed.initialize", opts, ["numProcesses", "processId"], "distributed.initialize({ numProcesses?, processId? })");
-  if (state) throw new Error("distributed.initialize: should only be called once (it was already called in this process)");
+  checkOptions(
+    "distributed.initialize",
+    opts,
+    ["numProcesses", "processId"],
+    "distributed.initialize({ numProcesses?, processId? })",
+  );
+  if (state)
+    throw new Error("distributed.initialize: should only be called once (it was already called in this process)");
   const { numProcesses, processId } = opts;
-  for (const [k, v] of [["numProcesses", numProcesses], ["processId", processId]] as const) {
-    if (v !== undefined && (!Number.isInteger(v) || v < 0)) throw new Error(`distributed.initialize: ${k} must be a non-negative integer, got ${v}`);
+  for (const [k, v] of [
+    ["numProcesses", numProcesses],
+    ["processId", processId],
+  ] as const) {
+    if (v !== undefined && (!Number.isInteger(v) || v < 0))
+      throw new Error(`distributed.initialize: ${k} must be a non-negative integer, got ${v}`);
   }
   const env = launcherEnv();
   if (!env && numProcesses === 1 && (processId ?? 0) === 0) {
@@ -54,7 +71,9 @@ export function initialize(opts: InitializeOpts = {}): void {
   }
   const { api, why } = mpiAddon();
   if (!api) {
-    throw new Error(`distributed.initialize: multi-process runs need the native addon with MPI (${why}); install Open MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev), rebuild with npm run build, and start the processes with mpirun -np N node script.js`);
+    throw new Error(
+      `distributed.initialize: multi-process runs need the native addon with MPI (${why}); install Open MPI (Debian/Ubuntu: apt-get install openmpi-bin libopenmpi-dev), rebuild with npm run build, and start the processes with mpirun -np N node script.js`,
+    );
   }
   let info: { rank: number; size: number };
   try {
@@ -63,17 +82,22 @@ export function initialize(opts: InitializeOpts = {}): void {
     throw new Error(`distributed.initialize: cannot start MPI: ${(e as Error).message}`);
   }
   if (numProcesses !== undefined && numProcesses !== info.size) {
-    throw new Error(`distributed.initialize: numProcesses ${numProcesses} was given but the launcher started ${info.size} process(es)${env ? "" : " (no mpirun/mpiexec environment found: start the job with mpirun -np N)"}`);
+    throw new Error(
+      `distributed.initialize: numProcesses ${numProcesses} was given but the launcher started ${info.size} process(es)${env ? "" : " (no mpirun/mpiexec environment found: start the job with mpirun -np N)"}`,
+    );
   }
   if (processId !== undefined && processId !== info.rank) {
-    throw new Error(`distributed.initialize: processId ${processId} was given but the launcher made this process rank ${info.rank}`);
+    throw new Error(
+      `distributed.initialize: processId ${processId} was given but the launcher made this process rank ${info.rank}`,
+    );
   }
   const st: State = { api, self: info.rank, count: info.size, launches: 0 };
   state = st;
   process.once("exit", () => api.mpiFinalize());
   // every process's device count: the global device list (ids stable: process order, then local order)
   const mine = new Int32Array([config.numCpuDevices]);
-  const counts = api.mpiAllgather(new Uint8Array(mine.buffer), config.collectiveTimeoutMs, "distributed.initialize (device counts)")
+  const counts = api
+    .mpiAllgather(new Uint8Array(mine.buffer), config.collectiveTimeoutMs, "distributed.initialize (device counts)")
     .map((b) => new Int32Array(b.buffer, b.byteOffset, 1)[0]);
   setProcessDevices(counts, st.self);
 }
@@ -91,7 +115,9 @@ export const processIndex = (): number => state?.self ?? 0;
 export const processCount = (): number => state?.count ?? 1;
 
 /** @internal The next multi-process launch number (every process launches in the same order, so the numbers agree). */
-export function nextProcessLaunch(): number { return state ? state.launches++ : 0; }
+export function nextProcessLaunch(): number {
+  return state ? state.launches++ : 0;
+}
 
 /** @internal The bytes of every process (index = process), `what` naming the caller in errors. */
 export function allgatherBytes(bytes: Uint8Array, what: string): Uint8Array[] {
@@ -99,7 +125,8 @@ export function allgatherBytes(bytes: Uint8Array, what: string): Uint8Array[] {
   return state.api.mpiAllgather(bytes, config.collectiveTimeoutMs, what);
 }
 
-const encoder = new TextEncoder(), decoder = new TextDecoder();
+const encoder = new TextEncoder(),
+  decoder = new TextDecoder();
 const bytesOf = (a: ArrayImpl): Uint8Array => new Uint8Array(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength);
 
 /**
@@ -110,7 +137,10 @@ const bytesOf = (a: ArrayImpl): Uint8Array => new Uint8Array(a.buffer.buffer, a.
 export function processAllgather<T>(tree: T, tiled = false): T {
   const fn = "multihostUtils.processAllgather";
   checkArity(fn, arguments, 2, "multihostUtils.processAllgather(tree, tiled?)");
-  if (typeof tiled !== "boolean") throw new TypeError(`${fn}: tiled must be a boolean, got ${JSON.stringify(tiled)}; accepted form: ${fn}(tree, tiled?)`);
+  if (typeof tiled !== "boolean")
+    throw new TypeError(
+      `${fn}: tiled must be a boolean, got ${JSON.stringify(tiled)}; accepted form: ${fn}(tree, tiled?)`,
+    );
   const [leaves, def] = flatten(tree);
   const outs = leaves.map((l, k) => {
     if (!(l instanceof Array)) throw new TypeError(`${fn}: leaf ${k} is ${typeof l}; expected an Array`);
@@ -118,8 +148,12 @@ export function processAllgather<T>(tree: T, tiled = false): T {
     const desc = `${x.dtype}[${x.shape.join(",")}]`;
     const descs = allgatherBytes(encoder.encode(desc), `${fn} (leaf ${k} shape)`).map((b) => decoder.decode(b));
     const bad = descs.map((d, q) => (d !== desc ? `process ${q} has ${d}` : "")).filter(Boolean);
-    if (bad.length) throw new Error(`${fn}: leaf ${k} differs across processes: this process (${processIndex()}) has ${desc}, ${bad.join(", ")}`);
-    if (tiled && x.ndim === 0) throw new Error(`${fn}: tiled gathering concatenates along axis 0; leaf ${k} is a scalar`);
+    if (bad.length)
+      throw new Error(
+        `${fn}: leaf ${k} differs across processes: this process (${processIndex()}) has ${desc}, ${bad.join(", ")}`,
+      );
+    if (tiled && x.ndim === 0)
+      throw new Error(`${fn}: tiled gathering concatenates along axis 0; leaf ${k} is a scalar`);
     const parts = allgatherBytes(bytesOf(x), `${fn} (leaf ${k})`);
     const n = x.size;
     const data = allocate(x.dtype as DType, n * parts.length);
@@ -137,7 +171,12 @@ export function processAllgather<T>(tree: T, tiled = false): T {
  */
 export function syncGlobalDevices(name: string): void {
   checkArity("multihostUtils.syncGlobalDevices", arguments, 1, "multihostUtils.syncGlobalDevices(name)");
-  const names = allgatherBytes(encoder.encode(name), `multihostUtils.syncGlobalDevices(${JSON.stringify(name)})`).map((b) => decoder.decode(b));
+  const names = allgatherBytes(encoder.encode(name), `multihostUtils.syncGlobalDevices(${JSON.stringify(name)})`).map(
+    (b) => decoder.decode(b),
+  );
   const bad = names.map((nm, q) => (nm !== name ? `process ${q} is at ${JSON.stringify(nm)}` : "")).filter(Boolean);
-  if (bad.length) throw new Error(`multihostUtils.syncGlobalDevices(${JSON.stringify(name)}): processes are at different barriers: ${bad.join(", ")}`);
+  if (bad.length)
+    throw new Error(
+      `multihostUtils.syncGlobalDevices(${JSON.stringify(name)}): processes are at different barriers: ${bad.join(", ")}`,
+    );
 }

@@ -12,14 +12,21 @@ import { allGatherP, allToAllP, axisIndexP, pmaxP, pminP, ppermuteP, psumP, psum
 export const COLLECTIVES_DOMAIN = "jaxts.collectives";
 
 /** The mesh a per-device program is lowered for: ranks are row-major over `dims`. */
-export interface SpmdMesh { readonly axisNames: readonly string[]; readonly dims: readonly number[] }
+export interface SpmdMesh {
+  readonly axisNames: readonly string[];
+  readonly dims: readonly number[];
+}
 
 let current: SpmdMesh | null = null;
 /** Runs f with collectives lowered for `mesh` (the device runtime's compile of a shardMap body). */
 export function withSpmdMesh<T>(mesh: SpmdMesh, f: () => T): T {
   const saved = current;
   current = mesh;
-  try { return f(); } finally { current = saved; }
+  try {
+    return f();
+  } finally {
+    current = saved;
+  }
 }
 
 const NOT_SPMD = "collectives are eliminated by vmap's batching rules; per-device lowering comes with shardMap/pmap";
@@ -36,10 +43,15 @@ function meshOf(ctx: LoweringContext): SpmdMesh {
  * index over `axes`), one group per setting of the other axes; with `indexGroups` (single axis), each group splits
  * into those positions. Groups must have equal sizes (the native op's layout).
  */
-export function collectiveGroups(mesh: SpmdMesh, axes: readonly string[], indexGroups: readonly (readonly number[])[] | null): number[][] {
+export function collectiveGroups(
+  mesh: SpmdMesh,
+  axes: readonly string[],
+  indexGroups: readonly (readonly number[])[] | null,
+): number[][] {
   const pos = axes.map((a) => {
     const i = mesh.axisNames.indexOf(a);
-    if (i < 0) throw new Error(`collective over axis ${JSON.stringify(a)}: the mesh has axes ${JSON.stringify(mesh.axisNames)}`);
+    if (i < 0)
+      throw new Error(`collective over axis ${JSON.stringify(a)}: the mesh has axes ${JSON.stringify(mesh.axisNames)}`);
     return i;
   });
   const strides = mesh.dims.map((_, i) => mesh.dims.slice(i + 1).reduce((x, y) => x * y, 1));
@@ -48,7 +60,10 @@ export function collectiveGroups(mesh: SpmdMesh, axes: readonly string[], indexG
   // row-major enumeration of coordinates over the listed mesh dims
   const coordsOf = (ix: number[], k: number): number[] => {
     const c: number[] = new Array<number>(ix.length);
-    for (let j = ix.length - 1; j >= 0; j--) { c[j] = k % mesh.dims[ix[j]]; k = Math.floor(k / mesh.dims[ix[j]]); }
+    for (let j = ix.length - 1; j >= 0; j--) {
+      c[j] = k % mesh.dims[ix[j]];
+      k = Math.floor(k / mesh.dims[ix[j]]);
+    }
     return c;
   };
   const groups: number[][] = [];
@@ -66,17 +81,35 @@ export function collectiveGroups(mesh: SpmdMesh, axes: readonly string[], indexG
   return groups;
 }
 
-function collectiveNode(ctx: LoweringContext, op: string, x: string | null, dtype: DType, label: string, axes: readonly string[],
-  groups: number[][], extra: Record<string, number | number[] | string> = {}): string {
-  if (!MOVABLE.has(dtype)) ctx.unsupported(`${label} of ${dtype} (the device runtime moves ${[...MOVABLE].join(", ")})`);
+function collectiveNode(
+  ctx: LoweringContext,
+  op: string,
+  x: string | null,
+  dtype: DType,
+  label: string,
+  axes: readonly string[],
+  groups: number[][],
+  extra: Record<string, number | number[] | string> = {},
+): string {
+  if (!MOVABLE.has(dtype))
+    ctx.unsupported(`${label} of ${dtype} (the device runtime moves ${[...MOVABLE].join(", ")})`);
   const size = groups[0]?.length ?? 0;
-  if (groups.some((g) => g.length !== size)) ctx.unsupported(`${label}: groups of unequal sizes ${JSON.stringify(groups)}`);
-  const attrs = { groups: groups.flat(), group_size: size, label, axes: `mesh axis ${axes.map((a) => `'${a}'`).join(", ")}`, ...extra };
+  if (groups.some((g) => g.length !== size))
+    ctx.unsupported(`${label}: groups of unequal sizes ${JSON.stringify(groups)}`);
+  const attrs = {
+    groups: groups.flat(),
+    group_size: size,
+    label,
+    axes: `mesh axis ${axes.map((a) => `'${a}'`).join(", ")}`,
+    ...extra,
+  };
   return ctx.node(op, x === null ? [] : [x], attrs, 1, COLLECTIVES_DOMAIN)[0];
 }
 
-const perm = (ctx: LoweringContext, x: string, p: number[]): string => (p.every((v, i) => v === i) ? x : ctx.op("Transpose", [x], { perm: p }));
-const reshape = (ctx: LoweringContext, x: string, shape: readonly number[]): string => ctx.op("Reshape", [x, ctx.ints(shape)]);
+const perm = (ctx: LoweringContext, x: string, p: number[]): string =>
+  p.every((v, i) => v === i) ? x : ctx.op("Transpose", [x], { perm: p });
+const reshape = (ctx: LoweringContext, x: string, shape: readonly number[]): string =>
+  ctx.op("Reshape", [x, ctx.ints(shape)]);
 /** The permutation moving axis `from` to position `to` (numpy.moveaxis). */
 function moveaxis(rank: number, from: number, to: number): number[] {
   const rest = [...Array(rank).keys()].filter((i) => i !== from);
@@ -106,7 +139,8 @@ const allGatherLower: PrimitiveRules<AGP>["lower"] = (ctx, [x], p, [xa]: ShapedA
 type PSP = { axis_name: string; scatter_dimension: number; tiled: boolean; axis_size: number };
 const psumScatterLower: PrimitiveRules<PSP>["lower"] = (ctx, [x], p, [xa]: ShapedArray[], [ya]: ShapedArray[]) => {
   const groups = collectiveGroups(meshOf(ctx), [p.axis_name], null);
-  const n = groups[0].length, sd = p.scatter_dimension;
+  const n = groups[0].length,
+    sd = p.scatter_dimension;
   if (xa.dtype === "bool") ctx.unsupported("psum_scatter of bool");
   // bring the n scattered chunks to a leading axis: [n, ...]
   let lead = x;
@@ -123,10 +157,19 @@ const psumScatterLower: PrimitiveRules<PSP>["lower"] = (ctx, [x], p, [xa]: Shape
 type ATA = { axis_name: string; split_axis: number; concat_axis: number; tiled: boolean; axis_size: number };
 const allToAllLower: PrimitiveRules<ATA>["lower"] = (ctx, [x], p, [xa]: ShapedArray[], [ya]: ShapedArray[]) => {
   const groups = collectiveGroups(meshOf(ctx), [p.axis_name], null);
-  const n = groups[0].length, { split_axis: sa, concat_axis: ca } = p;
+  const n = groups[0].length,
+    { split_axis: sa, concat_axis: ca } = p;
   if (!p.tiled) {
     // y[j] = member j's x[.., p at sa, ..]; the member axis then goes to the concat position
-    const y = collectiveNode(ctx, "AllToAll", perm(ctx, x, moveaxis(xa.ndim, sa, 0)), xa.dtype, "all_to_all", [p.axis_name], groups);
+    const y = collectiveNode(
+      ctx,
+      "AllToAll",
+      perm(ctx, x, moveaxis(xa.ndim, sa, 0)),
+      xa.dtype,
+      "all_to_all",
+      [p.axis_name],
+      groups,
+    );
     return [perm(ctx, y, moveaxis(xa.ndim, 0, ca))];
   }
   const split = [...xa.shape.slice(0, sa), n, xa.shape[sa] / n, ...xa.shape.slice(sa + 1)];
@@ -140,15 +183,32 @@ type PPP = { axis_name: string; perm: [number, number][] };
 const ppermuteLower: PrimitiveRules<PPP>["lower"] = (ctx, [x], p, [xa]) => {
   const groups = collectiveGroups(meshOf(ctx), [p.axis_name], null);
   const n = groups[0].length;
-  for (const [a, b] of p.perm) if (a < 0 || b < 0 || a >= n || b >= n) ctx.unsupported(`ppermute: perm entry ${JSON.stringify([a, b])} out of range for axis ${p.axis_name} of size ${n}`);
-  return [collectiveNode(ctx, "CollectivePermute", x, xa.dtype, "ppermute", [p.axis_name], groups, { pairs: p.perm.flat() })];
+  for (const [a, b] of p.perm)
+    if (a < 0 || b < 0 || a >= n || b >= n)
+      ctx.unsupported(
+        `ppermute: perm entry ${JSON.stringify([a, b])} out of range for axis ${p.axis_name} of size ${n}`,
+      );
+  return [
+    collectiveNode(ctx, "CollectivePermute", x, xa.dtype, "ppermute", [p.axis_name], groups, { pairs: p.perm.flat() }),
+  ];
 };
 
 const axisIndexLower: PrimitiveRules<{ axis_name: string }>["lower"] = (ctx, _ins, { axis_name }) => {
   const mesh = meshOf(ctx);
   const axis = mesh.axisNames.indexOf(axis_name);
-  if (axis < 0) ctx.unsupported(`axis_index of ${JSON.stringify(axis_name)}, not an axis of the mesh ${JSON.stringify(mesh.axisNames)}`);
-  return [ctx.node("AxisIndex", [], { dims: [...mesh.dims], axis, label: "axis_index", axes: `mesh axis '${axis_name}'` }, 1, COLLECTIVES_DOMAIN)[0]];
+  if (axis < 0)
+    ctx.unsupported(
+      `axis_index of ${JSON.stringify(axis_name)}, not an axis of the mesh ${JSON.stringify(mesh.axisNames)}`,
+    );
+  return [
+    ctx.node(
+      "AxisIndex",
+      [],
+      { dims: [...mesh.dims], axis, label: "axis_index", axes: `mesh axis '${axis_name}'` },
+      1,
+      COLLECTIVES_DOMAIN,
+    )[0],
+  ];
 };
 
 function install<P extends Record<string, unknown>>(p: Primitive<P>, lower: PrimitiveRules<P>["lower"]): void {

@@ -19,7 +19,17 @@ import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.j
 import { installProgramLowerings } from "../lowerings/index.js";
 import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
-import { DEVICE_DTYPES, DeviceBuffer, type DeviceProgram, deviceProgram, deviceRuntimeUnavailable, dispatch, runtimeDevice, transferStats, type TransferStats } from "../runtime/index.js";
+import {
+  DEVICE_DTYPES,
+  DeviceBuffer,
+  type DeviceProgram,
+  deviceProgram,
+  deviceRuntimeUnavailable,
+  dispatch,
+  runtimeDevice,
+  transferStats,
+  type TransferStats,
+} from "../runtime/index.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
@@ -43,20 +53,36 @@ function fallback(why: string): null {
 }
 
 /** The body traced once at the per-device block shapes with every mesh axis bound (its consts are concrete). */
-export interface TracedBody { jaxpr: Jaxpr; consts: ArrayImpl[]; outSpecs: Spec[]; blockAvals: ShapedArray[] }
+export interface TracedBody {
+  jaxpr: Jaxpr;
+  consts: ArrayImpl[];
+  outSpecs: Spec[];
+  blockAvals: ShapedArray[];
+}
 export type SMP = {
-  name: string; run: (xs: ArrayImpl[]) => ArrayImpl[]; emulate: (...xs: Array[]) => Array[]; out_avals: ShapedArray[];
-  mesh: Mesh; in_specs: Spec[]; check_vma: boolean;
+  name: string;
+  run: (xs: ArrayImpl[]) => ArrayImpl[];
+  emulate: (...xs: Array[]) => Array[];
+  out_avals: ShapedArray[];
+  mesh: Mesh;
+  in_specs: Spec[];
+  check_vma: boolean;
   /** The per-device body (memoized), or why it cannot be had; the transformation rules (shard-map-rules.ts) use it. */
   body: () => TracedBody | string;
 };
 
 let emulating = 0;
 /** f run as the emulation: shardMaps reached inside it take the nested-vmap path. */
-const asEmulation = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R => {
-  emulating++;
-  try { return f(...a); } finally { emulating--; }
-};
+const asEmulation =
+  <A extends unknown[], R>(f: (...a: A) => R) =>
+  (...a: A): R => {
+    emulating++;
+    try {
+      return f(...a);
+    } finally {
+      emulating--;
+    }
+  };
 
 /**
  * shard_map as one staged primitive (device runtime only): its impl runs the body on every device of the mesh (or the
@@ -64,34 +90,55 @@ const asEmulation = <A extends unknown[], R>(f: (...a: A) => R) => (...a: A): R 
  * jvp, transpose and vmap are shard_maps of the transformed body (installed by shard-map-rules.ts); the rules here
  * are their fallback through the emulation, whose collectives carry their own rules.
  */
-export const shardMapP: Primitive<SMP> = new Primitive<SMP>("shard_map", {
-  abstractEval(_avals, p) { return p.out_avals; },
-  impl(args, p) { return p.run(args); },
-  jvp(primals, tangents, p) {
-    return jvpByEmulation(primals, tangents, p);
+export const shardMapP: Primitive<SMP> = new Primitive<SMP>(
+  "shard_map",
+  {
+    abstractEval(_avals, p) {
+      return p.out_avals;
+    },
+    impl(args, p) {
+      return p.run(args);
+    },
+    jvp(primals, tangents, p) {
+      return jvpByEmulation(primals, tangents, p);
+    },
+    vmap(axis, args, dims, p) {
+      return vmapByEmulation(axis, args, dims, p);
+    },
+    missing: {
+      lower:
+        "shard_map runs on the device runtime as its own launch (a host step between a jitted program's ONNX segments)",
+      transpose: "installed by shard-map-rules.ts (a shard_map of the body's transpose)",
+    },
   },
-  vmap(axis, args, dims, p) {
-    return vmapByEmulation(axis, args, dims, p);
-  },
-  missing: {
-    lower: "shard_map runs on the device runtime as its own launch (a host step between a jitted program's ONNX segments)",
-    transpose: "installed by shard-map-rules.ts (a shard_map of the body's transpose)",
-  },
-}, { multipleResults: true });
+  { multipleResults: true },
+);
 
 /** The jvp of a shard_map through its emulation (what the rules fall back to). */
 export function jvpByEmulation(primals: Array[], tangents: MaybeZero[], p: SMP): [Array[], MaybeZero[]] {
-  fallback("differentiating this shardMap (grad, jvp) runs its emulation: its body cannot be traced per device or already takes a gradient through psum");
+  fallback(
+    "differentiating this shardMap (grad, jvp) runs its emulation: its body cannot be traced per device or already takes a gradient through psum",
+  );
   return jvpFlat(asEmulation(p.emulate), primals, tangents);
 }
 /** The vmap of a shard_map through its emulation (what the rules fall back to). */
-export function vmapByEmulation(axis: AxisData, args: Array[], dims: BDim[], p: SMP, why = "vmap of a shardMap runs its emulation"): [Array[], BDim[]] {
+export function vmapByEmulation(
+  axis: AxisData,
+  args: Array[],
+  dims: BDim[],
+  p: SMP,
+  why = "vmap of a shardMap runs its emulation",
+): [Array[], BDim[]] {
   fallback(why);
   const r = vmapFlatKeep(asEmulation(p.emulate), args, dims, axis);
   return [r.outs, r.dims];
 }
 
-interface Entry { params: SMP; outDef: TreeDef; compiled?: Compiled | string }
+interface Entry {
+  params: SMP;
+  outDef: TreeDef;
+  compiled?: Compiled | string;
+}
 /** Per function: staged-call entries by call signature (mesh, argument structure and avals, specs). */
 const entries = new WeakMap<object, Map<string, Entry>>();
 
@@ -103,16 +150,32 @@ const entries = new WeakMap<object, Map<string, Entry>>();
  * index 0 along it, whatever the others hold.
  */
 export function shardMapOnDevices(
-  fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[], args: unknown[],
-  emulation: (...args: unknown[]) => unknown, checkVma = true,
+  fn: string,
+  f: (...args: never[]) => unknown,
+  mesh: Mesh,
+  inSpecs: Spec[],
+  outSpecsOf: (out: unknown) => Spec[],
+  args: unknown[],
+  emulation: (...args: unknown[]) => unknown,
+  checkVma = true,
 ): { value: unknown } | null {
   if (config.spmdRuntime !== "devices" || emulating > 0) return null;
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
-  const key = [mesh.toString(), mesh.deviceIds.join(","), String(def), inSpecs.map(String).join(";"), config.enableX64, checkVma,
-    ...leaves.map((x) => x.aval.str())].join("|");
+  const key = [
+    mesh.toString(),
+    mesh.deviceIds.join(","),
+    String(def),
+    inSpecs.map(String).join(";"),
+    config.enableX64,
+    checkVma,
+    ...leaves.map((x) => x.aval.str()),
+  ].join("|");
   let perFn = entries.get(f);
-  if (!perFn) { perFn = new Map(); entries.set(f, perFn); }
+  if (!perFn) {
+    perFn = new Map();
+    entries.set(f, perFn);
+  }
   let entry = perFn.get(key);
   if (!entry) {
     let outDef: TreeDef | null = null;
@@ -123,13 +186,31 @@ export function shardMapOnDevices(
     };
     // the output avals, and the emulation's static errors (e.g. an output declared replicated over an axis it
     // varies over, even where the values happen to agree), from an abstract trace of the emulation
-    const { jaxpr } = traceToJaxpr(asEmulation(emulate), leaves.map((x) => x.aval), "shard_map_check");
+    const { jaxpr } = traceToJaxpr(
+      asEmulation(emulate),
+      leaves.map((x) => x.aval),
+      "shard_map_check",
+    );
     let traced: TracedBody | string | undefined;
     const e: Entry = {
       outDef: outDef!,
       params: {
-        name: fn, emulate, out_avals: jaxpr.outvars.map((v) => v.aval), mesh, in_specs: inSpecs, check_vma: checkVma,
-        body: () => (traced ??= traceBody(fn, f, mesh, inSpecs, outSpecsOf, leaves.map((x) => x.aval), def)),
+        name: fn,
+        emulate,
+        out_avals: jaxpr.outvars.map((v) => v.aval),
+        mesh,
+        in_specs: inSpecs,
+        check_vma: checkVma,
+        body: () =>
+          (traced ??= traceBody(
+            fn,
+            f,
+            mesh,
+            inSpecs,
+            outSpecsOf,
+            leaves.map((x) => x.aval),
+            def,
+          )),
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
           const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e, checkVma);
           return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
@@ -144,13 +225,23 @@ export function shardMapOnDevices(
 }
 
 /** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */
-function runOnDevices(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
-  leaves: ArrayImpl[], def: TreeDef, entry: Entry, checkVma: boolean): ArrayImpl[] | null {
+function runOnDevices(
+  fn: string,
+  f: (...args: never[]) => unknown,
+  mesh: Mesh,
+  inSpecs: Spec[],
+  outSpecsOf: (out: unknown) => Spec[],
+  leaves: ArrayImpl[],
+  def: TreeDef,
+  entry: Entry,
+  checkVma: boolean,
+): ArrayImpl[] | null {
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   const blockShapes: number[][] = [];
   for (let k = 0; k < leaves.length; k++) {
-    const x = leaves[k], spec = inSpecs[k];
+    const x = leaves[k],
+      spec = inSpecs[k];
     const { parts } = blockIndex(spec, x.ndim, mesh, mesh.coords(0));
     blockShapes.push(x.shape.map((s, d) => s / parts[d]));
   }
@@ -176,19 +267,35 @@ interface Compiled {
   /** Debug callbacks hoisted out of the device program (see hoistCallbacks). */
   callbacks: HoistedCallback[];
 }
-interface HoistedCallback { params: DebugCallbackParams; first: number; count: number; avals: ShapedArray[] }
+interface HoistedCallback {
+  params: DebugCallbackParams;
+  first: number;
+  count: number;
+  avals: ShapedArray[];
+}
 
 /** Per-device block avals of arguments with avals `avals` split by `inSpecs` over the mesh. */
 export function blockAvals(mesh: Mesh, inSpecs: Spec[], avals: readonly ShapedArray[]): ShapedArray[] {
   return avals.map((a, k) => {
     const { parts } = blockIndex(inSpecs[k], a.ndim, mesh, mesh.coords(0));
-    return new ShapedArray(a.shape.map((s, d) => s / parts[d]), a.dtype, a.weakType);
+    return new ShapedArray(
+      a.shape.map((s, d) => s / parts[d]),
+      a.dtype,
+      a.weakType,
+    );
   });
 }
 
 /** Traces f at block shapes with every mesh axis bound; a string says why it cannot be traced that way. */
-function traceBody(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inSpecs: Spec[], outSpecsOf: (out: unknown) => Spec[],
-  avals: readonly ShapedArray[], def: TreeDef): TracedBody | string {
+function traceBody(
+  fn: string,
+  f: (...args: never[]) => unknown,
+  mesh: Mesh,
+  inSpecs: Spec[],
+  outSpecsOf: (out: unknown) => Spec[],
+  avals: readonly ShapedArray[],
+  def: TreeDef,
+): TracedBody | string {
   let outSpecs: Spec[] = [];
   const body = (...xs: Array[]): Array[] => {
     const out = f(...(unflatten(def, xs) as never[]));
@@ -198,9 +305,15 @@ function traceBody(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inS
   };
   const bAvals = blockAvals(mesh, inSpecs, avals);
   const bound = mesh.axisNames.reduceRight<() => ReturnType<typeof traceToJaxpr>>(
-    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner), () => traceToJaxpr(body, bAvals, "shard_map"));
+    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner),
+    () => traceToJaxpr(body, bAvals, "shard_map"),
+  );
   let jaxpr: Jaxpr, consts: Array[];
-  try { ({ jaxpr, consts } = bound()); } catch (e) { return `the body cannot be traced per device (${e instanceof Error ? e.message : String(e)})`; }
+  try {
+    ({ jaxpr, consts } = bound());
+  } catch (e) {
+    return `the body cannot be traced per device (${e instanceof Error ? e.message : String(e)})`;
+  }
   if (!consts.every((c) => c instanceof ArrayImpl)) return "the body closes over a traced value";
   if (outSpecs.length !== jaxpr.outvars.length) return "the out_specs do not match the outputs";
   return { jaxpr, consts: consts as ArrayImpl[], outSpecs, blockAvals: bAvals };
@@ -210,21 +323,47 @@ function traceBody(fn: string, f: (...args: never[]) => unknown, mesh: Mesh, inS
 function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, consts, outSpecs } = body;
-  for (const v of [...jaxpr.constvars, ...jaxpr.outvars]) if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
+  for (const v of [...jaxpr.constvars, ...jaxpr.outvars])
+    if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
   // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
-  const resolved = resolvePsumTranspose(jaxpr, inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))));
+  const resolved = resolvePsumTranspose(
+    jaxpr,
+    inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))),
+  );
   if (typeof resolved === "string") return resolved;
   installProgramLowerings();
   const { jaxpr: body2, callbacks } = hoistCallbacks(resolved);
-  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () => compileJaxpr(body2, { name: "shard_map" }));
-  if (program.steps.some((s) => s.kind === "host")) return `the body needs the interpreter for ${program.notes.join("; ")}`;
+  const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
+    compileJaxpr(body2, { name: "shard_map" }),
+  );
+  if (program.steps.some((s) => s.kind === "host"))
+    return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
-  if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d))) return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
-  const device = step ? deviceProgram(step.model, {
-    name: "shard_map", inputNames: step.inputNames, inputDTypes: step.inputDTypes, outputNames: step.outputNames,
-    outputDTypes: step.outAvals.map((a) => a.dtype), outputShapes: step.outAvals.map((a) => a.shape),
-  }, Math.max(1, localRanks(mesh).length)) : null;
-  return { program, consts, outAvals: jaxpr.outvars.map((v) => v.aval), outSpecs, device, constBuffers: new Map(), callbacks };
+  if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d)))
+    return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
+  const device = step
+    ? deviceProgram(
+        step.model,
+        {
+          name: "shard_map",
+          inputNames: step.inputNames,
+          inputDTypes: step.inputDTypes,
+          outputNames: step.outputNames,
+          outputDTypes: step.outAvals.map((a) => a.dtype),
+          outputShapes: step.outAvals.map((a) => a.shape),
+        },
+        Math.max(1, localRanks(mesh).length),
+      )
+    : null;
+  return {
+    program,
+    consts,
+    outAvals: jaxpr.outvars.map((v) => v.aval),
+    outSpecs,
+    device,
+    constBuffers: new Map(),
+    callbacks,
+  };
 }
 
 /**
@@ -236,11 +375,24 @@ function hoistCallbacks(j: Jaxpr): { jaxpr: Jaxpr; callbacks: HoistedCallback[] 
   const extra: Atom[] = [];
   for (const e of j.eqns) {
     if (e.primitive !== debugCallbackP) continue;
-    callbacks.push({ params: e.params as DebugCallbackParams, first: j.outvars.length + extra.length, count: e.inputs.length, avals: e.inputs.map((a) => a.aval) });
+    callbacks.push({
+      params: e.params as DebugCallbackParams,
+      first: j.outvars.length + extra.length,
+      count: e.inputs.length,
+      avals: e.inputs.map((a) => a.aval),
+    });
     extra.push(...e.inputs);
   }
   if (!callbacks.length) return { jaxpr: j, callbacks };
-  return { jaxpr: new Jaxpr(j.constvars, j.invars, [...j.outvars, ...extra], j.eqns.filter((e) => e.primitive !== debugCallbackP)), callbacks };
+  return {
+    jaxpr: new Jaxpr(
+      j.constvars,
+      j.invars,
+      [...j.outvars, ...extra],
+      j.eqns.filter((e) => e.primitive !== debugCallbackP),
+    ),
+    callbacks,
+  };
 }
 
 /**
@@ -250,7 +402,14 @@ function hoistCallbacks(j: Jaxpr): { jaxpr: Jaxpr; callbacks: HoistedCallback[] 
  * An output unsharded over some mesh axis is checked replicated when its value is first waited for (checkVma), or
  * with checkVma false is simply read from the device with index 0 along those axes.
  */
-function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: ArrayImpl[], checkVma: boolean): ArrayImpl[] {
+function run(
+  fn: string,
+  mesh: Mesh,
+  c: Compiled,
+  inSpecs: Spec[],
+  leaves: ArrayImpl[],
+  checkVma: boolean,
+): ArrayImpl[] {
   const { program, consts, outSpecs } = c;
   const step = program.steps[0] as OnnxStep | undefined;
   const devs = mesh.flatDevices.map((d) => runtimeDevice(d.id));
@@ -270,42 +429,76 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
         bufs = c.constBuffers.get(j) ?? devs.map((dev) => DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer));
         c.constBuffers.set(j, bufs);
       } else {
-        const x = leaves[j - consts.length], target = new NamedShardingImpl(mesh, inSpecs[j - consts.length]);
+        const x = leaves[j - consts.length],
+          target = new NamedShardingImpl(mesh, inSpecs[j - consts.length]);
         const st = shardedStorage(x);
-        bufs = st && sameSharding(st.sharding, target, x.ndim) ? st.buffers.map((b) => b.retain()) : placeBlocks(x, target);
+        bufs =
+          st && sameSharding(st.sharding, target, x.ndim) ? st.buffers.map((b) => b.retain()) : placeBlocks(x, target);
         owned.push(...bufs);
       }
       bufs.forEach((b, r) => slotBuffers[r].set(slot, b));
     });
     if (copied0) reportTransfer("copy host -> devices", t0, copied0);
     if (step && c.device) {
-      const pl = dispatch(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)));
-      pl.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
+      const pl = dispatch(
+        c.device,
+        devs.map((d) => d.id),
+        devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)),
+      );
+      pl.outputs.forEach((os, r) =>
+        os.forEach((b, k) => {
+          owned.push(b);
+          slotBuffers[r].set(step.outputs[k], b);
+        }),
+      );
     }
     // callbacks read their operands on the host: they wait for this launch
-    const valueOf = (o: number | ArrayImpl, r: number): TypedArray => (typeof o === "number" ? slotBuffers[r].get(o)!.ready().data : o.buffer);
+    const valueOf = (o: number | ArrayImpl, r: number): TypedArray =>
+      typeof o === "number" ? slotBuffers[r].get(o)!.ready().data : o.buffer;
     // the hoisted debug callbacks, in program order, each once per device (rank order) with its mesh axis indices
     for (const cb of c.callbacks) {
       for (let r = 0; r < devs.length; r++) {
-        const vals = cb.avals.map((a, i) => new ArrayImpl(a, valueOf(program.outs[cb.first + i] as number | ArrayImpl, r).slice()));
+        const vals = cb.avals.map(
+          (a, i) => new ArrayImpl(a, valueOf(program.outs[cb.first + i] as number | ArrayImpl, r).slice()),
+        );
         const coords = mesh.coords(r);
-        bind(debugCallbackP, vals, { ...cb.params, device: devs[r].id, axis_indices: { ...Object.fromEntries(mesh.axisNames.map((nm, a) => [nm, coords[a]])), ...cb.params.axis_indices } });
+        bind(debugCallbackP, vals, {
+          ...cb.params,
+          device: devs[r].id,
+          axis_indices: {
+            ...Object.fromEntries(mesh.axisNames.map((nm, a) => [nm, coords[a]])),
+            ...cb.params.axis_indices,
+          },
+        });
       }
     }
     // each output stays on its devices, sharded per its out_spec
     return program.outs.slice(0, c.outAvals.length).map((o, k) => {
       const aval = c.outAvals[k];
       const spec = outSpecs[k];
-      if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
+      if (spec.length > aval.ndim)
+        throw new Error(
+          `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
+        );
       const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
-      for (const nm of used) if (!mesh.axisNames.includes(nm)) throw new Error(`${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`);
+      for (const nm of used)
+        if (!mesh.axisNames.includes(nm))
+          throw new Error(
+            `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
+          );
       const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
       const gshape = aval.shape.map((s, d) => s * parts[d]);
-      const bufs = typeof o === "number" ? devs.map((_, r) => slotBuffers[r].get(o)!.retain())
-        : devs.map((dev) => DeviceBuffer.copyOf(dev, aval.dtype, aval.shape, (o as ArrayImpl).buffer));
+      const bufs =
+        typeof o === "number"
+          ? devs.map((_, r) => slotBuffers[r].get(o)!.retain())
+          : devs.map((dev) => DeviceBuffer.copyOf(dev, aval.dtype, aval.shape, (o as ArrayImpl).buffer));
       const replicated = mesh.axisNames.some((nm, a) => !used.has(nm) && mesh.dims[a] > 1);
-      return residentArray(new ShapedArray(gshape, aval.dtype, aval.weakType), new NamedShardingImpl(mesh, spec), bufs,
-        checkVma && replicated && typeof o === "number" ? { fn } : null);
+      return residentArray(
+        new ShapedArray(gshape, aval.dtype, aval.weakType),
+        new NamedShardingImpl(mesh, spec),
+        bufs,
+        checkVma && replicated && typeof o === "number" ? { fn } : null,
+      );
     });
   } finally {
     for (const b of owned) b.free();
@@ -315,7 +508,9 @@ function run(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[], leaves: Array
 /** A transfer span on the host's transfers track: the bytes of the buffers or arrays it copied (profiling only). */
 function reportTransfer(name: string, start: number, before: TransferStats): void {
   const now = transferStats();
-  const bytes = now.bytesCopied - before.bytesCopied, blocks = now.blocksCopied - before.blocksCopied;
+  const bytes = now.bytesCopied - before.bytesCopied,
+    blocks = now.blocksCopied - before.blocksCopied;
   // arguments already resident with the sharding asked for are passed as they are: nothing to report
-  if (blocks > 0) reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, blocks } });
+  if (blocks > 0)
+    reportSpan({ name, cat: "transfer", start, end: monotonicUs(), track: "transfers", args: { bytes, blocks } });
 }

@@ -17,26 +17,48 @@ type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
 
 /** What runMultiProcess needs of a compiled shardMap body. */
-export interface CompiledBody { program: Program; consts: ArrayImpl[]; outAvals: ShapedArray[]; outSpecs: Spec[]; device: DeviceProgram | null }
+export interface CompiledBody {
+  program: Program;
+  consts: ArrayImpl[];
+  outAvals: ShapedArray[];
+  outSpecs: Spec[];
+  device: DeviceProgram | null;
+}
 
 /** Block index of each dim of an array with `spec` on the device at mesh coordinates `coords`. */
 export function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { idx: number[]; parts: number[] } {
-  const idx: number[] = [], parts: number[] = [];
+  const idx: number[] = [],
+    parts: number[] = [];
   for (let d = 0; d < rank; d++) {
     // the dim splits into (s_n1, ..., s_nk, block), major first in spec order
-    let i = 0, p = 1;
-    for (const nm of spec.names(d)) { const a = mesh.axisNames.indexOf(nm); i = i * mesh.dims[a] + coords[a]; p *= mesh.dims[a]; }
+    let i = 0,
+      p = 1;
+    for (const nm of spec.names(d)) {
+      const a = mesh.axisNames.indexOf(nm);
+      i = i * mesh.dims[a] + coords[a];
+      p *= mesh.dims[a];
+    }
     idx.push(i);
     parts.push(p);
   }
   return { idx, parts };
 }
 
-
 /** Copies the block `idx` (block shape `block`) between a global row-major array and a block-sized one. */
-function copyBlock(global: TypedArray, gshape: readonly number[], block: TypedArray, bshape: readonly number[], idx: readonly number[], toBlock: boolean): void {
+function copyBlock(
+  global: TypedArray,
+  gshape: readonly number[],
+  block: TypedArray,
+  bshape: readonly number[],
+  idx: readonly number[],
+  toBlock: boolean,
+): void {
   const r = gshape.length;
-  if (r === 0) { if (toBlock) block[0] = global[0]; else global[0] = block[0]; return; }
+  if (r === 0) {
+    if (toBlock) block[0] = global[0];
+    else global[0] = block[0];
+    return;
+  }
   const gstr = gshape.map((_, i) => gshape.slice(i + 1).reduce((a, b) => a * b, 1));
   const inner = bshape[r - 1];
   const outer = bshape.slice(0, r - 1).reduce((a, b) => a * b, 1);
@@ -47,7 +69,10 @@ function copyBlock(global: TypedArray, gshape: readonly number[], block: TypedAr
     const b = o * inner;
     if (toBlock) (block as Float64Array).set((global as Float64Array).subarray(g, g + inner), b);
     else (global as Float64Array).set((block as Float64Array).subarray(b, b + inner), g);
-    for (let d = r - 2; d >= 0; d--) { if (++c[d] < bshape[d]) break; c[d] = 0; }
+    for (let d = r - 2; d >= 0; d--) {
+      if (++c[d] < bshape[d]) break;
+      c[d] = 0;
+    }
   }
 }
 
@@ -60,7 +85,9 @@ const sameData = (a: TypedArray, b: TypedArray): boolean => {
 /** Mesh ranks (row-major positions) whose devices belong to this process: all of them in a single-process run. */
 export function localRanks(mesh: Mesh): number[] {
   const self = processIndex();
-  return JSArray.from({ length: mesh.size }, (_, r) => r).filter((r) => processCount() === 1 || mesh.flatDevices[r].processIndex === self);
+  return JSArray.from({ length: mesh.size }, (_, r) => r).filter(
+    (r) => processCount() === 1 || mesh.flatDevices[r].processIndex === self,
+  );
 }
 
 /**
@@ -71,14 +98,25 @@ export function localRanks(mesh: Mesh): number[] {
  * by a process allgather (of every process: one without a device in the mesh launches nothing but takes part);
  * replication across processes is not checked (only among this process's devices).
  */
-export function runMultiProcess(fn: string, mesh: Mesh, c: CompiledBody, inSpecs: Spec[], leaves: ArrayImpl[], checkVma: boolean): ArrayImpl[] {
-  const blockShapes = leaves.map((x, k) => { const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0)); return x.shape.map((s, d) => s / parts[d]); });
+export function runMultiProcess(
+  fn: string,
+  mesh: Mesh,
+  c: CompiledBody,
+  inSpecs: Spec[],
+  leaves: ArrayImpl[],
+  checkVma: boolean,
+): ArrayImpl[] {
+  const blockShapes = leaves.map((x, k) => {
+    const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0));
+    return x.shape.map((s, d) => s / parts[d]);
+  });
   const { program, consts, outSpecs } = c;
   // debug callbacks hoisted out of the body add outputs past the body's own: not supported across processes
   const bodyOuts = program.outs.slice(0, c.outAvals.length);
   const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
-  const ranks = localRanks(mesh), self = processIndex();
+  const ranks = localRanks(mesh),
+    self = processIndex();
   const multi = ranks.length < n;
   const local = new Map(ranks.map((r, i) => [r, i]));
   // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
@@ -92,7 +130,8 @@ export function runMultiProcess(fn: string, mesh: Mesh, c: CompiledBody, inSpecs
     for (const o of program.outs) if (typeof o === "number") needed.add(o);
     program.inSlots.forEach((slot, j) => {
       if (!needed.has(slot)) return;
-      const x = inVals[j], spec = inSpecsAll[j];
+      const x = inVals[j],
+        spec = inSpecsAll[j];
       devs.forEach((dev, r) => {
         let buf: DeviceBuffer;
         if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
@@ -107,36 +146,69 @@ export function runMultiProcess(fn: string, mesh: Mesh, c: CompiledBody, inSpecs
       });
     });
     // every process counts the launches over meshes spanning processes, also one that has no device in the mesh
-    const process = step && multi ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) } : undefined;
+    const process =
+      step && multi
+        ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) }
+        : undefined;
     if (step && c.device && devs.length > 0) {
-      const res = launchSync(c.device, devs.map((d) => d.id), devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)), process ? { process } : {});
-      res.outputs.forEach((os, r) => os.forEach((b, k) => { owned.push(b); slotBuffers[r].set(step.outputs[k], b); }));
+      const res = launchSync(
+        c.device,
+        devs.map((d) => d.id),
+        devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)),
+        process ? { process } : {},
+      );
+      res.outputs.forEach((os, r) =>
+        os.forEach((b, k) => {
+          owned.push(b);
+          slotBuffers[r].set(step.outputs[k], b);
+        }),
+      );
     }
     // each output's representative ranks: the device with coordinate 0 on every axis its spec does not name
     const plans = bodyOuts.map((_, k) => {
-      const spec = outSpecs[k], aval = c.outAvals[k];
-      if (spec.length > aval.ndim) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`);
+      const spec = outSpecs[k],
+        aval = c.outAvals[k];
+      if (spec.length > aval.ndim)
+        throw new Error(
+          `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
+        );
       const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
-      for (const nm of used) if (!mesh.axisNames.includes(nm)) throw new Error(`${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`);
-      const repOf = (r: number): number => mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
+      for (const nm of used)
+        if (!mesh.axisNames.includes(nm))
+          throw new Error(
+            `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
+          );
+      const repOf = (r: number): number =>
+        mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
       return { spec, aval, used, repOf };
     });
-    const remote = multi ? exchangeBlocks(fn, mesh, bodyOuts, plans, slotBuffers, local) : new Map<string, TypedArray>();
+    const remote = multi
+      ? exchangeBlocks(fn, mesh, bodyOuts, plans, slotBuffers, local)
+      : new Map<string, TypedArray>();
     // assemble each output from its devices' blocks
     const outs = bodyOuts.map((o, k) => {
       const { spec, aval, used, repOf } = plans[k];
-      const blockOf = (r: number): TypedArray => (typeof o !== "number" ? (o as ArrayImpl).buffer
-        : local.has(r) ? slotBuffers[local.get(r)!].get(o)!.data : remote.get(`${k}:${r}`)!);
+      const blockOf = (r: number): TypedArray =>
+        typeof o !== "number"
+          ? (o as ArrayImpl).buffer
+          : local.has(r)
+            ? slotBuffers[local.get(r)!].get(o)!.data
+            : remote.get(`${k}:${r}`)!;
       const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
       const gshape = aval.shape.map((s, d) => s * parts[d]);
-      const global = allocate(aval.dtype, gshape.reduce((a, b) => a * b, 1));
+      const global = allocate(
+        aval.dtype,
+        gshape.reduce((a, b) => a * b, 1),
+      );
       for (let r = 0; r < n; r++) {
         const coords = mesh.coords(r);
         const rep = repOf(r);
         if (rep !== r) {
           if (checkVma && local.has(r) && local.has(rep) && !sameData(blockOf(r), blockOf(rep))) {
             const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
-            throw new Error(`${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`);
+            throw new Error(
+              `${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`,
+            );
           }
           continue;
         }
@@ -154,15 +226,22 @@ export function runMultiProcess(fn: string, mesh: Mesh, c: CompiledBody, inSpecs
  * The output blocks other processes computed (key `${output}:${rank}`): each process sends the representative blocks
  * of its own ranks, in output then rank order, and decodes the others' in the same order.
  */
-function exchangeBlocks(fn: string, mesh: Mesh, outs: Program["outs"], plans: { aval: ShapedArray; repOf: (r: number) => number }[],
-  slotBuffers: Map<number, DeviceBuffer>[], local: Map<number, number>): Map<string, TypedArray> {
+function exchangeBlocks(
+  fn: string,
+  mesh: Mesh,
+  outs: Program["outs"],
+  plans: { aval: ShapedArray; repOf: (r: number) => number }[],
+  slotBuffers: Map<number, DeviceBuffer>[],
+  local: Map<number, number>,
+): Map<string, TypedArray> {
   const owner = (r: number): number => mesh.flatDevices[r].processIndex;
   const blocks = (q: number): { k: number; r: number; bytes: number }[] => {
     const list: { k: number; r: number; bytes: number }[] = [];
     outs.forEach((o, k) => {
       if (typeof o !== "number") return;
       const { aval, repOf } = plans[k];
-      for (let r = 0; r < mesh.size; r++) if (repOf(r) === r && owner(r) === q) list.push({ k, r, bytes: aval.size * itemsize(aval.dtype) });
+      for (let r = 0; r < mesh.size; r++)
+        if (repOf(r) === r && owner(r) === q) list.push({ k, r, bytes: aval.size * itemsize(aval.dtype) });
     });
     return list;
   };
@@ -187,7 +266,10 @@ function exchangeBlocks(fn: string, mesh: Mesh, outs: Program["outs"], plans: { 
       got.set(`${k}:${r}`, t);
       at += bytes;
     }
-    if (at !== p.byteLength) throw new Error(`${fn}: process ${q} sent ${p.byteLength} bytes of output blocks, ${at} expected (the processes ran different programs?)`);
+    if (at !== p.byteLength)
+      throw new Error(
+        `${fn}: process ${q} sent ${p.byteLength} bytes of output blocks, ${at} expected (the processes ran different programs?)`,
+      );
   });
   return got;
 }

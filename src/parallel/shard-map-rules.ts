@@ -35,7 +35,9 @@ const unnamedAxes = (mesh: Mesh, sp: Spec) => mesh.axisNames.filter((a) => !uses
 /** Traces f at per-device avals with every mesh axis bound; constvars become leading invars (closeOver). */
 function traceBound(mesh: Mesh, f: Flat, avals: ShapedArray[], name: string): { jaxpr: Jaxpr; consts: Array[] } {
   const go = mesh.axisNames.reduceRight<() => { jaxpr: Jaxpr; consts: Array[] }>(
-    (inner, nm, a) => () => withNamedAxis({ name: nm, size: mesh.dims[a] }, inner), () => closeOver(f, avals, name));
+    (inner, nm, a) => () => withNamedAxis({ name: nm, size: mesh.dims[a] }, inner),
+    () => closeOver(f, avals, name),
+  );
   return go();
 }
 
@@ -51,42 +53,76 @@ function usable(p: SMP): TracedBody | null {
 const derived = new WeakMap<SMP, Map<string, unknown>>();
 function cached<T>(p: SMP, key: string, make: () => T): T {
   let m = derived.get(p);
-  if (!m) { m = new Map(); derived.set(p, m); }
+  if (!m) {
+    m = new Map();
+    derived.set(p, m);
+  }
   if (!m.has(key)) m.set(key, make());
   return m.get(key) as T;
 }
 
-interface JvpParts { known: Flat; tangent: Flat; nOut: number; outFloat: boolean[] }
+interface JvpParts {
+  known: Flat;
+  tangent: Flat;
+  nOut: number;
+  outFloat: boolean[];
+}
 
 /** jvp of a shard_map: the known shard_map (primal outputs and residuals) and the unknown one (tangents). */
 function jvpParts(sm: ShardMapFn, p: SMP, b: TracedBody, live: boolean[]): JvpParts {
   const { mesh } = p;
-  const n = b.blockAvals.length, nOut = b.jaxpr.outvars.length;
+  const n = b.blockAvals.length,
+    nOut = b.jaxpr.outvars.length;
   const outFloat = b.jaxpr.outvars.map((v) => isFloat(v.aval.dtype));
   const tAvals = b.blockAvals.filter((_, i) => live[i]).map((a) => a.strongly());
-  const J = traceBound(mesh, (...zs) => {
-    const tz: MaybeZero[] = [];
-    let k = n;
-    for (let i = 0; i < n; i++) tz.push(live[i] ? zs[k++] : new Zero(b.blockAvals[i]));
-    const [po, to] = jvpFlat((...xs) => evalJaxpr(b.jaxpr, b.consts, xs), zs.slice(0, n), tz);
-    return [...po, ...to.map((t, i) => (outFloat[i] ? instantiateZero(t) : ops.zerosLikeAval(po[i].aval)))];
-  }, [...b.blockAvals, ...tAvals], "jvp(shard_map body)");
-  const split = partialEvalJaxpr(J.jaxpr, [...J.consts.map(() => false), ...b.blockAvals.map(() => false), ...tAvals.map(() => true)],
-    [...globalThis.Array(nOut).fill(false), ...globalThis.Array(nOut).fill(true)]);
+  const J = traceBound(
+    mesh,
+    (...zs) => {
+      const tz: MaybeZero[] = [];
+      let k = n;
+      for (let i = 0; i < n; i++) tz.push(live[i] ? zs[k++] : new Zero(b.blockAvals[i]));
+      const [po, to] = jvpFlat((...xs) => evalJaxpr(b.jaxpr, b.consts, xs), zs.slice(0, n), tz);
+      return [...po, ...to.map((t, i) => (outFloat[i] ? instantiateZero(t) : ops.zerosLikeAval(po[i].aval)))];
+    },
+    [...b.blockAvals, ...tAvals],
+    "jvp(shard_map body)",
+  );
+  const split = partialEvalJaxpr(
+    J.jaxpr,
+    [...J.consts.map(() => false), ...b.blockAvals.map(() => false), ...tAvals.map(() => true)],
+    [...globalThis.Array(nOut).fill(false), ...globalThis.Array(nOut).fill(true)],
+  );
   const nr = split.numResiduals;
   // residuals are per-device values: a leading dim of 1 split over every mesh axis (global [devices, ...block])
   const resSpec = new PartitionSpecImpl(mesh.axisNames);
-  const inSpecs = p.in_specs, outSpecs = b.outSpecs;
-  const known = sm((...xs) => {
-    const o = evalJaxpr(split.known, [], [...J.consts, ...xs]);
-    return [...o.slice(0, nOut), ...o.slice(nOut).map((r) => ops.reshape(r, [1, ...r.shape]))];
-  }, { mesh, inSpecs: [...inSpecs], outSpecs: [...outSpecs, ...globalThis.Array(nr).fill(resSpec)], checkVma: p.check_vma });
+  const inSpecs = p.in_specs,
+    outSpecs = b.outSpecs;
+  const known = sm(
+    (...xs) => {
+      const o = evalJaxpr(split.known, [], [...J.consts, ...xs]);
+      return [...o.slice(0, nOut), ...o.slice(nOut).map((r) => ops.reshape(r, [1, ...r.shape]))];
+    },
+    {
+      mesh,
+      inSpecs: [...inSpecs],
+      outSpecs: [...outSpecs, ...globalThis.Array(nr).fill(resSpec)],
+      checkVma: p.check_vma,
+    },
+  );
   // the tangents of outputs replicated over an axis are replicated too (the primal passed the check): taken from
   // the first device along it, as checkVma false does
-  const tangent = sm((...zs) => {
-    const res = zs.slice(0, nr).map((r) => ops.reshape(r, r.shape.slice(1)));
-    return evalJaxpr(split.unknown, [], [...res, ...zs.slice(nr)]);
-  }, { mesh, inSpecs: [...globalThis.Array(nr).fill(resSpec), ...inSpecs.filter((_, i) => live[i])], outSpecs: [...outSpecs], checkVma: false });
+  const tangent = sm(
+    (...zs) => {
+      const res = zs.slice(0, nr).map((r) => ops.reshape(r, r.shape.slice(1)));
+      return evalJaxpr(split.unknown, [], [...res, ...zs.slice(nr)]);
+    },
+    {
+      mesh,
+      inSpecs: [...globalThis.Array(nr).fill(resSpec), ...inSpecs.filter((_, i) => live[i])],
+      outSpecs: [...outSpecs],
+      checkVma: false,
+    },
+  );
   return { known, tangent, nOut, outFloat };
 }
 
@@ -110,9 +146,17 @@ function jvpRule(sm: ShardMapFn, primals: Array[], tangents: MaybeZero[], p: SMP
  * transpose being psum; an input replicated over axes V was one value fed to every device along V, so its
  * cotangent is the psum over V.
  */
-function transposeRule(sm: ShardMapFn, cts: MaybeZero[], args: (Array | UndefinedPrimal)[], p: SMP): (MaybeZero | null)[] {
+function transposeRule(
+  sm: ShardMapFn,
+  cts: MaybeZero[],
+  args: (Array | UndefinedPrimal)[],
+  p: SMP,
+): (MaybeZero | null)[] {
   const b = usable(p);
-  if (!b) throw new Error(`shard_map transpose: the body cannot be transposed per device (${typeof p.body() === "string" ? p.body() : "it holds a gradient through psum already"}); differentiate it inside the shardMap instead`);
+  if (!b)
+    throw new Error(
+      `shard_map transpose: the body cannot be transposed per device (${typeof p.body() === "string" ? p.body() : "it holds a gradient through psum already"}); differentiate it inside the shardMap instead`,
+    );
   const { mesh } = p;
   const lin = args.map((a) => a instanceof UndefinedPrimal);
   const liveCt = cts.map((c) => !(c instanceof Zero));
@@ -120,35 +164,48 @@ function transposeRule(sm: ShardMapFn, cts: MaybeZero[], args: (Array | Undefine
   const key = `T:${lin.map(Number).join("")}:${liveCt.map(Number).join("")}`;
   const T = cached(p, key, () => {
     const J = b.jaxpr;
-    const L = new Jaxpr([...J.constvars, ...J.invars.filter((_, i) => !lin[i])], J.invars.filter((_, i) => lin[i]), J.outvars, J.eqns);
+    const L = new Jaxpr(
+      [...J.constvars, ...J.invars.filter((_, i) => !lin[i])],
+      J.invars.filter((_, i) => lin[i]),
+      J.outvars,
+      J.eqns,
+    );
     const nKnown = lin.filter((l) => !l).length;
     const linIdx = lin.map((l, i) => (l ? i : -1)).filter((i) => i >= 0);
     const outSpecs = b.outSpecs;
-    return sm((...zs) => {
-      const known = zs.slice(0, nKnown), given = zs.slice(nKnown);
-      let k = 0;
-      const ctIn: MaybeZero[] = J.outvars.map((v, i) => {
-        if (!liveCt[i]) return new Zero(v.aval);
-        const c = given[k++];
-        const U = unnamedAxes(mesh, outSpecs[i]);
-        if (!U.length) return c;
-        if (p.check_vma) return ops.mul(c, ops.full([], 1 / U.reduce((s, a) => s * mesh.axisSize(a), 1), c.dtype));
-        const first = U.map((a) => ops.eq(axisIndex(a), ops.full([], 0, "int32"))).reduce((x, y) => ops.and(x, y));
-        return ops.mul(c, ops.convert(first, c.dtype));
-      });
-      const r = withPerDeviceTranspose(() => backwardPass(L, [...b.consts, ...known], ctIn));
-      return r.map((c, j) => {
-        const v = instantiateZero(c instanceof Zero ? new Zero(L.invars[j].aval) : c);
-        const V = unnamedAxes(mesh, p.in_specs[linIdx[j]]);
-        return V.length ? psum(v, V) : v;
-      });
-    }, {
-      mesh, checkVma: false,
-      inSpecs: [...p.in_specs.filter((_, i) => !lin[i]), ...outSpecs.filter((_, i) => liveCt[i])],
-      outSpecs: linIdx.map((i) => p.in_specs[i]),
-    });
+    return sm(
+      (...zs) => {
+        const known = zs.slice(0, nKnown),
+          given = zs.slice(nKnown);
+        let k = 0;
+        const ctIn: MaybeZero[] = J.outvars.map((v, i) => {
+          if (!liveCt[i]) return new Zero(v.aval);
+          const c = given[k++];
+          const U = unnamedAxes(mesh, outSpecs[i]);
+          if (!U.length) return c;
+          if (p.check_vma) return ops.mul(c, ops.full([], 1 / U.reduce((s, a) => s * mesh.axisSize(a), 1), c.dtype));
+          const first = U.map((a) => ops.eq(axisIndex(a), ops.full([], 0, "int32"))).reduce((x, y) => ops.and(x, y));
+          return ops.mul(c, ops.convert(first, c.dtype));
+        });
+        const r = withPerDeviceTranspose(() => backwardPass(L, [...b.consts, ...known], ctIn));
+        return r.map((c, j) => {
+          const v = instantiateZero(c instanceof Zero ? new Zero(L.invars[j].aval) : c);
+          const V = unnamedAxes(mesh, p.in_specs[linIdx[j]]);
+          return V.length ? psum(v, V) : v;
+        });
+      },
+      {
+        mesh,
+        checkVma: false,
+        inSpecs: [...p.in_specs.filter((_, i) => !lin[i]), ...outSpecs.filter((_, i) => liveCt[i])],
+        outSpecs: linIdx.map((i) => p.in_specs[i]),
+      },
+    );
   });
-  const outs = T(...(args.filter((a) => !(a instanceof UndefinedPrimal)) as Array[]), ...(cts.filter((c) => !(c instanceof Zero)) as Array[]));
+  const outs = T(
+    ...(args.filter((a) => !(a instanceof UndefinedPrimal)) as Array[]),
+    ...(cts.filter((c) => !(c instanceof Zero)) as Array[]),
+  );
   let k = 0;
   return args.map((a) => (a instanceof UndefinedPrimal ? outs[k++] : null));
 }
@@ -160,20 +217,46 @@ function transposeRule(sm: ShardMapFn, cts: MaybeZero[], args: (Array | Undefine
 function vmapRule(sm: ShardMapFn, axis: AxisData, args: Array[], dims: BDim[], p: SMP): [Array[], BDim[]] {
   const b = p.body();
   if (typeof b === "string") return vmapByEmulation(axis, args, dims, p);
-  const spmd = axis.spmdAxisName == null ? [] : typeof axis.spmdAxisName === "string" ? [axis.spmdAxisName] : [...axis.spmdAxisName];
+  const spmd =
+    axis.spmdAxisName == null
+      ? []
+      : typeof axis.spmdAxisName === "string"
+        ? [axis.spmdAxisName]
+        : [...axis.spmdAxisName];
   const parts = spmd.reduce((s, a) => s * (p.mesh.axisNames.includes(a) ? p.mesh.axisSize(a) : NaN), 1);
-  if (spmd.length && (!(axis.size % parts === 0) || [...p.in_specs, ...b.outSpecs].some((sp) => spmd.some((a) => usesAxis(sp, a))))) {
-    return vmapByEmulation(axis, args, dims, p, `vmap of a shardMap with spmdAxisName ${JSON.stringify(axis.spmdAxisName)} that does not divide the batch or names an axis the specs use runs its emulation`);
+  if (
+    spmd.length &&
+    (!(axis.size % parts === 0) || [...p.in_specs, ...b.outSpecs].some((sp) => spmd.some((a) => usesAxis(sp, a))))
+  ) {
+    return vmapByEmulation(
+      axis,
+      args,
+      dims,
+      p,
+      `vmap of a shardMap with spmdAxisName ${JSON.stringify(axis.spmdAxisName)} that does not divide the batch or names an axis the specs use runs its emulation`,
+    );
   }
   const batched = dims.map((d) => d !== null);
   const key = `V:${axis.size}:${axis.name}:${spmd.join(",")}:${batched.map(Number).join("")}`;
   const V = cached(p, key, () => {
     const lead = (s: Spec) => new PartitionSpecImpl(spmd.length ? spmd : null, ...s.entries);
     const inner: AxisData = { size: axis.size / parts, name: axis.name };
-    return sm((...zs) => vmapFlat((...xs) => evalJaxpr(b.jaxpr, b.consts, xs), zs, batched.map((x) => (x ? 0 : null)), () => 0, inner), {
-      mesh: p.mesh, checkVma: p.check_vma,
-      inSpecs: p.in_specs.map((s, i) => (batched[i] ? lead(s) : s)), outSpecs: b.outSpecs.map(lead),
-    });
+    return sm(
+      (...zs) =>
+        vmapFlat(
+          (...xs) => evalJaxpr(b.jaxpr, b.consts, xs),
+          zs,
+          batched.map((x) => (x ? 0 : null)),
+          () => 0,
+          inner,
+        ),
+      {
+        mesh: p.mesh,
+        checkVma: p.check_vma,
+        inSpecs: p.in_specs.map((s, i) => (batched[i] ? lead(s) : s)),
+        outSpecs: b.outSpecs.map(lead),
+      },
+    );
   });
   const outs = V(...args.map((x, i) => (dims[i] === null ? x : ops.moveaxis(x, dims[i]!, 0))));
   return [outs, outs.map(() => 0)];

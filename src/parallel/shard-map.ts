@@ -27,18 +27,30 @@ function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullI
   const out: (Spec | null)[] = [];
   const rec = (s: unknown, t: unknown, path: string): void => {
     const n = flatten(t)[0].length;
-    if (s instanceof PartitionSpecImpl) { for (let i = 0; i < n; i++) out.push(s); return; }
-    if (s === null || s === undefined) { for (let i = 0; i < n; i++) out.push(nullIsStatic ? null : new PartitionSpecImpl()); return; }
+    if (s instanceof PartitionSpecImpl) {
+      for (let i = 0; i < n; i++) out.push(s);
+      return;
+    }
+    if (s === null || s === undefined) {
+      for (let i = 0; i < n; i++) out.push(nullIsStatic ? null : new PartitionSpecImpl());
+      return;
+    }
     if (JSArray.isArray(s)) {
-      if (!JSArray.isArray(t) || t.length !== s.length) throw new TypeError(`${fn}: ${what}${path} is a list of ${s.length} specs but the values there are ${JSArray.isArray(t) ? `a list of ${t.length}` : typeof t}; ${what} must be a prefix of the values' tree`);
+      if (!JSArray.isArray(t) || t.length !== s.length)
+        throw new TypeError(
+          `${fn}: ${what}${path} is a list of ${s.length} specs but the values there are ${JSArray.isArray(t) ? `a list of ${t.length}` : typeof t}; ${what} must be a prefix of the values' tree`,
+        );
       s.forEach((si, i) => rec(si, t[i], `${path}[${i}]`));
       return;
     }
     if (typeof s === "object" && t && typeof t === "object" && !(t instanceof Array)) {
-      for (const k of Object.keys(t).sort()) rec((s as Record<string, unknown>)[k], (t as Record<string, unknown>)[k], `${path}.${k}`);
+      for (const k of Object.keys(t).sort())
+        rec((s as Record<string, unknown>)[k], (t as Record<string, unknown>)[k], `${path}.${k}`);
       return;
     }
-    throw new TypeError(`${fn}: ${what}${path} must be a PartitionSpec (P(...))${nullIsStatic ? ", null" : ""} or a tree of them matching the values, got ${typeof s === "object" ? "an object" : JSON.stringify(s)}`);
+    throw new TypeError(
+      `${fn}: ${what}${path} must be a PartitionSpec (P(...))${nullIsStatic ? ", null" : ""} or a tree of them matching the values, got ${typeof s === "object" ? "an object" : JSON.stringify(s)}`,
+    );
   };
   rec(specs, tree, "");
   return out;
@@ -48,12 +60,15 @@ function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullI
 function checkSpecAxes(fn: string, what: string, specs: (Spec | null)[], manual: readonly string[], mesh: Mesh): void {
   specs.forEach((s, k) => {
     if (!s) return;
-    for (let d = 0; d < s.length; d++) for (const nm of s.names(d)) {
-      if (!manual.includes(nm)) {
-        const why = mesh.axisNames.includes(nm) ? `which is not a manual axis (axisNames: ${manual.join(", ")})` : `which is not an axis of ${mesh}`;
-        throw new Error(`${fn}: ${what}[${k}] ${s} refers to axis ${JSON.stringify(nm)}, ${why}`);
+    for (let d = 0; d < s.length; d++)
+      for (const nm of s.names(d)) {
+        if (!manual.includes(nm)) {
+          const why = mesh.axisNames.includes(nm)
+            ? `which is not a manual axis (axisNames: ${manual.join(", ")})`
+            : `which is not an axis of ${mesh}`;
+          throw new Error(`${fn}: ${what}[${k}] ${s} refers to axis ${JSON.stringify(nm)}, ${why}`);
+        }
       }
-    }
   });
 }
 
@@ -62,7 +77,10 @@ const usesAxis = (sp: Spec | undefined, name: string) => !!sp && sp.entries.some
 
 /** Moves each mesh-split part of x's dims to the front, one leading dim per used mesh axis, in mesh order. */
 function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): Array {
-  if (spec.length > x.ndim) throw new Error(`${fn}: in_specs[${k}] ${spec} has ${spec.length} entries but the argument has rank ${x.ndim} (shape (${x.shape.join(", ")}))`);
+  if (spec.length > x.ndim)
+    throw new Error(
+      `${fn}: in_specs[${k}] ${spec} has ${spec.length} entries but the argument has rank ${x.ndim} (shape (${x.shape.join(", ")}))`,
+    );
   let y = x;
   // split dim d of size N into (s_n1, ..., s_nk, N / prod)
   const shape: number[] = [];
@@ -70,8 +88,14 @@ function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): A
   x.shape.forEach((n, d) => {
     const names = spec.names(d);
     const parts = names.reduce((a, nm) => a * mesh.axisSize(nm), 1);
-    if (n % parts !== 0) throw new Error(`${fn}: argument ${k} of shape (${x.shape.join(", ")}) dimension ${d} (size ${n}) is not divisible by ${parts}, the size of mesh axes ${names.join(", ")} in ${spec}`);
-    for (const nm of names) { meshDimPos.set(nm, shape.length); shape.push(mesh.axisSize(nm)); }
+    if (n % parts !== 0)
+      throw new Error(
+        `${fn}: argument ${k} of shape (${x.shape.join(", ")}) dimension ${d} (size ${n}) is not divisible by ${parts}, the size of mesh axes ${names.join(", ")} in ${spec}`,
+      );
+    for (const nm of names) {
+      meshDimPos.set(nm, shape.length);
+      shape.push(mesh.axisSize(nm));
+    }
     shape.push(n / parts);
   });
   y = ops.reshape(y, shape);
@@ -85,13 +109,19 @@ function splitToMesh(fn: string, x: Array, spec: Spec, mesh: Mesh, k: number): A
 function mergeFromMesh(fn: string, y: Array, spec: Spec, mesh: Mesh, k: number): Array {
   const used = mesh.axisNames.filter((nm) => usesAxis(spec, nm));
   const block = y.shape.slice(used.length);
-  if (spec.length > block.length) throw new Error(`${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${block.length} (shape (${block.join(", ")}))`);
+  if (spec.length > block.length)
+    throw new Error(
+      `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${block.length} (shape (${block.join(", ")}))`,
+    );
   // target order: for each block dim d, the mesh dims of its names (in spec order), then the block dim
   const perm: number[] = [];
   const outShape: number[] = [];
   block.forEach((b, d) => {
     let n = b;
-    for (const nm of spec.names(d)) { perm.push(used.indexOf(nm)); n *= mesh.axisSize(nm); }
+    for (const nm of spec.names(d)) {
+      perm.push(used.indexOf(nm));
+      n *= mesh.axisSize(nm);
+    }
     perm.push(used.length + d);
     outShape.push(n);
   });
@@ -122,7 +152,8 @@ installShardMapRules(shardMap as unknown as Parameters<typeof installShardMapRul
 /** jax.shard_map: f sees per-device blocks; collectives over mesh axis names combine them. */
 export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: ShardMapOpts): (...args: A) => R {
   const fn = "shardMap";
-  if (!opts || typeof opts !== "object") throw new TypeError(`${fn}: expected options { mesh, inSpecs, outSpecs }, got ${String(opts)}`);
+  if (!opts || typeof opts !== "object")
+    throw new TypeError(`${fn}: expected options { mesh, inSpecs, outSpecs }, got ${String(opts)}`);
   const smForms = "shardMap(f, { mesh, inSpecs, outSpecs, axisNames, checkVma })";
   checkArity(fn, arguments, 2, smForms);
   checkOptions(fn, opts, ["mesh", "inSpecs", "outSpecs", "axisNames", "checkVma", "checkRep"], smForms);
@@ -130,17 +161,27 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
   return (...args: A): R => {
     const mesh = opts.mesh ?? getMesh();
     if (!(mesh instanceof Mesh)) {
-      throw new TypeError(`${fn}: a Mesh is required: pass { mesh } (from makeMesh or new Mesh) or set one with setMesh(mesh); got ${mesh === null || mesh === undefined ? "no mesh" : String(mesh)}`);
+      throw new TypeError(
+        `${fn}: a Mesh is required: pass { mesh } (from makeMesh or new Mesh) or set one with setMesh(mesh); got ${mesh === null || mesh === undefined ? "no mesh" : String(mesh)}`,
+      );
     }
     const manual = opts.axisNames === undefined ? [...mesh.axisNames] : [...new Set(opts.axisNames)];
     const unknown = manual.filter((a) => !mesh.axisNames.includes(a));
-    if (unknown.length) throw new Error(`${fn}: axisNames [${manual.join(", ")}] must be a subset of the mesh axis names [${mesh.axisNames.join(", ")}]; unknown: ${unknown.join(", ")}`);
+    if (unknown.length)
+      throw new Error(
+        `${fn}: axisNames [${manual.join(", ")}] must be a subset of the mesh axis names [${mesh.axisNames.join(", ")}]; unknown: ${unknown.join(", ")}`,
+      );
     const axes = mesh.axisNames.filter((a) => manual.includes(a));
     // a bare spec is a prefix of the whole argument tuple (JAX broadcasts it to every argument)
     const inSpecs = specsFor(fn, opts.inSpecs, args, "in_specs", true);
     checkSpecAxes(fn, "in_specs", inSpecs, axes, mesh);
     const outSpecsOf = (out: unknown): Spec[] => {
-      const specs = specsFor(fn, typeof opts.outSpecs === "function" ? (opts.outSpecs as () => unknown)() : opts.outSpecs, out, "out_specs") as Spec[];
+      const specs = specsFor(
+        fn,
+        typeof opts.outSpecs === "function" ? (opts.outSpecs as () => unknown)() : opts.outSpecs,
+        out,
+        "out_specs",
+      ) as Spec[];
       checkSpecAxes(fn, "out_specs", specs, axes, mesh);
       return specs;
     };
@@ -148,38 +189,59 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     // fully manual meshes with array arguments (checkVma false: unsharded outputs come from device 0 along the axis),
     // the emulation covers the rest
     if (axes.length === mesh.axisNames.length && inSpecs.every((sp) => sp !== null)) {
-      const real = shardMapOnDevices(fn, f as (...a: never[]) => unknown, mesh, inSpecs as Spec[], outSpecsOf, args,
-        (...a: unknown[]) => shardMap(f, opts)(...(a as A)), checkVma);
+      const real = shardMapOnDevices(
+        fn,
+        f as (...a: never[]) => unknown,
+        mesh,
+        inSpecs as Spec[],
+        outSpecsOf,
+        args,
+        (...a: unknown[]) => shardMap(f, opts)(...(a as A)),
+        checkVma,
+      );
       if (real) {
         const [outs, od] = flatten(real.value);
         const specs = outSpecsOf(real.value);
-        return unflatten(od, outs.map((y, k) => (y instanceof Array ? devicePut(y, new NamedShardingImpl(mesh, specs[k])) : y))) as R;
+        return unflatten(
+          od,
+          outs.map((y, k) => (y instanceof Array ? devicePut(y, new NamedShardingImpl(mesh, specs[k])) : y)),
+        ) as R;
       }
     }
     const [allLeaves, def] = flatten(args);
     const dynIdx = allLeaves.map((_, i) => i).filter((i) => inSpecs[i] !== null);
-    const [leaves] = flattenArrays(fn, dynIdx.map((i) => allLeaves[i]), "argument");
+    const [leaves] = flattenArrays(
+      fn,
+      dynIdx.map((i) => allLeaves[i]),
+      "argument",
+    );
     const dynSpecs = dynIdx.map((i) => inSpecs[i]!);
     const split = leaves.map((x, k) => splitToMesh(fn, x, dynSpecs[k], mesh, k));
     let outDef: TreeDef | null = null;
     let outSpecs: Spec[] = [];
     // nested vmaps, outermost = first manual mesh axis; each binds its mesh axis name for collectives
-    const level = (a: number) => (...xs: Array[]): Array[] => {
-      if (a === axes.length) {
-        const full = [...allLeaves];
-        dynIdx.forEach((i, k) => { full[i] = xs[k]; });
-        const out = f(...(unflatten(def, full) as A));
-        const [ol, od] = flattenArrays(fn, out, "output");
-        outDef = od;
-        outSpecs = outSpecsOf(out);
-        return ol;
-      }
-      const name = axes[a];
-      const inAxes = xs.map((_, k) => (usesAxis(dynSpecs[k], name) ? 0 : null));
-      return vmapOuts(level(a + 1), xs, inAxes, name, mesh.axisSize(name), () => outSpecs, checkVma);
-    };
+    const level =
+      (a: number) =>
+      (...xs: Array[]): Array[] => {
+        if (a === axes.length) {
+          const full = [...allLeaves];
+          dynIdx.forEach((i, k) => {
+            full[i] = xs[k];
+          });
+          const out = f(...(unflatten(def, full) as A));
+          const [ol, od] = flattenArrays(fn, out, "output");
+          outDef = od;
+          outSpecs = outSpecsOf(out);
+          return ol;
+        }
+        const name = axes[a];
+        const inAxes = xs.map((_, k) => (usesAxis(dynSpecs[k], name) ? 0 : null));
+        return vmapOuts(level(a + 1), xs, inAxes, name, mesh.axisSize(name), () => outSpecs, checkVma);
+      };
     const outs = level(0)(...split);
-    const merged = outs.map((y, k) => devicePut(mergeFromMesh(fn, y, outSpecs[k], mesh, k), new NamedShardingImpl(mesh, outSpecs[k])));
+    const merged = outs.map((y, k) =>
+      devicePut(mergeFromMesh(fn, y, outSpecs[k], mesh, k), new NamedShardingImpl(mesh, outSpecs[k])),
+    );
     return unflatten(outDef!, merged) as R;
   };
 }
@@ -188,7 +250,15 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
  * vmap whose out axes are chosen after tracing: 0 for outputs whose spec uses this axis, else null (replicated).
  * Without the replication check (checkVma false) an unsharded output is the first member's value along the axis.
  */
-function vmapOuts(f: (...xs: Array[]) => Array[], xs: Array[], inAxes: (number | null)[], name: string, size: number, specs: () => Spec[], checkVma: boolean): Array[] {
+function vmapOuts(
+  f: (...xs: Array[]) => Array[],
+  xs: Array[],
+  inAxes: (number | null)[],
+  name: string,
+  size: number,
+  specs: () => Spec[],
+  checkVma: boolean,
+): Array[] {
   if (!checkVma) {
     const outs = vmapFlat(f, xs, inAxes, () => 0, { size, name });
     return outs.map((y, i) => (usesAxis(specs()[i], name) ? y : ops.squeeze(ops.sliceInDim(y, 0, 1, 1, 0), [0])));
@@ -197,7 +267,9 @@ function vmapOuts(f: (...xs: Array[]) => Array[], xs: Array[], inAxes: (number |
     return vmapFlat(f, xs, inAxes, (i) => (usesAxis(specs()[i], name) ? 0 : null), { size, name });
   } catch (e) {
     if (e instanceof Error && /outAxes=null/.test(e.message)) {
-      throw new Error(`shardMap: an output is declared replicated over mesh axis ${JSON.stringify(name)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(name)}), name the axis in out_specs, or pass checkVma: false to take the first device's value`);
+      throw new Error(
+        `shardMap: an output is declared replicated over mesh axis ${JSON.stringify(name)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(name)}), name the axis in out_specs, or pass checkVma: false to take the first device's value`,
+      );
     }
     throw e;
   }

@@ -9,10 +9,12 @@ export const cmul = (a: number, b: number, c: number, d: number): C => [a * c - 
 export function cdiv(a: number, b: number, c: number, d: number): C {
   if (d === 0) return [a / c, b / c];
   if (Math.abs(c) >= Math.abs(d)) {
-    const r = d / c, den = c + d * r;
+    const r = d / c,
+      den = c + d * r;
     return [(a + b * r) / den, (b - a * r) / den];
   }
-  const r = c / d, den = c * r + d;
+  const r = c / d,
+    den = c * r + d;
   return [(a * r + b) / den, (b * r - a) / den];
 }
 
@@ -48,7 +50,10 @@ export function ctanh(x: number, y: number): C {
   return [Math.sinh(2 * x) / den, Math.sin(2 * y) / den];
 }
 // tan z = -i tanh(i z)
-export const ctan = (x: number, y: number): C => { const [a, b] = ctanh(-y, x); return [b, -a]; };
+export const ctan = (x: number, y: number): C => {
+  const [a, b] = ctanh(-y, x);
+  return [b, -a];
+};
 
 // expm1(x+iy) = (expm1(x) cos y - 2 sin^2(y/2)) + i e^x sin y, accurate near 0
 export const cexpm1 = (x: number, y: number): C => {
@@ -72,7 +77,9 @@ export function cpow(a: number, b: number, c: number, d: number): C {
 
 /** z^n for an integer n by repeated squaring (1/z^-n for negative n). */
 export function cipow(x: number, y: number, n: number): C {
-  let acc: C = [1, 0], base: C = [x, y], e = Math.abs(n);
+  let acc: C = [1, 0],
+    base: C = [x, y],
+    e = Math.abs(n);
   while (e > 0) {
     if (e & 1) acc = cmul(acc[0], acc[1], base[0], base[1]);
     base = cmul(base[0], base[1], base[0], base[1]);
@@ -86,6 +93,12 @@ export const csign = (x: number, y: number): C => {
   const r = Math.hypot(x, y);
   return r === 0 ? [0, 0] : [x / r, y / r];
 };
-export const crsqrt = (x: number, y: number): C => { const [a, b] = csqrt(x, y); return cdiv(1, 0, a, b); };
+export const crsqrt = (x: number, y: number): C => {
+  const [a, b] = csqrt(x, y);
+  return cdiv(1, 0, a, b);
+};
 // logistic(z) = 1 / (1 + exp(-z))
-export const clogistic = (x: number, y: number): C => { const [a, b] = cexp(-x, -y); return cdiv(1, 0, 1 + a, b); };
+export const clogistic = (x: number, y: number): C => {
+  const [a, b] = cexp(-x, -y);
+  return cdiv(1, 0, 1 + a, b);
+};

@@ -35,38 +35,62 @@ export interface DebugCallbackParams {
 
 let ctxStack: CallbackContext[] = [];
 /** The context of the callback running now (null outside one). */
-export function currentCallbackContext(): CallbackContext | null { return ctxStack.length ? ctxStack[ctxStack.length - 1] : null; }
+export function currentCallbackContext(): CallbackContext | null {
+  return ctxStack.length ? ctxStack[ctxStack.length - 1] : null;
+}
 
-export const debugCallbackP: Primitive<DebugCallbackParams> = new Primitive<DebugCallbackParams>("debug_callback", {
-  abstractEval() { return []; },
-  impl(args, p) {
-    const ctx: CallbackContext = { axisIndices: p.axis_indices, batchIndices: p.batch_indices, ...(p.device !== undefined ? { device: p.device } : {}) };
-    ctxStack = [...ctxStack, ctx];
-    try { p.callback(args, ctx); } finally { ctxStack = ctxStack.slice(0, -1); }
-    return [];
+export const debugCallbackP: Primitive<DebugCallbackParams> = new Primitive<DebugCallbackParams>(
+  "debug_callback",
+  {
+    abstractEval() {
+      return [];
+    },
+    impl(args, p) {
+      const ctx: CallbackContext = {
+        axisIndices: p.axis_indices,
+        batchIndices: p.batch_indices,
+        ...(p.device !== undefined ? { device: p.device } : {}),
+      };
+      ctxStack = [...ctxStack, ctx];
+      try {
+        p.callback(args, ctx);
+      } finally {
+        ctxStack = ctxStack.slice(0, -1);
+      }
+      return [];
+    },
+    jvp(primals, _tangents, p) {
+      bind(debugCallbackP, primals, p);
+      return [[], []];
+    },
+    vmap(axis, args, dims, p) {
+      // an unnamed vmap over values none of which is batched calls back once (JAX does not batch it at all)
+      if (axis.name === null && dims.every((d) => d === null)) {
+        bind(debugCallbackP, args, p);
+        return [[], []];
+      }
+      for (let i = 0; i < axis.size; i++) {
+        const elems = args.map((a: Array, k) => {
+          const d = dims[k];
+          if (d === null) return a;
+          return reshape(
+            sliceInDim(a, i, i + 1, 1, d),
+            a.shape.filter((_, j) => j !== d),
+          );
+        });
+        const q: DebugCallbackParams =
+          axis.name === null
+            ? { ...p, batch_indices: [i, ...p.batch_indices] }
+            : { ...p, axis_indices: { [axis.name]: i, ...p.axis_indices } };
+        bind(debugCallbackP, elems, q);
+      }
+      return [[], []];
+    },
+    missing: {
+      lower:
+        "debug_callback calls back into JavaScript: under jit it is a host step between ONNX segments, run in program order",
+      transpose: "debug_callback has no outputs; under grad it runs on the primal values in the forward pass",
+    },
   },
-  jvp(primals, _tangents, p) {
-    bind(debugCallbackP, primals, p);
-    return [[], []];
-  },
-  vmap(axis, args, dims, p) {
-    // an unnamed vmap over values none of which is batched calls back once (JAX does not batch it at all)
-    if (axis.name === null && dims.every((d) => d === null)) { bind(debugCallbackP, args, p); return [[], []]; }
-    for (let i = 0; i < axis.size; i++) {
-      const elems = args.map((a: Array, k) => {
-        const d = dims[k];
-        if (d === null) return a;
-        return reshape(sliceInDim(a, i, i + 1, 1, d), a.shape.filter((_, j) => j !== d));
-      });
-      const q: DebugCallbackParams = axis.name === null
-        ? { ...p, batch_indices: [i, ...p.batch_indices] }
-        : { ...p, axis_indices: { [axis.name]: i, ...p.axis_indices } };
-      bind(debugCallbackP, elems, q);
-    }
-    return [[], []];
-  },
-  missing: {
-    lower: "debug_callback calls back into JavaScript: under jit it is a host step between ONNX segments, run in program order",
-    transpose: "debug_callback has no outputs; under grad it runs on the primal values in the forward pass",
-  },
-}, { multipleResults: true, effectful: true });
+  { multipleResults: true, effectful: true },
+);

@@ -61,12 +61,12 @@ export function fmaF32(a: number, b: number, c: number): number {
   const prod = a * b;
   const s = prod + c;
   const bb = s - prod;
-  const err = (prod - (s - bb)) + (c - bb);
+  const err = prod - (s - bb) + (c - bb);
   const r = f(s);
   if (err === 0 || r === s) return r;
   // is s exactly halfway between r and its float32 neighbour toward s?
   const other = f(r + 2 * (s - r));
-  if (other !== r && s - r === (other - r) / 2) return (err > 0) === (other > r) ? other : r;
+  if (other !== r && s - r === (other - r) / 2) return err > 0 === other > r ? other : r;
   return r;
 }
 

@@ -21,7 +21,11 @@ export function fromBigs(aval: ShapedArray, vals: ArrayLike<bigint>): ArrayImpl 
 /** Iterates the flat source index of each output element for an output of `outShape`
  * where out index i maps to source index sum(idx[d] * srcStrides[d]) + offset. */
 export function stridedGather(
-  src: TypedArray, outShape: readonly number[], srcStrides: readonly number[], offset: number, out: TypedArray,
+  src: TypedArray,
+  outShape: readonly number[],
+  srcStrides: readonly number[],
+  offset: number,
+  out: TypedArray,
 ): void {
   const nd = outShape.length;
   const n = out.length;

@@ -8,7 +8,8 @@ export function erf(x: number): number {
   const a = Math.abs(x);
   if (a < 2.5) {
     // erf(x) = 2/sqrt(pi) * sum_n (-1)^n x^(2n+1) / (n! (2n+1))
-    let term = x, sum = x;
+    let term = x,
+      sum = x;
     const x2 = x * x;
     for (let n = 1; n < 200; n++) {
       term *= -x2 / n;
@@ -27,11 +28,16 @@ function erfcPositive(x: number): number {
   if (x > 27) return 0;
   // modified Lentz for K = x + (1/2)/(x + 1/(x + (3/2)/(x + 2/(x + ...))))
   const tiny = 1e-300;
-  let f = x, C = x, D = 0;
+  let f = x,
+    C = x,
+    D = 0;
   for (let n = 1; n < 500; n++) {
     const an = n / 2;
-    D = x + an * D; if (D === 0) D = tiny; D = 1 / D;
-    C = x + an / C; if (C === 0) C = tiny;
+    D = x + an * D;
+    if (D === 0) D = tiny;
+    D = 1 / D;
+    C = x + an / C;
+    if (C === 0) C = tiny;
     const delta = C * D;
     f *= delta;
     if (Math.abs(delta - 1) < 1e-16) break;
@@ -56,17 +62,25 @@ export function erfinv(y: number): number {
   let x: number;
   if (w < 5) {
     w -= 2.5;
-    let p = 2.81022636e-08;
-    for (const c of [3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]) p = c + p * w;
+    let p = 2.81022636e-8;
+    for (const c of [
+      3.43273939e-7, -3.5233877e-6, -4.39150654e-6, 0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+      1.50140941,
+    ])
+      p = c + p * w;
     x = p * y;
   } else {
     w = Math.sqrt(w) - 3;
     let p = -0.000200214257;
-    for (const c of [0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]) p = c + p * w;
+    for (const c of [
+      0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+      2.83297682,
+    ])
+      p = c + p * w;
     x = p * y;
   }
   for (let i = 0; i < 3; i++) {
-    const err = (Math.abs(y) > 0.9 ? -(erfc(x) - (1 - y)) : erf(x) - y);
+    const err = Math.abs(y) > 0.9 ? -(erfc(x) - (1 - y)) : erf(x) - y;
     const step = err / ((2 / SQRT_PI) * Math.exp(-x * x));
     if (!Number.isFinite(step)) break;
     x -= step;
@@ -101,7 +115,10 @@ export function digamma(x: number): number {
   if (x <= 0 && Number.isInteger(x)) return NaN;
   if (x < 0) return digamma(1 - x) - Math.PI / Math.tan(Math.PI * x);
   let r = 0;
-  while (x < 15) { r -= 1 / x; x += 1; }
+  while (x < 15) {
+    r -= 1 / x;
+    x += 1;
+  }
   const f = 1 / (x * x);
   // psi(x) ~ ln x - 1/2x - 1/12x^2 + 1/120x^4 - 1/252x^6 + 1/240x^8 - 5/660x^10
   return r + Math.log(x) - 0.5 / x - f * (1 / 12 - f * (1 / 120 - f * (1 / 252 - f * (1 / 240 - f * (5 / 660)))));
@@ -113,8 +130,12 @@ export function nextafterF32(x: number, y: number): number {
   if (x === y) return y;
   const buf = new Float32Array([x]);
   const u = new Int32Array(buf.buffer);
-  if (x === 0) { u[0] = 1; return y > 0 ? buf[0] : -buf[0]; }
-  if ((y > x) === (x > 0)) u[0] += 1; else u[0] -= 1;
+  if (x === 0) {
+    u[0] = 1;
+    return y > 0 ? buf[0] : -buf[0];
+  }
+  if (y > x === x > 0) u[0] += 1;
+  else u[0] -= 1;
   return buf[0];
 }
 export function nextafterF64(x: number, y: number): number {
@@ -122,13 +143,21 @@ export function nextafterF64(x: number, y: number): number {
   if (x === y) return y;
   const buf = new Float64Array([x]);
   const u = new BigInt64Array(buf.buffer);
-  if (x === 0) { u[0] = 1n; return y > 0 ? buf[0] : -buf[0]; }
-  if ((y > x) === (x > 0)) u[0] += 1n; else u[0] -= 1n;
+  if (x === 0) {
+    u[0] = 1n;
+    return y > 0 ? buf[0] : -buf[0];
+  }
+  if (y > x === x > 0) u[0] += 1n;
+  else u[0] -= 1n;
   return buf[0];
 }
 
 const BERNOULLI_2K = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6];
-const factorial = (n: number): number => { let r = 1; for (let i = 2; i <= n; i++) r *= i; return r; };
+const factorial = (n: number): number => {
+  let r = 1;
+  for (let i = 2; i <= n; i++) r *= i;
+  return r;
+};
 
 /**
  * polygamma(m, x) for integer m >= 1 and x > 0: shift x up with psi^(m)(x) = psi^(m)(x+1) + (-1)^(m+1) m!/x^(m+1),
@@ -142,8 +171,12 @@ export function polygamma(m: number, x: number): number {
   const sgn = m % 2 === 1 ? 1 : -1;
   const mf = factorial(m);
   let acc = 0;
-  while (x < 15) { acc += mf / x ** (m + 1); x += 1; }
+  while (x < 15) {
+    acc += mf / x ** (m + 1);
+    x += 1;
+  }
   let s = factorial(m - 1) / x ** m + mf / (2 * x ** (m + 1));
-  for (let k = 1; k <= BERNOULLI_2K.length; k++) s += (BERNOULLI_2K[k - 1] * factorial(2 * k + m - 1)) / (factorial(2 * k) * x ** (2 * k + m));
+  for (let k = 1; k <= BERNOULLI_2K.length; k++)
+    s += (BERNOULLI_2K[k - 1] * factorial(2 * k + m - 1)) / (factorial(2 * k) * x ** (2 * k + m));
   return sgn * (acc + s);
 }

@@ -51,39 +51,84 @@ function block(k0: number, k1: number, c0: number, c1: number, out: Int32Array):
   let v: number;
 
   // group 1: rotations 13,15,26,6 ; inject ks1, ks2 + 1
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 13) | (v >>> 19)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 15) | (v >>> 17)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 26) | (v >>> 6)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 6) | (v >>> 26)) ^ x0;
-  x0 = (x0 + ks1) | 0; x1 = (x1 + ks2 + 1) | 0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 13) | (v >>> 19)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 15) | (v >>> 17)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 26) | (v >>> 6)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 6) | (v >>> 26)) ^ x0;
+  x0 = (x0 + ks1) | 0;
+  x1 = (x1 + ks2 + 1) | 0;
 
   // group 2: rotations 17,29,16,24 ; inject ks2, ks0 + 2
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 17) | (v >>> 15)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 29) | (v >>> 3)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 16) | (v >>> 16)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 24) | (v >>> 8)) ^ x0;
-  x0 = (x0 + ks2) | 0; x1 = (x1 + ks0 + 2) | 0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 17) | (v >>> 15)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 29) | (v >>> 3)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 16) | (v >>> 16)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 24) | (v >>> 8)) ^ x0;
+  x0 = (x0 + ks2) | 0;
+  x1 = (x1 + ks0 + 2) | 0;
 
   // group 3: rotations 13,15,26,6 ; inject ks0, ks1 + 3
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 13) | (v >>> 19)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 15) | (v >>> 17)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 26) | (v >>> 6)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 6) | (v >>> 26)) ^ x0;
-  x0 = (x0 + ks0) | 0; x1 = (x1 + ks1 + 3) | 0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 13) | (v >>> 19)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 15) | (v >>> 17)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 26) | (v >>> 6)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 6) | (v >>> 26)) ^ x0;
+  x0 = (x0 + ks0) | 0;
+  x1 = (x1 + ks1 + 3) | 0;
 
   // group 4: rotations 17,29,16,24 ; inject ks1, ks2 + 4
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 17) | (v >>> 15)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 29) | (v >>> 3)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 16) | (v >>> 16)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 24) | (v >>> 8)) ^ x0;
-  x0 = (x0 + ks1) | 0; x1 = (x1 + ks2 + 4) | 0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 17) | (v >>> 15)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 29) | (v >>> 3)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 16) | (v >>> 16)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 24) | (v >>> 8)) ^ x0;
+  x0 = (x0 + ks1) | 0;
+  x1 = (x1 + ks2 + 4) | 0;
 
   // group 5: rotations 13,15,26,6 ; inject ks2, ks0 + 5
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 13) | (v >>> 19)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 15) | (v >>> 17)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 26) | (v >>> 6)) ^ x0;
-  x0 = (x0 + x1) | 0; v = x1; x1 = ((v << 6) | (v >>> 26)) ^ x0;
-  x0 = (x0 + ks2) | 0; x1 = (x1 + ks0 + 5) | 0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 13) | (v >>> 19)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 15) | (v >>> 17)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 26) | (v >>> 6)) ^ x0;
+  x0 = (x0 + x1) | 0;
+  v = x1;
+  x1 = ((v << 6) | (v >>> 26)) ^ x0;
+  x0 = (x0 + ks2) | 0;
+  x1 = (x1 + ks0 + 5) | 0;
 
   out[0] = x0;
   out[1] = x1;
@@ -106,12 +151,7 @@ export function threefry2x32Block(k0: number, k1: number, x0: number, x1: number
  * the other one (as the primitive's broadcasting rule allows); otherwise lengths
  * must match.
  */
-export function threefry2x32(
-  k0: number,
-  k1: number,
-  x0: Uint32Array,
-  x1: Uint32Array,
-): [Uint32Array, Uint32Array] {
+export function threefry2x32(k0: number, k1: number, x0: Uint32Array, x1: Uint32Array): [Uint32Array, Uint32Array] {
   const n = x0.length === x1.length ? x0.length : x0.length === 1 ? x1.length : x1.length === 1 ? x0.length : -1;
   if (n < 0) throw new Error(`threefry2x32: counter lengths ${x0.length} and ${x1.length} do not broadcast`);
   const b0 = x0.length === 1 && n !== 1;
@@ -134,8 +174,12 @@ export function threefry2x32(
  * implementation.
  */
 export function threefry2x32Indexed(
-  k0: Uint32Array, k1: Uint32Array, x0: Uint32Array, x1: Uint32Array,
-  offs: readonly (Int32Array | null | "first")[], n: number,
+  k0: Uint32Array,
+  k1: Uint32Array,
+  x0: Uint32Array,
+  x1: Uint32Array,
+  offs: readonly (Int32Array | null | "first")[],
+  n: number,
 ): [Uint32Array, Uint32Array] {
   const y0 = new Uint32Array(n);
   const y1 = new Uint32Array(n);
@@ -271,7 +315,8 @@ export function split(key: Uint32Array, num: number | readonly number[], partiti
  */
 export function foldIn(key: Uint32Array, data: number | bigint): Uint32Array {
   checkKey(key, "foldIn");
-  if (typeof data === "number" && !Number.isInteger(data)) throw new TypeError(`fold_in data must be an integer; got ${data}`);
+  if (typeof data === "number" && !Number.isInteger(data))
+    throw new TypeError(`fold_in data must be an integer; got ${data}`);
   const d = typeof data === "bigint" ? Number(BigInt.asUintN(32, data)) : Number(BigInt.asUintN(32, BigInt(data)));
   const [y0, y1] = threefry2x32Block(key[0]!, key[1]!, 0, d);
   return Uint32Array.of(y0, y1);
@@ -338,7 +383,8 @@ export function randomBits(
       }
       return out;
     }
-    const out = bitWidth === 32 ? new Uint32Array(size) : bitWidth === 16 ? new Uint16Array(size) : new Uint8Array(size);
+    const out =
+      bitWidth === 32 ? new Uint32Array(size) : bitWidth === 16 ? new Uint16Array(size) : new Uint8Array(size);
     for (let i = 0; i < size; i++) {
       block(k0, k1, Math.floor(i / TWO32), i >>> 0, tmp);
       out[i] = tmp[0]! ^ tmp[1]!; // typed-array store keeps the low bits

@@ -46,10 +46,15 @@ export interface MemoryProfile {
 }
 
 /** What the tracker needs of a sharding without importing the parallel layer. */
-interface ShardingLike { readonly deviceSet: readonly { readonly id: number }[]; shardShape(shape: readonly number[]): number[] }
+interface ShardingLike {
+  readonly deviceSet: readonly { readonly id: number }[];
+  shardShape(shape: readonly number[]): number[];
+}
 function asSharding(p: unknown): ShardingLike | null {
   const s = p as Partial<ShardingLike> | null;
-  return s && typeof s === "object" && Array.isArray(s.deviceSet) && typeof s.shardShape === "function" ? (s as ShardingLike) : null;
+  return s && typeof s === "object" && Array.isArray(s.deviceSet) && typeof s.shardShape === "function"
+    ? (s as ShardingLike)
+    : null;
 }
 
 const tracked = new Map<WeakRef<ArrayImpl>, string | undefined>();
@@ -61,36 +66,67 @@ function track(a: ArrayImpl): void {
 }
 
 /** Installs or removes ArrayImpl's creation hook after config memoryProfile changed. */
-export function refreshArrayTracking(): void { ArrayImpl.createHook = memoryTracking() ? track : null; }
-onConfigChange((name) => { if (name === "memoryProfile") refreshArrayTracking(); });
+export function refreshArrayTracking(): void {
+  ArrayImpl.createHook = memoryTracking() ? track : null;
+}
+onConfigChange((name) => {
+  if (name === "memoryProfile") refreshArrayTracking();
+});
 refreshArrayTracking();
 
 /** The live arrays of every device, largest first per device (see MemoryProfile). */
 export function deviceMemoryProfile(): MemoryProfile {
   checkArity("profiler.deviceMemoryProfile", arguments, 0, "profiler.deviceMemoryProfile()");
   const byDevice = new Map<number, LiveArrayRecord[]>();
-  const add = (r: LiveArrayRecord) => { let l = byDevice.get(r.device); if (!l) byDevice.set(r.device, (l = [])); l.push(r); };
+  const add = (r: LiveArrayRecord) => {
+    let l = byDevice.get(r.device);
+    if (!l) byDevice.set(r.device, (l = []));
+    l.push(r);
+  };
   for (const [ref, site] of tracked) {
     const a = ref.deref();
-    if (!a || a.isDisposed) { tracked.delete(ref); continue; }
+    if (!a || a.isDisposed) {
+      tracked.delete(ref);
+      continue;
+    }
     const sh = asSharding(a.placement);
     const base = { kind: "array" as const, dtype: a.dtype, ...(site ? { site } : {}) };
     if (sh) {
       const shape = sh.shardShape(a.shape);
       const bytes = shape.reduce((x, y) => x * y, 1) * itemsize(a.dtype);
-      for (const d of sh.deviceSet) add({ ...base, device: d.id, shape, bytes, sharding: String(a.placement), globalShape: [...a.shape] });
+      for (const d of sh.deviceSet)
+        add({ ...base, device: d.id, shape, bytes, sharding: String(a.placement), globalShape: [...a.shape] });
     } else add({ ...base, device: a.device.id, shape: [...a.shape], bytes: a.size * itemsize(a.dtype) });
   }
   const runtime = new Map(allRuntimeDevices().map((d) => [d.id, d]));
-  for (const d of runtime.values()) for (const b of d.liveBuffers()) add({ kind: "buffer", device: b.device, shape: b.shape, dtype: b.dtype, bytes: b.bytes, ...(b.site ? { site: b.site } : {}) });
+  for (const d of runtime.values())
+    for (const b of d.liveBuffers())
+      add({
+        kind: "buffer",
+        device: b.device,
+        shape: b.shape,
+        dtype: b.dtype,
+        bytes: b.bytes,
+        ...(b.site ? { site: b.site } : {}),
+      });
   const ids = [...new Set([...byDevice.keys(), ...runtime.keys()])].sort((a, b) => a - b);
   const devices: DeviceMemory[] = ids.map((id) => {
     const arrays = (byDevice.get(id) ?? []).sort((a, b) => b.bytes - a.bytes);
     const rd = runtime.get(id);
     const st = rd?.memoryStats();
     return {
-      device: id, liveBytes: arrays.reduce((s, r) => s + r.bytes, 0), arrays,
-      ...(st ? { runtime: { bytesInUse: st.bytesInUse, peakBytesInUse: st.peakBytesInUse, ...(st.bytesLimit ? { bytesLimit: st.bytesLimit } : {}) } } : {}),
+      device: id,
+      liveBytes: arrays.reduce((s, r) => s + r.bytes, 0),
+      arrays,
+      ...(st
+        ? {
+            runtime: {
+              bytesInUse: st.bytesInUse,
+              peakBytesInUse: st.peakBytesInUse,
+              ...(st.bytesLimit ? { bytesLimit: st.bytesLimit } : {}),
+            },
+          }
+        : {}),
     };
   });
   const tracking = memoryTracking();
@@ -99,12 +135,17 @@ export function deviceMemoryProfile(): MemoryProfile {
 
 function formatProfile(devices: readonly DeviceMemory[], tracking: boolean, top = 10): string {
   const lines: string[] = [];
-  if (!tracking) lines.push("(arrays are tracked only while config memoryProfile is on: config.update(\"memoryProfile\", true))");
+  if (!tracking)
+    lines.push('(arrays are tracked only while config memoryProfile is on: config.update("memoryProfile", true))');
   for (const d of devices) {
-    const rt = d.runtime ? `; runtime buffers ${d.runtime.bytesInUse} B in use, peak ${d.runtime.peakBytesInUse} B${d.runtime.bytesLimit ? `, limit ${d.runtime.bytesLimit} B` : ""}` : "";
+    const rt = d.runtime
+      ? `; runtime buffers ${d.runtime.bytesInUse} B in use, peak ${d.runtime.peakBytesInUse} B${d.runtime.bytesLimit ? `, limit ${d.runtime.bytesLimit} B` : ""}`
+      : "";
     lines.push(`Device ${d.device}: ${d.arrays.length} live array(s), ${d.liveBytes} B${rt}`);
     for (const r of d.arrays.slice(0, top)) {
-      lines.push(`  ${String(r.bytes).padStart(12)} B  ${r.kind === "buffer" ? "buffer " : ""}${r.dtype}[${r.shape.join(",")}]${r.sharding ? ` shard of [${r.globalShape!.join(",")}] ${r.sharding}` : ""}${r.site ? `  at ${r.site}` : ""}`);
+      lines.push(
+        `  ${String(r.bytes).padStart(12)} B  ${r.kind === "buffer" ? "buffer " : ""}${r.dtype}[${r.shape.join(",")}]${r.sharding ? ` shard of [${r.globalShape!.join(",")}] ${r.sharding}` : ""}${r.site ? `  at ${r.site}` : ""}`,
+      );
     }
     if (d.arrays.length > top) lines.push(`  ... and ${d.arrays.length - top} more`);
   }

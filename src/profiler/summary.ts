@@ -4,8 +4,16 @@
  */
 import { DEVICES_PID, DEVICE_TID0, HOST_PID, type TraceEvent, type TraceFile } from "./trace-file.js";
 
-export interface NamedTotal { name: string; count: number; totalUs: number }
-export interface CollectiveTotal extends NamedTotal { bytes: number; waitUs: number; transferUs: number }
+export interface NamedTotal {
+  name: string;
+  count: number;
+  totalUs: number;
+}
+export interface CollectiveTotal extends NamedTotal {
+  bytes: number;
+  waitUs: number;
+  transferUs: number;
+}
 
 export interface DeviceSummary {
   device: number;
@@ -48,10 +56,19 @@ type Span = { ts: number; end: number };
 
 /** Length of the union of intervals, clipped to [lo, hi]. */
 function unionUs(spans: readonly Span[], lo = -Infinity, hi = Infinity): number {
-  const iv = spans.map((s) => [Math.max(s.ts, lo), Math.min(s.end, hi)] as const).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);
-  let total = 0, curA = -Infinity, curB = -Infinity;
+  const iv = spans
+    .map((s) => [Math.max(s.ts, lo), Math.min(s.end, hi)] as const)
+    .filter(([a, b]) => b > a)
+    .sort((x, y) => x[0] - y[0]);
+  let total = 0,
+    curA = -Infinity,
+    curB = -Infinity;
   for (const [a, b] of iv) {
-    if (a > curB) { if (curB > curA) total += curB - curA; curA = a; curB = b; } else curB = Math.max(curB, b);
+    if (a > curB) {
+      if (curB > curA) total += curB - curA;
+      curA = a;
+      curB = b;
+    } else curB = Math.max(curB, b);
   }
   if (curB > curA) total += curB - curA;
   return total;
@@ -81,8 +98,10 @@ export function summarizeTrace(t: TraceFile, top = 10): TraceSummary {
   const ids = [...new Set(dev.map((e) => e.tid - DEVICE_TID0))].sort((a, b) => a - b);
   const perDevice = (id: number, a = lo, b = hi) => {
     const mine = dev.filter((e) => e.tid === DEVICE_TID0 + id);
-    const runs = mine.filter((e) => e.cat === "device"), colls = mine.filter((e) => e.cat === "collective");
-    const busy = unionUs(runs.map(span), a, b), comm = unionUs(colls.map(span), a, b);
+    const runs = mine.filter((e) => e.cat === "device"),
+      colls = mine.filter((e) => e.cat === "collective");
+    const busy = unionUs(runs.map(span), a, b),
+      comm = unionUs(colls.map(span), a, b);
     return { runs, colls, busy, comm, compute: busy - comm, idle: b - a - busy };
   };
   const devices: DeviceSummary[] = ids.map((id) => {
@@ -99,7 +118,12 @@ export function summarizeTrace(t: TraceFile, top = 10): TraceSummary {
       c.transferUs += Number(e.args?.transfer_us ?? 0);
     }
     return {
-      device: id, busyUs: r3(d.busy), communicationUs: r3(d.comm), computeUs: r3(d.compute), idleUs: r3(d.idle), launches: d.runs.length,
+      device: id,
+      busyUs: r3(d.busy),
+      communicationUs: r3(d.comm),
+      computeUs: r3(d.compute),
+      idleUs: r3(d.idle),
+      launches: d.runs.length,
       programs: totals(d.runs, (e) => e.name).slice(0, top),
       collectives: [...cm.values()].sort((a, b) => b.totalUs - a.totalUs).slice(0, top),
     };
@@ -108,18 +132,33 @@ export function summarizeTrace(t: TraceFile, top = 10): TraceSummary {
   const cats = [...new Set(hostEvs.map((e) => e.cat ?? ""))].sort();
   const hostBy = (a: number, b: number): Record<string, number> =>
     Object.fromEntries(cats.map((c) => [c, r3(unionUs(hostEvs.filter((e) => e.cat === c).map(span), a, b))]));
-  const steps: StepSummary[] = xs.filter((e) => e.cat === "step").sort((a, b) => a.ts - b.ts).map((s) => {
-    const a = s.ts, b = s.ts + (s.dur ?? 0);
-    const per = ids.map((id) => perDevice(id, a, b));
-    const mean = (f: (p: (typeof per)[number]) => number) => (per.length ? r3(per.reduce((acc, p) => acc + f(p), 0) / per.length) : 0);
-    return {
-      name: s.name, step: Number(s.args?.step_num ?? NaN), durationUs: r3(b - a), host: hostBy(a, b),
-      deviceComputeUs: mean((p) => p.compute), deviceCommunicationUs: mean((p) => p.comm), deviceIdleUs: mean((p) => p.idle),
-    };
-  });
+  const steps: StepSummary[] = xs
+    .filter((e) => e.cat === "step")
+    .sort((a, b) => a.ts - b.ts)
+    .map((s) => {
+      const a = s.ts,
+        b = s.ts + (s.dur ?? 0);
+      const per = ids.map((id) => perDevice(id, a, b));
+      const mean = (f: (p: (typeof per)[number]) => number) =>
+        per.length ? r3(per.reduce((acc, p) => acc + f(p), 0) / per.length) : 0;
+      return {
+        name: s.name,
+        step: Number(s.args?.step_num ?? NaN),
+        durationUs: r3(b - a),
+        host: hostBy(a, b),
+        deviceComputeUs: mean((p) => p.compute),
+        deviceCommunicationUs: mean((p) => p.comm),
+        deviceIdleUs: mean((p) => p.idle),
+      };
+    });
   return {
-    extentUs: r3(hi - lo), devices, host: hostBy(lo, hi),
-    topHost: totals(hostEvs.filter((e) => e.cat === "op" || e.cat === "jit"), (e) => e.name).slice(0, top),
+    extentUs: r3(hi - lo),
+    devices,
+    host: hostBy(lo, hi),
+    topHost: totals(
+      hostEvs.filter((e) => e.cat === "op" || e.cat === "jit"),
+      (e) => e.name,
+    ).slice(0, top),
     steps,
   };
 }
@@ -131,18 +170,43 @@ const pct = (a: number, b: number): string => (b > 0 ? `${((100 * a) / b).toFixe
 export function formatSummary(s: TraceSummary): string {
   const out: string[] = [`trace extent ${ms(s.extentUs)}`];
   for (const d of s.devices) {
-    out.push("", `Device ${d.device}: ${d.launches} launch(es); compute ${ms(d.computeUs)} (${pct(d.computeUs, s.extentUs)}), communication ${ms(d.communicationUs)} (${pct(d.communicationUs, s.extentUs)}), idle ${ms(d.idleUs)} (${pct(d.idleUs, s.extentUs)})`);
-    if (d.programs.length) out.push("  top programs:", ...d.programs.map((p) => `    ${p.name}  x${p.count}  ${ms(p.totalUs)}`));
+    out.push(
+      "",
+      `Device ${d.device}: ${d.launches} launch(es); compute ${ms(d.computeUs)} (${pct(d.computeUs, s.extentUs)}), communication ${ms(d.communicationUs)} (${pct(d.communicationUs, s.extentUs)}), idle ${ms(d.idleUs)} (${pct(d.idleUs, s.extentUs)})`,
+    );
+    if (d.programs.length)
+      out.push("  top programs:", ...d.programs.map((p) => `    ${p.name}  x${p.count}  ${ms(p.totalUs)}`));
     if (d.collectives.length) {
-      out.push("  top collectives:", ...d.collectives.map((c) => `    ${c.name}  x${c.count}  ${ms(c.totalUs)} (wait ${ms(c.waitUs)}, transfer ${ms(c.transferUs)})  ${c.bytes} B`));
+      out.push(
+        "  top collectives:",
+        ...d.collectives.map(
+          (c) =>
+            `    ${c.name}  x${c.count}  ${ms(c.totalUs)} (wait ${ms(c.waitUs)}, transfer ${ms(c.transferUs)})  ${c.bytes} B`,
+        ),
+      );
     }
   }
-  out.push("", `Host: ${Object.entries(s.host).map(([k, v]) => `${k} ${ms(v)}`).join(", ") || "no spans"}`);
-  if (s.topHost.length) out.push("  top ops / jit calls:", ...s.topHost.map((p) => `    ${p.name}  x${p.count}  ${ms(p.totalUs)}`));
+  out.push(
+    "",
+    `Host: ${
+      Object.entries(s.host)
+        .map(([k, v]) => `${k} ${ms(v)}`)
+        .join(", ") || "no spans"
+    }`,
+  );
+  if (s.topHost.length)
+    out.push("  top ops / jit calls:", ...s.topHost.map((p) => `    ${p.name}  x${p.count}  ${ms(p.totalUs)}`));
   if (s.steps.length) {
     out.push("", "Steps:");
     for (const st of s.steps) {
-      out.push(`  ${st.name} ${st.step}: ${ms(st.durationUs)}; devices (mean) compute ${ms(st.deviceComputeUs)}, communication ${ms(st.deviceCommunicationUs)}, idle ${ms(st.deviceIdleUs)}; host ${Object.entries(st.host).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${ms(v)}`).join(", ")}`);
+      out.push(
+        `  ${st.name} ${st.step}: ${ms(st.durationUs)}; devices (mean) compute ${ms(st.deviceComputeUs)}, communication ${ms(st.deviceCommunicationUs)}, idle ${ms(st.deviceIdleUs)}; host ${Object.entries(
+          st.host,
+        )
+          .filter(([, v]) => v > 0)
+          .map(([k, v]) => `${k} ${ms(v)}`)
+          .join(", ")}`,
+      );
     }
   }
   return out.join("\n");

@@ -12,7 +12,9 @@ export interface TimelineData {
 
 /** Tracks and spans laid out for drawing: nested spans of a track go one lane down. */
 export function timelineData(t: TraceFile): TimelineData {
-  const names = new Map<string, string>(), procs = new Map<number, string>(), sort = new Map<string, number>();
+  const names = new Map<string, string>(),
+    procs = new Map<number, string>(),
+    sort = new Map<string, number>();
   for (const e of t.traceEvents) {
     if (e.ph !== "M") continue;
     if (e.name === "thread_name") names.set(`${e.pid}/${e.tid}`, String(e.args?.name));
@@ -22,13 +24,24 @@ export function timelineData(t: TraceFile): TimelineData {
   const xs = t.traceEvents.filter((e): e is TraceEvent & { dur: number } => e.ph === "X" && typeof e.dur === "number");
   const keys = [...new Set(xs.map((e) => `${e.pid}/${e.tid}`))];
   // devices first, then the host tracks
-  const order = (k: string) => { const [pid, tid] = k.split("/").map(Number); return [pid === DEVICES_PID ? 0 : 1, sort.get(k) ?? tid] as const; };
+  const order = (k: string) => {
+    const [pid, tid] = k.split("/").map(Number);
+    return [pid === DEVICES_PID ? 0 : 1, sort.get(k) ?? tid] as const;
+  };
   keys.sort((a, b) => order(a)[0] - order(b)[0] || order(a)[1] - order(b)[1]);
   const index = new Map(keys.map((k, i) => [k, i]));
-  const tracks = keys.map((k) => ({ label: names.get(k) ?? `${procs.get(Number(k.split("/")[0])) ?? "pid " + k.split("/")[0]} / ${k.split("/")[1]}`, lanes: 1 }));
+  const tracks = keys.map((k) => ({
+    label: names.get(k) ?? `${procs.get(Number(k.split("/")[0])) ?? "pid " + k.split("/")[0]} / ${k.split("/")[1]}`,
+    lanes: 1,
+  }));
   const spans: TimelineData["spans"] = [];
   const byTrack = new Map<number, (TraceEvent & { dur: number })[]>();
-  for (const e of xs) { const i = index.get(`${e.pid}/${e.tid}`)!; let l = byTrack.get(i); if (!l) byTrack.set(i, (l = [])); l.push(e); }
+  for (const e of xs) {
+    const i = index.get(`${e.pid}/${e.tid}`)!;
+    let l = byTrack.get(i);
+    if (!l) byTrack.set(i, (l = []));
+    l.push(e);
+  }
   for (const [i, evs] of byTrack) {
     evs.sort((a, b) => a.ts - b.ts || b.dur - a.dur);
     const open: number[] = []; // end times of the enclosing spans
@@ -46,7 +59,8 @@ export function timelineData(t: TraceFile): TimelineData {
 /** The page: inline data, inline script, a canvas; nothing is fetched. */
 export function renderTimelineHtml(t: TraceFile, title = "jaxts trace"): string {
   const data = JSON.stringify(timelineData(t)).replace(/</g, "\\u003c");
-  const esc = (s: string) => s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
+  const esc = (s: string) =>
+    s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
   return `<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
 <style>

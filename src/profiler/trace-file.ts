@@ -21,7 +21,11 @@ export interface TraceEvent {
 }
 
 /** The file's top-level object (the JSON Object Format of the trace-event spec). */
-export interface TraceFile { displayTimeUnit: "ms"; traceEvents: TraceEvent[]; otherData: Record<string, string | number> }
+export interface TraceFile {
+  displayTimeUnit: "ms";
+  traceEvents: TraceEvent[];
+  otherData: Record<string, string | number>;
+}
 
 /** Process ids of the two groups of tracks. */
 export const HOST_PID = 1;
@@ -44,28 +48,49 @@ export function buildTraceFile(spans: readonly ProfileSpan[], t0: number): Trace
   const devices = new Set<number>();
   const spanEvents: TraceEvent[] = [];
   for (const s of spans) {
-    let pid = HOST_PID, tid: number;
-    if (typeof s.track === "object") { pid = DEVICES_PID; tid = DEVICE_TID0 + s.track.device; devices.add(s.track.device); }
-    else tid = HOST_TID[s.track];
-    const ev: TraceEvent = { name: s.name, ph: "X", ts: round(s.start - t0), dur: round(Math.max(0, s.end - s.start)), pid, tid, cat: s.cat };
+    let pid = HOST_PID,
+      tid: number;
+    if (typeof s.track === "object") {
+      pid = DEVICES_PID;
+      tid = DEVICE_TID0 + s.track.device;
+      devices.add(s.track.device);
+    } else tid = HOST_TID[s.track];
+    const ev: TraceEvent = {
+      name: s.name,
+      ph: "X",
+      ts: round(s.start - t0),
+      dur: round(Math.max(0, s.end - s.start)),
+      pid,
+      tid,
+      cat: s.cat,
+    };
     if (s.args) ev.args = s.args;
     spanEvents.push(ev);
   }
   for (const d of [...devices].sort((a, b) => a - b)) {
-    events.push(meta("thread_name", DEVICES_PID, DEVICE_TID0 + d, { name: `Device ${d}` }), meta("thread_sort_index", DEVICES_PID, DEVICE_TID0 + d, { sort_index: d }));
+    events.push(
+      meta("thread_name", DEVICES_PID, DEVICE_TID0 + d, { name: `Device ${d}` }),
+      meta("thread_sort_index", DEVICES_PID, DEVICE_TID0 + d, { sort_index: d }),
+    );
   }
   // sorted by start, longer first at equal starts, so enclosing spans precede what they enclose
   spanEvents.sort((a, b) => a.ts - b.ts || (b.dur ?? 0) - (a.dur ?? 0));
   events.push(...spanEvents);
   // t0_us (the monotonic clock at ts 0) lets a merge align the files of several processes of one host
-  return { displayTimeUnit: "ms", traceEvents: events, otherData: { producer: "jaxts", host: hostname(), pid: process.pid, t0_us: t0 } };
+  return {
+    displayTimeUnit: "ms",
+    traceEvents: events,
+    otherData: { producer: "jaxts", host: hostname(), pid: process.pid, t0_us: t0 },
+  };
 }
 
 function meta(name: string, pid: number, tid: number, args: Record<string, string | number>): TraceEvent {
   return { name, ph: "M", ts: 0, pid, tid, args };
 }
 /** Microseconds to 3 decimals (nanosecond resolution keeps nested spans' order). */
-function round(us: number): number { return Math.round(us * 1000) / 1000; }
+function round(us: number): number {
+  return Math.round(us * 1000) / 1000;
+}
 
 /** Writes `file` under `<dir>/plugins/profile/<run>/` atomically (as JAX lays traces out); returns its path. */
 export function writeTraceFile(dir: string, file: TraceFile, gzip: boolean): string {
@@ -85,9 +110,14 @@ export function readTraceFile(path: string): TraceFile {
   const raw = readFileSync(path);
   const text = raw[0] === 0x1f && raw[1] === 0x8b ? gunzipSync(raw).toString("utf8") : raw.toString("utf8");
   let obj: unknown;
-  try { obj = JSON.parse(text); } catch (e) { throw new Error(`readTraceFile(${path}): not JSON: ${(e as Error).message}`); }
+  try {
+    obj = JSON.parse(text);
+  } catch (e) {
+    throw new Error(`readTraceFile(${path}): not JSON: ${(e as Error).message}`);
+  }
   const evs = (obj as { traceEvents?: unknown })?.traceEvents;
-  if (!Array.isArray(evs)) throw new Error(`readTraceFile(${path}): expected an object with a traceEvents array (Chrome trace-event JSON)`);
+  if (!Array.isArray(evs))
+    throw new Error(`readTraceFile(${path}): expected an object with a traceEvents array (Chrome trace-event JSON)`);
   return obj as TraceFile;
 }
 
@@ -100,7 +130,8 @@ export function mergeTraceFiles(files: readonly TraceFile[]): TraceFile {
   if (files.length === 0) throw new Error("mergeTraceFiles: no trace files given");
   const t0s = files.map((f, k) => {
     const t = Number(f.otherData?.t0_us);
-    if (!Number.isFinite(t)) throw new Error(`mergeTraceFiles: file ${k} has no otherData.t0_us (was it written by jaxts's profiler?)`);
+    if (!Number.isFinite(t))
+      throw new Error(`mergeTraceFiles: file ${k} has no otherData.t0_us (was it written by jaxts's profiler?)`);
     return t;
   });
   const base = Math.min(...t0s);
@@ -111,9 +142,14 @@ export function mergeTraceFiles(files: readonly TraceFile[]): TraceFile {
     for (const e of f.traceEvents) {
       const ev: TraceEvent = { ...e, pid: 10 * (k + 1) + e.pid, ts: e.ph === "M" ? 0 : round(e.ts + shift) };
       if (e.ph === "M" && e.name === "process_name") ev.args = { name: `${who} ${String(e.args?.name ?? "")}` };
-      if (e.ph === "M" && e.name === "process_sort_index") ev.args = { sort_index: 10 * (k + 1) + Number(e.args?.sort_index ?? 0) };
+      if (e.ph === "M" && e.name === "process_sort_index")
+        ev.args = { sort_index: 10 * (k + 1) + Number(e.args?.sort_index ?? 0) };
       events.push(ev);
     }
   });
-  return { displayTimeUnit: "ms", traceEvents: events, otherData: { producer: "jaxts", merged: files.length, t0_us: base } };
+  return {
+    displayTimeUnit: "ms",
+    traceEvents: events,
+    otherData: { producer: "jaxts", merged: files.length, t0_us: base },
+  };
 }

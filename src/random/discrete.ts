@@ -11,8 +11,21 @@ import { type KeyLike, checkKey, randomBits, splitList } from "./keys.js";
 import { jadd, jdiv, jge, jlt, jmul, jsub, jwhere } from "./jnp-lite.js";
 import { gumbelFrom, normalFrom, randint, uniformFrom } from "./samplers.js";
 import {
-  type Param, type ShapeArg, arange, asArr, bcast, canonicalShape, checkShape, constant, cst, floatDtype, index0, intDtype, parseArgs,
-  take, toDtype,
+  type Param,
+  type ShapeArg,
+  arange,
+  asArr,
+  bcast,
+  canonicalShape,
+  checkShape,
+  constant,
+  cst,
+  floatDtype,
+  index0,
+  intDtype,
+  parseArgs,
+  take,
+  toDtype,
 } from "./util.js";
 import { whileLoop } from "../transforms/scan.js";
 
@@ -21,11 +34,13 @@ type Shape = readonly number[];
 /** A concrete integer from a JS number or a concrete 0-d integer Array (JAX's concrete_or_error(int, ...)). */
 function concreteInt(fn: string, x: Param, what: string): number {
   if (typeof x === "number") {
-    if (!Number.isInteger(x)) throw new TypeError(`${fn}: ${what} must be an integer or at least 1-dimensional, got ${x}`);
+    if (!Number.isInteger(x))
+      throw new TypeError(`${fn}: ${what} must be an integer or at least 1-dimensional, got ${x}`);
     return x;
   }
   const a = asArr(fn, x);
-  if (!isInteger(a.dtype)) throw new TypeError(`${fn}: ${what} must be an integer or at least 1-dimensional, got dtype ${a.dtype}`);
+  if (!isInteger(a.dtype))
+    throw new TypeError(`${fn}: ${what} must be an integer or at least 1-dimensional, got dtype ${a.dtype}`);
   return Number(a.item());
 }
 
@@ -45,12 +60,26 @@ export function shuffleData(data: Array, x: Array, axis: number): Array {
   return out;
 }
 
-export interface PermutationOptions { x?: Param; axis?: number; independent?: boolean }
+export interface PermutationOptions {
+  x?: Param;
+  axis?: number;
+  independent?: boolean;
+}
 /** random.permutation(key, x, axis = 0, independent = false): a shuffled arange(x) (integer x) or a shuffled copy of x. */
-export function permutation(key: KeyLike, x?: Param | PermutationOptions, axis?: number | PermutationOptions, independent?: boolean | PermutationOptions, options?: PermutationOptions): Array {
+export function permutation(
+  key: KeyLike,
+  x?: Param | PermutationOptions,
+  axis?: number | PermutationOptions,
+  independent?: boolean | PermutationOptions,
+  options?: PermutationOptions,
+): Array {
   const fn = "permutation";
   const { data } = checkKey(fn, key);
-  const p = parseArgs(fn, [x, axis, independent, options], ["x", "axis", "independent"], { x: undefined as Param | undefined, axis: 0, independent: false });
+  const p = parseArgs(fn, [x, axis, independent, options], ["x", "axis", "independent"], {
+    x: undefined as Param | undefined,
+    axis: 0,
+    independent: false,
+  });
   if (p.x === undefined) throw new TypeError(`${fn}: missing required argument x`);
   const xa = typeof p.x === "number" ? null : asArr(fn, p.x);
   if (xa === null || xa.ndim === 0) {
@@ -72,22 +101,52 @@ export function shuffle(key: KeyLike, x: Array, axis = 0): Array {
 }
 
 // ---------------------------------------------------------------- choice / categorical
-export interface ChoiceOptions { a?: Param; shape?: ShapeArg; replace?: boolean; p?: Param | null; axis?: number; mode?: string | null }
+export interface ChoiceOptions {
+  a?: Param;
+  shape?: ShapeArg;
+  replace?: boolean;
+  p?: Param | null;
+  axis?: number;
+  mode?: string | null;
+}
 /** random.choice(key, a, shape = [], replace = true, p = null, axis = 0, mode = null). */
-export function choice(key: KeyLike, a?: Param | ChoiceOptions, shape?: ShapeArg | ChoiceOptions, replace?: boolean | ChoiceOptions, p?: Param | null | ChoiceOptions, axis?: number | ChoiceOptions, mode?: string | null | ChoiceOptions, options?: ChoiceOptions): Array {
+export function choice(
+  key: KeyLike,
+  a?: Param | ChoiceOptions,
+  shape?: ShapeArg | ChoiceOptions,
+  replace?: boolean | ChoiceOptions,
+  p?: Param | null | ChoiceOptions,
+  axis?: number | ChoiceOptions,
+  mode?: string | null | ChoiceOptions,
+  options?: ChoiceOptions,
+): Array {
   const fn = "choice";
   const { data } = checkKey(fn, key);
-  const o = parseArgs(fn, [a, shape, replace, p, axis, mode, options], ["a", "shape", "replace", "p", "axis", "mode"], { a: undefined as Param | undefined, shape: [] as ShapeArg, replace: true, p: null as Param | null, axis: 0, mode: null as string | null });
+  const o = parseArgs(fn, [a, shape, replace, p, axis, mode, options], ["a", "shape", "replace", "p", "axis", "mode"], {
+    a: undefined as Param | undefined,
+    shape: [] as ShapeArg,
+    replace: true,
+    p: null as Param | null,
+    axis: 0,
+    mode: null as string | null,
+  });
   if (o.a === undefined) throw new TypeError(`${fn}: missing required argument a`);
   const s = canonicalShape(fn, o.shape);
   const arr = asArr(fn, o.a);
-  let nInputs: number, ax = 0;
+  let nInputs: number,
+    ax = 0;
   if (arr.ndim === 0) nInputs = concreteInt(fn, o.a, "a");
-  else { ax = normalizeAxis(fn, o.axis, arr.ndim); nInputs = arr.shape[ax]; }
+  else {
+    ax = normalizeAxis(fn, o.axis, arr.ndim);
+    nInputs = arr.shape[ax];
+  }
   const nDraws = prod(s);
   if (nDraws === 0) return ops.full(s, 0, arr.dtype);
   if (nInputs <= 0) throw new Error(`${fn}: a must be greater than 0 unless no samples are taken`);
-  if (!o.replace && nDraws > nInputs) throw new Error(`${fn}: Cannot take a larger sample (size ${nDraws}) than population (size ${nInputs}) when 'replace=False'`);
+  if (!o.replace && nDraws > nInputs)
+    throw new Error(
+      `${fn}: Cannot take a larger sample (size ${nDraws}) than population (size ${nInputs}) when 'replace=False'`,
+    );
   let result: Array;
   if (o.p === null) {
     if (o.replace) {
@@ -101,7 +160,10 @@ export function choice(key: KeyLike, a?: Param | ChoiceOptions, shape?: ShapeArg
     let pa = asArr(fn, o.p);
     if (!isFloat(pa.dtype)) pa = toDtype(pa, floatDtype(fn, null));
     else if (pa.weakType) pa = ops.convert(pa, pa.dtype, false);
-    if (!shapesEqual(pa.shape, [nInputs])) throw new Error(`${fn}: p must be None or a 1D vector with the same size as a.shape[axis]. p has shape ${shapeStr(pa.shape)} and a.shape[axis] is ${nInputs}.`);
+    if (!shapesEqual(pa.shape, [nInputs]))
+      throw new Error(
+        `${fn}: p must be None or a 1D vector with the same size as a.shape[axis]. p has shape ${shapeStr(pa.shape)} and a.shape[axis] is ${nInputs}.`,
+      );
     let ind: Array;
     if (o.replace) {
       const c = ops.cumulative("cumsum", pa, 0);
@@ -126,12 +188,37 @@ function searchsortedLeft(c: Array, r: Array): Array {
   return ops.reduceSum(toDtype(ops.lt(cb, rb), "int32"), [r.ndim]);
 }
 
-export interface CategoricalOptions { logits?: Param; axis?: number; shape?: ShapeArg | null; replace?: boolean; mode?: string | null }
+export interface CategoricalOptions {
+  logits?: Param;
+  axis?: number;
+  shape?: ShapeArg | null;
+  replace?: boolean;
+  mode?: string | null;
+}
 /** random.categorical(key, logits, axis = -1, shape = batch shape, replace = true, mode = null): Gumbel-max sampling. */
-export function categorical(key: KeyLike, logits?: Param | CategoricalOptions, axis?: number | CategoricalOptions, shape?: ShapeArg | null | CategoricalOptions, replace?: boolean | CategoricalOptions, mode?: string | null | CategoricalOptions, options?: CategoricalOptions): Array {
+export function categorical(
+  key: KeyLike,
+  logits?: Param | CategoricalOptions,
+  axis?: number | CategoricalOptions,
+  shape?: ShapeArg | null | CategoricalOptions,
+  replace?: boolean | CategoricalOptions,
+  mode?: string | null | CategoricalOptions,
+  options?: CategoricalOptions,
+): Array {
   const fn = "categorical";
   const { data } = checkKey(fn, key);
-  const o = parseArgs(fn, [logits, axis, shape, replace, mode, options], ["logits", "axis", "shape", "replace", "mode"], { logits: undefined as Param | undefined, axis: -1, shape: null as ShapeArg | null, replace: true, mode: null as string | null });
+  const o = parseArgs(
+    fn,
+    [logits, axis, shape, replace, mode, options],
+    ["logits", "axis", "shape", "replace", "mode"],
+    {
+      logits: undefined as Param | undefined,
+      axis: -1,
+      shape: null as ShapeArg | null,
+      replace: true,
+      mode: null as string | null,
+    },
+  );
   if (o.logits === undefined) throw new TypeError(`${fn}: missing required argument logits`);
   const lg = asArr(fn, o.logits);
   const ndim = lg.ndim;
@@ -139,7 +226,10 @@ export function categorical(key: KeyLike, logits?: Param | CategoricalOptions, a
   const batchShape = lg.shape.filter((_, i) => i !== ax);
   let s: number[];
   if (o.shape === null) s = batchShape;
-  else { s = canonicalShape(fn, o.shape); checkShape(fn, s, batchShape); }
+  else {
+    s = canonicalShape(fn, o.shape);
+    checkShape(fn, s, batchShape);
+  }
   const prefix = s.slice(0, s.length - batchShape.length);
   const d = floatDtype(fn, lg.dtype);
   const m = o.mode ?? "low";
@@ -153,7 +243,10 @@ export function categorical(key: KeyLike, logits?: Param | CategoricalOptions, a
   }
   const x = jadd(lg, gumbelFrom(data, lg.shape, d, m));
   const k = prod(prefix);
-  if (k > lg.shape[ax]) throw new Error(`${fn}: Number of samples without replacement (${k}) cannot exceed number of categories (${lg.shape[ax]}).`);
+  if (k > lg.shape[ax])
+    throw new Error(
+      `${fn}: Number of samples without replacement (${k}) cannot exceed number of categories (${lg.shape[ax]}).`,
+    );
   const [, idx] = topK(ops.moveaxis(x, ax, ndim - 1), k);
   // (batch..., k) -> (k, batch...) -> shape
   const moved = ops.moveaxis(idx, idx.ndim - 1, 0);
@@ -218,7 +311,11 @@ function ndtr(x: Array): Array {
   const halfSqrt2 = c(0.5 * Math.SQRT2);
   const w = ops.mul(x, halfSqrt2);
   const z = ops.abs(w);
-  const y = ops.select(ops.lt(z, halfSqrt2), ops.add(c(1), ops.erf(w)), ops.select(ops.gt(w, c(0)), ops.sub(c(2), ops.erfc(z)), ops.erfc(z)));
+  const y = ops.select(
+    ops.lt(z, halfSqrt2),
+    ops.add(c(1), ops.erf(w)),
+    ops.select(ops.gt(w, c(0)), ops.sub(c(2), ops.erfc(z)), ops.erfc(z)),
+  );
   return ops.mul(c(0.5), y);
 }
 /** Inverts the Poisson CDF truncated to POISSON_NUM_TERMS terms (counts of partial sums below u). */
@@ -239,8 +336,12 @@ function peizerPrattT(y: Array): Array {
   const small = ops.lt(ops.abs(d), c(0.25));
   let series = ops.zerosLikeArray(d);
   for (let k = 9; k >= 1; k--) series = ops.mul(d, ops.add(c((2 * (-1) ** k) / ((k + 1) * (k + 2))), series));
-  const ys = ops.select(small, ops.fullLike(y, 2), y), ds = ops.select(small, ops.fullLike(d, 1), d);
-  const direct = ops.div(ops.add(ops.sub(c(1), ops.mul(ys, ys)), ops.mul(ops.mul(c(2), ys), ops.log(ys))), ops.mul(ds, ds));
+  const ys = ops.select(small, ops.fullLike(y, 2), y),
+    ds = ops.select(small, ops.fullLike(d, 1), d);
+  const direct = ops.div(
+    ops.add(ops.sub(c(1), ops.mul(ys, ys)), ops.mul(ops.mul(c(2), ys), ops.log(ys))),
+    ops.mul(ds, ds),
+  );
   return ops.select(small, series, direct);
 }
 function peizerPrattZ(x: Array, lam: Array): Array {
@@ -252,7 +353,10 @@ function peizerPrattZ(x: Array, lam: Array): Array {
 function poissonPeizerPratt(z: Array, lam: Array): Array {
   const s = ops.sqrt(lam);
   const z2 = ops.mul(z, z);
-  const root = jadd(jadd(jsub(jadd(lam, jmul(s, z)), 2 / 3), ops.div(z2, cst(z2, 6))), jdiv(ops.mul(z, ops.sub(cst(z, 1), z2)), jmul(72, s)));
+  const root = jadd(
+    jadd(jsub(jadd(lam, jmul(s, z)), 2 / 3), ops.div(z2, cst(z2, 6))),
+    jdiv(ops.mul(z, ops.sub(cst(z, 1), z2)), jmul(72, s)),
+  );
   const x = jadd(root, 0.6);
   const c = ops.ceil(x);
   const zint = (cc: Array) => jwhere(ops.lt(cc, cst(cc, 0)), -Infinity, peizerPrattZ(ops.max(cc, cst(cc, 0)), lam));
@@ -271,19 +375,47 @@ function poissonApprox(data: Array, lam0: Array, shape: Shape, dtype: DType): Ar
   return toDtype(jwhere(jlt(lam, POISSON_SPLIT), small, large), dtype);
 }
 
-export interface PoissonOptions { lam?: Param; shape?: ShapeArg | null; dtype?: DType; method?: "exact" | "approximate" }
+export interface PoissonOptions {
+  lam?: Param;
+  shape?: ShapeArg | null;
+  dtype?: DType;
+  method?: "exact" | "approximate";
+}
 /** random.poisson(key, lam, shape = lam.shape, dtype = int): Knuth for lam < 10, Hörmann's transformed rejection otherwise. */
-export function poisson(key: KeyLike, lam?: Param | PoissonOptions, shape?: ShapeArg | null | PoissonOptions, dtype?: DType | null | PoissonOptions, options?: PoissonOptions): Array {
+export function poisson(
+  key: KeyLike,
+  lam?: Param | PoissonOptions,
+  shape?: ShapeArg | null | PoissonOptions,
+  dtype?: DType | null | PoissonOptions,
+  options?: PoissonOptions,
+): Array {
   const fn = "poisson";
   const { data } = checkKey(fn, key);
-  const o = parseArgs(fn, [lam, shape, dtype, options], ["lam", "shape", "dtype"], { lam: undefined as Param | undefined, shape: null as ShapeArg | null, dtype: null as DType | null, method: "exact" }, ["method"]);
+  const o = parseArgs(
+    fn,
+    [lam, shape, dtype, options],
+    ["lam", "shape", "dtype"],
+    {
+      lam: undefined as Param | undefined,
+      shape: null as ShapeArg | null,
+      dtype: null as DType | null,
+      method: "exact",
+    },
+    ["method"],
+  );
   if (o.lam === undefined) throw new TypeError(`${fn}: missing required argument lam`);
-  if (o.method !== "exact" && o.method !== "approximate") throw new Error(`method argument to \`poisson\` must be one of {'exact', 'approximate'}, got ${JSON.stringify(o.method)}`);
+  if (o.method !== "exact" && o.method !== "approximate")
+    throw new Error(
+      `method argument to \`poisson\` must be one of {'exact', 'approximate'}, got ${JSON.stringify(o.method)}`,
+    );
   const d = intDtype(fn, o.dtype);
   const la = asArr(fn, o.lam);
   const s = o.shape === null ? la.shape : canonicalShape(fn, o.shape);
   if (o.method === "approximate") {
-    if (!shapesEqual(broadcastShapes(fn, la.shape, s), s)) throw new Error(`${fn}: lam shape must be broadcastable to shape argument; got lam.shape ${shapeStr(la.shape)}, shape ${shapeStr(s)}`);
+    if (!shapesEqual(broadcastShapes(fn, la.shape, s), s))
+      throw new Error(
+        `${fn}: lam shape must be broadcastable to shape argument; got lam.shape ${shapeStr(la.shape)}, shape ${shapeStr(s)}`,
+      );
     return poissonApprox(data, la, s, d);
   }
   // lam is broadcast and always sampled in float32 (even under x64)
@@ -298,7 +430,7 @@ export function poisson(key: KeyLike, lam?: Param | PoissonOptions, shape?: Shap
 // ---------------------------------------------------------------- binomial / multinomial
 const STIRLING_TAIL = [
   0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509, 0.0166446911898211,
-  0.0138761288230707, 0.0118967099458917, 0.0104112652619720, 0.00925546218271273, 0.00833056343336287,
+  0.0138761288230707, 0.0118967099458917, 0.010411265261972, 0.00925546218271273, 0.00833056343336287,
 ];
 /** _stirling_approx_tail: tabulated for k <= 9, else 1/12 - (1/360 - 1/1260/(k+1)^2)/(k+1)^2 over (k+1). */
 function stirlingTail(k: Array): Array {
@@ -307,7 +439,10 @@ function stirlingTail(k: Array): Array {
   const kc = ops.min(ops.max(k, cst(k, 0)), cst(k, 9)); // lax.clamp(0, k, 9)
   const kp1 = ops.add(kc, cst(k, 1));
   const kp1sq = ops.mul(kp1, kp1);
-  const approx = ops.div(ops.sub(cst(k, 1 / 12), ops.div(ops.sub(cst(k, 1 / 360), ops.div(cst(k, 1 / 1260), kp1sq)), kp1sq)), kp1);
+  const approx = ops.div(
+    ops.sub(cst(k, 1 / 12), ops.div(ops.sub(cst(k, 1 / 360), ops.div(cst(k, 1 / 1260), kp1sq)), kp1sq)),
+    kp1,
+  );
   const idx = ops.reshape(toDtype(ops.floor(kc), "int32"), [...k.shape, 1]);
   return ops.select(useTable, ops.gather(table, idx, [0], "clip"), approx);
 }
@@ -350,12 +485,27 @@ function binomialBtrs(key: Array, count: Array, prob: Array, shape: Shape, dtype
       const kk = ops.floor(ops.add(ops.mul(ops.add(ops.div(ops.mul(c(2), a), us), b), u), cc));
       const reject = ops.or(ops.lt(kk, c(0)), ops.gt(kk, count));
       v = ops.log(ops.div(ops.mul(v, alpha), ops.add(ops.div(a, ops.mul(us, us)), b)));
-      const cm1 = ops.add(ops.sub(count, m), c(1)), ck1 = ops.add(ops.sub(count, kk), c(1));
-      const ub = ops.sub(ops.sub(ops.add(ops.add(ops.add(ops.add(
-        ops.mul(ops.add(m, c(0.5)), ops.log(ops.div(ops.add(m, c(1)), ops.mul(r, cm1)))),
-        ops.mul(ops.add(count, c(1)), ops.log(ops.div(cm1, ck1)))),
-        ops.mul(ops.add(kk, c(0.5)), ops.log(ops.div(ops.mul(r, ck1), ops.add(kk, c(1)))))),
-        stirlingTail(m)), stirlingTail(ops.sub(count, m))), stirlingTail(kk)), stirlingTail(ops.sub(count, kk)));
+      const cm1 = ops.add(ops.sub(count, m), c(1)),
+        ck1 = ops.add(ops.sub(count, kk), c(1));
+      const ub = ops.sub(
+        ops.sub(
+          ops.add(
+            ops.add(
+              ops.add(
+                ops.add(
+                  ops.mul(ops.add(m, c(0.5)), ops.log(ops.div(ops.add(m, c(1)), ops.mul(r, cm1)))),
+                  ops.mul(ops.add(count, c(1)), ops.log(ops.div(cm1, ck1))),
+                ),
+                ops.mul(ops.add(kk, c(0.5)), ops.log(ops.div(ops.mul(r, ck1), ops.add(kk, c(1))))),
+              ),
+              stirlingTail(m),
+            ),
+            stirlingTail(ops.sub(count, m)),
+          ),
+          stirlingTail(kk),
+        ),
+        stirlingTail(ops.sub(count, kk)),
+      );
       const accept = ops.or(accept1, ops.and(ops.not(reject), ops.le(v, ub)));
       return [ops.add(i, constant("int32", 1)), ops.select(accept, kk, kOut), ops.or(accepted, accept), k];
     },
@@ -375,14 +525,19 @@ function binomialFrom(fn: string, data: Array, n: Array, p: Array, shape: Shape 
   let q = ops.select(pLtHalf, prob, ops.sub(c(1), prob));
   const countNanOrNeg = ops.or(ops.ne(count, count), ops.lt(count, c(0)));
   const countInf = ops.eq(ops.abs(count), c(Infinity));
-  const qIsNan = ops.ne(q, q), qL0 = ops.lt(q, c(0));
+  const qIsNan = ops.ne(q, q),
+    qL0 = ops.lt(q, c(0));
   q = ops.select(ops.or(qIsNan, qL0), ops.fullLike(q, 0.01), q);
   const useInversion = ops.or(countNanOrNeg, ops.le(ops.mul(count, q), c(10)));
   count = ops.floor(count);
   const countInv = ops.select(useInversion, count, ops.fullLike(count, 0));
   const countBtrs = ops.select(useInversion, ops.fullLike(count, 1e4), count);
   const qBtrs = ops.select(useInversion, ops.fullLike(q, 0.5), q);
-  let samples = ops.select(useInversion, binomialInversion(data, countInv, q, s, dtype), binomialBtrs(data, countBtrs, qBtrs, s, dtype));
+  let samples = ops.select(
+    useInversion,
+    binomialInversion(data, countInv, q, s, dtype),
+    binomialBtrs(data, countBtrs, qBtrs, s, dtype),
+  );
   const invalid = ops.or(ops.or(qL0, qIsNan), countNanOrNeg);
   samples = ops.select(invalid, ops.fullLike(samples, NaN), samples);
   samples = ops.select(ops.and(countInf, ops.not(invalid)), ops.fullLike(samples, Infinity), samples);
@@ -390,28 +545,84 @@ function binomialFrom(fn: string, data: Array, n: Array, p: Array, shape: Shape 
   return ops.select(keep, samples, ops.sub(toDtype(count, dtype), samples));
 }
 
-export interface BinomialOptions { n?: Param; p?: Param; shape?: ShapeArg | null; dtype?: DType }
+export interface BinomialOptions {
+  n?: Param;
+  p?: Param;
+  shape?: ShapeArg | null;
+  dtype?: DType;
+}
 /** random.binomial(key, n, p, shape = broadcast(n, p), dtype = float): inversion for n*q <= 10, BTRS otherwise. */
-export function binomial(key: KeyLike, n?: Param | BinomialOptions, p?: Param | BinomialOptions, shape?: ShapeArg | null | BinomialOptions, dtype?: DType | null | BinomialOptions, options?: BinomialOptions): Array {
+export function binomial(
+  key: KeyLike,
+  n?: Param | BinomialOptions,
+  p?: Param | BinomialOptions,
+  shape?: ShapeArg | null | BinomialOptions,
+  dtype?: DType | null | BinomialOptions,
+  options?: BinomialOptions,
+): Array {
   const fn = "binomial";
   const { data } = checkKey(fn, key);
-  const o = parseArgs(fn, [n, p, shape, dtype, options], ["n", "p", "shape", "dtype"], { n: undefined as Param | undefined, p: undefined as Param | undefined, shape: null as ShapeArg | null, dtype: null as DType | null });
+  const o = parseArgs(fn, [n, p, shape, dtype, options], ["n", "p", "shape", "dtype"], {
+    n: undefined as Param | undefined,
+    p: undefined as Param | undefined,
+    shape: null as ShapeArg | null,
+    dtype: null as DType | null,
+  });
   if (o.n === undefined || o.p === undefined) throw new TypeError(`${fn}: missing required arguments n, p`);
   const d = floatDtype(fn, o.dtype);
-  return binomialFrom(fn, data, asArr(fn, o.n), asArr(fn, o.p), o.shape === null ? null : canonicalShape(fn, o.shape), d);
+  return binomialFrom(
+    fn,
+    data,
+    asArr(fn, o.n),
+    asArr(fn, o.p),
+    o.shape === null ? null : canonicalShape(fn, o.shape),
+    d,
+  );
 }
 
-export interface MultinomialOptions { n?: Param; p?: Param; shape?: ShapeArg | null; dtype?: DType; unroll?: number | boolean }
+export interface MultinomialOptions {
+  n?: Param;
+  p?: Param;
+  shape?: ShapeArg | null;
+  dtype?: DType;
+  unroll?: number | boolean;
+}
 /** random.multinomial(key, n, p, shape = p.shape, dtype = float): counts over the last axis of p (a scan of binomials). */
-export function multinomial(key: KeyLike, n?: Param | MultinomialOptions, p?: Param | MultinomialOptions, options?: MultinomialOptions): Array {
+export function multinomial(
+  key: KeyLike,
+  n?: Param | MultinomialOptions,
+  p?: Param | MultinomialOptions,
+  options?: MultinomialOptions,
+): Array {
   const fn = "multinomial";
   const { data } = checkKey(fn, key);
-  const o = parseArgs(fn, [n, p, options], ["n", "p"], { n: undefined as Param | undefined, p: undefined as Param | undefined, shape: null as ShapeArg | null, dtype: null as DType | null, unroll: 1 as number | boolean }, ["shape", "dtype", "unroll"]);
+  const o = parseArgs(
+    fn,
+    [n, p, options],
+    ["n", "p"],
+    {
+      n: undefined as Param | undefined,
+      p: undefined as Param | undefined,
+      shape: null as ShapeArg | null,
+      dtype: null as DType | null,
+      unroll: 1 as number | boolean,
+    },
+    ["shape", "dtype", "unroll"],
+  );
   if (o.n === undefined || o.p === undefined) throw new TypeError(`${fn}: missing required arguments n, p`);
   const d = floatDtype(fn, o.dtype);
-  let na = asArr(fn, o.n), pa = asArr(fn, o.p);
-  const fd = isFloat(pa.dtype) || isFloat(na.dtype) ? (pa.weakType && !na.weakType && isFloat(na.dtype) ? na.dtype : isFloat(pa.dtype) ? pa.dtype : na.dtype) : floatDtype(fn, null);
-  na = toDtype(na, fd); pa = toDtype(pa, fd);
+  let na = asArr(fn, o.n),
+    pa = asArr(fn, o.p);
+  const fd =
+    isFloat(pa.dtype) || isFloat(na.dtype)
+      ? pa.weakType && !na.weakType && isFloat(na.dtype)
+        ? na.dtype
+        : isFloat(pa.dtype)
+          ? pa.dtype
+          : na.dtype
+      : floatDtype(fn, null);
+  na = toDtype(na, fd);
+  pa = toDtype(pa, fd);
   const s = o.shape === null ? pa.shape : canonicalShape(fn, o.shape);
   na = bcast(fn, na, s.slice(0, -1));
   pa = bcast(fn, pa, s);
@@ -429,7 +640,9 @@ export function multinomial(key: KeyLike, n?: Param | MultinomialOptions, p?: Pa
     remainder = ops.sub(remainder, count);
     counts.push(count);
   }
-  const stacked = ops.concatenate(counts.map((c) => ops.reshape(c, [1, ...c.shape])), 0);
+  const stacked = ops.concatenate(
+    counts.map((c) => ops.reshape(c, [1, ...c.shape])),
+    0,
+  );
   return toDtype(ops.moveaxis(stacked, 0, stacked.ndim - 1), d);
 }
-

@@ -6,15 +6,27 @@ import * as ops from "../primitives/ops.js";
 import type { Param } from "./util.js";
 
 type Bin = (x: Array, y: Array) => Array;
-const jbin = (name: string, f: Bin) => (x: Param, y: Param): Array => {
-  const [a, b] = promoteArgs(name, x as never, y as never);
-  return f(a, b);
-};
+const jbin =
+  (name: string, f: Bin) =>
+  (x: Param, y: Param): Array => {
+    const [a, b] = promoteArgs(name, x as never, y as never);
+    return f(a, b);
+  };
 
 /** jnp's own add/subtract/multiply/maximum/minimum, comparisons, bitwise and/or and where, under the samplers' names. */
 export {
-  add as jadd, subtract as jsub, multiply as jmul, maximum as jmax, minimum as jmin, less as jlt, lessEqual as jle,
-  greater as jgt, greaterEqual as jge, equal as jeq, bitwiseAnd as jand, bitwiseOr as jor,
+  add as jadd,
+  subtract as jsub,
+  multiply as jmul,
+  maximum as jmax,
+  minimum as jmin,
+  less as jlt,
+  lessEqual as jle,
+  greater as jgt,
+  greaterEqual as jge,
+  equal as jeq,
+  bitwiseAnd as jand,
+  bitwiseOr as jor,
 } from "../numpy/index.js";
 
 /**

@@ -12,7 +12,19 @@ import { registerNode } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { threefry2x32 as threefryBind } from "../primitives/random.js";
 import { type SeedDtype, seedToKey } from "./threefry-kernel.js";
-import { type Shape, type ShapeArg, canonicalShape, constant, index0, parseArgs, sizeOf, stack, toDtype, uintOf, userDtype } from "./util.js";
+import {
+  type Shape,
+  type ShapeArg,
+  canonicalShape,
+  constant,
+  index0,
+  parseArgs,
+  sizeOf,
+  stack,
+  toDtype,
+  uintOf,
+  userDtype,
+} from "./util.js";
 
 const JSArray = globalThis.Array;
 
@@ -29,20 +41,31 @@ export const THREEFRY_IMPL = "threefry2x32";
 export class PRNGKeyArray {
   /** The key data: a uint32 Array of shape (*shape, 2). */
   readonly data: Array;
-  constructor(data: Array) { this.data = data; }
+  constructor(data: Array) {
+    this.data = data;
+  }
   readonly impl = THREEFRY_IMPL;
   /** The key array's shape (the data's shape without the trailing 2). */
-  get shape(): number[] { return this.data.shape.slice(0, -1); }
-  get ndim(): number { return this.data.ndim - 1; }
-  get size(): number { return this.shape.reduce((a, b) => a * b, 1); }
+  get shape(): number[] {
+    return this.data.shape.slice(0, -1);
+  }
+  get ndim(): number {
+    return this.data.ndim - 1;
+  }
+  get size(): number {
+    return this.shape.reduce((a, b) => a * b, 1);
+  }
   /** The key dtype's name, as JAX prints it. */
-  get dtype(): string { return "key<fry>"; }
+  get dtype(): string {
+    return "key<fry>";
+  }
   /** keys[i] along the leading key axis (negative i counts from the end). */
   get(i: number): PRNGKeyArray {
     if (this.ndim === 0) throw new TypeError("PRNGKeyArray.get: cannot index a scalar key array");
     const n = this.shape[0];
     const j = i < 0 ? i + n : i;
-    if (!Number.isInteger(j) || j < 0 || j >= n) throw new RangeError(`PRNGKeyArray.get: index ${i} is out of bounds for axis 0 with size ${n}`);
+    if (!Number.isInteger(j) || j < 0 || j >= n)
+      throw new RangeError(`PRNGKeyArray.get: index ${i} is out of bounds for axis 0 with size ${n}`);
     return new PRNGKeyArray(index0(this.data, j));
   }
   /** Iterates over the leading key axis, so `const [k1, k2] = random.split(key)` works. */
@@ -55,8 +78,12 @@ export class PRNGKeyArray {
     const full = s.map((d) => (d === -1 ? this.size / known : d));
     return new PRNGKeyArray(ops.reshape(this.data, [...full, 2]));
   }
-  flatten(): PRNGKeyArray { return this.reshape([this.size]); }
-  ravel(): PRNGKeyArray { return this.flatten(); }
+  flatten(): PRNGKeyArray {
+    return this.reshape([this.size]);
+  }
+  ravel(): PRNGKeyArray {
+    return this.flatten();
+  }
   /** Elementwise key equality (keys are equal when both data words are). */
   eq(other: PRNGKeyArray): Array {
     return ops.reduceAnd(ops.eq(this.data, other.data), [this.data.ndim - 1]);
@@ -67,10 +94,16 @@ export class PRNGKeyArray {
     if (this.data instanceof Tracer) return `Traced<key<fry>[${s.join(",")}]>`;
     // JAX prints str() of the uint32 key data: NumPy's array2string with its default ' ' separator
     const words = (this.data.tolist() as unknown[]).flat(Infinity) as number[];
-    const data = array2string(this.data.shape, this.data.dtype, (i) => words[i], { separator: " ", prefix: "", suffix: "" });
+    const data = array2string(this.data.shape, this.data.dtype, (i) => words[i], {
+      separator: " ",
+      prefix: "",
+      suffix: "",
+    });
     return `Array(${shape}, dtype=key<fry>) overlaying:\n${data}`;
   }
-  [Symbol.for("nodejs.util.inspect.custom")](): string { return this.toString(); }
+  [Symbol.for("nodejs.util.inspect.custom")](): string {
+    return this.toString();
+  }
 }
 registerNode(PRNGKeyArray, {
   flatten: (k) => [[k.data], null],
@@ -84,9 +117,12 @@ export type KeyLike = PRNGKeyArray | Array;
 export function checkKey(fn: string, key: unknown, allowBatched = false): { data: Array; wrapped: boolean } {
   let data: Array, wrapped: boolean;
   if (key instanceof PRNGKeyArray) {
-    data = key.data; wrapped = false;
+    data = key.data;
+    wrapped = false;
     if (!(data instanceof Array) || data.dtype !== "uint32" || data.shape[data.ndim - 1] !== 2) {
-      throw new TypeError(`${fn}: invalid key array: its key data must be a uint32 array of shape (..., 2), got ${describe(data)}`);
+      throw new TypeError(
+        `${fn}: invalid key array: its key data must be a uint32 array of shape (..., 2), got ${describe(data)}`,
+      );
     }
   } else if (key instanceof Array) {
     if (key.dtype !== "uint32" || key.ndim < 1 || key.shape[key.ndim - 1] !== 2) {
@@ -95,12 +131,17 @@ export function checkKey(fn: string, key: unknown, allowBatched = false): { data
           `and shape (..., 2) — but got an array of dtype ${key.dtype} and shape ${shapeStr(key.shape)}`,
       );
     }
-    data = key; wrapped = true;
+    data = key;
+    wrapped = true;
   } else {
-    throw new TypeError(`${fn}: unexpected PRNG key type: ${describe(key)}; create keys with random.key(seed) or random.PRNGKey(seed)`);
+    throw new TypeError(
+      `${fn}: unexpected PRNG key type: ${describe(key)}; create keys with random.key(seed) or random.PRNGKey(seed)`,
+    );
   }
   if (!allowBatched && data.ndim > 1) {
-    throw new Error(`${fn} accepts a single key, but was given a key array of shape ${shapeStr(data.shape.slice(0, -1))} != (). Use vmap for batching.`);
+    throw new Error(
+      `${fn} accepts a single key, but was given a key array of shape ${shapeStr(data.shape.slice(0, -1))} != (). Use vmap for batching.`,
+    );
   }
   return { data, wrapped };
 }
@@ -118,20 +159,28 @@ export function keyWord(data: Array, i: 0 | 1): Array {
 // ---------------------------------------------------------------- seeds
 function resolveImpl(fn: string, impl: unknown): void {
   if (impl === undefined || impl === null || impl === THREEFRY_IMPL) return;
-  throw new Error(`${fn}: unrecognized PRNG implementation ${JSON.stringify(impl)}. Did you mean one of: "${THREEFRY_IMPL}"?`);
+  throw new Error(
+    `${fn}: unrecognized PRNG implementation ${JSON.stringify(impl)}. Did you mean one of: "${THREEFRY_IMPL}"?`,
+  );
 }
 
 /** threefry_seed: key data [uint32(seed >> 32), uint32(seed & 0xFFFFFFFF)] for a scalar integer seed. */
 function seedData(fn: string, seed: unknown, seedDtype?: SeedDtype): Array {
   if (seed instanceof PRNGKeyArray) throw new TypeError(`${fn} accepts a scalar seed, but was given a PRNG key.`);
   if (typeof seed === "number" || typeof seed === "bigint") {
-    if (typeof seed === "number" && !Number.isInteger(seed)) throw new TypeError(`${fn}: PRNG key seed must be an integer; got ${seed}`);
+    if (typeof seed === "number" && !Number.isInteger(seed))
+      throw new TypeError(`${fn}: PRNG key seed must be an integer; got ${seed}`);
     const d = seedToKey(seed, config.enableX64, seedDtype ?? "int");
     return new ArrayImpl(new ShapedArray([2], "uint32", false), d);
   }
-  if (!(seed instanceof Array)) throw new TypeError(`${fn}: PRNG key seed must be an integer or an integer Array; got ${describe(seed)}`);
-  if (seed.ndim !== 0) throw new TypeError(`${fn} accepts a scalar seed, but was given an array of shape ${shapeStr(seed.shape)} != (). Use vmap for batching`);
-  if (!isInteger(seed.dtype)) throw new TypeError(`${fn}: PRNG key seed must be an integer; got an array of dtype ${seed.dtype}`);
+  if (!(seed instanceof Array))
+    throw new TypeError(`${fn}: PRNG key seed must be an integer or an integer Array; got ${describe(seed)}`);
+  if (seed.ndim !== 0)
+    throw new TypeError(
+      `${fn} accepts a scalar seed, but was given an array of shape ${shapeStr(seed.shape)} != (). Use vmap for batching`,
+    );
+  if (!isInteger(seed.dtype))
+    throw new TypeError(`${fn}: PRNG key seed must be an integer; got an array of dtype ${seed.dtype}`);
   // computed in the seed's dtype: a logical shift by 32 of a 32-bit (or narrower) seed gives 0
   const s = seed.weakType ? ops.convert(seed, seed.dtype, false) : seed;
   const hi = toDtype(ops.shiftRightLogical(s, constant(s.dtype, 32)), "uint32");
@@ -139,7 +188,10 @@ function seedData(fn: string, seed: unknown, seedDtype?: SeedDtype): Array {
   return ops.concatenate([ops.reshape(hi, [1]), ops.reshape(lo, [1])], 0);
 }
 
-export interface KeyOptions { impl?: string; dtype?: string }
+export interface KeyOptions {
+  impl?: string;
+  dtype?: string;
+}
 
 /** random.key(seed): a scalar typed key. A JS number/bigint seed is JAX's Python int (np.int64, canonicalized). */
 export function key(seed: number | bigint | Array, opts: KeyOptions = {}): PRNGKeyArray {
@@ -183,13 +235,15 @@ function iota2x32(shape: Shape): [Array, Array] {
   const n = sizeOf("iota_2x32_shape", shape);
   const hi = ops.full(shape, 0, "uint32");
   if (shape.length === 0) return [hi, hi];
-  if (n > 0xffffffff) throw new RangeError(`random: counter space of ${n} elements exceeds 2**32 (not representable here)`);
+  if (n > 0xffffffff)
+    throw new RangeError(`random: counter space of ${n} elements exceeds 2**32 (not representable here)`);
   return [hi, ops.reshape(ops.iota("uint32", [n], 0), shape)];
 }
 
 /** split of scalar key data (2,) into key data of shape (*shape, 2), per jax_threefry_partitionable. */
 export function splitData(data: Array, shape: Shape): Array {
-  const k0 = keyWord(data, 0), k1 = keyWord(data, 1);
+  const k0 = keyWord(data, 0),
+    k1 = keyWord(data, 1);
   const n = sizeOf("split", shape);
   if (n === 0) return ops.full([...shape, 2], 0, "uint32");
   if (config.threefryPartitionable) {
@@ -225,11 +279,16 @@ export function foldIn(key: KeyLike, data: number | bigint | Array): KeyLike {
   const { data: kd, wrapped } = checkKey("foldIn", key);
   let msg: Array;
   if (typeof data === "number" || typeof data === "bigint") {
-    if (typeof data === "number" && !Number.isInteger(data)) throw new TypeError(`foldIn: data must be an integer, got ${data}`);
+    if (typeof data === "number" && !Number.isInteger(data))
+      throw new TypeError(`foldIn: data must be an integer, got ${data}`);
     msg = constant("uint32", Number(BigInt.asUintN(32, BigInt(data))));
   } else if (data instanceof Array) {
-    if (data.ndim !== 0) throw new TypeError(`foldIn accepts a scalar, but was given an array of shape ${shapeStr(data.shape)} != (). Use vmap for batching.`);
-    if (!isInteger(data.dtype) && data.dtype !== "bool") throw new TypeError(`foldIn: data must be an integer, got an array of dtype ${data.dtype}`);
+    if (data.ndim !== 0)
+      throw new TypeError(
+        `foldIn accepts a scalar, but was given an array of shape ${shapeStr(data.shape)} != (). Use vmap for batching.`,
+      );
+    if (!isInteger(data.dtype) && data.dtype !== "bool")
+      throw new TypeError(`foldIn: data must be an integer, got an array of dtype ${data.dtype}`);
     msg = toDtype(data, "uint32");
   } else {
     throw new TypeError(`foldIn: data must be an integer or an integer Array, got ${describe(data)}`);
@@ -245,9 +304,12 @@ export function keyData(keys: KeyLike): Array {
 /** random.wrapKeyData(data): a typed key array over uint32 key data of shape (..., 2). */
 export function wrapKeyData(data: Array, opts: KeyOptions = {}): PRNGKeyArray {
   resolveImpl("wrapKeyData", opts.impl ?? opts.dtype);
-  if (!(data instanceof Array)) throw new TypeError(`wrapKeyData: expected a uint32 Array of shape (..., 2), got ${describe(data)}`);
+  if (!(data instanceof Array))
+    throw new TypeError(`wrapKeyData: expected a uint32 Array of shape (..., 2), got ${describe(data)}`);
   if (data.dtype !== "uint32" || data.ndim < 1 || data.shape[data.ndim - 1] !== 2) {
-    throw new TypeError(`wrapKeyData: threefry2x32 key data must have dtype uint32 and shape (..., 2), got dtype ${data.dtype} and shape ${shapeStr(data.shape)}`);
+    throw new TypeError(
+      `wrapKeyData: threefry2x32 key data must have dtype uint32 and shape (..., 2), got dtype ${data.dtype} and shape ${shapeStr(data.shape)}`,
+    );
   }
   return new PRNGKeyArray(data);
 }
@@ -270,7 +332,8 @@ export function randomBits(data: Array, width: 8 | 16 | 32 | 64, shape: Shape): 
   const dtype = uintOf(width);
   const size = sizeOf("bits", shape);
   if (size === 0) return ops.full(shape, 0, dtype);
-  const k0 = keyWord(data, 0), k1 = keyWord(data, 1);
+  const k0 = keyWord(data, 0),
+    k1 = keyWord(data, 1);
   if (config.threefryPartitionable) {
     const [c0, c1] = iota2x32(shape);
     const [y0, y1] = threefryBind(k0, k1, c0, c1);
@@ -290,16 +353,29 @@ export function randomBits(data: Array, width: 8 | 16 | 32 | 64, shape: Shape): 
   // 8/16 bits: the little-endian sub-words of each word (words.view(uint8/16)), first `size` of them
   const per = 32 / width;
   const mask = constant("uint32", width === 8 ? 0xff : 0xffff);
-  const subs = JSArray.from({ length: per }, (_, j) => ops.and(ops.shiftRightLogical(words, constant("uint32", width * j)), mask));
+  const subs = JSArray.from({ length: per }, (_, j) =>
+    ops.and(ops.shiftRightLogical(words, constant("uint32", width * j)), mask),
+  );
   const flat = ops.reshape(stack(subs, 1), [maxCount * per]);
   return ops.reshape(toDtype(ops.slice(flat, [0], [size]), dtype), shape);
 }
 
-export interface BitsOptions { shape?: ShapeArg; dtype?: DType }
+export interface BitsOptions {
+  shape?: ShapeArg;
+  dtype?: DType;
+}
 /** random.bits(key, shape = [], dtype = default uint): uniform random bits as unsigned integers. */
-export function bits(key: KeyLike, shape?: ShapeArg | BitsOptions, dtype?: DType | BitsOptions, options?: BitsOptions): Array {
+export function bits(
+  key: KeyLike,
+  shape?: ShapeArg | BitsOptions,
+  dtype?: DType | BitsOptions,
+  options?: BitsOptions,
+): Array {
   const { data } = checkKey("bits", key);
-  const p = parseArgs("bits", [shape, dtype, options], ["shape", "dtype"], { shape: [] as ShapeArg, dtype: null as DType | null });
+  const p = parseArgs("bits", [shape, dtype, options], ["shape", "dtype"], {
+    shape: [] as ShapeArg,
+    dtype: null as DType | null,
+  });
   const d = userDtype("bits", p.dtype, defaultUIntDType());
   if (!isUnsigned(d)) throw new TypeError(`dtype argument to \`bits\` must be an unsigned int dtype, got ${d}`);
   const width = Number(d.slice(4)) as 8 | 16 | 32 | 64;
@@ -314,19 +390,27 @@ export function threefry2x32(keyPair: Array | readonly [Array | number, Array | 
   let k0: Array, k1: Array;
   const word = (w: Array | number, i: number): Array => {
     if (typeof w === "number") return constant("uint32", w >>> 0);
-    if (!(w instanceof Array) || w.dtype !== "uint32" || w.ndim !== 0) throw new TypeError(`threefry2x32: key word ${i} must be a uint32 scalar, got ${describe(w)}`);
+    if (!(w instanceof Array) || w.dtype !== "uint32" || w.ndim !== 0)
+      throw new TypeError(`threefry2x32: key word ${i} must be a uint32 scalar, got ${describe(w)}`);
     return w;
   };
   if (keyPair instanceof Array) {
     if (keyPair.dtype !== "uint32" || keyPair.ndim !== 1 || keyPair.shape[0] !== 2) {
-      throw new TypeError(`threefry2x32 requires a uint32 key pair of shape (2,), got dtype ${keyPair.dtype} and shape ${shapeStr(keyPair.shape)}`);
+      throw new TypeError(
+        `threefry2x32 requires a uint32 key pair of shape (2,), got dtype ${keyPair.dtype} and shape ${shapeStr(keyPair.shape)}`,
+      );
     }
-    k0 = keyWord(keyPair, 0); k1 = keyWord(keyPair, 1);
+    k0 = keyWord(keyPair, 0);
+    k1 = keyWord(keyPair, 1);
   } else if (JSArray.isArray(keyPair) && keyPair.length === 2) {
-    k0 = word(keyPair[0], 0); k1 = word(keyPair[1], 1);
+    k0 = word(keyPair[0], 0);
+    k1 = word(keyPair[1], 1);
   } else {
-    throw new TypeError(`threefry2x32: keyPair must be a uint32 Array of shape (2,) or a pair of uint32 scalars, got ${describe(keyPair)}`);
+    throw new TypeError(
+      `threefry2x32: keyPair must be a uint32 Array of shape (2,) or a pair of uint32 scalars, got ${describe(keyPair)}`,
+    );
   }
-  if (!(count instanceof Array) || count.dtype !== "uint32") throw new TypeError(`threefry2x32 requires uint32 counts, got ${describe(count)}`);
+  if (!(count instanceof Array) || count.dtype !== "uint32")
+    throw new TypeError(`threefry2x32 requires uint32 counts, got ${describe(count)}`);
   return threefryHash(k0, k1, count);
 }

@@ -4,7 +4,16 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { fromBigInts, fromNumbers } from "../core/convert.js";
 import {
-  type DType, canonicalizeDType, defaultFloatDType, defaultIntDType, finfo, isBigInt, isDType, isFloat, isInteger, isUnsigned,
+  type DType,
+  canonicalizeDType,
+  defaultFloatDType,
+  defaultIntDType,
+  finfo,
+  isBigInt,
+  isDType,
+  isFloat,
+  isInteger,
+  isUnsigned,
   promoteTypes,
 } from "../core/dtype.js";
 import { broadcastShapes, prod, shapeStr, shapesEqual } from "../core/shape.js";
@@ -33,19 +42,32 @@ export function isPlainObject(x: unknown): x is Record<string, unknown> {
  * (and the keyword-only ones in `kwOnly`). Trailing undefined positionals are ignored.
  */
 export function parseArgs<T extends Record<string, unknown>>(
-  fn: string, args: readonly unknown[], names: readonly string[], defaults: T, kwOnly: readonly string[] = [],
+  fn: string,
+  args: readonly unknown[],
+  names: readonly string[],
+  defaults: T,
+  kwOnly: readonly string[] = [],
 ): T {
   const pos = [...args];
   while (pos.length && pos[pos.length - 1] === undefined) pos.pop();
   let opts: Record<string, unknown> = {};
   if (pos.length && isPlainObject(pos[pos.length - 1])) opts = pos.pop() as Record<string, unknown>;
-  if (pos.length > names.length) throw new TypeError(`${fn}: takes at most ${names.length + 1} positional arguments (key, ${names.join(", ")}), got ${pos.length + 1}`);
+  if (pos.length > names.length)
+    throw new TypeError(
+      `${fn}: takes at most ${names.length + 1} positional arguments (key, ${names.join(", ")}), got ${pos.length + 1}`,
+    );
   const out: Record<string, unknown> = { ...defaults };
-  pos.forEach((v, i) => { if (v !== undefined) out[names[i]] = v; });
+  pos.forEach((v, i) => {
+    if (v !== undefined) out[names[i]] = v;
+  });
   for (const [k, v] of Object.entries(opts)) {
-    if (!names.includes(k) && !kwOnly.includes(k)) throw new TypeError(`${fn}: got an unexpected option ${JSON.stringify(k)}; accepted: ${[...names, ...kwOnly].join(", ")}`);
+    if (!names.includes(k) && !kwOnly.includes(k))
+      throw new TypeError(
+        `${fn}: got an unexpected option ${JSON.stringify(k)}; accepted: ${[...names, ...kwOnly].join(", ")}`,
+      );
     const i = names.indexOf(k);
-    if (i >= 0 && i < pos.length && pos[i] !== undefined) throw new TypeError(`${fn}: got multiple values for argument ${JSON.stringify(k)}`);
+    if (i >= 0 && i < pos.length && pos[i] !== undefined)
+      throw new TypeError(`${fn}: got multiple values for argument ${JSON.stringify(k)}`);
     if (v !== undefined) out[k] = v;
   }
   return out as T;
@@ -59,16 +81,24 @@ export function canonicalShape(fn: string, shape: unknown): number[] {
   }
   return [...(s as number[])];
 }
-const describeShape = (s: unknown): string => (s instanceof Array ? `an Array ${s.aval.str()}` : JSON.stringify(s) ?? String(s));
+const describeShape = (s: unknown): string =>
+  s instanceof Array ? `an Array ${s.aval.str()}` : (JSON.stringify(s) ?? String(s));
 
 /** JAX's _check_shape: parameter shapes must broadcast to exactly `shape`. */
 export function checkShape(fn: string, shape: Shape, ...paramShapes: Shape[]): void {
   if (!paramShapes.length) return;
   let b: number[] | null = null;
-  try { b = broadcastShapes(fn, shape, ...paramShapes); } catch { b = null; }
+  try {
+    b = broadcastShapes(fn, shape, ...paramShapes);
+  } catch {
+    b = null;
+  }
   if (b === null || !shapesEqual(b, shape)) {
-    const got = b === null ? `incompatible parameter shapes ${paramShapes.map(shapeStr).join(", ")}` : `result ${shapeStr(b)}`;
-    throw new Error(`${fn} parameter shapes must be broadcast-compatible with shape argument, and the result of broadcasting the shapes must equal the shape argument, but got ${got} for shape argument ${shapeStr(shape)}.`);
+    const got =
+      b === null ? `incompatible parameter shapes ${paramShapes.map(shapeStr).join(", ")}` : `result ${shapeStr(b)}`;
+    throw new Error(
+      `${fn} parameter shapes must be broadcast-compatible with shape argument, and the result of broadcasting the shapes must equal the shape argument, but got ${got} for shape argument ${shapeStr(shape)}.`,
+    );
   }
 }
 
@@ -100,7 +130,13 @@ export function userDtype(fn: string, dtype: unknown, dflt: DType): DType {
 
 /** Converts a parameter to an Array (JS scalars stay weakly typed). */
 export function asArr(fn: string, x: unknown): Array {
-  if (x instanceof Array || typeof x === "number" || typeof x === "boolean" || typeof x === "bigint" || JSArray.isArray(x)) {
+  if (
+    x instanceof Array ||
+    typeof x === "number" ||
+    typeof x === "boolean" ||
+    typeof x === "bigint" ||
+    JSArray.isArray(x)
+  ) {
     return asArrayArg(fn, x as ArrayLike);
   }
   throw new TypeError(`${fn}: expected an Array or a JS number, got ${describe(x)}`);
@@ -110,14 +146,18 @@ export function asArr(fn: string, x: unknown): Array {
 export function checkSafeCast(fn: string, dtype: DType, ...xs: Array[]): void {
   for (const x of xs) {
     if (x.weakType) continue;
-    const ok = x.dtype === "bool" || isInteger(x.dtype) || promoteTypes({ dtype: x.dtype, weakType: false }, { dtype, weakType: false }).dtype === dtype;
+    const ok =
+      x.dtype === "bool" ||
+      isInteger(x.dtype) ||
+      promoteTypes({ dtype: x.dtype, weakType: false }, { dtype, weakType: false }).dtype === dtype;
     if (!ok) throw new TypeError(`In arguments to ${fn}, cannot safely cast argument of type ${x.dtype} to ${dtype}`);
   }
 }
 
 /** A strongly typed 0-d constant of `dtype` (bigint-exact for 64-bit integers). */
 export function constant(dtype: DType, v: number | bigint | boolean): ArrayImpl {
-  const data = isBigInt(dtype) ? fromBigInts([typeof v === "bigint" ? v : BigInt(typeof v === "boolean" ? (v ? 1 : 0) : v)], dtype)
+  const data = isBigInt(dtype)
+    ? fromBigInts([typeof v === "bigint" ? v : BigInt(typeof v === "boolean" ? (v ? 1 : 0) : v)], dtype)
     : fromNumbers([typeof v === "bigint" ? Number(v) : typeof v === "boolean" ? (v ? 1 : 0) : v], dtype);
   return new ArrayImpl(new ShapedArray([], dtype, false), data);
 }
@@ -130,13 +170,17 @@ export const toDtype = (x: Array, dtype: DType): Array => ops.convert(x, dtype, 
 /** jnp.broadcast_to with the sampler's name in errors. */
 export const bcast = (fn: string, x: Array, shape: Shape): Array => broadcastTo(x, shape, fn);
 /** Broadcasts x to `shape` unless it is 0-d (lax binary ops broadcast 0-d operands themselves). */
-export const bcastOrScalar = (fn: string, x: Array, shape: Shape): Array => (x.ndim === 0 ? x : broadcastTo(x, shape, fn));
+export const bcastOrScalar = (fn: string, x: Array, shape: Shape): Array =>
+  x.ndim === 0 ? x : broadcastTo(x, shape, fn);
 
 /** Stacks equal-shaped arrays along a new axis. */
 export function stack(xs: readonly Array[], axis: number): Array {
   const s = xs[0].shape;
   const shape = [...s.slice(0, axis), 1, ...s.slice(axis)];
-  return ops.concatenate(xs.map((x) => ops.reshape(x, shape)), axis);
+  return ops.concatenate(
+    xs.map((x) => ops.reshape(x, shape)),
+    axis,
+  );
 }
 
 /** x[i] along axis 0 (a static integer index), dropping the axis. */
@@ -160,7 +204,8 @@ export function take(x: Array, ind: Array, axis: number): Array {
 }
 
 /** jnp.arange(n) in the default int dtype. */
-export const arange = (n: number, dtype: DType = defaultIntDType()): Array => (n === 0 ? ops.full([0], 0, dtype) : ops.iota(dtype, [n], 0));
+export const arange = (n: number, dtype: DType = defaultIntDType()): Array =>
+  n === 0 ? ops.full([0], 0, dtype) : ops.iota(dtype, [n], 0);
 
 /** Float limits of a dtype, with JAX's epsneg and minexp. */
 export function floatInfo(d: DType): ReturnType<typeof finfo> & { epsneg: number; minexp: number } {
@@ -171,14 +216,20 @@ export function floatInfo(d: DType): ReturnType<typeof finfo> & { epsneg: number
 /** Unsigned dtype of a bit width. */
 export function uintOf(bits: number): DType {
   switch (bits) {
-    case 8: return "uint8";
-    case 16: return "uint16";
-    case 32: return "uint32";
-    case 64: return "uint64";
-    default: throw new TypeError(`no unsigned dtype of ${bits} bits`);
+    case 8:
+      return "uint8";
+    case 16:
+      return "uint16";
+    case 32:
+      return "uint32";
+    case 64:
+      return "uint64";
+    default:
+      throw new TypeError(`no unsigned dtype of ${bits} bits`);
   }
 }
-export const bitWidth = (d: DType): number => (d === "bool" ? 8 : d.endsWith("64") ? 64 : d.endsWith("32") ? 32 : d.endsWith("16") ? 16 : 8);
+export const bitWidth = (d: DType): number =>
+  d === "bool" ? 8 : d.endsWith("64") ? 64 : d.endsWith("32") ? 32 : d.endsWith("16") ? 16 : 8;
 export { isUnsigned, prod };
 
 /** Product of the elements of a shape, with a check that the result is a safe JS integer. */

@@ -17,21 +17,38 @@ export interface MemoryStats {
 }
 
 /** A live buffer as the memory profiler and out-of-memory errors describe it. */
-export interface LiveBufferInfo { readonly device: number; readonly dtype: DType; readonly shape: readonly number[]; readonly bytes: number; readonly site?: string }
+export interface LiveBufferInfo {
+  readonly device: number;
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly bytes: number;
+  readonly site?: string;
+}
 
 /**
  * A device allocation past the device's bytesLimit: names the device, the request, what is in use and the largest
  * live buffers. Raised before anything is allocated, so every array computed so far stays valid (free some, retry).
  */
 export class DeviceOutOfMemoryError extends OutOfMemoryError {
-  constructor(readonly device: number, readonly request: { dtype: DType; shape: readonly number[]; bytes: number },
-    readonly bytesInUse: number, readonly bytesLimit: number, readonly largest: readonly LiveBufferInfo[]) {
-    super(`device ${device}`, [], request.bytes,
+  constructor(
+    readonly device: number,
+    readonly request: { dtype: DType; shape: readonly number[]; bytes: number },
+    readonly bytesInUse: number,
+    readonly bytesLimit: number,
+    readonly largest: readonly LiveBufferInfo[],
+  ) {
+    super(
+      `device ${device}`,
+      [],
+      request.bytes,
       `${request.dtype}[${request.shape.join(",")}] on device ${device}, which holds ${bytesInUse} of its bytesLimit ${bytesLimit} bytes; ` +
-      `largest live buffers on device ${device}: ${largest.length ? largest.map(describeBuffer).join("; ") : "none tracked"}`);
+        `largest live buffers on device ${device}: ${largest.length ? largest.map(describeBuffer).join("; ") : "none tracked"}`,
+    );
   }
 }
-function describeBuffer(b: LiveBufferInfo): string { return `${b.dtype}[${b.shape.join(",")}] ${b.bytes} B${b.site ? ` (created at ${b.site})` : ""}`; }
+function describeBuffer(b: LiveBufferInfo): string {
+  return `${b.dtype}[${b.shape.join(",")}] ${b.bytes} B${b.site ? ` (created at ${b.site})` : ""}`;
+}
 
 /** A CPU device as the runtime sees it: an executor thread (native) and the buffers accounted to it. */
 export class RuntimeDevice {
@@ -45,29 +62,57 @@ export class RuntimeDevice {
   constructor(readonly id: number) {}
   /** This device's limit in bytes (null: back to config deviceBytesLimit). */
   setBytesLimit(bytes: number | null): void {
-    if (bytes !== null && !(Number.isInteger(bytes) && bytes > 0)) throw new RangeError(`RuntimeDevice(id=${this.id}).setBytesLimit: expected a positive integer number of bytes or null, got ${bytes}`);
+    if (bytes !== null && !(Number.isInteger(bytes) && bytes > 0))
+      throw new RangeError(
+        `RuntimeDevice(id=${this.id}).setBytesLimit: expected a positive integer number of bytes or null, got ${bytes}`,
+      );
     this.#bytesLimit = bytes ?? undefined;
   }
   /** The limit in force (0 = none). */
-  get bytesLimit(): number { return this.#bytesLimit ?? config.deviceBytesLimit; }
+  get bytesLimit(): number {
+    return this.#bytesLimit ?? config.deviceBytesLimit;
+  }
   /** The live buffers this device tracks (see #live), largest first. */
   liveBuffers(): LiveBufferInfo[] {
     const out: LiveBufferInfo[] = [];
     for (const r of this.#live) {
       const b = r.deref();
-      if (!b || b.isFreed) { this.#live.delete(r); continue; }
-      out.push({ device: this.id, dtype: b.dtype, shape: b.shape, bytes: b.bytes, ...(b.site ? { site: b.site } : {}) });
+      if (!b || b.isFreed) {
+        this.#live.delete(r);
+        continue;
+      }
+      out.push({
+        device: this.id,
+        dtype: b.dtype,
+        shape: b.shape,
+        bytes: b.bytes,
+        ...(b.site ? { site: b.site } : {}),
+      });
     }
     return out.sort((a, b) => b.bytes - a.bytes);
   }
-  /** @internal */ get tracking(): boolean { return this.bytesLimit > 0 || memoryTracking(); }
-  /** @internal */ track(b: DeviceBuffer): WeakRef<DeviceBuffer> { const r = new WeakRef(b); this.#live.add(r); return r; }
-  /** @internal */ untrack(r: WeakRef<DeviceBuffer>): void { this.#live.delete(r); }
+  /** @internal */ get tracking(): boolean {
+    return this.bytesLimit > 0 || memoryTracking();
+  }
+  /** @internal */ track(b: DeviceBuffer): WeakRef<DeviceBuffer> {
+    const r = new WeakRef(b);
+    this.#live.add(r);
+    return r;
+  }
+  /** @internal */ untrack(r: WeakRef<DeviceBuffer>): void {
+    this.#live.delete(r);
+  }
   /** @internal Throws DeviceOutOfMemoryError when `bytes` more would pass the limit. */
   reserve(dtype: DType, shape: readonly number[], bytes: number): void {
     const limit = this.bytesLimit;
     if (limit > 0 && this.#stats.bytesInUse + bytes > limit) {
-      throw new DeviceOutOfMemoryError(this.id, { dtype, shape: [...shape], bytes }, this.#stats.bytesInUse, limit, this.liveBuffers().slice(0, 5));
+      throw new DeviceOutOfMemoryError(
+        this.id,
+        { dtype, shape: [...shape], bytes },
+        this.#stats.bytesInUse,
+        limit,
+        this.liveBuffers().slice(0, 5),
+      );
     }
   }
   /** @internal */ take(dtype: DType, n: number): TypedArray | undefined {
@@ -81,12 +126,18 @@ export class RuntimeDevice {
     if (this.#pooledBytes + bytes > POOL_BYTES) return; // let the garbage collector have it
     const k = `${dtype}:${data.length}`;
     let list = this.#pool.get(k);
-    if (!list) { list = []; this.#pool.set(k, list); }
+    if (!list) {
+      list = [];
+      this.#pool.set(k, list);
+    }
     list.push(data);
     this.#pooledBytes += bytes;
   }
   /** Drops the storage kept for reuse. */
-  trimPool(): void { this.#pool.clear(); this.#pooledBytes = 0; }
+  trimPool(): void {
+    this.#pool.clear();
+    this.#pooledBytes = 0;
+  }
   /** A copy of this device's memory counters. */
   memoryStats(): MemoryStats {
     const limit = this.bytesLimit;
@@ -101,7 +152,9 @@ export class RuntimeDevice {
       s.peakBytesInUse = Math.max(s.peakBytesInUse, s.bytesInUse);
     }
   }
-  toString(): string { return `RuntimeDevice(id=${this.id})`; }
+  toString(): string {
+    return `RuntimeDevice(id=${this.id})`;
+  }
 }
 
 /** Bytes of freed buffers each device keeps for reuse. */
@@ -110,17 +163,28 @@ const POOL_BYTES = 256 << 20;
 const registry = new Map<number, RuntimeDevice>();
 /** The runtime device with this id (created on first use). */
 export function runtimeDevice(id: number): RuntimeDevice {
-  if (!Number.isInteger(id) || id < 0) throw new RangeError(`runtimeDevice: device id must be a non-negative integer, got ${id}`);
+  if (!Number.isInteger(id) || id < 0)
+    throw new RangeError(`runtimeDevice: device id must be a non-negative integer, got ${id}`);
   let d = registry.get(id);
-  if (!d) { d = new RuntimeDevice(id); registry.set(id, d); }
+  if (!d) {
+    d = new RuntimeDevice(id);
+    registry.set(id, d);
+  }
   return d;
 }
 
 /** Every runtime device created so far, by id. */
-export function allRuntimeDevices(): RuntimeDevice[] { return [...registry.values()].sort((a, b) => a.id - b.id); }
+export function allRuntimeDevices(): RuntimeDevice[] {
+  return [...registry.values()].sort((a, b) => a.id - b.id);
+}
 
 /** Bytes still accounted for buffers the garbage collector reclaimed without free() (a safety net, not the rule). */
-const reclaim = new FinalizationRegistry<{ device: RuntimeDevice; bytes: number; freed: { v: boolean }; ref: WeakRef<DeviceBuffer> | null }>((h) => {
+const reclaim = new FinalizationRegistry<{
+  device: RuntimeDevice;
+  bytes: number;
+  freed: { v: boolean };
+  ref: WeakRef<DeviceBuffer> | null;
+}>((h) => {
   if (!h.freed.v) h.device.account(-h.bytes);
   if (h.ref) h.device.untrack(h.ref);
 });
@@ -147,10 +211,15 @@ export interface TransferStats {
 }
 const transfers: TransferStats = { blocksCopied: 0, bytesCopied: 0, blocksMoved: 0, blocksReused: 0 };
 /** A copy of the block-copy counters (monotonic; compare before/after). */
-export function transferStats(): TransferStats { return { ...transfers }; }
+export function transferStats(): TransferStats {
+  return { ...transfers };
+}
 /** @internal Counts one block copy (`moved`: from another device) or, with bytes < 0, one reuse. */
 export function countTransfer(bytes: number, moved = false): void {
-  if (bytes < 0) { transfers.blocksReused++; return; }
+  if (bytes < 0) {
+    transfers.blocksReused++;
+    return;
+  }
   transfers.blocksCopied++;
   transfers.bytesCopied += bytes;
   if (moved) transfers.blocksMoved++;
@@ -172,7 +241,12 @@ export class DeviceBuffer {
   /** Where the user's code created it (recorded only while memory is profiled). */
   readonly site: string | undefined;
   readonly #ref: WeakRef<DeviceBuffer> | null;
-  private constructor(readonly device: RuntimeDevice, readonly dtype: DType, readonly shape: readonly number[], data: TypedArray) {
+  private constructor(
+    readonly device: RuntimeDevice,
+    readonly dtype: DType,
+    readonly shape: readonly number[],
+    data: TypedArray,
+  ) {
     this.#data = data;
     this.bytes = data.length * itemsize(dtype);
     device.account(this.bytes);
@@ -201,17 +275,24 @@ export class DeviceBuffer {
   }
   /** The storage (a pending launch may still be writing it: call ready() before reading it on the host). */
   get data(): TypedArray {
-    if (!this.#data || this.#refs <= 0) throw new Error(`DeviceBuffer: use of a freed buffer (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
+    if (!this.#data || this.#refs <= 0)
+      throw new Error(
+        `DeviceBuffer: use of a freed buffer (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`,
+      );
     return this.#data;
   }
-  get isFreed(): boolean { return this.#data === null || this.#refs <= 0; }
+  get isFreed(): boolean {
+    return this.#data === null || this.#refs <= 0;
+  }
   /** The launch still writing this buffer, or the failed launch that wrote it (its error stays with the buffer). */
   get writer(): PendingWork | null {
     if (this.#writer?.settled && !this.#writer.error) this.#writer = null;
     return this.#writer;
   }
   /** @internal Marks the buffer as an output of an in-flight launch. */
-  setWriter(w: PendingWork | null): void { this.#writer = w; }
+  setWriter(w: PendingWork | null): void {
+    this.#writer = w;
+  }
   /** Waits until no launch is writing this buffer (throws the launch's error); returns this. */
   ready(): this {
     this.writer?.wait();
@@ -219,7 +300,10 @@ export class DeviceBuffer {
   }
   /** Adds a reference (another owner, or an in-flight launch); each is dropped by free(). */
   retain(): this {
-    if (this.isFreed) throw new Error(`DeviceBuffer.retain: the buffer was freed (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`);
+    if (this.isFreed)
+      throw new Error(
+        `DeviceBuffer.retain: the buffer was freed (${this.dtype}[${this.shape.join(",")}] on device ${this.device.id})`,
+      );
     this.#refs++;
     return this;
   }

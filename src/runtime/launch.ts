@@ -1,13 +1,27 @@
 /** @file Device programs (one ONNX model, one ORT session per device) and their launch across devices: async dispatch (pending outputs), Promise or blocking. */
 import { availableParallelism } from "node:os";
 import { ONNX_DTYPE, type DType as GDType, type HostArray } from "../backends/onnx/graph-builder.js";
-import { type CollectiveTiming, deviceAddon, type DeviceAddon, type DeviceLaunchResult, type ProcessLaunch } from "../backends/onnx/ort-runtime.js";
+import {
+  type CollectiveTiming,
+  deviceAddon,
+  type DeviceAddon,
+  type DeviceLaunchResult,
+  type ProcessLaunch,
+} from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
 import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
 /** The ONNX element types the device runtime moves (bfloat16/float16 programs stay on the emulation for now). */
-export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int64", "bool", "int8", "uint8"]);
+export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
+  "float32",
+  "float64",
+  "int32",
+  "int64",
+  "bool",
+  "int8",
+  "uint8",
+]);
 
 /** Why the device runtime is unavailable, or null when it is available. */
 export function deviceRuntimeUnavailable(): string | null {
@@ -33,18 +47,34 @@ export interface ProgramSignature {
 /** One compiled per-device program: the same ONNX model in one ORT session per device rank. */
 export class DeviceProgram {
   /** @internal */ readonly handle: object;
-  constructor(readonly model: Uint8Array, readonly sig: ProgramSignature, readonly numDevices: number, readonly intraOpThreads: number) {
+  constructor(
+    readonly model: Uint8Array,
+    readonly sig: ProgramSignature,
+    readonly numDevices: number,
+    readonly intraOpThreads: number,
+  ) {
     for (const d of [...sig.inputDTypes, ...sig.outputDTypes]) {
-      if (!DEVICE_DTYPES.has(d)) throw new TypeError(`DeviceProgram ${sig.name}: dtype ${d} is not supported by the device runtime (supported: ${[...DEVICE_DTYPES].join(", ")})`);
+      if (!DEVICE_DTYPES.has(d))
+        throw new TypeError(
+          `DeviceProgram ${sig.name}: dtype ${d} is not supported by the device runtime (supported: ${[...DEVICE_DTYPES].join(", ")})`,
+        );
     }
-    this.handle = api().devCreateProgram(model, sig.inputNames, sig.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]), sig.outputNames,
-      sig.outputDTypes.map((d) => ONNX_DTYPE[d as GDType]), { numDevices, intraOpNumThreads: intraOpThreads });
+    this.handle = api().devCreateProgram(
+      model,
+      sig.inputNames,
+      sig.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
+      sig.outputNames,
+      sig.outputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
+      { numDevices, intraOpNumThreads: intraOpThreads },
+    );
   }
 }
 
 /** ORT intra-op threads for each device's session: config.deviceIntraOpThreads, else max(1, cores / devices). */
 export function deviceIntraOpThreads(numDevices: number): number {
-  return config.deviceIntraOpThreads > 0 ? config.deviceIntraOpThreads : Math.max(1, Math.floor(availableParallelism() / Math.max(1, numDevices)));
+  return config.deviceIntraOpThreads > 0
+    ? config.deviceIntraOpThreads
+    : Math.max(1, Math.floor(availableParallelism() / Math.max(1, numDevices)));
 }
 
 /** Device programs by model bytes and device count (creating N sessions is the expensive part). */
@@ -78,7 +108,13 @@ function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
 }
 
 /** One rank's run as the runtime recorded it (times in microseconds of a monotonic clock). */
-export interface RankTiming { rank: number; device: number; thread: number; start: number; end: number }
+export interface RankTiming {
+  rank: number;
+  device: number;
+  thread: number;
+  start: number;
+  end: number;
+}
 
 export interface LaunchResult {
   /** outputs[rank][k]: output k of the device at that rank, on that device. */
@@ -89,7 +125,13 @@ export interface LaunchResult {
 }
 
 /** When the native launch entered, had submitted every rank, saw the last rank finish and (blocking) woke its caller. */
-export interface LaunchStamps { enter: number; submitted: number; complete: number; woke: number; callerRank: number }
+export interface LaunchStamps {
+  enter: number;
+  submitted: number;
+  complete: number;
+  woke: number;
+  callerRank: number;
+}
 
 export interface LaunchOptions {
   /** Collective timeout (default config.collectiveTimeoutMs). */
@@ -102,22 +144,44 @@ export interface LaunchOptions {
 
 let failNext: number | undefined;
 /** Test hook: the next launch (whoever makes it: shardMap, pmap) fails on the device at `rank`, as failRank does. */
-export function failNextLaunch(rank: number): void { failNext = rank; }
+export function failNextLaunch(rank: number): void {
+  failNext = rank;
+}
 
-interface Prepared { devs: RuntimeDevice[]; inputs: readonly (readonly DeviceBuffer[])[]; outs: DeviceBuffer[][]; args: Parameters<DeviceAddon["devLaunch"]> }
+interface Prepared {
+  devs: RuntimeDevice[];
+  inputs: readonly (readonly DeviceBuffer[])[];
+  outs: DeviceBuffer[][];
+  args: Parameters<DeviceAddon["devLaunch"]>;
+}
 
-function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions): Prepared {
+function prepare(
+  p: DeviceProgram,
+  deviceIds: readonly number[],
+  inputs: readonly (readonly DeviceBuffer[])[],
+  opts: LaunchOptions,
+): Prepared {
   const { sig } = p;
   const fn = `launch(${sig.name})`;
-  if (deviceIds.length !== inputs.length) throw new Error(`${fn}: ${deviceIds.length} devices but ${inputs.length} input lists`);
-  if (deviceIds.length > p.numDevices) throw new Error(`${fn}: ${deviceIds.length} devices given; the program was created for ${p.numDevices}`);
-  if (new Set(deviceIds).size !== deviceIds.length) throw new Error(`${fn}: device ids [${deviceIds.join(", ")}] repeat a device`);
+  if (deviceIds.length !== inputs.length)
+    throw new Error(`${fn}: ${deviceIds.length} devices but ${inputs.length} input lists`);
+  if (deviceIds.length > p.numDevices)
+    throw new Error(`${fn}: ${deviceIds.length} devices given; the program was created for ${p.numDevices}`);
+  if (new Set(deviceIds).size !== deviceIds.length)
+    throw new Error(`${fn}: device ids [${deviceIds.join(", ")}] repeat a device`);
   const devs = deviceIds.map((id) => runtimeDevice(id));
   inputs.forEach((ins, r) => {
-    if (ins.length !== sig.inputNames.length) throw new Error(`${fn}: device ${deviceIds[r]} (rank ${r}) has ${ins.length} inputs; the program takes ${sig.inputNames.length}`);
+    if (ins.length !== sig.inputNames.length)
+      throw new Error(
+        `${fn}: device ${deviceIds[r]} (rank ${r}) has ${ins.length} inputs; the program takes ${sig.inputNames.length}`,
+      );
     ins.forEach((b, k) => {
-      if (b.dtype !== sig.inputDTypes[k]) throw new TypeError(`${fn}: input ${k} (${sig.inputNames[k]}) of device ${deviceIds[r]} is ${b.dtype}; the program expects ${sig.inputDTypes[k]}`);
-      if (b.device !== devs[r]) throw new Error(`${fn}: input ${k} of rank ${r} lives on device ${b.device.id}, not on device ${deviceIds[r]}`);
+      if (b.dtype !== sig.inputDTypes[k])
+        throw new TypeError(
+          `${fn}: input ${k} (${sig.inputNames[k]}) of device ${deviceIds[r]} is ${b.dtype}; the program expects ${sig.inputDTypes[k]}`,
+        );
+      if (b.device !== devs[r])
+        throw new Error(`${fn}: input ${k} of rank ${r} lives on device ${b.device.id}, not on device ${deviceIds[r]}`);
     });
   });
   // ORT writes every element of each output
@@ -137,9 +201,18 @@ function prepare(p: DeviceProgram, deviceIds: readonly number[], inputs: readonl
   const failRank = opts.failRank ?? failNext;
   failNext = undefined;
   const args: Prepared["args"] = [
-    p.handle, deviceIds, inputs.map((ins) => ins.map((b) => b.data as HostArray)), inputs.map((ins) => ins.map((b) => b.shape)),
-    outs.map((os) => os.map((b) => b.data as HostArray)), outs.map((os) => os.map((b) => b.shape)),
-    { timeoutMs, ...(failRank !== undefined ? { failRank } : {}), ...(observer ? { recordCollectives: 1 } : {}), ...(opts.process ? { process: opts.process } : {}) },
+    p.handle,
+    deviceIds,
+    inputs.map((ins) => ins.map((b) => b.data as HostArray)),
+    inputs.map((ins) => ins.map((b) => b.shape)),
+    outs.map((os) => os.map((b) => b.data as HostArray)),
+    outs.map((os) => os.map((b) => b.shape)),
+    {
+      timeoutMs,
+      ...(failRank !== undefined ? { failRank } : {}),
+      ...(observer ? { recordCollectives: 1 } : {}),
+      ...(opts.process ? { process: opts.process } : {}),
+    },
   ];
   return { devs, inputs, outs, args };
 }
@@ -164,7 +237,9 @@ export function setLaunchObserver(f: ((r: LaunchRecord) => void) | null): ((r: L
 let lastTimeline: readonly RankTiming[] = [];
 let launches = 0;
 /** How many launches completed (or failed on the devices) in this process (tests: did the device runtime run). */
-export function launchCount(): number { return launches; }
+export function launchCount(): number {
+  return launches;
+}
 /** The per-rank timings of the most recent completed launch (tests and the profiler); settles the launches in flight first. */
 export function lastLaunchTimeline(): readonly RankTiming[] {
   synchronize();
@@ -172,14 +247,29 @@ export function lastLaunchTimeline(): readonly RankTiming[] {
 }
 
 /** The launch's timeline and its error (root cause first, one line per distinct message), or null when it succeeded. */
-function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunchResult): { timeline: RankTiming[]; error: Error | null } {
-  const timeline = deviceIds.map((device, rank) => ({ rank, device, thread: r.threads[rank], start: r.start[rank], end: r.end[rank] }));
+function outcome(
+  p: DeviceProgram,
+  deviceIds: readonly number[],
+  r: DeviceLaunchResult,
+): { timeline: RankTiming[]; error: Error | null } {
+  const timeline = deviceIds.map((device, rank) => ({
+    rank,
+    device,
+    thread: r.threads[rank],
+    start: r.start[rank],
+    end: r.end[rank],
+  }));
   launches++;
-  const errs = r.errors.map((e, rank) => (e ? { rank, e } : null)).filter((x): x is { rank: number; e: string } => x !== null);
+  const errs = r.errors
+    .map((e, rank) => (e ? { rank, e } : null))
+    .filter((x): x is { rank: number; e: string } => x !== null);
   if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0, collectives: r.collectives ?? [] });
   if (!errs.length) return { timeline, error: null };
   // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
-  const clean = errs.map(({ rank, e }) => ({ rank, e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "") }));
+  const clean = errs.map(({ rank, e }) => ({
+    rank,
+    e: e.replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, ""),
+  }));
   // the root cause first (ranks released because a peer failed say so), one line per distinct message
   clean.sort((a, b) => Number(/released because/.test(a.e)) - Number(/released because/.test(b.e)) || a.rank - b.rank);
   const lines: string[] = [];
@@ -190,11 +280,18 @@ function outcome(p: DeviceProgram, deviceIds: readonly number[], r: DeviceLaunch
     seen.add(body);
     lines.push(e);
   }
-  return { timeline, error: new Error(`device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`) };
+  return {
+    timeline,
+    error: new Error(
+      `device runtime: program ${p.sig.name} failed on devices [${deviceIds.join(", ")}]: ${lines.join("; ")}`,
+    ),
+  };
 }
 let lastStamps: LaunchStamps | null = null;
 /** The native stamps of the most recent completed launch (null before any, or from an addon without them). */
-export function lastLaunchStamps(): LaunchStamps | null { return lastStamps; }
+export function lastLaunchStamps(): LaunchStamps | null {
+  return lastStamps;
+}
 
 function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, r: DeviceLaunchResult): LaunchResult {
   const { timeline, error } = outcome(p, deviceIds, r);
@@ -203,14 +300,24 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
     for (const os of prep.outs) for (const b of os) b.free();
     throw error;
   }
-  const stamps = r.enter === undefined ? undefined
-    : { enter: r.enter, submitted: r.submitted ?? 0, complete: r.complete ?? 0, woke: r.woke ?? 0, callerRank: r.callerRank ?? -1 };
+  const stamps =
+    r.enter === undefined
+      ? undefined
+      : {
+          enter: r.enter,
+          submitted: r.submitted ?? 0,
+          complete: r.complete ?? 0,
+          woke: r.woke ?? 0,
+          callerRank: r.callerRank ?? -1,
+        };
   lastStamps = stamps ?? null;
   return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
 }
 
 /** Monotonic microseconds on the clock of the runtime's timestamps (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
-export function nowUs(): number { return Number(process.hrtime.bigint()) / 1000; }
+export function nowUs(): number {
+  return Number(process.hrtime.bigint()) / 1000;
+}
 
 /** Launches dispatched and not yet settled, oldest first. */
 const inFlight: PendingLaunch[] = [];
@@ -233,7 +340,13 @@ export class PendingLaunch implements PendingWork {
   #timeline: RankTiming[] = [];
   #deps: PendingWork[];
   /** @internal */
-  constructor(readonly program: DeviceProgram, readonly deviceIds: readonly number[], prep: Prepared, handle: object, deps: PendingWork[]) {
+  constructor(
+    readonly program: DeviceProgram,
+    readonly deviceIds: readonly number[],
+    prep: Prepared,
+    handle: object,
+    deps: PendingWork[],
+  ) {
     this.outputs = prep.outs;
     this.#deps = deps;
     this.#handle = handle;
@@ -242,11 +355,17 @@ export class PendingLaunch implements PendingWork {
     for (const os of prep.outs) for (const b of os) b.setWriter(this);
     this.dispatchedAt = nowUs();
   }
-  get settled(): boolean { return this.#handle === null; }
+  get settled(): boolean {
+    return this.#handle === null;
+  }
   /** The per-rank timings (empty until settled). */
-  get timeline(): readonly RankTiming[] { return this.#timeline; }
+  get timeline(): readonly RankTiming[] {
+    return this.#timeline;
+  }
   /** The launch's error once settled, or null. */
-  get error(): Error | null { return this.#error; }
+  get error(): Error | null {
+    return this.#error;
+  }
   /** Waits for the devices (blocking) and records the outcome without throwing. */
   settle(): void {
     const h = this.#handle;
@@ -258,8 +377,12 @@ export class PendingLaunch implements PendingWork {
     lastTimeline = timeline;
     // a launch that consumed the outputs of a failed one computed on garbage: it fails with that cause
     for (const d of this.#deps) {
-      try { d.wait(); } catch (e) {
-        this.#error = new Error(`device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${(e as Error).message}`);
+      try {
+        d.wait();
+      } catch (e) {
+        this.#error = new Error(
+          `device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${(e as Error).message}`,
+        );
         break;
       }
     }
@@ -278,17 +401,31 @@ export class PendingLaunch implements PendingWork {
 }
 
 /** Test hook: the next dispatched launch fails on the device at `rank` before running its program. */
-export function injectLaunchFault(rank: number | null): void { nextFault = rank; }
+export function injectLaunchFault(rank: number | null): void {
+  nextFault = rank;
+}
 
 /**
  * Async dispatch: enqueues `program` on each device's stream (rank r on deviceIds[r], with inputs[r], which may be
  * pending outputs of earlier launches) and returns at once. Errors surface at wait() (or when reading an output).
  */
-export function dispatch(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): PendingLaunch {
+export function dispatch(
+  program: DeviceProgram,
+  deviceIds: readonly number[],
+  inputs: readonly (readonly DeviceBuffer[])[],
+  opts: LaunchOptions = {},
+): PendingLaunch {
   while (inFlight.length >= MAX_IN_FLIGHT) inFlight[0].settle();
-  if (nextFault !== null && opts.failRank === undefined) { opts = { ...opts, failRank: nextFault }; nextFault = null; }
+  if (nextFault !== null && opts.failRank === undefined) {
+    opts = { ...opts, failRank: nextFault };
+    nextFault = null;
+  }
   const deps = new Set<PendingWork>();
-  for (const ins of inputs) for (const b of ins) { const w = b.writer; if (w) deps.add(w); }
+  for (const ins of inputs)
+    for (const b of ins) {
+      const w = b.writer;
+      if (w) deps.add(w);
+    }
   const prep = prepare(program, deviceIds, inputs, opts);
   const h = api().devLaunch(...prep.args);
   const p = new PendingLaunch(program, deviceIds, prep, h, [...deps]);
@@ -301,24 +438,40 @@ export function synchronize(): void {
   while (inFlight.length) inFlight[0].settle();
 }
 /** Launches dispatched and not yet settled. */
-export function launchesInFlight(): number { return inFlight.length; }
+export function launchesInFlight(): number {
+  return inFlight.length;
+}
 
 /**
  * Runs `program` on every device of `deviceIds` (rank r on device deviceIds[r], with inputs[r]) concurrently; the
  * promise resolves when all finished. Output buffers are allocated on each device (the caller frees them).
  */
-export function launch(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): Promise<LaunchResult> {
+export function launch(
+  program: DeviceProgram,
+  deviceIds: readonly number[],
+  inputs: readonly (readonly DeviceBuffer[])[],
+  opts: LaunchOptions = {},
+): Promise<LaunchResult> {
   const prep = prepare(program, deviceIds, inputs, opts);
   return new Promise<LaunchResult>((resolve, reject) => {
     const [h, ids, ins, ishapes, outs, oshapes, o] = prep.args;
     api().devLaunch(h, ids, ins, ishapes, outs, oshapes, o, (r: DeviceLaunchResult) => {
-      try { resolve(finish(program, deviceIds, prep, r)); } catch (e) { reject(e); }
+      try {
+        resolve(finish(program, deviceIds, prep, r));
+      } catch (e) {
+        reject(e);
+      }
     });
   });
 }
 
 /** launch, blocking the calling thread until every device finished (for synchronous callers). */
-export function launchSync(program: DeviceProgram, deviceIds: readonly number[], inputs: readonly (readonly DeviceBuffer[])[], opts: LaunchOptions = {}): LaunchResult {
+export function launchSync(
+  program: DeviceProgram,
+  deviceIds: readonly number[],
+  inputs: readonly (readonly DeviceBuffer[])[],
+  opts: LaunchOptions = {},
+): LaunchResult {
   const prep = prepare(program, deviceIds, inputs, opts);
   const a = api();
   // the calling thread blocks anyway: it runs rank 0 itself when that device's stream is idle (one hand-off fewer)
@@ -328,4 +481,6 @@ export function launchSync(program: DeviceProgram, deviceIds: readonly number[],
 }
 
 /** Rendezvous the shared-memory communicator holds open (0 when no launch is in flight). */
-export function openRendezvous(): number { return api().devOpenRendezvous(); }
+export function openRendezvous(): number {
+  return api().devOpenRendezvous();
+}

@@ -13,6 +13,7 @@ export function mpiAddon(): { api: MpiAddon | null; why: string } {
   const { api, why } = deviceAddon();
   if (!api) return { api: null, why };
   const a = api as unknown as Partial<MpiAddon>;
-  if (typeof a.mpiInit !== "function") return { api: null, why: "the native addon was built without MPI support (rebuild it: npm run build)" };
+  if (typeof a.mpiInit !== "function")
+    return { api: null, why: "the native addon was built without MPI support (rebuild it: npm run build)" };
   return { api: a as MpiAddon, why: "" };
 }

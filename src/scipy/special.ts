@@ -7,11 +7,16 @@ import { type ArrayInput, c, sel } from "../numpy/elementwise-util.js";
 export { logsumexp } from "../numpy/reductions.js";
 export { softmax, logSoftmax } from "../nn/functions.js";
 
-const un = (name: string, f: (x: Array) => Array) => (x: ArrayInput): Array => f(promoteArgsInexact(name, x)[0]);
-const bin = (name: string, f: (x: Array, y: Array) => Array) => (x: ArrayInput, y: ArrayInput): Array => {
-  const [a, b] = promoteArgsInexact(name, x, y);
-  return f(a, b);
-};
+const un =
+  (name: string, f: (x: Array) => Array) =>
+  (x: ArrayInput): Array =>
+    f(promoteArgsInexact(name, x)[0]);
+const bin =
+  (name: string, f: (x: Array, y: Array) => Array) =>
+  (x: ArrayInput, y: ArrayInput): Array => {
+    const [a, b] = promoteArgsInexact(name, x, y);
+    return f(a, b);
+  };
 
 /** expit(x) = 1 / (1 + exp(-x)), the logistic sigmoid. */
 export const expit = un("expit", ops.logistic);
@@ -37,7 +42,8 @@ export const gamma = un("gamma", (x) => {
 export const digamma = un("digamma", ops.digamma);
 /** polygamma(n, x): the n-th derivative of digamma (n a static non-negative integer). */
 export function polygamma(n: number, x: ArrayInput): Array {
-  if (!Number.isInteger(n) || n < 0) throw new TypeError(`polygamma: n must be a static non-negative integer, got ${String(n)}`);
+  if (!Number.isInteger(n) || n < 0)
+    throw new TypeError(`polygamma: n must be a static non-negative integer, got ${String(n)}`);
   const [a] = promoteArgsInexact("polygamma", x);
   return n === 0 ? ops.digamma(a) : ops.polygamma(n, a);
 }
@@ -58,12 +64,15 @@ export const entr = un("entr", (x) => {
   return sel(pos, v, sel(ops.eq(x, c(x, 0)), c(x, 0), c(x, -Infinity)));
 });
 /** betaln(a, b) = log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b). */
-export const betaln = bin("betaln", (a, b) => ops.sub(ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b))));
+export const betaln = bin("betaln", (a, b) =>
+  ops.sub(ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b))),
+);
 /** multigammaln(a, d) = d (d - 1)/4 log(pi) + sum_{j=1..d} gammaln(a + (1 - j)/2) (d a static positive integer). */
 export function multigammaln(a: ArrayInput, d: number): Array {
-  if (!Number.isInteger(d) || d < 1) throw new TypeError(`multigammaln: d must be a static positive integer, got ${String(d)}`);
+  if (!Number.isInteger(d) || d < 1)
+    throw new TypeError(`multigammaln: d must be a static positive integer, got ${String(d)}`);
   const [x] = promoteArgsInexact("multigammaln", a);
-  let acc = c(x, (d * (d - 1) / 4) * Math.log(Math.PI));
+  let acc = c(x, ((d * (d - 1)) / 4) * Math.log(Math.PI));
   for (let j = 1; j <= d; j++) acc = ops.add(acc, ops.lgamma(ops.add(x, c(x, (1 - j) / 2))));
   return acc;
 }
@@ -73,7 +82,8 @@ export const relEntr = bin("rel_entr", (x, y) => entropyTerm(x, y, false));
 export const klDiv = bin("kl_div", (x, y) => entropyTerm(x, y, true));
 function entropyTerm(x: Array, y: Array, kl: boolean): Array {
   const pos = ops.and(ops.gt(x, c(x, 0)), ops.gt(y, c(y, 0)));
-  const sx = sel(pos, x, c(x, 1)), sy = sel(pos, y, c(y, 1));
+  const sx = sel(pos, x, c(x, 1)),
+    sy = sel(pos, y, c(y, 1));
   let v = ops.mul(sx, ops.log(ops.div(sx, sy)));
   if (kl) v = ops.add(ops.sub(v, sx), sy);
   const zero = ops.and(ops.eq(x, c(x, 0)), ops.ge(y, c(y, 0)));
@@ -88,14 +98,24 @@ export const ndtri = un("ndtri", (p) => ops.mul(c(p, Math.SQRT2), ops.erfInv(ops
  * -x^2/2 - log(-x) - log(2 pi)/2 + log(1 - 1/x^2 + 3/x^4 - 15/x^6 + 105/x^8) where ndtr underflows.
  */
 export const logNdtr = un("log_ndtr", (x) => {
-  const half = c(x, 0.5), r2 = c(x, -Math.SQRT1_2);
+  const half = c(x, 0.5),
+    r2 = c(x, -Math.SQRT1_2);
   const nd = (v: Array): Array => ops.mul(half, ops.erfc(ops.mul(v, r2)));
   const upper = ops.log1p(ops.neg(nd(ops.neg(x))));
   const midX = ops.max(x, c(x, -5));
   const mid = ops.log(nd(midX));
   const lowX = ops.min(x, c(x, -5));
   const iz = ops.div(c(x, 1), ops.mul(lowX, lowX));
-  const series = ops.add(c(x, 1), ops.mul(iz, ops.add(c(x, -1), ops.mul(iz, ops.add(c(x, 3), ops.mul(iz, ops.add(c(x, -15), ops.mul(iz, c(x, 105)))))))));
-  const low = ops.sub(ops.sub(ops.mul(c(x, -0.5), ops.mul(lowX, lowX)), ops.log(ops.neg(lowX))), ops.sub(c(x, 0.5 * Math.log(2 * Math.PI)), ops.log(series)));
+  const series = ops.add(
+    c(x, 1),
+    ops.mul(
+      iz,
+      ops.add(c(x, -1), ops.mul(iz, ops.add(c(x, 3), ops.mul(iz, ops.add(c(x, -15), ops.mul(iz, c(x, 105))))))),
+    ),
+  );
+  const low = ops.sub(
+    ops.sub(ops.mul(c(x, -0.5), ops.mul(lowX, lowX)), ops.log(ops.neg(lowX))),
+    ops.sub(c(x, 0.5 * Math.log(2 * Math.PI)), ops.log(series)),
+  );
   return sel(ops.gt(x, c(x, 0)), upper, sel(ops.ge(x, c(x, -5)), mid, low));
 });

@@ -25,7 +25,8 @@ export const logcdf = (x: ArrayInput, loc: Loc = 0, scale: Loc = 1): Array => lo
 /** norm.sf(x, loc=0, scale=1) = 1 - cdf = ndtr(-(x - loc)/scale). */
 export const sf = (x: ArrayInput, loc: Loc = 0, scale: Loc = 1): Array => ndtr(ops.neg(z("sf", x, loc, scale)[0]));
 /** norm.logsf(x, loc=0, scale=1) = log_ndtr(-(x - loc)/scale). */
-export const logsf = (x: ArrayInput, loc: Loc = 0, scale: Loc = 1): Array => logNdtr(ops.neg(z("logsf", x, loc, scale)[0]));
+export const logsf = (x: ArrayInput, loc: Loc = 0, scale: Loc = 1): Array =>
+  logNdtr(ops.neg(z("logsf", x, loc, scale)[0]));
 /** norm.ppf(q, loc=0, scale=1) = loc + scale ndtri(q), the quantile function. */
 export function ppf(q: ArrayInput, loc: Loc = 0, scale: Loc = 1): Array {
   const [p, l, s] = promoteArgsInexact("norm.ppf", q, loc, scale);

@@ -37,6 +37,12 @@ export type Jacobian<O, G, D extends number = 8> = [D] extends [never]
           : unknown;
 
 /** grad/valueAndGrad options without hasAux (or hasAux: false). */
-export interface GradOptsNoAux<N extends Argnums> { argnums?: N; hasAux?: false }
+export interface GradOptsNoAux<N extends Argnums> {
+  argnums?: N;
+  hasAux?: false;
+}
 /** grad/valueAndGrad options with hasAux: true (f returns [output, aux]). */
-export interface GradOptsAux<N extends Argnums> { argnums?: N; hasAux: true }
+export interface GradOptsAux<N extends Argnums> {
+  argnums?: N;
+  hasAux: true;
+}

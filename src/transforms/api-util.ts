@@ -5,14 +5,21 @@ import { describe, scalarToArray } from "../core/trace.js";
 import { defaultFloatDType } from "../core/dtype.js";
 
 /** Flattens a pytree of arguments to Array leaves; JS scalars become weak 0-d arrays. */
-export function flattenArrays(fn: string, tree: unknown, what = "argument", numbersAsFloat = false): [Array[], TreeDef] {
+export function flattenArrays(
+  fn: string,
+  tree: unknown,
+  what = "argument",
+  numbersAsFloat = false,
+): [Array[], TreeDef] {
   const [leaves, def] = flatten(tree);
   const arrs = leaves.map((l, i) => {
     if (l instanceof Array) return l;
     // JS cannot tell 2 from 2.0: differentiated JS numbers are taken as (weak) floats
     if (typeof l === "number" && numbersAsFloat) return scalarToArray(l, defaultFloatDType(), true);
     if (typeof l === "number" || typeof l === "boolean" || typeof l === "bigint") return scalarToArray(l);
-    throw new TypeError(`${fn}: ${what} leaf ${i} is ${describe(l)}, which is not a valid JAX type (expected an Array or a JS number/boolean); mark it static or pass arrays`);
+    throw new TypeError(
+      `${fn}: ${what} leaf ${i} is ${describe(l)}, which is not a valid JAX type (expected an Array or a JS number/boolean); mark it static or pass arrays`,
+    );
   });
   return [arrs, def];
 }
@@ -21,7 +28,10 @@ export function normalizeArgnums(fn: string, argnums: number | number[] | undefi
   const list = argnums === undefined ? [0] : typeof argnums === "number" ? [argnums] : argnums;
   return list.map((a) => {
     const n = a < 0 ? a + nargs : a;
-    if (!Number.isInteger(n) || n < 0 || n >= nargs) throw new RangeError(`${fn}: argnums ${a} is out of range for a function called with ${nargs} positional arguments`);
+    if (!Number.isInteger(n) || n < 0 || n >= nargs)
+      throw new RangeError(
+        `${fn}: argnums ${a} is out of range for a function called with ${nargs} positional arguments`,
+      );
     return n;
   });
 }
@@ -29,7 +39,10 @@ export function normalizeArgnums(fn: string, argnums: number | number[] | undefi
 /** Raises when an argnum option (static/nondiff) names a positional argument the call did not pass. */
 export function checkArgnumsPassed(fn: string, option: string, nums: readonly number[], nargs: number): void {
   const bad = nums.filter((i) => !Number.isInteger(i) || i < 0 || i >= nargs);
-  if (bad.length) throw new RangeError(`${fn}: ${option}=[${nums.join(", ")}] refers to argument(s) ${bad.join(", ")}, but the function was called with ${nargs} positional argument(s)`);
+  if (bad.length)
+    throw new RangeError(
+      `${fn}: ${option}=[${nums.join(", ")}] refers to argument(s) ${bad.join(", ")}, but the function was called with ${nargs} positional argument(s)`,
+    );
 }
 
 export { flatten, unflatten };

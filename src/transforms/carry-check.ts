@@ -9,7 +9,9 @@ const typeStr = (a: ShapedArray): string => `${a.dtype}[${a.shape.join(",")}]`;
 const capitalize = (s: string): string => s[0].toUpperCase() + s.slice(1);
 
 function bulleted(diffs: string[]): string {
-  return diffs.length === 1 ? `${capitalize(diffs[0])}.` : diffs.map((d, i) => `  * ${d}${i === diffs.length - 1 ? "." : ";"}`).join("\n");
+  return diffs.length === 1
+    ? `${capitalize(diffs[0])}.`
+    : diffs.map((d, i) => `  * ${d}${i === diffs.length - 1 ? "." : ";"}`).join("\n");
 }
 
 /** Raises when the body's carry output has a different pytree structure than the carry input. */
@@ -17,8 +19,8 @@ export function checkCarryStructure(fn: string, what: string, inDef: TreeDef, ou
   if (inDef.equals(outDef)) return;
   throw new TypeError(
     `${fn}: ${what} function carry input and carry output must have the same pytree structure, but they differ: ` +
-    `the input carry has structure ${inDef} but the carry output has structure ${outDef}. ` +
-    `Revise the function so that the carry output has the same pytree structure as the carry input.`,
+      `the input carry has structure ${inDef} but the carry output has structure ${outDef}. ` +
+      `Revise the function so that the carry output has the same pytree structure as the carry input.`,
   );
 }
 
@@ -32,7 +34,11 @@ export function promoteWeakCarry(init: readonly Array[], outAvals: readonly Shap
     const o = outAvals[i];
     if (!x.aval.weakType || !o || x.aval.sameType(o)) return x;
     changed = true;
-    return ops.convert(x, promoteTypes({ dtype: x.dtype, weakType: true }, { dtype: o.dtype, weakType: o.weakType }).dtype, false);
+    return ops.convert(
+      x,
+      promoteTypes({ dtype: x.dtype, weakType: true }, { dtype: o.dtype, weakType: o.weakType }).dtype,
+      false,
+    );
   });
   return changed ? next : null;
 }
@@ -41,17 +47,30 @@ export function promoteWeakCarry(init: readonly Array[], outAvals: readonly Shap
  * Raises unless every carry output has the input's dtype and shape (weak type may differ), naming each mismatching
  * component by its path (e.g. "carry[1].w") and both types, as JAX does.
  */
-export function checkCarryTypes(fn: string, what: string, paths: readonly string[], inAvals: readonly ShapedArray[], outAvals: readonly ShapedArray[]): void {
+export function checkCarryTypes(
+  fn: string,
+  what: string,
+  paths: readonly string[],
+  inAvals: readonly ShapedArray[],
+  outAvals: readonly ShapedArray[],
+): void {
   const diffs: string[] = [];
   inAvals.forEach((a, i) => {
     const b = outAvals[i];
     if (a.sameType(b)) return;
-    const why = [a.dtype !== b.dtype ? "the dtypes do not match" : "", a.shape.join() !== b.shape.join() ? "the shapes do not match" : ""].filter(Boolean).join(", and ");
-    diffs.push(`the input carry ${paths[i] === "carry" ? "" : `component ${paths[i]} `}has type ${typeStr(a)} but the corresponding output carry component has type ${typeStr(b)}, so ${why}`);
+    const why = [
+      a.dtype !== b.dtype ? "the dtypes do not match" : "",
+      a.shape.join() !== b.shape.join() ? "the shapes do not match" : "",
+    ]
+      .filter(Boolean)
+      .join(", and ");
+    diffs.push(
+      `the input carry ${paths[i] === "carry" ? "" : `component ${paths[i]} `}has type ${typeStr(a)} but the corresponding output carry component has type ${typeStr(b)}, so ${why}`,
+    );
   });
   if (diffs.length === 0) return;
   throw new TypeError(
     `${fn}: ${what} function carry input and carry output must have equal types, but they differ:\n\n${bulleted(diffs)}\n\n` +
-    `Revise the function so that all output types match the corresponding input types.`,
+      `Revise the function so that all output types match the corresponding input types.`,
   );
 }

@@ -18,16 +18,29 @@ import { vmapFlatKeep } from "./vmap.js";
 
 /** A policy says whether the output of an equation may be saved for the backward pass. */
 export type Policy = ((prim: Primitive, params: Params) => boolean) & { policyName?: string };
-const named = (name: string, f: (prim: Primitive, params: Params) => boolean): Policy => Object.assign(f, { policyName: name });
+const named = (name: string, f: (prim: Primitive, params: Params) => boolean): Policy =>
+  Object.assign(f, { policyName: name });
 
 /** checkpointName(x, name): tags a value so saveOnlyTheseNames can save it. */
 export const nameP: Primitive<{ name: string }> = new Primitive<{ name: string }>("name", {
-  abstractEval([x]) { return [x]; },
-  impl([x]) { return [x]; },
-  jvp([x], [t], p) { return [[bind1(nameP, [x], p)], [t]]; },
-  transpose([ct]) { return [ct]; },
-  vmap(_a, [x], [d], p) { return [[bind1(nameP, [x], p)], [d]]; },
-  lower(_ctx, inputs) { return inputs; },
+  abstractEval([x]) {
+    return [x];
+  },
+  impl([x]) {
+    return [x];
+  },
+  jvp([x], [t], p) {
+    return [[bind1(nameP, [x], p)], [t]];
+  },
+  transpose([ct]) {
+    return [ct];
+  },
+  vmap(_a, [x], [d], p) {
+    return [[bind1(nameP, [x], p)], [d]];
+  },
+  lower(_ctx, inputs) {
+    return inputs;
+  },
 });
 export const checkpointName = (x: Array, name: string): Array => bind1(nameP, [x], { name });
 
@@ -36,100 +49,176 @@ export const checkpointPolicies = {
   everythingSaveable: named("everything_saveable", () => true),
   dotsSaveable: named("dots_saveable", (p) => p.name === "dot_general"),
   checkpointDots: named("dots_saveable", (p) => p.name === "dot_general"),
-  dotsWithNoBatchDimsSaveable: named("dots_with_no_batch_dims_saveable", (p, params) =>
-    p.name === "dot_general" && (params.dimension_numbers as number[][][])[1][0].length === 0),
-  saveOnlyTheseNames: (...names: string[]): Policy => named(`save_only_these_names(${names.join(",")})`, (p, params) => p.name === "name" && names.includes(params.name as string)),
-  saveAnyNamesButTheseNames: (...names: string[]): Policy => named(`save_any_names_but_these(${names.join(",")})`, (p, params) => p.name === "name" && !names.includes(params.name as string)),
+  dotsWithNoBatchDimsSaveable: named(
+    "dots_with_no_batch_dims_saveable",
+    (p, params) => p.name === "dot_general" && (params.dimension_numbers as number[][][])[1][0].length === 0,
+  ),
+  saveOnlyTheseNames: (...names: string[]): Policy =>
+    named(
+      `save_only_these_names(${names.join(",")})`,
+      (p, params) => p.name === "name" && names.includes(params.name as string),
+    ),
+  saveAnyNamesButTheseNames: (...names: string[]): Policy =>
+    named(
+      `save_any_names_but_these(${names.join(",")})`,
+      (p, params) => p.name === "name" && !names.includes(params.name as string),
+    ),
 };
 
 type CkP = { jaxpr: Jaxpr; policy: Policy; prevent_cse: boolean; num_saved_in: number; differentiated: boolean };
 
-export const checkpointP: Primitive<CkP> = new Primitive<CkP>("checkpoint", {
-  abstractEval(_avals, { jaxpr }) { return jaxpr.outAvals; },
-  impl(args, { jaxpr }) { return withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[]; },
-  jvp(primals, tangents, p) {
-    if (p.differentiated) {
-      // a recomputing tangent call differentiated again: inline
-      return jvpFlat((...xs) => evalJaxpr(p.jaxpr, [], xs), primals, tangents);
-    }
-    const n = primals.length;
-    // symbolic-zero tangents stay symbolic: only live tangents become inputs of the jvp program
-    const tUnknown = tangents.map((t) => !(t instanceof Zero));
-    const liveTs = tangents.filter((t): t is Array => !(t instanceof Zero));
-    const jj = closeOver((...zs) => {
-      const tz: (Array | Zero)[] = []; let k = n;
-      primals.forEach((x, i) => tz.push(tUnknown[i] ? zs[k++] : new Zero(x.aval)));
-      const [po, to] = jvpFlat((...xs) => evalJaxpr(p.jaxpr, [], xs), zs.slice(0, n), tz);
-      return [...po, ...to.map(instantiateZero)];
-    }, [...primals.map((x) => x.aval), ...liveTs.map((t) => t.aval)], "jvp(checkpoint)");
-    const nOut = p.jaxpr.outvars.length;
-    const J = jj.jaxpr;
-    const split = partialEvalJaxpr(J, [...jj.consts.map(() => false), ...primals.map(() => false), ...liveTs.map(() => true)], [...globalThis.Array(nOut).fill(false), ...globalThis.Array(nOut).fill(true)]);
-    const K = split.known, U = split.unknown, nr = split.numResiduals;
-    const resVars = K.outvars.slice(nOut) as Var[];
-    const primalIn = new Set(K.invars);
-    // walk back from the residuals the tangent program needs: saveable equations' outputs are saved, others recomputed
-    const saved: Var[] = [];
-    const need = new Set<Var>(resVars.filter((r) => !primalIn.has(r)));
-    const recompute: JaxprEqn[] = [];
-    for (let k = K.eqns.length - 1; k >= 0; k--) {
-      const e = K.eqns[k];
-      if (!e.outVars.some((v) => need.has(v))) continue;
-      if (p.policy(e.primitive, e.params)) { for (const v of e.outVars) if (need.has(v) && !saved.includes(v)) saved.push(v); continue; }
-      recompute.unshift(e);
-      e.inputs.forEach((a) => { if (a instanceof Var && !primalIn.has(a)) need.add(a); });
-    }
-    // forward: primal outputs and the saved residuals
-    const Kfwd = new Jaxpr([], K.invars, [...K.outvars.slice(0, nOut), ...saved], K.eqns);
-    const fwd = bind(checkpointP, [...jj.consts, ...primals], { ...p, jaxpr: Kfwd, num_saved_in: 0 });
-    // tangent program: [saved residuals, primal inputs, tangents] -> tangents, recomputing non-saved residuals
-    const savedIn = saved.map((v) => new Var(v.aval));
-    const rmap = new Map<Var, Var>(saved.map((v, i) => [v, savedIn[i]]));
-    U.invars.slice(0, nr).forEach((uv, i) => rmap.set(uv, rmap.get(resVars[i]) ?? resVars[i]));
-    const m = (a: Atom): Atom => (a instanceof Var && rmap.has(a) ? rmap.get(a)! : a);
-    const recomputeM = recompute.map((e) => ({ ...e, inputs: e.inputs.map(m) }));
-    const tanProg = new Jaxpr([], [...savedIn, ...K.invars, ...U.invars.slice(nr)], U.outvars.map(m), [...recomputeM, ...U.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) }))]);
-    const tOut = bind(checkpointP, [...fwd.slice(nOut), ...jj.consts, ...primals, ...liveTs], { ...p, jaxpr: tanProg, num_saved_in: saved.length + K.invars.length, differentiated: true });
-    return [fwd.slice(0, nOut), tOut];
+export const checkpointP: Primitive<CkP> = new Primitive<CkP>(
+  "checkpoint",
+  {
+    abstractEval(_avals, { jaxpr }) {
+      return jaxpr.outAvals;
+    },
+    impl(args, { jaxpr }) {
+      return withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[];
+    },
+    jvp(primals, tangents, p) {
+      if (p.differentiated) {
+        // a recomputing tangent call differentiated again: inline
+        return jvpFlat((...xs) => evalJaxpr(p.jaxpr, [], xs), primals, tangents);
+      }
+      const n = primals.length;
+      // symbolic-zero tangents stay symbolic: only live tangents become inputs of the jvp program
+      const tUnknown = tangents.map((t) => !(t instanceof Zero));
+      const liveTs = tangents.filter((t): t is Array => !(t instanceof Zero));
+      const jj = closeOver(
+        (...zs) => {
+          const tz: (Array | Zero)[] = [];
+          let k = n;
+          primals.forEach((x, i) => tz.push(tUnknown[i] ? zs[k++] : new Zero(x.aval)));
+          const [po, to] = jvpFlat((...xs) => evalJaxpr(p.jaxpr, [], xs), zs.slice(0, n), tz);
+          return [...po, ...to.map(instantiateZero)];
+        },
+        [...primals.map((x) => x.aval), ...liveTs.map((t) => t.aval)],
+        "jvp(checkpoint)",
+      );
+      const nOut = p.jaxpr.outvars.length;
+      const J = jj.jaxpr;
+      const split = partialEvalJaxpr(
+        J,
+        [...jj.consts.map(() => false), ...primals.map(() => false), ...liveTs.map(() => true)],
+        [...globalThis.Array(nOut).fill(false), ...globalThis.Array(nOut).fill(true)],
+      );
+      const K = split.known,
+        U = split.unknown,
+        nr = split.numResiduals;
+      const resVars = K.outvars.slice(nOut) as Var[];
+      const primalIn = new Set(K.invars);
+      // walk back from the residuals the tangent program needs: saveable equations' outputs are saved, others recomputed
+      const saved: Var[] = [];
+      const need = new Set<Var>(resVars.filter((r) => !primalIn.has(r)));
+      const recompute: JaxprEqn[] = [];
+      for (let k = K.eqns.length - 1; k >= 0; k--) {
+        const e = K.eqns[k];
+        if (!e.outVars.some((v) => need.has(v))) continue;
+        if (p.policy(e.primitive, e.params)) {
+          for (const v of e.outVars) if (need.has(v) && !saved.includes(v)) saved.push(v);
+          continue;
+        }
+        recompute.unshift(e);
+        e.inputs.forEach((a) => {
+          if (a instanceof Var && !primalIn.has(a)) need.add(a);
+        });
+      }
+      // forward: primal outputs and the saved residuals
+      const Kfwd = new Jaxpr([], K.invars, [...K.outvars.slice(0, nOut), ...saved], K.eqns);
+      const fwd = bind(checkpointP, [...jj.consts, ...primals], { ...p, jaxpr: Kfwd, num_saved_in: 0 });
+      // tangent program: [saved residuals, primal inputs, tangents] -> tangents, recomputing non-saved residuals
+      const savedIn = saved.map((v) => new Var(v.aval));
+      const rmap = new Map<Var, Var>(saved.map((v, i) => [v, savedIn[i]]));
+      U.invars.slice(0, nr).forEach((uv, i) => rmap.set(uv, rmap.get(resVars[i]) ?? resVars[i]));
+      const m = (a: Atom): Atom => (a instanceof Var && rmap.has(a) ? rmap.get(a)! : a);
+      const recomputeM = recompute.map((e) => ({ ...e, inputs: e.inputs.map(m) }));
+      const tanProg = new Jaxpr([], [...savedIn, ...K.invars, ...U.invars.slice(nr)], U.outvars.map(m), [
+        ...recomputeM,
+        ...U.eqns.map((e) => ({ ...e, inputs: e.inputs.map(m) })),
+      ]);
+      const tOut = bind(checkpointP, [...fwd.slice(nOut), ...jj.consts, ...primals, ...liveTs], {
+        ...p,
+        jaxpr: tanProg,
+        num_saved_in: saved.length + K.invars.length,
+        differentiated: true,
+      });
+      return [fwd.slice(0, nOut), tOut];
+    },
+    // transpose of the tangent program: the non-linear inputs (saved residuals, primals) are known; recomputation happens here
+    transpose(cts, args, p) {
+      const k = p.num_saved_in;
+      const j = p.jaxpr;
+      const lin = new Jaxpr(j.invars.slice(0, k), j.invars.slice(k), j.outvars, j.eqns);
+      if (args.slice(0, k).some((a) => a instanceof UndefinedPrimal))
+        throw new Error("checkpoint transpose: saved residuals and primals must be known");
+      const r = backwardPass(lin, args.slice(0, k) as Array[], cts);
+      return [...args.slice(0, k).map(() => null), ...r.map((c) => (c instanceof Zero ? c : c))];
+    },
+    vmap(axis, args, dims, p) {
+      let outDims: (number | null)[] = [];
+      const inner = closeOver(
+        (...xs) => {
+          const r = vmapFlatKeep((...ys) => evalJaxpr(p.jaxpr, [], ys), xs, dims, axis);
+          outDims = r.dims;
+          return r.outs;
+        },
+        args.map((a) => a.aval),
+        "vmap(checkpoint)",
+      );
+      const outs = bind(checkpointP, [...inner.consts, ...args], {
+        ...p,
+        jaxpr: inner.jaxpr,
+        num_saved_in: p.num_saved_in + inner.consts.length,
+      });
+      return [outs, outDims];
+    },
+    lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
   },
-  // transpose of the tangent program: the non-linear inputs (saved residuals, primals) are known; recomputation happens here
-  transpose(cts, args, p) {
-    const k = p.num_saved_in;
-    const j = p.jaxpr;
-    const lin = new Jaxpr(j.invars.slice(0, k), j.invars.slice(k), j.outvars, j.eqns);
-    if (args.slice(0, k).some((a) => a instanceof UndefinedPrimal)) throw new Error("checkpoint transpose: saved residuals and primals must be known");
-    const r = backwardPass(lin, args.slice(0, k) as Array[], cts);
-    return [...args.slice(0, k).map(() => null), ...r.map((c) => (c instanceof Zero ? c : c))];
-  },
-  vmap(axis, args, dims, p) {
-    let outDims: (number | null)[] = [];
-    const inner = closeOver((...xs) => { const r = vmapFlatKeep((...ys) => evalJaxpr(p.jaxpr, [], ys), xs, dims, axis); outDims = r.dims; return r.outs; }, args.map((a) => a.aval), "vmap(checkpoint)");
-    const outs = bind(checkpointP, [...inner.consts, ...args], { ...p, jaxpr: inner.jaxpr, num_saved_in: p.num_saved_in + inner.consts.length });
-    return [outs, outDims];
-  },
-  lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
-}, { callJaxprParam: "jaxpr" });
-
+  { callJaxprParam: "jaxpr" },
+);
 
 /** jax.checkpoint / jax.remat. */
-export function checkpoint<A extends unknown[], R>(f: (...args: A) => R, opts: { policy?: Policy; preventCse?: boolean; staticArgnums?: number[] } = {}): (...args: A) => R {
+export function checkpoint<A extends unknown[], R>(
+  f: (...args: A) => R,
+  opts: { policy?: Policy; preventCse?: boolean; staticArgnums?: number[] } = {},
+): (...args: A) => R {
   checkArity("checkpoint", arguments, 2, "checkpoint(f, { policy, preventCse, staticArgnums })");
-  checkOptions("checkpoint", opts, ["policy", "preventCse", "staticArgnums"], "checkpoint(f, { policy, preventCse, staticArgnums })");
+  checkOptions(
+    "checkpoint",
+    opts,
+    ["policy", "preventCse", "staticArgnums"],
+    "checkpoint(f, { policy, preventCse, staticArgnums })",
+  );
   const policy = opts.policy ?? checkpointPolicies.nothingSaveable;
   return (...args: A): R => {
     const stat = new Set(opts.staticArgnums ?? []);
     checkArgnumsPassed("checkpoint", "staticArgnums", [...stat], args.length);
     const dynIdx = args.map((_, i) => i).filter((i) => !stat.has(i));
-    const [leaves, def] = flattenArrays("checkpoint", dynIdx.map((i) => args[i]), "argument");
+    const [leaves, def] = flattenArrays(
+      "checkpoint",
+      dynIdx.map((i) => args[i]),
+      "argument",
+    );
     let outDef: TreeDef | null = null;
-    const traced = closeOver((...xs) => {
-      const d = unflatten(def, xs) as unknown[];
-      const full = args.map((a, i) => (stat.has(i) ? a : d[dynIdx.indexOf(i)])) as A;
-      const [o, od] = flattenArrays("checkpoint", f(...full), "output");
-      outDef = od;
-      return o;
-    }, leaves.map((l) => l.aval), "checkpoint");
-    const outs = bind(checkpointP, [...traced.consts, ...leaves], { jaxpr: traced.jaxpr, policy, prevent_cse: opts.preventCse ?? true, num_saved_in: 0, differentiated: false });
+    const traced = closeOver(
+      (...xs) => {
+        const d = unflatten(def, xs) as unknown[];
+        const full = args.map((a, i) => (stat.has(i) ? a : d[dynIdx.indexOf(i)])) as A;
+        const [o, od] = flattenArrays("checkpoint", f(...full), "output");
+        outDef = od;
+        return o;
+      },
+      leaves.map((l) => l.aval),
+      "checkpoint",
+    );
+    const outs = bind(checkpointP, [...traced.consts, ...leaves], {
+      jaxpr: traced.jaxpr,
+      policy,
+      prevent_cse: opts.preventCse ?? true,
+      num_saved_in: 0,
+      differentiated: false,
+    });
     return unflatten(outDef!, outs) as R;
   };
 }

@@ -9,45 +9,75 @@ import "../core/debug-nans.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { Primitive } from "../core/primitive.js";
-import { bind, getBackend, withTrace, evalTrace, executePrimitive, getCurrentTrace, releaseCompiled } from "../core/trace.js";
+import {
+  bind,
+  getBackend,
+  withTrace,
+  evalTrace,
+  executePrimitive,
+  getCurrentTrace,
+  releaseCompiled,
+} from "../core/trace.js";
 import { type TreeDef, unflatten } from "../core/tree.js";
 import { jvpFlat } from "./jvp.js";
 import { vmapFlatKeep } from "./vmap.js";
 
-export interface PjitParams { jaxpr: Jaxpr; name: string; donated_invars: boolean[]; [k: string]: unknown }
+export interface PjitParams {
+  jaxpr: Jaxpr;
+  name: string;
+  donated_invars: boolean[];
+  [k: string]: unknown;
+}
 
 /** The primitive a jitted call binds: its jaxpr runs as one program on the backend. */
-export const pjitP: Primitive<PjitParams> = new Primitive<PjitParams>("pjit", {
-  abstractEval(avals, { jaxpr, name }) {
-    if (avals.length !== jaxpr.invars.length) throw new TypeError(`pjit ${name}: expected ${jaxpr.invars.length} arguments, got ${avals.length}`);
-    avals.forEach((a, i) => {
-      if (!a.sameType(jaxpr.invars[i].aval)) throw new TypeError(`pjit ${name}: argument ${i} is ${a.str()} but the jaxpr expects ${jaxpr.invars[i].aval.str()}`);
-    });
-    return jaxpr.outAvals;
+export const pjitP: Primitive<PjitParams> = new Primitive<PjitParams>(
+  "pjit",
+  {
+    abstractEval(avals, { jaxpr, name }) {
+      if (avals.length !== jaxpr.invars.length)
+        throw new TypeError(`pjit ${name}: expected ${jaxpr.invars.length} arguments, got ${avals.length}`);
+      avals.forEach((a, i) => {
+        if (!a.sameType(jaxpr.invars[i].aval))
+          throw new TypeError(
+            `pjit ${name}: argument ${i} is ${a.str()} but the jaxpr expects ${jaxpr.invars[i].aval.str()}`,
+          );
+      });
+      return jaxpr.outAvals;
+    },
+    impl(args, { jaxpr, name, donated_invars }) {
+      const b = getBackend();
+      if (b.executeJaxpr) return b.executeJaxpr(jaxpr, [], args, { donate: donated_invars, name });
+      return withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[];
+    },
+    // under differentiation the call is inlined: the enclosing jit (if any) compiles the whole derivative
+    jvp(primals, tangents, { jaxpr }) {
+      return jvpFlat((...xs) => evalJaxpr(jaxpr, [], xs), primals, tangents);
+    },
+    vmap(axis, args, dims, { jaxpr, name, donated_invars }) {
+      const inAvals = args.map((a) => a.aval);
+      let outDims: (number | null)[] = [];
+      const { jaxpr: bj, consts } = traceToJaxpr(
+        (...xs) => {
+          const r = vmapFlatKeep((...ys) => evalJaxpr(jaxpr, [], ys), xs, dims, axis);
+          outDims = r.dims;
+          return r.outs;
+        },
+        inAvals,
+        "vmap(pjit)",
+      );
+      const j = convertConstvars(bj);
+      const outs: Array[] = bind(pjitP, [...consts, ...args], {
+        jaxpr: j,
+        name: `vmap(${name})`,
+        donated_invars: [...consts.map(() => false), ...donated_invars],
+      });
+      return [outs, outDims];
+    },
+    lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
+    missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it" },
   },
-  impl(args, { jaxpr, name, donated_invars }) {
-    const b = getBackend();
-    if (b.executeJaxpr) return b.executeJaxpr(jaxpr, [], args, { donate: donated_invars, name });
-    return withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[];
-  },
-  // under differentiation the call is inlined: the enclosing jit (if any) compiles the whole derivative
-  jvp(primals, tangents, { jaxpr }) {
-    return jvpFlat((...xs) => evalJaxpr(jaxpr, [], xs), primals, tangents);
-  },
-  vmap(axis, args, dims, { jaxpr, name, donated_invars }) {
-    const inAvals = args.map((a) => a.aval);
-    let outDims: (number | null)[] = [];
-    const { jaxpr: bj, consts } = traceToJaxpr(
-      (...xs) => { const r = vmapFlatKeep((...ys) => evalJaxpr(jaxpr, [], ys), xs, dims, axis); outDims = r.dims; return r.outs; },
-      inAvals, "vmap(pjit)",
-    );
-    const j = convertConstvars(bj);
-    const outs: Array[] = bind(pjitP, [...consts, ...args], { jaxpr: j, name: `vmap(${name})`, donated_invars: [...consts.map(() => false), ...donated_invars] });
-    return [outs, outDims];
-  },
-  lower: (ctx, inputs, { jaxpr }) => ctx.inlineJaxpr(jaxpr, inputs),
-  missing: { transpose: "pjit is inlined under jvp, so linear jaxprs never contain it" },
-}, { callJaxprParam: "jaxpr" });
+  { callJaxprParam: "jaxpr" },
+);
 
 export interface CompiledCall {
   jaxpr: Jaxpr;
@@ -86,7 +116,14 @@ let cacheEpoch = 0;
 onConfigChange((name) => {
   // spmdRuntime: a shardMap (pmap) traced under the emulation is inlined vmaps, under "devices" a staged launch;
   // debug flags are part of the trace context as in JAX: a retrace records source lines per equation
-  if (name === "enableX64" || name === "threefryPartitionable" || name === "spmdRuntime" || name === "debugNans" || name === "debugInfs") cacheEpoch++;
+  if (
+    name === "enableX64" ||
+    name === "threefryPartitionable" ||
+    name === "spmdRuntime" ||
+    name === "debugNans" ||
+    name === "debugInfs"
+  )
+    cacheEpoch++;
 });
 
 /**
@@ -111,7 +148,10 @@ export class TraceCache {
     for (const c of dropped) releaseCompiled(c.jaxpr);
   }
   /** Empties the cache when the epoch moved on (a semantics flag flipped or all caches were cleared). */
-  check(): void { if (this.epoch !== cacheEpoch) this.clear("caches were cleared (clearCaches, or a flag that changes tracing flipped)"); }
+  check(): void {
+    if (this.epoch !== cacheEpoch)
+      this.clear("caches were cleared (clearCaches, or a flag that changes tracing flipped)");
+  }
   noteGone(key: string, reason: string): void {
     if (this.gone.size >= 256) this.gone.clear();
     this.gone.set(key, reason);
@@ -127,10 +167,16 @@ export class TraceCache {
     const max = config.jitCacheSize;
     while (this.entries.size > max) {
       // the least recently used signature (fast-path calls count as uses)
-      let oldKey = "", old: CompiledCall | null = null;
-      for (const [k, e] of this.entries) if (!old || e.used < old.used) { oldKey = k; old = e; }
+      let oldKey = "",
+        old: CompiledCall | null = null;
+      for (const [k, e] of this.entries)
+        if (!old || e.used < old.used) {
+          oldKey = k;
+          old = e;
+        }
       this.entries.delete(oldKey);
-      if (config.logCompiles) this.noteGone(oldKey, `its signature was evicted from the jit cache (jitCacheSize=${max})`);
+      if (config.logCompiles)
+        this.noteGone(oldKey, `its signature was evicted from the jit cache (jitCacheSize=${max})`);
       this.fast = this.fast.filter((f) => f.call !== old);
       releaseCompiled(old!.jaxpr);
     }
@@ -170,9 +216,12 @@ function matchTree(def: TreeDef, x: unknown, out: ArrayImpl[]): boolean {
       }
       return true;
     }
-    case "null": return x === null;
-    case "undefined": return x === undefined;
-    default: return false;
+    case "null":
+      return x === null;
+    case "undefined":
+      return x === undefined;
+    default:
+      return false;
   }
 }
 
@@ -194,15 +243,26 @@ export function fastCall(cache: TraceCache, args: unknown[]): unknown {
     if (!matchTree(e.def, args, leaves)) continue;
     let same = true;
     for (let i = 0; i < leaves.length; i++) {
-      const a = leaves[i].aval, b = e.avals[i];
-      if (a !== b && !a.equals(b)) { same = false; break; }
+      const a = leaves[i].aval,
+        b = e.avals[i];
+      if (a !== b && !a.equals(b)) {
+        same = false;
+        break;
+      }
     }
     if (!same) continue;
     cache.hits++;
     if (profiling()) reportCacheHit(e.params.name);
     e.call.used = ++useClock;
-    if (k > 0) { fast.splice(k, 1); fast.unshift(e); }
-    const outs = executePrimitive(pjitP as unknown as Primitive, e.consts.length ? [...e.consts, ...leaves] : leaves, e.params);
+    if (k > 0) {
+      fast.splice(k, 1);
+      fast.unshift(e);
+    }
+    const outs = executePrimitive(
+      pjitP as unknown as Primitive,
+      e.consts.length ? [...e.consts, ...leaves] : leaves,
+      e.params,
+    );
     return unflatten(e.outDef, outs);
   }
   return NO_MATCH;
@@ -210,36 +270,75 @@ export function fastCall(cache: TraceCache, args: unknown[]): unknown {
 export { NO_MATCH };
 
 /** Records a signature for fastCall after a general-path call at the eval trace (no static arguments). */
-export function recordFast(cache: TraceCache, args: unknown[], def: TreeDef, c: CompiledCall, outDef: TreeDef, name: string, donate: boolean[]): void {
+export function recordFast(
+  cache: TraceCache,
+  args: unknown[],
+  def: TreeDef,
+  c: CompiledCall,
+  outDef: TreeDef,
+  name: string,
+  donate: boolean[],
+): void {
   if (getCurrentTrace() !== evalTrace || !c.consts.every((x) => x instanceof ArrayImpl)) return;
   const leaves: ArrayImpl[] = [];
   // only signatures whose leaves are all concrete arrays (JS scalars take the general path)
   if (!matchTree(def, args, leaves)) return;
   const params: PjitParams = { jaxpr: c.jaxpr, name, donated_invars: [...c.consts.map(() => false), ...donate] };
   if (donate.some(Boolean)) params.donate_at_dispatch = true;
-  cache.fast.unshift({ def, avals: leaves.map((l) => l.aval), consts: c.consts as ArrayImpl[], params, outDef, call: c });
+  cache.fast.unshift({
+    def,
+    avals: leaves.map((l) => l.aval),
+    consts: c.consts as ArrayImpl[],
+    params,
+    outDef,
+    call: c,
+  });
   if (cache.fast.length > MAX_FAST) cache.fast.length = MAX_FAST;
 }
 /** A jit call that reused a traced signature: a zero-length compile span with cache "hit". */
 function reportCacheHit(name: string): void {
   const t = monotonicUs();
-  reportSpan({ name: `jit(${name}) cache hit`, cat: "compile", start: t, end: t, track: "host", args: { cache: "hit" } });
+  reportSpan({
+    name: `jit(${name}) cache hit`,
+    cat: "compile",
+    start: t,
+    end: t,
+    track: "host",
+    args: { cache: "hit" },
+  });
 }
 export function newTraceCache(): TraceCache {
   return new TraceCache();
 }
 
 /** Traces (or fetches) the flat jaxpr of f for these avals; consts are returned separately. */
-export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) => Array[], avals: ShapedArray[], name: string, sig?: () => Signature): CompiledCall {
+export function traceCached(
+  cache: TraceCache,
+  key: string,
+  f: (...xs: Array[]) => Array[],
+  avals: ShapedArray[],
+  name: string,
+  sig?: () => Signature,
+): CompiledCall {
   cache.check();
   const hit = cache.get(key);
-  if (hit) { cache.hits++; if (profiling()) reportCacheHit(name); return hit; }
+  if (hit) {
+    cache.hits++;
+    if (profiling()) reportCacheHit(name);
+    return hit;
+  }
   cache.misses++;
   const t0 = profiling() ? monotonicUs() : 0;
   let s: Signature | undefined;
   if (config.logCompiles) {
-    s = sig?.() ?? { structure: "", leaves: avals.map((a, i) => ({ label: `argument ${i}`, aval: a.str() })), statics: [] };
-    logCompile(`jit(${name}): tracing for (${s.leaves.map((l) => l.aval).join(", ")}) because ${retraceCause(cache, key, s)}`);
+    s = sig?.() ?? {
+      structure: "",
+      leaves: avals.map((a, i) => ({ label: `argument ${i}`, aval: a.str() })),
+      statics: [],
+    };
+    logCompile(
+      `jit(${name}): tracing for (${s.leaves.map((l) => l.aval).join(", ")}) because ${retraceCause(cache, key, s)}`,
+    );
   }
   const { jaxpr, consts } = traceToJaxpr(f, avals, `jit(${name})`);
   const j = convertConstvars(jaxpr);
@@ -247,7 +346,15 @@ export function traceCached(cache: TraceCache, key: string, f: (...xs: Array[]) 
   const entry: CompiledCall = { jaxpr: j, consts, outAvals: j.outAvals, used: 0, sig: s };
   // a jaxpr that closes over tracers of an enclosing transformation is only valid inside it
   if (consts.every((c) => c instanceof ArrayImpl)) cache.set(key, entry);
-  if (t0) reportSpan({ name: `trace jit(${name})`, cat: "tracing", start: t0, end: monotonicUs(), track: "host", args: { inputs: avals.map((a) => a.str()).join(", "), equations: j.eqns.length } });
+  if (t0)
+    reportSpan({
+      name: `trace jit(${name})`,
+      cat: "tracing",
+      start: t0,
+      end: monotonicUs(),
+      track: "host",
+      args: { inputs: avals.map((a) => a.str()).join(", "), equations: j.eqns.length },
+    });
   return entry;
 }
 
@@ -264,13 +371,21 @@ function retraceCause(cache: TraceCache, key: string, s: Signature): string {
   if (gone) return gone;
   let prev: CompiledCall | null = null;
   for (const e of cache.entries.values()) if (e.sig && (!prev || e.used > prev.used)) prev = e;
-  if (!prev) return cache.entries.size ? "a new signature (earlier ones were traced with logCompiles off)" : "it is the first call";
+  if (!prev)
+    return cache.entries.size
+      ? "a new signature (earlier ones were traced with logCompiles off)"
+      : "it is the first call";
   const p = prev.sig!;
-  if (p.structure !== s.structure || p.leaves.length !== s.leaves.length) return `the argument structure changed from ${p.structure} to ${s.structure}`;
+  if (p.structure !== s.structure || p.leaves.length !== s.leaves.length)
+    return `the argument structure changed from ${p.structure} to ${s.structure}`;
   const diffs: string[] = [];
-  s.leaves.forEach((l, i) => { if (l.aval !== p.leaves[i].aval) diffs.push(`${l.label} changed from ${p.leaves[i].aval} to ${l.aval}`); });
+  s.leaves.forEach((l, i) => {
+    if (l.aval !== p.leaves[i].aval) diffs.push(`${l.label} changed from ${p.leaves[i].aval} to ${l.aval}`);
+  });
   const pst = new Map(p.statics.map((x) => [x.label, x.value]));
-  for (const x of s.statics) if (pst.get(x.label) !== x.value) diffs.push(`static argument ${x.label} changed from ${pst.get(x.label) ?? "(absent)"} to ${x.value}`);
+  for (const x of s.statics)
+    if (pst.get(x.label) !== x.value)
+      diffs.push(`static argument ${x.label} changed from ${pst.get(x.label) ?? "(absent)"} to ${x.value}`);
   if (diffs.length === 0) return "a new signature (same avals as the latest one; weak types or static values differ)";
   return diffs.length > 4 ? `${diffs.slice(0, 4).join("; ")}; and ${diffs.length - 4} more` : diffs.join("; ");
 }

@@ -18,7 +18,10 @@ import { jvpFlat } from "./jvp.js";
  * trace right away; equations touching an unknown value are staged into a jaxpr (JAX's pe.JaxprTrace).
  */
 export class PartialEvalTrace extends JaxprTrace {
-  constructor() { super("PartialEval"); this.recordSites = false; }
+  constructor() {
+    super("PartialEval");
+    this.recordSites = false;
+  }
   override processPrimitive(prim: Primitive, args: Array[], params: Params): Array[] {
     const unknown = args.some((a) => a instanceof JaxprTracer && a.trace === this);
     if (!unknown) return withTrace(this.parent!, () => bind(prim, args, params));
@@ -42,13 +45,21 @@ export function linearizeFlat(f: (...xs: Array[]) => Array[], primals: Array[]):
   // the JVP runs with the partial-evaluation trace as its parent; integer/bool inputs carry symbolic-zero (float0)
   // tangents, as in JAX
   const [primalsOut, tangentsOut] = withTrace(pe, () =>
-    jvpFlat(f, primals, primals.map((p, i) => (isInexact(p.dtype) ? tanIns[i] : new Zero(p.aval)))));
+    jvpFlat(
+      f,
+      primals,
+      primals.map((p, i) => (isInexact(p.dtype) ? tanIns[i] : new Zero(p.aval))),
+    ),
+  );
   const kinds = tangentsOut.map((t) => (t instanceof Zero ? "zero" : "staged") as "staged" | "zero");
   // zero tangents become literal-free placeholder outputs: we stage zeros so the jaxpr has one output per primal
-  const tanOuts = tangentsOut.map((t, i) => (t instanceof Zero ? withTrace(pe, () => ops.zerosLikeAval(primalsOut[i].aval)) : t));
+  const tanOuts = tangentsOut.map((t, i) =>
+    t instanceof Zero ? withTrace(pe, () => ops.zerosLikeAval(primalsOut[i].aval)) : t,
+  );
   const { jaxpr, consts } = pe.finish(tanIns, tanOuts);
   for (const pOut of primalsOut) {
-    if (pOut instanceof JaxprTracer && pOut.trace === pe) throw new Error("linearize: internal error, a primal output depends on tangents");
+    if (pOut instanceof JaxprTracer && pOut.trace === pe)
+      throw new Error("linearize: internal error, a primal output depends on tangents");
   }
   if (config.checkJaxprs) typecheckJaxpr(jaxpr, "linearize");
   return { primalsOut, jaxpr, residuals: consts, outTangentKinds: kinds };
@@ -65,7 +76,8 @@ export function backwardPass(jaxpr: Jaxpr, residuals: readonly Array[], cts: May
   const known = new Map<Var, Array>();
   jaxpr.constvars.forEach((v, i) => known.set(v, residuals[i]));
   const linear = new Set<Var>(jaxpr.invars);
-  for (const e of jaxpr.eqns) if (e.inputs.some((a) => a instanceof Var && linear.has(a))) for (const v of e.outVars) linear.add(v);
+  for (const e of jaxpr.eqns)
+    if (e.inputs.some((a) => a instanceof Var && linear.has(a))) for (const v of e.outVars) linear.add(v);
   // forward-evaluate non-linear equations (e.g. zeros created inside the staged region)
   const readKnown = (a: Atom): Array => (a instanceof Literal ? a.value : known.get(a)!);
   for (const e of jaxpr.eqns) {
@@ -79,7 +91,9 @@ export function backwardPass(jaxpr: Jaxpr, residuals: readonly Array[], cts: May
     const prev = ctEnv.get(v);
     ctEnv.set(v, prev ? ops.add(prev, ct) : ct);
   };
-  jaxpr.outvars.forEach((a, i) => { if (a instanceof Var) addCt(a, cts[i]); });
+  jaxpr.outvars.forEach((a, i) => {
+    if (a instanceof Var) addCt(a, cts[i]);
+  });
   for (let k = jaxpr.eqns.length - 1; k >= 0; k--) {
     const e = jaxpr.eqns[k];
     if (!e.outVars.some((v) => linear.has(v))) continue;
@@ -87,7 +101,8 @@ export function backwardPass(jaxpr: Jaxpr, residuals: readonly Array[], cts: May
     e.outVars.forEach((v) => ctEnv.delete(v));
     if (outCts.every((c) => c instanceof Zero)) continue;
     const rule = e.primitive.rules.transpose;
-    if (!rule) throw new Error(`Transpose rule (for reverse-mode differentiation) for '${e.primitive.name}' not implemented`);
+    if (!rule)
+      throw new Error(`Transpose rule (for reverse-mode differentiation) for '${e.primitive.name}' not implemented`);
     const args = e.inputs.map((a) => (a instanceof Var && linear.has(a) ? new UndefinedPrimal(a.aval) : readKnown(a)));
     const inCts = rule(outCts, args, e.params);
     e.inputs.forEach((a, i) => {

@@ -48,8 +48,13 @@ export function lowerFun<P extends Record<string, unknown>>(name: string, impl: 
     if (!t) {
       t = traceToJaxpr((...xs) => impl(xs, params as P), [...inAvals], `${name}_lowering`);
       const got = t.jaxpr.outAvals;
-      if (got.length !== outAvals.length || got.some((a, i) => a.dtype !== outAvals[i].dtype || a.shape.join() !== outAvals[i].shape.join())) {
-        throw new Error(`${name} lowering: the implementation returned ${got.map((a) => a.str()).join(", ")}, expected ${outAvals.map((a) => a.str()).join(", ")}`);
+      if (
+        got.length !== outAvals.length ||
+        got.some((a, i) => a.dtype !== outAvals[i].dtype || a.shape.join() !== outAvals[i].shape.join())
+      ) {
+        throw new Error(
+          `${name} lowering: the implementation returned ${got.map((a) => a.str()).join(", ")}, expected ${outAvals.map((a) => a.str()).join(", ")}`,
+        );
       }
       cache.set(key, t);
     }

@@ -18,10 +18,12 @@ const rel = (got: number, want: number): number => Math.abs(got - want) / Math.a
 
 /** Neumaier-compensated float64 sum of f(i), i < n: the reference (error ~1e-16, far below float32's). */
 function refSum(n: number, f: (i: number) => number): number {
-  let s = 0, c = 0;
+  let s = 0,
+    c = 0;
   for (let i = 0; i < n; i++) {
-    const v = f(i), t = s + v;
-    c += Math.abs(s) >= Math.abs(v) ? (s - t) + v : (v - t) + s;
+    const v = f(i),
+      t = s + v;
+    c += Math.abs(s) >= Math.abs(v) ? s - t + v : v - t + s;
     s = t;
   }
   return s + c;
@@ -29,10 +31,12 @@ function refSum(n: number, f: (i: number) => number): number {
 /** Compensated float64 prefix sums. */
 function refCumsum(h: Float32Array): Float64Array {
   const out = new Float64Array(h.length);
-  let s = 0, c = 0;
+  let s = 0,
+    c = 0;
   for (let i = 0; i < h.length; i++) {
-    const v = h[i], t = s + v;
-    c += Math.abs(s) >= Math.abs(v) ? (s - t) + v : (v - t) + s;
+    const v = h[i],
+      t = s + v;
+    c += Math.abs(s) >= Math.abs(v) ? s - t + v : v - t + s;
     s = t;
     out[i] = s + c;
   }
@@ -41,7 +45,10 @@ function refCumsum(h: Float32Array): Float64Array {
 /** A seeded uniform [0, 1) generator (LCG): the same data on every run. */
 function rng(seed: number): () => number {
   let s = seed;
-  return () => { s = (s * 1103515245 + 12345) % 2147483648; return s / 2147483648; };
+  return () => {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    return s / 2147483648;
+  };
 }
 /** Adversarial float32 data of length n: constant (the issue's), sorted ascending/descending, alternating large/small, random. */
 function datasets(n: number): [string, Float32Array][] {
@@ -57,13 +64,18 @@ function datasets(n: number): [string, Float32Array][] {
 function onInterpreter<T>(f: () => T): T {
   const prev = config.backend;
   config.update("backend", "interpreter");
-  try { return f(); } finally { config.update("backend", prev); }
+  try {
+    return f();
+  } finally {
+    config.update("backend", prev);
+  }
 }
 const item = (a: Array): number => Number(a.item());
 const host = (a: Array): Float32Array => a.dataSync() as Float32Array;
 
 test("the issue's sum: 1e8 float32 values of 0.7615942, eager and jitted sum and jitted mean, within 4 log2(n) ulp", () => {
-  const n = 1e8, c = Math.fround(0.7615942);
+  const n = 1e8,
+    c = Math.fround(0.7615942);
   const x = jnp.full([n], c, { dtype: "float32" });
   const want = c * n; // exact in float64
   const eager = item(jnp.sum(x));
@@ -75,29 +87,49 @@ test("the issue's sum: 1e8 float32 values of 0.7615942, eager and jitted sum and
 
 test("1e6 elements in adversarial orders: sum (eager, jit, interpreter), mean and var against float64", () => {
   const n = 1e6;
-  const jsum = jit((v: Array) => jnp.sum(v)), jmean = jit((v: Array) => jnp.mean(v)), jvar = jit((v: Array) => jnp.var(v));
+  const jsum = jit((v: Array) => jnp.sum(v)),
+    jmean = jit((v: Array) => jnp.mean(v)),
+    jvar = jit((v: Array) => jnp.var(v));
   for (const [name, h] of datasets(n)) {
     const x = jnp.array(h);
     const want = refSum(n, (i) => h[i]);
-    for (const [how, got] of [["eager", item(jnp.sum(x))], ["jit", item(jsum(x))], ["interpreter", onInterpreter(() => item(jnp.sum(x)))]] as const) {
-      assert.ok(rel(got, want) <= bound(n), `${name} ${how} sum: ${got}, want ${want}, rel ${rel(got, want)} > ${bound(n)}`);
+    for (const [how, got] of [
+      ["eager", item(jnp.sum(x))],
+      ["jit", item(jsum(x))],
+      ["interpreter", onInterpreter(() => item(jnp.sum(x)))],
+    ] as const) {
+      assert.ok(
+        rel(got, want) <= bound(n),
+        `${name} ${how} sum: ${got}, want ${want}, rel ${rel(got, want)} > ${bound(n)}`,
+      );
     }
     const mu = want / n;
     assert.ok(rel(item(jmean(x)), mu) <= bound(n), `${name} mean ${item(jmean(x))}, want ${mu}`);
     // var = mean((x - mean)^2): its own rounding of x - mean adds an ulp of |x|, hence the absolute floor
     const v = refSum(n, (i) => (h[i] - mu) ** 2) / n;
     const gv = item(jvar(x));
-    assert.ok(Math.abs(gv - v) <= bound(n) * v + 4 * U32 * refSum(n, (i) => h[i] * h[i]) / n, `${name} var ${gv}, want ${v}`);
+    assert.ok(
+      Math.abs(gv - v) <= bound(n) * v + (4 * U32 * refSum(n, (i) => h[i] * h[i])) / n,
+      `${name} var ${gv}, want ${v}`,
+    );
   }
 });
 
 test("1e7 elements: constant and random sums, eager and jitted", () => {
-  const n = 1e7, r = rng(3);
-  const hs: [string, Float32Array][] = [["constant", new Float32Array(n).fill(0.7615942)], ["random", Float32Array.from({ length: n }, () => r())]];
+  const n = 1e7,
+    r = rng(3);
+  const hs: [string, Float32Array][] = [
+    ["constant", new Float32Array(n).fill(0.7615942)],
+    ["random", Float32Array.from({ length: n }, () => r())],
+  ];
   const jsum = jit((v: Array) => jnp.sum(v));
   for (const [name, h] of hs) {
-    const x = jnp.array(h), want = refSum(n, (i) => h[i]);
-    for (const [how, got] of [["eager", item(jnp.sum(x))], ["jit", item(jsum(x))]] as const) {
+    const x = jnp.array(h),
+      want = refSum(n, (i) => h[i]);
+    for (const [how, got] of [
+      ["eager", item(jnp.sum(x))],
+      ["jit", item(jsum(x))],
+    ] as const) {
       assert.ok(rel(got, want) <= bound(n), `${name} ${how}: ${got}, want ${want}, rel ${rel(got, want)}`);
     }
   }
@@ -105,7 +137,8 @@ test("1e7 elements: constant and random sums, eager and jitted", () => {
 
 test("sums along one axis of 2-D arrays (axis 0 of [1e6, 4], axis 1 of [4, 1e6]) and over two separated axes", () => {
   // constant data: the exact sums are c * n, and the worst case for naive accumulation
-  const n = 1e6, c = Math.fround(0.7615942);
+  const n = 1e6,
+    c = Math.fround(0.7615942);
   const x = jnp.full([4 * n], c, { dtype: "float32" });
   const a0 = host(jit((v: Array) => jnp.sum(v, 0))(jnp.reshape(x, [n, 4])));
   const a1 = host(jnp.sum(jnp.reshape(x, [4, n]), 1));
@@ -114,7 +147,8 @@ test("sums along one axis of 2-D arrays (axis 0 of [1e6, 4], axis 1 of [4, 1e6])
     assert.ok(rel(a1[j], c * n) <= bound(n), `axis 1 [${j}]: ${a1[j]}, want ${c * n}`);
   }
   // random data along axis 0 (strided runs)
-  const r = rng(13), h = Float32Array.from({ length: 4 * n }, () => r());
+  const r = rng(13),
+    h = Float32Array.from({ length: 4 * n }, () => r());
   const g0 = host(jnp.sum(jnp.reshape(jnp.array(h), [n, 4]), 0));
   for (let j = 0; j < 4; j++) {
     const w = refSum(n, (i) => h[4 * i + j]);
@@ -126,12 +160,17 @@ test("sums along one axis of 2-D arrays (axis 0 of [1e6, 4], axis 1 of [4, 1e6])
 });
 
 test("cumsum of 1e6 elements (forward and reverse) and of a prime length (padded blocks) against float64 prefix sums", () => {
-  const jcumsum = jit((v: Array) => jnp.cumsum(v)), jrev = jit((v: Array) => lax.cumsum(v, 0, true));
+  const jcumsum = jit((v: Array) => jnp.cumsum(v)),
+    jrev = jit((v: Array) => lax.cumsum(v, 0, true));
   for (const n of [1e6, 1000003]) {
-    for (const [name, h] of datasets(n).filter(([k]) => k === "random" || (n === 1e6 && (k === "constant" || k === "alternating")))) {
+    for (const [name, h] of datasets(n).filter(
+      ([k]) => k === "random" || (n === 1e6 && (k === "constant" || k === "alternating")),
+    )) {
       const x = jnp.array(h);
-      const want = refCumsum(h), got = host(jcumsum(x));
-      const rev = host(jrev(x)), total = want[n - 1];
+      const want = refCumsum(h),
+        got = host(jcumsum(x));
+      const rev = host(jrev(x)),
+        total = want[n - 1];
       for (let i = 0; i < n; i += i < 5000 ? 1 : 997) {
         assert.ok(rel(got[i], want[i]) <= bound(i + 2), `${name} n=${n} cumsum[${i}]: ${got[i]}, want ${want[i]}`);
         // reverse: suffix sums total - prefix (the reference's own cancellation is tiny in float64)
@@ -142,7 +181,8 @@ test("cumsum of 1e6 elements (forward and reverse) and of a prime length (padded
     }
   }
   // along an axis of 2-D arrays: strided runs (axis 0 of [250000, 4]) and several contiguous runs (axis 1 of [4, 250000])
-  const r = rng(9), h2 = Float32Array.from({ length: 1e6 }, () => r());
+  const r = rng(9),
+    h2 = Float32Array.from({ length: 1e6 }, () => r());
   const x2 = jnp.array(h2);
   const c0 = host(jit((v: Array) => jnp.cumsum(v, 0))(jnp.reshape(x2, [250000, 4])));
   const c1 = host(jit((v: Array) => lax.cumsum(v, 1, true))(jnp.reshape(x2, [4, 250000])));
@@ -162,10 +202,16 @@ test("cumsum of 1e6 elements (forward and reverse) and of a prime length (padded
 });
 
 test("long contractions: dot of two 1e6-vectors, and matrix-vector, vector-matrix, matrix-matrix products with K = 2^17 and a prime K", () => {
-  const n = 1e6, jdot = jit((a: Array, b: Array) => jnp.dot(a, b));
+  const n = 1e6,
+    jdot = jit((a: Array, b: Array) => jnp.dot(a, b));
   for (const [name, h] of datasets(n)) {
-    const x = jnp.array(h), want = refSum(n, (i) => h[i] * h[i]);
-    for (const [how, got] of [["eager", item(jnp.dot(x, x))], ["jit", item(jdot(x, x))], ["interpreter", onInterpreter(() => item(jnp.dot(x, x)))]] as const) {
+    const x = jnp.array(h),
+      want = refSum(n, (i) => h[i] * h[i]);
+    for (const [how, got] of [
+      ["eager", item(jnp.dot(x, x))],
+      ["jit", item(jdot(x, x))],
+      ["interpreter", onInterpreter(() => item(jnp.dot(x, x)))],
+    ] as const) {
       assert.ok(rel(got, want) <= bound(n), `${name} ${how} dot: ${got}, want ${want}, rel ${rel(got, want)}`);
     }
   }
@@ -174,11 +220,15 @@ test("long contractions: dot of two 1e6-vectors, and matrix-vector, vector-matri
   for (const K of [2 ** 17, 100003]) {
     for (const kind of ["constant", "random"]) {
       const gen = (len: number) => Float32Array.from({ length: len }, () => (kind === "constant" ? 0.7615942 : r()));
-      const A = gen(4 * K), B = gen(K * 4), v = gen(K);
-      const [mv, vm, mm] = (products(
-        jnp.reshape(jnp.array(A), [4, K]), jnp.reshape(jnp.array(B), [K, 4]), jnp.array(v)) as Array[]).map(host);
+      const A = gen(4 * K),
+        B = gen(K * 4),
+        v = gen(K);
+      const [mv, vm, mm] = (
+        products(jnp.reshape(jnp.array(A), [4, K]), jnp.reshape(jnp.array(B), [K, 4]), jnp.array(v)) as Array[]
+      ).map(host);
       for (let i = 0; i < 4; i++) {
-        const wmv = refSum(K, (k) => A[i * K + k] * v[k]), wvm = refSum(K, (k) => v[k] * B[k * 4 + i]);
+        const wmv = refSum(K, (k) => A[i * K + k] * v[k]),
+          wvm = refSum(K, (k) => v[k] * B[k * 4 + i]);
         assert.ok(rel(mv[i], wmv) <= bound(K), `${kind} K=${K} matvec[${i}]: ${mv[i]}, want ${wmv}`);
         assert.ok(rel(vm[i], wvm) <= bound(K), `${kind} K=${K} vecmat[${i}]: ${vm[i]}, want ${wvm}`);
         for (let j = 0; j < 4; j++) {
@@ -193,23 +243,29 @@ test("long contractions: dot of two 1e6-vectors, and matrix-vector, vector-matri
 test("blocked scans keep the plain scan's special values: -0 prefixes, infinities and NaN from where they occur", () => {
   const n = 5000;
   const z = host(jit((v: Array) => jnp.cumsum(v))(jnp.array(new Float32Array(n).fill(-0))));
-  assert.ok(z.every((v) => Object.is(v, -0)), "a prefix of -0 stays -0");
+  assert.ok(
+    z.every((v) => Object.is(v, -0)),
+    "a prefix of -0 stays -0",
+  );
   const h = Float32Array.from({ length: n }, (_, i) => ((i * 7) % 13) - 6);
   h[1500] = Infinity;
   h[3200] = NaN;
   const got = host(jit((v: Array) => jnp.cumsum(v))(jnp.array(h)));
   const want = refCumsum(h);
   for (let i = 0; i < n; i++) {
-    if (i < 1500) assert.equal(got[i], want[i], `[${i}]`); // small integers: exact
+    if (i < 1500)
+      assert.equal(got[i], want[i], `[${i}]`); // small integers: exact
     else if (i < 3200) assert.equal(got[i], Infinity, `[${i}]`);
     else assert.ok(Number.isNaN(got[i]), `[${i}]`);
   }
   const rev = host(lax.cumsum(jnp.array(h), 0, true));
-  for (let i = 0; i < n; i++) assert.ok(i <= 3200 ? Number.isNaN(rev[i]) : Number.isFinite(rev[i]), `reverse [${i}]: ${rev[i]}`);
+  for (let i = 0; i < n; i++)
+    assert.ok(i <= 3200 ? Number.isNaN(rev[i]) : Number.isFinite(rev[i]), `reverse [${i}]: ${rev[i]}`);
 });
 
 test("long float32 products and cumulative products (computed in float64); integer sums stay exact (wrapping), float64 and float16 sums accurate", () => {
-  const n = 100003, r = rng(5);
+  const n = 100003,
+    r = rng(5);
   const h = Float32Array.from({ length: n }, () => 1 + (r() - 0.5) * 1e-3);
   const want = Math.exp(refSum(n, (i) => Math.log(h[i])));
   const x = jnp.array(h);
@@ -228,7 +284,9 @@ test("long float32 products and cumulative products (computed in float64); integ
   try {
     const s64 = item(jnp.sum(jnp.array(f, { dtype: "float64" })));
     assert.ok(rel(s64, w64) <= bound(1e6, 2 ** -53), `float64 sum ${s64}, want ${w64}`);
-  } finally { config.update("enableX64", false); }
+  } finally {
+    config.update("enableX64", false);
+  }
   // float16 accumulates in float32: only the final rounding to float16 remains (ulp 8 at 8192..16384)
   const s16 = item(jnp.sum(jnp.full([1e5], 0.1, { dtype: "float16" })));
   assert.ok(Math.abs(s16 - 1e5 * 0.0999755859375) <= 4, `float16 sum ${s16}`);
@@ -240,10 +298,32 @@ test("short reductions keep their single ORT op; long ones become trees of short
     return loweringSummary(cj.jaxpr as Jaxpr, `n${n}`);
   };
   const count = (text: string, op: string): number => (text.match(new RegExp(`= ${op}[\\[(]`, "g")) ?? []).length;
-  assert.equal(count(summary((v) => jnp.sum(v), 1024), "ReduceSum"), 1);
-  assert.ok(count(summary((v) => jnp.sum(v), 4096), "ReduceSum") >= 2);
-  assert.equal(count(summary((v) => jnp.cumsum(v), 1024), "CumSum"), 1);
-  assert.ok(count(summary((v) => jnp.cumsum(v), 4096), "CumSum") >= 2);
+  assert.equal(
+    count(
+      summary((v) => jnp.sum(v), 1024),
+      "ReduceSum",
+    ),
+    1,
+  );
+  assert.ok(
+    count(
+      summary((v) => jnp.sum(v), 4096),
+      "ReduceSum",
+    ) >= 2,
+  );
+  assert.equal(
+    count(
+      summary((v) => jnp.cumsum(v), 1024),
+      "CumSum",
+    ),
+    1,
+  );
+  assert.ok(
+    count(
+      summary((v) => jnp.cumsum(v), 4096),
+      "CumSum",
+    ) >= 2,
+  );
   // block lengths: a divisor near the target when one exists (no padding), else 0
   assert.equal(divisorNear(1e6, 64), 64);
   assert.equal(divisorNear(3125, 64), 25);

@@ -21,16 +21,44 @@ test("a 0-d Array converts to a JS number: +x, Number(x), arithmetic and compari
 });
 
 test("a non-scalar Array converted to a number throws a clear error (no silent NaN)", () => {
-  assert.throws(() => +array([1, 2]), /Array: only a 0-d array converts to a JS number \(\+x, Number\(x\), arithmetic operators\), got shape \[2\] \(i32\[2\]\)/);
-  assert.throws(() => (array([[1.5]]) as unknown as number) ** 2, /only a 0-d array converts to a JS number.*got shape \[1,1\]/);
-  assert.throws(() => jit((v: Array) => { void +v; return v; })(array(1.5)), /ConcretizationTypeError|concrete|abstract/i);
+  assert.throws(
+    () => +array([1, 2]),
+    /Array: only a 0-d array converts to a JS number \(\+x, Number\(x\), arithmetic operators\), got shape \[2\] \(i32\[2\]\)/,
+  );
+  assert.throws(
+    () => (array([[1.5]]) as unknown as number) ** 2,
+    /only a 0-d array converts to a JS number.*got shape \[1,1\]/,
+  );
+  assert.throws(
+    () =>
+      jit((v: Array) => {
+        void +v;
+        return v;
+      })(array(1.5)),
+    /ConcretizationTypeError|concrete|abstract/i,
+  );
 });
 
 test("x.diagonal(offset, axis1, axis2) is jnp.diagonal", () => {
-  const m = array([[1, 2, 3], [4, 5, 6]]);
+  const m = array([
+    [1, 2, 3],
+    [4, 5, 6],
+  ]);
   assert.deepEqual(m.diagonal().tolist(), [1, 5]);
   assert.deepEqual(m.diagonal(1).tolist(), [2, 6]);
   assert.deepEqual(m.diagonal(-1).tolist(), [4]);
-  const t = array([[[0, 1], [2, 3]], [[4, 5], [6, 7]]]);
-  assert.deepEqual(t.diagonal(0, 1, 2).tolist(), [[0, 3], [4, 7]]);
+  const t = array([
+    [
+      [0, 1],
+      [2, 3],
+    ],
+    [
+      [4, 5],
+      [6, 7],
+    ],
+  ]);
+  assert.deepEqual(t.diagonal(0, 1, 2).tolist(), [
+    [0, 3],
+    [4, 7],
+  ]);
 });

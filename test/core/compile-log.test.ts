@@ -10,7 +10,9 @@ function capture(f: () => void, backend: "onnx" | "interpreter" = "onnx"): strin
   const prevSink = setCompileLogSink((l) => lines.push(l));
   config.update("logCompiles", true);
   config.update("backend", backend);
-  try { f(); } finally {
+  try {
+    f();
+  } finally {
     setCompileLogSink(prevSink);
     config.update("logCompiles", prev.logCompiles);
     config.update("backend", prev.backend);
@@ -21,7 +23,9 @@ function capture(f: () => void, backend: "onnx" | "interpreter" = "onnx"): strin
 
 test("logCompiles: first call, cache hit (silent), changed argument shape and dtype, each compile", () => {
   const lines = capture(() => {
-    const f = jit(function addMul(x: Array, y: Array) { return jnp.multiply(jnp.add(x, y), 2); });
+    const f = jit(function addMul(x: Array, y: Array) {
+      return jnp.multiply(jnp.add(x, y), 2);
+    });
     f(jnp.ones([3]), jnp.ones([3]));
     f(jnp.ones([3]), jnp.ones([3]));
     f(jnp.ones([3]), jnp.ones([1]));
@@ -40,7 +44,12 @@ test("logCompiles: first call, cache hit (silent), changed argument shape and dt
 
 test("logCompiles: static arguments, pytree structure and leaves are named", () => {
   const lines = capture(() => {
-    const f = jit(function affine(p: { w: Array; b: Array }, n: number) { return jnp.add(jnp.multiply(p.w, n), p.b); }, { staticArgnums: [1] });
+    const f = jit(
+      function affine(p: { w: Array; b: Array }, n: number) {
+        return jnp.add(jnp.multiply(p.w, n), p.b);
+      },
+      { staticArgnums: [1] },
+    );
     const p = { w: jnp.ones([2]), b: jnp.ones([2]) };
     f(p, 2);
     f(p, 3);
@@ -61,7 +70,9 @@ test("logCompiles: static arguments, pytree structure and leaves are named", () 
 test("logCompiles: a signature evicted from the jit cache, or cleared, says so when it traces again", () => {
   const lines = capture(() => {
     config.update("jitCacheSize", 1);
-    const f = jit(function sq(x: Array) { return jnp.multiply(x, x); });
+    const f = jit(function sq(x: Array) {
+      return jnp.multiply(x, x);
+    });
     f(jnp.ones([1]));
     f(jnp.ones([2]));
     f(jnp.ones([1]));
@@ -82,6 +93,8 @@ test("logCompiles off: nothing is logged", () => {
   try {
     assert.equal(config.logCompiles, false);
     jit((x: Array) => jnp.add(x, 1))(jnp.ones([7]));
-  } finally { setCompileLogSink(prev); }
+  } finally {
+    setCompileLogSink(prev);
+  }
   assert.deepEqual(lines, []);
 });

@@ -4,12 +4,17 @@ import assert from "node:assert/strict";
 import { Array, FloatingPointError, config, grad, jit, numpy as jnp, valueAndGrad } from "../../src/index.js";
 
 /** Runs f with the given debug flags, restoring them (and the backend) afterwards. */
-function withFlags<T>(flags: { debugNans?: boolean; debugInfs?: boolean; backend?: "onnx" | "interpreter" }, f: () => T): T {
+function withFlags<T>(
+  flags: { debugNans?: boolean; debugInfs?: boolean; backend?: "onnx" | "interpreter" },
+  f: () => T,
+): T {
   const prev = { debugNans: config.debugNans, debugInfs: config.debugInfs, backend: config.backend };
   if (flags.debugNans !== undefined) config.update("debugNans", flags.debugNans);
   if (flags.debugInfs !== undefined) config.update("debugInfs", flags.debugInfs);
   if (flags.backend !== undefined) config.update("backend", flags.backend);
-  try { return f(); } finally {
+  try {
+    return f();
+  } finally {
     config.update("debugNans", prev.debugNans);
     config.update("debugInfs", prev.debugInfs);
     config.update("backend", prev.backend);
@@ -19,7 +24,11 @@ function withFlags<T>(flags: { debugNans?: boolean; debugInfs?: boolean; backend
 /** Asserts f raises a FloatingPointError for `kind` in primitive `prim`; returns it. */
 function raises(f: () => unknown, kind: "nan" | "inf", prim: string): FloatingPointError {
   let err: unknown = null;
-  try { f(); } catch (e) { err = e; }
+  try {
+    f();
+  } catch (e) {
+    err = e;
+  }
   assert.ok(err instanceof FloatingPointError, `expected a FloatingPointError, got ${String(err)}`);
   assert.equal(err.kind, kind);
   assert.equal(err.primitive, prim);
@@ -27,7 +36,9 @@ function raises(f: () => unknown, kind: "nan" | "inf", prim: string): FloatingPo
   return err;
 }
 
-function logOf(x: Array): Array { return jnp.log(x); }
+function logOf(x: Array): Array {
+  return jnp.log(x);
+}
 
 for (const backend of ["onnx", "interpreter"] as const) {
   test(`debugNans: jit(log) on -1 re-runs the jaxpr and names log, its equation and the traced source line (${backend})`, () => {
@@ -81,7 +92,11 @@ test("debugNans: a NaN made only by the backward pass (0 * inf) names the primit
     // d/dx sum(sqrt(x) * 0) at 0: the cotangent 0 meets sqrt's derivative 1/(2 sqrt(0)) = inf
     const f = (x: Array) => jnp.sum(jnp.multiply(jnp.sqrt(x), 0));
     let err: unknown = null;
-    try { grad(f)(jnp.array([0], "float32")); } catch (e) { err = e; }
+    try {
+      grad(f)(jnp.array([0], "float32"));
+    } catch (e) {
+      err = e;
+    }
     assert.ok(err instanceof FloatingPointError && err.kind === "nan", String(err));
     // flags off: the same gradient is NaN, silently
     config.update("debugNans", false);
@@ -104,7 +119,14 @@ test("debugNans: as JAX, outputs are checked whatever the inputs: a NaN passed t
     const nanIn = withFlags({ debugNans: false }, () => jnp.divide(jnp.array([0, 1], "float32"), 0));
     raises(() => jnp.add(nanIn, 1), "nan", "add");
     // the identity under jit: no equation makes the NaN, so the jitted call itself is named
-    const e = raises(() => jit(function ident(x: Array) { return x; })(nanIn), "nan", "jit(ident)");
+    const e = raises(
+      () =>
+        jit(function ident(x: Array) {
+          return x;
+        })(nanIn),
+      "nan",
+      "jit(ident)",
+    );
     assert.match(e.message, /no equation produced an invalid value/);
   });
 });

@@ -10,7 +10,11 @@ import * as jnp from "../../src/numpy/index.js";
 import type { Array } from "../../src/core/array.js";
 import { loadFixture } from "../helpers/fixtures.js";
 
-interface Row { x: number | string; f16: number; bf16: number }
+interface Row {
+  x: number | string;
+  f16: number;
+  bf16: number;
+}
 const rows = loadFixture<{ cases: Row[] }>("half-conversions.json").cases;
 const xs = rows.map((r) => (typeof r.x === "string" ? Number(r.x) : r.x));
 const want16 = rows.map((r) => fromFloat16Bits(r.f16));
@@ -29,7 +33,10 @@ test("the fixture holds the reported case and double-rounding traps", () => {
 test("host conversions round a double once, like NumPy", () => {
   rows.forEach((r, i) => {
     const x = xs[i];
-    if (Number.isNaN(x)) { assert.ok(Number.isNaN(fromFloat16Bits(toFloat16Bits(x))) && Number.isNaN(fromBFloat16Bits(toBFloat16Bits(x)))); return; }
+    if (Number.isNaN(x)) {
+      assert.ok(Number.isNaN(fromFloat16Bits(toFloat16Bits(x))) && Number.isNaN(fromBFloat16Bits(toBFloat16Bits(x))));
+      return;
+    }
     assert.equal(toFloat16Bits(x), r.f16, `float16(${x})`);
     assert.equal(toBFloat16Bits(x), r.bf16, `bfloat16(${x})`);
   });
@@ -43,14 +50,30 @@ function checkBackend(backend: "onnx" | "interpreter"): void {
     assert.deepEqual(array(new Float64Array(xs), { dtype: "float16" }).tolist(), want16);
     assert.deepEqual(array(new Float64Array(xs), { dtype: "bfloat16" }).tolist(), wantBf);
     // JS numbers, one by one and nested
-    assert.deepEqual(xs.slice(0, 40).map((x) => array(x, { dtype: "float16" }).item()), want16.slice(0, 40));
+    assert.deepEqual(
+      xs.slice(0, 40).map((x) => array(x, { dtype: "float16" }).item()),
+      want16.slice(0, 40),
+    );
     assert.deepEqual(array(xs, { dtype: "float16" }).tolist(), want16);
     // weak JS-number (non-integer: integers are int literals) scalars meeting float16/bfloat16 arrays convert from the double too (JAX converts Python floats once)
-    const some = xs.map((x, i) => [x, i] as const).filter(([x]) => Number.isFinite(x) && !Number.isInteger(x)).slice(0, 60);
-    const z16 = jnp.zeros([1], "float16"), zbf = jnp.zeros([1], "bfloat16");
-    assert.deepEqual(some.map(([x]) => (jnp.subtract(x, z16).tolist() as number[])[0]), some.map(([, i]) => want16[i]));
-    assert.deepEqual(some.map(([x]) => (jnp.full([1], x, "float16").tolist() as number[])[0]), some.map(([, i]) => want16[i]));
-    assert.deepEqual(some.map(([x]) => (jnp.subtract(x, zbf).tolist() as number[])[0]), some.map(([, i]) => wantBf[i]));
+    const some = xs
+      .map((x, i) => [x, i] as const)
+      .filter(([x]) => Number.isFinite(x) && !Number.isInteger(x))
+      .slice(0, 60);
+    const z16 = jnp.zeros([1], "float16"),
+      zbf = jnp.zeros([1], "bfloat16");
+    assert.deepEqual(
+      some.map(([x]) => (jnp.subtract(x, z16).tolist() as number[])[0]),
+      some.map(([, i]) => want16[i]),
+    );
+    assert.deepEqual(
+      some.map(([x]) => (jnp.full([1], x, "float16").tolist() as number[])[0]),
+      some.map(([, i]) => want16[i]),
+    );
+    assert.deepEqual(
+      some.map(([x]) => (jnp.subtract(x, zbf).tolist() as number[])[0]),
+      some.map(([, i]) => wantBf[i]),
+    );
     // float64 arrays (x64) converted eagerly and inside a jitted program
     config.update("enableX64", true);
     try {
@@ -59,8 +82,12 @@ function checkBackend(backend: "onnx" | "interpreter"): void {
       assert.deepEqual(jnp.astype(x64, "float16").tolist(), want16);
       assert.deepEqual((jit((a: Array) => jnp.astype(jnp.multiply(a, 1), "float16"))(x64) as Array).tolist(), want16);
       assert.deepEqual((jit((a: Array) => jnp.astype(a, "bfloat16"))(x64) as Array).tolist(), wantBf);
-    } finally { config.update("enableX64", false); }
-  } finally { config.update("backend", prev); }
+    } finally {
+      config.update("enableX64", false);
+    }
+  } finally {
+    config.update("backend", prev);
+  }
 }
 
 test("ONNX Runtime: float64 -> float16/bfloat16 rounds once", () => checkBackend("onnx"));

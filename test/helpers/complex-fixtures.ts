@@ -8,8 +8,15 @@ import { type DType, isComplex } from "../../src/core/dtype.js";
 import { type FixArray, assertClose, decode } from "./fixtures.js";
 
 /** A fixture array: complex ones carry re/im, real ones data. */
-export type CFix = { dtype: DType; shape: number[]; re?: (number | string)[]; im?: (number | string)[]; data?: (number | boolean | string)[] };
-const num = (v: number | string): number => (v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v));
+export type CFix = {
+  dtype: DType;
+  shape: number[];
+  re?: (number | string)[];
+  im?: (number | string)[];
+  data?: (number | boolean | string)[];
+};
+const num = (v: number | string): number =>
+  v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v);
 
 export function decodeC(f: CFix): Array {
   if (!isComplex(f.dtype)) return decode(f as FixArray);
@@ -19,28 +26,54 @@ export function decodeC(f: CFix): Array {
 /** Real and imaginary parts of a concrete array (imaginary zeros for real arrays). */
 export function partsOfArray(x: Array): [number[], number[]] {
   const b = x.dataSync();
-  if (!isComplex(x.dtype)) return [globalThis.Array.from(b as Float32Array, Number), new globalThis.Array(x.size).fill(0)];
-  const re: number[] = [], im: number[] = [];
-  for (let i = 0; i < x.size; i++) { re.push((b as Float64Array)[2 * i]); im.push((b as Float64Array)[2 * i + 1]); }
+  if (!isComplex(x.dtype))
+    return [globalThis.Array.from(b as Float32Array, Number), new globalThis.Array(x.size).fill(0)];
+  const re: number[] = [],
+    im: number[] = [];
+  for (let i = 0; i < x.size; i++) {
+    re.push((b as Float64Array)[2 * i]);
+    im.push((b as Float64Array)[2 * i + 1]);
+  }
   return [re, im];
 }
 
 /** Asserts dtype, shape and complex values: |a - e| <= atol + rtol |e| on each part (NaN matches NaN). */
-export function assertCloseC(actual: Array, expected: CFix | Array, opts: { rtol?: number; atol?: number; msg?: string } = {}): void {
+export function assertCloseC(
+  actual: Array,
+  expected: CFix | Array,
+  opts: { rtol?: number; atol?: number; msg?: string } = {},
+): void {
   const exp = expected instanceof Array ? expected : decodeC(expected);
   const msg = opts.msg ? `${opts.msg}: ` : "";
-  if (!isComplex(exp.dtype)) { assertClose(actual, exp, opts); return; }
+  if (!isComplex(exp.dtype)) {
+    assertClose(actual, exp, opts);
+    return;
+  }
   assert.equal(actual.dtype, exp.dtype, `${msg}dtype`);
   assert.deepEqual(actual.shape, exp.shape, `${msg}shape`);
-  const [ar, ai] = partsOfArray(actual), [er, ei] = partsOfArray(exp);
-  const rtol = opts.rtol ?? (actual.dtype === "complex128" ? 1e-12 : 2e-6), atol = opts.atol ?? (actual.dtype === "complex128" ? 1e-12 : 1e-6);
+  const [ar, ai] = partsOfArray(actual),
+    [er, ei] = partsOfArray(exp);
+  const rtol = opts.rtol ?? (actual.dtype === "complex128" ? 1e-12 : 2e-6),
+    atol = opts.atol ?? (actual.dtype === "complex128" ? 1e-12 : 1e-6);
   // the tolerance scales with |e| (a part near 0 of a large complex value is only as exact as the value)
   for (let i = 0; i < er.length; i++) {
-    for (const [a, e, part] of [[ar[i], er[i], "re"], [ai[i], ei[i], "im"]] as const) {
-      if (Number.isNaN(e)) { assert.ok(Number.isNaN(a), `${msg}element ${i}.${part}: expected nan, got ${a}`); continue; }
-      if (!Number.isFinite(e)) { assert.equal(a, e, `${msg}element ${i}.${part}`); continue; }
+    for (const [a, e, part] of [
+      [ar[i], er[i], "re"],
+      [ai[i], ei[i], "im"],
+    ] as const) {
+      if (Number.isNaN(e)) {
+        assert.ok(Number.isNaN(a), `${msg}element ${i}.${part}: expected nan, got ${a}`);
+        continue;
+      }
+      if (!Number.isFinite(e)) {
+        assert.equal(a, e, `${msg}element ${i}.${part}`);
+        continue;
+      }
       const mag = Math.hypot(er[i], ei[i]);
-      assert.ok(Math.abs(a - e) <= atol + rtol * mag, `${msg}element ${i}.${part}: got ${a}, expected ${e} (rtol ${rtol}, atol ${atol})`);
+      assert.ok(
+        Math.abs(a - e) <= atol + rtol * mag,
+        `${msg}element ${i}.${part}: got ${a}, expected ${e} (rtol ${rtol}, atol ${atol})`,
+      );
     }
   }
 }

@@ -3,7 +3,12 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { extname, join, posix, relative, sep } from "node:path";
 
 /** One offending literal: file (repo-relative, "/"-separated), 1-based line, the literal and why it escapes. */
-export interface PathFinding { file: string; line: number; literal: string; reason: string }
+export interface PathFinding {
+  file: string;
+  line: number;
+  literal: string;
+  reason: string;
+}
 
 /** Folders of the repository whose files are scanned. */
 export const SCANNED_DIRS = ["test", "src", "bench", "scripts", "examples", ".ci"];
@@ -51,8 +56,10 @@ export function scanText(file: string, text: string): PathFinding[] {
     if (shell) {
       // shell words are not reliably quoted: check every whitespace-separated word for the two unambiguous rules
       for (const word of line.split(/[\s"'=;()]+/)) {
-        if (MACHINE_PATH.test(word)) out.push({ file, line: i + 1, literal: word, reason: "absolute path of a particular machine" });
-        else if (SIBLING.test(word)) out.push({ file, line: i + 1, literal: word, reason: "sibling folder of the checkout" });
+        if (MACHINE_PATH.test(word))
+          out.push({ file, line: i + 1, literal: word, reason: "absolute path of a particular machine" });
+        else if (SIBLING.test(word))
+          out.push({ file, line: i + 1, literal: word, reason: "sibling folder of the checkout" });
       }
       return;
     }
@@ -70,13 +77,20 @@ export function scannedFiles(root: string): string[] {
   const walk = (dir: string) => {
     for (const name of readdirSync(dir).sort()) {
       const p = join(dir, name);
-      if (statSync(p).isDirectory()) { if (name !== "node_modules") walk(p); continue; }
+      if (statSync(p).isDirectory()) {
+        if (name !== "node_modules") walk(p);
+        continue;
+      }
       const ext = extname(name);
       if (CODE_EXT.has(ext) || SHELL_EXT.has(ext)) out.push(relative(root, p).split(sep).join("/"));
     }
   };
   for (const d of SCANNED_DIRS) {
-    try { if (statSync(join(root, d)).isDirectory()) walk(join(root, d)); } catch { /* folder absent in this checkout */ }
+    try {
+      if (statSync(join(root, d)).isDirectory()) walk(join(root, d));
+    } catch {
+      /* folder absent in this checkout */
+    }
   }
   return out;
 }

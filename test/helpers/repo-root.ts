@@ -11,7 +11,8 @@ export function repoRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const pkg = join(dir, "package.json");
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { name?: string }).name === "jaxts") return (cached = dir);
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, "utf8")) as { name?: string }).name === "jaxts")
+      return (cached = dir);
     const up = dirname(dir);
     if (up === dir) throw new Error(`repoRoot: no jaxts package.json above ${fileURLToPath(import.meta.url)}`);
     dir = up;

@@ -31,7 +31,11 @@ function craft(tensors: Map<string, RawTensor>, treeJson: string): string {
   return p;
 }
 
-const f32 = (values: number[]): RawTensor => ({ dtype: "float32", shape: [values.length], bytes: new Uint8Array(new Float32Array(values).buffer) });
+const f32 = (values: number[]): RawTensor => ({
+  dtype: "float32",
+  shape: [values.length],
+  bytes: new Uint8Array(new Float32Array(values).buffer),
+});
 
 test("two million references to one 4 KB tensor load as one shared Array, not 8 GB", () => {
   const values = globalThis.Array.from({ length: 1024 }, (_, i) => i * 0.5 - 7);
@@ -40,7 +44,10 @@ test("two million references to one 4 KB tensor load as one shared Array, not 8 
   const out = load(p) as Array[];
   assert.equal(out.length, refs);
   assert.ok(out[0] instanceof Array);
-  assert.ok(out.every((a) => a === out[0]), "every reference is the same Array object");
+  assert.ok(
+    out.every((a) => a === out[0]),
+    "every reference is the same Array object",
+  );
   assert.deepEqual(out[refs - 1].shape, [1024]);
   assert.deepEqual(out[refs - 1].tolist(), values);
 });
@@ -50,15 +57,21 @@ test("a load's allocation is capped (by default twice the file size; maxBytes lo
   save(p, { a: jnp.zeros([1024], "float32"), b: jnp.ones([16], "float32") });
   const { a, b } = load(p) as { a: Array; b: Array };
   assert.equal(a.size + b.size, 1040);
-  throwsWith(() => load(p, undefined, { maxBytes: 1000 }), "load: loading", JSON.stringify(p), "more than 1000 bytes", "4096 bytes by tensor \"a\"");
+  throwsWith(
+    () => load(p, undefined, { maxBytes: 1000 }),
+    "load: loading",
+    JSON.stringify(p),
+    "more than 1000 bytes",
+    '4096 bytes by tensor "a"',
+  );
   // the second tensor is what crosses the limit: the count is cumulative
-  throwsWith(() => load(p, undefined, { maxBytes: 4100 }), "more than 4100 bytes", "4160 bytes by tensor \"b\"");
+  throwsWith(() => load(p, undefined, { maxBytes: 4100 }), "more than 4100 bytes", '4160 bytes by tensor "b"');
   assert.equal(load<{ b: Array }>(p, undefined, { maxBytes: 4160 }).b.size, 16);
   throwsWith(() => load(p, undefined, { maxBytes: -1 }), "maxBytes must be a non-negative number");
 });
 
 test("load refuses devices, directories and FIFOs instead of reading forever", () => {
-  throwsWith(() => load("/dev/zero"), "\"/dev/zero\"", "a character device", "not a regular file");
+  throwsWith(() => load("/dev/zero"), '"/dev/zero"', "a character device", "not a regular file");
   throwsWith(() => load(dir), "a directory", "not a regular file");
   const fifo = join(dir, "pipe");
   if (spawnSync("mkfifo", [fifo]).status === 0) throwsWith(() => load(fifo), "a FIFO", "not a regular file");
@@ -107,13 +120,19 @@ test("a save killed mid-write leaves a recognisable temporary, which the next sa
   const target = join(sub, "model.safetensors");
   const index = new URL("../../src/index.js", import.meta.url).href;
   // a save large enough that its write and fsync take a while; the child is killed as soon as its temporary appears
-  let killedPid = 0, temps: string[] = [];
+  let killedPid = 0,
+    temps: string[] = [];
   for (let attempt = 0; attempt < 3 && temps.length === 0; attempt++) {
     const mib = 64 << attempt;
     const script = `const { numpy: jnp, save } = await import(${JSON.stringify(index)});
       const x = jnp.ones([${mib} * 262144], "float32"); x.dataSync(); process.stdout.write("ready\\n"); save(${JSON.stringify(target)}, { x });`;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], { stdio: ["ignore", "pipe", "inherit"] });
-    await new Promise<void>((res) => { child.stdout.once("data", () => res()); child.once("exit", () => res()); });
+    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
+    await new Promise<void>((res) => {
+      child.stdout.once("data", () => res());
+      child.once("exit", () => res());
+    });
     // inotify (fs.watch) reports the temporary's creation at once; a slow poll covers missed events and the child's exit
     const found = await new Promise<string[]>((res) => {
       const check = () => {
@@ -128,7 +147,9 @@ test("a save killed mid-write leaves a recognisable temporary, which the next sa
       const timer = setInterval(check, 5);
       check();
     });
-    await new Promise<void>((res) => (child.exitCode !== null || child.signalCode !== null ? res() : child.once("exit", () => res())));
+    await new Promise<void>((res) =>
+      child.exitCode !== null || child.signalCode !== null ? res() : child.once("exit", () => res()),
+    );
     if (found.length && child.signalCode === "SIGKILL") {
       killedPid = child.pid!;
       temps = readdirSync(sub).filter((n) => n.includes(".jaxts-tmp-"));
@@ -139,7 +160,8 @@ test("a save killed mid-write leaves a recognisable temporary, which the next sa
   assert.equal(temps.length, 1, "the killed save left its temporary behind");
   assert.match(temps[0], new RegExp(`^model\\.safetensors\\.jaxts-tmp-${killedPid}-[0-9a-f]+$`));
   // a temporary of another target and one of a live process (this one) are not touched
-  const other = `other.safetensors.jaxts-tmp-${killedPid}-abcdef`, mine = `model.safetensors.jaxts-tmp-${process.pid}-abcdef`;
+  const other = `other.safetensors.jaxts-tmp-${killedPid}-abcdef`,
+    mine = `model.safetensors.jaxts-tmp-${process.pid}-abcdef`;
   writeFileSync(join(sub, other), "x");
   writeFileSync(join(sub, mine), "x");
   save(target, { w: jnp.array([1, 2, 3], { dtype: "float32" }) });

@@ -37,14 +37,27 @@ function assertTreeIdentical(got: unknown, want: unknown): void {
 function everyDtypeTree(): unknown {
   return {
     layers: [
-      { w: jnp.array([[1.5, -2.25, 3], [NaN, Infinity, -0]], { dtype: "float32" }), b: jnp.array([0.1, -65504, 6e-8], { dtype: "float16" }) },
+      {
+        w: jnp.array(
+          [
+            [1.5, -2.25, 3],
+            [NaN, Infinity, -0],
+          ],
+          { dtype: "float32" },
+        ),
+        b: jnp.array([0.1, -65504, 6e-8], { dtype: "float16" }),
+      },
       { w: jnp.array([[1], [-3.5], [1e30]], { dtype: "bfloat16" }), b: jnp.array([Math.PI], { dtype: "float64" }) },
     ],
     ints: {
-      i8: jnp.array([-128, 127], { dtype: "int8" }), u8: jnp.array([0, 255], { dtype: "uint8" }),
-      i16: jnp.array([-32768, 7], { dtype: "int16" }), u16: jnp.array([65535], { dtype: "uint16" }),
-      i32: jnp.array([-2147483648, 2147483647], { dtype: "int32" }), u32: jnp.array([4294967295], { dtype: "uint32" }),
-      i64: jnp.array([-(2n ** 63n), 2n ** 62n + 1n], { dtype: "int64" }), u64: jnp.array([2n ** 64n - 1n, 3n], { dtype: "uint64" }),
+      i8: jnp.array([-128, 127], { dtype: "int8" }),
+      u8: jnp.array([0, 255], { dtype: "uint8" }),
+      i16: jnp.array([-32768, 7], { dtype: "int16" }),
+      u16: jnp.array([65535], { dtype: "uint16" }),
+      i32: jnp.array([-2147483648, 2147483647], { dtype: "int32" }),
+      u32: jnp.array([4294967295], { dtype: "uint32" }),
+      i64: jnp.array([-(2n ** 63n), 2n ** 62n + 1n], { dtype: "int64" }),
+      u64: jnp.array([2n ** 64n - 1n, 3n], { dtype: "uint64" }),
     },
     flags: jnp.array([true, false, true]),
     empty: jnp.zeros([0, 2], "float32"),
@@ -67,18 +80,29 @@ test("round trip of a nested pytree with every dtype (enableX64), with and witho
     assertTreeIdentical(load(p), t);
     assertTreeIdentical(load(p, t), t);
     // like may hold ShapeDtypeStructs instead of Arrays
-    const spec = tree.map(((x: unknown) => (x instanceof Array ? new ShapeDtypeStruct(x.shape, x.dtype) : x)) as (...xs: never[]) => unknown, t);
+    const spec = tree.map(
+      ((x: unknown) => (x instanceof Array ? new ShapeDtypeStruct(x.shape, x.dtype) : x)) as (
+        ...xs: never[]
+      ) => unknown,
+      t,
+    );
     assertTreeIdentical(load(p, spec), t);
     // in-memory form: the same bytes as the file
     assert.deepEqual(Buffer.from(serialize(t)), readFileSync(p));
     assertTreeIdentical(deserialize(serialize(t)), t);
-  } finally { config.update("enableX64", false); }
+  } finally {
+    config.update("enableX64", false);
+  }
 });
 
 test("64-bit tensors load as 32-bit Arrays without enableX64, like jnp.asarray", () => {
   config.update("enableX64", true);
   const p = fresh();
-  try { save(p, { a: jnp.array([1, -2], { dtype: "int64" }), f: jnp.array([0.5], { dtype: "float64" }) }); } finally { config.update("enableX64", false); }
+  try {
+    save(p, { a: jnp.array([1, -2], { dtype: "int64" }), f: jnp.array([0.5], { dtype: "float64" }) });
+  } finally {
+    config.update("enableX64", false);
+  }
   const r = load(p) as { a: Array; f: Array };
   assert.equal(r.a.dtype, "int32");
   assert.deepEqual(r.a.tolist(), [1, -2]);
@@ -132,11 +156,22 @@ test("a file built byte by byte like another writer's loads (flat without like, 
     assert.deepEqual(Object.keys(flat).sort(), ["model.layers.0.bias", "model.layers.0.weight", "model.norm"]);
     assert.deepEqual(flat["model.layers.0.bias"].tolist(), [0.5, -1]);
     assert.equal(flat["model.layers.0.weight"].dtype, "bfloat16");
-    assert.deepEqual(flat["model.layers.0.weight"].tolist(), [[1, 2], [-1, 0]]);
+    assert.deepEqual(flat["model.layers.0.weight"].tolist(), [
+      [1, 2],
+      [-1, 0],
+    ]);
     assert.equal(flat["model.norm"].item(), -7);
-    const like = { model: { layers: [{ bias: new ShapeDtypeStruct([2], "float32"), weight: jnp.zeros([2, 2], "bfloat16") }], norm: jnp.array(0, { dtype: "int32" }) } };
+    const like = {
+      model: {
+        layers: [{ bias: new ShapeDtypeStruct([2], "float32"), weight: jnp.zeros([2, 2], "bfloat16") }],
+        norm: jnp.array(0, { dtype: "int32" }),
+      },
+    };
     const nested = load(p, like);
-    assert.deepEqual(nested.model.layers[0].weight.tolist(), [[1, 2], [-1, 0]]);
+    assert.deepEqual(nested.model.layers[0].weight.tolist(), [
+      [1, 2],
+      [-1, 0],
+    ]);
     assert.deepEqual((nested.model.layers[0].bias as unknown as Array).tolist(), [0.5, -1]);
   }
 });
@@ -156,7 +191,11 @@ test("optimizer state and params round trip through a checkpoint", () => {
 // ---------------------------------------------------------------- errors
 
 const throwsWith = (f: () => unknown, ...pats: string[]): void => {
-  assert.throws(f, (e: Error) => { for (const s of pats) assert.ok(e.message.includes(s), `message ${JSON.stringify(e.message)} should contain ${JSON.stringify(s)}`); return true; });
+  assert.throws(f, (e: Error) => {
+    for (const s of pats)
+      assert.ok(e.message.includes(s), `message ${JSON.stringify(e.message)} should contain ${JSON.stringify(s)}`);
+    return true;
+  });
 };
 /** Writes a file with the given header object (or raw header text) and data bytes. */
 function rawFile(header: unknown, data: number[] | Buffer, lenOverride?: bigint): string {
@@ -177,22 +216,50 @@ test("corrupt files give clear errors", () => {
   throwsWith(() => load(short), "not a valid safetensors file", "only 5 bytes", "header length is missing");
   const truncated = fresh("bad");
   writeFileSync(truncated, bytes.subarray(0, bytes.length - 3));
-  throwsWith(() => load(truncated), "tensor \"a\"", "out of range", "truncated");
+  throwsWith(() => load(truncated), 'tensor "a"', "out of range", "truncated");
   const cutHeader = fresh("bad");
   writeFileSync(cutHeader, bytes.subarray(0, 20));
   throwsWith(() => load(cutHeader), "header length is", "truncated");
   throwsWith(() => load(rawFile("{}", [], 2n ** 40n)), "exceeds");
   throwsWith(() => load(rawFile("{not json}", [])), "not valid JSON");
-  throwsWith(() => load(rawFile("[1, 2]  ", [])), "must start with \"{\"");
+  throwsWith(() => load(rawFile("[1, 2]  ", [])), 'must start with "{"');
   throwsWith(() => load(rawFile({ __metadata__: { a: 1 } }, [])), "__metadata__", "strings");
-  throwsWith(() => load(rawFile({ x: { dtype: "F32", shape: [200], data_offsets: [0, 800] } }, Buffer.alloc(8))), "tensor \"x\"", "out of range");
-  throwsWith(() => load(rawFile({ x: { dtype: "F32", shape: [2], data_offsets: [0, 6] } }, Buffer.alloc(6))), "tensor \"x\"", "spanning 6 bytes", "needs 8");
-  throwsWith(() => load(rawFile({ x: { dtype: "F32", shape: [2], data_offsets: [8, 0] } }, Buffer.alloc(8))), "invalid data_offsets");
-  throwsWith(() => load(rawFile({ x: { dtype: "U8", shape: [2], data_offsets: [0, 2] }, y: { dtype: "U8", shape: [2], data_offsets: [1, 3] } }, [1, 2, 3])), "overlaps");
+  throwsWith(
+    () => load(rawFile({ x: { dtype: "F32", shape: [200], data_offsets: [0, 800] } }, Buffer.alloc(8))),
+    'tensor "x"',
+    "out of range",
+  );
+  throwsWith(
+    () => load(rawFile({ x: { dtype: "F32", shape: [2], data_offsets: [0, 6] } }, Buffer.alloc(6))),
+    'tensor "x"',
+    "spanning 6 bytes",
+    "needs 8",
+  );
+  throwsWith(
+    () => load(rawFile({ x: { dtype: "F32", shape: [2], data_offsets: [8, 0] } }, Buffer.alloc(8))),
+    "invalid data_offsets",
+  );
+  throwsWith(
+    () =>
+      load(
+        rawFile(
+          {
+            x: { dtype: "U8", shape: [2], data_offsets: [0, 2] },
+            y: { dtype: "U8", shape: [2], data_offsets: [1, 3] },
+          },
+          [1, 2, 3],
+        ),
+      ),
+    "overlaps",
+  );
   throwsWith(() => load(rawFile({ x: { dtype: "U8", shape: [2], data_offsets: [2, 4] } }, [1, 2, 3, 4])), "hole");
   throwsWith(() => load(rawFile({ x: { dtype: "U8", shape: [2], data_offsets: [0, 2] } }, [1, 2, 3])), "trailing");
-  throwsWith(() => load(rawFile({ x: { dtype: "F8_E4M3", shape: [1], data_offsets: [0, 1] } }, [0])), "F8_E4M3", "does not support");
-  throwsWith(() => load(rawFile({ x: { dtype: "Q4", shape: [1], data_offsets: [0, 1] } }, [0])), "unknown dtype \"Q4\"");
+  throwsWith(
+    () => load(rawFile({ x: { dtype: "F8_E4M3", shape: [1], data_offsets: [0, 1] } }, [0])),
+    "F8_E4M3",
+    "does not support",
+  );
+  throwsWith(() => load(rawFile({ x: { dtype: "Q4", shape: [1], data_offsets: [0, 1] } }, [0])), 'unknown dtype "Q4"');
   throwsWith(() => load(rawFile({ x: { dtype: "U8", shape: [-1], data_offsets: [0, 0] } }, [])), "invalid shape");
   throwsWith(() => load(join(dir, "does-not-exist.safetensors")), "cannot read");
 });
@@ -200,19 +267,52 @@ test("corrupt files give clear errors", () => {
 test("load with like names the key and the mismatch", () => {
   const p = fresh();
   save(p, { layers: [{ w: jnp.zeros([2, 3], "float32") }], b: jnp.zeros([3], "float32") });
-  throwsWith(() => load(p, { layers: [{ w: jnp.zeros([3, 2], "float32") }], b: jnp.zeros([3], "float32") }), "\"layers.0.w\"", "shape (2, 3)", "expects shape (3, 2)");
-  throwsWith(() => load(p, { layers: [{ w: jnp.zeros([2, 3], "float16") }], b: jnp.zeros([3], "float32") }), "\"layers.0.w\"", "dtype F32 (float32)", "expects dtype float16");
-  throwsWith(() => load(p, { layers: [{ w: jnp.zeros([2, 3], "float32"), v: jnp.zeros([1], "float32") }], b: jnp.zeros([3], "float32") }), "no tensor \"layers.0.v\"");
-  throwsWith(() => load(p, { layers: [{ w: jnp.zeros([2, 3], "float32") }] }), "does not contain", "\"b\"");
-  throwsWith(() => load(p, { layers: [{ w: "x" }], b: jnp.zeros([3], "float32") }), "like's leaf \"layers.0.w\"", "string");
+  throwsWith(
+    () => load(p, { layers: [{ w: jnp.zeros([3, 2], "float32") }], b: jnp.zeros([3], "float32") }),
+    '"layers.0.w"',
+    "shape (2, 3)",
+    "expects shape (3, 2)",
+  );
+  throwsWith(
+    () => load(p, { layers: [{ w: jnp.zeros([2, 3], "float16") }], b: jnp.zeros([3], "float32") }),
+    '"layers.0.w"',
+    "dtype F32 (float32)",
+    "expects dtype float16",
+  );
+  throwsWith(
+    () =>
+      load(p, {
+        layers: [{ w: jnp.zeros([2, 3], "float32"), v: jnp.zeros([1], "float32") }],
+        b: jnp.zeros([3], "float32"),
+      }),
+    'no tensor "layers.0.v"',
+  );
+  throwsWith(() => load(p, { layers: [{ w: jnp.zeros([2, 3], "float32") }] }), "does not contain", '"b"');
+  throwsWith(
+    () => load(p, { layers: [{ w: "x" }], b: jnp.zeros([3], "float32") }),
+    'like\'s leaf "layers.0.w"',
+    "string",
+  );
 });
 
 test("save rejects unserializable leaves, traced values and colliding names", () => {
   const p = fresh();
-  throwsWith(() => save(p, { a: jnp.zeros([1], "float32"), f: (() => 1) as unknown }), "leaf \"f\"", "function");
-  throwsWith(() => save(p, { "a.b": jnp.zeros([1], "float32"), a: { b: jnp.zeros([1], "float32") } }), "\"a.b\"", "collides");
+  throwsWith(() => save(p, { a: jnp.zeros([1], "float32"), f: (() => 1) as unknown }), 'leaf "f"', "function");
+  throwsWith(
+    () => save(p, { "a.b": jnp.zeros([1], "float32"), a: { b: jnp.zeros([1], "float32") } }),
+    '"a.b"',
+    "collides",
+  );
   throwsWith(() => save(p, { __metadata__: jnp.zeros([1], "float32") }), "reserved");
-  throwsWith(() => jit((x: Array) => { save(p, { x }); return x; })(jnp.zeros([1], "float32")), "leaf \"x\"", "traced");
+  throwsWith(
+    () =>
+      jit((x: Array) => {
+        save(p, { x });
+        return x;
+      })(jnp.zeros([1], "float32")),
+    'leaf "x"',
+    "traced",
+  );
 });
 
 test("atomic write: a failed save leaves no partial or temporary file and keeps the old checkpoint", () => {
@@ -221,7 +321,11 @@ test("atomic write: a failed save leaves no partial or temporary file and keeps 
   const p = join(sub, "model.safetensors");
   save(p, { a: jnp.array([1, 2], { dtype: "float32" }) });
   const before = readFileSync(p);
-  throwsWith(() => save(p, { a: jnp.array([3, 4], { dtype: "float32" }), name: "not an array" }), "leaf \"name\"", "string");
+  throwsWith(
+    () => save(p, { a: jnp.array([3, 4], { dtype: "float32" }), name: "not an array" }),
+    'leaf "name"',
+    "string",
+  );
   assert.deepEqual(readFileSync(p), before);
   assert.deepEqual(readdirSync(sub), ["model.safetensors"]);
   // a failure after the temporary file is written (renaming onto a non-empty directory) cleans up too

@@ -20,14 +20,28 @@ async function runPlain(path: string, feeds: Record<string, Array>): Promise<Flo
 }
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol = 1e-5) => {
   assert.equal(a.length, b.length);
-  for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) <= tol * (1 + Math.abs(b[i])), `element ${i}: ${a[i]} vs ${b[i]}`);
+  for (let i = 0; i < a.length; i++)
+    assert.ok(Math.abs(a[i] - b[i]) <= tol * (1 + Math.abs(b[i])), `element ${i}: ${a[i]} vs ${b[i]}`);
 };
 
 test("a forward function with a closed-over constant", async () => {
   const dir = mkdtempSync(join(tmpdir(), "jaxts-export-"));
-  const W = jnp.array([[0.5, -1], [2, 0.25], [1, 1]], { dtype: "float32" });
+  const W = jnp.array(
+    [
+      [0.5, -1],
+      [2, 0.25],
+      [1, 1],
+    ],
+    { dtype: "float32" },
+  );
   const f = (x: Array) => nn.relu(jnp.tanh(jnp.matmul(x, W)));
-  const x = jnp.array([[1, 2, 3], [-1, 0.5, 2]], { dtype: "float32" });
+  const x = jnp.array(
+    [
+      [1, 2, 3],
+      [-1, 0.5, 2],
+    ],
+    { dtype: "float32" },
+  );
   const m = exportOnnx(join(dir, "f.onnx"), f, x);
   assert.deepEqual(m.inputNames, ["arg0"]);
   assert.deepEqual(readdirSync(dir), ["f.onnx"], "no temporary file is left behind");
@@ -43,7 +57,14 @@ test("a training step (valueAndGrad + SGD) exports and matches", async () => {
     return [l, jnp.subtract(w, jnp.multiply(g, 0.1))];
   };
   const w = jnp.array([[0.1], [-0.2]], { dtype: "float32" });
-  const x = jnp.array([[1, 2], [3, 4], [5, 6]], { dtype: "float32" });
+  const x = jnp.array(
+    [
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ],
+    { dtype: "float32" },
+  );
   const y = jnp.array([[1], [2], [3]], { dtype: "float32" });
   exportOnnx(join(dir, "step.onnx"), step, w, x, y);
   const [l, w2] = await runPlain(join(dir, "step.onnx"), { arg0: w, arg1: x, arg2: y });
@@ -54,20 +75,36 @@ test("a training step (valueAndGrad + SGD) exports and matches", async () => {
 
 test("a function that cannot be one ONNX graph is refused with the reason", () => {
   const dir = mkdtempSync(join(tmpdir(), "jaxts-export-"));
-  const a = jnp.array([[4, 1], [1, 3]], { dtype: "float32" });
+  const a = jnp.array(
+    [
+      [4, 1],
+      [1, 3],
+    ],
+    { dtype: "float32" },
+  );
   // a primitive with an interpreter impl only (defined here: every library primitive may gain a lowering)
   const hostOnly = new Primitive("test_export_host_only", {
     abstractEval: ([x]) => [x],
     impl: ([x]) => [new ArrayImpl(x.aval, Float32Array.from(x.dataSync() as Float32Array))],
     missing: { lower: "test primitive without a lowering" },
   });
-  assert.throws(() => exportOnnx(join(dir, "c.onnx"), (m: Array) => bind(hostOnly as Primitive, [m])[0], a), /exportOnnx: .*test_export_host_only/);
+  assert.throws(
+    () => exportOnnx(join(dir, "c.onnx"), (m: Array) => bind(hostOnly as Primitive, [m])[0], a),
+    /exportOnnx: .*test_export_host_only/,
+  );
   assert.deepEqual(readdirSync(dir), []);
 });
 
 test("jnp.linalg.cholesky and solve export as one graph (lowered via lax loops) and run in plain ONNX Runtime", async () => {
   const dir = mkdtempSync(join(tmpdir(), "jaxts-export-"));
-  const a = jnp.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], { dtype: "float32" });
+  const a = jnp.array(
+    [
+      [4, 1, 0],
+      [1, 3, 1],
+      [0, 1, 2],
+    ],
+    { dtype: "float32" },
+  );
   const b = jnp.array([[1], [2], [3]], { dtype: "float32" });
   const f = (m: Array, r: Array) => [jnp.linalg.cholesky(m), jnp.linalg.solve(m, r)];
   exportOnnx(join(dir, "c.onnx"), f, a, b);

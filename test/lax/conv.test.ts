@@ -38,7 +38,11 @@ for (const backend of ["onnx", "interpreter"] as const) {
         it(`${c.fn}: ${c.name} (${mode})`, () => {
           const prev = config.backend;
           if (backend === "interpreter") config.update("backend", "interpreter");
-          try { checkCase(c, run(c, mode)); } finally { config.update("backend", prev); }
+          try {
+            checkCase(c, run(c, mode));
+          } finally {
+            config.update("backend", prev);
+          }
         });
       }
     }
@@ -60,29 +64,105 @@ describe("every fixture case lowers to ONNX (Conv, MaxPool, AveragePool or pad/s
 describe("max/min pooling gradients go to the first extreme element of each window (JAX's chooser rule)", () => {
   const f32 = (v: number[]) => array(v, { dtype: "float32" });
   it("tiling windows (reshape/argmax path)", () => {
-    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [2], "VALID"), [0]))(f32([1, 1, 0, 2, 3, 3])) as Array;
+    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [2], "VALID"), [0]))(
+      f32([1, 1, 0, 2, 3, 3]),
+    ) as Array;
     assert.deepEqual(g.tolist(), [1, 0, 0, 1, 1, 0]);
-    const gm = grad((x: Array) => ops.reduceSum(lax.reduceWindowMin(x, [3], [3], "VALID"), [0]))(f32([2, 0, 0, 5, 4, 5, 9])) as Array;
+    const gm = grad((x: Array) => ops.reduceSum(lax.reduceWindowMin(x, [3], [3], "VALID"), [0]))(
+      f32([2, 0, 0, 5, 4, 5, 9]),
+    ) as Array;
     assert.deepEqual(gm.tolist(), [0, 1, 0, 0, 1, 0, 0]);
   });
   it("overlapping windows (patch path) accumulate per window", () => {
-    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [1], "VALID"), [0]))(f32([1, 1, 0, 2])) as Array;
+    const g = grad((x: Array) => ops.reduceSum(lax.reduceWindowMax(x, [2], [1], "VALID"), [0]))(
+      f32([1, 1, 0, 2]),
+    ) as Array;
     assert.deepEqual(g.tolist(), [1, 1, 0, 1]);
   });
 });
 
 describe("bad inputs name the function and what was expected", () => {
-  const x = ops.reshape(array(globalThis.Array.from({ length: 2 * 3 * 5 * 5 }, (_, i) => i % 7), { dtype: "float32" }), [2, 3, 5, 5]);
-  const w = ops.reshape(array(globalThis.Array.from({ length: 4 * 3 * 3 * 3 }, (_, i) => i % 5), { dtype: "float32" }), [4, 3, 3, 3]);
-  it("feature mismatch", () => assertThrowsWith(() => lax.convGeneralDilated(x, ops.slice(w, [0, 0, 0, 0], [4, 2, 3, 3]), [1, 1], "VALID"), "conv_general_dilated", "feature", "f32[2,3,5,5]"));
-  it("unknown padding string", () => assertThrowsWith(() => lax.convGeneralDilated(x, w, [1, 1], "FULL" as never), "SAME", "VALID"));
-  it("wrong number of strides", () => assertThrowsWith(() => lax.convGeneralDilated(x, w, [1], "VALID"), "convGeneralDilated", "windowStrides", "2 integers"));
-  it("misspelled option", () => assertThrowsWith(() => lax.convGeneralDilated(x, w, [1, 1], "VALID", { featureGroupCnt: 2 } as never), "convGeneralDilated", "featureGroupCnt", "featureGroupCount"));
-  it("bad dimension numbers", () => assertThrowsWith(() => lax.convGeneralDilated(x, w, [1, 1], "VALID", { dimensionNumbers: ["NCHW", "OIHW", "NCXY"] }), "convDimensionNumbers", "spatial"));
-  it("both group counts", () => assertThrowsWith(() => lax.convGeneralDilated(x, ops.concatenate([w, w, w], 1), [1, 1], "VALID", { featureGroupCount: 3, batchGroupCount: 2 }), "at most one"));
-  it("dtype mismatch", () => assertThrowsWith(() => lax.conv(x, ops.convert(w, "int32"), [1, 1], "VALID"), "conv_general_dilated", "same dtype"));
-  it("reduceWindow with a computation that is not a function", () => assertThrowsWith(() => lax.reduceWindow(x, 1, "mul" as never, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "computation must be a function"));
-  it("reduceWindow with several operands", () => assertThrowsWith(() => lax.reduceWindow([x, x] as never, 1, lax.add, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "several operands"));
-  it("reduceWindow with a computation changing the dtype", () => assertThrowsWith(() => lax.reduceWindow(x, 1, (a: Array, b: Array) => lax.lt(a, b), [1, 1, 2, 2], [1, 1, 1, 1], "VALID"), "reduceWindow", "same shape and dtype"));
-  it("window rank mismatch", () => assertThrowsWith(() => lax.reduceWindowMax(x, [2, 2], [1, 1]), "reduceWindowMax", "windowDimensions", "4 integers"));
+  const x = ops.reshape(
+    array(
+      globalThis.Array.from({ length: 2 * 3 * 5 * 5 }, (_, i) => i % 7),
+      { dtype: "float32" },
+    ),
+    [2, 3, 5, 5],
+  );
+  const w = ops.reshape(
+    array(
+      globalThis.Array.from({ length: 4 * 3 * 3 * 3 }, (_, i) => i % 5),
+      { dtype: "float32" },
+    ),
+    [4, 3, 3, 3],
+  );
+  it("feature mismatch", () =>
+    assertThrowsWith(
+      () => lax.convGeneralDilated(x, ops.slice(w, [0, 0, 0, 0], [4, 2, 3, 3]), [1, 1], "VALID"),
+      "conv_general_dilated",
+      "feature",
+      "f32[2,3,5,5]",
+    ));
+  it("unknown padding string", () =>
+    assertThrowsWith(() => lax.convGeneralDilated(x, w, [1, 1], "FULL" as never), "SAME", "VALID"));
+  it("wrong number of strides", () =>
+    assertThrowsWith(
+      () => lax.convGeneralDilated(x, w, [1], "VALID"),
+      "convGeneralDilated",
+      "windowStrides",
+      "2 integers",
+    ));
+  it("misspelled option", () =>
+    assertThrowsWith(
+      () => lax.convGeneralDilated(x, w, [1, 1], "VALID", { featureGroupCnt: 2 } as never),
+      "convGeneralDilated",
+      "featureGroupCnt",
+      "featureGroupCount",
+    ));
+  it("bad dimension numbers", () =>
+    assertThrowsWith(
+      () => lax.convGeneralDilated(x, w, [1, 1], "VALID", { dimensionNumbers: ["NCHW", "OIHW", "NCXY"] }),
+      "convDimensionNumbers",
+      "spatial",
+    ));
+  it("both group counts", () =>
+    assertThrowsWith(
+      () =>
+        lax.convGeneralDilated(x, ops.concatenate([w, w, w], 1), [1, 1], "VALID", {
+          featureGroupCount: 3,
+          batchGroupCount: 2,
+        }),
+      "at most one",
+    ));
+  it("dtype mismatch", () =>
+    assertThrowsWith(
+      () => lax.conv(x, ops.convert(w, "int32"), [1, 1], "VALID"),
+      "conv_general_dilated",
+      "same dtype",
+    ));
+  it("reduceWindow with a computation that is not a function", () =>
+    assertThrowsWith(
+      () => lax.reduceWindow(x, 1, "mul" as never, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"),
+      "reduceWindow",
+      "computation must be a function",
+    ));
+  it("reduceWindow with several operands", () =>
+    assertThrowsWith(
+      () => lax.reduceWindow([x, x] as never, 1, lax.add, [1, 1, 2, 2], [1, 1, 1, 1], "VALID"),
+      "reduceWindow",
+      "several operands",
+    ));
+  it("reduceWindow with a computation changing the dtype", () =>
+    assertThrowsWith(
+      () => lax.reduceWindow(x, 1, (a: Array, b: Array) => lax.lt(a, b), [1, 1, 2, 2], [1, 1, 1, 1], "VALID"),
+      "reduceWindow",
+      "same shape and dtype",
+    ));
+  it("window rank mismatch", () =>
+    assertThrowsWith(
+      () => lax.reduceWindowMax(x, [2, 2], [1, 1]),
+      "reduceWindowMax",
+      "windowDimensions",
+      "4 integers",
+    ));
 });

@@ -46,18 +46,40 @@ process.stdout.write(JSON.stringify(out));
 }
 
 function lowerIn(full: boolean): Record<string, string> {
-  const res = spawnSync(process.execPath, ["--input-type=module", "-e", script(full)], { encoding: "utf8", cwd: repoRoot(), maxBuffer: 1 << 26 });
-  assert.equal(res.status, 0, `child process (${full ? "full package" : "core + primitives + backend"}) failed:\n${res.stderr}`);
+  const res = spawnSync(process.execPath, ["--input-type=module", "-e", script(full)], {
+    encoding: "utf8",
+    cwd: repoRoot(),
+    maxBuffer: 1 << 26,
+  });
+  assert.equal(
+    res.status,
+    0,
+    `child process (${full ? "full package" : "core + primitives + backend"}) failed:\n${res.stderr}`,
+  );
   return JSON.parse(res.stdout) as Record<string, string>;
 }
 
 test("a process importing only core, primitives and the ONNX backend lowers the program-lowered primitives like the full package", () => {
-  const minimal = lowerIn(false), full = lowerIn(true);
-  const names = ["qr", "eigh", "svd", "cholesky", "triangular_solve", "lu", "polygamma", "random_gamma_grad", "random_gamma"];
+  const minimal = lowerIn(false),
+    full = lowerIn(true);
+  const names = [
+    "qr",
+    "eigh",
+    "svd",
+    "cholesky",
+    "triangular_solve",
+    "lu",
+    "polygamma",
+    "random_gamma_grad",
+    "random_gamma",
+  ];
   assert.deepEqual(Object.keys(minimal).sort(), [...names].sort());
   for (const n of names) {
     // one ONNX program (no equation left to the reference interpreter), identical in both processes
-    assert.ok(!minimal[n].includes("on the reference interpreter"), `${n} fell back to the interpreter without the library imported:\n${minimal[n].slice(0, 400)}`);
+    assert.ok(
+      !minimal[n].includes("on the reference interpreter"),
+      `${n} fell back to the interpreter without the library imported:\n${minimal[n].slice(0, 400)}`,
+    );
     assert.match(minimal[n], /^\/\/ ONNX model/, `${n}: expected one ONNX model`);
     assert.equal(minimal[n], full[n], `${n} lowers differently depending on the modules imported`);
   }
@@ -70,6 +92,10 @@ test("every row of the program-lowering table names a registered primitive once,
   for (const r of PROGRAM_LOWERINGS) {
     assert.ok(registered.has(r.primitive), `${r.primitive.name} is not registered`);
     assert.equal(typeof r.primitive.rules.lower, "function", `${r.primitive.name} has no lower rule`);
-    assert.equal(r.primitive.rules.missing?.lower, undefined, `${r.primitive.name} still records a reason for having no lowering`);
+    assert.equal(
+      r.primitive.rules.missing?.lower,
+      undefined,
+      `${r.primitive.name} still records a reason for having no lowering`,
+    );
   }
 });

@@ -12,7 +12,10 @@ import { jit } from "../../src/transforms/api.js";
 import { assertThrowsWith } from "../numpy/math-cases.js";
 
 const saved = { p: config.threefryPartitionable, x64: config.enableX64 };
-after(() => { config.update("threefryPartitionable", saved.p); config.update("enableX64", saved.x64); });
+after(() => {
+  config.update("threefryPartitionable", saved.p);
+  config.update("enableX64", saved.x64);
+});
 
 const flatten = (v: unknown): number[] => (globalThis.Array.isArray(v) ? v.flatMap(flatten) : [v as number]);
 const flat = (x: Array): number[] => flatten(x.tolist());
@@ -26,7 +29,11 @@ describe("JAX's published values (docstrings of jax.nn.initializers, PRNGKey(42)
   // The docstrings were produced with jax_threefry_partitionable=False (JAX's default before 0.5).
   const run = (init: I.Initializer): number[] => {
     config.update("threefryPartitionable", false);
-    try { return flat(init(PRNGKey(42), [2, 3], "float32")); } finally { config.update("threefryPartitionable", saved.p); }
+    try {
+      return flat(init(PRNGKey(42), [2, 3], "float32"));
+    } finally {
+      config.update("threefryPartitionable", saved.p);
+    }
   };
   // Uniform-based initializers print the shortest round-trip float32, so they must match bit for bit.
   const EXACT: [string, () => I.Initializer, number[]][] = [
@@ -40,26 +47,56 @@ describe("JAX's published values (docstrings of jax.nn.initializers, PRNGKey(42)
   // were generated (jaxts's normal is bit-exact with current JAX: test/random); orthogonal also goes through QR.
   const CLOSE: [string, () => I.Initializer, number[]][] = [
     ["normal(5)", () => I.normal(5), [3.0613258, 5.6129413, 5.6866574, -4.063663, -4.4520254, 0.63115686]],
-    ["truncatedNormal(5)", () => I.truncatedNormal(5), [2.9047365, 5.2338114, 5.29852, -3.836303, -4.192359, 0.6022964]],
+    [
+      "truncatedNormal(5)",
+      () => I.truncatedNormal(5),
+      [2.9047365, 5.2338114, 5.29852, -3.836303, -4.192359, 0.6022964],
+    ],
     ["glorotNormal", () => I.glorotNormal(), [0.41770416, 0.75262755, 0.7619329, -0.5516644, -0.6028657, 0.08661086]],
     ["lecunNormal", () => I.lecunNormal(), [0.46700746, 0.8414632, 0.8518669, -0.61677957, -0.67402434, 0.09683388]],
     ["heNormal", () => I.heNormal(), [0.6604483, 1.1900088, 1.2047218, -0.87225807, -0.95321447, 0.1369438]],
-    ["orthogonal", () => I.orthogonal(), [3.9026976e-1, 7.2495741e-1, -5.6756169e-1, 8.8047469e-1, -4.7409311e-1, -1.3157725e-4]],
+    [
+      "orthogonal",
+      () => I.orthogonal(),
+      [3.9026976e-1, 7.2495741e-1, -5.6756169e-1, 8.8047469e-1, -4.7409311e-1, -1.3157725e-4],
+    ],
   ];
   for (const [name, mk, want] of CLOSE) {
     it(`${name} matches to float32 rounding`, () => {
       const got = run(mk());
-      got.forEach((g, i) => assert.ok(Math.abs(g - want[i]) <= 1e-6 * Math.abs(want[i]) + 2e-7, `${name}[${i}]: got ${g}, JAX ${want[i]}`));
+      got.forEach((g, i) =>
+        assert.ok(Math.abs(g - want[i]) <= 1e-6 * Math.abs(want[i]) + 2e-7, `${name}[${i}]: got ${g}, JAX ${want[i]}`),
+      );
     });
   }
   it("deltaOrthogonal (3, 3, 3): zero except the centre slice, which matches JAX", () => {
     config.update("threefryPartitionable", false);
     let got: number[][][];
-    try { got = I.deltaOrthogonal()(PRNGKey(42), [3, 3, 3], "float32").tolist() as number[][][]; } finally { config.update("threefryPartitionable", saved.p); }
-    const centre = [[0.27858758, -0.7949833, -0.53887904], [0.9120717, 0.04322892, 0.40774566], [-0.30085585, -0.6050892, 0.73712474]];
-    assert.deepEqual(got[0], [[0, 0, 0], [0, 0, 0], [0, 0, 0]]);
-    assert.deepEqual(got[2], [[0, 0, 0], [0, 0, 0], [0, 0, 0]]);
-    got[1].flat().forEach((g, i) => assert.ok(Math.abs(g - centre.flat()[i]) <= 1e-6, `centre[${i}]: got ${g}, JAX ${centre.flat()[i]}`));
+    try {
+      got = I.deltaOrthogonal()(PRNGKey(42), [3, 3, 3], "float32").tolist() as number[][][];
+    } finally {
+      config.update("threefryPartitionable", saved.p);
+    }
+    const centre = [
+      [0.27858758, -0.7949833, -0.53887904],
+      [0.9120717, 0.04322892, 0.40774566],
+      [-0.30085585, -0.6050892, 0.73712474],
+    ];
+    assert.deepEqual(got[0], [
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
+    assert.deepEqual(got[2], [
+      [0, 0, 0],
+      [0, 0, 0],
+      [0, 0, 0],
+    ]);
+    got[1]
+      .flat()
+      .forEach((g, i) =>
+        assert.ok(Math.abs(g - centre.flat()[i]) <= 1e-6, `centre[${i}]: got ${g}, JAX ${centre.flat()[i]}`),
+      );
   });
 });
 
@@ -68,7 +105,10 @@ describe("exactly JAX's composition of jax.random samplers (float32 constants ro
   const scaledBy = (x: Array, s: number): number[] => flat(x).map((v) => f32(v * s));
   it("glorotNormal == truncatedNormal(key, -2, 2) * (sqrt(1 / fan_avg) / 0.8796...) in float32", () => {
     const stddev = f32(f32(Math.sqrt(f32(1 / 3.5))) / f32(0.87962566103423978)); // shape (3, 4): fan_avg = 3.5
-    assert.deepEqual(flat(I.glorotNormal()(k, [3, 4])), scaledBy(random.truncatedNormal(k, -2, 2, [3, 4], "float32"), stddev));
+    assert.deepEqual(
+      flat(I.glorotNormal()(k, [3, 4])),
+      scaledBy(random.truncatedNormal(k, -2, 2, [3, 4], "float32"), stddev),
+    );
   });
   it("heUniform on a conv kernel == uniform(key, -1, 1) * sqrt(3 * 2 / fan_in), fan_in = 3*3*4", () => {
     const s = f32(Math.sqrt(f32(3 * f32(2 / 36))));
@@ -76,7 +116,10 @@ describe("exactly JAX's composition of jax.random samplers (float32 constants ro
   });
   it("varianceScaling(0.5, fan_out, normal) == normal * sqrt(0.5 / fan_out)", () => {
     const s = f32(Math.sqrt(f32(0.5 / 10)));
-    assert.deepEqual(flat(I.varianceScaling(0.5, "fan_out", "normal")(k, [7, 10])), scaledBy(random.normal(k, [7, 10], "float32"), s));
+    assert.deepEqual(
+      flat(I.varianceScaling(0.5, "fan_out", "normal")(k, [7, 10])),
+      scaledBy(random.normal(k, [7, 10], "float32"), s),
+    );
   });
   it("lecunNormal in float64 (x64) == truncatedNormal * sqrt(1 / fan_in) / 0.8796...", () => {
     config.update("enableX64", true);
@@ -84,14 +127,25 @@ describe("exactly JAX's composition of jax.random samplers (float32 constants ro
       const got = I.lecunNormal({ dtype: "float64" })(k, [6, 2]);
       assert.equal(got.dtype, "float64");
       const s = Math.sqrt(1 / 6) / 0.87962566103423978;
-      assert.deepEqual(flat(got), flat(random.truncatedNormal(k, -2, 2, [6, 2], "float64")).map((v) => v * s));
-    } finally { config.update("enableX64", saved.x64); }
+      assert.deepEqual(
+        flat(got),
+        flat(random.truncatedNormal(k, -2, 2, [6, 2], "float64")).map((v) => v * s),
+      );
+    } finally {
+      config.update("enableX64", saved.x64);
+    }
   });
   it("normal, uniform and truncatedNormal multiply by the float32-rounded parameter", () => {
     assert.deepEqual(flat(I.normal(0.3)(k, [5])), scaledBy(random.normal(k, [5], "float32"), f32(0.3)));
     assert.deepEqual(flat(I.uniform()(k, [5])), scaledBy(random.uniform(k, [5], "float32"), f32(1e-2)));
-    assert.deepEqual(flat(I.truncatedNormal(2, undefined, -1, 3)(k, [5])), scaledBy(random.truncatedNormal(k, -1, 3, [5], "float32"), 2));
-    assert.deepEqual(flat(I.truncatedNormal({ stddev: 2, lower: -1, upper: 3 })(k, [5])), scaledBy(random.truncatedNormal(k, -1, 3, [5], "float32"), 2));
+    assert.deepEqual(
+      flat(I.truncatedNormal(2, undefined, -1, 3)(k, [5])),
+      scaledBy(random.truncatedNormal(k, -1, 3, [5], "float32"), 2),
+    );
+    assert.deepEqual(
+      flat(I.truncatedNormal({ stddev: 2, lower: -1, upper: 3 })(k, [5])),
+      scaledBy(random.truncatedNormal(k, -1, 3, [5], "float32"), 2),
+    );
   });
   it("aliases: xavier = glorot, kaiming = he", () => {
     assert.deepEqual(flat(I.xavierNormal()(k, [4, 4])), flat(I.glorotNormal()(k, [4, 4])));
@@ -128,7 +182,7 @@ describe("fans and statistics", () => {
     it(`${name}: mean 0, std ${std.toPrecision(4)}`, () => {
       const v = flat(init(k, shape));
       const [m, s] = moments(v);
-      assert.ok(Math.abs(m) < 4 * std / Math.sqrt(v.length), `${name}: mean ${m}`);
+      assert.ok(Math.abs(m) < (4 * std) / Math.sqrt(v.length), `${name}: mean ${m}`);
       assert.ok(Math.abs(s / std - 1) < 0.03, `${name}: std ${s}, expected ${std}`);
     });
   }
@@ -136,7 +190,7 @@ describe("fans and statistics", () => {
     const u = flat(I.uniform(4)(k, [20000]));
     assert.ok(u.every((x) => x >= 0 && x < 4));
     assert.ok(Math.abs(moments(u)[0] - 2) < 0.05);
-    const bound = 2 * Math.sqrt(1 / 150) / 0.87962566103423978;
+    const bound = (2 * Math.sqrt(1 / 150)) / 0.87962566103423978;
     assert.ok(flat(I.glorotNormal()(k, [100, 200])).every((x) => Math.abs(x) < bound * (1 + 1e-6)));
     const t = flat(I.truncatedNormal(1, undefined, -0.5, 1.5)(k, [5000]));
     assert.ok(t.every((x) => x > -0.5 && x < 1.5) && t.some((x) => x < 0) && t.some((x) => x > 1));
@@ -149,17 +203,21 @@ describe("orthogonal and deltaOrthogonal", () => {
   const gramErr = (a: number[][], c = 1): number => {
     const n = a[0].length;
     let e = 0;
-    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) {
-      let s = 0;
-      for (const row of a) s += row[i] * row[j];
-      e = Math.max(e, Math.abs(s - (i === j ? c : 0)));
-    }
+    for (let i = 0; i < n; i++)
+      for (let j = 0; j < n; j++) {
+        let s = 0;
+        for (const row of a) s += row[i] * row[j];
+        e = Math.max(e, Math.abs(s - (i === j ? c : 0)));
+      }
     return e;
   };
   const T = (a: number[][]): number[][] => a[0].map((_, j) => a.map((r) => r[j]));
-  it("tall (6, 3): orthonormal columns", () => assert.ok(gramErr(I.orthogonal()(k, [6, 3]).tolist() as number[][]) < 1e-5));
-  it("wide (3, 6): orthonormal rows", () => assert.ok(gramErr(T(I.orthogonal()(k, [3, 6]).tolist() as number[][])) < 1e-5));
-  it("square (5, 5) with scale 2: Q^T Q = 4 I", () => assert.ok(gramErr(I.orthogonal(2)(k, [5, 5]).tolist() as number[][], 4) < 1e-4));
+  it("tall (6, 3): orthonormal columns", () =>
+    assert.ok(gramErr(I.orthogonal()(k, [6, 3]).tolist() as number[][]) < 1e-5));
+  it("wide (3, 6): orthonormal rows", () =>
+    assert.ok(gramErr(T(I.orthogonal()(k, [3, 6]).tolist() as number[][])) < 1e-5));
+  it("square (5, 5) with scale 2: Q^T Q = 4 I", () =>
+    assert.ok(gramErr(I.orthogonal(2)(k, [5, 5]).tolist() as number[][], 4) < 1e-4));
   it("columnAxis 0 of (4, 2, 5): the 4 columns are orthonormal over the other 10 entries", () => {
     const q = I.orthogonal({ columnAxis: 0 })(k, [4, 2, 5]).tolist() as number[][][];
     const cols = q.map((m) => m.flat()); // (4, 10): row i is column i
@@ -169,7 +227,11 @@ describe("orthogonal and deltaOrthogonal", () => {
     const q = I.orthogonal()(k, [3, 3, 4, 8]).tolist() as number[][][][];
     assert.ok(gramErr(q.flat(2)) < 1e-5);
     config.update("enableX64", true);
-    try { assert.ok(gramErr(I.orthogonal({ dtype: "float64" })(k, [7, 4]).tolist() as number[][]) < 1e-12); } finally { config.update("enableX64", saved.x64); }
+    try {
+      assert.ok(gramErr(I.orthogonal({ dtype: "float64" })(k, [7, 4]).tolist() as number[][]) < 1e-12);
+    } finally {
+      config.update("enableX64", saved.x64);
+    }
   });
   it("the sign fix makes Q a deterministic function of the normal sample: Q equals the Gram-Schmidt of its columns", () => {
     // Gram-Schmidt of A's columns gives the unique Q with positive diag(R), which is what Q * sign(diag R) is
@@ -178,19 +240,31 @@ describe("orthogonal and deltaOrthogonal", () => {
     const cols = T(a).map((c) => [...c]);
     const out: number[][] = [];
     for (const c of cols) {
-      for (const u of out) { const d = c.reduce((s, x, i) => s + x * u[i], 0); c.forEach((_, i) => { c[i] -= d * u[i]; }); }
+      for (const u of out) {
+        const d = c.reduce((s, x, i) => s + x * u[i], 0);
+        c.forEach((_, i) => {
+          c[i] -= d * u[i];
+        });
+      }
       const nrm = Math.hypot(...c);
       out.push(c.map((x) => x / nrm));
     }
-    T(out).flat().forEach((g, i) => assert.ok(Math.abs(g - q.flat()[i]) < 1e-5, `Q[${i}]: ${q.flat()[i]} vs Gram-Schmidt ${g}`));
+    T(out)
+      .flat()
+      .forEach((g, i) => assert.ok(Math.abs(g - q.flat()[i]) < 1e-5, `Q[${i}]: ${q.flat()[i]} vs Gram-Schmidt ${g}`));
   });
   it("deltaOrthogonal 4-D (4, 5, 3, 6): only the centre (1, 2) holds the orthogonal matrix, equal to orthogonal(key, (3, 6))", () => {
     const w = I.deltaOrthogonal()(k, [4, 5, 3, 6]).tolist() as number[][][][];
     const m = I.orthogonal()(k, [3, 6]).tolist() as number[][];
-    for (let a = 0; a < 4; a++) for (let b = 0; b < 5; b++) {
-      if (a === 1 && b === 2) assert.deepEqual(w[a][b], m);
-      else assert.ok(w[a][b].flat().every((x) => x === 0), `(${a}, ${b}) should be zero`);
-    }
+    for (let a = 0; a < 4; a++)
+      for (let b = 0; b < 5; b++) {
+        if (a === 1 && b === 2) assert.deepEqual(w[a][b], m);
+        else
+          assert.ok(
+            w[a][b].flat().every((x) => x === 0),
+            `(${a}, ${b}) should be zero`,
+          );
+      }
     const w5 = I.deltaOrthogonal(1.5)(k, [3, 3, 3, 2, 2], "float32").tolist() as number[][][][][];
     assert.ok(gramErr(w5[1][1][1], 2.25) < 1e-5);
     assert.equal(w5.flat(4).filter((x) => x !== 0).length, 4);
@@ -208,9 +282,13 @@ describe("under jit (the key traced; shapes, fans and constants static)", () => 
   ];
   for (const [name, init, shape, tol] of CASES) {
     it(`${name}: jit equals eager`, () => {
-      const eager = flat(init(k, shape)), jitted = flat(jit((kk: unknown) => init(kk, shape))(k));
+      const eager = flat(init(k, shape)),
+        jitted = flat(jit((kk: unknown) => init(kk, shape))(k));
       if (tol === 0) assert.deepEqual(jitted, eager);
-      else jitted.forEach((x, i) => assert.ok(Math.abs(x - eager[i]) <= tol, `${name}[${i}]: jit ${x} vs eager ${eager[i]}`));
+      else
+        jitted.forEach((x, i) =>
+          assert.ok(Math.abs(x - eager[i]) <= tol, `${name}[${i}]: jit ${x} vs eager ${eager[i]}`),
+        );
     });
   }
 });
@@ -222,8 +300,16 @@ describe("nn namespace and bad inputs", () => {
   });
   const k = newKey(0);
   const BAD: [string, () => unknown, (string | RegExp)[]][] = [
-    ["unknown mode", () => I.varianceScaling(1, "fan_mid" as "fan_in", "normal"), ["initializers.varianceScaling", "fan_mid", "fan_avg"]],
-    ["unknown distribution", () => I.varianceScaling(1, "fan_in", "cauchy" as "normal"), ["initializers.varianceScaling", "cauchy", "truncated_normal"]],
+    [
+      "unknown mode",
+      () => I.varianceScaling(1, "fan_mid" as "fan_in", "normal"),
+      ["initializers.varianceScaling", "fan_mid", "fan_avg"],
+    ],
+    [
+      "unknown distribution",
+      () => I.varianceScaling(1, "fan_in", "cauchy" as "normal"),
+      ["initializers.varianceScaling", "cauchy", "truncated_normal"],
+    ],
     ["1-D shape", () => I.glorotNormal()(k, [5]), ["initializers.glorotNormal", "(5,)", "at least 2-D"]],
     ["zero-size fan", () => I.glorotUniform()(k, [0, 3]), ["initializers.glorotUniform", "(0, 3)", "zero-size"]],
     ["axis out of range", () => I.heNormal({ inAxis: 3 })(k, [2, 3]), ["initializers.heNormal", "inAxis", "(2, 3)"]],
@@ -231,11 +317,31 @@ describe("nn namespace and bad inputs", () => {
     ["missing key", () => I.normal()(null, [2]), ["initializers.normal", "key"]],
     ["bad shape", () => I.uniform()(k, [2, -1]), ["initializers.uniform", "shape"]],
     ["orthogonal 1-D", () => I.orthogonal()(k, [4]), ["initializers.orthogonal", "2-D", "(4,)"]],
-    ["orthogonal columnAxis", () => I.orthogonal({ columnAxis: 2 })(k, [4, 4]), ["initializers.orthogonal", "columnAxis 2", "(4, 4)"]],
-    ["deltaOrthogonal 2-D", () => I.deltaOrthogonal()(k, [3, 3]), ["initializers.deltaOrthogonal", "3-D, 4-D or 5-D", "(3, 3)"]],
-    ["deltaOrthogonal fan_in > fan_out", () => I.deltaOrthogonal()(k, [3, 5, 4]), ["initializers.deltaOrthogonal", "fan_in (5", "fan_out (4", "(3, 5, 4)"]],
-    ["truncatedNormal bounds", () => I.truncatedNormal(1, undefined, 2, -2), ["initializers.truncatedNormal", "lower (2)", "upper (-2)"]],
-    ["unknown option", () => I.glorotUniform({ inAxes: 0 } as unknown as I.FanOptions), ["initializers.glorotUniform", "inAxes"]],
+    [
+      "orthogonal columnAxis",
+      () => I.orthogonal({ columnAxis: 2 })(k, [4, 4]),
+      ["initializers.orthogonal", "columnAxis 2", "(4, 4)"],
+    ],
+    [
+      "deltaOrthogonal 2-D",
+      () => I.deltaOrthogonal()(k, [3, 3]),
+      ["initializers.deltaOrthogonal", "3-D, 4-D or 5-D", "(3, 3)"],
+    ],
+    [
+      "deltaOrthogonal fan_in > fan_out",
+      () => I.deltaOrthogonal()(k, [3, 5, 4]),
+      ["initializers.deltaOrthogonal", "fan_in (5", "fan_out (4", "(3, 5, 4)"],
+    ],
+    [
+      "truncatedNormal bounds",
+      () => I.truncatedNormal(1, undefined, 2, -2),
+      ["initializers.truncatedNormal", "lower (2)", "upper (-2)"],
+    ],
+    [
+      "unknown option",
+      () => I.glorotUniform({ inAxes: 0 } as unknown as I.FanOptions),
+      ["initializers.glorotUniform", "inAxes"],
+    ],
   ];
   for (const [name, f, pats] of BAD) it(name, () => assertThrowsWith(f, ...pats));
 });

@@ -15,8 +15,12 @@ const cases = runFixture("numpy-math-nn.json", nn as unknown as Record<string, u
 
 test("fixture covers every exported nn function", () => {
   // dotProductAttention has its own fixture (test/fixtures/nn-attention.json, run by attention.test.ts)
-  const covered = new Set([...cases, ...loadFixture<{ cases: MathCase[] }>("nn-attention.json").cases].map((c) => c.fn));
-  const untested = Object.keys(nn).filter((k) => typeof (nn as Record<string, unknown>)[k] === "function" && !covered.has(k));
+  const covered = new Set(
+    [...cases, ...loadFixture<{ cases: MathCase[] }>("nn-attention.json").cases].map((c) => c.fn),
+  );
+  const untested = Object.keys(nn).filter(
+    (k) => typeof (nn as Record<string, unknown>)[k] === "function" && !covered.has(k),
+  );
   assert.deepEqual(untested, []);
 });
 
@@ -33,7 +37,11 @@ const BAD: [string, () => unknown, (string | RegExp)[]][] = [
   ["softmax bad axis", () => nn.softmax(array([1, 2], { dtype: "float32" }), 1), ["softmax", "axis 1", "(2,)"]],
   ["oneHot bad numClasses", () => nn.oneHot(array([1]), -1), ["one_hot", "numClasses"]],
   ["oneHot bad axis", () => nn.oneHot(array([1]), 3, { axis: 2 }), ["one_hot", "axis 2"]],
-  ["standardize bad algorithm", () => nn.standardize(array([1, 2], { dtype: "float32" }), { algorithm: "slow" as never }), ["standardize", "slow"]],
+  [
+    "standardize bad algorithm",
+    () => nn.standardize(array([1, 2], { dtype: "float32" }), { algorithm: "slow" as never }),
+    ["standardize", "slow"],
+  ],
   ["elu unknown option", () => nn.elu(array([1]), { beta: 1 } as never), ["elu", "beta"]],
 ];
 for (const [name, f, pats] of BAD) test(`bad input: ${name}`, () => assertThrowsWith(f, ...pats));
@@ -42,18 +50,42 @@ test("relu and relu6 have gradient 0 at their kinks (JAX's convention); softmax 
   const x = array([-1, 0, 3, 6, 7], { dtype: "float32" });
   assert.deepEqual((grad((v: Array) => R.sum(nn.relu(v)))(x) as Array).tolist(), [0, 0, 1, 1, 1]);
   assert.deepEqual((grad((v: Array) => R.sum(nn.relu6(v)))(x) as Array).tolist(), [0, 0, 1, 0, 0]);
-  const s = nn.softmax(array([[1, 2, 3], [-1, 0, 100]], { dtype: "float32" }));
-  for (const v of (R.sum(s, -1).tolist() as number[])) assert.ok(Math.abs(v - 1) < 1e-6);
+  const s = nn.softmax(
+    array(
+      [
+        [1, 2, 3],
+        [-1, 0, 100],
+      ],
+      { dtype: "float32" },
+    ),
+  );
+  for (const v of R.sum(s, -1).tolist() as number[]) assert.ok(Math.abs(v - 1) < 1e-6);
 });
 
 test("softmax and logSoftmax treat the shifting max as a constant (stop_gradient, as JAX): no tie-splitting in the gradient", () => {
-  const x = array([[1, 3, 3], [2, -1, 0.5]], { dtype: "float32" });
-  const y = array([[1, 0, 0], [0, 1, 0]], { dtype: "float32" });
-  for (const [name, f] of [["logSoftmax", nn.logSoftmax], ["softmax", nn.softmax]] as const) {
+  const x = array(
+    [
+      [1, 3, 3],
+      [2, -1, 0.5],
+    ],
+    { dtype: "float32" },
+  );
+  const y = array(
+    [
+      [1, 0, 0],
+      [0, 1, 0],
+    ],
+    { dtype: "float32" },
+  );
+  for (const [name, f] of [
+    ["logSoftmax", nn.logSoftmax],
+    ["softmax", nn.softmax],
+  ] as const) {
     const loss = (v: Array) => R.sum(jnpMul(f(v), y));
     // primitives the gradient's outputs depend on (the jaxpr also holds forward work nothing reads)
     const j = makeJaxpr(grad(loss))(x).jaxpr;
-    const need = new Set<unknown>(j.outvars), used: string[] = [];
+    const need = new Set<unknown>(j.outvars),
+      used: string[] = [];
     for (let k = j.eqns.length - 1; k >= 0; k--) {
       const e = j.eqns[k];
       if (!e.outVars.some((v) => need.has(v))) continue;
@@ -65,6 +97,8 @@ test("softmax and logSoftmax treat the shifting max as a constant (stop_gradient
     // and the gradient is still right: row 0's tied maxima get the same derivative; log_softmax rows sum to 0 here
     const g = (grad(loss)(x) as Array).tolist() as number[][];
     assert.ok(Math.abs(g[0][1] - g[0][2]) < 1e-6, `${name}: ties`);
-    if (name === "logSoftmax") for (const row of g) assert.ok(Math.abs(row.reduce((p, q) => p + q, 0)) < 1e-6, "log_softmax gradient rows sum to 0");
+    if (name === "logSoftmax")
+      for (const row of g)
+        assert.ok(Math.abs(row.reduce((p, q) => p + q, 0)) < 1e-6, "log_softmax gradient rows sum to 0");
   }
 });

@@ -15,16 +15,40 @@ const cases = runFixture("numpy-math-elementwise.json", E as unknown as Record<s
 
 test("fixture covers every exported elementwise function", () => {
   const covered = new Set(cases.map((c) => c.fn));
-  const untested = Object.keys(E).filter((k) => typeof (E as Record<string, unknown>)[k] === "function" && !covered.has(k));
+  const untested = Object.keys(E).filter(
+    (k) => typeof (E as Record<string, unknown>)[k] === "function" && !covered.has(k),
+  );
   assert.deepEqual(untested, []);
 });
 
-const x23 = () => array([[1, 2, 3], [4, 5, 6]], { dtype: "float32" });
+const x23 = () =>
+  array(
+    [
+      [1, 2, 3],
+      [4, 5, 6],
+    ],
+    { dtype: "float32" },
+  );
 const BAD: [string, () => unknown, (string | RegExp)[]][] = [
   ["add shape mismatch", () => E.add(x23(), array([1, 2], { dtype: "float32" })), ["add", "(2, 3)", "(2,)"]],
-  ["clip string min", () => E.clip(x23(), "a" as never), ["clip: min must be an Array, a JS number, a nested list or null, got string a"]],
+  [
+    "clip string min",
+    () => E.clip(x23(), "a" as never),
+    ["clip: min must be an Array, a JS number, a nested list or null, got string a"],
+  ],
   ["clip string max (options)", () => E.clip(x23(), { max: "b" as never }), ["clip: max must be", "got string b"]],
-  ["arctan2 shape mismatch", () => E.arctan2(x23(), array([[1, 2], [3, 4]])), ["arctan2", "(2, 3)", "(2, 2)"]],
+  [
+    "arctan2 shape mismatch",
+    () =>
+      E.arctan2(
+        x23(),
+        array([
+          [1, 2],
+          [3, 4],
+        ]),
+      ),
+    ["arctan2", "(2, 3)", "(2, 2)"],
+  ],
   ["where shape mismatch", () => E.where(array([true, false, true, false]), x23(), 0), ["where", "(4,)", "(2, 3)"]],
   ["where one-argument form", () => E.where(array([true])), ["where", "nonzero"]],
   ["astype bad dtype", () => E.astype(x23(), "float128" as never), ["astype", "float128"]],
@@ -73,5 +97,8 @@ runParityCases(E as unknown as Record<string, unknown>, ["diff", "trapezoid", "s
 test("signbit(-0) is true for a JS -0 and a float -0.0 array; copysign follows it", () => {
   assert.equal(E.signbit(-0).item(), true);
   assert.equal(E.signbit(0).item(), false);
-  assert.deepEqual(E.copysign(array([1, 2], { dtype: "float32" }), array([-0, 0], { dtype: "float32" })).tolist(), [-1, 2]);
+  assert.deepEqual(
+    E.copysign(array([1, 2], { dtype: "float32" }), array([-0, 0], { dtype: "float32" })).tolist(),
+    [-1, 2],
+  );
 });

@@ -14,17 +14,46 @@ const ar = (...shape: number[]): Array => ops.reshape(ops.iota("float32", [shape
 test("applyAlongAxis maps func1d over the other axes (NumPy's results)", () => {
   const x = ar(2, 3, 4);
   // np.apply_along_axis(np.sum, 1, np.arange(24).reshape(2, 3, 4))
-  assert.deepEqual(F.applyAlongAxis((v) => R.sum(v), 1, x).tolist(), [[12, 15, 18, 21], [48, 51, 54, 57]]);
+  assert.deepEqual(F.applyAlongAxis((v) => R.sum(v), 1, x).tolist(), [
+    [12, 15, 18, 21],
+    [48, 51, 54, 57],
+  ]);
   // a function returning a vector puts its axis where `axis` was: np.apply_along_axis(lambda v: v[::-1] * 2, 0, arange(6).reshape(2, 3))
-  assert.deepEqual(F.applyAlongAxis((v) => ops.mul(ops.rev(v, [0]), ops.full([2], 2, "float32")), 0, ar(2, 3)).tolist(), [[6, 8, 10], [0, 2, 4]]);
+  assert.deepEqual(
+    F.applyAlongAxis((v) => ops.mul(ops.rev(v, [0]), ops.full([2], 2, "float32")), 0, ar(2, 3)).tolist(),
+    [
+      [6, 8, 10],
+      [0, 2, 4],
+    ],
+  );
   // extra arguments are passed through; axis -1
-  assert.deepEqual(F.applyAlongAxis((v, k) => ops.mul(R.max(v), ops.full([], k as number, "float32")), -1, ar(2, 3), 10).tolist(), [20, 50]);
+  assert.deepEqual(
+    F.applyAlongAxis((v, k) => ops.mul(R.max(v), ops.full([], k as number, "float32")), -1, ar(2, 3), 10).tolist(),
+    [20, 50],
+  );
   // a 2-D result per slice: np.apply_along_axis(np.diag, -1, arange(6).reshape(2, 3)).shape == (2, 3, 3)
-  assert.deepEqual(F.applyAlongAxis((v) => ops.mul(ops.broadcastInDim(v, [3, 3], [1]), ops.convert(ops.eq(ops.iota("int32", [3, 3], 0), ops.iota("int32", [3, 3], 1)), "float32")), -1, ar(2, 3)).shape, [2, 3, 3]);
+  assert.deepEqual(
+    F.applyAlongAxis(
+      (v) =>
+        ops.mul(
+          ops.broadcastInDim(v, [3, 3], [1]),
+          ops.convert(ops.eq(ops.iota("int32", [3, 3], 0), ops.iota("int32", [3, 3], 1)), "float32"),
+        ),
+      -1,
+      ar(2, 3),
+    ).shape,
+    [2, 3, 3],
+  );
   const g = (grad((x: Array) => R.sum(F.applyAlongAxis((v) => ops.mul(v, v), 1, x))) as (x: Array) => Array)(ar(2, 2));
-  assert.deepEqual(g.tolist(), [[0, 2], [4, 6]]);
+  assert.deepEqual(g.tolist(), [
+    [0, 2],
+    [4, 6],
+  ]);
   assert.deepEqual(jit((x: Array) => F.applyAlongAxis((v) => R.sum(v), 0, x))(ar(2, 3)).tolist(), [3, 5, 7]);
-  assert.throws(() => F.applyAlongAxis((v) => v, 2, ar(2, 3)), /applyAlongAxis: axis 2 is out of bounds for array of shape \(2, 3\)/);
+  assert.throws(
+    () => F.applyAlongAxis((v) => v, 2, ar(2, 3)),
+    /applyAlongAxis: axis 2 is out of bounds for array of shape \(2, 3\)/,
+  );
 });
 
 test("applyOverAxes keeps the rank (np.apply_over_axes(np.sum, arange(24).reshape(2, 3, 4), [0, 2]))", () => {
@@ -32,8 +61,14 @@ test("applyOverAxes keeps the rank (np.apply_over_axes(np.sum, arange(24).reshap
   assert.deepEqual(r.shape, [1, 3, 1]);
   assert.deepEqual(r.tolist(), [[[60], [92], [124]]]);
   // a func that keeps dims is used as is
-  assert.deepEqual(F.applyOverAxes((a, ax) => R.sum(a, { axis: ax, keepdims: true }), ar(2, 2), 1).tolist(), [[1], [5]]);
-  assert.throws(() => F.applyOverAxes(() => ops.full([], 0, "float32"), ar(2, 3, 4), [0]), /applyOverAxes: func\(a, 0\) must keep a's rank 3 or reduce it by one, got shape \(\)/);
+  assert.deepEqual(F.applyOverAxes((a, ax) => R.sum(a, { axis: ax, keepdims: true }), ar(2, 2), 1).tolist(), [
+    [1],
+    [5],
+  ]);
+  assert.throws(
+    () => F.applyOverAxes(() => ops.full([], 0, "float32"), ar(2, 3, 4), [0]),
+    /applyOverAxes: func\(a, 0\) must keep a's rank 3 or reduce it by one, got shape \(\)/,
+  );
 });
 
 test("isscalar follows JAX (0-d arrays are scalars)", () => {

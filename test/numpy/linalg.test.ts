@@ -13,35 +13,102 @@ const fns: Record<string, unknown> = {};
 for (const [k, v] of Object.entries(LA)) fns[`linalg.${k}`] = v;
 for (const c of fixtureCases("numpy-struct-linalg.json")) test(`linalg fixture: ${c.name}`, () => runCase(fns, c));
 
-const a23 = ops.full([2, 3], 1, "float32"), a33 = array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], { dtype: "float32" });
+const a23 = ops.full([2, 3], 1, "float32"),
+  a33 = array(
+    [
+      [4, 1, 0],
+      [1, 3, 1],
+      [0, 1, 2],
+    ],
+    { dtype: "float32" },
+  );
 const BAD: [string, () => unknown, RegExp][] = [
-  ["inv non-square", () => LA.inv(a23), /linalg\.inv: expected a \(batch of\) square matrix \(last two dimensions equal\), got shape \(2, 3\)/],
-  ["det 1-d", () => LA.det(array([1, 2])), /linalg\.det: expected a \(batch of\) square matrix with at least 2 dimensions, got shape \(2,\)/],
-  ["solve mismatch", () => LA.solve(a33, array([1, 2])), /linalg\.solve: a has shape \(3, 3\) but b has shape \(2,\); expected b\.shape\[0\] to equal 3/],
-  ["solve matrix mismatch", () => LA.solve(a33, ops.full([2, 2], 1, "float32")), /linalg\.solve: a has shape \(3, 3\) but b has shape \(2, 2\); expected b\.shape\[-2\] to equal 3/],
+  [
+    "inv non-square",
+    () => LA.inv(a23),
+    /linalg\.inv: expected a \(batch of\) square matrix \(last two dimensions equal\), got shape \(2, 3\)/,
+  ],
+  [
+    "det 1-d",
+    () => LA.det(array([1, 2])),
+    /linalg\.det: expected a \(batch of\) square matrix with at least 2 dimensions, got shape \(2,\)/,
+  ],
+  [
+    "solve mismatch",
+    () => LA.solve(a33, array([1, 2])),
+    /linalg\.solve: a has shape \(3, 3\) but b has shape \(2,\); expected b\.shape\[0\] to equal 3/,
+  ],
+  [
+    "solve matrix mismatch",
+    () => LA.solve(a33, ops.full([2, 2], 1, "float32")),
+    /linalg\.solve: a has shape \(3, 3\) but b has shape \(2, 2\); expected b\.shape\[-2\] to equal 3/,
+  ],
   ["cholesky non-square", () => LA.cholesky(a23), /linalg\.cholesky: expected a \(batch of\) square matrix/],
   ["qr bad mode", () => LA.qr(a23, "raw" as never), /linalg\.qr: unsupported mode "raw"/],
   ["eigh bad UPLO", () => LA.eigh(a33, "X" as never), /linalg\.eigh: UPLO must be "L" or "U", got "X"/],
   ["norm bad vector ord", () => LA.norm(array([1, 2]), "fro"), /linalg\.norm: invalid order "fro" for a vector norm/],
   ["norm bad matrix ord", () => LA.norm(a33, 3), /linalg\.norm: invalid order 3 for a matrix norm/],
-  ["norm 3 axes", () => LA.norm(ops.full([2, 2, 2], 1, "float32"), null, [0, 1, 2]), /linalg\.norm: improper number of axes: expected 1 \(vector norm\) or 2 \(matrix norm\)/],
-  ["norm ord with 3-d", () => LA.norm(ops.full([2, 2, 2], 1, "float32"), 2), /linalg\.norm: improper number of dimensions to norm: ord=2 with axis=null needs a 1-D or 2-D array, got shape \(2, 2, 2\)/],
-  ["matrixPower non-integer", () => LA.matrixPower(a33, 1.5), /linalg\.matrixPower: exponent must be an integer, got 1\.5/],
-  ["cross size", () => LA.cross(array([1, 2]), array([1, 2])), /linalg\.cross: both inputs must have size 3 along axis -1, got shapes \(2,\) and \(2,\)/],
-  ["triangularSolve mismatch", () => LA.triangularSolve(a33, a23, { leftSide: true }), /triangularSolve: a has shape \(3, 3\) but b has shape \(2, 3\); expected b\.shape\[-2\] to equal 3 \(leftSide=true\)/],
-  ["multiDot 3-d", () => LA.multiDot([a33, ops.full([3, 3, 3], 1, "float32")]), /linalg\.multiDot: array 1 has shape \(3, 3, 3\)/],
+  [
+    "norm 3 axes",
+    () => LA.norm(ops.full([2, 2, 2], 1, "float32"), null, [0, 1, 2]),
+    /linalg\.norm: improper number of axes: expected 1 \(vector norm\) or 2 \(matrix norm\)/,
+  ],
+  [
+    "norm ord with 3-d",
+    () => LA.norm(ops.full([2, 2, 2], 1, "float32"), 2),
+    /linalg\.norm: improper number of dimensions to norm: ord=2 with axis=null needs a 1-D or 2-D array, got shape \(2, 2, 2\)/,
+  ],
+  [
+    "matrixPower non-integer",
+    () => LA.matrixPower(a33, 1.5),
+    /linalg\.matrixPower: exponent must be an integer, got 1\.5/,
+  ],
+  [
+    "cross size",
+    () => LA.cross(array([1, 2]), array([1, 2])),
+    /linalg\.cross: both inputs must have size 3 along axis -1, got shapes \(2,\) and \(2,\)/,
+  ],
+  [
+    "triangularSolve mismatch",
+    () => LA.triangularSolve(a33, a23, { leftSide: true }),
+    /triangularSolve: a has shape \(3, 3\) but b has shape \(2, 3\); expected b\.shape\[-2\] to equal 3 \(leftSide=true\)/,
+  ],
+  [
+    "multiDot 3-d",
+    () => LA.multiDot([a33, ops.full([3, 3, 3], 1, "float32")]),
+    /linalg\.multiDot: array 1 has shape \(3, 3, 3\)/,
+  ],
 ];
 for (const [name, f, re] of BAD) test(`linalg bad input: ${name}`, () => assert.throws(f, re));
 
 test("slogdet / eigh / qr / svd results are objects and iterables", () => {
-  const r = LA.slogdet(array([[0, 2], [3, 0]], { dtype: "float32" }));
-  assert.deepEqual([r.sign.item(), r.logabsdet.item()].map((v) => Math.round(Number(v) * 1e5) / 1e5), [-1, Math.round(Math.log(6) * 1e5) / 1e5]);
+  const r = LA.slogdet(
+    array(
+      [
+        [0, 2],
+        [3, 0],
+      ],
+      { dtype: "float32" },
+    ),
+  );
+  assert.deepEqual(
+    [r.sign.item(), r.logabsdet.item()].map((v) => Math.round(Number(v) * 1e5) / 1e5),
+    [-1, Math.round(Math.log(6) * 1e5) / 1e5],
+  );
   const [sign, logabsdet] = r;
-  assert.equal(sign, r.sign); assert.equal(logabsdet, r.logabsdet);
+  assert.equal(sign, r.sign);
+  assert.equal(logabsdet, r.logabsdet);
   const { eigenvalues, eigenvectors } = LA.eigh(a33);
-  assert.deepEqual(eigenvalues.shape, [3]); assert.deepEqual(eigenvectors.shape, [3, 3]);
+  assert.deepEqual(eigenvalues.shape, [3]);
+  assert.deepEqual(eigenvectors.shape, [3, 3]);
   const { Q, R } = LA.qr(a23) as LA.QRResult;
-  assert.deepEqual([Q.shape, R.shape], [[2, 2], [2, 3]]);
+  assert.deepEqual(
+    [Q.shape, R.shape],
+    [
+      [2, 2],
+      [2, 3],
+    ],
+  );
   const [U, S, Vh] = LA.svd(a23, false) as LA.SVDResult;
   assert.deepEqual([U.shape, S.shape, Vh.shape], [[2, 2], [2], [2, 3]]);
   // results pass through jit as pytrees
@@ -72,23 +139,39 @@ test("linalg functions differentiate like JAX (analytic gradients)", () => {
   // d sum(svdvals) / dA = U V^T for a full-rank square matrix
   const gs = grad((a: Array) => ops.reduceSum(LA.svdvals(a), [0])) as (a: Array) => Array;
   const [U, , Vh] = LA.svd(A) as LA.SVDResult;
-  const uvt = js(ops.dotGeneral(U, Vh, [[[1], [0]], [[], []]]));
+  const uvt = js(
+    ops.dotGeneral(U, Vh, [
+      [[1], [0]],
+      [[], []],
+    ]),
+  );
   js(gs(A)).forEach((v, i) => assert.ok(Math.abs(v - uvt[i]) < 1e-4, `svd grad ${i}`));
 });
 
 test("linalg functions batch under vmap", () => {
-  const As = ops.concatenate([ops.reshape(a33, [1, 3, 3]), ops.reshape(ops.mul(a33, ops.scalarLike(a33, 2)), [1, 3, 3])], 0);
+  const As = ops.concatenate(
+    [ops.reshape(a33, [1, 3, 3]), ops.reshape(ops.mul(a33, ops.scalarLike(a33, 2)), [1, 3, 3])],
+    0,
+  );
   const d = vmap((a: Array) => LA.det(a))(As);
   js(d).forEach((v, i) => assert.ok(Math.abs(v - [18, 144][i]) < 1e-3));
   const L = vmap((a: Array) => LA.cholesky(a))(As);
   assert.deepEqual(L.shape, [2, 3, 3]);
   const x = vmap((a: Array) => LA.solve(a, array([1, 0, 0], { dtype: "float32" })))(As);
   const inv0 = js(LA.inv(a33));
-  js(x).slice(0, 3).forEach((v, i) => assert.ok(Math.abs(v - inv0[i * 3]) < 1e-5));
+  js(x)
+    .slice(0, 3)
+    .forEach((v, i) => assert.ok(Math.abs(v - inv0[i * 3]) < 1e-5));
 });
 
-test("linalg.norm accepts JAX's \"f\" spelling of the Frobenius norm", () => {
-  const m = array([[1, 2], [3, 4]], { dtype: "float32" });
+test('linalg.norm accepts JAX\'s "f" spelling of the Frobenius norm', () => {
+  const m = array(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    { dtype: "float32" },
+  );
   assert.ok(Math.abs(Number(LA.norm(m, "f").item()) - Math.sqrt(30)) < 1e-6);
   assert.equal(LA.norm(m, "f").item(), LA.norm(m, "fro").item());
   assert.deepEqual(LA.norm(ops.reshape(ops.concatenate([m, m], 0), [2, 2, 2]), "f", [1, 2]).shape, [2]);

@@ -7,11 +7,19 @@ import * as ops from "../../src/primitives/ops.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
 
 export interface MathCase {
-  name: string; fn: string; args: unknown[]; kwargs?: Record<string, unknown>;
-  out: FixArray | FixArray[] | { pybool: boolean }; rtol?: number; atol?: number; weak?: boolean;
+  name: string;
+  fn: string;
+  args: unknown[];
+  kwargs?: Record<string, unknown>;
+  out: FixArray | FixArray[] | { pybool: boolean };
+  rtol?: number;
+  atol?: number;
+  weak?: boolean;
 }
-const isFix = (v: unknown): v is FixArray => typeof v === "object" && v !== null && "dtype" in v && "shape" in v && "data" in v;
-const numOf = (s: string | number): number => (s === "nan" ? NaN : s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s));
+const isFix = (v: unknown): v is FixArray =>
+  typeof v === "object" && v !== null && "dtype" in v && "shape" in v && "data" in v;
+const numOf = (s: string | number): number =>
+  s === "nan" ? NaN : s === "inf" ? Infinity : s === "-inf" ? -Infinity : Number(s);
 
 /** Decodes a fixture array, including empty shapes (built without the Array method table). */
 export function decodeArr(f: FixArray): Array {
@@ -35,7 +43,10 @@ export function checkCase(c: MathCase, got: unknown): void {
     c.out.forEach((o, i) => assertClose((got as Array[])[i], o, { ...tol, msg: `${c.name} output ${i}` }));
     return;
   }
-  if ("pybool" in c.out) { assert.equal(got, c.out.pybool, c.name); return; }
+  if ("pybool" in c.out) {
+    assert.equal(got, c.out.pybool, c.name);
+    return;
+  }
   assert.ok(got instanceof Array, `${c.name}: expected an Array, got ${String(got)}`);
   assertClose(got, c.out, { ...tol, msg: c.name });
   if (c.weak !== undefined) assert.equal(got.weakType, c.weak, `${c.name}: weak type`);
@@ -63,10 +74,18 @@ export function runFixture(file: string, ns: Record<string, unknown>, todo: Reco
 /** Asserts fn throws and its message matches every pattern (function name, shapes ...). */
 export function assertThrowsWith(fn: () => unknown, ...patterns: (string | RegExp)[]): void {
   let err: unknown = null;
-  try { fn(); } catch (e) { err = e; }
+  try {
+    fn();
+  } catch (e) {
+    err = e;
+  }
   assert.ok(err instanceof Error, `expected an error matching ${patterns.join(", ")}`);
   for (const p of patterns) {
-    if (typeof p === "string") assert.ok(err.message.includes(p), `error message ${JSON.stringify(err.message)} should include ${JSON.stringify(p)}`);
+    if (typeof p === "string")
+      assert.ok(
+        err.message.includes(p),
+        `error message ${JSON.stringify(err.message)} should include ${JSON.stringify(p)}`,
+      );
     else assert.match(err.message, p);
   }
 }

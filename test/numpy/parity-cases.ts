@@ -13,9 +13,17 @@ export function runParityCases(fns: Record<string, unknown>, names: readonly str
 }
 
 /** Registers a test that every function of `fns` (but `except`) has cases in the fixture. */
-export function testFixtureCoverage(what: string, fns: Record<string, unknown>, cases: readonly Case[], except: readonly string[] = []): void {
+export function testFixtureCoverage(
+  what: string,
+  fns: Record<string, unknown>,
+  cases: readonly Case[],
+  except: readonly string[] = [],
+): void {
   test(`the fixture covers every exported ${what} function`, () => {
     const covered = new Set(cases.map((c) => c.fn));
-    assert.deepEqual(Object.keys(fns).filter((k) => !covered.has(k) && !except.includes(k)), []);
+    assert.deepEqual(
+      Object.keys(fns).filter((k) => !covered.has(k) && !except.includes(k)),
+      [],
+    );
   });
 }

@@ -22,18 +22,50 @@ test("fixture covers every exported reduction", () => {
 });
 
 test("sortLastAxis sorts with NaN last and is stable", () => {
-  const s = sortLastAxis(array([[3, NaN, -1, 2, -1], [0, 0, 5, -7, NaN]], { dtype: "float32" }));
-  assert.deepEqual(s.tolist(), [[-1, -1, 2, 3, NaN], [-7, 0, 0, 5, NaN]]);
+  const s = sortLastAxis(
+    array(
+      [
+        [3, NaN, -1, 2, -1],
+        [0, 0, 5, -7, NaN],
+      ],
+      { dtype: "float32" },
+    ),
+  );
+  assert.deepEqual(s.tolist(), [
+    [-1, -1, 2, 3, NaN],
+    [-7, 0, 0, 5, NaN],
+  ]);
 });
 
 test("method-style trailing undefineds and option objects parse like positional args", () => {
-  const x = array([[1, 2], [3, 4]], { dtype: "float32" });
+  const x = array(
+    [
+      [1, 2],
+      [3, 4],
+    ],
+    { dtype: "float32" },
+  );
   assert.deepEqual((R.sum as (...a: unknown[]) => typeof x)(x, undefined, undefined).tolist(), 10);
   assert.deepEqual((R.sum as (...a: unknown[]) => typeof x)(x, { axis: 1 }, undefined).tolist(), [3, 7]);
   assert.deepEqual((R.sum as (...a: unknown[]) => typeof x)(x, 0, { keepdims: true }).tolist(), [[4, 6]]);
 });
 
-const x234 = () => array([[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]], [[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]], { dtype: "float32" });
+const x234 = () =>
+  array(
+    [
+      [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+        [9, 10, 11, 12],
+      ],
+      [
+        [1, 2, 3, 4],
+        [5, 6, 7, 8],
+        [9, 10, 11, 12],
+      ],
+    ],
+    { dtype: "float32" },
+  );
 const BAD: [string, () => unknown, (string | RegExp)[]][] = [
   ["sum bad axis", () => R.sum(x234(), 3), ["sum", "axis 3", "(2, 3, 4)"]],
   ["mean bad negative axis", () => R.mean(x234(), -4), ["mean", "axis -4", "(2, 3, 4)"]],
@@ -58,8 +90,14 @@ for (const [name, f, pats] of BAD) test(`bad input: ${name}`, () => assertThrows
 
 test("statistics trace abstractly and differentiate", () => {
   const f32 = (...s: number[]) => new ShapedArray(s, "float32");
-  for (const f of [(x: Array) => R.quantile(x, 0.3, 1), (x: Array) => R.median(x), (x: Array) => R.var(x, 0),
-    (x: Array) => R.logsumexp(x, 1) as Array, (x: Array) => R.nanargmax(x, 1), (x: Array) => R.cumsum(x, 1)]) {
+  for (const f of [
+    (x: Array) => R.quantile(x, 0.3, 1),
+    (x: Array) => R.median(x),
+    (x: Array) => R.var(x, 0),
+    (x: Array) => R.logsumexp(x, 1) as Array,
+    (x: Array) => R.nanargmax(x, 1),
+    (x: Array) => R.cumsum(x, 1),
+  ]) {
     const { jaxpr } = traceToJaxpr((x) => [f(x)], [f32(2, 5)]);
     typecheckJaxpr(jaxpr);
   }

@@ -17,37 +17,91 @@ const BAD: [string, () => unknown, RegExp][] = [
   ["sort bad axis", () => So.sort(array([[1, 2]]), 2), /sort: axis 2 is out of bounds for array of dimension 2/],
   ["sort 0-d", () => So.sort(array(1)), /sort: cannot sort a 0-d array/],
   ["sort order", () => So.sort(array([1]), { order: "x" as never }), /sort: the 'order' argument is not supported/],
-  ["lexsort shape mismatch", () => So.lexsort([array([1, 2]), array([1, 2, 3])]), /lexsort: all keys need to be the same shape, got \(2,\), \(3,\)/],
-  ["searchsorted 2-d a", () => So.searchsorted(array([[1, 2]]), 1), /searchsorted: a should be 1-dimensional, got shape \(1, 2\)/],
-  ["searchsorted side", () => So.searchsorted(array([1, 2]), 1, "middle" as never), /searchsorted: side must be "left" or "right", got "middle"/],
+  [
+    "lexsort shape mismatch",
+    () => So.lexsort([array([1, 2]), array([1, 2, 3])]),
+    /lexsort: all keys need to be the same shape, got \(2,\), \(3,\)/,
+  ],
+  [
+    "searchsorted 2-d a",
+    () => So.searchsorted(array([[1, 2]]), 1),
+    /searchsorted: a should be 1-dimensional, got shape \(1, 2\)/,
+  ],
+  [
+    "searchsorted side",
+    () => So.searchsorted(array([1, 2]), 1, "middle" as never),
+    /searchsorted: side must be "left" or "right", got "middle"/,
+  ],
   ["bincount float", () => So.bincount(array([1.5])), /bincount: x must have an integer type, got f32\[1\]/],
-  ["bincount weights shape", () => So.bincount(array([1, 2]), array([1, 2, 3])), /bincount: weights of shape \(3,\) must match x of shape \(2,\)/],
-  ["topK k too large", () => So.topK(array([1, 2]), 3), /topK: k must be an integer in \[0, 2\] \(dimension 0 of shape \(2,\)\), got 3/],
+  [
+    "bincount weights shape",
+    () => So.bincount(array([1, 2]), array([1, 2, 3])),
+    /bincount: weights of shape \(3,\) must match x of shape \(2,\)/,
+  ],
+  [
+    "topK k too large",
+    () => So.topK(array([1, 2]), 3),
+    /topK: k must be an integer in \[0, 2\] \(dimension 0 of shape \(2,\)\), got 3/,
+  ],
   ["partition kth", () => So.partition(array([1, 2]), 5), /partition: kth 5 is out of bounds for an axis of size 2/],
-  ["digitize 2-d bins", () => So.digitize(array([1]), array([[1, 2]])), /digitize: bins must be a 1-dimensional array, got shape \(1, 2\)/],
+  [
+    "digitize 2-d bins",
+    () => So.digitize(array([1]), array([[1, 2]])),
+    /digitize: bins must be a 1-dimensional array, got shape \(1, 2\)/,
+  ],
 ];
 for (const [name, f, re] of BAD) test(`sorting bad input: ${name}`, () => assert.throws(f, re));
 
 test("unique and bincount need static sizes under jit", () => {
-  assert.throws(() => jit((a: Array) => So.unique(a) as Array)(array([1, 1])), /unique: the input must be concrete.*Pass a static size/);
+  assert.throws(
+    () => jit((a: Array) => So.unique(a) as Array)(array([1, 1])),
+    /unique: the input must be concrete.*Pass a static size/,
+  );
   const u = jit((a: Array) => So.unique(a, { size: 4, fillValue: 0 }) as Array);
   assert.deepEqual(u(array([3, 1, 3, 2, 1])).tolist(), [1, 2, 3, 0]);
-  assert.throws(() => jit((a: Array) => So.bincount(a))(array([1, 2])), /bincount: x is traced, so the output length is unknown; pass a static length/);
+  assert.throws(
+    () => jit((a: Array) => So.bincount(a))(array([1, 2])),
+    /bincount: x is traced, so the output length is unknown; pass a static length/,
+  );
   assert.deepEqual(jit((a: Array) => So.bincount(a, { length: 4 }))(array([1, 1, 3, 9])).tolist(), [0, 2, 0, 1]);
 });
 
 test("sort / argsort / topK are differentiable and batchable", () => {
   const x = array([3, 1, 2], { dtype: "float32" });
-  const g = grad((a: Array) => ops.reduceSum(ops.mul(So.sort(a), array([1, 10, 100], { dtype: "float32" })), [0])) as (a: Array) => Array;
+  const g = grad((a: Array) => ops.reduceSum(ops.mul(So.sort(a), array([1, 10, 100], { dtype: "float32" })), [0])) as (
+    a: Array,
+  ) => Array;
   assert.deepEqual(g(x).tolist(), [100, 1, 10]);
   const gt = grad((a: Array) => ops.reduceSum(So.topK(a, 2)[0], [0])) as (a: Array) => Array;
   assert.deepEqual(gt(x).tolist(), [1, 0, 1]);
-  const m = array([[3, 1, 2], [0, 5, 4]], { dtype: "float32" });
-  assert.deepEqual(vmap((r: Array) => So.argsort(r))(m).tolist(), [[1, 2, 0], [0, 2, 1]]);
-  assert.deepEqual(vmap((r: Array) => So.sort(r), { inAxes: 1 })(m).tolist(), [[0, 3], [1, 5], [2, 4]]);
-  assert.deepEqual(vmap((r: Array) => So.searchsorted(array([1, 2, 3], { dtype: "float32" }), r))(m).tolist(), [[2, 0, 1], [0, 3, 3]]);
+  const m = array(
+    [
+      [3, 1, 2],
+      [0, 5, 4],
+    ],
+    { dtype: "float32" },
+  );
+  assert.deepEqual(vmap((r: Array) => So.argsort(r))(m).tolist(), [
+    [1, 2, 0],
+    [0, 2, 1],
+  ]);
+  assert.deepEqual(vmap((r: Array) => So.sort(r), { inAxes: 1 })(m).tolist(), [
+    [0, 3],
+    [1, 5],
+    [2, 4],
+  ]);
+  assert.deepEqual(vmap((r: Array) => So.searchsorted(array([1, 2, 3], { dtype: "float32" }), r))(m).tolist(), [
+    [2, 0, 1],
+    [0, 3, 3],
+  ]);
   const [v, i] = vmap((r: Array) => So.topK(r, 1))(m) as unknown as Array[];
-  assert.deepEqual([js(v), js(i)], [[3, 5], [0, 1]]);
+  assert.deepEqual(
+    [js(v), js(i)],
+    [
+      [3, 5],
+      [0, 1],
+    ],
+  );
 });
 
 // histogram / bincount / digitize / searchsorted checked against NumPy 2 (numpy-parity.json)

@@ -16,37 +16,76 @@ const cases = runParityCases(S as unknown as Record<string, unknown>, NAMES);
 testFixtureCoverage("statistics", S as unknown as Record<string, unknown>, cases);
 
 const sum = (x: Array): Array => ops.reduceSum(x, [...x.shape.keys()]);
-const M = [[0.5, -1, 2, 0.25], [1.5, 0.5, -0.5, 3], [2, 1, 0, -1]];
+const M = [
+  [0.5, -1, 2, 0.25],
+  [1.5, 0.5, -0.5, 3],
+  [2, 1, 0, -1],
+];
 test("cov / corrcoef / unwrap gradients agree with finite differences", () => {
   // constants are built inside f, which checkGrad calls under x64 (float64 outside x64 canonicalizes to float32)
-  const w = (): Array => array([[1, -2, 0.5], [0.3, 2, -1], [1.5, 0.7, 1]], { dtype: "float64" });
+  const w = (): Array =>
+    array(
+      [
+        [1, -2, 0.5],
+        [0.3, 2, -1],
+        [1.5, 0.7, 1],
+      ],
+      { dtype: "float64" },
+    );
   checkGrad("cov", (m) => sum(ops.mul(S.cov(m), w())), M);
-  checkGrad("cov aweights", (m) => sum(ops.mul(S.cov(m, { aweights: array([1, 2, 0.5, 1], { dtype: "float64" }) }), w())), M);
+  checkGrad(
+    "cov aweights",
+    (m) => sum(ops.mul(S.cov(m, { aweights: array([1, 2, 0.5, 1], { dtype: "float64" }) }), w())),
+    M,
+  );
   checkGrad("corrcoef", (m) => sum(ops.mul(S.corrcoef(m), w())), M, { rtol: 1e-4 });
-  checkGrad("unwrap", (p) => sum(ops.mul(S.unwrap(p), array([1, 2, 3, 4, 5], { dtype: "float64" }))), [0, 3, 6.5, 0.1, -3]);
+  checkGrad(
+    "unwrap",
+    (p) => sum(ops.mul(S.unwrap(p), array([1, 2, 3, 4, 5], { dtype: "float64" }))),
+    [0, 3, 6.5, 0.1, -3],
+  );
 });
 
 test("cov / corrcoef / unwrap / isin under jit and vmap match eager", () => {
   const m = array(M, { dtype: "float32" });
   const close = (a: Array, b: Array, what: string): void => {
-    const x = a.dataSync(), y = b.dataSync();
+    const x = a.dataSync(),
+      y = b.dataSync();
     assert.deepEqual(a.shape, b.shape, what);
-    x.forEach((v, i) => assert.ok(Math.abs(Number(v) - Number(y[i])) <= 1e-5 * (1 + Math.abs(Number(y[i]))), `${what}[${i}]: ${v} vs ${y[i]}`));
+    x.forEach((v, i) =>
+      assert.ok(
+        Math.abs(Number(v) - Number(y[i])) <= 1e-5 * (1 + Math.abs(Number(y[i]))),
+        `${what}[${i}]: ${v} vs ${y[i]}`,
+      ),
+    );
   };
   close(jit((a: Array) => S.cov(a))(m), S.cov(m), "jit cov");
   close(jit((a: Array) => S.corrcoef(a))(m), S.corrcoef(m), "jit corrcoef");
   const p = array([0, 3, 6.5, 0.1, -3], { dtype: "float32" });
   close(jit((a: Array) => S.unwrap(a))(p), S.unwrap(p), "jit unwrap");
-  assert.deepEqual(jit((a: Array, b: Array) => S.isin(a, b))(array([1, 2, 3]), array([3, 1])).tolist(), [true, false, true]);
+  assert.deepEqual(jit((a: Array, b: Array) => S.isin(a, b))(array([1, 2, 3]), array([3, 1])).tolist(), [
+    true,
+    false,
+    true,
+  ]);
   const batched = vmap((a: Array) => S.cov(a))(ops.reshape(ops.concatenate([m, ops.neg(m)], 0), [2, 3, 4]));
   close(batched, ops.reshape(ops.concatenate([S.cov(m), S.cov(m)], 0), [2, 3, 3]), "vmap cov");
 });
 
 test("statistics bad inputs name the function and the problem", () => {
-  assert.throws(() => S.cov(ops.full([2, 2, 2], 1, "float32")), /cov: m has more than 2 dimensions, got shape \(2, 2, 2\)/);
-  assert.throws(() => S.cov(array([[1, 2, 3]]), array([1, 2])), /cov: m and y must have the same number of observations, got 3 and 2/);
+  assert.throws(
+    () => S.cov(ops.full([2, 2, 2], 1, "float32")),
+    /cov: m has more than 2 dimensions, got shape \(2, 2, 2\)/,
+  );
+  assert.throws(
+    () => S.cov(array([[1, 2, 3]]), array([1, 2])),
+    /cov: m and y must have the same number of observations, got 3 and 2/,
+  );
   assert.throws(() => S.cov(array([1, 2, 3]), { fweights: array([1.5, 1, 1]) }), /cov: fweights must be integers/);
-  assert.throws(() => S.cov(array([1, 2, 3]), { aweights: array([1, 1]) }), /cov: aweights must be 1-D with one weight per observation \(3\), got shape \(2,\)/);
+  assert.throws(
+    () => S.cov(array([1, 2, 3]), { aweights: array([1, 1]) }),
+    /cov: aweights must be 1-D with one weight per observation \(3\), got shape \(2,\)/,
+  );
   assert.throws(() => S.cov(array([1, 2, 3]), { bogus: 1 }), /cov: unexpected option "bogus"/);
   assert.throws(() => S.unwrap(array(1.5)), /unwrap: p must be at least 1-dimensional/);
   assert.throws(() => S.hamming(2.5), /hamming: M \(the window length\) must be a static integer/);

@@ -7,18 +7,41 @@ import * as ops from "../../src/primitives/ops.js";
 import { type FixArray, assertClose, loadFixture } from "../helpers/fixtures.js";
 
 export interface Case {
-  name: string; fn: string; args: unknown[]; kwargs: Record<string, unknown>; out: unknown;
-  check?: string; tol?: { rtol?: number; atol?: number }; kth?: number; full?: boolean;
+  name: string;
+  fn: string;
+  args: unknown[];
+  kwargs: Record<string, unknown>;
+  out: unknown;
+  check?: string;
+  tol?: { rtol?: number; atol?: number };
+  kth?: number;
+  full?: boolean;
 }
 type Fn = (...a: unknown[]) => unknown;
 
 const num = (v: number | boolean | string): number =>
-  typeof v === "boolean" ? (v ? 1 : 0) : v === "nan" ? NaN : v === "inf" ? Infinity : v === "-inf" ? -Infinity : Number(v);
+  typeof v === "boolean"
+    ? v
+      ? 1
+      : 0
+    : v === "nan"
+      ? NaN
+      : v === "inf"
+        ? Infinity
+        : v === "-inf"
+          ? -Infinity
+          : Number(v);
 
 /** A fixture array as an Array (empty shapes included, without the method table). */
 export function dec(f: FixArray): Array {
   const vals = f.data.map(num);
-  const flat = f.dtype === "bool" ? array(vals.map((v) => v !== 0), { dtype: "bool" }) : array(vals.length ? vals : [], { dtype: f.dtype as DType });
+  const flat =
+    f.dtype === "bool"
+      ? array(
+          vals.map((v) => v !== 0),
+          { dtype: "bool" },
+        )
+      : array(vals.length ? vals : [], { dtype: f.dtype as DType });
   return ops.reshape(flat, f.shape);
 }
 /** Decodes case arguments: {"a": fix} -> Array, {"list": [...]} -> JS array, "inf"/"-inf" -> numbers; the rest as is. */
@@ -38,22 +61,36 @@ export function decodeArg(v: unknown): unknown {
 /** Nested JS numbers of an Array, as float64. */
 export const js = (x: Array): number[] => {
   const out: number[] = [];
-  const rec = (v: unknown): void => { if (globalThis.Array.isArray(v)) v.forEach(rec); else out.push(typeof v === "boolean" ? (v ? 1 : 0) : Number(v)); };
+  const rec = (v: unknown): void => {
+    if (globalThis.Array.isArray(v)) v.forEach(rec);
+    else out.push(typeof v === "boolean" ? (v ? 1 : 0) : Number(v));
+  };
   rec(x.tolist());
   return out;
 };
 /** Batched row-major matrices [b][r][c] of an Array with shape [..., r, c]. */
 function mats(x: Array): number[][][] {
-  const s = x.shape, r = s[s.length - 2], c = s[s.length - 1], d = js(x);
+  const s = x.shape,
+    r = s[s.length - 2],
+    c = s[s.length - 1],
+    d = js(x);
   const nb = d.length / Math.max(r * c, 1);
-  return globalThis.Array.from({ length: r * c ? nb : 0 }, (_, b) => globalThis.Array.from({ length: r }, (_, i) => d.slice(b * r * c + i * c, b * r * c + (i + 1) * c)));
+  return globalThis.Array.from({ length: r * c ? nb : 0 }, (_, b) =>
+    globalThis.Array.from({ length: r }, (_, i) => d.slice(b * r * c + i * c, b * r * c + (i + 1) * c)),
+  );
 }
-const matmulJs = (a: number[][], b: number[][]): number[][] => a.map((row) => b[0].map((_, j) => row.reduce((s, v, k) => s + v * b[k][j], 0)));
+const matmulJs = (a: number[][], b: number[][]): number[][] =>
+  a.map((row) => b[0].map((_, j) => row.reduce((s, v, k) => s + v * b[k][j], 0)));
 const tr = (a: number[][]): number[][] => a[0].map((_, j) => a.map((row) => row[j]));
 function near(a: number[][], b: number[][], tol: number, what: string): void {
-  a.forEach((row, i) => row.forEach((v, j) => assert.ok(Math.abs(v - b[i][j]) <= tol * (1 + Math.abs(b[i][j])), `${what}: [${i},${j}] ${v} vs ${b[i][j]}`)));
+  a.forEach((row, i) =>
+    row.forEach((v, j) =>
+      assert.ok(Math.abs(v - b[i][j]) <= tol * (1 + Math.abs(b[i][j])), `${what}: [${i},${j}] ${v} vs ${b[i][j]}`),
+    ),
+  );
 }
-const eye = (n: number): number[][] => globalThis.Array.from({ length: n }, (_, i) => globalThis.Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
+const eye = (n: number): number[][] =>
+  globalThis.Array.from({ length: n }, (_, i) => globalThis.Array.from({ length: n }, (_, j) => (i === j ? 1 : 0)));
 
 function compare(actual: unknown, expected: unknown, c: Case, path: string): void {
   const tol = { ...c.tol, msg: `${c.name}${path}` };
@@ -95,32 +132,55 @@ function special(c: Case, actual: unknown): void {
   const expArr = (c.out as { a?: FixArray }).a;
   const input = decodeArg(c.args[0]) as Array;
   switch (c.check) {
-    case "partition": case "argpartition": {
+    case "partition":
+    case "argpartition": {
       const exp = expArr!.data.map(num);
       const kth = c.kth!;
       const vals = c.check === "partition" ? js(actual as Array) : js(actual as Array).map((i) => js(input)[i]);
       assert.equal(vals[kth], exp[kth], `${c.name}: the kth element`);
-      vals.forEach((v, i) => assert.ok(i < kth ? v <= vals[kth] : i > kth ? v >= vals[kth] : true, `${c.name}: element ${i} on the wrong side`));
-      assert.deepEqual([...vals].sort((p, q) => p - q), [...exp].sort((p, q) => p - q), `${c.name}: same multiset`);
+      vals.forEach((v, i) =>
+        assert.ok(
+          i < kth ? v <= vals[kth] : i > kth ? v >= vals[kth] : true,
+          `${c.name}: element ${i} on the wrong side`,
+        ),
+      );
+      assert.deepEqual(
+        [...vals].sort((p, q) => p - q),
+        [...exp].sort((p, q) => p - q),
+        `${c.name}: same multiset`,
+      );
       return;
     }
     case "qr": {
       const [q, r] = [...(actual as Iterable<Array>)];
       compare([q, r], c.out, c, "");
-      const A = mats(input), Q = mats(q), R = mats(r);
+      const A = mats(input),
+        Q = mats(q),
+        R = mats(r);
       A.forEach((a, b) => {
         near(matmulJs(Q[b], R[b]), a, tol, `${c.name}: Q R = A`);
         near(matmulJs(tr(Q[b]), Q[b]), eye(Q[b][0].length), tol, `${c.name}: Q^T Q = I`);
-        R[b].forEach((row, i) => row.forEach((v, j) => { if (j < i) assert.ok(Math.abs(v) < 1e-6, `${c.name}: R upper`); }));
+        R[b].forEach((row, i) =>
+          row.forEach((v, j) => {
+            if (j < i) assert.ok(Math.abs(v) < 1e-6, `${c.name}: R upper`);
+          }),
+        );
       });
       return;
     }
-    case "qr-r": compare(actual, c.out, c, ""); return;
+    case "qr-r":
+      compare(actual, c.out, c, "");
+      return;
     case "svd": {
       const [U, S, Vh] = [...(actual as Iterable<Array>)];
       compare(S, c.out, c, ".S");
-      const A = mats(input), u = mats(U), vh = mats(Vh), s = js(S);
-      const m = input.shape[input.ndim - 2], n = input.shape[input.ndim - 1], k = Math.min(m, n);
+      const A = mats(input),
+        u = mats(U),
+        vh = mats(Vh),
+        s = js(S);
+      const m = input.shape[input.ndim - 2],
+        n = input.shape[input.ndim - 1],
+        k = Math.min(m, n);
       assert.deepEqual(U.shape.slice(-2), [m, c.full ? m : k], `${c.name}: U shape`);
       assert.deepEqual(Vh.shape.slice(-2), [c.full ? n : k, n], `${c.name}: Vh shape`);
       A.forEach((a, b) => {
@@ -131,21 +191,29 @@ function special(c: Case, actual: unknown): void {
       });
       return;
     }
-    case "eigh": case "eigh-upper": {
+    case "eigh":
+    case "eigh-upper": {
       const res = actual as { eigenvalues: Array; eigenvectors: Array };
       compare(res.eigenvalues, c.out, c, ".eigenvalues");
       const [w2, v2] = [...(actual as Iterable<Array>)];
       assert.equal(w2, res.eigenvalues, "iterable order [eigenvalues, eigenvectors]");
-      const A0 = mats(input), V = mats(v2), w = js(w2), n = input.shape[input.ndim - 1];
+      const A0 = mats(input),
+        V = mats(v2),
+        w = js(w2),
+        n = input.shape[input.ndim - 1];
       A0.forEach((a0, b) => {
-        const a = c.check === "eigh-upper" ? a0.map((row, i) => row.map((v, j) => (j >= i ? v : a0[j][i]))) : a0.map((row, i) => row.map((v, j) => (v + a0[j][i]) / 2));
+        const a =
+          c.check === "eigh-upper"
+            ? a0.map((row, i) => row.map((v, j) => (j >= i ? v : a0[j][i])))
+            : a0.map((row, i) => row.map((v, j) => (v + a0[j][i]) / 2));
         const vw = V[b].map((row) => row.map((v, j) => v * w[b * n + j]));
         near(matmulJs(a, V[b]), vw, tol, `${c.name}: A V = V diag(w)`);
         near(matmulJs(tr(V[b]), V[b]), eye(n), tol, `${c.name}: V^T V = I`);
       });
       return;
     }
-    default: throw new Error(`unknown check ${c.check}`);
+    default:
+      throw new Error(`unknown check ${c.check}`);
   }
 }
 

@@ -19,15 +19,26 @@ const C = { w: [0.1, -0.3, 0.2], b: [0.0, 0.4] };
 type Flat = { w: number[]; b: number[] };
 const KEYS = ["b", "w"] as const;
 
-const mkParams = (dtype: DType): { w: Array; b: Array } => ({ w: jnp.array(P0.w, { dtype }), b: jnp.array(P0.b, { dtype }) });
+const mkParams = (dtype: DType): { w: Array; b: Array } => ({
+  w: jnp.array(P0.w, { dtype }),
+  b: jnp.array(P0.b, { dtype }),
+});
 const gradsOf = (p: { w: Array; b: Array }): { w: Array; b: Array } => ({
   w: jnp.add(jnp.multiply(jnp.array(A.w, { dtype: p.w.dtype }), p.w), jnp.array(C.w, { dtype: p.w.dtype })),
   b: jnp.add(jnp.multiply(jnp.array(A.b, { dtype: p.b.dtype }), p.b), jnp.array(C.b, { dtype: p.b.dtype })),
 });
-const refGrads = (p: Flat): Flat => ({ w: p.w.map((x, i) => A.w[i] * x + C.w[i]), b: p.b.map((x, i) => A.b[i] * x + C.b[i]) });
+const refGrads = (p: Flat): Flat => ({
+  w: p.w.map((x, i) => A.w[i] * x + C.w[i]),
+  b: p.b.map((x, i) => A.b[i] * x + C.b[i]),
+});
 
 /** Runs `steps` eager optimizer steps; returns the params after each step. */
-function runOpt(opt: optim.GradientTransformation, dtype: DType, steps: number, useJit = false): { w: Array; b: Array }[] {
+function runOpt(
+  opt: optim.GradientTransformation,
+  dtype: DType,
+  steps: number,
+  useJit = false,
+): { w: Array; b: Array }[] {
   const step = (p: { w: Array; b: Array }, s: unknown): [{ w: Array; b: Array }, unknown] => {
     const [u, ns] = opt.update(gradsOf(p), s, p);
     return [optim.applyUpdates(p, u), ns];
@@ -36,7 +47,10 @@ function runOpt(opt: optim.GradientTransformation, dtype: DType, steps: number, 
   let p = mkParams(dtype);
   let s = opt.init(p);
   const out = [];
-  for (let i = 0; i < steps; i++) { [p, s] = f(p, s); out.push(p); }
+  for (let i = 0; i < steps; i++) {
+    [p, s] = f(p, s);
+    out.push(p);
+  }
   return out;
 }
 
@@ -70,8 +84,15 @@ function refSgd(lr: number, momentum: number | null, nesterov = false): RefUpdat
     return mapFlat((x) => -lr * x, u);
   };
 }
-function refAdamDir(b1: number, b2: number, eps: number, epsRoot: number, nesterov = false): (g: Flat, k: number) => Flat {
-  let mu = zerosFlat(), nu = zerosFlat();
+function refAdamDir(
+  b1: number,
+  b2: number,
+  eps: number,
+  epsRoot: number,
+  nesterov = false,
+): (g: Flat, k: number) => Flat {
+  let mu = zerosFlat(),
+    nu = zerosFlat();
   return (g, k) => {
     mu = mapFlat((gi, m) => (1 - b1) * gi + b1 * m, g, mu);
     nu = mapFlat((gi, v) => (1 - b2) * gi * gi + b2 * v, g, nu);
@@ -81,24 +102,42 @@ function refAdamDir(b1: number, b2: number, eps: number, epsRoot: number, nester
     return mapFlat((m, v) => m / (Math.sqrt(v / (1 - b2 ** k) + epsRoot) + eps), muHat, nu);
   };
 }
-function refAdam(lr: number | ((c: number) => number), b1 = 0.9, b2 = 0.999, eps = 1e-8, epsRoot = 0, nesterov = false): RefUpdate {
+function refAdam(
+  lr: number | ((c: number) => number),
+  b1 = 0.9,
+  b2 = 0.999,
+  eps = 1e-8,
+  epsRoot = 0,
+  nesterov = false,
+): RefUpdate {
   const dir = refAdamDir(b1, b2, eps, epsRoot, nesterov);
-  return (g, _p, k) => { const l = typeof lr === "number" ? lr : lr(k - 1); return mapFlat((d) => -l * d, dir(g, k)); };
+  return (g, _p, k) => {
+    const l = typeof lr === "number" ? lr : lr(k - 1);
+    return mapFlat((d) => -l * d, dir(g, k));
+  };
 }
 function refAdamw(lr: number, wd: number, maskB = true): RefUpdate {
   const dir = refAdamDir(0.9, 0.999, 1e-8, 0);
   return (g, p, k) => {
     const d = dir(g, k);
-    return { w: d.w.map((x, i) => -lr * (x + wd * p.w[i])), b: d.b.map((x, i) => -lr * (x + (maskB ? wd * p.b[i] : 0))) };
+    return {
+      w: d.w.map((x, i) => -lr * (x + wd * p.w[i])),
+      b: d.b.map((x, i) => -lr * (x + (maskB ? wd * p.b[i] : 0))),
+    };
   };
 }
 function refRmsprop(lr: number, decay: number, eps: number, centered: boolean, momentum: number | null): RefUpdate {
-  let nu = zerosFlat(), mu = zerosFlat(), t = zerosFlat();
+  let nu = zerosFlat(),
+    mu = zerosFlat(),
+    t = zerosFlat();
   return (g) => {
     nu = mapFlat((gi, v) => (1 - decay) * gi * gi + decay * v, g, nu);
     mu = mapFlat((gi, m) => (1 - decay) * gi + decay * m, g, mu);
-    let u = mapFlat((gi, v, m) => -lr * gi / Math.sqrt((centered ? v - m * m : v) + eps), g, nu, mu);
-    if (momentum !== null) { t = mapFlat((ui, ti) => ui + momentum * ti, u, t); u = t; }
+    let u = mapFlat((gi, v, m) => (-lr * gi) / Math.sqrt((centered ? v - m * m : v) + eps), g, nu, mu);
+    if (momentum !== null) {
+      t = mapFlat((ui, ti) => ui + momentum * ti, u, t);
+      u = t;
+    }
     return u;
   };
 }
@@ -117,7 +156,8 @@ function refLamb(lr: number, wd: number): RefUpdate {
     const u = mapFlat((x, pi) => x + wd * pi, d, p);
     const out = zerosFlat();
     for (const key of KEYS) {
-      const pn = norm(p[key]), un = norm(u[key]);
+      const pn = norm(p[key]),
+        un = norm(u[key]);
       const r = pn === 0 || un === 0 ? 1 : pn / un;
       out[key] = u[key].map((x) => -lr * x * r);
     }
@@ -146,18 +186,38 @@ const CASES: [string, () => optim.GradientTransformation, () => RefUpdate][] = [
   ["sgd momentum", () => optim.sgd(0.1, 0.9), () => refSgd(0.1, 0.9)],
   ["sgd nesterov", () => optim.sgd(0.1, { momentum: 0.9, nesterov: true }), () => refSgd(0.1, 0.9, true)],
   ["adam", () => optim.adam(0.1), () => refAdam(0.1)],
-  ["adam epsRoot b1 b2", () => optim.adam(0.05, { b1: 0.8, b2: 0.99, eps: 1e-3, epsRoot: 1e-4 }), () => refAdam(0.05, 0.8, 0.99, 1e-3, 1e-4)],
+  [
+    "adam epsRoot b1 b2",
+    () => optim.adam(0.05, { b1: 0.8, b2: 0.99, eps: 1e-3, epsRoot: 1e-4 }),
+    () => refAdam(0.05, 0.8, 0.99, 1e-3, 1e-4),
+  ],
   ["adam positional", () => optim.adam(0.05, 0.8, 0.99, 1e-3, 1e-4), () => refAdam(0.05, 0.8, 0.99, 1e-3, 1e-4)],
   ["nadam", () => optim.nadam(0.1), () => refAdam(0.1, 0.9, 0.999, 1e-8, 0, true)],
   ["adam with schedule", () => optim.adam(warm), () => refAdam(warmRef)],
   ["adamw", () => optim.adamw(0.1, { weightDecay: 0.05 }), () => refAdamw(0.1, 0.05)],
-  ["adamw masked", () => optim.adamw(0.1, { weightDecay: 0.05, mask: { w: true, b: false } }), () => refAdamw(0.1, 0.05, false)],
-  ["adamw mask fn", () => optim.adamw(0.1, { weightDecay: 0.05, mask: (p: unknown) => tree.map(() => true, p) }), () => refAdamw(0.1, 0.05)],
+  [
+    "adamw masked",
+    () => optim.adamw(0.1, { weightDecay: 0.05, mask: { w: true, b: false } }),
+    () => refAdamw(0.1, 0.05, false),
+  ],
+  [
+    "adamw mask fn",
+    () => optim.adamw(0.1, { weightDecay: 0.05, mask: (p: unknown) => tree.map(() => true, p) }),
+    () => refAdamw(0.1, 0.05),
+  ],
   ["rmsprop", () => optim.rmsprop(0.01), () => refRmsprop(0.01, 0.9, 1e-8, false, null)],
-  ["rmsprop centered momentum", () => optim.rmsprop(0.01, { centered: true, momentum: 0.5, eps: 1e-4 }), () => refRmsprop(0.01, 0.9, 1e-4, true, 0.5)],
+  [
+    "rmsprop centered momentum",
+    () => optim.rmsprop(0.01, { centered: true, momentum: 0.5, eps: 1e-4 }),
+    () => refRmsprop(0.01, 0.9, 1e-4, true, 0.5),
+  ],
   ["adagrad", () => optim.adagrad(0.1), () => refAdagrad(0.1, 0.1, 1e-7)],
   ["lamb", () => optim.lamb(0.1, { weightDecay: 0.01 }), () => refLamb(0.1, 0.01)],
-  ["chain clipByGlobalNorm adam", () => optim.chain(optim.clipByGlobalNorm(1.0), optim.adam(0.1)), () => refClipAdam(1.0, 0.1)],
+  [
+    "chain clipByGlobalNorm adam",
+    () => optim.chain(optim.clipByGlobalNorm(1.0), optim.adam(0.1)),
+    () => refClipAdam(1.0, 0.1),
+  ],
 ];
 
 function compare(got: { w: Array; b: Array }[], want: Flat[], rtol: number, atol: number, name: string): void {
@@ -168,7 +228,10 @@ function compare(got: { w: Array; b: Array }[], want: Flat[], rtol: number, atol
       const vals = g.tolist() as number[];
       vals.forEach((v, i) => {
         const e = wp[k][i];
-        assert.ok(Math.abs(v - e) <= atol + rtol * Math.abs(e), `${name}: step ${s + 1} ${k}[${i}] = ${v}, expected ${e}`);
+        assert.ok(
+          Math.abs(v - e) <= atol + rtol * Math.abs(e),
+          `${name}: step ${s + 1} ${k}[${i}] = ${v}, expected ${e}`,
+        );
       });
     }
   });
@@ -187,12 +250,17 @@ for (const [name, mk, ref] of CASES) {
       const got = runOpt(mk(), "float64", STEPS);
       assert.equal(got[0].w.dtype, "float64");
       compare(got, runRef(ref(), STEPS), 1e-12, 1e-14, name);
-    } finally { config.update("enableX64", false); }
+    } finally {
+      config.update("enableX64", false);
+    }
   });
   test(`${name}: jit(step) equals the eager step`, () => {
     const eager = runOpt(mk(), "float32", 3);
     const jitted = runOpt(mk(), "float32", 3, true);
-    eager.forEach((e, i) => { for (const k of KEYS) assertClose(jitted[i][k], e[k], { rtol: 1e-6, atol: 1e-7, msg: `${name} step ${i + 1} ${k}` }); });
+    eager.forEach((e, i) => {
+      for (const k of KEYS)
+        assertClose(jitted[i][k], e[k], { rtol: 1e-6, atol: 1e-7, msg: `${name} step ${i + 1} ${k}` });
+    });
   });
 }
 
@@ -209,7 +277,10 @@ test("adam state: int32 count, mu/nu pytrees like params; chain state is a list"
   assert.deepEqual(s0[0].mu.w.tolist(), [0, 0, 0]);
   const [, s1] = opt.update(gradsOf(p), s0, p) as [unknown, [{ count: Array }]];
   assert.equal(s1[0].count.item(), 1);
-  assert.equal(tree.leaves(s1).every((l) => l instanceof Array), true);
+  assert.equal(
+    tree.leaves(s1).every((l) => l instanceof Array),
+    true,
+  );
 });
 
 test("muDtype keeps the first moment in bfloat16; nu keeps the params dtype", () => {
@@ -257,19 +328,32 @@ test("scaleBySchedule uses the count before incrementing it; weight decay may be
   let s = opt.init(null);
   const g = jnp.array([1, 2], { dtype: "float32" });
   const seen: number[][] = [];
-  for (let i = 0; i < 3; i++) { const [u, ns] = opt.update(g, s); seen.push((u as Array).tolist() as number[]); s = ns; }
-  assert.deepEqual(seen, [[1, 2], [2, 4], [3, 6]]);
+  for (let i = 0; i < 3; i++) {
+    const [u, ns] = opt.update(g, s);
+    seen.push((u as Array).tolist() as number[]);
+    s = ns;
+  }
+  assert.deepEqual(seen, [
+    [1, 2],
+    [2, 4],
+    [3, 6],
+  ]);
   const wd = optim.addDecayedWeights(optim.linearSchedule(1, 0, 2));
   const p = jnp.array([10], { dtype: "float32" });
   const z = jnp.array([0], { dtype: "float32" });
   let ws = wd.init(p);
   const outs: number[] = [];
-  for (let i = 0; i < 3; i++) { const [u, ns] = wd.update(z, ws, p); outs.push((u as Array).item() as number); ws = ns; }
+  for (let i = 0; i < 3; i++) {
+    const [u, ns] = wd.update(z, ws, p);
+    outs.push((u as Array).item() as number);
+    ws = ns;
+  }
   assert.deepEqual(outs, [10, 5, 0]);
 });
 
 test("an MLP-sized pytree trains under jit with chain(clipByGlobalNorm, adamw with a schedule)", () => {
-  const mk = (r: number, c: number, s: number) => jnp.reshape(jnp.sin(jnp.multiply(jnp.arange(r * c, { dtype: "float32" }), s)), c === 0 ? [r] : [r, c]);
+  const mk = (r: number, c: number, s: number) =>
+    jnp.reshape(jnp.sin(jnp.multiply(jnp.arange(r * c, { dtype: "float32" }), s)), c === 0 ? [r] : [r, c]);
   const params = {
     layers: [
       { w: jnp.multiply(mk(4, 8, 0.7), 0.5), b: jnp.zeros([8], "float32") },
@@ -284,15 +368,23 @@ test("an MLP-sized pytree trains under jit with chain(clipByGlobalNorm, adamw wi
     const o = jnp.add(jnp.matmul(h, p.layers[1].w), p.layers[1].b);
     return jnp.mean(jnp.square(jnp.subtract(o, y)));
   };
-  const opt = optim.chain(optim.clipByGlobalNorm(1.0), optim.adamw(optim.cosineDecaySchedule(0.05, 10), { weightDecay: 1e-3 }));
+  const opt = optim.chain(
+    optim.clipByGlobalNorm(1.0),
+    optim.adamw(optim.cosineDecaySchedule(0.05, 10), { weightDecay: 1e-3 }),
+  );
   const step = jit((p: P, s: unknown): [P, unknown, Array] => {
     const g = grad(loss)(p) as P;
     const [u, ns] = opt.update(g, s, p);
     return [optim.applyUpdates(p, u), ns, loss(p)];
   });
-  let p = params, s = opt.init(params);
+  let p = params,
+    s = opt.init(params);
   const losses: number[] = [];
-  for (let i = 0; i < 5; i++) { let l: Array; [p, s, l] = step(p, s); losses.push(l.item() as number); }
+  for (let i = 0; i < 5; i++) {
+    let l: Array;
+    [p, s, l] = step(p, s);
+    losses.push(l.item() as number);
+  }
   assert.ok(losses[4] < losses[0], `loss should decrease: ${losses}`);
   assert.ok(tree.structure(p).equals(tree.structure(params)));
   assert.deepEqual(p.layers[0].w.shape, [4, 8]);
@@ -305,7 +397,10 @@ test("an MLP-sized pytree trains under jit with chain(clipByGlobalNorm, adamw wi
 test("addDecayedWeights takes a positional mask (a plain object) or a mask function; masked leaves pass through", () => {
   const p = mkParams("float32");
   const g = { w: jnp.zeros([3], "float32"), b: jnp.zeros([2], "float32") };
-  for (const t of [optim.addDecayedWeights(0.5, { w: true, b: false }), optim.addDecayedWeights({ weightDecay: 0.5, mask: () => ({ w: true, b: false }) })]) {
+  for (const t of [
+    optim.addDecayedWeights(0.5, { w: true, b: false }),
+    optim.addDecayedWeights({ weightDecay: 0.5, mask: () => ({ w: true, b: false }) }),
+  ]) {
     const [u] = t.update(g, t.init(p), p) as [typeof g, unknown];
     assert.deepEqual(u.w.tolist(), [0.5, -1, 1.5]);
     assert.deepEqual(u.b.tolist(), [0, 0]);
@@ -328,19 +423,28 @@ test("hyperparameters may be traced Arrays (an optimizer built inside jit)", () 
   });
   const got = f(p, jnp.array(0.1, { dtype: "float32" }), jnp.array(0.8, { dtype: "float32" }));
   const want = runRef(refAdam(0.1, 0.8), 1)[0];
-  for (const k of KEYS) (got[k].tolist() as number[]).forEach((v, i) => assert.ok(Math.abs(v - want[k][i]) < 1e-6, `${k}[${i}]`));
+  for (const k of KEYS)
+    (got[k].tolist() as number[]).forEach((v, i) => assert.ok(Math.abs(v - want[k][i]) < 1e-6, `${k}[${i}]`));
 });
 
 // ---------------------------------------------------------------- errors
 
 const throwsWith = (f: () => unknown, ...pats: (string | RegExp)[]): void => {
-  assert.throws(f, (e: Error) => { for (const p of pats) assert.match(e.message, typeof p === "string" ? new RegExp(p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) : p); return true; });
+  assert.throws(f, (e: Error) => {
+    for (const p of pats)
+      assert.match(e.message, typeof p === "string" ? new RegExp(p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) : p);
+    return true;
+  });
 };
 
 test("errors name the function and the problem", () => {
   throwsWith(() => optim.chain(optim.sgd(0.1), {} as optim.GradientTransformation), "optim.chain", "argument 1");
   throwsWith(() => optim.adam(0.1).update(gradsOf(mkParams("float32")), {}), "optim.chain", "init");
-  throwsWith(() => optim.adamw(0.1).update(gradsOf(mkParams("float32")), optim.adamw(0.1).init(mkParams("float32"))), "optim.addDecayedWeights", "params");
+  throwsWith(
+    () => optim.adamw(0.1).update(gradsOf(mkParams("float32")), optim.adamw(0.1).init(mkParams("float32"))),
+    "optim.addDecayedWeights",
+    "params",
+  );
   throwsWith(() => optim.adam(0.1, { beta1: 0.9 } as never), "optim.adam", "beta1");
   throwsWith(() => optim.sgd("fast" as never), "optim.scaleByLearningRate", "learningRate");
   throwsWith(() => optim.cosineDecaySchedule(1, 0), "optim.cosineDecaySchedule", "positive");

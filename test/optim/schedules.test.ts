@@ -12,24 +12,64 @@ const cosDecay = (init: number, steps: number, alpha: number, exponent: number, 
 
 const CASES: [string, optim.Schedule, (c: number) => number][] = [
   ["constantSchedule", optim.constantSchedule(0.25), () => 0.25],
-  ["linearSchedule", optim.linearSchedule(1.0, 0.1, 10), (c) => 1 - 0.9 * Math.min(Math.max(c, 0), 10) / 10],
-  ["linearSchedule transitionBegin", optim.linearSchedule(1.0, 0.1, 10, { transitionBegin: 5 }), (c) => 1 - 0.9 * Math.min(Math.max(c - 5, 0), 10) / 10],
+  ["linearSchedule", optim.linearSchedule(1.0, 0.1, 10), (c) => 1 - (0.9 * Math.min(Math.max(c, 0), 10)) / 10],
+  [
+    "linearSchedule transitionBegin",
+    optim.linearSchedule(1.0, 0.1, 10, { transitionBegin: 5 }),
+    (c) => 1 - (0.9 * Math.min(Math.max(c - 5, 0), 10)) / 10,
+  ],
   ["polynomialSchedule", optim.polynomialSchedule(1.0, 0.0, 2, 10), (c) => (1 - Math.min(c, 10) / 10) ** 2],
   ["cosineDecaySchedule", optim.cosineDecaySchedule(2.0, 10, 0.1), (c) => cosDecay(2, 10, 0.1, 1, c)],
-  ["cosineDecaySchedule exponent", optim.cosineDecaySchedule(2.0, 10, { alpha: 0.1, exponent: 2 }), (c) => cosDecay(2, 10, 0.1, 2, c)],
+  [
+    "cosineDecaySchedule exponent",
+    optim.cosineDecaySchedule(2.0, 10, { alpha: 0.1, exponent: 2 }),
+    (c) => cosDecay(2, 10, 0.1, 2, c),
+  ],
   ["exponentialDecay", optim.exponentialDecay(1.0, 5, 0.5), (c) => (c <= 0 ? 1 : 0.5 ** (c / 5))],
-  ["exponentialDecay staircase", optim.exponentialDecay(1.0, 5, 0.5, { staircase: true }), (c) => 0.5 ** Math.floor(c / 5)],
-  ["exponentialDecay begin+end", optim.exponentialDecay(1.0, 5, 0.5, 3, false, 0.3), (c) => Math.max(c - 3 <= 0 ? 1 : 0.5 ** ((c - 3) / 5), 0.3)],
-  ["exponentialDecay growth capped", optim.exponentialDecay(1.0, 4, 2.0, { endValue: 3 }), (c) => Math.min(c <= 0 ? 1 : 2 ** (c / 4), 3)],
-  ["warmupCosineDecaySchedule", optim.warmupCosineDecaySchedule(0.0, 1.0, 5, 25, 0.1),
-    (c) => (c < 5 ? c / 5 : cosDecay(1.0, 20, 0.1, 1, c - 5))],
-  ["warmupConstantSchedule", optim.warmupConstantSchedule(0.1, 1.0, 4), (c) => 0.1 + 0.9 * Math.min(c, 4) / 4],
-  ["warmupExponentialDecaySchedule", optim.warmupExponentialDecaySchedule(0.0, 1.0, 4, 3, 0.5),
-    (c) => (c < 4 ? c / 4 : c - 4 <= 0 ? 1 : 0.5 ** ((c - 4) / 3))],
-  ["joinSchedules", optim.joinSchedules([optim.constantSchedule(1.0), optim.linearSchedule(1.0, 0.0, 4)], [3]),
-    (c) => (c < 3 ? 1 : 1 - Math.min(c - 3, 4) / 4)],
-  ["piecewiseConstantSchedule", optim.piecewiseConstantSchedule(1.0, { 4: 0.5, 8: 0.1 }), (c) => (c < 4 ? 1 : c < 8 ? 0.5 : 0.05)],
-  ["piecewiseConstantSchedule pairs", optim.piecewiseConstantSchedule(2.0, [[8, 0.1], [4, 0.5]]), (c) => (c < 4 ? 2 : c < 8 ? 1 : 0.1)],
+  [
+    "exponentialDecay staircase",
+    optim.exponentialDecay(1.0, 5, 0.5, { staircase: true }),
+    (c) => 0.5 ** Math.floor(c / 5),
+  ],
+  [
+    "exponentialDecay begin+end",
+    optim.exponentialDecay(1.0, 5, 0.5, 3, false, 0.3),
+    (c) => Math.max(c - 3 <= 0 ? 1 : 0.5 ** ((c - 3) / 5), 0.3),
+  ],
+  [
+    "exponentialDecay growth capped",
+    optim.exponentialDecay(1.0, 4, 2.0, { endValue: 3 }),
+    (c) => Math.min(c <= 0 ? 1 : 2 ** (c / 4), 3),
+  ],
+  [
+    "warmupCosineDecaySchedule",
+    optim.warmupCosineDecaySchedule(0.0, 1.0, 5, 25, 0.1),
+    (c) => (c < 5 ? c / 5 : cosDecay(1.0, 20, 0.1, 1, c - 5)),
+  ],
+  ["warmupConstantSchedule", optim.warmupConstantSchedule(0.1, 1.0, 4), (c) => 0.1 + (0.9 * Math.min(c, 4)) / 4],
+  [
+    "warmupExponentialDecaySchedule",
+    optim.warmupExponentialDecaySchedule(0.0, 1.0, 4, 3, 0.5),
+    (c) => (c < 4 ? c / 4 : c - 4 <= 0 ? 1 : 0.5 ** ((c - 4) / 3)),
+  ],
+  [
+    "joinSchedules",
+    optim.joinSchedules([optim.constantSchedule(1.0), optim.linearSchedule(1.0, 0.0, 4)], [3]),
+    (c) => (c < 3 ? 1 : 1 - Math.min(c - 3, 4) / 4),
+  ],
+  [
+    "piecewiseConstantSchedule",
+    optim.piecewiseConstantSchedule(1.0, { 4: 0.5, 8: 0.1 }),
+    (c) => (c < 4 ? 1 : c < 8 ? 0.5 : 0.05),
+  ],
+  [
+    "piecewiseConstantSchedule pairs",
+    optim.piecewiseConstantSchedule(2.0, [
+      [8, 0.1],
+      [4, 0.5],
+    ]),
+    (c) => (c < 4 ? 2 : c < 8 ? 1 : 0.1),
+  ],
 ];
 
 const num = (v: Array | number): number => (typeof v === "number" ? v : Number(v.item()));
@@ -58,7 +98,10 @@ for (const [name, sched, ref] of CASES) {
 
 test("schedules drive the learning rate through the optimizer's step count", () => {
   const lrs: number[] = [];
-  const opt = optim.sgd((c) => { const v = optim.linearSchedule(1.0, 0.0, 4)(c); return v; });
+  const opt = optim.sgd((c) => {
+    const v = optim.linearSchedule(1.0, 0.0, 4)(c);
+    return v;
+  });
   const p = jnp.array([1], { dtype: "float32" });
   let s = opt.init(p);
   for (let i = 0; i < 5; i++) {

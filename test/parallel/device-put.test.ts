@@ -3,10 +3,28 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
-import { type Array, addressableData, debug, devicePut, devicePutReplicated, devicePutSharded, devices, jit, makeArrayFromCallback, makeMesh, numpy as jnp, sharding } from "../../src/index.js";
+import {
+  type Array,
+  addressableData,
+  debug,
+  devicePut,
+  devicePutReplicated,
+  devicePutSharded,
+  devices,
+  jit,
+  makeArrayFromCallback,
+  makeMesh,
+  numpy as jnp,
+  sharding,
+} from "../../src/index.js";
 const { NamedSharding, P, SingleDeviceSharding } = sharding;
 
-interface Shard { device: { id: number }; index: [number, number][]; replicaId: number; data: Array }
+interface Shard {
+  device: { id: number };
+  index: [number, number][];
+  replicaId: number;
+  data: Array;
+}
 
 test("devicePut records a NamedSharding; shards are the indexed blocks", () => {
   const mesh = makeMesh([4, 2], ["x", "y"]);
@@ -16,7 +34,10 @@ test("devicePut records a NamedSharding; shards are the indexed blocks", () => {
   assert.equal(String(y.sharding), "NamedSharding(mesh=Mesh('x': 4, 'y': 2), spec=PartitionSpec('x', 'y'))");
   const shards = y.addressableShards as Shard[];
   assert.equal(shards.length, 8);
-  assert.deepEqual(shards[3].index, [[2, 4], [1, 2]]);
+  assert.deepEqual(shards[3].index, [
+    [2, 4],
+    [1, 2],
+  ]);
   assert.deepEqual(shards[3].data.tolist(), [[5], [7]]);
   assert.equal(y.isFullyReplicated, false);
   assert.equal(devicePut(x, NamedSharding(mesh, P())).isFullyReplicated, true);
@@ -31,12 +52,18 @@ test("make_array_from_callback_2x4 (golden)", () => {
   const mesh = makeMesh([2, 4], ["x", "y"]);
   const data = jnp.reshape(jnp.arange(64, { dtype: "float32" }), [8, 8]);
   let calls = 0;
-  const arr = makeArrayFromCallback([8, 8], NamedSharding(mesh, P("x", "y")), (idx) => { calls++; return data.get(`${idx[0][0]}:${idx[0][1]}`, `${idx[1][0]}:${idx[1][1]}`); });
+  const arr = makeArrayFromCallback([8, 8], NamedSharding(mesh, P("x", "y")), (idx) => {
+    calls++;
+    return data.get(`${idx[0][0]}:${idx[0][1]}`, `${idx[1][0]}:${idx[1][1]}`);
+  });
   assert.deepEqual(addressableData(arr, 0).shape, [4, 2]);
   assert.equal(calls, 8);
   assert.deepEqual(arr.tolist(), data.tolist());
   let once = 0;
-  makeArrayFromCallback([4], NamedSharding(mesh, P()), () => { once++; return [1, 2, 3, 4]; });
+  makeArrayFromCallback([4], NamedSharding(mesh, P()), () => {
+    once++;
+    return [1, 2, 3, 4];
+  });
   assert.equal(once, 1, "a fully replicated array calls the callback once");
 });
 
@@ -55,17 +82,34 @@ test("devicePutSharded stacks the shards along a new leading axis, shard i on de
   const xs = devs.map((_, i) => jnp.multiply(jnp.ones([5]), i));
   const y = devicePutSharded(xs, devs);
   assert.deepEqual(y.tolist(), jnp.stack(xs).tolist());
-  assert.equal(String(y.sharding), "NamedSharding(mesh=Mesh('_device_put_sharded': 4), spec=PartitionSpec('_device_put_sharded'))");
+  assert.equal(
+    String(y.sharding),
+    "NamedSharding(mesh=Mesh('_device_put_sharded': 4), spec=PartitionSpec('_device_put_sharded'))",
+  );
   const shards = y.addressableShards as Shard[];
-  assert.deepEqual(shards.map((s) => s.device.id), [0, 1, 2, 3]);
+  assert.deepEqual(
+    shards.map((s) => s.device.id),
+    [0, 1, 2, 3],
+  );
   assert.deepEqual(shards[2].data.tolist(), [[2, 2, 2, 2, 2]]);
   // a list of identical pytrees stacks leaf by leaf
   const pairs = devs.map((_, i) => [i, jnp.arange(i, i + 4)] as [number, Array]);
   const [a, b] = devicePutSharded(pairs, devs) as unknown as [Array, Array];
   assert.deepEqual(a.tolist(), [0, 1, 2, 3]);
-  assert.deepEqual(b.tolist(), [[0, 1, 2, 3], [1, 2, 3, 4], [2, 3, 4, 5], [3, 4, 5, 6]]);
-  assert.throws(() => devicePutSharded(xs.slice(0, 3), devs), /devicePutSharded: len\(shards\) = 3 must equal len\(devices\) = 4/);
-  assert.throws(() => devicePutSharded([jnp.ones([2]), jnp.ones([3])], devs.slice(0, 2)), /devicePutSharded: the shards must have consistent shape and dtype, but shard 0 is float32\[2\] and shard 1 is float32\[3\]/);
+  assert.deepEqual(b.tolist(), [
+    [0, 1, 2, 3],
+    [1, 2, 3, 4],
+    [2, 3, 4, 5],
+    [3, 4, 5, 6],
+  ]);
+  assert.throws(
+    () => devicePutSharded(xs.slice(0, 3), devs),
+    /devicePutSharded: len\(shards\) = 3 must equal len\(devices\) = 4/,
+  );
+  assert.throws(
+    () => devicePutSharded([jnp.ones([2]), jnp.ones([3])], devs.slice(0, 2)),
+    /devicePutSharded: the shards must have consistent shape and dtype, but shard 0 is float32\[2\] and shard 1 is float32\[3\]/,
+  );
   assert.throws(() => devicePutSharded([jnp.ones([2])], [7 as never]), /devicePutSharded: devices\[0\] is number 7/);
 });
 
@@ -73,8 +117,18 @@ test("devicePutReplicated broadcasts along a new leading axis, one copy per devi
   const devs = devices().slice(2, 5);
   const x = jnp.array([1, 2, 3], { dtype: "float32" });
   const y = devicePutReplicated(x, devs);
-  assert.deepEqual(y.tolist(), [[1, 2, 3], [1, 2, 3], [1, 2, 3]]);
-  assert.deepEqual((y.addressableShards as Shard[]).map((s) => s.device.id), [2, 3, 4]);
-  assert.equal(String(y.sharding), "NamedSharding(mesh=Mesh('_device_put_replicated': 3), spec=PartitionSpec('_device_put_replicated'))");
+  assert.deepEqual(y.tolist(), [
+    [1, 2, 3],
+    [1, 2, 3],
+    [1, 2, 3],
+  ]);
+  assert.deepEqual(
+    (y.addressableShards as Shard[]).map((s) => s.device.id),
+    [2, 3, 4],
+  );
+  assert.equal(
+    String(y.sharding),
+    "NamedSharding(mesh=Mesh('_device_put_replicated': 3), spec=PartitionSpec('_device_put_replicated'))",
+  );
   assert.throws(() => devicePutReplicated(x, []), /devicePutReplicated: devices must be a non-empty list/);
 });

@@ -16,32 +16,79 @@ import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 
 const worker = fileURLToPath(new URL("./mpi-worker.js", import.meta.url));
 const probe = spawnSync("mpirun", ["--version"], { encoding: "utf8" });
-const skip: string | false = deviceRuntimeUnavailable() ? `the device runtime is unavailable (${deviceRuntimeUnavailable()})`
-  : probe.error || probe.status !== 0 ? `mpirun not found (${probe.error?.message ?? probe.stderr}); install openmpi-bin libopenmpi-dev` : false;
+const skip: string | false = deviceRuntimeUnavailable()
+  ? `the device runtime is unavailable (${deviceRuntimeUnavailable()})`
+  : probe.error || probe.status !== 0
+    ? `mpirun not found (${probe.error?.message ?? probe.stderr}); install openmpi-bin libopenmpi-dev`
+    : false;
 if (skip) console.log(`# distributed.test: multi-process tests skipped: ${skip}`);
 
-interface Case { name: string; dtype: string; shape: number[]; got: number[]; want: number[]; ranOn: number[] }
-interface Result { processIndex: number; processCount: number; devices: [number, number][]; localDevices: number[]; cases: Case[]; error?: string;
-  allgather?: number[][]; mismatch?: string; after?: number[]; early?: string; earlyMs?: number }
+interface Case {
+  name: string;
+  dtype: string;
+  shape: number[];
+  got: number[];
+  want: number[];
+  ranOn: number[];
+}
+interface Result {
+  processIndex: number;
+  processCount: number;
+  devices: [number, number][];
+  localDevices: number[];
+  cases: Case[];
+  error?: string;
+  allgather?: number[][];
+  mismatch?: string;
+  after?: number[];
+  early?: string;
+  earlyMs?: number;
+}
 
 /** Runs `mpirun -np n` of the worker with a hard timeout (the whole job is killed past it); the results each process wrote. */
-function mpirun(n: number, scenario: string, devs: number): Promise<{ status: number | null; results: Result[]; log: string }> {
+function mpirun(
+  n: number,
+  scenario: string,
+  devs: number,
+): Promise<{ status: number | null; results: Result[]; log: string }> {
   return new Promise((resolve) => {
     const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
-    const args = ["--allow-run-as-root", "--oversubscribe", "-np", String(n), process.execPath, worker, scenario, String(devs), dir];
+    const args = [
+      "--allow-run-as-root",
+      "--oversubscribe",
+      "-np",
+      String(n),
+      process.execPath,
+      worker,
+      scenario,
+      String(devs),
+      dir,
+    ];
     // the ONNX Runtime backend preload of the test runner, and nothing of this process's MPI state
     // (containers often forbid the cross-memory attach of Open MPI's shared-memory transport: plain copies instead)
     const env = { OMPI_MCA_btl_vader_single_copy_mechanism: "none", ...process.env, JAXTS_SPMD_RUNTIME: "emulation" };
     const child = spawn("mpirun", args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
-    child.stdout.on("data", (d) => { log += String(d); });
-    child.stderr.on("data", (d) => { log += String(d); });
-    const timer = setTimeout(() => { log += "\n[killed: the job ran past 240 s]"; child.kill("SIGTERM"); setTimeout(() => child.kill("SIGKILL"), 5000).unref(); }, 240_000);
+    child.stdout.on("data", (d) => {
+      log += String(d);
+    });
+    child.stderr.on("data", (d) => {
+      log += String(d);
+    });
+    const timer = setTimeout(() => {
+      log += "\n[killed: the job ran past 240 s]";
+      child.kill("SIGTERM");
+      setTimeout(() => child.kill("SIGKILL"), 5000).unref();
+    }, 240_000);
     child.on("close", (status) => {
       clearTimeout(timer);
       const results: Result[] = [];
       for (const f of readdirSync(dir).sort()) {
-        try { results.push(JSON.parse(readFileSync(join(dir, f), "utf8")) as Result); } catch (e) { log += `\n${f}: ${(e as Error).message}`; }
+        try {
+          results.push(JSON.parse(readFileSync(join(dir, f), "utf8")) as Result);
+        } catch (e) {
+          log += `\n${f}: ${(e as Error).message}`;
+        }
       }
       rmSync(dir, { recursive: true, force: true });
       resolve({ status, results: results.sort((a, b) => a.processIndex - b.processIndex), log });
@@ -56,74 +103,153 @@ function checkCases(r: Result, what: string): void {
   assert.ok(r.cases.length > 0, `${what}: no cases ran`);
   for (const c of r.cases) {
     // meshes over some processes run on the devices of those processes only
-    const ranOn = c.name === "psum over processes 0 and 1" && r.processIndex > 1 ? [] : c.name === "psum within process 0" && r.processIndex > 0 ? [] : r.localDevices;
-    assert.deepEqual(c.ranOn, ranOn, `${what} ${c.name}: ran on this process's devices of the mesh (none: launched nothing)`);
+    const ranOn =
+      c.name === "psum over processes 0 and 1" && r.processIndex > 1
+        ? []
+        : c.name === "psum within process 0" && r.processIndex > 0
+          ? []
+          : r.localDevices;
+    assert.deepEqual(
+      c.ranOn,
+      ranOn,
+      `${what} ${c.name}: ran on this process's devices of the mesh (none: launched nothing)`,
+    );
     assert.equal(c.got.length, c.want.length, `${what} ${c.name}: size`);
-    if (c.dtype === "float32") c.got.forEach((v, i) => assert.ok(Math.abs(v - c.want[i]) <= 1e-5 * Math.max(1, Math.abs(c.want[i])), `${what} ${c.name}[${i}]: ${v} vs ${c.want[i]}`));
+    if (c.dtype === "float32")
+      c.got.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - c.want[i]) <= 1e-5 * Math.max(1, Math.abs(c.want[i])),
+          `${what} ${c.name}[${i}]: ${v} vs ${c.want[i]}`,
+        ),
+      );
     else assert.deepEqual(c.got, c.want, `${what} ${c.name}`);
   }
 }
-const find = (r: Result, name: string): Case => r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
+const find = (r: Result, name: string): Case =>
+  r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
 
-test("2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals the emulation; MLP grads; processAllgather", { skip, timeout: 260_000 }, async () => {
-  const { status, results, log } = await jobs!.two;
-  assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
-  for (const r of results) {
-    assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-    assert.equal(r.processCount, 2);
-    assert.deepEqual(r.devices, [[0, 0], [1, 0], [2, 1], [3, 1]], "global device ids and their processes");
-    assert.deepEqual(r.localDevices, r.processIndex === 0 ? [0, 1] : [2, 3]);
-    const mlp = r.cases.filter((c) => c.name.startsWith("mlp"));
-    assert.equal(mlp.length, 2);
-    for (const c of mlp) assert.deepEqual(c.ranOn, [r.localDevices[0]], "the data-parallel step ran on one device per process");
-    checkCases({ ...r, cases: r.cases.filter((c) => !c.name.startsWith("mlp")) }, `process ${r.processIndex}`);
-    for (const c of mlp) c.got.forEach((v, i) => assert.ok(Math.abs(v - c.want[i]) <= 1e-5 * Math.max(1e-3, Math.abs(c.want[i])), `${c.name}[${i}]: ${v} vs ${c.want[i]}`));
-    assert.deepEqual(r.allgather, [[0, 1, 2], [10, 11, 12]]);
-    assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
-    assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
-  }
-  // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
-  const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);
-  const want = Array.from({ length: 6 }, (_, e) => [0, 1, 2, 3].reduce((s, k) => s + v[k * 6 + e], 0));
-  assert.deepEqual(find(results[0], "1-d psum int32").got, want);
-  // the shape mismatch names both sides on both processes
-  assert.match(results[0].mismatch!, /psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 0: processes disagree: process 1 \(ranks \[2, 3\]\) called AllReduce of float32\[4,3\], this process AllReduce of float32\[2,3\]/);
-  assert.match(results[1].mismatch!, /on process 1: processes disagree: process 0 \(ranks \[0, 1\]\) called AllReduce of float32\[2,3\], this process AllReduce of float32\[4,3\]/);
-  // process 1 left early: process 0's collective failed at its 1500 ms timeout naming process 1 and its ranks
-  assert.match(results[0].early!, /psum over mesh axis 'i' .* timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/);
-  assert.ok(results[0].earlyMs! < 20_000, `the early-exit failure took ${results[0].earlyMs} ms (timeout 1500 ms)`);
-  assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
-});
+test(
+  "2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals the emulation; MLP grads; processAllgather",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.two;
+    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.equal(r.processCount, 2);
+      assert.deepEqual(
+        r.devices,
+        [
+          [0, 0],
+          [1, 0],
+          [2, 1],
+          [3, 1],
+        ],
+        "global device ids and their processes",
+      );
+      assert.deepEqual(r.localDevices, r.processIndex === 0 ? [0, 1] : [2, 3]);
+      const mlp = r.cases.filter((c) => c.name.startsWith("mlp"));
+      assert.equal(mlp.length, 2);
+      for (const c of mlp)
+        assert.deepEqual(c.ranOn, [r.localDevices[0]], "the data-parallel step ran on one device per process");
+      checkCases({ ...r, cases: r.cases.filter((c) => !c.name.startsWith("mlp")) }, `process ${r.processIndex}`);
+      for (const c of mlp)
+        c.got.forEach((v, i) =>
+          assert.ok(
+            Math.abs(v - c.want[i]) <= 1e-5 * Math.max(1e-3, Math.abs(c.want[i])),
+            `${c.name}[${i}]: ${v} vs ${c.want[i]}`,
+          ),
+        );
+      assert.deepEqual(r.allgather, [
+        [0, 1, 2],
+        [10, 11, 12],
+      ]);
+      assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
+      assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
+    }
+    // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
+    const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);
+    const want = Array.from({ length: 6 }, (_, e) => [0, 1, 2, 3].reduce((s, k) => s + v[k * 6 + e], 0));
+    assert.deepEqual(find(results[0], "1-d psum int32").got, want);
+    // the shape mismatch names both sides on both processes
+    assert.match(
+      results[0].mismatch!,
+      /psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 0: processes disagree: process 1 \(ranks \[2, 3\]\) called AllReduce of float32\[4,3\], this process AllReduce of float32\[2,3\]/,
+    );
+    assert.match(
+      results[1].mismatch!,
+      /on process 1: processes disagree: process 0 \(ranks \[0, 1\]\) called AllReduce of float32\[2,3\], this process AllReduce of float32\[4,3\]/,
+    );
+    // process 1 left early: process 0's collective failed at its 1500 ms timeout naming process 1 and its ranks
+    assert.match(
+      results[0].early!,
+      /psum over mesh axis 'i' .* timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
+    );
+    assert.ok(results[0].earlyMs! < 20_000, `the early-exit failure took ${results[0].earlyMs} ms (timeout 1500 ms)`);
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
 
-test("3 processes x 1 device: every collective and a pmap equal the emulation; processAllgather; syncGlobalDevices", { skip, timeout: 260_000 }, async () => {
-  const { status, results, log } = await jobs!.three;
-  assert.equal(results.length, 3, `three results expected:\n${log.slice(-3000)}`);
-  for (const r of results) {
-    assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-    assert.deepEqual(r.devices, [[0, 0], [1, 1], [2, 2]]);
-    checkCases(r, `process ${r.processIndex}`);
-    for (const nm of ["pmap psum int32", "psum over processes 0 and 1", "psum within process 0"]) assert.ok(r.cases.some((c) => c.name === nm), nm);
-    assert.deepEqual(r.allgather, [[0, 1, 2], [10, 11, 12], [20, 21, 22]]);
-  }
-  assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
-});
+test(
+  "3 processes x 1 device: every collective and a pmap equal the emulation; processAllgather; syncGlobalDevices",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.three;
+    assert.equal(results.length, 3, `three results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.deepEqual(r.devices, [
+        [0, 0],
+        [1, 1],
+        [2, 2],
+      ]);
+      checkCases(r, `process ${r.processIndex}`);
+      for (const nm of ["pmap psum int32", "psum over processes 0 and 1", "psum within process 0"])
+        assert.ok(
+          r.cases.some((c) => c.name === nm),
+          nm,
+        );
+      assert.deepEqual(r.allgather, [
+        [0, 1, 2],
+        [10, 11, 12],
+        [20, 21, 22],
+      ]);
+    }
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
 
 test("distributed.initialize outside a launcher: { numProcesses: 1 } runs single-process; a second call is refused", () => {
   assert.equal(processIndex(), 0);
   assert.equal(processCount(), 1);
-  assert.throws(() => distributed.initialize({ numProcesses: -1 }), /distributed\.initialize: numProcesses must be a non-negative integer, got -1/);
+  assert.throws(
+    () => distributed.initialize({ numProcesses: -1 }),
+    /distributed\.initialize: numProcesses must be a non-negative integer, got -1/,
+  );
   distributed.initialize({ numProcesses: 1 });
   assert.equal(distributed.isInitialized(), true);
   assert.equal(processCount(), 1);
   assert.throws(() => distributed.initialize(), /distributed\.initialize: should only be called once/);
 });
 
-test("distributed.initialize without Open MPI's library: a clear error saying what to install", { skip: deviceRuntimeUnavailable() ?? false }, () => {
-  const index = new URL("../../src/index.js", import.meta.url).href;
-  const code = `const { distributed } = await import(${JSON.stringify(index)});
+test(
+  "distributed.initialize without Open MPI's library: a clear error saying what to install",
+  { skip: deviceRuntimeUnavailable() ?? false },
+  () => {
+    const index = new URL("../../src/index.js", import.meta.url).href;
+    const code = `const { distributed } = await import(${JSON.stringify(index)});
 try { distributed.initialize({ numProcesses: 2 }); console.log("no error"); } catch (e) { console.log(e.message); }`;
-  const env: NodeJS.ProcessEnv = { ...process.env, JAXTS_MPI_LIBRARY: "/nonexistent/libmpi.so.40" };
-  for (const k of Object.keys(env)) if (/^(OMPI_|PMIX_|PMI_)/.test(k)) delete env[k];
-  const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], { env, encoding: "utf8", timeout: 60_000 });
-  assert.match(r.stdout, /distributed\.initialize: cannot start MPI: cannot load Open MPI's libmpi \(.*\/nonexistent\/libmpi\.so\.40.*\); install Open MPI \(Debian\/Ubuntu: apt-get install openmpi-bin libopenmpi-dev\)/, r.stdout + r.stderr);
-});
+    const env: NodeJS.ProcessEnv = { ...process.env, JAXTS_MPI_LIBRARY: "/nonexistent/libmpi.so.40" };
+    for (const k of Object.keys(env)) if (/^(OMPI_|PMIX_|PMI_)/.test(k)) delete env[k];
+    const r = spawnSync(process.execPath, ["--input-type=module", "-e", code], {
+      env,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.match(
+      r.stdout,
+      /distributed\.initialize: cannot start MPI: cannot load Open MPI's libmpi \(.*\/nonexistent\/libmpi\.so\.40.*\); install Open MPI \(Debian\/Ubuntu: apt-get install openmpi-bin libopenmpi-dev\)/,
+      r.stdout + r.stderr,
+    );
+  },
+);

@@ -9,17 +9,27 @@ test("numCpuDevices can be set before first use, then only to the same value", (
   config.update("numCpuDevices", 2);
   assert.equal(devices().length, 2);
   config.update("numCpuDevices", 2);
-  assert.throws(() => config.update("numCpuDevices", 4), (e: Error) =>
-    e.message.includes("numCpuDevices cannot change to 4 after the 2 CPU device(s) were created") && e.message.includes("before the backend is initialized"));
+  assert.throws(
+    () => config.update("numCpuDevices", 4),
+    (e: Error) =>
+      e.message.includes("numCpuDevices cannot change to 4 after the 2 CPU device(s) were created") &&
+      e.message.includes("before the backend is initialized"),
+  );
   assert.equal(config.numCpuDevices, 2);
   assert.equal(devices().length, 2);
   assert.equal((makeMesh([2], ["x"]).devices as unknown[]).length, 2);
 });
 
 test("numCpuDevices and intraOpThreads are validated with the key, the value and what is accepted", () => {
-  assert.throws(() => config.update("numCpuDevices", 0), /config\.update: numCpuDevices must be a positive integer \(the number of CPU devices\), got 0/);
+  assert.throws(
+    () => config.update("numCpuDevices", 0),
+    /config\.update: numCpuDevices must be a positive integer \(the number of CPU devices\), got 0/,
+  );
   assert.throws(() => config.update("numCpuDevices", 2.5), /numCpuDevices must be a positive integer.*got 2\.5/);
-  assert.throws(() => config.update("intraOpThreads", -3), /config\.update: intraOpThreads must be a non-negative integer \(0 = all cores\), got -3/);
+  assert.throws(
+    () => config.update("intraOpThreads", -3),
+    /config\.update: intraOpThreads must be a non-negative integer \(0 = all cores\), got -3/,
+  );
   assert.throws(() => config.update("intraOpThreads", 1.5), /intraOpThreads must be a non-negative integer.*got 1\.5/);
   assert.throws(() => config.update("intraOpThreads", NaN), /intraOpThreads.*got NaN/);
   assert.equal(config.intraOpThreads >= 0, true);

@@ -19,7 +19,29 @@ test("static broadcasted numbers and functions select their own program", () => 
   assertClose(act(x, { f: jnp.tanh }), array([Math.tanh(0.5), Math.tanh(-1)], { dtype: "float32" }));
   assertClose(act(x, { f: jnp.sin }), array([Math.sin(0.5), Math.sin(-1)], { dtype: "float32" }));
   // inAxes lists every positional argument; the static one's entry is dropped, as in JAX
-  const rows = pmap((v: Array, k: number, w: Array) => jnp.add(jnp.multiply(v, k), w), { inAxes: [0, null, 1], staticBroadcastedArgnums: 1 });
-  assert.deepEqual(rows(x, 10, array([[1, 2], [3, 4]], { dtype: "float32" })).tolist(), [[6, 8], [-8, -6]]);
-  assert.throws(() => act(x, { f: array([1]) } as never), /non-hashable static arguments are not supported: static argument 1 \(at f\) is a jaxts Array/);
+  const rows = pmap((v: Array, k: number, w: Array) => jnp.add(jnp.multiply(v, k), w), {
+    inAxes: [0, null, 1],
+    staticBroadcastedArgnums: 1,
+  });
+  assert.deepEqual(
+    rows(
+      x,
+      10,
+      array(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        { dtype: "float32" },
+      ),
+    ).tolist(),
+    [
+      [6, 8],
+      [-8, -6],
+    ],
+  );
+  assert.throws(
+    () => act(x, { f: array([1]) } as never),
+    /non-hashable static arguments are not supported: static argument 1 \(at f\) is a jaxts Array/,
+  );
 });

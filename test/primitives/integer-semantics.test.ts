@@ -17,7 +17,10 @@ for (const backend of ["onnx", "interpreter"] as const) {
       assert.deepEqual(ops.clz(big).tolist(), [23n, 63n]);
       const x = array([2n ** 60n, 2n ** 60n + 1n, 7n], { dtype: "int64" });
       assert.deepEqual(ops.cumulative("cumsum", x, 0).tolist(), [2n ** 60n, 2n ** 61n + 1n, 2n ** 61n + 8n]);
-      const d = ops.dotGeneral(array([2n ** 40n, 3n], { dtype: "int64" }), array([3n, 2n ** 50n], { dtype: "int64" }), [[[0], [0]], [[], []]]);
+      const d = ops.dotGeneral(array([2n ** 40n, 3n], { dtype: "int64" }), array([3n, 2n ** 50n], { dtype: "int64" }), [
+        [[0], [0]],
+        [[], []],
+      ]);
       assert.equal(d.item(), 3n * 2n ** 40n + 3n * 2n ** 50n);
     } finally {
       config.update("backend", prev[0]);
@@ -29,10 +32,19 @@ for (const backend of ["onnx", "interpreter"] as const) {
     const prev = config.backend;
     config.update("backend", backend);
     try {
-      const s = ops.scatter(array([100, 5], { dtype: "int8" }), array([[0], [0]]), array([100, 100], { dtype: "int8" }), [0], "add");
+      const s = ops.scatter(
+        array([100, 5], { dtype: "int8" }),
+        array([[0], [0]]),
+        array([100, 100], { dtype: "int8" }),
+        [0],
+        "add",
+      );
       assert.deepEqual(s.tolist(), [44, 5]); // 300 mod 256 = 44
       const a = array([65536, 65536, 3], { dtype: "int32" });
-      const d = ops.dotGeneral(a, a, [[[0], [0]], [[], []]]);
+      const d = ops.dotGeneral(a, a, [
+        [[0], [0]],
+        [[], []],
+      ]);
       assert.equal(d.item(), 9); // 2 * 2^32 wraps to 0, plus 9
     } finally {
       config.update("backend", prev);
@@ -43,9 +55,28 @@ for (const backend of ["onnx", "interpreter"] as const) {
     const prev = config.backend;
     config.update("backend", backend);
     try {
-      const x = array([[1, 2], [3, 4]], { dtype: "float32" });
+      const x = array(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        { dtype: "float32" },
+      );
       const g = ops.gather(x, ops.reshape(array([], { dtype: "int32" }), [3, 0]), []);
-      assert.deepEqual(g.tolist(), [[[1, 2], [3, 4]], [[1, 2], [3, 4]], [[1, 2], [3, 4]]]);
+      assert.deepEqual(g.tolist(), [
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        [
+          [1, 2],
+          [3, 4],
+        ],
+      ]);
     } finally {
       config.update("backend", prev);
     }

@@ -8,15 +8,42 @@ import { allPrimitives } from "../../src/core/primitive.js";
 
 /** Primitives that are linear in (some of) their operands and so must transpose. */
 const LINEAR = [
-  "neg", "add", "sub", "mul", "div", "copy", "convert_element_type", "reduce_sum", "broadcast_in_dim", "reshape", "transpose",
-  "squeeze", "rev", "pad", "concatenate", "slice", "select_n", "dynamic_slice", "dynamic_update_slice", "gather", "scatter",
-  "dot_general", "cumsum", "scan", "checkpoint", "name", "custom_lin", "conv_general_dilated", "reduce_window_sum",
+  "neg",
+  "add",
+  "sub",
+  "mul",
+  "div",
+  "copy",
+  "convert_element_type",
+  "reduce_sum",
+  "broadcast_in_dim",
+  "reshape",
+  "transpose",
+  "squeeze",
+  "rev",
+  "pad",
+  "concatenate",
+  "slice",
+  "select_n",
+  "dynamic_slice",
+  "dynamic_update_slice",
+  "gather",
+  "scatter",
+  "dot_general",
+  "cumsum",
+  "scan",
+  "checkpoint",
+  "name",
+  "custom_lin",
+  "conv_general_dilated",
+  "reduce_window_sum",
 ];
 
 test("every primitive has jvp, vmap and impl rules or a written reason", () => {
   const gaps: string[] = [];
   for (const p of allPrimitives()) {
-    const r = p.rules, why = r.missing ?? {};
+    const r = p.rules,
+      why = r.missing ?? {};
     if (!r.jvp && !why.jvp) gaps.push(`${p.name}: no jvp rule`);
     if (!r.vmap && !why.vmap) gaps.push(`${p.name}: no vmap rule`);
     if (!r.impl) gaps.push(`${p.name}: no reference impl`);

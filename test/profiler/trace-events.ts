@@ -8,16 +8,26 @@ import type { TraceEvent, TraceFile } from "../../src/profiler/index.js";
  */
 export function checkTraceSchema(t: TraceFile): TraceEvent[] {
   assert.ok(Array.isArray(t.traceEvents), "traceEvents is an array");
-  const named = new Set<string>(), used = new Set<string>(), depth = new Map<string, number>();
+  const named = new Set<string>(),
+    used = new Set<string>(),
+    depth = new Map<string, number>();
   const spans: TraceEvent[] = [];
   for (const e of t.traceEvents) {
-    for (const k of ["ph", "ts", "pid", "tid", "name"] as const) assert.ok(e[k] !== undefined, `event ${JSON.stringify(e)} has ${k}`);
+    for (const k of ["ph", "ts", "pid", "tid", "name"] as const)
+      assert.ok(e[k] !== undefined, `event ${JSON.stringify(e)} has ${k}`);
     assert.equal(typeof e.ts, "number");
     assert.ok(Number.isInteger(e.pid) && Number.isInteger(e.tid));
     const key = `${e.pid}/${e.tid}`;
-    if (e.ph === "M") { if (e.name === "thread_name") named.add(key); continue; }
+    if (e.ph === "M") {
+      if (e.name === "thread_name") named.add(key);
+      continue;
+    }
     const ph = e.ph as string;
-    if (ph === "B" || ph === "E") { depth.set(key, (depth.get(key) ?? 0) + (ph === "B" ? 1 : -1)); assert.ok(depth.get(key)! >= 0, `E before B on ${key}`); continue; }
+    if (ph === "B" || ph === "E") {
+      depth.set(key, (depth.get(key) ?? 0) + (ph === "B" ? 1 : -1));
+      assert.ok(depth.get(key)! >= 0, `E before B on ${key}`);
+      continue;
+    }
     assert.equal(ph, "X", `event ${e.name}: phase ${ph}`);
     assert.ok(typeof e.dur === "number" && e.dur >= 0, `event ${e.name} has a duration`);
     used.add(key);

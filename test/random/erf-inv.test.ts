@@ -138,7 +138,9 @@ describe("normal sampler vectors (sqrt(2) * erfinv(uniform))", () => {
     it(`${v.id} (legacy bits, float32)`, () => {
       assert.match(v.flag_context, /partitionable=False/);
       assert.equal(v.inputs["dtype"], "np.float32");
-      const shape = JSON.parse(String(v.inputs["shape"]).replace("(", "[").replace(",)", "]").replace(")", "]")) as number[];
+      const shape = JSON.parse(
+        String(v.inputs["shape"]).replace("(", "[").replace(",)", "]").replace(")", "]"),
+      ) as number[];
       const bits = randomBits(seedToKey(v.inputs["seed"] as number, false), 32, shape, false);
       const got = normalF32FromBits(bits);
       const exp = v.expected as number[];
@@ -154,7 +156,9 @@ describe("normal sampler vectors (sqrt(2) * erfinv(uniform))", () => {
       Math.fround(1 + z),
     );
     const exp = [1.067826, 1.215599, 0.234166, -0.237534, 1.32591, 1.413987];
-    got.forEach((g, i) => assert.ok(Math.abs(g - exp[i]!) <= 2e-6 * Math.max(1, Math.abs(exp[i]!)), `${g} vs ${exp[i]}`));
+    got.forEach((g, i) =>
+      assert.ok(Math.abs(g - exp[i]!) <= 2e-6 * Math.max(1, Math.abs(exp[i]!)), `${g} vs ${exp[i]}`),
+    );
   });
   it("maxwell (5,) from tests/random_test.py: norm of normal(key, (5, 3))", () => {
     const z = normalF32FromBits(randomBits(seedToKey(1331627891, false), 32, [5, 3], false));

@@ -6,8 +6,14 @@ import { random } from "../../src/index.js";
 test("a split key prints its data the way str(np.ndarray) does (columns right-aligned, no commas)", () => {
   // the words are JAX's split(key(0)) (threefry partitionable, JAX's default since 0.5)
   const keys = random.split(random.key(0));
-  assert.equal(String(keys), "Array((2,), dtype=key<fry>) overlaying:\n[[1797259609 2579123966]\n [ 928981903 3453687069]]");
-  assert.equal(String(random.keyData(keys)), "Array([[1797259609, 2579123966],\n       [ 928981903, 3453687069]], dtype=uint32)");
+  assert.equal(
+    String(keys),
+    "Array((2,), dtype=key<fry>) overlaying:\n[[1797259609 2579123966]\n [ 928981903 3453687069]]",
+  );
+  assert.equal(
+    String(random.keyData(keys)),
+    "Array([[1797259609, 2579123966],\n       [ 928981903, 3453687069]], dtype=uint32)",
+  );
 });
 
 test("many keys print summarized, with NumPy's ' ...' row", () => {

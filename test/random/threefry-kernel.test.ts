@@ -54,14 +54,20 @@ function uniformF32(bits: Uint32Array, minval = 0, maxval = 1): number[] {
 }
 
 /** jax.random.randint for 32-bit dtypes (two draws: high and low bits from split keys). */
-function randintI32(key: Uint32Array, shape: number[], minval: number, maxval: number, partitionable: boolean): number[] {
+function randintI32(
+  key: Uint32Array,
+  shape: number[],
+  minval: number,
+  maxval: number,
+  partitionable: boolean,
+): number[] {
   const keys = split(key, 2, partitionable);
   const hi = randomBits(keys.subarray(0, 2), 32, shape, partitionable);
   const lo = randomBits(keys.subarray(2, 4), 32, shape, partitionable);
   const span = maxval <= minval ? 1 : (maxval - minval) >>> 0;
   const mult = Number((BigInt(2 ** 16 % span) * BigInt(2 ** 16 % span)) % BigInt(span));
   return Array.from(hi, (h, i) => {
-    const off = Number(((BigInt(h % span) * BigInt(mult)) % 2n ** 32n + BigInt(lo[i]! % span)) % 2n ** 32n) % span;
+    const off = Number((((BigInt(h % span) * BigInt(mult)) % 2n ** 32n) + BigInt(lo[i]! % span)) % 2n ** 32n) % span;
     return (minval + off) | 0;
   });
 }
@@ -202,7 +208,9 @@ describe("golden random.json: samplers built directly on split/bits", () => {
 
   it("every golden vector of a key/bits kind was checked", () => {
     const keyKinds = vectors.filter((v) =>
-      /^(threefry2x32_block|PRNGKey\/key\(seed\)|key\(|split\(|fold_in\(|random\.bits\(|random\.randint\(|random\.uniform\()/.test(v.kind),
+      /^(threefry2x32_block|PRNGKey\/key\(seed\)|key\(|split\(|fold_in\(|random\.bits\(|random\.randint\(|random\.uniform\()/.test(
+        v.kind,
+      ),
     );
     const missing = keyKinds.filter((v) => !handled.has(v.id)).map((v) => v.id);
     assert.deepEqual(missing, []);
@@ -223,16 +231,20 @@ describe("JAX test-suite vectors (tests/random_test.py), legacy mode", () => {
   });
   it("bits uint64 (5,) (x64 only)", () => {
     const key = seedToKey(bitsSeed, true);
-    assert.deepEqual(
-      Array.from(randomBits(key, 64, [5], false)),
-      [17649965731882839947n, 1415307058040849897n, 8282622628079774249n, 14024425113645909402n, 2012979996110532418n],
-    );
+    assert.deepEqual(Array.from(randomBits(key, 64, [5], false)), [
+      17649965731882839947n,
+      1415307058040849897n,
+      8282622628079774249n,
+      14024425113645909402n,
+      2012979996110532418n,
+    ]);
   });
   it("testRngRandomBits uint64 under x64 for key(1701)", () => {
-    assert.deepEqual(
-      Array.from(randomBits(seedToKey(1701, true), 64, [3], false)),
-      [3982329540505020460n, 16822122385914693683n, 7882654074788531506n],
-    );
+    assert.deepEqual(Array.from(randomBits(seedToKey(1701, true), 64, [3], false)), [
+      3982329540505020460n,
+      16822122385914693683n,
+      7882654074788531506n,
+    ]);
   });
   it("testRngRandomBitsViewProperty: 8/16/32-bit draws share the same bytes", () => {
     const key = seedToKey(1701, false);
@@ -255,7 +267,10 @@ describe("JAX test-suite vectors (tests/random_test.py), legacy mode", () => {
     const key = seedToKey(0, true);
     const keys = split(key, 2, false);
     const lo = randomBits(keys.subarray(2, 4), 64, [3, 3], false);
-    assert.deepEqual(Array.from(lo, (x) => Number(x % 8n)), [7, 2, 6, 2, 1, 0, 6, 7, 7]);
+    assert.deepEqual(
+      Array.from(lo, (x) => Number(x % 8n)),
+      [7, 2, 6, 2, 1, 0, 6, 7, 7],
+    );
   });
   it("test_prng_seeds_and_keys extra rows (int32 overflow seeds)", () => {
     const i32max = 2147483647;

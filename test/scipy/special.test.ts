@@ -35,17 +35,30 @@ test("special-function gradients agree with finite differences", () => {
 });
 
 test("xlogy / xlog1py have zero (not NaN) gradients where x == 0, as in JAX", () => {
-  const gy = (grad((y: Array) => sum(SP.xlogy(array([0, 0], { dtype: "float32" }), y))) as (y: Array) => Array)(array([0, 1], { dtype: "float32" }));
+  const gy = (grad((y: Array) => sum(SP.xlogy(array([0, 0], { dtype: "float32" }), y))) as (y: Array) => Array)(
+    array([0, 1], { dtype: "float32" }),
+  );
   assert.deepEqual(gy.tolist(), [0, 0]);
-  const gx = (grad((x: Array) => sum(SP.xlogy(x, array([0, 2], { dtype: "float32" })))) as (x: Array) => Array)(array([0, 1], { dtype: "float32" }));
+  const gx = (grad((x: Array) => sum(SP.xlogy(x, array([0, 2], { dtype: "float32" })))) as (x: Array) => Array)(
+    array([0, 1], { dtype: "float32" }),
+  );
   assert.ok(Math.abs((gx.tolist() as number[])[1] - Math.log(2)) < 1e-6);
 });
 
 test("special functions under jit match eager", () => {
   const x = array([-6, -1, 0.5, 2], { dtype: "float32" });
-  for (const [name, f] of [["logNdtr", SP.logNdtr], ["ndtr", SP.ndtr], ["expit", SP.expit], ["logExpit", SP.logExpit], ["erf", SP.erf]] as const) {
-    const a = jit((v: Array) => f(v))(x).tolist() as number[], b = f(x).tolist() as number[];
-    a.forEach((v, i) => assert.ok(Math.abs(v - b[i]) <= 1e-5 * (1 + Math.abs(b[i])), `${name}[${i}]: jit ${v} vs eager ${b[i]}`));
+  for (const [name, f] of [
+    ["logNdtr", SP.logNdtr],
+    ["ndtr", SP.ndtr],
+    ["expit", SP.expit],
+    ["logExpit", SP.logExpit],
+    ["erf", SP.erf],
+  ] as const) {
+    const a = jit((v: Array) => f(v))(x).tolist() as number[],
+      b = f(x).tolist() as number[];
+    a.forEach((v, i) =>
+      assert.ok(Math.abs(v - b[i]) <= 1e-5 * (1 + Math.abs(b[i])), `${name}[${i}]: jit ${v} vs eager ${b[i]}`),
+    );
   }
   assert.throws(() => SP.polygamma(-1, 1), /polygamma: n must be a static non-negative integer, got -1/);
   assert.throws(() => SP.multigammaln(2, 0), /multigammaln: d must be a static positive integer, got 0/);

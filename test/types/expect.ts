@@ -7,7 +7,10 @@ export type Equal<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T exte
  * expectType<T>(value): compiles only when value's type is exactly T. The `...exact` rest parameter is empty when the
  * types agree and demands an impossible argument otherwise, so a widened or narrowed type is a compile error.
  */
-export function expectType<T>(): <V>(value: V, ...exact: Equal<T, V> extends true ? [] : [expected: T, got: V, never]) => void {
+export function expectType<T>(): <V>(
+  value: V,
+  ...exact: Equal<T, V> extends true ? [] : [expected: T, got: V, never]
+) => void {
   return () => undefined;
 }
 

@@ -23,7 +23,10 @@ expectType<Array>()(grad(loss, { argnums: 2 })(params, x, 2)); // a number argum
 expectType<[Params, Array]>()(grad(loss, { argnums: [0, 1] })(params, x, 2));
 expectType<[Array, Params]>()(grad(loss, { argnums: [1, 0] })(params, x, 2));
 expectType<Params | Array | Array>()(grad(loss, { argnums: -1 })(params, x, 2)); // negative: any argument's type
-const withAux = (p: Params, xs: Array): [Array, { acc: Array; count: number }] => [loss(p, xs, 1), { acc: xs, count: 1 }];
+const withAux = (p: Params, xs: Array): [Array, { acc: Array; count: number }] => [
+  loss(p, xs, 1),
+  { acc: xs, count: 1 },
+];
 expectType<[Params, { acc: Array; count: Array }]>()(grad(withAux, { hasAux: true })(params, x));
 expectType<[[Array], { acc: Array; count: Array }]>()(grad(withAux, { argnums: [1], hasAux: true })(params, x));
 // @ts-expect-error hasAux requires f to return [output, aux]
@@ -38,7 +41,9 @@ expectAssignable<Params>(grad(loss, { argnums: 1 })(params, x, 2));
 // ------------------------------------------------ valueAndGrad
 expectType<[Array, Params]>()(valueAndGrad(loss)(params, x, 2));
 expectType<[Array, [Params, Array]]>()(valueAndGrad(loss, { argnums: [0, 1] })(params, x, 2));
-expectType<[[Array, { acc: Array; count: Array }], Array]>()(valueAndGrad(withAux, { argnums: 1, hasAux: true })(params, x));
+expectType<[[Array, { acc: Array; count: Array }], Array]>()(
+  valueAndGrad(withAux, { argnums: 1, hasAux: true })(params, x),
+);
 expectType<[Array, Array]>()(valueAndGrad((_a: Array) => n * 2)(x)); // a JS-number output comes back as an Array
 // @ts-expect-error hasAux requires f to return [output, aux]
 valueAndGrad(loss, { hasAux: true });
@@ -70,8 +75,12 @@ expectType<Array>()(jacrev(sq)(x));
 expectType<Array>()(hessian(sq)(x));
 expectType<Params>()(jacrev(loss)(params, x, 2));
 expectType<{ y: [Array, Params]; z: [Array, Params][] }>()(jacfwd(two, { argnums: [0, 1] })(x, params));
-expectType<[Array, Array]>()(hessian((a: Array, b: Array) => ops.mul(a, b), { argnums: 0 })(x, x) as unknown as [Array, Array]);
-expectType<[[Array, Array], [Array, Array]]>()(hessian((a: Array, b: Array) => ops.mul(a, b), { argnums: [0, 1] })(x, x));
+expectType<[Array, Array]>()(
+  hessian((a: Array, b: Array) => ops.mul(a, b), { argnums: 0 })(x, x) as unknown as [Array, Array],
+);
+expectType<[[Array, Array], [Array, Array]]>()(
+  hessian((a: Array, b: Array) => ops.mul(a, b), { argnums: [0, 1] })(x, x),
+);
 // @ts-expect-error jacobians take no hasAux (the implementation has none)
 jacrev(sq, { hasAux: true });
 
@@ -79,11 +88,20 @@ jacrev(sq, { hasAux: true });
 const remat = checkpoint(loss);
 expectType<(p: Params, xs: Array, scale: number) => Array>()(remat);
 const f = customVjp((a: Array, b: Array): Array => ops.mul(a, b));
-f.defvjp((a, b) => [ops.mul(a, b), [a, b]], ([a, b], ct) => [ops.mul(ct, b), ops.mul(ct, a)]);
-// @ts-expect-error bwd returns one cotangent per differentiable argument
-f.defvjp((a, b) => [ops.mul(a, b), [a, b]], ([a], ct) => [ops.mul(ct, a)]);
+f.defvjp(
+  (a, b) => [ops.mul(a, b), [a, b]],
+  ([a, b], ct) => [ops.mul(ct, b), ops.mul(ct, a)],
+);
+f.defvjp(
+  (a, b) => [ops.mul(a, b), [a, b]],
+  // @ts-expect-error bwd returns one cotangent per differentiable argument
+  ([a], ct) => [ops.mul(ct, a)],
+);
 const g = customVjp((k: number, a: Array): Array => ops.mul(a, k), { nondiffArgnums: [0] });
-g.defvjp((k, a) => [ops.mul(a, k), k], (k, ct) => [ops.mul(ct, k)]);
+g.defvjp(
+  (k, a) => [ops.mul(a, k), k],
+  (k, ct) => [ops.mul(ct, k)],
+);
 expectType<Array>()(g(2, x));
 const h = customJvp((a: Array): Array => ops.sin(a));
 h.defjvp(([a], [t]) => [ops.sin(a), ops.mul(ops.cos(a), t)]);

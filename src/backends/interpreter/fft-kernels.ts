@@ -8,20 +8,30 @@ function radix2(re: Float64Array, im: Float64Array, sign: number): void {
     for (; j & bit; bit >>= 1) j ^= bit;
     j ^= bit;
     if (i < j) {
-      let t = re[i]; re[i] = re[j]; re[j] = t;
-      t = im[i]; im[i] = im[j]; im[j] = t;
+      let t = re[i];
+      re[i] = re[j];
+      re[j] = t;
+      t = im[i];
+      im[i] = im[j];
+      im[j] = t;
     }
   }
   for (let len = 2; len <= n; len <<= 1) {
-    const half = len >> 1, ang = (sign * 2 * Math.PI) / len;
+    const half = len >> 1,
+      ang = (sign * 2 * Math.PI) / len;
     for (let k = 0; k < half; k++) {
       // twiddles computed directly (not by recurrence) to keep the error O(log n) ulp
-      const wr = Math.cos(ang * k), wi = Math.sin(ang * k);
+      const wr = Math.cos(ang * k),
+        wi = Math.sin(ang * k);
       for (let s = 0; s < n; s += len) {
-        const a = s + k, b = a + half;
-        const xr = re[b] * wr - im[b] * wi, xi = re[b] * wi + im[b] * wr;
-        re[b] = re[a] - xr; im[b] = im[a] - xi;
-        re[a] += xr; im[a] += xi;
+        const a = s + k,
+          b = a + half;
+        const xr = re[b] * wr - im[b] * wi,
+          xi = re[b] * wi + im[b] * wr;
+        re[b] = re[a] - xr;
+        im[b] = im[a] - xi;
+        re[a] += xr;
+        im[a] += xi;
       }
     }
   }
@@ -36,49 +46,77 @@ const isPow2 = (n: number): boolean => (n & (n - 1)) === 0;
 export function dft1(re: Float64Array, im: Float64Array, sign: number): void {
   const n = re.length;
   if (n <= 1) return;
-  if (isPow2(n)) { radix2(re, im, sign); return; }
+  if (isPow2(n)) {
+    radix2(re, im, sign);
+    return;
+  }
   let m = 1;
   while (m < 2 * n - 1) m <<= 1;
-  const cr = new Float64Array(n), ci = new Float64Array(n);
+  const cr = new Float64Array(n),
+    ci = new Float64Array(n);
   for (let j = 0; j < n; j++) {
     // j^2 mod 2n keeps the angle small and exact for large j
     const a = (sign * Math.PI * ((j * j) % (2 * n))) / n;
-    cr[j] = Math.cos(a); ci[j] = Math.sin(a);
+    cr[j] = Math.cos(a);
+    ci[j] = Math.sin(a);
   }
-  const ar = new Float64Array(m), ai = new Float64Array(m), br = new Float64Array(m), bi = new Float64Array(m);
+  const ar = new Float64Array(m),
+    ai = new Float64Array(m),
+    br = new Float64Array(m),
+    bi = new Float64Array(m);
   for (let j = 0; j < n; j++) {
     ar[j] = re[j] * cr[j] - im[j] * ci[j];
     ai[j] = re[j] * ci[j] + im[j] * cr[j];
   }
-  br[0] = cr[0]; bi[0] = -ci[0];
-  for (let j = 1; j < n; j++) { br[j] = br[m - j] = cr[j]; bi[j] = bi[m - j] = -ci[j]; }
+  br[0] = cr[0];
+  bi[0] = -ci[0];
+  for (let j = 1; j < n; j++) {
+    br[j] = br[m - j] = cr[j];
+    bi[j] = bi[m - j] = -ci[j];
+  }
   radix2(ar, ai, -1);
   radix2(br, bi, -1);
   for (let k = 0; k < m; k++) {
-    const r = ar[k] * br[k] - ai[k] * bi[k], i = ar[k] * bi[k] + ai[k] * br[k];
-    ar[k] = r; ai[k] = i;
+    const r = ar[k] * br[k] - ai[k] * bi[k],
+      i = ar[k] * bi[k] + ai[k] * br[k];
+    ar[k] = r;
+    ai[k] = i;
   }
   radix2(ar, ai, 1);
   for (let k = 0; k < n; k++) {
-    const r = ar[k] / m, i = ai[k] / m;
+    const r = ar[k] / m,
+      i = ai[k] / m;
     re[k] = r * cr[k] - i * ci[k];
     im[k] = r * ci[k] + i * cr[k];
   }
 }
 
 /** Unscaled DFT along `axis` of a row-major array of `shape` held as re/im planes (in place). */
-export function dftAxis(re: Float64Array, im: Float64Array, shape: readonly number[], axis: number, sign: number): void {
+export function dftAxis(
+  re: Float64Array,
+  im: Float64Array,
+  shape: readonly number[],
+  axis: number,
+  sign: number,
+): void {
   const n = shape[axis];
   let inner = 1;
   for (let d = axis + 1; d < shape.length; d++) inner *= shape[d];
   const outer = re.length / (n * inner || 1);
-  const lr = new Float64Array(n), li = new Float64Array(n);
+  const lr = new Float64Array(n),
+    li = new Float64Array(n);
   for (let o = 0; o < outer; o++) {
     for (let q = 0; q < inner; q++) {
       const base = o * n * inner + q;
-      for (let j = 0; j < n; j++) { lr[j] = re[base + j * inner]; li[j] = im[base + j * inner]; }
+      for (let j = 0; j < n; j++) {
+        lr[j] = re[base + j * inner];
+        li[j] = im[base + j * inner];
+      }
       dft1(lr, li, sign);
-      for (let j = 0; j < n; j++) { re[base + j * inner] = lr[j]; im[base + j * inner] = li[j]; }
+      for (let j = 0; j < n; j++) {
+        re[base + j * inner] = lr[j];
+        im[base + j * inner] = li[j];
+      }
     }
   }
 }

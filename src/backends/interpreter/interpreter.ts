@@ -8,7 +8,11 @@ export const interpreterBackend: Backend = {
   execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
     const impl = prim.rules.impl;
     if (!impl) throw new Error(`${prim.name}: the reference interpreter has no implementation for this primitive`);
-    const outAvals = abstractEval(prim, args.map((a) => a.aval), params);
+    const outAvals = abstractEval(
+      prim,
+      args.map((a) => a.aval),
+      params,
+    );
     return impl(args, params, outAvals);
   },
 };

@@ -26,8 +26,10 @@ export function addonFiles(root: string | null): string[] {
 export function noAddonReason(root: string | null): string {
   const explicit = process.env.JAXTS_NATIVE_ADDON;
   if (explicit) return `JAXTS_NATIVE_ADDON=${explicit} does not exist`;
-  return `no prebuilt addon for ${process.platform}-${process.arch} and native/build/jaxts-ort.node is not built` +
-    ` (${root ? "npm run build, or `npm rebuild jaxts` in a project using it, compiles it with g++" : "package root not found"})`;
+  return (
+    `no prebuilt addon for ${process.platform}-${process.arch} and native/build/jaxts-ort.node is not built` +
+    ` (${root ? "npm run build, or `npm rebuild jaxts` in a project using it, compiles it with g++" : "package root not found"})`
+  );
 }
 
 let warned = false;
@@ -36,5 +38,7 @@ let warned = false;
 export function warnNoNativeRunner(why: string): void {
   if (warned || process.env.JAXTS_NATIVE === "0") return;
   warned = true;
-  console.warn(`jaxts: native ONNX Runtime runner unavailable (${why.replace(/\s*\n\s*/g, " ")}); using onnxruntime-node's binding (slower: it copies every output). JAXTS_NATIVE=0 silences this.`);
+  console.warn(
+    `jaxts: native ONNX Runtime runner unavailable (${why.replace(/\s*\n\s*/g, " ")}); using onnxruntime-node's binding (slower: it copies every output). JAXTS_NATIVE=0 silences this.`,
+  );
 }

@@ -11,7 +11,11 @@ import { ArrayImpl } from "../../core/array-impl.js";
 import type { TypedArray } from "../../core/dtype.js";
 import { type NativeArena, nativeArena } from "./ort-runtime.js";
 
-type Ctor = { new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray; new (length: number): TypedArray; readonly name: string };
+type Ctor = {
+  new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
+  new (length: number): TypedArray;
+  readonly name: string;
+};
 
 /** Tunables (tests shrink them). */
 export const bufferPoolOptions = {
@@ -43,7 +47,12 @@ export const bufferPoolOptions = {
   arenaMaxFreeBytes: 256 * 1024 * 1024,
 };
 
-interface Watched { buffer: ArrayBufferLike; ctor: Ctor; length: number; bytes: number }
+interface Watched {
+  buffer: ArrayBufferLike;
+  ctor: Ctor;
+  length: number;
+  bytes: number;
+}
 
 const free = new Map<Ctor, Map<number, TypedArray[]>>();
 /** Free buffers in release order (oldest first), for eviction. */
@@ -85,7 +94,10 @@ function setArenaLimits(a: NativeArena): void {
   // twice the budget: the sweeper may return two collections' worth at once
   const floor = Math.min(2 * Math.max(o.arenaGcBytes, arenaGcBudget), o.arenaMaxFreeBytes);
   const lim = `${o.arenaMaxFreeBytes}/${o.arenaFreeRatio}/${floor}`;
-  if (lim !== arenaLimits) { a.limits(o.arenaMaxFreeBytes, o.arenaFreeRatio, floor); arenaLimits = lim; }
+  if (lim !== arenaLimits) {
+    a.limits(o.arenaMaxFreeBytes, o.arenaFreeRatio, floor);
+    arenaLimits = lim;
+  }
 }
 
 /** The arena when the pool should use it for `bytes` (null: allocate through V8). */
@@ -131,14 +143,20 @@ const registry = new FinalizationRegistry<Watched>((w) => {
 
 function bucket(ctor: Ctor, length: number, create: boolean): TypedArray[] | undefined {
   let m = free.get(ctor);
-  if (!m) { if (!create) return undefined; free.set(ctor, (m = new Map())); }
+  if (!m) {
+    if (!create) return undefined;
+    free.set(ctor, (m = new Map()));
+  }
   let b = m.get(length);
   if (!b && create) m.set(length, (b = []));
   return b;
 }
 
 function pushFree(v: TypedArray): void {
-  if (v.byteLength > bufferPoolOptions.maxPooledBytes) { unwatch(v); return; }
+  if (v.byteLength > bufferPoolOptions.maxPooledBytes) {
+    unwatch(v);
+    return;
+  }
   bucket(v.constructor as Ctor, v.length, true)!.push(v);
   order.add(v);
   pooledBytes += v.byteLength;
@@ -163,7 +181,12 @@ function unwatch(v: TypedArray): void {
 }
 
 function watch(v: TypedArray): void {
-  if (v.byteLength < bufferPoolOptions.minWatchedBytes || watched.has(v) || watchedBytes + v.byteLength > bufferPoolOptions.maxWatchedBytes) return;
+  if (
+    v.byteLength < bufferPoolOptions.minWatchedBytes ||
+    watched.has(v) ||
+    watchedBytes + v.byteLength > bufferPoolOptions.maxWatchedBytes
+  )
+    return;
   // the collector hands arena storage back by itself (a watch would keep it alive until the loop yields)
   if (fromArena.has(v.buffer)) return;
   // only whole-buffer views: the memory is recycled as a whole
@@ -231,15 +254,32 @@ ArrayImpl.releaseHook = release;
 
 /** Pool statistics (tests): free bytes, watched bytes, counters. */
 export function bufferPoolStats(): {
-  pooledBytes: number; watchedBytes: number; acquired: number; reused: number; released: number; collected: number; arenaAllocated: number; gcRequested: number;
+  pooledBytes: number;
+  watchedBytes: number;
+  acquired: number;
+  reused: number;
+  released: number;
+  collected: number;
+  arenaAllocated: number;
+  gcRequested: number;
   /** The native arena's free list and blocks in use (not yet collected); zeros without the arena. */
-  arenaFreeBytes: number; arenaInUseBytes: number; arenaFresh: number; arenaReused: number; arenaReturned: number;
+  arenaFreeBytes: number;
+  arenaInUseBytes: number;
+  arenaFresh: number;
+  arenaReused: number;
+  arenaReturned: number;
 } {
   const a = arena ?? null;
   const s = a ? a.stats() : { freeBytes: 0, inUseBytes: 0, fresh: 0, reused: 0, returned: 0 };
   return {
-    pooledBytes, watchedBytes, ...stats,
-    arenaFreeBytes: s.freeBytes, arenaInUseBytes: s.inUseBytes, arenaFresh: s.fresh, arenaReused: s.reused, arenaReturned: s.returned,
+    pooledBytes,
+    watchedBytes,
+    ...stats,
+    arenaFreeBytes: s.freeBytes,
+    arenaInUseBytes: s.inUseBytes,
+    arenaFresh: s.fresh,
+    arenaReused: s.reused,
+    arenaReturned: s.returned,
   };
 }
 
@@ -250,5 +290,8 @@ export function clearBufferPool(): void {
   order.clear();
   pooledBytes = 0;
   // unmap the arena's free blocks now (its bounds are set again on the next arena allocation)
-  if (arena) { arena.limits(0, 0, 0); arenaLimits = ""; }
+  if (arena) {
+    arena.limits(0, 0, 0);
+    arenaLimits = "";
+  }
 }

@@ -18,7 +18,12 @@ export function donationAtDispatch(params: Params): readonly boolean[] | undefin
  * A donated input whose storage nothing else shares, not yet `taken`, to become a fused kernel's output (same size,
  * read before written); `isArray(i)` says whether input i is an array operand (not a scalar parameter).
  */
-export function donatedOutput(inputs: readonly ArrayImpl[], donate: readonly boolean[] | undefined, taken: Set<number>, isArray: (i: number) => boolean): Float32Array | undefined {
+export function donatedOutput(
+  inputs: readonly ArrayImpl[],
+  donate: readonly boolean[] | undefined,
+  taken: Set<number>,
+  isArray: (i: number) => boolean,
+): Float32Array | undefined {
   if (!donate) return undefined;
   for (let i = 0; i < inputs.length; i++) {
     if (donate[i] && !taken.has(i) && isArray(i) && ownsStorage(inputs[i])) {
@@ -30,7 +35,11 @@ export function donatedOutput(inputs: readonly ArrayImpl[], donate: readonly boo
 }
 
 /** Donated inputs are invalid after the call: each one that is not itself an output is disposed (its storage pooled). */
-export function disposeDonated(args: readonly ArrayImpl[], outs: readonly ArrayImpl[], donate: readonly boolean[] | undefined): void {
+export function disposeDonated(
+  args: readonly ArrayImpl[],
+  outs: readonly ArrayImpl[],
+  donate: readonly boolean[] | undefined,
+): void {
   if (!donate) return;
   for (let i = 0; i < args.length; i++) {
     if (donate[i] && !outs.includes(args[i])) args[i].dispose();

@@ -30,7 +30,6 @@ interface EagerEntry {
   empty: boolean;
 }
 
-
 const eagerCache = new Map<Primitive, Map<string, EagerEntry>>();
 let eagerCount = 0;
 let eagerClock = 0;
@@ -68,8 +67,12 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
   const inAvals = args.map((a) => a.aval);
   const outAvals = abstractEval(prim, inAvals, params);
   const empty = outAvals.every((a) => a.size === 0);
-  const tiny = onnxBackendOptions.scalarFastPath && prim.rules.impl !== undefined && prim.opts.exactOnScalars === true
-    && inAvals.every((a) => a.size <= 1) && outAvals.every((a) => a.size <= 1);
+  const tiny =
+    onnxBackendOptions.scalarFastPath &&
+    prim.rules.impl !== undefined &&
+    prim.opts.exactOnScalars === true &&
+    inAvals.every((a) => a.size <= 1) &&
+    outAvals.every((a) => a.size <= 1);
   if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
   const poly = prim.opts.shapePolymorphic === true;
   const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
@@ -88,7 +91,13 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
   return { exe, outAvals, empty, poly: pkey, used: 0 };
 }
 
-function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedArray[], params: Params, poly: boolean): ReadyStep | null {
+function compileEager(
+  prim: Primitive,
+  inAvals: ShapedArray[],
+  outAvals: ShapedArray[],
+  params: Params,
+  poly: boolean,
+): ReadyStep | null {
   const invars = inAvals.map((a) => new Var(a));
   const outVars = outAvals.map((a) => new Var(a));
   const j = new Jaxpr([], invars, outVars, [{ primitive: prim, inputs: invars, params, outVars }]);
@@ -100,7 +109,9 @@ function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedA
     return prepareStep(step, false);
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
-    warnOnce(`${prim.name} on ${inAvals.map((a) => a.str()).join(", ")}: building its ONNX model failed (${(e as Error).message}); it runs on its reference implementation instead`);
+    warnOnce(
+      `${prim.name} on ${inAvals.map((a) => a.str()).join(", ")}: building its ONNX model failed (${(e as Error).message}); it runs on its reference implementation instead`,
+    );
     return null;
   }
 }
@@ -108,7 +119,10 @@ function compileEager(prim: Primitive, inAvals: ShapedArray[], outAvals: ShapedA
 /** Runs a primitive through its cached eager session (or its reference impl: scalar shortcut, no lowering, a failure). */
 export function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   let m = eagerCache.get(prim);
-  if (!m) { m = new Map(); eagerCache.set(prim, m); }
+  if (!m) {
+    m = new Map();
+    eagerCache.set(prim, m);
+  }
   const pk = keyOf(params);
   let key = pk;
   for (let i = 0; i < args.length; i++) key += "|" + args[i].aval.key();
@@ -128,13 +142,16 @@ export function executeEager(prim: Primitive, args: ArrayImpl[], params: Params)
       // out of memory (or no reference impl to switch to): raise
       if (user instanceof OutOfMemoryError || onnxBackendOptions.strict || !prim.rules.impl) throw user;
       // ORT failed on this model: use the reference impl for this entry from now on
-      warnOnce(`${prim.name}: ONNX Runtime failed on ${args.map((a) => a.aval.str()).join(", ")} (${(err as Error).message}); this primitive runs on its reference implementation for these operands from now on`);
+      warnOnce(
+        `${prim.name}: ONNX Runtime failed on ${args.map((a) => a.aval.str()).join(", ")} (${(err as Error).message}); this primitive runs on its reference implementation for these operands from now on`,
+      );
       releaseEager(e);
     }
   }
   if (e.empty) return e.outAvals.map((a) => new ArrayImpl(a, allocate(a.dtype, 0)));
   const impl = prim.rules.impl;
-  if (!impl) throw new Error(`${prim.name}: neither an ONNX lowering nor a reference implementation exists for this primitive`);
+  if (!impl)
+    throw new Error(`${prim.name}: neither an ONNX lowering nor a reference implementation exists for this primitive`);
   return impl(args, params, e.outAvals);
 }
 

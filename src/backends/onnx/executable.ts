@@ -45,13 +45,22 @@ export class Executable {
   private ready: (ReadyStep | null)[];
   /** runClock at the latest run (orders executables for releasing sessions). */
   lastRun = 0;
-  constructor(public program: Program, private readonly jit: boolean, private readonly parts?: JaxprParts, private fused: Fused | null = null) {
+  constructor(
+    public program: Program,
+    private readonly jit: boolean,
+    private readonly parts?: JaxprParts,
+    private fused: Fused | null = null,
+  ) {
     this.ready = program.steps.map(() => null);
   }
   /** True when the program runs as a fused elementwise kernel instead of ONNX Runtime sessions. */
-  get isFused(): boolean { return this.fused !== null; }
+  get isFused(): boolean {
+    return this.fused !== null;
+  }
   /** The fused kernel, if any (tests inspect its thread statistics). */
-  get fusedKernel(): ParallelKernel | NativeFusedKernel | null { return this.fused ? this.fused.kernel : null; }
+  get fusedKernel(): ParallelKernel | NativeFusedKernel | null {
+    return this.fused ? this.fused.kernel : null;
+  }
   /** Replaces the plan by equation-by-equation execution (after ORT rejected a model); reported once. */
   fallBack(why: string): void {
     if (!this.parts) throw new Error(`onnx backend: ${why}`);
@@ -64,7 +73,9 @@ export class Executable {
   /** Creates every session now (jit compiles ahead of the first call). */
   prepare(): this {
     if (this.fused) return this;
-    this.program.steps.forEach((s, i) => { if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = this.prepareAt(i, s); });
+    this.program.steps.forEach((s, i) => {
+      if (s.kind === "onnx" && !this.ready[i]) this.ready[i] = this.prepareAt(i, s);
+    });
     this.prepared = true;
     return this;
   }
@@ -72,7 +83,9 @@ export class Executable {
   private prepared = false;
   private prepareAt(i: number, s: OnnxStep): ReadyStep {
     if (this.prepared && this.jit && config.logCompiles) {
-      logCompile(`jit(${this.program.name}): recreating the ONNX Runtime session of step ${i} (released by the compiledCacheSize=${config.compiledCacheSize} eviction or clearCaches)`);
+      logCompile(
+        `jit(${this.program.name}): recreating the ONNX Runtime session of step ${i} (released by the compiledCacheSize=${config.compiledCacheSize} eviction or clearCaches)`,
+      );
     }
     const r = prepareStep(s, this.jit);
     this.ready[i] = r;
@@ -94,34 +107,53 @@ export class Executable {
     const p = this.program;
     if (p.steps.length === 1 && p.steps[0].kind === "onnx") return this.runSingle(p, p.steps[0], inputs);
     const env = new Array<ArrayImpl | undefined>(p.numSlots);
-    p.inSlots.forEach((s, i) => { env[s] = inputs[i]; });
+    p.inSlots.forEach((s, i) => {
+      env[s] = inputs[i];
+    });
     const read = (o: number | ArrayImpl): ArrayImpl => (typeof o === "number" ? env[o]! : o);
     for (let k = 0; k < p.steps.length; k++) {
       const s = p.steps[k];
       if (s.kind === "onnx") {
         const r = this.ready[k] ?? this.prepareAt(k, s);
-        const outs = runStep(r, s.inputs.map((q) => env[q]!));
-        s.outputs.forEach((q, i) => { env[q] = outs[i]; });
+        const outs = runStep(
+          r,
+          s.inputs.map((q) => env[q]!),
+        );
+        s.outputs.forEach((q, i) => {
+          env[q] = outs[i];
+        });
       } else {
         const outs = runEqnOnHost(s.eqn, s.inputs.map(read));
-        s.outputs.forEach((q, i) => { env[q] = outs[i]; });
+        s.outputs.forEach((q, i) => {
+          env[q] = outs[i];
+        });
       }
     }
     const res = p.outs.map((o, i) => rewrap(read(o), p.outAvals[i]));
     // intermediates held on devices (a shard_map host step's outputs) are freed now, not when the collector finds them
     const keep = new Set<ArrayImpl>([...inputs, ...res, ...p.outs.map(read)]);
-    for (const v of env) if (v && v.external && !keep.has(v)) { keep.add(v); v.dispose(); }
+    for (const v of env)
+      if (v && v.external && !keep.has(v)) {
+        keep.add(v);
+        v.dispose();
+      }
     return res;
   }
   /** One pass of the fused kernel; outputs come from the buffer pool, or are donated inputs' storage. */
-  private runFused({ spec, kernel }: Fused, inputs: readonly ArrayImpl[], donate: readonly boolean[] | undefined): ArrayImpl[] {
+  private runFused(
+    { spec, kernel }: Fused,
+    inputs: readonly ArrayImpl[],
+    donate: readonly boolean[] | undefined,
+  ): ArrayImpl[] {
     let n = 1;
     for (const d of spec.shape) n *= d;
-    const ins = new Array<Float32Array>(spec.numInputs), scalars = new Array<number>(spec.numScalars);
+    const ins = new Array<Float32Array>(spec.numInputs),
+      scalars = new Array<number>(spec.numScalars);
     for (let i = 0; i < inputs.length; i++) {
       const [kind, k] = spec.params[i];
       const d = inputs[i].buffer as Float32Array;
-      if (kind === "input") ins[k] = d; else scalars[k] = d[0];
+      if (kind === "input") ins[k] = d;
+      else scalars[k] = d[0];
     }
     const outs = new Array<Float32Array>(spec.outputs.length);
     const taken = new Set<number>();
@@ -160,7 +192,6 @@ export class Executable {
     loaded.delete(this);
   }
 }
-
 
 /** Runs one equation off ONNX Runtime (set by the backend: its eager path, where call primitives recurse). */
 let hostExecute: ((prim: Primitive, args: ArrayImpl[], params: Params) => ArrayImpl[]) | null = null;

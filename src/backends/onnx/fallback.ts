@@ -17,7 +17,8 @@ export function warnOnce(msg: string): void {
 /** Warns once about each equation of `program` whose lowering rule threw and that therefore runs on the interpreter. */
 export function warnFailedLowerings(program: Program, where: string): void {
   for (const s of program.steps) {
-    if (s.kind === "host" && s.reason.includes(`(${LOWERING_FAILED}: `)) warnOnce(`${where}: ${s.reason}; it runs on the reference interpreter instead`);
+    if (s.kind === "host" && s.reason.includes(`(${LOWERING_FAILED}: `))
+      warnOnce(`${where}: ${s.reason}; it runs on the reference interpreter instead`);
   }
 }
 
@@ -27,9 +28,29 @@ export type JaxprParts = Pick<Jaxpr, "constvars" | "invars" | "outvars" | "eqns"
 /** A program whose every equation runs through the eager path (used when ORT rejects a model). */
 export function interpretedProgram(jaxpr: JaxprParts, p: Program, why: string): Program {
   const slots = new Map<Var, number>();
-  const slotOf = (v: Var): number => { let s = slots.get(v); if (s === undefined) { s = slots.size; slots.set(v, s); } return s; };
+  const slotOf = (v: Var): number => {
+    let s = slots.get(v);
+    if (s === undefined) {
+      s = slots.size;
+      slots.set(v, s);
+    }
+    return s;
+  };
   const inSlots = [...jaxpr.constvars, ...jaxpr.invars].map(slotOf);
   const op = (a: Var | { value: ArrayImpl }) => (a instanceof Var ? slotOf(a) : a.value);
-  const steps = jaxpr.eqns.map((e) => ({ kind: "host" as const, eqn: e, inputs: e.inputs.map(op), outputs: e.outVars.map(slotOf), reason: why }));
-  return { ...p, steps, numSlots: slots.size, inSlots, outs: jaxpr.outvars.map(op), notes: [`${why}; running equation by equation`] };
+  const steps = jaxpr.eqns.map((e) => ({
+    kind: "host" as const,
+    eqn: e,
+    inputs: e.inputs.map(op),
+    outputs: e.outVars.map(slotOf),
+    reason: why,
+  }));
+  return {
+    ...p,
+    steps,
+    numSlots: slots.size,
+    inSlots,
+    outs: jaxpr.outvars.map(op),
+    notes: [`${why}; running equation by equation`],
+  };
 }

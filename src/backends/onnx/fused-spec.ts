@@ -2,9 +2,33 @@
 
 /** Operations of a fused program: float32 lanes, except comparisons and logic which yield/take lane masks. */
 export type FusedOp =
-  | "neg" | "abs" | "sqrt" | "rsqrt" | "floor" | "ceil" | "sign" | "exp" | "log" | "tanh" | "logistic"
-  | "add" | "sub" | "mul" | "div" | "max" | "min"
-  | "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "and" | "or" | "not" | "select";
+  | "neg"
+  | "abs"
+  | "sqrt"
+  | "rsqrt"
+  | "floor"
+  | "ceil"
+  | "sign"
+  | "exp"
+  | "log"
+  | "tanh"
+  | "logistic"
+  | "add"
+  | "sub"
+  | "mul"
+  | "div"
+  | "max"
+  | "min"
+  | "eq"
+  | "ne"
+  | "lt"
+  | "le"
+  | "gt"
+  | "ge"
+  | "and"
+  | "or"
+  | "not"
+  | "select";
 
 /** A value of a fused program; `args` index earlier values. */
 export type FusedValue =

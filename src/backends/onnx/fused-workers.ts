@@ -24,9 +24,17 @@ export const fusedThreadOptions = {
 };
 
 // control words (Int32Array over a SharedArrayBuffer), shared with fused-worker.ts
-const CALL = 0, STATE = 4, COUNT = 36, BASE = 68, READY = 100, NAP = 108, CTRL_WORDS = 116;
+const CALL = 0,
+  STATE = 4,
+  COUNT = 36,
+  BASE = 68,
+  READY = 100,
+  NAP = 108,
+  CTRL_WORDS = 116;
 // slot states: EMPTY -> POSTED (filled here) -> TAKEN (by its helper) -> DONE -> EMPTY (drained here)
-const EMPTY = 0, POSTED = 1, DONE = 3;
+const EMPTY = 0,
+  POSTED = 1,
+  DONE = 3;
 
 let workers: Worker[] | null = null;
 let retired = false;
@@ -36,7 +44,9 @@ function helperThreads(): Worker[] {
     for (let w = 0; w < fusedThreadOptions.helpers; w++) {
       try {
         const wk = new Worker(new URL("./fused-worker.js", import.meta.url));
-        wk.on("error", () => { retired = true; });
+        wk.on("error", () => {
+          retired = true;
+        });
         wk.unref();
         workers.push(wk);
       } catch {
@@ -49,7 +59,9 @@ function helperThreads(): Worker[] {
 }
 
 let nextId = 1;
-const dropped = new FinalizationRegistry<number>((id) => { for (const w of workers ?? []) w.postMessage({ type: "drop", id }); });
+const dropped = new FinalizationRegistry<number>((id) => {
+  for (const w of workers ?? []) w.postMessage({ type: "drop", id });
+});
 
 /** A fused kernel that spreads large calls over helper threads. */
 export class ParallelKernel {
@@ -61,22 +73,36 @@ export class ParallelKernel {
   /** Calls spread over helper threads so far, and chunks helpers evaluated (tests). */
   readonly stats = { parallelCalls: 0, helperChunks: 0 };
   /** `kernel`: this thread's kernel over private memory (copies to it are faster than to shared memory). */
-  private constructor(readonly kernel: WasmKernel, private readonly spec: FusedSpec, private readonly helpers: number) {
+  private constructor(
+    readonly kernel: WasmKernel,
+    private readonly spec: FusedSpec,
+    private readonly helpers: number,
+  ) {
     this.ctrl = new Int32Array(new SharedArrayBuffer(CTRL_WORDS * 4));
   }
 
   /** null where WebAssembly SIMD is unavailable. */
   static create(spec: FusedSpec): ParallelKernel | null {
     const kernel = WasmKernel.create(spec);
-    return kernel ? new ParallelKernel(kernel, spec, retired || typeof SharedArrayBuffer !== "function" ? 0 : fusedThreadOptions.helpers) : null;
+    return kernel
+      ? new ParallelKernel(
+          kernel,
+          spec,
+          retired || typeof SharedArrayBuffer !== "function" ? 0 : fusedThreadOptions.helpers,
+        )
+      : null;
   }
 
   /** As WasmKernel.run (outputs may alias inputs), spread over helper threads when the call is large. */
   run(ins: readonly Float32Array[], scalars: readonly number[], outs: readonly Float32Array[], n: number): void {
     const ready = this.readyHelpers(n);
     const h = this.shared;
-    if (ready.length === 0 || !h) { this.kernel.run(ins, scalars, outs, n); return; }
-    const own = this.kernel, ctrl = this.ctrl;
+    if (ready.length === 0 || !h) {
+      this.kernel.run(ins, scalars, outs, n);
+      return;
+    }
+    const own = this.kernel,
+      ctrl = this.ctrl;
     own.setScalars(scalars);
     h.setScalars(scalars);
     this.stats.parallelCalls++;
@@ -87,7 +113,8 @@ export class ParallelKernel {
     const slots: number[] = [];
     for (const w of ready) for (let q = 0; q < SLOTS; q++) slots.push(SLOTS * w + q);
     const chunks = Math.ceil(n / KERNEL_CHUNK);
-    const chunkOf = new Array<number>(SLOTS * this.helpers).fill(-1), sizeOf = new Array<number>(SLOTS * this.helpers).fill(0);
+    const chunkOf = new Array<number>(SLOTS * this.helpers).fill(-1),
+      sizeOf = new Array<number>(SLOTS * this.helpers).fill(0);
     let next = 0;
     const post = (s: number): void => {
       const c = next++;
@@ -99,7 +126,10 @@ export class ParallelKernel {
       Atomics.store(ctrl, STATE + s, POSTED);
       // a helper that went to sleep waiting for work
       const nap = NAP + Math.floor(s / SLOTS);
-      if (Atomics.load(ctrl, nap) === 1) { Atomics.store(ctrl, nap, 0); Atomics.notify(ctrl, nap); }
+      if (Atomics.load(ctrl, nap) === 1) {
+        Atomics.store(ctrl, nap, 0);
+        Atomics.notify(ctrl, nap);
+      }
     };
     /** Evaluates slot s here (a chunk no helper took, or one a stuck helper holds: its inputs are intact). */
     const evalHere = (s: number): void => {
@@ -124,7 +154,11 @@ export class ParallelKernel {
         if (next < chunks) {
           // serve the helpers first; evaluate a chunk here only while every helper slot is occupied
           let full = true;
-          for (const s of slots) if (chunkOf[s] < 0) { full = false; break; }
+          for (const s of slots)
+            if (chunkOf[s] < 0) {
+              full = false;
+              break;
+            }
           if (!full) continue;
           const c = next++;
           const m = own.fill(0, ins, c, n);
@@ -149,7 +183,10 @@ export class ParallelKernel {
       }
     } finally {
       Atomics.store(ctrl, CALL, 0);
-      for (const w of ready) { Atomics.store(ctrl, NAP + w, 0); Atomics.notify(ctrl, NAP + w); }
+      for (const w of ready) {
+        Atomics.store(ctrl, NAP + w, 0);
+        Atomics.notify(ctrl, NAP + w);
+      }
     }
   }
 
@@ -161,11 +198,24 @@ export class ParallelKernel {
       this.shared = WasmKernel.create(this.spec, SLOTS * this.helpers, true);
       if (!this.shared) return [];
       const c = this.shared.compiled;
-      ws.forEach((w, i) => w.postMessage({ type: "kernel", id: this.id, module: c.module, memory: c.memory, ctrl: this.ctrl.buffer, slot0: SLOTS * i, slots: SLOTS, helper: i, readyIndex: READY + i }));
+      ws.forEach((w, i) =>
+        w.postMessage({
+          type: "kernel",
+          id: this.id,
+          module: c.module,
+          memory: c.memory,
+          ctrl: this.ctrl.buffer,
+          slot0: SLOTS * i,
+          slots: SLOTS,
+          helper: i,
+          readyIndex: READY + i,
+        }),
+      );
       dropped.register(this, this.id);
     }
     const ready: number[] = [];
-    for (let w = 0; w < Math.min(ws.length, this.helpers); w++) if (Atomics.load(this.ctrl, READY + w) === 1) ready.push(w);
+    for (let w = 0; w < Math.min(ws.length, this.helpers); w++)
+      if (Atomics.load(this.ctrl, READY + w) === 1) ready.push(w);
     return ready;
   }
 }

@@ -18,11 +18,14 @@ export function fusedFor(jaxpr: Jaxpr): Fused | null {
   const spec = fuseElementwise(jaxpr);
   if (!spec) return null;
   try {
-    const kernel = (onnxBackendOptions.nativeFused ? NativeFusedKernel.create(spec) : null) ?? ParallelKernel.create(spec);
+    const kernel =
+      (onnxBackendOptions.nativeFused ? NativeFusedKernel.create(spec) : null) ?? ParallelKernel.create(spec);
     return kernel ? { spec, kernel } : null;
   } catch (e) {
     if (onnxBackendOptions.strict) throw e;
-    warnOnce(`fused elementwise kernel: creating it failed (${(e as Error).message}); the program runs through ONNX Runtime instead`);
+    warnOnce(
+      `fused elementwise kernel: creating it failed (${(e as Error).message}); the program runs through ONNX Runtime instead`,
+    );
     return null;
   }
 }

@@ -35,8 +35,19 @@ export type DType =
   | "float64";
 
 export const DTYPES: readonly DType[] = [
-  "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32",
-  "int64", "uint64", "float16", "bfloat16", "float32", "float64",
+  "bool",
+  "int8",
+  "uint8",
+  "int16",
+  "uint16",
+  "int32",
+  "uint32",
+  "int64",
+  "uint64",
+  "float16",
+  "bfloat16",
+  "float32",
+  "float64",
 ];
 
 /** jaxts dtype -> ONNX TensorProto.DataType. */
@@ -67,14 +78,34 @@ export function dtypeFromOnnx(code: number): DType {
 
 /** onnxruntime JS tensor type strings that jaxts uses (ORT-JS has no bfloat16 tensor type). */
 export type OrtTensorType =
-  | "bool" | "int8" | "uint8" | "int16" | "uint16" | "int32" | "uint32"
-  | "int64" | "uint64" | "float16" | "float32" | "float64";
+  | "bool"
+  | "int8"
+  | "uint8"
+  | "int16"
+  | "uint16"
+  | "int32"
+  | "uint32"
+  | "int64"
+  | "uint64"
+  | "float16"
+  | "float32"
+  | "float64";
 
 /** jaxts dtype -> ORT-JS tensor type; bfloat16 -> null (no ORT-JS representation; see ort-runtime). */
 export const ORT_TYPE: Readonly<Record<DType, OrtTensorType | null>> = {
-  bool: "bool", int8: "int8", uint8: "uint8", int16: "int16", uint16: "uint16",
-  int32: "int32", uint32: "uint32", int64: "int64", uint64: "uint64",
-  float16: "float16", bfloat16: null, float32: "float32", float64: "float64",
+  bool: "bool",
+  int8: "int8",
+  uint8: "uint8",
+  int16: "int16",
+  uint16: "uint16",
+  int32: "int32",
+  uint32: "uint32",
+  int64: "int64",
+  uint64: "uint64",
+  float16: "float16",
+  bfloat16: null,
+  float32: "float32",
+  float64: "float64",
 };
 
 /** ORT-JS tensor type string -> jaxts dtype. */
@@ -103,9 +134,19 @@ export type HostArray = HostArrayMap[DType];
 
 type HostArrayCtor = { new (n: number): HostArray; readonly BYTES_PER_ELEMENT: number };
 const HOST_CTOR: Readonly<Record<DType, HostArrayCtor>> = {
-  bool: Uint8Array, int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array,
-  int32: Int32Array, uint32: Uint32Array, int64: BigInt64Array, uint64: BigUint64Array,
-  float16: Uint16Array, bfloat16: Uint16Array, float32: Float32Array, float64: Float64Array,
+  bool: Uint8Array,
+  int8: Int8Array,
+  uint8: Uint8Array,
+  int16: Int16Array,
+  uint16: Uint16Array,
+  int32: Int32Array,
+  uint32: Uint32Array,
+  int64: BigInt64Array,
+  uint64: BigUint64Array,
+  float16: Uint16Array,
+  bfloat16: Uint16Array,
+  float32: Float32Array,
+  float64: Float64Array,
 };
 
 /** Bytes per element of a dtype. */
@@ -183,8 +224,22 @@ export type AttrValue =
 
 /** ONNX attribute names whose type is FLOAT in every standard op that has them. */
 export const FLOAT_ATTRS: ReadonlySet<string> = new Set([
-  "alpha", "beta", "gamma", "epsilon", "bias", "lambd", "momentum", "spatial_scale",
-  "extrapolation_value", "cubic_coeff_a", "value_float", "mean", "scale", "high", "low", "seed",
+  "alpha",
+  "beta",
+  "gamma",
+  "epsilon",
+  "bias",
+  "lambd",
+  "momentum",
+  "spatial_scale",
+  "extrapolation_value",
+  "cubic_coeff_a",
+  "value_float",
+  "mean",
+  "scale",
+  "high",
+  "low",
+  "seed",
 ]);
 /** ONNX attribute names whose type is FLOATS. */
 export const FLOATS_ATTRS: ReadonlySet<string> = new Set(["value_floats", "scales", "coefficients"]);
@@ -211,7 +266,8 @@ function normalizeAttr(name: string, v: AttrValue): TaggedAttr {
   if (typeof v === "boolean") return { kind: "int", value: v ? 1 : 0 };
   if (typeof v === "number") {
     if (FLOAT_ATTRS.has(name)) return { kind: "float", value: v };
-    if (!Number.isInteger(v)) throw new Error(`graph-builder: attribute '${name}' = ${v} is not an integer; use attr.float()`);
+    if (!Number.isInteger(v))
+      throw new Error(`graph-builder: attribute '${name}' = ${v} is not an integer; use attr.float()`);
     return { kind: "int", value: v };
   }
   if (typeof v === "string") return { kind: "string", value: v };
@@ -219,7 +275,8 @@ function normalizeAttr(name: string, v: AttrValue): TaggedAttr {
     if (v.length > 0 && typeof v[0] === "string") return { kind: "strings", value: v as readonly string[] };
     if (FLOATS_ATTRS.has(name)) return { kind: "floats", value: v as readonly number[] };
     for (const x of v as readonly number[])
-      if (!Number.isInteger(x)) throw new Error(`graph-builder: attribute '${name}' has non-integer ${x}; use attr.floats()`);
+      if (!Number.isInteger(x))
+        throw new Error(`graph-builder: attribute '${name}' has non-integer ${x}; use attr.floats()`);
     return { kind: "ints", value: v as readonly number[] };
   }
   if ("tensor" in v) return { kind: "tensor", value: v.tensor };
@@ -229,23 +286,38 @@ function normalizeAttr(name: string, v: AttrValue): TaggedAttr {
 
 function attrProto(name: string, a: TaggedAttr): AttributeProto {
   switch (a.kind) {
-    case "int": return { name, type: AttributeType.INT, i: a.value };
-    case "float": return { name, type: AttributeType.FLOAT, f: a.value };
-    case "string": return { name, type: AttributeType.STRING, s: utf8.encode(a.value) };
-    case "ints": return { name, type: AttributeType.INTS, ints: [...a.value] };
-    case "floats": return { name, type: AttributeType.FLOATS, floats: [...a.value] };
-    case "strings": return { name, type: AttributeType.STRINGS, strings: a.value.map((s) => utf8.encode(s)) };
-    case "tensor": return { name, type: AttributeType.TENSOR, t: tensorProto("", a.value.dtype, a.value.shape, a.value.data) };
-    case "graph": return { name, type: AttributeType.GRAPH, g: a.value.toGraphProto() };
-    case "graphs": return { name, type: AttributeType.GRAPHS, graphs: a.value.map((g) => g.toGraphProto()) };
+    case "int":
+      return { name, type: AttributeType.INT, i: a.value };
+    case "float":
+      return { name, type: AttributeType.FLOAT, f: a.value };
+    case "string":
+      return { name, type: AttributeType.STRING, s: utf8.encode(a.value) };
+    case "ints":
+      return { name, type: AttributeType.INTS, ints: [...a.value] };
+    case "floats":
+      return { name, type: AttributeType.FLOATS, floats: [...a.value] };
+    case "strings":
+      return { name, type: AttributeType.STRINGS, strings: a.value.map((s) => utf8.encode(s)) };
+    case "tensor":
+      return { name, type: AttributeType.TENSOR, t: tensorProto("", a.value.dtype, a.value.shape, a.value.data) };
+    case "graph":
+      return { name, type: AttributeType.GRAPH, g: a.value.toGraphProto() };
+    case "graphs":
+      return { name, type: AttributeType.GRAPHS, graphs: a.value.map((g) => g.toGraphProto()) };
   }
 }
 
 /** Build a TensorProto (data stored little-endian in raw_data). */
-export function tensorProto(name: string, dtype: DType, shape: readonly number[], data: TensorLiteral["data"]): TensorProto {
+export function tensorProto(
+  name: string,
+  dtype: DType,
+  shape: readonly number[],
+  data: TensorLiteral["data"],
+): TensorProto {
   const host = toHostArray(dtype, data);
   const n = shapeSize(shape);
-  if (host.length !== n) throw new Error(`graph-builder: tensor '${name}' has ${host.length} elements, shape [${shape}] needs ${n}`);
+  if (host.length !== n)
+    throw new Error(`graph-builder: tensor '${name}' has ${host.length} elements, shape [${shape}] needs ${n}`);
   const raw = new Uint8Array(host.byteLength);
   raw.set(new Uint8Array(host.buffer, host.byteOffset, host.byteLength));
   const t: TensorProto = { dims: [...shape], dataType: ONNX_DTYPE[dtype], rawData: raw };
@@ -262,7 +334,10 @@ export type Dim = number | string | null;
 
 function valueInfo(name: string, dtype: DType, shape: readonly Dim[] | null | undefined): ValueInfoProto {
   const tensorType: NonNullable<TypeProto["tensorType"]> = { elemType: ONNX_DTYPE[dtype] };
-  if (shape) tensorType.shape = { dim: shape.map((d) => (d === null ? {} : typeof d === "number" ? { dimValue: d } : { dimParam: d })) };
+  if (shape)
+    tensorType.shape = {
+      dim: shape.map((d) => (d === null ? {} : typeof d === "number" ? { dimValue: d } : { dimParam: d })),
+    };
   return { name, type: { tensorType } };
 }
 
@@ -387,7 +462,14 @@ export class GraphBuilder {
         ? Array.from({ length: outputs }, () => this.fresh(opType.toLowerCase()))
         : outputs.map((o) => (o === "" ? o : this.scope.claim(o)));
     if (domain !== "" && !this.scope.domains.has(domain)) this.scope.domains.set(domain, 1);
-    this.nodes.push({ opType, inputs: [...inputs], outputs: outs, attrs: tagged, domain, name: this.scope.fresh(`n_${opType}`) });
+    this.nodes.push({
+      opType,
+      inputs: [...inputs],
+      outputs: outs,
+      attrs: tagged,
+      domain,
+      name: this.scope.fresh(`n_${opType}`),
+    });
     return outs;
   }
 
@@ -433,7 +515,10 @@ export class GraphBuilder {
   pruneInitializers(used: ReadonlySet<string>): void {
     for (let i = this.initializers.length - 1; i >= 0; i--) {
       const n = this.initializers[i]!.name!;
-      if (!used.has(n)) { this.initializers.splice(i, 1); this.smallConstants.delete(n); }
+      if (!used.has(n)) {
+        this.initializers.splice(i, 1);
+        this.smallConstants.delete(n);
+      }
     }
   }
 

@@ -64,8 +64,11 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   const reused = c !== undefined;
   if (config.logCompiles) {
     const ins = jaxpr.invars.map((v) => v.aval.str()).join(", ");
-    logCompile(c ? `jit(${name}): compiled (${ins}); an identical program is loaded, reusing its sessions`
-      : `jit(${name}): compiling (${ins}) to ${program.steps.length} step(s) from ${jaxpr.eqns.length} equation(s)`);
+    logCompile(
+      c
+        ? `jit(${name}): compiled (${ins}); an identical program is loaded, reusing its sessions`
+        : `jit(${name}): compiling (${ins}) to ${program.steps.length} step(s) from ${jaxpr.eqns.length} equation(s)`,
+    );
   }
   if (!c) {
     const { constvars, invars, outvars, eqns } = jaxpr;
@@ -81,8 +84,18 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
     if (key) byContent.set(key, c);
   }
   if (t0) {
-    reportSpan({ name: `compile jit(${name})`, cat: "compile", start: t0, end: monotonicUs(), track: "host",
-      args: { cache: reused ? "identical program loaded" : "miss", steps: program.steps.length, equations: jaxpr.eqns.length } });
+    reportSpan({
+      name: `compile jit(${name})`,
+      cat: "compile",
+      start: t0,
+      end: monotonicUs(),
+      track: "host",
+      args: {
+        cache: reused ? "identical program loaded" : "miss",
+        steps: program.steps.length,
+        equations: jaxpr.eqns.length,
+      },
+    });
   }
   c.refs++;
   jitCache.set(jaxpr, c);
@@ -103,19 +116,25 @@ export function releaseJaxpr(jaxpr: Jaxpr): void {
  * Runs a jitted program. Donated inputs (JAX's donate_argnums) are invalid afterwards: each one that is not
  * itself an output is disposed, which hands its storage to the buffer pool for later outputs.
  */
-export function runJitted(jaxpr: Jaxpr, args: ArrayImpl[], name: string | undefined, donate: readonly boolean[] | undefined): ArrayImpl[] {
+export function runJitted(
+  jaxpr: Jaxpr,
+  args: ArrayImpl[],
+  name: string | undefined,
+  donate: readonly boolean[] | undefined,
+): ArrayImpl[] {
   const outs = compiledFor(jaxpr, name).run(args, donate);
   disposeDonated(args, outs, donate);
   return outs;
 }
-
 
 /** The ONNX program a jaxpr compiles to, as text (for `jit(f).lower(...).asText()`); compiles without creating sessions. */
 export function loweringSummary(jaxpr: Jaxpr, name = "jit"): string {
   const exe = jitCache.get(jaxpr)?.exe;
   const program = exe ? exe.program : compileJaxpr(jaxpr, { name: sanitize(name) });
   const fused = exe ? exe.isFused : onnxBackendOptions.fuseElementwise && fuseElementwise(jaxpr) !== null;
-  const head = fused ? "// runs as one fused elementwise kernel (native vectors or WebAssembly SIMD, single pass); the ONNX model below is its fallback\n" : "";
+  const head = fused
+    ? "// runs as one fused elementwise kernel (native vectors or WebAssembly SIMD, single pass); the ONNX model below is its fallback\n"
+    : "";
   return head + summarizeOnnx(program);
 }
 

@@ -27,26 +27,61 @@ export { clearOnnxCaches } from "./eager-cache.js";
 /** Runs one primitive on concrete arrays: a call primitive's impl, a jit call's compiled program, or the eager path. */
 function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
   // call primitives (custom_jvp_call, checkpoint...) run their jaxpr; their impls come back here or to executeJaxpr
-  if (!prim.rules.lower && prim.opts.callJaxprParam !== undefined && prim.rules.impl) return prim.rules.impl(args, params, []);
+  if (!prim.rules.lower && prim.opts.callJaxprParam !== undefined && prim.rules.impl)
+    return prim.rules.impl(args, params, []);
   // an effectful primitive without a lowering (a debug callback) runs its impl every time: no cache entry per closure,
   // and never the no-output shortcut
-  if (prim.opts.effectful === true && !prim.rules.lower && prim.rules.impl) return prim.rules.impl(args, params, abstractEval(prim, args.map((a) => a.aval), params));
+  if (prim.opts.effectful === true && !prim.rules.lower && prim.rules.impl)
+    return prim.rules.impl(
+      args,
+      params,
+      abstractEval(
+        prim,
+        args.map((a) => a.aval),
+        params,
+      ),
+    );
   // a jit call: its jaxpr is one compiled program (sessions sized for it), not an eager one-equation model
-  if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr) return runJitted(params.jaxpr, args, params.name as string | undefined, donationAtDispatch(params));
+  if (prim.name === "pjit" && params.jaxpr instanceof Jaxpr)
+    return runJitted(params.jaxpr, args, params.name as string | undefined, donationAtDispatch(params));
   return executeEager(prim, args, params);
 }
 
 /** Cache statistics: ORT sessions created so far and alive, cached eager entries, shape-polymorphic eager steps, loaded and shared jit programs. */
-export function onnxCacheStats(): { sessionsCreated: number; sessionsAlive: number; eagerEntries: number; polySessions: number; loadedPrograms: number; sharedPrograms: number } {
+export function onnxCacheStats(): {
+  sessionsCreated: number;
+  sessionsAlive: number;
+  eagerEntries: number;
+  polySessions: number;
+  loadedPrograms: number;
+  sharedPrograms: number;
+} {
   const { sessionsCreated, sessionsAlive } = sessionStats();
   const { eagerEntries, polySessions } = eagerStats();
-  return { sessionsCreated, sessionsAlive, eagerEntries, polySessions, loadedPrograms: loaded.size, sharedPrograms: jitStats().sharedPrograms };
+  return {
+    sessionsCreated,
+    sessionsAlive,
+    eagerEntries,
+    polySessions,
+    loadedPrograms: loaded.size,
+    sharedPrograms: jitStats().sharedPrograms,
+  };
 }
 
-export const onnxBackend: Backend & { compiledFor: typeof compiledFor; release(jaxpr: Jaxpr): void; clearCaches(): void; trimMemory(): void } = {
+export const onnxBackend: Backend & {
+  compiledFor: typeof compiledFor;
+  release(jaxpr: Jaxpr): void;
+  clearCaches(): void;
+  trimMemory(): void;
+} = {
   name: "onnx",
   execute,
-  executeJaxpr(jaxpr: Jaxpr, consts: ArrayImpl[], args: ArrayImpl[], opts: { donate?: boolean[]; name?: string }): ArrayImpl[] {
+  executeJaxpr(
+    jaxpr: Jaxpr,
+    consts: ArrayImpl[],
+    args: ArrayImpl[],
+    opts: { donate?: boolean[]; name?: string },
+  ): ArrayImpl[] {
     const donate = opts.donate && consts.length ? [...consts.map(() => false), ...opts.donate] : opts.donate;
     return runJitted(jaxpr, consts.length ? [...consts, ...args] : args, opts.name, donate);
   },
@@ -59,7 +94,9 @@ export const onnxBackend: Backend & { compiledFor: typeof compiledFor; release(j
     clearOnnxCaches();
     clearBufferPool();
   },
-  trimMemory(): void { trimNativeHeap(); },
+  trimMemory(): void {
+    trimNativeHeap();
+  },
 };
 
 // host steps of jit programs (equations left to the interpreter) run through this backend's dispatch

@@ -120,17 +120,42 @@ export function syncAvailable(): boolean {
 // onnxruntime-node's binding copies every output into a fresh ArrayBuffer instead (see notes/onnx-runtime.md).
 // ---------------------------------------------------------------------------
 
-interface AddonValueInfo { name: string; type: number; shape: (number | string)[] }
-interface AddonSession { handle: object; inputs: AddonValueInfo[]; outputs: AddonValueInfo[] }
+interface AddonValueInfo {
+  name: string;
+  type: number;
+  shape: (number | string)[];
+}
+interface AddonSession {
+  handle: object;
+  inputs: AddonValueInfo[];
+  outputs: AddonValueInfo[];
+}
 interface AddonModule {
   init(libraryPath: string): string;
   createSession(model: Uint8Array, options: object): AddonSession;
   release(handle: object): void;
-  runner(handle: object, inputNames: string[], inputTypes: number[], outputNames: string[], outputTypes: number[]): object;
-  run(runner: object, inputs: readonly HostArray[], inputShapes: readonly (readonly number[])[],
-    outputs: readonly (HostArray | null)[], outputShapes: readonly (readonly number[] | null)[]): ([ArrayBuffer, number[]] | undefined)[] | undefined;
+  runner(
+    handle: object,
+    inputNames: string[],
+    inputTypes: number[],
+    outputNames: string[],
+    outputTypes: number[],
+  ): object;
+  run(
+    runner: object,
+    inputs: readonly HostArray[],
+    inputShapes: readonly (readonly number[])[],
+    outputs: readonly (HostArray | null)[],
+    outputShapes: readonly (readonly number[] | null)[],
+  ): ([ArrayBuffer, number[]] | undefined)[] | undefined;
   fusedCompile(code: Int32Array, numInputs: number, numScalars: number): object;
-  fusedRun(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
+  fusedRun(
+    handle: object,
+    ins: readonly Float32Array[],
+    scalars: Float32Array,
+    outs: readonly Float32Array[],
+    n: number,
+  ): void;
   fusedIsa(): string;
   gemmKernel(): string | null;
   trimMemory(): boolean;
@@ -165,7 +190,10 @@ function ortLibraryPath(req: NodeRequire): string | null {
 function addon(): AddonModule | null {
   if (addonModule !== undefined) return addonModule;
   addonModule = null;
-  if (process.env.JAXTS_NATIVE === "0") { addonError = "disabled by JAXTS_NATIVE=0"; return null; }
+  if (process.env.JAXTS_NATIVE === "0") {
+    addonError = "disabled by JAXTS_NATIVE=0";
+    return null;
+  }
   try {
     const req = createRequire(import.meta.url);
     const root = packageRoot();
@@ -177,7 +205,12 @@ function addon(): AddonModule | null {
       // a file that does not load here (another libc, another CPU architecture) gives way to the next one
       let m: AddonModule | null = null;
       for (const f of files) {
-        try { m = req(f) as AddonModule; break; } catch (e) { addonError = `${f}: ${(e as Error).message}`; }
+        try {
+          m = req(f) as AddonModule;
+          break;
+        } catch (e) {
+          addonError = `${f}: ${(e as Error).message}`;
+        }
       }
       if (m) {
         m.init(lib); // throws when ONNX Runtime is not the version the addon was written for
@@ -193,35 +226,76 @@ function addon(): AddonModule | null {
 
 /** The device runtime's part of the native addon (native/devices.cc): executors, device programs, launches. */
 export interface DeviceAddon {
-  devCreateProgram(model: Uint8Array, inNames: readonly string[], inTypes: readonly number[], outNames: readonly string[], outTypes: readonly number[],
-    options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number }): object;
-  devLaunch(program: object, deviceIds: readonly number[], inputs: readonly (readonly HostArray[])[], inputShapes: readonly (readonly (readonly number[])[])[],
-    outputs: readonly (readonly HostArray[])[], outputShapes: readonly (readonly (readonly number[])[])[],
-    options: { timeoutMs: number; failRank?: number; recordCollectives?: number; callerRuns?: number; process?: ProcessLaunch }, callback?: (r: DeviceLaunchResult) => void): object;
+  devCreateProgram(
+    model: Uint8Array,
+    inNames: readonly string[],
+    inTypes: readonly number[],
+    outNames: readonly string[],
+    outTypes: readonly number[],
+    options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number },
+  ): object;
+  devLaunch(
+    program: object,
+    deviceIds: readonly number[],
+    inputs: readonly (readonly HostArray[])[],
+    inputShapes: readonly (readonly (readonly number[])[])[],
+    outputs: readonly (readonly HostArray[])[],
+    outputShapes: readonly (readonly (readonly number[])[])[],
+    options: {
+      timeoutMs: number;
+      failRank?: number;
+      recordCollectives?: number;
+      callerRuns?: number;
+      process?: ProcessLaunch;
+    },
+    callback?: (r: DeviceLaunchResult) => void,
+  ): object;
   devWait(launch: object): DeviceLaunchResult;
   devOpenRendezvous(): number;
 }
 /** A launch spanning processes: its number (equal on every process), this process, the global rank of each local device, the process of each global rank. */
-export interface ProcessLaunch { launch: number; self: number; ranks: readonly number[]; rankProcess: readonly number[] }
+export interface ProcessLaunch {
+  launch: number;
+  self: number;
+  ranks: readonly number[];
+  rankProcess: readonly number[];
+}
 /**
  * Per-rank outcome of a launch: error text or null, start/end (microseconds, steady clock), native thread id; and the
  * launch's own stamps (same clock): devLaunch entered, all ranks submitted, last rank done, devWait returned (0 with a
  * callback), and the rank the calling thread ran itself (-1: none). Older addons omit the stamps.
  */
 export interface DeviceLaunchResult {
-  errors: (string | null)[]; start: number[]; end: number[]; threads: number[];
-  enter?: number; submitted?: number; complete?: number; woke?: number; callerRank?: number;
+  errors: (string | null)[];
+  start: number[];
+  end: number[];
+  threads: number[];
+  enter?: number;
+  submitted?: number;
+  complete?: number;
+  woke?: number;
+  callerRank?: number;
   /** With options.recordCollectives: each rank's collectives in the order it ran them. */
   collectives?: CollectiveTiming[][];
 }
 /** One collective of one rank: kind (AllReduce...), the user's name (psum...), axes, payload bytes, and steady-clock times (us): entered, every peer arrived, returned. */
-export interface CollectiveTiming { kind: string; name: string; axes: string; groupSize: number; bytes: number; start: number; ready: number; end: number }
+export interface CollectiveTiming {
+  kind: string;
+  name: string;
+  axes: string;
+  groupSize: number;
+  bytes: number;
+  start: number;
+  ready: number;
+  end: number;
+}
 
 /** The device runtime of jaxts's native addon, or null (with the reason) when the addon is unavailable. */
 export function deviceAddon(): { api: DeviceAddon | null; why: string } {
   const a = addon() as (AddonModule & Partial<DeviceAddon>) | null;
   if (!a) return { api: null, why: addonError };
-  if (typeof a.devLaunch !== "function") return { api: null, why: "the native addon was built without the device runtime (rebuild it)" };
+  if (typeof a.devLaunch !== "function")
+    return { api: null, why: "the native addon was built without the device runtime (rebuild it)" };
   return { api: a as unknown as DeviceAddon, why: "" };
 }
 
@@ -233,12 +307,22 @@ export function runnerKind(): { kind: "native" | "onnxruntime-node"; why?: strin
 /** The native addon's fused elementwise kernels (native/fused.cc), or null without the addon. */
 export function nativeFusedApi(): {
   compile(code: Int32Array, numInputs: number, numScalars: number): object;
-  run(handle: object, ins: readonly Float32Array[], scalars: Float32Array, outs: readonly Float32Array[], n: number): void;
+  run(
+    handle: object,
+    ins: readonly Float32Array[],
+    scalars: Float32Array,
+    outs: readonly Float32Array[],
+    n: number,
+  ): void;
   isa(): string;
 } | null {
   const a = addon();
   if (!a || typeof a.fusedCompile !== "function") return null;
-  return { compile: (c, i, s) => a.fusedCompile(c, i, s), run: (h, i, s, o, n) => a.fusedRun(h, i, s, o, n), isa: () => a.fusedIsa() };
+  return {
+    compile: (c, i, s) => a.fusedCompile(c, i, s),
+    run: (h, i, s, o, n) => a.fusedRun(h, i, s, o, n),
+    isa: () => a.fusedIsa(),
+  };
 }
 
 /**
@@ -303,7 +387,11 @@ function toAddonOptions(given: SessionOptions): object {
 function metaFromAddon(m: AddonValueInfo): ValueMeta {
   let dtype: DType | null = null;
   if (m.type !== 0) {
-    try { dtype = dtypeFromOnnx(m.type); } catch { dtype = null; }
+    try {
+      dtype = dtypeFromOnnx(m.type);
+    } catch {
+      dtype = null;
+    }
   }
   return { name: m.name, dtype, shape: m.shape.map((d) => (typeof d === "string" || d >= 0 ? d : null)) };
 }
@@ -344,7 +432,10 @@ function toOrtOptions(given: SessionOptions): ort.InferenceSession.SessionOption
   if (o.enableCpuMemArena !== undefined) out.enableCpuMemArena = o.enableCpuMemArena;
   if (o.enableMemPattern !== undefined) out.enableMemPattern = o.enableMemPattern;
   if (o.logSeverityLevel !== undefined) out.logSeverityLevel = o.logSeverityLevel;
-  if (o.profileFilePrefix !== undefined) { out.enableProfiling = true; out.profileFilePrefix = o.profileFilePrefix; }
+  if (o.profileFilePrefix !== undefined) {
+    out.enableProfiling = true;
+    out.profileFilePrefix = o.profileFilePrefix;
+  }
   if (o.configEntries) {
     // The node binding flattens nested objects into dotted keys.
     type Nested = { [k: string]: string | Nested };
@@ -384,7 +475,11 @@ function metaFromPublic(m: ort.InferenceSession.ValueMetadata): ValueMeta {
   } catch {
     dtype = null;
   }
-  return { name: m.name, dtype, shape: m.shape.map((d) => (typeof d === "number" && d >= 0 ? d : d === "" ? null : d)) };
+  return {
+    name: m.name,
+    dtype,
+    shape: m.shape.map((d) => (typeof d === "number" && d >= 0 ? d : d === "" ? null : d)),
+  };
 }
 
 interface Handles {
@@ -460,7 +555,8 @@ export class OrtSession {
 /** Load a model synchronously (blocks for the duration of ORT's graph optimization). */
 export function createSessionSync(modelBytes: Uint8Array, options: SessionOptions = {}): OrtSession {
   const a = addon();
-  if (a) return OrtSession.wrap({ addon: a.createSession(modelBytes, toAddonOptions(options)), native: null, pub: null });
+  if (a)
+    return OrtSession.wrap({ addon: a.createSession(modelBytes, toAddonOptions(options)), native: null, pub: null });
   const m = native();
   if (!m) throw new Error("ort-runtime: synchronous ORT binding unavailable; use createSession()");
   m.initOrt();
@@ -512,7 +608,8 @@ export function f32ToBf16Bits(x: Float32Array): Uint16Array {
 
 function toOrtTensor(name: string, t: HostTensor): ort.Tensor {
   const n = shapeSize(t.shape);
-  if (t.data.length !== n) throw new Error(`ort-runtime: '${name}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
+  if (t.data.length !== n)
+    throw new Error(`ort-runtime: '${name}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
   if (t.dtype === "bfloat16") return new ort.Tensor("float32", bf16BitsToF32(t.data as Uint16Array), [...t.shape]);
   const type = ORT_TYPE[t.dtype]!;
   return new ort.Tensor(type, t.data as ort.Tensor.DataTypeMap[typeof type], [...t.shape]);
@@ -540,20 +637,37 @@ function fromOrtTensor(t: ort.Tensor, copy: boolean, want?: DType): HostTensor {
   return { dtype, shape, data };
 }
 
-type StorageCtor = { new (buf: ArrayBufferLike, byteOffset?: number, length?: number): HostArray; new (n: number): HostArray; readonly name: string };
+type StorageCtor = {
+  new (buf: ArrayBufferLike, byteOffset?: number, length?: number): HostArray;
+  new (n: number): HostArray;
+  readonly name: string;
+};
 /** The typed-array class that holds a dtype's host data (see HostArrayMap). */
 export function storageCtor(dtype: DType): StorageCtor {
   switch (dtype) {
-    case "bool": case "uint8": return Uint8Array;
-    case "int8": return Int8Array;
-    case "int16": return Int16Array;
-    case "uint16": case "float16": case "bfloat16": return Uint16Array;
-    case "int32": return Int32Array;
-    case "uint32": return Uint32Array;
-    case "int64": return BigInt64Array;
-    case "uint64": return BigUint64Array;
-    case "float32": return Float32Array;
-    case "float64": return Float64Array;
+    case "bool":
+    case "uint8":
+      return Uint8Array;
+    case "int8":
+      return Int8Array;
+    case "int16":
+      return Int16Array;
+    case "uint16":
+    case "float16":
+    case "bfloat16":
+      return Uint16Array;
+    case "int32":
+      return Int32Array;
+    case "uint32":
+      return Uint32Array;
+    case "int64":
+      return BigInt64Array;
+    case "uint64":
+      return BigUint64Array;
+    case "float32":
+      return Float32Array;
+    case "float64":
+      return Float64Array;
   }
 }
 
@@ -592,11 +706,14 @@ function runAddon(
   opts: RunOptions,
 ): HostTensor[] {
   const names = Object.keys(feeds);
-  const data: HostArray[] = [], shapes: (readonly number[])[] = [], types: number[] = [];
+  const data: HostArray[] = [],
+    shapes: (readonly number[])[] = [],
+    types: number[] = [];
   for (const k of names) {
     const t = feeds[k]!;
     const n = shapeSize(t.shape);
-    if (t.data.length !== n) throw new Error(`ort-runtime: '${k}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
+    if (t.data.length !== n)
+      throw new Error(`ort-runtime: '${k}' has ${t.data.length} elements, shape [${t.shape}] needs ${n}`);
     const bf = t.dtype === "bfloat16";
     data.push(bf ? bf16BitsToF32(t.data as Uint16Array) : t.data);
     shapes.push(t.shape);
@@ -607,14 +724,21 @@ function runAddon(
     if (!m || !m.dtype) throw new Error(`ort-runtime: the model has no tensor output '${name}'`);
     return m;
   });
-  const outs: (HostArray | null)[] = [], outShapes: (readonly number[] | null)[] = [];
+  const outs: (HostArray | null)[] = [],
+    outShapes: (readonly number[] | null)[] = [];
   for (const m of outMeta) {
     const pre = opts.preallocated?.[m.name];
     if (pre?.dtype === "bfloat16") throw new Error(`ort-runtime: cannot preallocate bfloat16 output '${m.name}'`);
     outs.push(pre ? pre.data : null);
     outShapes.push(pre ? pre.shape : null);
   }
-  const r = addon()!.runner(a.handle, names, types, [...outputNames], outMeta.map((m) => ONNX_DTYPE[m.dtype!]));
+  const r = addon()!.runner(
+    a.handle,
+    names,
+    types,
+    [...outputNames],
+    outMeta.map((m) => ONNX_DTYPE[m.dtype!]),
+  );
   const res = addon()!.run(r, data, shapes, outs, outShapes);
   return outMeta.map((m, i) => {
     const pre = opts.preallocated?.[m.name];
@@ -622,7 +746,8 @@ function runAddon(
     const pair = res?.[i];
     const host = fromAddonOutput(pair, m.dtype!, m.name);
     const shape = pair![1];
-    if (opts.outputDTypes?.[m.name] === "bfloat16" && m.dtype === "float32") return { dtype: "bfloat16", shape, data: f32ToBf16Bits(host as Float32Array) };
+    if (opts.outputDTypes?.[m.name] === "bfloat16" && m.dtype === "float32")
+      return { dtype: "bfloat16", shape, data: f32ToBf16Bits(host as Float32Array) };
     return { dtype: m.dtype!, shape, data: host } as HostTensor;
   });
 }
@@ -652,7 +777,12 @@ export interface FastRunner {
    * With `outputs` (native runner only: see `writesOutputs`), ORT writes output k into `outputs[k]` (shape
    * `outputShapes[k]`, exactly the output's shape) and that same array is returned; null entries are allocated.
    */
-  run(data: readonly HostArray[], shapes: readonly (readonly number[])[], outputs?: readonly (HostArray | null)[], outputShapes?: readonly (readonly number[] | null)[]): HostArray[];
+  run(
+    data: readonly HostArray[],
+    shapes: readonly (readonly number[])[],
+    outputs?: readonly (HostArray | null)[],
+    outputShapes?: readonly (readonly number[] | null)[],
+  ): HostArray[];
   /** True when `outputs` are written in place (jaxts's native runner); otherwise they are ignored. */
   readonly writesOutputs: boolean;
 }
@@ -676,7 +806,9 @@ export function fastRunner(
   type Feed = { type: string; data: HostArray | null; dims: readonly number[]; location: "cpu" };
   const feedObjs: Feed[] = inputs.map((i) => ({ type: ORT_TYPE[i.dtype]!, data: null, dims: [], location: "cpu" }));
   const feeds: Record<string, Feed> = {};
-  inputs.forEach((i, k) => { feeds[i.name] = feedObjs[k]!; });
+  inputs.forEach((i, k) => {
+    feeds[i.name] = feedObjs[k]!;
+  });
   const fetches: OrtFetches = {};
   for (const o of outputs) fetches[o.name] = null;
   const outNames = outputs.map((o) => o.name);
@@ -700,16 +832,29 @@ export function fastRunner(
         const t = res[outNames[k]!];
         if (!t) throw new Error(`ort-runtime: output '${outNames[k]}' missing from results`);
         const d = t.data as HostArray;
-        out[k] = d instanceof ctors[k]! && d.byteOffset === 0 && d.byteLength === d.buffer.byteLength ? d : fromOrtTensor(t, false).data;
+        out[k] =
+          d instanceof ctors[k]! && d.byteOffset === 0 && d.byteLength === d.buffer.byteLength
+            ? d
+            : fromOrtTensor(t, false).data;
       }
       return out;
     },
   };
 }
 
-function addonRunner(a: AddonSession, inputs: readonly { name: string; dtype: DType }[], outputs: readonly { name: string; dtype: DType }[]): FastRunner {
+function addonRunner(
+  a: AddonSession,
+  inputs: readonly { name: string; dtype: DType }[],
+  outputs: readonly { name: string; dtype: DType }[],
+): FastRunner {
   const m = addon()!;
-  const r = m.runner(a.handle, inputs.map((i) => i.name), inputs.map((i) => ONNX_DTYPE[i.dtype]), outputs.map((o) => o.name), outputs.map((o) => ONNX_DTYPE[o.dtype]));
+  const r = m.runner(
+    a.handle,
+    inputs.map((i) => i.name),
+    inputs.map((i) => ONNX_DTYPE[i.dtype]),
+    outputs.map((o) => o.name),
+    outputs.map((o) => ONNX_DTYPE[o.dtype]),
+  );
   const n = outputs.length;
   const none: null[] = new globalThis.Array(n).fill(null);
   return {

@@ -8,13 +8,19 @@ import type { storageCtor } from "./ort-runtime.js";
 
 /** An allocation for a program's value failed (reported as an OutOfMemoryError naming the program and its inputs). */
 export class AllocationFailure extends Error {
-  constructor(readonly bytes: number, readonly what: string, readonly original: unknown) {
+  constructor(
+    readonly bytes: number,
+    readonly what: string,
+    readonly original: unknown,
+  ) {
     super(`${what}: ${(original as Error)?.message ?? String(original)}`);
   }
 }
 /** ONNX Runtime failed while running a session. */
 export class RunFailure extends Error {
-  constructor(readonly original: Error) { super(original.message); }
+  constructor(readonly original: Error) {
+    super(original.message);
+  }
 }
 
 /** Storage for output `i` (aval `a`) from the buffer pool; a failed allocation becomes an AllocationFailure. */
@@ -22,7 +28,11 @@ export function acquireOutput(ctor: ReturnType<typeof storageCtor>, a: ShapedArr
   try {
     return acquire(ctor, a.size) as HostArray;
   } catch (e) {
-    throw new AllocationFailure(a.size * (ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT, `output ${i} (${a.str()})`, e);
+    throw new AllocationFailure(
+      a.size * (ctor as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT,
+      `output ${i} (${a.str()})`,
+      e,
+    );
   }
 }
 
@@ -42,5 +52,8 @@ export function runError(e: unknown, program: string, inputs: readonly ArrayImpl
     const m = /size\s*(\d+)/.exec(msg);
     return new OutOfMemoryError(program, shapes(), m ? Number(m[1]) : NaN, `ONNX Runtime: ${msg}`);
   }
-  return new Error(`${program}: ONNX Runtime failed running the compiled program on inputs ${shapes().join(", ") || "(none)"}: ${msg}`, { cause: e.original });
+  return new Error(
+    `${program}: ONNX Runtime failed running the compiled program on inputs ${shapes().join(", ") || "(none)"}: ${msg}`,
+    { cause: e.original },
+  );
 }

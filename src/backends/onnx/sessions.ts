@@ -8,11 +8,26 @@ import type { OnnxStep } from "../../compiler/compile.js";
 import { onnxBackendOptions } from "./backend-options.js";
 import { own, recycle } from "./buffer-pool.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
-import { type FastRunner, type HostTensor, type OrtSession, type RunOptions, type SessionOptions, createSessionSync, fastRunner, runSessionSync, storageCtor } from "./ort-runtime.js";
+import {
+  type FastRunner,
+  type HostTensor,
+  type OrtSession,
+  type RunOptions,
+  type SessionOptions,
+  createSessionSync,
+  fastRunner,
+  runSessionSync,
+  storageCtor,
+} from "./ort-runtime.js";
 import { RunFailure, acquireOutput } from "./run-errors.js";
 
 // small eager graphs gain nothing from ORT's graph optimizer, which triples session creation time
-const EAGER_SESSION: SessionOptions = { intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: "disabled", logSeverityLevel: 3 };
+const EAGER_SESSION: SessionOptions = {
+  intraOpNumThreads: 1,
+  interOpNumThreads: 1,
+  graphOptimizationLevel: "disabled",
+  logSeverityLevel: 3,
+};
 const EAGER_SESSION_OPT: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "basic" };
 // small jitted programs: constant folding only; big ones get ORT's fusions too
 const JIT_SESSION_SMALL: SessionOptions = { ...EAGER_SESSION, graphOptimizationLevel: "basic" };
@@ -26,7 +41,9 @@ export function sessionOptionsFor(step: Pick<OnnxStep, "work" | "nodeCount">, ji
     const base = step.nodeCount > 6 ? EAGER_SESSION_OPT : EAGER_SESSION;
     // a big eager op (a large matmul, a transcendental over millions of elements) gets every core; its workers
     // sleep between calls instead of spinning, since eager code runs other work (and other sessions) in between
-    return threads === 1 ? base : { ...base, intraOpNumThreads: threads, configEntries: { "session.intra_op.allow_spinning": "0" } };
+    return threads === 1
+      ? base
+      : { ...base, intraOpNumThreads: threads, configEntries: { "session.intra_op.allow_spinning": "0" } };
   }
   const base = big || step.work >= onnxBackendOptions.optimizeWork ? JIT_SESSION : JIT_SESSION_SMALL;
   if (threads === 1) return base;
@@ -73,27 +90,47 @@ export function prepareStep(step: OnnxStep, jit: boolean): ReadyStep {
   const shared = acquireSession(step.model, sessionOptionsFor(step, jit));
   const bf = step.outAvals.map((a, i) => [step.outputNames[i], a.dtype] as const).filter(([, d]) => d === "bfloat16");
   const runOpts: RunOptions = bf.length ? { outputDTypes: Object.fromEntries(bf) as Record<string, GDType> } : {};
-  const fast = fastRunner(shared.session, step.inputNames.map((name, i) => ({ name, dtype: step.inputDTypes[i] as GDType })),
-    step.outputNames.map((name, i) => ({ name, dtype: step.outAvals[i].dtype as GDType })));
+  const fast = fastRunner(
+    shared.session,
+    step.inputNames.map((name, i) => ({ name, dtype: step.inputDTypes[i] as GDType })),
+    step.outputNames.map((name, i) => ({ name, dtype: step.outAvals[i].dtype as GDType })),
+  );
   return { step, shared, runOpts, fast };
 }
 
-export function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: readonly ShapedArray[] = r.step.outAvals): ArrayImpl[] {
+export function runStep(
+  r: ReadyStep,
+  args: readonly ArrayImpl[],
+  outAvals: readonly ShapedArray[] = r.step.outAvals,
+): ArrayImpl[] {
   const { step } = r;
   const n = args.length;
   let outs: HostArray[];
   if (r.fast) {
-    const data = new Array<HostArray>(n), shapes = new Array<readonly number[]>(n);
-    for (let i = 0; i < n; i++) { const a = args[i]; data[i] = a.buffer as HostArray; shapes[i] = a.shape; }
+    const data = new Array<HostArray>(n),
+      shapes = new Array<readonly number[]>(n);
+    for (let i = 0; i < n; i++) {
+      const a = args[i];
+      data[i] = a.buffer as HostArray;
+      shapes[i] = a.shape;
+    }
     if (r.fast.writesOutputs) return runIntoPool(r.fast, data, shapes, outAvals);
-    try { outs = r.fast.run(data, shapes); } catch (e) { throw new RunFailure(e as Error); }
+    try {
+      outs = r.fast.run(data, shapes);
+    } catch (e) {
+      throw new RunFailure(e as Error);
+    }
   } else {
     const feeds: Record<string, HostTensor> = {};
     for (let i = 0; i < n; i++) {
       const a = args[i];
       feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
     }
-    try { outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data); } catch (e) { throw new RunFailure(e as Error); }
+    try {
+      outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data);
+    } catch (e) {
+      throw new RunFailure(e as Error);
+    }
   }
   const res = new Array<ArrayImpl>(outs.length);
   for (let i = 0; i < outs.length; i++) res[i] = new ArrayImpl(outAvals[i], outs[i] as ArrayImpl["buffer"]);
@@ -104,9 +141,15 @@ export function runStep(r: ReadyStep, args: readonly ArrayImpl[], outAvals: read
  * A run whose outputs ORT writes straight into pooled buffers (jaxts's native runner): steady-state calls
  * allocate no fresh memory, whose first touch costs about as much as a 256x256 GEMM here.
  */
-function runIntoPool(fast: FastRunner, data: readonly HostArray[], shapes: readonly (readonly number[])[], outAvals: readonly ShapedArray[]): ArrayImpl[] {
+function runIntoPool(
+  fast: FastRunner,
+  data: readonly HostArray[],
+  shapes: readonly (readonly number[])[],
+  outAvals: readonly ShapedArray[],
+): ArrayImpl[] {
   const m = outAvals.length;
-  const bufs = new Array<HostArray | null>(m).fill(null), outShapes = new Array<readonly number[] | null>(m);
+  const bufs = new Array<HostArray | null>(m).fill(null),
+    outShapes = new Array<readonly number[] | null>(m);
   let outs: HostArray[];
   try {
     for (let i = 0; i < m; i++) {
@@ -115,7 +158,11 @@ function runIntoPool(fast: FastRunner, data: readonly HostArray[], shapes: reado
       bufs[i] = a.size > 0 ? acquireOutput(storageCtor(a.dtype as GDType), a, i) : null;
       outShapes[i] = a.shape;
     }
-    try { outs = fast.run(data, shapes, bufs, outShapes); } catch (e) { throw new RunFailure(e as Error); }
+    try {
+      outs = fast.run(data, shapes, bufs, outShapes);
+    } catch (e) {
+      throw new RunFailure(e as Error);
+    }
   } catch (e) {
     for (const b of bufs) if (b) recycle(b as ArrayImpl["buffer"]);
     throw e;

@@ -80,7 +80,13 @@ function maxAbs(x: ArrayLike<number>, start = 0, end = x.length): number {
  * Asserts |got - exp| <= tol * max|exp| elementwise, with the scale taken per block
  * of `block` elements (one matrix); non-finite expected values must match exactly.
  */
-function assertClose(got: ArrayLike<number>, exp: ArrayLike<number>, tol: number, msg: string, block = exp.length): void {
+function assertClose(
+  got: ArrayLike<number>,
+  exp: ArrayLike<number>,
+  tol: number,
+  msg: string,
+  block = exp.length,
+): void {
   assert.equal(got.length, exp.length, `${msg}: length`);
   for (let s = 0; s < exp.length; s += Math.max(block, 1)) {
     const end = Math.min(s + block, exp.length);
@@ -97,7 +103,14 @@ function assertClose(got: ArrayLike<number>, exp: ArrayLike<number>, tol: number
 }
 
 /** Batched row-major matmul [batch, m, k] @ [batch, k, n]. */
-function matmul(a: ArrayLike<number>, b: ArrayLike<number>, batch: number, m: number, k: number, n: number): Float64Array {
+function matmul(
+  a: ArrayLike<number>,
+  b: ArrayLike<number>,
+  batch: number,
+  m: number,
+  k: number,
+  n: number,
+): Float64Array {
   const c = new Float64Array(batch * m * n);
   for (let bi = 0; bi < batch; bi++)
     for (let i = 0; i < m; i++)
@@ -123,7 +136,14 @@ function eye(batch: number, n: number): Float64Array {
 }
 
 /** Asserts the columns of q: [batch, m, c] are orthonormal to within tol. */
-function assertOrthonormalColumns(q: Float64Array, batch: number, m: number, c: number, tol: number, msg: string): void {
+function assertOrthonormalColumns(
+  q: Float64Array,
+  batch: number,
+  m: number,
+  c: number,
+  tol: number,
+  msg: string,
+): void {
   assertClose(matmul(transpose(q, batch, m, c), q, batch, c, m, c), eye(batch, c), tol, `${msg}: Q^T Q = I`);
 }
 
@@ -165,7 +185,10 @@ test("cholesky matches numpy.linalg.cholesky", () => {
     const a = f64(c.a);
     const l = cholesky(a, c.batch, c.n);
     if (c.l === null) {
-      assert.ok(l.every((x) => Number.isNaN(x)), `${c.name}: expected all NaN`);
+      assert.ok(
+        l.every((x) => Number.isNaN(x)),
+        `${c.name}: expected all NaN`,
+      );
       continue;
     }
     assertClose(l, f64(c.l), c.tol, `${c.name}: L`, c.n * c.n);
@@ -391,7 +414,10 @@ test("inv and solve match numpy", () => {
     assertClose(x, f64(c.x), c.tol, `${c.name}: solve`, c.n * c.nrhs);
   }
   const singular = inv(Float64Array.of(1, 2, 2, 4), 1, 2);
-  assert.ok(singular.some((x) => !Number.isFinite(x)), "singular inverse is non-finite");
+  assert.ok(
+    singular.some((x) => !Number.isFinite(x)),
+    "singular inverse is non-finite",
+  );
 });
 
 test("non-finite input and empty shapes", () => {

@@ -12,7 +12,9 @@ function withAddonEnv<T>(value: string | undefined, f: () => T): T {
   const prev = process.env.JAXTS_NATIVE_ADDON;
   if (value === undefined) delete process.env.JAXTS_NATIVE_ADDON;
   else process.env.JAXTS_NATIVE_ADDON = value;
-  try { return f(); } finally {
+  try {
+    return f();
+  } finally {
     if (prev === undefined) delete process.env.JAXTS_NATIVE_ADDON;
     else process.env.JAXTS_NATIVE_ADDON = prev;
   }
@@ -21,11 +23,17 @@ function withAddonEnv<T>(value: string | undefined, f: () => T): T {
 test("the prebuild is tried first, the source build next; a source build newer than the prebuild goes first", () => {
   const root = mkdtempSync(join(tmpdir(), "jaxts-addon-"));
   try {
-    const pre = prebuildPath(root), src = join(root, "native", "build", "jaxts-ort.node");
+    const pre = prebuildPath(root),
+      src = join(root, "native", "build", "jaxts-ort.node");
     assert.equal(pre, join(root, "prebuilds", `${process.platform}-${process.arch}`, "jaxts-ort.node"));
     withAddonEnv(undefined, () => {
       assert.deepEqual(addonFiles(root), []);
-      assert.match(noAddonReason(root), new RegExp(`no prebuilt addon for ${process.platform}-${process.arch} and native/build/jaxts-ort.node is not built`));
+      assert.match(
+        noAddonReason(root),
+        new RegExp(
+          `no prebuilt addon for ${process.platform}-${process.arch} and native/build/jaxts-ort.node is not built`,
+        ),
+      );
       mkdirSync(join(root, "native", "build"), { recursive: true });
       writeFileSync(src, "");
       assert.deepEqual(addonFiles(root), [src]);
@@ -43,7 +51,9 @@ test("the prebuild is tried first, the source build next; a source build newer t
     const cwd = process.cwd();
     process.chdir(root);
     try {
-      withAddonEnv("native/build/jaxts-ort.node", () => assert.deepEqual(addonFiles(null), [src], "a relative path is the working directory's"));
+      withAddonEnv("native/build/jaxts-ort.node", () =>
+        assert.deepEqual(addonFiles(null), [src], "a relative path is the working directory's"),
+      );
     } finally {
       process.chdir(cwd);
     }
@@ -62,7 +72,9 @@ test("without the addon jaxts prints one line saying why and what it uses instea
   const loaded = runnerKind().kind === "native";
   const lines: string[] = [];
   const warn = console.warn;
-  console.warn = (...args: unknown[]) => { lines.push(args.join(" ")); };
+  console.warn = (...args: unknown[]) => {
+    lines.push(args.join(" "));
+  };
   try {
     warnNoNativeRunner("no prebuilt addon for linux-riscv64\nand no compiler");
     warnNoNativeRunner("another reason");
@@ -73,6 +85,8 @@ test("without the addon jaxts prints one line saying why and what it uses instea
     assert.deepEqual(lines, [], "printed at most once (by the runner's load), never with JAXTS_NATIVE=0");
     return;
   }
-  assert.deepEqual(lines, ["jaxts: native ONNX Runtime runner unavailable (no prebuilt addon for linux-riscv64 and no compiler); " +
-    "using onnxruntime-node's binding (slower: it copies every output). JAXTS_NATIVE=0 silences this."]);
+  assert.deepEqual(lines, [
+    "jaxts: native ONNX Runtime runner unavailable (no prebuilt addon for linux-riscv64 and no compiler); " +
+      "using onnxruntime-node's binding (slower: it copies every output). JAXTS_NATIVE=0 silences this.",
+  ]);
 });

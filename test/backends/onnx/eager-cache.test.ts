@@ -20,11 +20,20 @@ import { arr } from "../../compiler/harness.js";
 let serial = 0;
 /** A float32 primitive lowered to ONNX Neg whose reference impl returns x + 100 (the result tells which one ran). */
 function marked(facts: PrimitiveFacts): Primitive {
-  return new Primitive(`test_facts_${serial++}`, {
-    abstractEval: ([x]) => [x],
-    impl: ([x], _p, [out]) => [new ArrayImpl(out, Float32Array.from(x.buffer as Float32Array, (v) => v + 100))],
-    lower: (ctx, [x]) => ctx.node("Neg", [x]),
-  }, facts);
+  return new Primitive(
+    `test_facts_${serial++}`,
+    {
+      abstractEval: ([x]) => [x],
+      impl: ([x], _p, [out]) => [
+        new ArrayImpl(
+          out,
+          Float32Array.from(x.buffer as Float32Array, (v) => v + 100),
+        ),
+      ],
+      lower: (ctx, [x]) => ctx.node("Neg", [x]),
+    },
+    facts,
+  );
 }
 const run = (p: Primitive, x: ArrayImpl): number[] => bind(p, [x])[0].tolist() as number[];
 
@@ -33,7 +42,8 @@ test("exactOnScalars: only a primitive declaring it takes the scalar shortcut to
   const prev = onnxBackendOptions.scalarFastPath;
   onnxBackendOptions.scalarFastPath = true;
   try {
-    const exact = marked({ exactOnScalars: true }), plain = marked({});
+    const exact = marked({ exactOnScalars: true }),
+      plain = marked({});
     assert.deepEqual(run(exact, arr("float32", [1], [2])), [102]);
     assert.deepEqual(run(plain, arr("float32", [1], [2])), [-2]);
     // more than one element: both run their ONNX session
@@ -44,7 +54,8 @@ test("exactOnScalars: only a primitive declaring it takes the scalar shortcut to
 });
 
 test("shapePolymorphic: one eager session serves every shape of a primitive declaring it", () => {
-  const poly = marked({ shapePolymorphic: true }), fixed = marked({});
+  const poly = marked({ shapePolymorphic: true }),
+    fixed = marked({});
   const s0 = onnxCacheStats();
   assert.deepEqual(run(poly, arr("float32", [3], [1, 2, 3])), [-1, -2, -3]);
   assert.deepEqual(run(poly, arr("float32", [5], [1, 2, 3, 4, 5])), [-1, -2, -3, -4, -5]);
@@ -60,13 +71,21 @@ test("shapePolymorphic: one eager session serves every shape of a primitive decl
 
 test("callJaxprParam: a call primitive without a lower rule is inlined; without the fact it runs on the interpreter", () => {
   const inner = traceToJaxpr((x) => [ops.neg(x)], [new ShapedArray([3], "float32", false)], "inner").jaxpr;
-  const call = (facts: PrimitiveFacts) => new Primitive<{ jaxpr: Jaxpr }>(`test_call_${serial++}`, {
-    abstractEval: (_avals, { jaxpr }) => jaxpr.outAvals,
-    impl: (args, { jaxpr }) => withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[],
-    missing: { lower: "a test call primitive" },
-  }, facts);
+  const call = (facts: PrimitiveFacts) =>
+    new Primitive<{ jaxpr: Jaxpr }>(
+      `test_call_${serial++}`,
+      {
+        abstractEval: (_avals, { jaxpr }) => jaxpr.outAvals,
+        impl: (args, { jaxpr }) => withTrace(evalTrace, () => evalJaxpr(jaxpr, [], args)) as ArrayImpl[],
+        missing: { lower: "a test call primitive" },
+      },
+      facts,
+    );
   const lowered = (p: Primitive<{ jaxpr: Jaxpr }>) =>
-    loweringSummary(traceToJaxpr((x: Array) => bind(p, [x], { jaxpr: inner }), [new ShapedArray([3], "float32", false)], "outer").jaxpr);
+    loweringSummary(
+      traceToJaxpr((x: Array) => bind(p, [x], { jaxpr: inner }), [new ShapedArray([3], "float32", false)], "outer")
+        .jaxpr,
+    );
   const inlined = lowered(call({ callJaxprParam: "jaxpr" }));
   assert.match(inlined, /= Neg\(/);
   assert.doesNotMatch(inlined, /reference interpreter/);
@@ -76,15 +95,21 @@ test("callJaxprParam: a call primitive without a lower rule is inlined; without 
 test("declared facts are consistent: exact and shape-polymorphic primitives lower, call primitives have an impl", () => {
   for (const p of allPrimitives()) {
     const f = p.opts;
-    if (f.exactOnScalars) assert.ok(p.rules.impl && p.rules.lower, `${p.name}: exactOnScalars needs an impl and a lowering`);
+    if (f.exactOnScalars)
+      assert.ok(p.rules.impl && p.rules.lower, `${p.name}: exactOnScalars needs an impl and a lowering`);
     if (f.shapePolymorphic) assert.ok(p.rules.lower, `${p.name}: shapePolymorphic needs a lowering`);
     if (f.callJaxprParam) assert.ok(p.rules.impl, `${p.name}: a call primitive needs an impl`);
     if (f.collectiveAxisParam) assert.ok(p.collective, `${p.name}: collectiveAxisParam makes it a collective`);
   }
-  const names = (k: keyof PrimitiveFacts) => allPrimitives().filter((p) => p.opts[k] && !p.name.startsWith("test_")).map((p) => p.name);
+  const names = (k: keyof PrimitiveFacts) =>
+    allPrimitives()
+      .filter((p) => p.opts[k] && !p.name.startsWith("test_"))
+      .map((p) => p.name);
   // spot checks of the facts each family declares
-  for (const n of ["add", "neg", "reshape", "gather", "reduce_sum", "threefry2x32", "stop_gradient"]) assert.ok(names("exactOnScalars").includes(n), n);
-  for (const n of ["exp", "pow", "select_n", "convert_element_type"]) assert.ok(names("shapePolymorphic").includes(n), n);
+  for (const n of ["add", "neg", "reshape", "gather", "reduce_sum", "threefry2x32", "stop_gradient"])
+    assert.ok(names("exactOnScalars").includes(n), n);
+  for (const n of ["exp", "pow", "select_n", "convert_element_type"])
+    assert.ok(names("shapePolymorphic").includes(n), n);
   for (const n of ["exp", "pow", "cumlogsumexp", "dot_general"]) assert.ok(!names("exactOnScalars").includes(n), n);
   assert.ok(!names("shapePolymorphic").includes("integer_pow"));
   assert.deepEqual(names("callJaxprParam").sort(), ["checkpoint", "custom_jvp_call", "custom_vjp_call", "pjit"]);

@@ -26,8 +26,15 @@ import { arr, assertSame } from "../../compiler/harness.js";
 onnxBackendOptions.fuseElementwise = true;
 
 /** Runs the jaxpr of f on the interpreter and through the backend's jit path; returns [actual, expected, fused?]. */
-function both(f: (...xs: Array[]) => Array[], args: ArrayImpl[]): { actual: ArrayImpl[]; expected: ArrayImpl[]; jaxpr: Jaxpr } {
-  const { jaxpr, consts } = traceToJaxpr(f, args.map((a) => a.aval), "fused");
+function both(
+  f: (...xs: Array[]) => Array[],
+  args: ArrayImpl[],
+): { actual: ArrayImpl[]; expected: ArrayImpl[]; jaxpr: Jaxpr } {
+  const { jaxpr, consts } = traceToJaxpr(
+    f,
+    args.map((a) => a.aval),
+    "fused",
+  );
   assert.equal(consts.length, 0);
   const prev = config.backend;
   config.update("backend", "interpreter");
@@ -46,7 +53,11 @@ const KINDS: readonly ("native" | "wasm")[] = nativeFusedApi() ? ["native", "was
 function withKind<T>(kind: "native" | "wasm", f: () => T): T {
   const prev = onnxBackendOptions.nativeFused;
   onnxBackendOptions.nativeFused = kind === "native";
-  try { return f(); } finally { onnxBackendOptions.nativeFused = prev; }
+  try {
+    return f();
+  } finally {
+    onnxBackendOptions.nativeFused = prev;
+  }
 }
 
 /** Checks f's fused result against the interpreter on every kernel kind. */
@@ -56,7 +67,8 @@ function checkFused(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: st
       const { actual, expected, jaxpr } = both(f, args);
       const exe = compiledFor(jaxpr);
       assert.equal(exe.isFused, fused, `${label}: fused`);
-      if (fused) assert.equal(exe.fusedKernel instanceof NativeFusedKernel, kind === "native", `${label}: ${kind} kernel`);
+      if (fused)
+        assert.equal(exe.fusedKernel instanceof NativeFusedKernel, kind === "native", `${label}: ${kind} kernel`);
       assert.equal(actual.length, expected.length);
       actual.forEach((a, i) => assertSame(a, expected[i], `${label} (${kind}) out ${i}`));
     });
@@ -72,35 +84,96 @@ const rand = (n: number, lo: number, hi: number, seed: number): number[] => {
 };
 
 test("pure float32 elementwise jaxprs fuse; anything else is left to ONNX Runtime", () => {
-  const spec = (f: (...xs: Array[]) => Array[], ...avals: ArrayImpl[]) => fuseElementwise(traceToJaxpr(f, avals.map((a) => a.aval), "t").jaxpr);
+  const spec = (f: (...xs: Array[]) => Array[], ...avals: ArrayImpl[]) =>
+    fuseElementwise(
+      traceToJaxpr(
+        f,
+        avals.map((a) => a.aval),
+        "t",
+      ).jaxpr,
+    );
   const x = arr("float32", [2, 3], [1, 2, 3, 4, 5, 6]);
   const s = spec((v) => [ops.tanh(ops.add(ops.mul(v, ops.scalarLike(v, 2)), ops.scalarLike(v, 1)))], x);
   assert.ok(s);
   assert.deepEqual(s.shape, [2, 3]);
   assert.equal(s.numInputs, 1);
   // relu through a comparison and a select, scalars broadcast, several outputs
-  assert.ok(spec((v) => { const z = ops.full(v.shape, 0, "float32"); return [ops.select(ops.le(v, z), z, v), ops.exp(v)]; }, x));
-  assert.ok(spec((v, k) => [ops.mul(v, k)], x, arr("float32", [], [3])), "a rank-0 input is a scalar operand");
-  assert.equal(spec((v) => [ops.dotGeneral(v, ops.transpose(v, [1, 0]), [[[1], [0]], [[], []]])], x), null, "dot_general");
-  assert.equal(spec((v) => [ops.gt(v, ops.scalarLike(v, 0))], x), null, "a bool output");
-  assert.equal(spec((v) => [ops.add(v, v)], arr("int32", [3], [1, 2, 3])), null, "int32");
-  assert.equal(spec((v) => [ops.add(v, v)], arr("float64", [3], [1, 2, 3])), null, "float64");
-  assert.equal(spec((v) => [ops.add(v, ops.broadcastInDim(ops.slice(v, [0, 0], [1, 3]), [2, 3], [0, 1]))], x), null, "a broadcast of a non-scalar");
-  assert.equal(spec((v) => [ops.exp(v)], arr("float32", [], [1])), null, "rank-0 only");
-  assert.equal(spec((v) => [ops.sin(v)], x), null, "a primitive without a fused form");
+  assert.ok(
+    spec((v) => {
+      const z = ops.full(v.shape, 0, "float32");
+      return [ops.select(ops.le(v, z), z, v), ops.exp(v)];
+    }, x),
+  );
+  assert.ok(
+    spec((v, k) => [ops.mul(v, k)], x, arr("float32", [], [3])),
+    "a rank-0 input is a scalar operand",
+  );
+  assert.equal(
+    spec(
+      (v) => [
+        ops.dotGeneral(v, ops.transpose(v, [1, 0]), [
+          [[1], [0]],
+          [[], []],
+        ]),
+      ],
+      x,
+    ),
+    null,
+    "dot_general",
+  );
+  assert.equal(
+    spec((v) => [ops.gt(v, ops.scalarLike(v, 0))], x),
+    null,
+    "a bool output",
+  );
+  assert.equal(
+    spec((v) => [ops.add(v, v)], arr("int32", [3], [1, 2, 3])),
+    null,
+    "int32",
+  );
+  assert.equal(
+    spec((v) => [ops.add(v, v)], arr("float64", [3], [1, 2, 3])),
+    null,
+    "float64",
+  );
+  assert.equal(
+    spec((v) => [ops.add(v, ops.broadcastInDim(ops.slice(v, [0, 0], [1, 3]), [2, 3], [0, 1]))], x),
+    null,
+    "a broadcast of a non-scalar",
+  );
+  assert.equal(
+    spec((v) => [ops.exp(v)], arr("float32", [], [1])),
+    null,
+    "rank-0 only",
+  );
+  assert.equal(
+    spec((v) => [ops.sin(v)], x),
+    null,
+    "a primitive without a fused form",
+  );
 });
 
 test("fused unary and binary float32 primitives match the interpreter (case tables: special values, empty arrays)", () => {
-  const cases = [...unaryFloatCases(), ...binaryFloatCases()].filter((c) => c.args.every((a) => a.dtype === "float32") && c.args.some((a) => a.ndim > 0));
+  const cases = [...unaryFloatCases(), ...binaryFloatCases()].filter(
+    (c) => c.args.every((a) => a.dtype === "float32") && c.args.some((a) => a.ndim > 0),
+  );
   let fusedCount = 0;
   const fails: string[] = [];
   for (const c of cases) {
     const f = (...xs: Array[]) => bind(c.prim as Primitive<Params>, xs, c.params ?? {});
-    const { jaxpr } = traceToJaxpr(f, c.args.map((a) => a.aval), c.prim.name);
+    const { jaxpr } = traceToJaxpr(
+      f,
+      c.args.map((a) => a.aval),
+      c.prim.name,
+    );
     if (!fuseElementwise(jaxpr)) continue;
     fusedCount++;
     try {
-      checkFused(f, c.args, `${c.prim.name}(${c.args.map((a) => a.aval.str()).join(", ")}) ${JSON.stringify(c.params ?? {})}`);
+      checkFused(
+        f,
+        c.args,
+        `${c.prim.name}(${c.args.map((a) => a.aval.str()).join(", ")}) ${JSON.stringify(c.params ?? {})}`,
+      );
     } catch (e) {
       fails.push((e as Error).message);
     }
@@ -110,7 +183,30 @@ test("fused unary and binary float32 primitives match the interpreter (case tabl
 });
 
 test("fused exp/log/tanh/logistic/rsqrt agree with the interpreter over wide random ranges and around the edges", () => {
-  const edge = [0, -0, 1e-45, -1e-45, 1.17549435e-38, 1e-30, 88.72, 88.73, 89, -87.3, -103.9, -104, 9, -9, 8.99, 20, -20, 3.4e38, -3.4e38, NaN, Infinity, -Infinity];
+  const edge = [
+    0,
+    -0,
+    1e-45,
+    -1e-45,
+    1.17549435e-38,
+    1e-30,
+    88.72,
+    88.73,
+    89,
+    -87.3,
+    -103.9,
+    -104,
+    9,
+    -9,
+    8.99,
+    20,
+    -20,
+    3.4e38,
+    -3.4e38,
+    NaN,
+    Infinity,
+    -Infinity,
+  ];
   const n = 40_003; // not a multiple of the vector width or the chunk size
   const wide = [...rand(n, -110, 95, 1), ...edge];
   const positive = [...rand(n, 0, 1, 2).map((u) => Math.exp(-87 + 175 * u)), ...edge];
@@ -126,74 +222,222 @@ test("fused exp/log/tanh/logistic/rsqrt agree with the interpreter over wide ran
 test("fused chains: comparisons and selects, logic, integer_pow, scalar inputs and literals, several outputs", () => {
   const x = arr("float32", [3, 5], [-3, -1.5, -0, 0, 0.25, 1, 2.5, 7, NaN, Infinity, -Infinity, 1e-3, 2, -2, 0.5]);
   const y = arr("float32", [3, 5], [2, -0.5, 0, -0, 3, -1, 0.5, -7, 1, Infinity, 2, 1e3, -2, 2, NaN]);
-  checkFused((a) => { const z = ops.full(a.shape, 0, "float32"); return [ops.select(ops.le(a, z), z, a)]; }, [x], "relu");
-  checkFused((a, b) => [ops.select(ops.and(ops.gt(a, b), ops.not(ops.ne(a, a))), ops.sub(a, b), ops.mul(a, b))], [x, y], "select/logic");
-  checkFused((a, b) => [ops.select(ops.or(ops.lt(a, b), ops.ge(a, ops.scalarLike(a, 1))), a, b), ops.max(a, b), ops.min(a, b)], [x, y], "or/max/min");
-  checkFused((a) => [ops.integerPow(a, 3), ops.integerPow(a, -2), ops.integerPow(a, 0), ops.integerPow(a, 6)], [x], "integer_pow");
-  checkFused((a, k) => [ops.add(ops.mul(a, k), ops.scalarLike(a, -0.5)), ops.div(k, a)], [x, arr("float32", [], [3])], "scalar input");
-  checkFused((a) => [ops.sign(a), ops.floor(a), ops.ceil(a), ops.abs(a), ops.neg(a), ops.sqrt(a)], [x], "cheap unaries");
-  checkFused((a) => [ops.convert(ops.mul(a, 2), "float32", true), ops.copy(a)], [arr("float32", [4], [1, 2, 3, 4], true)], "weak types and copies");
+  checkFused(
+    (a) => {
+      const z = ops.full(a.shape, 0, "float32");
+      return [ops.select(ops.le(a, z), z, a)];
+    },
+    [x],
+    "relu",
+  );
+  checkFused(
+    (a, b) => [ops.select(ops.and(ops.gt(a, b), ops.not(ops.ne(a, a))), ops.sub(a, b), ops.mul(a, b))],
+    [x, y],
+    "select/logic",
+  );
+  checkFused(
+    (a, b) => [ops.select(ops.or(ops.lt(a, b), ops.ge(a, ops.scalarLike(a, 1))), a, b), ops.max(a, b), ops.min(a, b)],
+    [x, y],
+    "or/max/min",
+  );
+  checkFused(
+    (a) => [ops.integerPow(a, 3), ops.integerPow(a, -2), ops.integerPow(a, 0), ops.integerPow(a, 6)],
+    [x],
+    "integer_pow",
+  );
+  checkFused(
+    (a, k) => [ops.add(ops.mul(a, k), ops.scalarLike(a, -0.5)), ops.div(k, a)],
+    [x, arr("float32", [], [3])],
+    "scalar input",
+  );
+  checkFused(
+    (a) => [ops.sign(a), ops.floor(a), ops.ceil(a), ops.abs(a), ops.neg(a), ops.sqrt(a)],
+    [x],
+    "cheap unaries",
+  );
+  checkFused(
+    (a) => [ops.convert(ops.mul(a, 2), "float32", true), ops.copy(a)],
+    [arr("float32", [4], [1, 2, 3, 4], true)],
+    "weak types and copies",
+  );
 });
 
 test("the native kernel equals the WebAssembly kernel bit for bit: every operation, wide ranges, edges, threads, in place", (t) => {
-  if (!nativeFusedApi()) { t.skip("native addon not built"); return; }
-  const edge = [0, -0, 1e-45, -1e-45, 1.17549435e-38, -1.17549435e-38, 1e-30, 0.5, -0.5, 1.5, -1.5, 2.5, 88.72, 89, -104, 9, -9,
-    8388607.5, -8388607.5, 8388608, 16777217, 3.4e38, -3.4e38, NaN, Infinity, -Infinity];
+  if (!nativeFusedApi()) {
+    t.skip("native addon not built");
+    return;
+  }
+  const edge = [
+    0,
+    -0,
+    1e-45,
+    -1e-45,
+    1.17549435e-38,
+    -1.17549435e-38,
+    1e-30,
+    0.5,
+    -0.5,
+    1.5,
+    -1.5,
+    2.5,
+    88.72,
+    89,
+    -104,
+    9,
+    -9,
+    8388607.5,
+    -8388607.5,
+    8388608,
+    16777217,
+    3.4e38,
+    -3.4e38,
+    NaN,
+    Infinity,
+    -Infinity,
+  ];
   const n = 300_007; // several native chunks (threads), not a multiple of any block or vector width
-  const a = new Float32Array([...rand(n, -120, 120, 11), ...edge]), b = new Float32Array([...rand(n, -3, 3, 12), ...edge.reverse()]);
+  const a = new Float32Array([...rand(n, -120, 120, 11), ...edge]),
+    b = new Float32Array([...rand(n, -3, 3, 12), ...edge.reverse()]);
   const pos = a.map((v) => Math.abs(v));
   const len = a.length;
   type V = FusedSpec["values"][number];
   const unary = ["neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "sign", "exp", "log", "tanh", "logistic"] as const;
   const binary = ["add", "sub", "mul", "div", "max", "min"] as const;
   const compare = ["eq", "ne", "lt", "le", "gt", "ge"] as const;
-  const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec =>
-    ({ values, outputs, params: [], numInputs, numScalars, shape: [len] });
+  const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec => ({
+    values,
+    outputs,
+    params: [],
+    numInputs,
+    numScalars,
+    shape: [len],
+  });
   const progs: [string, FusedSpec, Float32Array[], number[]][] = [
-    ...unary.map((op): [string, FusedSpec, Float32Array[], number[]] =>
-      [op, spec([{ kind: "input", index: 0 }, { kind: "op", op, args: [0] }], [1], 1), [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a], []]),
-    ...binary.map((op): [string, FusedSpec, Float32Array[], number[]] =>
-      [op, spec([{ kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }], [2], 2), [a, b], []]),
+    ...unary.map((op): [string, FusedSpec, Float32Array[], number[]] => [
+      op,
+      spec(
+        [
+          { kind: "input", index: 0 },
+          { kind: "op", op, args: [0] },
+        ],
+        [1],
+        1,
+      ),
+      [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a],
+      [],
+    ]),
+    ...binary.map((op): [string, FusedSpec, Float32Array[], number[]] => [
+      op,
+      spec(
+        [
+          { kind: "input", index: 0 },
+          { kind: "input", index: 1 },
+          { kind: "op", op, args: [0, 1] },
+        ],
+        [2],
+        2,
+      ),
+      [a, b],
+      [],
+    ]),
     // comparisons and logic feed selects (masks are not outputs)
-    ...compare.map((op): [string, FusedSpec, Float32Array[], number[]] => [op, spec([
-      { kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }, { kind: "op", op: "not", args: [2] },
-      { kind: "op", op: "and", args: [2, 3] }, { kind: "op", op: "or", args: [2, 4] }, { kind: "op", op: "select", args: [5, 0, 1] },
-      { kind: "scalar", index: 0 }, { kind: "const", value: -0.25 }, { kind: "op", op: "select", args: [3, 7, 8] }], [6, 9], 2, 1), [a, b], [1.75]]),
-    ["tanh(2x+1)", spec([{ kind: "input", index: 0 }, { kind: "const", value: 2 }, { kind: "op", op: "mul", args: [0, 1] },
-      { kind: "const", value: 1 }, { kind: "op", op: "add", args: [2, 3] }, { kind: "op", op: "tanh", args: [4] }], [5], 1), [a], []],
+    ...compare.map((op): [string, FusedSpec, Float32Array[], number[]] => [
+      op,
+      spec(
+        [
+          { kind: "input", index: 0 },
+          { kind: "input", index: 1 },
+          { kind: "op", op, args: [0, 1] },
+          { kind: "op", op: "not", args: [2] },
+          { kind: "op", op: "and", args: [2, 3] },
+          { kind: "op", op: "or", args: [2, 4] },
+          { kind: "op", op: "select", args: [5, 0, 1] },
+          { kind: "scalar", index: 0 },
+          { kind: "const", value: -0.25 },
+          { kind: "op", op: "select", args: [3, 7, 8] },
+        ],
+        [6, 9],
+        2,
+        1,
+      ),
+      [a, b],
+      [1.75],
+    ]),
+    [
+      "tanh(2x+1)",
+      spec(
+        [
+          { kind: "input", index: 0 },
+          { kind: "const", value: 2 },
+          { kind: "op", op: "mul", args: [0, 1] },
+          { kind: "const", value: 1 },
+          { kind: "op", op: "add", args: [2, 3] },
+          { kind: "op", op: "tanh", args: [4] },
+        ],
+        [5],
+        1,
+      ),
+      [a],
+      [],
+    ],
   ];
   for (const [label, sp, ins, scalars] of progs) {
-    const nat = NativeFusedKernel.create(sp)!, wasm = WasmKernel.create(sp)!;
-    const want = sp.outputs.map(() => new Float32Array(len)), got = sp.outputs.map(() => new Float32Array(len));
+    const nat = NativeFusedKernel.create(sp)!,
+      wasm = WasmKernel.create(sp)!;
+    const want = sp.outputs.map(() => new Float32Array(len)),
+      got = sp.outputs.map(() => new Float32Array(len));
     wasm.run(ins, scalars, want, len);
     nat.run(ins, scalars, got, len);
     for (let j = 0; j < got.length; j++) {
-      const gb = new Uint32Array(got[j].buffer), wb = new Uint32Array(want[j].buffer);
+      const gb = new Uint32Array(got[j].buffer),
+        wb = new Uint32Array(want[j].buffer);
       for (let i = 0; i < len; i++) {
         // NaN payloads may differ; everything else is bit-identical
         if (gb[i] !== wb[i] && !(Number.isNaN(got[j][i]) && Number.isNaN(want[j][i])))
-          assert.fail(`${label} out ${j} at ${i}: x=${ins[0][i]} y=${ins[1]?.[i]}: native ${got[j][i]} vs wasm ${want[j][i]}`);
+          assert.fail(
+            `${label} out ${j} at ${i}: x=${ins[0][i]} y=${ins[1]?.[i]}: native ${got[j][i]} vs wasm ${want[j][i]}`,
+          );
       }
     }
     // small calls (one thread) agree with large ones, and outputs may be the inputs' own storage
     const head = sp.outputs.map(() => new Float32Array(1000));
-    nat.run(ins.map((x) => x.subarray(0, 1000)), scalars, head, 1000);
-    head.forEach((h, j) => assert.deepEqual(new Uint32Array(h.buffer), new Uint32Array(got[j].buffer, 0, 1000), `${label}: small call`));
+    nat.run(
+      ins.map((x) => x.subarray(0, 1000)),
+      scalars,
+      head,
+      1000,
+    );
+    head.forEach((h, j) =>
+      assert.deepEqual(new Uint32Array(h.buffer), new Uint32Array(got[j].buffer, 0, 1000), `${label}: small call`),
+    );
     if (sp.outputs.length === 1) {
       const inPlace = ins[0].slice();
       nat.run([inPlace, ...ins.slice(1)], scalars, [inPlace], len);
-      assert.deepEqual(new Uint32Array(inPlace.buffer).filter((_, i) => !Number.isNaN(inPlace[i])),
-        new Uint32Array(got[0].buffer).filter((_, i) => !Number.isNaN(got[0][i])), `${label}: in place`);
+      assert.deepEqual(
+        new Uint32Array(inPlace.buffer).filter((_, i) => !Number.isNaN(inPlace[i])),
+        new Uint32Array(got[0].buffer).filter((_, i) => !Number.isNaN(got[0][i])),
+        `${label}: in place`,
+      );
     }
   }
   const sp = progs[0][1];
-  assert.throws(() => NativeFusedKernel.create(sp)!.run([], [], [new Float32Array(len)], len), /inputs: expected 1 Float32Arrays/);
-  assert.throws(() => NativeFusedKernel.create(sp)!.run([a.subarray(0, 10)], [], [new Float32Array(len)], len), /input 0 must be a Float32Array of at least/);
+  assert.throws(
+    () => NativeFusedKernel.create(sp)!.run([], [], [new Float32Array(len)], len),
+    /inputs: expected 1 Float32Arrays/,
+  );
+  assert.throws(
+    () => NativeFusedKernel.create(sp)!.run([a.subarray(0, 10)], [], [new Float32Array(len)], len),
+    /input 0 must be a Float32Array of at least/,
+  );
 });
 
 test("large calls are shared with helper threads and agree bit for bit with one thread", async (t) => {
-  if (fusedThreadOptions.helpers === 0) { t.skip("one core: no helper threads"); return; }
-  const prevMin = fusedThreadOptions.minElements, prevNative = onnxBackendOptions.nativeFused;
+  if (fusedThreadOptions.helpers === 0) {
+    t.skip("one core: no helper threads");
+    return;
+  }
+  const prevMin = fusedThreadOptions.minElements,
+    prevNative = onnxBackendOptions.nativeFused;
   fusedThreadOptions.minElements = 1 << 14;
   onnxBackendOptions.nativeFused = false; // the WebAssembly kernel's helper threads
   try {
@@ -233,7 +477,7 @@ test("donated pooled inputs become the output in place; donated arrays are inval
   assert.ok(x1.isDisposed);
   assert.throws(() => x1.buffer, /disposed|donated/);
   assert.throws(() => ops.add(x1, x1), /disposed|donated/);
-  for (let i = 0; i < n; i += 997) assert.ok(Math.abs(y.buffer[i] as number - expected[i]) <= 1e-6, `element ${i}`);
+  for (let i = 0; i < n; i += 997) assert.ok(Math.abs((y.buffer[i] as number) - expected[i]) <= 1e-6, `element ${i}`);
   // an array whose storage came from outside the pool is invalidated, never written
   const data = new Float32Array(rand(n, -1, 1, 6));
   const copy = data.slice();
@@ -277,7 +521,10 @@ test("fused outputs dropped without dispose are recycled after garbage collectio
   }
   const after = bufferPoolStats();
   // through the pool's finalization registry, or (storage from the native arena) the arena's free list
-  assert.ok(after.collected + after.arenaReturned > before.collected + before.arenaReturned, "storage of collected outputs came back to the pool");
+  assert.ok(
+    after.collected + after.arenaReturned > before.collected + before.arenaReturned,
+    "storage of collected outputs came back to the pool",
+  );
   assert.ok(after.reused + after.arenaReused > before.reused + before.arenaReused, "and was reused");
   assert.ok(after.watchedBytes <= 128 * 2 ** 20 && after.pooledBytes <= 256 * 2 ** 20);
 });

@@ -2,7 +2,16 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { DEFAULT_OPSET, GraphBuilder, ONNX_DTYPE, ORT_TYPE, attr, dtypeFromOnnx, dtypeFromOrt, type DType } from "../../../src/backends/onnx/graph-builder.js";
+import {
+  DEFAULT_OPSET,
+  GraphBuilder,
+  ONNX_DTYPE,
+  ORT_TYPE,
+  attr,
+  dtypeFromOnnx,
+  dtypeFromOrt,
+  type DType,
+} from "../../../src/backends/onnx/graph-builder.js";
 import { TensorDataType, decodeModel } from "../../../src/backends/onnx/onnx-proto.js";
 import {
   bf16BitsToF32,
@@ -37,7 +46,21 @@ function run1(g: GraphBuilder, feeds: Record<string, HostTensor>, opset = DEFAUL
 }
 
 test("dtype mappings round-trip", () => {
-  const all: DType[] = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"];
+  const all: DType[] = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+  ];
   for (const d of all) {
     assert.equal(dtypeFromOnnx(ONNX_DTYPE[d]), d);
     const o = ORT_TYPE[d];
@@ -88,7 +111,10 @@ test("MatMul float32 matches a JS triple loop", () => {
   g.addInput("a", "float32", [M, K]);
   g.addInput("b", "float32", [K, N]);
   g.addOutput(g.op("MatMul", ["a", "b"]), "float32", [M, N]);
-  const [out] = run1(g, { a: { dtype: "float32", shape: [M, K], data: a }, b: { dtype: "float32", shape: [K, N], data: b } });
+  const [out] = run1(g, {
+    a: { dtype: "float32", shape: [M, K], data: a },
+    b: { dtype: "float32", shape: [K, N], data: b },
+  });
   assert.equal(out!.dtype, "float32");
   assert.deepEqual(out!.shape, [M, N]);
   assert.ok(out!.data instanceof Float32Array);
@@ -202,14 +228,20 @@ test("uint32 BitwiseXor / BitShift / Add wrap around", () => {
   g.addOutput(g.op("Mul", ["a", "a"]), "uint32", [3]);
   const a = new Uint32Array([0xffffffff, 0x80000001, 0x12345678]);
   const b = new Uint32Array([0x0f0f0f0f, 1, 4]);
-  const [xor, shl, shr, add, mul] = run1(g, { a: { dtype: "uint32", shape: [3], data: a }, b: { dtype: "uint32", shape: [3], data: b } });
+  const [xor, shl, shr, add, mul] = run1(g, {
+    a: { dtype: "uint32", shape: [3], data: a },
+    b: { dtype: "uint32", shape: [3], data: b },
+  });
   assert.ok(xor!.data instanceof Uint32Array);
   assert.deepEqual(Array.from(xor!.data as Uint32Array), [0xf0f0f0f0, 0x80000000, 0x1234567c]);
   // shift amounts >= 32 are implementation-defined in ORT; stay below
   assert.deepEqual(Array.from(shl!.data as Uint32Array).slice(1), [0x00000002, 0x23456780]);
   assert.deepEqual(Array.from(shr!.data as Uint32Array).slice(1), [0x40000000, 0x01234567]);
   assert.deepEqual(Array.from(add!.data as Uint32Array), [(0xffffffff + 0x0f0f0f0f) >>> 0, 0x80000002, 0x1234567c]);
-  assert.deepEqual(Array.from(mul!.data as Uint32Array), Array.from(a, (v) => Math.imul(v, v) >>> 0));
+  assert.deepEqual(
+    Array.from(mul!.data as Uint32Array),
+    Array.from(a, (v) => Math.imul(v, v) >>> 0),
+  );
 });
 
 test("float64 Exp is double precision", () => {
@@ -304,7 +336,9 @@ test("bfloat16 crosses the model boundary as float32", () => {
   const y = g.op("Cast", [g.op("Identity", [xb])], { to: ONNX_DTYPE.float32 });
   g.addOutput(y, "float32", [4]);
   const s = createSessionSync(g.toModelBytes());
-  const [out] = runSessionSync(s, { x: { dtype: "bfloat16", shape: [4], data: bits } }, undefined, { outputDTypes: { [y]: "bfloat16" } });
+  const [out] = runSessionSync(s, { x: { dtype: "bfloat16", shape: [4], data: bits } }, undefined, {
+    outputDTypes: { [y]: "bfloat16" },
+  });
   assert.equal(out!.dtype, "bfloat16");
   assert.deepEqual(Array.from(out!.data as Uint16Array), Array.from(bits));
   s.dispose();

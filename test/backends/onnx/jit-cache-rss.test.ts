@@ -22,30 +22,40 @@ async function settledRss(): Promise<number> {
   return best;
 }
 
-test("f.clearCache() after 200 distinct shapes releases the sessions and RSS retains < 30% of the growth", { skip: runnerKind().kind !== "native" && "needs the native runner (its trimMemory hands freed heap pages back)" }, async () => {
-  const f = jax.jit(function gram(x: Array) { return jnp.sum(jnp.tanh(jnp.matmul(x, jnp.transpose(x)))); });
-  const N = 200;
-  const xs: Array[] = [];
-  for (let i = 1; i <= N; i++) xs.push(jnp.full([(i % 7) + 1, i], 0.01));
-  // warm-up round (other shapes): V8 optimizes the tracer and compiler code, ONNX Runtime loads its kernels'
-  // code; that memory stays, whatever the caches hold
-  for (let i = 1; i <= 60; i++) f(jnp.full([9, i], 0.5));
-  f.clearCache();
-  jax.clearCaches(); // the eager sessions that built the inputs
-  const r0 = await settledRss();
-  const s0 = onnxCacheStats().sessionsAlive;
-  for (let i = 0; i < N; i++) {
-    const n = (i + 1) % 7 + 1, m = i + 1;
-    const got = f(xs[i]).item() as number;
-    assert.ok(Math.abs(got - n * n * Math.tanh(m * 1e-4)) < 1e-4 * n * n, `shape [${n}, ${m}]`);
-  }
-  assert.equal(f.cacheSize(), N);
-  assert.equal(onnxCacheStats().sessionsAlive - s0, N, "one session per shape");
-  const r1 = await settledRss();
-  f.clearCache();
-  assert.equal(onnxCacheStats().sessionsAlive, s0, "clearCache released the sessions at once");
-  const r2 = await settledRss();
-  const mib = (b: number) => (b / 2 ** 20).toFixed(1);
-  assert.ok(r1 - r0 > 8 * 2 ** 20, `200 compiled programs should take memory (grew ${mib(r1 - r0)} MiB)`);
-  assert.ok(r2 - r0 < 0.3 * (r1 - r0), `RSS ${mib(r0)} -> ${mib(r1)} -> ${mib(r2)} MiB after clearCache: retained ${(((r2 - r0) / (r1 - r0)) * 100).toFixed(0)}% of the growth`);
-});
+test(
+  "f.clearCache() after 200 distinct shapes releases the sessions and RSS retains < 30% of the growth",
+  { skip: runnerKind().kind !== "native" && "needs the native runner (its trimMemory hands freed heap pages back)" },
+  async () => {
+    const f = jax.jit(function gram(x: Array) {
+      return jnp.sum(jnp.tanh(jnp.matmul(x, jnp.transpose(x))));
+    });
+    const N = 200;
+    const xs: Array[] = [];
+    for (let i = 1; i <= N; i++) xs.push(jnp.full([(i % 7) + 1, i], 0.01));
+    // warm-up round (other shapes): V8 optimizes the tracer and compiler code, ONNX Runtime loads its kernels'
+    // code; that memory stays, whatever the caches hold
+    for (let i = 1; i <= 60; i++) f(jnp.full([9, i], 0.5));
+    f.clearCache();
+    jax.clearCaches(); // the eager sessions that built the inputs
+    const r0 = await settledRss();
+    const s0 = onnxCacheStats().sessionsAlive;
+    for (let i = 0; i < N; i++) {
+      const n = ((i + 1) % 7) + 1,
+        m = i + 1;
+      const got = f(xs[i]).item() as number;
+      assert.ok(Math.abs(got - n * n * Math.tanh(m * 1e-4)) < 1e-4 * n * n, `shape [${n}, ${m}]`);
+    }
+    assert.equal(f.cacheSize(), N);
+    assert.equal(onnxCacheStats().sessionsAlive - s0, N, "one session per shape");
+    const r1 = await settledRss();
+    f.clearCache();
+    assert.equal(onnxCacheStats().sessionsAlive, s0, "clearCache released the sessions at once");
+    const r2 = await settledRss();
+    const mib = (b: number) => (b / 2 ** 20).toFixed(1);
+    assert.ok(r1 - r0 > 8 * 2 ** 20, `200 compiled programs should take memory (grew ${mib(r1 - r0)} MiB)`);
+    assert.ok(
+      r2 - r0 < 0.3 * (r1 - r0),
+      `RSS ${mib(r0)} -> ${mib(r1)} -> ${mib(r2)} MiB after clearCache: retained ${(((r2 - r0) / (r1 - r0)) * 100).toFixed(0)}% of the growth`,
+    );
+  },
+);

@@ -12,10 +12,18 @@ v8.setFlagsFromString("--expose-gc");
 const gc = vm.runInNewContext("gc") as () => void;
 
 /** Runs `body` with config.<name> = value, restoring the previous value. */
-function withConfig<K extends "jitCacheSize" | "compiledCacheSize" | "eagerCacheSize">(name: K, value: number, body: () => void): void {
+function withConfig<K extends "jitCacheSize" | "compiledCacheSize" | "eagerCacheSize">(
+  name: K,
+  value: number,
+  body: () => void,
+): void {
   const old = config[name];
   config.update(name, value);
-  try { body(); } finally { config.update(name, old); }
+  try {
+    body();
+  } finally {
+    config.update(name, old);
+  }
 }
 
 // f(x) = sum(tanh(x @ x^T)) for an n x m input (not elementwise: runs through an ONNX Runtime session)
@@ -31,7 +39,10 @@ test("config: cache sizes are positive integers", () => {
 test("jitCacheSize bounds one function's cache (least recently used first) and releases what it drops", () => {
   withConfig("jitCacheSize", 3, () => {
     let traces = 0;
-    const f = jax.jit((x: Array) => { traces++; return gram(x); });
+    const f = jax.jit((x: Array) => {
+      traces++;
+      return gram(x);
+    });
     const x = (m: number) => jnp.full([2, m], 0.5);
     const alive0 = onnxCacheStats().loadedPrograms;
     for (const m of [1, 2, 3]) assert.ok(Math.abs((f(x(m)).item() as number) - gramRef(2, m, 0.5)) < 1e-5);
@@ -40,9 +51,15 @@ test("jitCacheSize bounds one function's cache (least recently used first) and r
     f(x(1)); // 1 is now the most recently used: 2 is the least
     f(x(4));
     assert.equal(f.cacheSize(), 3, "bounded");
-    assert.equal(onnxCacheStats().loadedPrograms - alive0, 3, "the dropped signature's program released its session now");
+    assert.equal(
+      onnxCacheStats().loadedPrograms - alive0,
+      3,
+      "the dropped signature's program released its session now",
+    );
     assert.equal(traces, 4);
-    f(x(1)); f(x(3)); f(x(4));
+    f(x(1));
+    f(x(3));
+    f(x(4));
     assert.equal(traces, 4, "1, 3 and 4 are still cached");
     assert.ok(Math.abs((f(x(2)).item() as number) - gramRef(2, 2, 0.5)) < 1e-5);
     assert.equal(traces, 5, "2 was evicted: retraced");
@@ -74,7 +91,18 @@ test("eagerCacheSize bounds the eager per-primitive cache (least recently used f
     const a = jnp.arange(24);
     const hot = jnp.reshape(a, [4, 6]);
     for (let k = 0; k < 20; k++) {
-      const shape = [[2, 12], [3, 8], [12, 2], [8, 3], [6, 4], [24, 1], [1, 24], [2, 3, 4], [4, 3, 2], [2, 2, 6]][k % 10];
+      const shape = [
+        [2, 12],
+        [3, 8],
+        [12, 2],
+        [8, 3],
+        [6, 4],
+        [24, 1],
+        [1, 24],
+        [2, 3, 4],
+        [4, 3, 2],
+        [2, 2, 6],
+      ][k % 10];
       assert.deepEqual(jnp.reshape(a, shape).shape, shape);
       assert.deepEqual(jnp.reshape(a, [4, 6]).tolist(), hot.tolist());
       assert.ok(onnxCacheStats().eagerEntries <= 8);
@@ -87,7 +115,10 @@ test("eagerCacheSize bounds the eager per-primitive cache (least recently used f
 
 test("jax.clearCaches releases every session and retraces on the next call", () => {
   let traces = 0;
-  const f = jax.jit((x: Array) => { traces++; return gram(x); });
+  const f = jax.jit((x: Array) => {
+    traces++;
+    return gram(x);
+  });
   const x = jnp.full([2, 3], 0.5);
   f(x);
   jnp.reshape(jnp.arange(6), [3, 2]);
@@ -111,7 +142,8 @@ test("jax.clearCaches releases every session and retraces on the next call", () 
 });
 
 test("a fresh jit wrapper per step in a synchronous loop shares one program and retains no per-wrapper state", () => {
-  const step = (w: Array, x: Array): Array => jnp.subtract(w, jnp.multiply(0.01, jnp.matmul(jnp.transpose(x), jnp.tanh(jnp.matmul(x, w)))));
+  const step = (w: Array, x: Array): Array =>
+    jnp.subtract(w, jnp.multiply(0.01, jnp.matmul(jnp.transpose(x), jnp.tanh(jnp.matmul(x, w)))));
   let w = jnp.full([16, 16], 0.1);
   const x = jnp.full([8, 16], 0.2);
   w = jax.jit(step)(w, x);

@@ -11,14 +11,22 @@ import { ArrayImpl } from "../../../src/core/array-impl.js";
 
 test("repeated jit calls reuse the traced program; new structures, shapes, dtypes and weak types retrace", () => {
   let traces = 0;
-  const f = jax.jit((p: { w: Array; b: Array }, x: Array) => { traces++; return jnp.add(jnp.matmul(x, p.w), p.b); });
+  const f = jax.jit((p: { w: Array; b: Array }, x: Array) => {
+    traces++;
+    return jnp.add(jnp.matmul(x, p.w), p.b);
+  });
   const p = { w: jnp.ones([3, 2]), b: jnp.array([1, 2]) };
   const x = jnp.ones([4, 3]);
   const y0 = f(p, x);
   for (let i = 0; i < 20; i++) f(p, x);
   assert.equal(traces, 1);
   assert.deepEqual(f(p, x).tolist(), y0.tolist());
-  assert.deepEqual(y0.tolist(), [[4, 5], [4, 5], [4, 5], [4, 5]]);
+  assert.deepEqual(y0.tolist(), [
+    [4, 5],
+    [4, 5],
+    [4, 5],
+    [4, 5],
+  ]);
   f(p, jnp.ones([2, 3]));
   assert.equal(traces, 2, "new shape");
   f({ b: p.b, w: p.w }, x);
@@ -37,7 +45,13 @@ test("repeated jit calls reuse the traced program; new structures, shapes, dtype
   assert.deepEqual(g(jnp.array([1, 2]), 4).tolist(), [4, 8]);
   // static arguments keep their own cache
   let st = 0;
-  const h = jax.jit((a: Array, k: number) => { st++; return jnp.multiply(a, k); }, { staticArgnums: 1 });
+  const h = jax.jit(
+    (a: Array, k: number) => {
+      st++;
+      return jnp.multiply(a, k);
+    },
+    { staticArgnums: 1 },
+  );
   assert.deepEqual(h(jnp.array([1, 2]), 2).tolist(), [2, 4]);
   assert.deepEqual(h(jnp.array([1, 2]), 2).tolist(), [2, 4]);
   assert.deepEqual(h(jnp.array([1, 2]), 5).tolist(), [5, 10]);
@@ -46,7 +60,10 @@ test("repeated jit calls reuse the traced program; new structures, shapes, dtype
 
 test("a weak-typed argument and a strong one of the same shape are different signatures", () => {
   let traces = 0;
-  const f = jax.jit((a: Array) => { traces++; return jnp.add(a, 1); });
+  const f = jax.jit((a: Array) => {
+    traces++;
+    return jnp.add(a, 1);
+  });
   const strong = jnp.array(2.5, { dtype: "float32" }) as Array;
   const weak = ArrayImpl.of([], "float32", new Float32Array([2.5]), true);
   assert.equal(strong.weakType, false);
@@ -63,7 +80,10 @@ test("a weak-typed argument and a strong one of the same shape are different sig
 
 test("changing enableX64 retraces jitted functions", () => {
   let traces = 0;
-  const f = jax.jit((a: Array) => { traces++; return jnp.add(a, 1); });
+  const f = jax.jit((a: Array) => {
+    traces++;
+    return jnp.add(a, 1);
+  });
   const x = jnp.array([1, 2]);
   f(x);
   f(x);
@@ -80,16 +100,37 @@ test("changing enableX64 retraces jitted functions", () => {
 
 test("a donated argument is invalid after the call; a jit call under a transformation still works", () => {
   const f = jax.jit((a: Array, b: Array) => jnp.add(jnp.matmul(a, b), 1), { donateArgnums: 0 });
-  const a = jnp.ones([3, 3]), b = jnp.ones([3, 3]);
+  const a = jnp.ones([3, 3]),
+    b = jnp.ones([3, 3]);
   const y = f(a, b);
-  assert.deepEqual(y.tolist(), [[4, 4, 4], [4, 4, 4], [4, 4, 4]]);
+  assert.deepEqual(y.tolist(), [
+    [4, 4, 4],
+    [4, 4, 4],
+    [4, 4, 4],
+  ]);
   assert.throws(() => a.tolist(), /disposed|donated/);
-  assert.deepEqual(b.tolist(), [[1, 1, 1], [1, 1, 1], [1, 1, 1]], "not donated");
+  assert.deepEqual(
+    b.tolist(),
+    [
+      [1, 1, 1],
+      [1, 1, 1],
+      [1, 1, 1],
+    ],
+    "not donated",
+  );
   // inside grad the jitted call is traced, not executed: nothing is donated
   const g = jax.grad((x: Array) => jnp.sum(f(x, b)));
   const x = jnp.ones([3, 3]);
-  assert.deepEqual(g(x).tolist(), [[3, 3, 3], [3, 3, 3], [3, 3, 3]]);
-  assert.deepEqual(x.tolist(), [[1, 1, 1], [1, 1, 1], [1, 1, 1]]);
+  assert.deepEqual(g(x).tolist(), [
+    [3, 3, 3],
+    [3, 3, 3],
+    [3, 3, 3],
+  ]);
+  assert.deepEqual(x.tolist(), [
+    [1, 1, 1],
+    [1, 1, 1],
+    [1, 1, 1],
+  ]);
 });
 
 test("a donating jit traced into another program donates nothing when that program runs", () => {
@@ -117,15 +158,27 @@ test("memory stays flat over 10,000 jitted MLP training steps (donated parameter
     const logits = jnp.add(jnp.matmul(h, p.w2), p.b2);
     return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / 32);
   };
-  const step = jax.jit((p: P, x: Array, y: Array): [Array, P] => {
-    const [l, g] = jax.valueAndGrad(loss)(p, x, y) as [Array, P];
-    const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, 0.05));
-    return [l, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
-  }, { donateArgnums: 0 });
-  const r = (shape: number[], seed: number) => jnp.reshape(jnp.array(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.2)), shape);
+  const step = jax.jit(
+    (p: P, x: Array, y: Array): [Array, P] => {
+      const [l, g] = jax.valueAndGrad(loss)(p, x, y) as [Array, P];
+      const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, 0.05));
+      return [l, { w1: upd(p.w1, g.w1), b1: upd(p.b1, g.b1), w2: upd(p.w2, g.w2), b2: upd(p.b2, g.b2) }];
+    },
+    { donateArgnums: 0 },
+  );
+  const r = (shape: number[], seed: number) =>
+    jnp.reshape(
+      jnp.array(
+        Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * 12.9898 + seed) * 0.2),
+      ),
+      shape,
+    );
   let p: P = { w1: r([256, 64], 1), b1: jnp.zeros([64]), w2: r([64, 10], 2), b2: jnp.zeros([10]) };
   const x = r([32, 256], 3);
-  const y = jnp.reshape(jnp.array(Float32Array.from({ length: 320 }, (_, i) => (i % 10 === (Math.floor(i / 10) * 3) % 10 ? 1 : 0))), [32, 10]);
+  const y = jnp.reshape(
+    jnp.array(Float32Array.from({ length: 320 }, (_, i) => (i % 10 === (Math.floor(i / 10) * 3) % 10 ? 1 : 0))),
+    [32, 10],
+  );
   const run = (n: number): number => {
     let last = 0;
     for (let i = 0; i < n; i++) {
@@ -142,7 +195,11 @@ test("memory stays flat over 10,000 jitted MLP training steps (donated parameter
       gc();
       await new Promise((res) => setTimeout(res, 20));
       const m = process.memoryUsage();
-      best = { heap: Math.min(best.heap, m.heapUsed), external: Math.min(best.external, m.external), rss: Math.min(best.rss, m.rss) };
+      best = {
+        heap: Math.min(best.heap, m.heapUsed),
+        external: Math.min(best.external, m.external),
+        rss: Math.min(best.rss, m.rss),
+      };
     }
     return best;
   };
@@ -156,7 +213,10 @@ test("memory stays flat over 10,000 jitted MLP training steps (donated parameter
   assert.equal(step.cacheSize(), 1);
   const mb = (b: number) => (b / 2 ** 20).toFixed(1);
   assert.ok(m1.heap - m0.heap < 2 * 2 ** 20, `the JS heap grew by ${mb(m1.heap - m0.heap)} MiB over 9,800 steps`);
-  assert.ok(m1.external - m0.external < 16 * 2 ** 20, `external memory grew by ${mb(m1.external - m0.external)} MiB over 9,800 steps`);
+  assert.ok(
+    m1.external - m0.external < 16 * 2 ** 20,
+    `external memory grew by ${mb(m1.external - m0.external)} MiB over 9,800 steps`,
+  );
   assert.ok(m1.rss - m0.rss < 64 * 2 ** 20, `RSS grew by ${mb(m1.rss - m0.rss)} MiB over 9,800 steps`);
   assert.ok(bufferPoolStats().pooledBytes <= 256 * 2 ** 20);
 });

@@ -6,49 +6,131 @@ import { createSessionSync, fastRunner, nativeGemmKernel, runnerKind } from "../
 import { WasmKernel } from "../../../src/backends/onnx/wasm-kernel.js";
 
 let seed = 20261201;
-const rand = (n: number, lo: number, hi: number): number[] => Array.from({ length: n }, () => {
-  seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
-  return lo + ((hi - lo) * seed) / 4294967296;
-});
+const rand = (n: number, lo: number, hi: number): number[] =>
+  Array.from({ length: n }, () => {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    return lo + ((hi - lo) * seed) / 4294967296;
+  });
 
 // special values: zeros of both signs, subnormals, the exp/log/tanh clamp points, the 2^23 rounding edge, overflow, NaN
-const edge = [0, -0, 1e-45, -1e-45, 1.17549435e-38, -1.17549435e-38, 1e-30, 0.5, -0.5, 1.5, -1.5, 2.5, 88.72, 89, -104, 9, -9,
-  8388607.5, -8388607.5, 8388608, 16777217, 3.4e38, -3.4e38, NaN, Infinity, -Infinity];
+const edge = [
+  0,
+  -0,
+  1e-45,
+  -1e-45,
+  1.17549435e-38,
+  -1.17549435e-38,
+  1e-30,
+  0.5,
+  -0.5,
+  1.5,
+  -1.5,
+  2.5,
+  88.72,
+  89,
+  -104,
+  9,
+  -9,
+  8388607.5,
+  -8388607.5,
+  8388608,
+  16777217,
+  3.4e38,
+  -3.4e38,
+  NaN,
+  Infinity,
+  -Infinity,
+];
 const n = 70_001; // more than one 32K chunk, not a multiple of any block or vector width
-const a = new Float32Array([...rand(n, -120, 120), ...edge]), b = new Float32Array([...rand(n, -3, 3), ...[...edge].reverse()]);
+const a = new Float32Array([...rand(n, -120, 120), ...edge]),
+  b = new Float32Array([...rand(n, -3, 3), ...[...edge].reverse()]);
 const pos = a.map((v) => Math.abs(v));
 const len = a.length;
 
 type V = FusedSpec["values"][number];
-const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec =>
-  ({ values, outputs, params: [], numInputs, numScalars, shape: [len] });
+const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec => ({
+  values,
+  outputs,
+  params: [],
+  numInputs,
+  numScalars,
+  shape: [len],
+});
 const progs: [string, FusedSpec, Float32Array[], number[]][] = [];
 for (const op of ["neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "sign", "exp", "log", "tanh", "logistic"] as const)
-  progs.push([op, spec([{ kind: "input", index: 0 }, { kind: "op", op, args: [0] }], [1], 1), [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a], []]);
+  progs.push([
+    op,
+    spec(
+      [
+        { kind: "input", index: 0 },
+        { kind: "op", op, args: [0] },
+      ],
+      [1],
+      1,
+    ),
+    [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a],
+    [],
+  ]);
 for (const op of ["add", "sub", "mul", "div", "max", "min"] as const)
-  progs.push([op, spec([{ kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }], [2], 2), [a, b], []]);
+  progs.push([
+    op,
+    spec(
+      [
+        { kind: "input", index: 0 },
+        { kind: "input", index: 1 },
+        { kind: "op", op, args: [0, 1] },
+      ],
+      [2],
+      2,
+    ),
+    [a, b],
+    [],
+  ]);
 for (const op of ["eq", "ne", "lt", "le", "gt", "ge"] as const)
-  progs.push([op, spec([
-    { kind: "input", index: 0 }, { kind: "input", index: 1 }, { kind: "op", op, args: [0, 1] }, { kind: "op", op: "not", args: [2] },
-    { kind: "op", op: "and", args: [2, 3] }, { kind: "op", op: "or", args: [2, 4] }, { kind: "op", op: "select", args: [5, 0, 1] },
-    { kind: "scalar", index: 0 }, { kind: "const", value: -0.25 }, { kind: "op", op: "select", args: [3, 7, 8] }], [6, 9], 2, 1), [a, b], [1.75]]);
+  progs.push([
+    op,
+    spec(
+      [
+        { kind: "input", index: 0 },
+        { kind: "input", index: 1 },
+        { kind: "op", op, args: [0, 1] },
+        { kind: "op", op: "not", args: [2] },
+        { kind: "op", op: "and", args: [2, 3] },
+        { kind: "op", op: "or", args: [2, 4] },
+        { kind: "op", op: "select", args: [5, 0, 1] },
+        { kind: "scalar", index: 0 },
+        { kind: "const", value: -0.25 },
+        { kind: "op", op: "select", args: [3, 7, 8] },
+      ],
+      [6, 9],
+      2,
+      1,
+    ),
+    [a, b],
+    [1.75],
+  ]);
 
 const mismatches: string[] = [];
 let isa: string | null = null; // null: no native kernel (the runner fell back to onnxruntime-node)
 for (const [label, sp, ins, scalars] of progs) {
-  const nat = NativeFusedKernel.create(sp), wasm = WasmKernel.create(sp);
+  const nat = NativeFusedKernel.create(sp),
+    wasm = WasmKernel.create(sp);
   if (!wasm) throw new Error(`${label}: no WebAssembly kernel`);
   if (!nat) break;
   isa = nat.isa;
-  const want = sp.outputs.map(() => new Float32Array(len)), got = sp.outputs.map(() => new Float32Array(len));
+  const want = sp.outputs.map(() => new Float32Array(len)),
+    got = sp.outputs.map(() => new Float32Array(len));
   wasm.run(ins, scalars, want, len);
   nat.run(ins, scalars, got, len);
   for (let j = 0; j < got.length; j++) {
-    const gb = new Uint32Array(got[j].buffer), wb = new Uint32Array(want[j].buffer);
+    const gb = new Uint32Array(got[j].buffer),
+      wb = new Uint32Array(want[j].buffer);
     for (let i = 0; i < len && mismatches.length < 20; i++)
       // NaN payloads may differ; everything else is bit-identical
       if (gb[i] !== wb[i] && !(Number.isNaN(got[j][i]) && Number.isNaN(want[j][i])))
-        mismatches.push(`${label} out ${j} at ${i}: x=${ins[0][i]} y=${ins[1]?.[i]}: native ${got[j][i]} vs wasm ${want[j][i]}`);
+        mismatches.push(
+          `${label} out ${j} at ${i}: x=${ins[0][i]} y=${ins[1]?.[i]}: native ${got[j][i]} vs wasm ${want[j][i]}`,
+        );
   }
 }
 
@@ -59,24 +141,40 @@ function gemm(M: number, N: number, K: number, transB: boolean): number {
   g.addInput("a", "float32", [M, K]);
   g.addInput("b", "float32", transB ? [N, K] : [K, N]);
   g.addInput("c", "float32", [N]);
-  g.addNode("Gemm", ["a", "b", "c"], ["y"], { transB: transB ? 1 : 0, alpha: 0.5, beta: -2 }, gemmKernel ? "jaxts" : "");
+  g.addNode(
+    "Gemm",
+    ["a", "b", "c"],
+    ["y"],
+    { transB: transB ? 1 : 0, alpha: 0.5, beta: -2 },
+    gemmKernel ? "jaxts" : "",
+  );
   g.addOutput("y", "float32", [M, N]);
   const s = createSessionSync(g.toModelBytes(), { intraOpNumThreads: 2 });
-  const x = new Float32Array(rand(M * K, -1, 1)), w = new Float32Array(rand(K * N, -1, 1)), c = new Float32Array(rand(N, -1, 1));
-  const r = fastRunner(s, ["a", "b", "c"].map((name) => ({ name, dtype: "float32" as const })), [{ name: "y", dtype: "float32" }])!;
+  const x = new Float32Array(rand(M * K, -1, 1)),
+    w = new Float32Array(rand(K * N, -1, 1)),
+    c = new Float32Array(rand(N, -1, 1));
+  const r = fastRunner(
+    s,
+    ["a", "b", "c"].map((name) => ({ name, dtype: "float32" as const })),
+    [{ name: "y", dtype: "float32" }],
+  )!;
   const y = r.run([x, w, c], [[M, K], transB ? [N, K] : [K, N], [N]])[0] as Float32Array;
   s.dispose();
   let worst = 0;
   for (let i = 0; i < M; i++)
     for (let j = 0; j < N; j++) {
-      let acc = 0, mag = 0;
+      let acc = 0,
+        mag = 0;
       for (let k = 0; k < K; k++) {
         const t = x[i * K + k] * (transB ? w[j * K + k] : w[k * N + j]);
         acc += t;
         mag += Math.abs(t);
       }
       // error relative to the sum of |terms| (float32 sums in any order stay within a few K ulps of it)
-      worst = Math.max(worst, Math.abs(y[i * N + j] - (0.5 * acc - 2 * c[j])) / (0.5 * mag + 2 * Math.abs(c[j]) + 1e-30));
+      worst = Math.max(
+        worst,
+        Math.abs(y[i * N + j] - (0.5 * acc - 2 * c[j])) / (0.5 * mag + 2 * Math.abs(c[j]) + 1e-30),
+      );
     }
   return worst;
 }

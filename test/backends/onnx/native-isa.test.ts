@@ -9,7 +9,13 @@ const LEVELS = ["portable", "sse2", "avx2", "avx512"];
 const best = nativeFusedApi()?.isa() ?? null;
 const child = fileURLToPath(new URL("./native-isa-child.js", import.meta.url));
 
-interface Report { runner: string; isa: string | null; gemmKernel: string | null; mismatches: string[]; gemmError: number }
+interface Report {
+  runner: string;
+  isa: string | null;
+  gemmKernel: string | null;
+  mismatches: string[];
+  gemmError: number;
+}
 function runAt(level: string | null): { status: number | null; report: Report | null; stderr: string } {
   const env: NodeJS.ProcessEnv = { ...process.env };
   if (level === null) delete env.JAXTS_CPU;
@@ -21,7 +27,10 @@ function runAt(level: string | null): { status: number | null; report: Report | 
 
 for (const level of ["avx2", "sse2", "portable"]) {
   test(`JAXTS_CPU=${level}: the fused kernel equals the WebAssembly kernel bit for bit; GEMMs ${level === "avx2" ? "run jaxts.Gemm's AVX2 micro-kernel" : "stay with ORT"}`, (t) => {
-    if (best === null) { t.skip("native addon not built (npm run build compiles it with g++)"); return; }
+    if (best === null) {
+      t.skip("native addon not built (npm run build compiles it with g++)");
+      return;
+    }
     const { status, report, stderr } = runAt(level);
     assert.equal(status, 0, stderr);
     assert.ok(report, stderr);
@@ -36,7 +45,10 @@ for (const level of ["avx2", "sse2", "portable"]) {
 }
 
 test("JAXTS_CPU with an unknown level: the native runner refuses it by name and jaxts falls back to onnxruntime-node", (t) => {
-  if (best === null) { t.skip("native addon not built (npm run build compiles it with g++)"); return; }
+  if (best === null) {
+    t.skip("native addon not built (npm run build compiles it with g++)");
+    return;
+  }
   const { status, report, stderr } = runAt("avx9000");
   assert.equal(status, 0, stderr);
   assert.equal(report?.runner, "onnxruntime-node");
