@@ -212,7 +212,7 @@ export function shardMapOnDevices(
             def,
           )),
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
-          const done = runOnDevices(fn, f, mesh, inSpecs, outSpecsOf, xs, def, e, checkVma);
+          const done = runOnDevices(fn, mesh, inSpecs, xs, e, checkVma);
           return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
         },
       },
@@ -227,24 +227,14 @@ export function shardMapOnDevices(
 /** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */
 function runOnDevices(
   fn: string,
-  f: (...args: never[]) => unknown,
   mesh: Mesh,
   inSpecs: Spec[],
-  outSpecsOf: (out: unknown) => Spec[],
   leaves: ArrayImpl[],
-  def: TreeDef,
   entry: Entry,
   checkVma: boolean,
 ): ArrayImpl[] | null {
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
-  const blockShapes: number[][] = [];
-  for (let k = 0; k < leaves.length; k++) {
-    const x = leaves[k],
-      spec = inSpecs[k];
-    const { parts } = blockIndex(spec, x.ndim, mesh, mesh.coords(0));
-    blockShapes.push(x.shape.map((s, d) => s / parts[d]));
-  }
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
   // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
   const ranks = localRanks(mesh);

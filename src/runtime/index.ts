@@ -20,7 +20,6 @@ export {
   deviceRuntimeUnavailable,
   dispatch,
   failNextLaunch,
-  injectLaunchFault,
   lastLaunchStamps,
   lastLaunchTimeline,
   launch,

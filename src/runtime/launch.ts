@@ -143,7 +143,7 @@ export interface LaunchOptions {
 }
 
 let failNext: number | undefined;
-/** Test hook: the next launch (whoever makes it: shardMap, pmap) fails on the device at `rank`, as failRank does. */
+/** Test hook: the next launch (whoever makes it: shardMap, pmap, dispatch, launch or launchSync) fails on the device at `rank`, as failRank does. */
 export function failNextLaunch(rank: number): void {
   failNext = rank;
 }
@@ -323,7 +323,6 @@ export function nowUs(): number {
 const inFlight: PendingLaunch[] = [];
 /** Launches kept in flight before a dispatch waits for the oldest (bounds the memory held by pending work). */
 const MAX_IN_FLIGHT = 8;
-let nextFault: number | null = null;
 
 /**
  * A dispatched launch: its output buffers exist at once (pending until the devices finish: each device's stream runs
@@ -400,11 +399,6 @@ export class PendingLaunch implements PendingWork {
   }
 }
 
-/** Test hook: the next dispatched launch fails on the device at `rank` before running its program. */
-export function injectLaunchFault(rank: number | null): void {
-  nextFault = rank;
-}
-
 /**
  * Async dispatch: enqueues `program` on each device's stream (rank r on deviceIds[r], with inputs[r], which may be
  * pending outputs of earlier launches) and returns at once. Errors surface at wait() (or when reading an output).
@@ -416,10 +410,6 @@ export function dispatch(
   opts: LaunchOptions = {},
 ): PendingLaunch {
   while (inFlight.length >= MAX_IN_FLIGHT) inFlight[0].settle();
-  if (nextFault !== null && opts.failRank === undefined) {
-    opts = { ...opts, failRank: nextFault };
-    nextFault = null;
-  }
   const deps = new Set<PendingWork>();
   for (const ins of inputs)
     for (const b of ins) {

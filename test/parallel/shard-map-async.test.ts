@@ -7,7 +7,7 @@ import { type Array, devicePut, lax, makeMesh, numpy as jnp, shardMap, sharding 
 import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import {
   deviceRuntimeUnavailable,
-  injectLaunchFault,
+  failNextLaunch,
   launchesInFlight,
   type PendingLaunch,
   runtimeDevice,
@@ -64,7 +64,7 @@ test(
     config.update("spmdRuntime", "devices");
     try {
       f(x).blockUntilReady();
-      injectLaunchFault(2);
+      failNextLaunch(2);
       const bad = f(x); // no error yet: the launch is only enqueued
       const dependent = f(bad);
       assert.throws(
