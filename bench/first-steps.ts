@@ -23,8 +23,9 @@ export interface FirstSteps {
  * so every step's outputs need memory the garbage collector has not yet handed back.
  */
 export function measureFirstSteps(total = 600, steadySteps = 200): FirstSteps {
-  let { params } = mlpInputs();
-  const { x, y } = mlpInputs();
+  const inputs = mlpInputs();
+  const { x, y } = inputs;
+  let { params } = inputs;
   const step = jax.jit(function mlpStepNoDonation(p: Params, xs: Array, ys: Array): [Array, Params] {
     const [loss, g] = jax.valueAndGrad(mlpLoss)(p, xs, ys) as [Array, Params];
     const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, MLP.lr));

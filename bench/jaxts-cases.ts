@@ -48,6 +48,17 @@ function lenetLoss(p: LenetParams, x: Array, y: Array): Array {
   const logits = jnp.add(jnp.matmul(h, p.w3), p.b3);
   return jnp.multiply(jnp.sum(jnp.multiply(nn.logSoftmax(logits, -1), y)), -1 / LENET.batch);
 }
+/** A training-step case: one untimed step (trace + compile), then each timed call feeds the parameters back and frees the loss. */
+function feedBack<P>(step: (p: P, x: Array, y: Array) => [Array, P], params: P, x: Array, y: Array): CaseBody {
+  [, params] = step(params, x, y);
+  return () => {
+    const [loss, p] = step(params, x, y);
+    params = p;
+    loss.blockUntilReady();
+    loss.dispose();
+  };
+}
+
 const c = (workload: WorkloadId, note: string, setup: () => Promise<CaseBody>): Case => ({
   name: NAME,
   workload,
@@ -82,16 +93,8 @@ export const jaxtsCases: Case[] = [
     }),
   ),
   c("mlp-step", "jit(valueAndGrad(loss)) + SGD step, params donated and fed back, loss disposed", async () => {
-    let { params } = mlpInputs();
-    const { x, y } = mlpInputs();
-    const step = makeStep();
-    [, params] = step(params, x, y);
-    return () => {
-      const [loss, p] = step(params, x, y);
-      params = p;
-      loss.blockUntilReady();
-      loss.dispose();
-    };
+    const { params, x, y } = mlpInputs();
+    return feedBack(makeStep(), params, x, y);
   }),
   c(
     "lenet-step",
@@ -99,7 +102,7 @@ export const jaxtsCases: Case[] = [
     async () => {
       const { batch, size, c1, c2, k, flat, outDim } = LENET;
       const d = lenetData();
-      let params: LenetParams = {
+      const params: LenetParams = {
         k1: mk(d.k1, [c1, 1, k, k]),
         b1: mk(d.b1, [c1]),
         k2: mk(d.k2, [c2, c1, k, k]),
@@ -113,27 +116,11 @@ export const jaxtsCases: Case[] = [
         (p: LenetParams, xs: Array, ys: Array): [Array, LenetParams] => {
           const [loss, g] = jax.valueAndGrad(lenetLoss)(p, xs, ys) as [Array, LenetParams];
           const upd = (w: Array, gw: Array) => jnp.subtract(w, jnp.multiply(gw, LENET.lr));
-          return [
-            loss,
-            {
-              k1: upd(p.k1, g.k1),
-              b1: upd(p.b1, g.b1),
-              k2: upd(p.k2, g.k2),
-              b2: upd(p.b2, g.b2),
-              w3: upd(p.w3, g.w3),
-              b3: upd(p.b3, g.b3),
-            },
-          ];
+          return [loss, jax.tree.map(upd, p, g) as LenetParams];
         },
         { donateArgnums: 0 },
       );
-      [, params] = step(params, x, y);
-      return () => {
-        const [loss, p] = step(params, x, y);
-        params = p;
-        loss.blockUntilReady();
-        loss.dispose();
-      };
+      return feedBack(step, params, x, y);
     },
   ),
   c(
