@@ -1,0 +1,306 @@
+/**
+ * @file ZeRO stages 0-3 over a mesh's data axis: a loss function (plain, or layered for per-layer FSDP gathering) plus
+ * an optax-style optimizer becomes one shardMap training step; zeroShardState lays out parameters and optimizer state.
+ */
+import { type Array } from "../core/array.js";
+import * as jnp from "../numpy/index.js";
+import * as lax from "../lax/index.js";
+import * as optim from "../optim/index.js";
+import { checkpoint } from "../transforms/checkpoint.js";
+import { valueAndGrad } from "../transforms/api.js";
+import { flatten, unflatten, type TreeDef } from "../core/tree.js";
+import { Mesh } from "../parallel/mesh.js";
+import { P, NamedSharding, type PartitionSpec } from "../parallel/sharding.js";
+import { devicePut } from "../parallel/device-put.js";
+import { type SpecTree, shardMap } from "../parallel/shard-map.js";
+
+/** 0: plain data parallel; 1: optimizer state sharded; 2: + gradients reduce-scattered; 3: + parameters sharded. */
+export type ZeroStage = 0 | 1 | 2 | 3;
+
+export interface ZeroOptions {
+  /** The ZeRO stage (0-3). */
+  stage: ZeroStage;
+  /** The mesh axis the batch and the ZeRO shards are split over (default "data"). */
+  dataAxis?: string;
+  /** Rematerialize each layer of a layered loss in the backward pass (default true: stage 3 then re-gathers). */
+  remat?: boolean;
+}
+
+/**
+ * A loss split into layers, so stage 3 can gather each layer's parameters just before the layer runs (inside its
+ * rematerialized function: freed after, gathered again in the backward pass). Parameters are `{ outer, layers }`.
+ */
+export interface LayeredLoss<O, L, B extends unknown[]> {
+  /** The first activation from the outer parameters (embeddings) and the local batch. */
+  embed(outer: O, ...batch: B): Array;
+  /** Layer `index` applied to the activation. */
+  layer(p: L, h: Array, index: number): Array;
+  /** The local mean loss (a scalar) from the last activation. */
+  head(outer: O, h: Array, ...batch: B): Array;
+}
+export interface LayeredParams<O, L> {
+  outer: O;
+  layers: L[];
+}
+
+/** Where each parameter leaf lives under a stage (shapes, padded flat length per leaf); made by zeroShardState. */
+export interface ZeroLayout {
+  readonly stage: ZeroStage;
+  readonly dataAxis: string;
+  readonly mesh: Mesh;
+  /** Data-axis size n. */
+  readonly n: number;
+  /** Each parameter leaf's shape, in flatten order. */
+  readonly shapes: readonly (readonly number[])[];
+  /** Each leaf's per-device shard length k = ceil(size / n) (the flat vector is zero-padded to n * k). */
+  readonly shardLen: readonly number[];
+  readonly paramDef: TreeDef;
+  readonly optSpecs: SpecTree;
+}
+
+/** Parameters and optimizer state laid out for a stage, with the layout the step needs. */
+export interface ZeroState<Params> {
+  /** Stage 0-2: the parameters, replicated. Stage 3: each leaf a flat zero-padded [n * k] vector split over the data axis. */
+  readonly params: Params;
+  /** Stage 0: replicated. Stages 1-3: the optimizer state of the flat padded vectors, per-parameter leaves split. */
+  readonly optState: optim.OptState;
+  readonly layout: ZeroLayout;
+}
+
+const size = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
+/** devicePut over every leaf of a pytree (devicePut itself maps only arrays and lists). */
+function putTree<T>(t: T, s: NamedSharding): T {
+  const [ls, def] = flatten(t);
+  return unflatten(
+    def,
+    ls.map((l) => devicePut(l, s)),
+  ) as T;
+}
+const STAGES: readonly number[] = [0, 1, 2, 3];
+
+function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStage; dataAxis: string } {
+  if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
+  if (!opts || !STAGES.includes(opts.stage))
+    throw new RangeError(`${fn}: stage must be 0, 1, 2 or 3, got ${String(opts?.stage)}`);
+  const dataAxis = opts.dataAxis ?? "data";
+  if (!mesh.axisNames.includes(dataAxis))
+    throw new Error(
+      `${fn}: dataAxis ${JSON.stringify(dataAxis)} is not an axis of ${mesh.toString()}; pass { dataAxis } naming one of [${mesh.axisNames.join(", ")}]`,
+    );
+  return { stage: opts.stage, dataAxis };
+}
+
+/** x (any shape) as a flat vector zero-padded to length `len`. */
+function flatPad(x: Array, len: number): Array {
+  const f = jnp.reshape(x, [x.size]);
+  return len === x.size ? f : jnp.concatenate([f, jnp.zeros([len - x.size], { dtype: x.dtype })]);
+}
+/** The first `m` entries of a flat vector, reshaped. */
+function unflatPad(f: Array, shape: readonly number[]): Array {
+  const m = size(shape);
+  return jnp.reshape(m === f.shape[0] ? f : lax.sliceInDim(f, 0, m, 1, 0), [...shape]);
+}
+
+/**
+ * Lays out initial parameters and the optimizer state for `stage` over `dataAxis` of `mesh` (device-resident under
+ * the devices runtime). A leaf of size m becomes a flat vector padded with zeros to n * ceil(m / n) for the sharded
+ * stages (the padding's gradient and update are zero, so it stays zero). Optimizer state leaves of that flat length
+ * are split over the data axis; others (step counts) are replicated.
+ */
+export function zeroShardState<Params>(
+  params: Params,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  opts: ZeroOptions,
+): ZeroState<Params> {
+  const fn = "zeroShardState";
+  const { stage, dataAxis } = checkOpts(fn, mesh, opts);
+  const n = mesh.axisSize(dataAxis);
+  const [leaves, paramDef] = flatten(params);
+  const arrs = leaves.map((l, i) => {
+    const a = l as Array;
+    if (!a || typeof a !== "object" || !("shape" in a))
+      throw new TypeError(`${fn}: parameter leaf ${i} is not an array (got ${typeof l})`);
+    if (!a.dtype.startsWith("float"))
+      throw new TypeError(`${fn}: parameter leaf ${i} has dtype ${a.dtype}; expected a floating dtype`);
+    return a;
+  });
+  const shapes = arrs.map((a) => [...a.shape]);
+  const shardLen = arrs.map((a) => Math.ceil(a.size / n));
+  const rep = NamedSharding(mesh, P());
+  const split = NamedSharding(mesh, P(dataAxis));
+  const flatLens = new Set(shardLen.map((k) => k * n));
+  if (stage === 0) {
+    const p = putTree(params, rep);
+    const optState = putTree(opt.init(params), rep);
+    const layout: ZeroLayout = { stage, dataAxis, mesh, n, shapes, shardLen, paramDef, optSpecs: P() };
+    return { params: p, optState, layout };
+  }
+  const flat = unflatten(
+    paramDef,
+    arrs.map((a, i) => flatPad(a, shardLen[i] * n)),
+  ) as Params;
+  const st = opt.init(flat);
+  const [sl, sdef] = flatten(st);
+  const specs = sl.map((l) => {
+    const a = l as Array;
+    return a.ndim === 1 && flatLens.has(a.shape[0]) ? P(dataAxis) : P();
+  });
+  const optState = unflatten(
+    sdef,
+    sl.map((l, i) => devicePut(l as Array, specs[i].length ? split : rep)),
+  );
+  const optSpecs = unflatten(sdef, specs) as SpecTree;
+  const p = stage === 3 ? putTree(flat, split) : putTree(params, rep);
+  return { params: p, optState, layout: { stage, dataAxis, mesh, n, shapes, shardLen, paramDef, optSpecs } };
+}
+
+/** The full parameters (their original shapes) of a ZeRO state, whatever the stage (stage 3 drops the padding). */
+export function zeroGatherParams<Params>(state: ZeroState<Params>): Params {
+  const { layout } = state;
+  if (layout.stage !== 3) return state.params;
+  const [leaves] = flatten(state.params);
+  return unflatten(
+    layout.paramDef,
+    leaves.map((l, i) => unflatPad(l as Array, layout.shapes[i])),
+  ) as Params;
+}
+
+/** Per device of the mesh (flat order): bytesInUse and peakBytesInUse from Device.memoryStats(). */
+export function zeroMemoryReport(mesh: Mesh): { device: number; bytesInUse: number; peakBytesInUse: number }[] {
+  return mesh.flatDevices.map((d) => {
+    const s = d.memoryStats();
+    return { device: d.id, bytesInUse: s.bytesInUse, peakBytesInUse: s.peakBytesInUse };
+  });
+}
+
+type PlainLoss<Params, B extends unknown[]> = (params: Params, ...batch: B) => Array;
+const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
+  typeof f === "object" && f !== null && "embed" in f && "layer" in f && "head" in f;
+
+/**
+ * A ZeRO training step over `dataAxis`: `step(state, ...batch)` returns [mean loss, next state]. Every batch
+ * argument is split over the data axis along its first dimension. The loss is a plain `(params, ...batch) => scalar`
+ * (stage 3 then gathers all parameters at the start) or a LayeredLoss over `{ outer, layers }` params (stage 3 gathers
+ * each layer's parameters inside its rematerialized layer function). Stage 0 is the plain data-parallel step (pmean
+ * of gradients). The optimizer must be elementwise per parameter (sgd, adam, adamw...): stages 1-3 update flat
+ * slices, so transforms that look across a leaf (global-norm clipping, shape-based masks) would see slices.
+ * The step runs one shardMap (compiled once per layout); call it eagerly, not under jit (the layout is not an array).
+ */
+export function makeZeroTrainStep<Params, B extends unknown[]>(
+  lossFn: PlainLoss<Params, B> | LayeredLoss<unknown, unknown, B>,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  opts: ZeroOptions,
+): (state: ZeroState<Params>, ...batch: B) => [Array, ZeroState<Params>] {
+  const fn = "makeZeroTrainStep";
+  const { stage, dataAxis } = checkOpts(fn, mesh, opts);
+  const remat = opts.remat ?? true;
+  if (typeof lossFn !== "function" && !isLayered(lossFn))
+    throw new TypeError(`${fn}: expected a loss function or a { embed, layer, head } layered loss`);
+  type Compiled = (...a: unknown[]) => [Array, Params, optim.OptState];
+  const compiled = new WeakMap<ZeroLayout, Map<number, Compiled>>();
+
+  function build(layout: ZeroLayout, nBatch: number): Compiled {
+    const n = layout.n;
+    const { shapes, shardLen, paramDef } = layout;
+    // stage 3's gather of leaves (at flatten positions `at`): the tiled all-gather of each shard, padding dropped
+    const gatherLeaves = (ls: Array[], at: readonly number[]) =>
+      ls.map((s, j) => unflatPad(lax.allGather(s, dataAxis, { tiled: true }), shapes[at[j]]));
+    // each leaf's flatten position, as a tree like the parameters (flatten orders object keys, so not outer first)
+    const positions = unflatten(
+      paramDef,
+      shapes.map((_, i) => i),
+    ) as { outer?: unknown; layers?: unknown[] };
+    const posOf = (t: unknown): number[] => flatten(t)[0] as number[];
+    if (isLayered(lossFn) && !globalThis.Array.isArray(positions.layers))
+      throw new TypeError(
+        `${fn}: a layered loss needs parameters { outer, layers: [...] }; these have no layers array`,
+      );
+    /** The local loss of params as the body holds them (stage 3: shards). */
+    const localLoss = (p: Params, batch: B): Array => {
+      const gathering = stage === 3;
+      if (!isLayered(lossFn)) {
+        if (!gathering) return (lossFn as PlainLoss<Params, B>)(p, ...batch);
+        const [ls] = flatten(p);
+        return (lossFn as PlainLoss<Params, B>)(
+          unflatten(paramDef, gatherLeaves(ls as Array[], posOf(positions))) as Params,
+          ...batch,
+        );
+      }
+      const lp = p as unknown as LayeredParams<unknown, unknown>;
+      const [ol, odef] = flatten(lp.outer);
+      const outer = gathering ? unflatten(odef, gatherLeaves(ol as Array[], posOf(positions.outer))) : lp.outer;
+      let h = lossFn.embed(outer, ...batch);
+      lp.layers.forEach((layerP, idx) => {
+        const ldef = flatten(layerP)[1];
+        const at = posOf(positions.layers?.[idx]);
+        const run = (q: unknown, x: Array): Array => {
+          const full = gathering ? unflatten(ldef, gatherLeaves(flatten(q)[0] as Array[], at)) : q;
+          return lossFn.layer(full, x, idx);
+        };
+        h = remat ? checkpoint(run)(layerP, h) : run(layerP, h);
+      });
+      return lossFn.head(outer, h, ...batch);
+    };
+    const body = (p: Params, s: optim.OptState, ...batch: unknown[]): [Array, Params, optim.OptState] => {
+      const [l, g] = valueAndGrad((q: Params) => localLoss(q, batch as B))(p) as [Array, Params];
+      const loss = lax.pmean(l, dataAxis);
+      if (stage === 0) {
+        const gm = lax.pmean(g, dataAxis);
+        const [u, next] = opt.update(gm, s, p);
+        return [loss, optim.applyUpdates(p as unknown, u) as Params, next];
+      }
+      const [gl] = flatten(g);
+      let gs: Array[], ps: Array[];
+      if (stage === 3) {
+        // all_gather's transpose already reduce-scattered the gradient: sum over devices, so divide by n
+        gs = (gl as Array[]).map((x) => jnp.divide(x, n));
+        ps = flatten(p)[0] as Array[];
+      } else {
+        const me = lax.axisIndex(dataAxis); // int32 index along the data axis
+        const mine = (f: Array, k: number) => lax.dynamicSliceInDim(f, jnp.multiply(me, k), k, 0);
+        gs = (gl as Array[]).map((x, i) => {
+          const f = flatPad(x, shardLen[i] * n);
+          // stage 1 all-reduces the whole gradient and keeps its slice; stage 2 reduce-scatters it
+          return stage === 1
+            ? jnp.divide(mine(lax.psum(f, dataAxis), shardLen[i]), n)
+            : jnp.divide(lax.psumScatter(f, dataAxis, { tiled: true }), n);
+        });
+        ps = (flatten(p)[0] as Array[]).map((x, i) => mine(flatPad(x, shardLen[i] * n), shardLen[i]));
+      }
+      const gt = unflatten(paramDef, gs) as Params,
+        pt = unflatten(paramDef, ps) as Params;
+      const [u, next] = opt.update(gt, s, pt);
+      const np = flatten(optim.applyUpdates(pt as unknown, u))[0] as Array[];
+      if (stage === 3) return [loss, unflatten(paramDef, np) as Params, next];
+      // stages 1-2: every device all-gathers the updated slices into the replicated parameters
+      const full = np.map((x, i) => unflatPad(lax.allGather(x, dataAxis, { tiled: true }), shapes[i]));
+      return [loss, unflatten(paramDef, full) as Params, next];
+    };
+    const pSpec: PartitionSpec = stage === 3 ? P(dataAxis) : P();
+    return shardMap(body, {
+      mesh: layout.mesh,
+      inSpecs: [pSpec, layout.optSpecs, ...globalThis.Array.from({ length: nBatch }, () => P(dataAxis))],
+      outSpecs: [P(), pSpec, layout.optSpecs],
+    }) as Compiled;
+  }
+
+  return (state: ZeroState<Params>, ...batch: B): [Array, ZeroState<Params>] => {
+    const layout = state?.layout;
+    if (!layout || layout.stage !== stage || layout.dataAxis !== dataAxis || layout.mesh !== mesh)
+      throw new Error(
+        `${fn}: the state was not laid out for stage ${stage} over ${JSON.stringify(dataAxis)} of ${mesh.toString()}` +
+          (layout
+            ? ` (it has stage ${layout.stage} over ${JSON.stringify(layout.dataAxis)} of ${layout.mesh.toString()})`
+            : "") +
+          "; make it with zeroShardState(params, opt, mesh, { stage, dataAxis })",
+      );
+    let byArity = compiled.get(layout);
+    if (!byArity) compiled.set(layout, (byArity = new Map()));
+    let f = byArity.get(batch.length);
+    if (!f) byArity.set(batch.length, (f = build(layout, batch.length)));
+    const [l, p, s] = f(state.params, state.optState, ...batch);
+    return [l, { params: p, optState: s, layout }];
+  };
+}

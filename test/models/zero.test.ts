@@ -1,0 +1,191 @@
+/**
+ * @file ZeRO stages 1-3 on 2 and 4 devices equal the plain data-parallel step (losses and parameters over several
+ * adam steps, rtol 1e-5), stage 0 equals the single-device step, and stage 3 holds about a quarter of the
+ * parameter and optimizer bytes per device (Device.memoryStats) on 4 devices.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { config } from "../../src/core/config.js";
+config.update("numCpuDevices", 4);
+config.update("spmdRuntime", "devices");
+import { type Array, makeMesh, nn, numpy as jnp, optim, random, tree, valueAndGrad } from "../../src/index.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import {
+  type LayeredLoss,
+  type LayeredParams,
+  type ZeroStage,
+  makeZeroTrainStep,
+  zeroGatherParams,
+  zeroMemoryReport,
+  zeroShardState,
+} from "../../src/models/zero.js";
+
+const skip = deviceRuntimeUnavailable() ?? false;
+
+interface Outer {
+  win: Array;
+  bout: Array;
+  wout: Array;
+}
+interface Layer {
+  w: Array;
+  b: Array;
+}
+type Params = LayeredParams<Outer, Layer>;
+const DIN = 5,
+  H = 6,
+  DOUT = 3,
+  LAYERS = 3,
+  BATCH = 8;
+
+/** Leaf sizes 30, 3, 18 and per layer 36, 6: some divide 2 and 4, some need padding. */
+function init(seed: number): Params {
+  const ks = globalThis.Array.from({ length: 4 + 2 * LAYERS }, (_, i) => random.PRNGKey(seed * 1000 + i));
+  const nrm = (k: Array, s: number[], sc: number) => jnp.multiply(random.normal(k, s), sc);
+  return {
+    outer: { win: nrm(ks[0], [DIN, H], 0.5), bout: nrm(ks[1], [DOUT], 0.1), wout: nrm(ks[2], [H, DOUT], 0.5) },
+    layers: globalThis.Array.from({ length: LAYERS }, (_, i) => ({
+      w: nrm(ks[4 + 2 * i], [H, H], 0.4),
+      b: nrm(ks[5 + 2 * i], [H], 0.1),
+    })),
+  };
+}
+const model: LayeredLoss<Outer, Layer, [Array, Array]> = {
+  embed: (o, x) => jnp.tanh(jnp.matmul(x, o.win)),
+  layer: (p, h) => jnp.add(h, jnp.tanh(jnp.add(jnp.matmul(h, p.w), p.b))),
+  head: (o, h, _x, y) => {
+    const logp = nn.logSoftmax(jnp.add(jnp.matmul(h, o.wout), o.bout), -1);
+    return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(y, DOUT)), -1)));
+  },
+};
+/** The same loss as one function of the whole parameters (the reference and the plain-loss form). */
+const plainLoss = (p: Params, x: Array, y: Array): Array => {
+  let h = model.embed(p.outer, x, y);
+  p.layers.forEach((l, i) => (h = model.layer(l, h, i)));
+  return model.head(p.outer, h, x, y);
+};
+function batch(step: number): [Array, Array] {
+  const k = random.PRNGKey(100 + step);
+  const x = random.normal(k, [BATCH, DIN]);
+  const y = jnp.array(
+    globalThis.Array.from({ length: BATCH }, (_, i) => (i * 7 + step) % DOUT),
+    { dtype: "int32" },
+  );
+  return [x, y];
+}
+const STEPS = 3;
+const opt = () => optim.adam(0.05);
+
+function relClose(what: string, a: Array, b: Array, rtol: number): void {
+  const av = a.dataSync() as Float32Array,
+    bv = b.dataSync() as Float32Array;
+  assert.deepEqual(a.shape, b.shape, `${what}: shapes`);
+  const scale = Math.max(...globalThis.Array.from(bv, Math.abs), 1e-6);
+  for (let i = 0; i < av.length; i++)
+    assert.ok(Math.abs(av[i] - bv[i]) <= rtol * scale, `${what}[${i}]: ${av[i]} vs ${bv[i]} (rtol ${rtol})`);
+}
+
+/** Losses and final full parameters of STEPS steps of a stage. */
+function run(stage: ZeroStage, n: number, layered: boolean): { losses: number[]; params: Params } {
+  const mesh = makeMesh([n], ["data"]);
+  const o = opt();
+  let state = zeroShardState(init(0), o, mesh, { stage });
+  const step = makeZeroTrainStep(layered ? model : plainLoss, o, mesh, { stage });
+  const losses: number[] = [];
+  for (let s = 0; s < STEPS; s++) {
+    const [l, next] = step(state, ...batch(s));
+    losses.push(l.item() as number);
+    state = next;
+  }
+  return { losses, params: zeroGatherParams(state) };
+}
+function reference(): { losses: number[]; params: Params } {
+  const o = opt();
+  let p = init(0),
+    s = o.init(p);
+  const losses: number[] = [];
+  for (let k = 0; k < STEPS; k++) {
+    const [l, g] = valueAndGrad((q: Params) => plainLoss(q, ...batch(k)))(p) as [Array, Params];
+    const [u, next] = o.update(g, s, p);
+    p = optim.applyUpdates(p, u) as Params;
+    s = next;
+    losses.push(l.item() as number);
+  }
+  return { losses, params: p };
+}
+function compare(what: string, got: { losses: number[]; params: Params }, want: typeof got, rtol: number): void {
+  got.losses.forEach((l, i) =>
+    assert.ok(
+      Math.abs(l - want.losses[i]) <= rtol * Math.abs(want.losses[i]),
+      `${what} loss ${i}: ${l} vs ${want.losses[i]}`,
+    ),
+  );
+  const a = tree.leaves(got.params) as Array[],
+    b = tree.leaves(want.params) as Array[];
+  assert.equal(a.length, b.length);
+  a.forEach((x, i) => relClose(`${what} leaf ${i}`, x, b[i], rtol));
+}
+
+test("stage 0 (plain data parallel) equals the single-device step", { skip }, () => {
+  const want = reference();
+  assert.ok(want.losses[STEPS - 1] < want.losses[0], `the reference trains: ${want.losses.join(", ")}`);
+  for (const n of [2, 4]) compare(`stage 0 on ${n} devices`, run(0, n, true), want, 1e-5);
+});
+
+for (const n of [2, 4])
+  test(`ZeRO stages 1-3 on ${n} devices equal stage 0 (losses and params over ${STEPS} adam steps)`, { skip }, () => {
+    const base = run(0, n, true);
+    for (const stage of [1, 2, 3] as const) compare(`stage ${stage} on ${n}`, run(stage, n, true), base, 1e-5);
+  });
+
+test("a plain (not layered) loss works for every stage", { skip }, () => {
+  const base = run(0, 4, false);
+  for (const stage of [1, 2, 3] as const) compare(`plain stage ${stage}`, run(stage, 4, false), base, 1e-5);
+});
+
+test(
+  "stage 3 on 4 devices holds about a quarter of stage 0's parameter and optimizer bytes per device",
+  { skip },
+  () => {
+    const mesh = makeMesh([4], ["data"]);
+    const o = optim.adam(0.01);
+    // bigger leaves so padding (at most 3 elements per leaf) is negligible
+    const params = () => ({ a: jnp.ones([64, 33]), b: jnp.ones([101]), c: jnp.ones([7, 9, 5]) });
+    const bytesOf = (stage: ZeroStage): number[] => {
+      const before = zeroMemoryReport(mesh);
+      const st = zeroShardState(params(), o, mesh, { stage });
+      const after = zeroMemoryReport(mesh);
+      const d = after.map((r, i) => r.bytesInUse - before[i].bytesInUse);
+      tree.leaves([st.params, st.optState]).forEach((x) => (x as Array).dispose());
+      return d;
+    };
+    const full = bytesOf(0),
+      z3 = bytesOf(3);
+    const m = 64 * 33 + 101 + 7 * 9 * 5;
+    // stage 0: params + adam's mu and nu (3m float32) + the int32 count; stage 3: a quarter of each padded leaf
+    full.forEach((b) => assert.equal(b, 3 * m * 4 + 4, "stage 0 bytes per device"));
+    const shard = [64 * 33, 101, 7 * 9 * 5].reduce((a, s) => a + Math.ceil(s / 4), 0);
+    z3.forEach((b, i) => {
+      assert.equal(b, 3 * shard * 4 + 4, `stage 3 bytes on device ${i}`);
+      // exactly 1/4 but for <= 3 padding elements per leaf and the replicated 4-byte count: within 1% of a quarter
+      assert.ok(Math.abs(b / full[i] - 0.25) < 0.01, `ratio ${b / full[i]}`);
+    });
+  },
+);
+
+test("bad options are rejected with the function and the fix named", { skip }, () => {
+  const mesh = makeMesh([2], ["data"]);
+  assert.throws(
+    () => zeroShardState(init(0), opt(), mesh, { stage: 4 as ZeroStage }),
+    /zeroShardState: stage must be 0, 1, 2 or 3/,
+  );
+  assert.throws(
+    () => makeZeroTrainStep(model, opt(), mesh, { stage: 1, dataAxis: "batch" }),
+    /dataAxis "batch" is not an axis/,
+  );
+  const st = zeroShardState(init(0), opt(), mesh, { stage: 1 });
+  assert.throws(
+    () => makeZeroTrainStep(model, opt(), mesh, { stage: 3 })(st as never, ...batch(0)),
+    /not laid out for stage 3/,
+  );
+});
