@@ -1,0 +1,107 @@
+/**
+ * @file Pipeline parallelism over a mesh axis: layers stacked per stage (each device holds its stage's layers), a GPipe
+ * schedule as a scan over clock ticks inside shardMap, activations moved to the next stage with ppermute each tick.
+ */
+import { type Array } from "../core/array.js";
+import * as jnp from "../numpy/index.js";
+import * as lax from "../lax/index.js";
+import { flatten, unflatten } from "../core/tree.js";
+import { Mesh } from "../parallel/mesh.js";
+import { P } from "../parallel/sharding.js";
+import { shardMap } from "../parallel/shard-map.js";
+
+export interface PipelineOptions {
+  /** The mesh axis whose members are the stages (default "pipe"). */
+  pipeAxis?: string;
+  /** Microbatches per call: the batch (first dimension of x) is split into this many equal parts. */
+  microbatches: number;
+}
+
+/**
+ * Stacks `layers` (a list of same-structured parameter trees) for `stages` stages: each leaf becomes
+ * [stages, layers / stages, ...leaf], stage s holding layers s * (L / S) ... (s + 1) * (L / S) - 1.
+ */
+export function stackStages<L>(layers: readonly L[], stages: number): L {
+  const fn = "stackStages";
+  if (!Number.isInteger(stages) || stages < 1)
+    throw new RangeError(`${fn}: stages must be a positive integer, got ${stages}`);
+  if (layers.length === 0 || layers.length % stages !== 0)
+    throw new Error(
+      `${fn}: ${layers.length} layers cannot be split evenly into ${stages} stages; use a layer count divisible by ${stages}`,
+    );
+  const flats = layers.map((l) => flatten(l));
+  const def = flats[0][1];
+  const per = layers.length / stages;
+  const leaves = flats[0][0].map((_, j) => {
+    const col = flats.map(([ls], i) => {
+      if (ls.length !== flats[0][0].length)
+        throw new Error(`${fn}: layer ${i} has ${ls.length} leaves, layer 0 has ${flats[0][0].length}`);
+      return ls[j] as Array;
+    });
+    const st = jnp.stack(col, 0);
+    return jnp.reshape(st, [stages, per, ...st.shape.slice(1)]);
+  });
+  return unflatten(def, leaves) as L;
+}
+
+/**
+ * A pipelined application of `stageFn` over the `pipeAxis` of `mesh`: `run(stacked, x)` equals applying every
+ * stage's layers in order to x ([batch, ...]); `stacked` is stackStages' output (leaves [S, L/S, ...], split over
+ * the pipe axis so each device holds its stage's layers). `stageFn(p, h)` applies one stage (p: leaves [L/S, ...])
+ * to a microbatch h and must keep h's shape. GPipe schedule: M microbatches take M + S - 1 ticks; at tick t stage s
+ * works on microbatch t - s (the first and last S - 1 ticks are the bubble). The result (held by the last stage) is
+ * summed over the pipe axis with the other stages' zeros, so it comes back replicated. Differentiable end to end.
+ */
+export function makePipeline<SP>(
+  stageFn: (p: SP, h: Array) => Array,
+  mesh: Mesh,
+  opts: PipelineOptions,
+): (stacked: SP, x: Array) => Array {
+  const fn = "makePipeline";
+  if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
+  const pipe = opts?.pipeAxis ?? "pipe";
+  if (!mesh.axisNames.includes(pipe))
+    throw new Error(
+      `${fn}: pipeAxis ${JSON.stringify(pipe)} is not an axis of ${mesh.toString()}; pass { pipeAxis } naming one of [${mesh.axisNames.join(", ")}]`,
+    );
+  const M = opts.microbatches;
+  if (!Number.isInteger(M) || M < 1) throw new RangeError(`${fn}: microbatches must be a positive integer, got ${M}`);
+  const S = mesh.axisSize(pipe);
+  const fwd = [...globalThis.Array(S - 1).keys()].map((i) => [i, i + 1] as [number, number]);
+
+  const body = (stacked: SP, x: Array): Array => {
+    const [ls, def] = flatten(stacked);
+    const p = unflatten(
+      def,
+      (ls as Array[]).map((l) => jnp.squeeze(l, 0)),
+    ) as SP;
+    const [B, ...rest] = x.shape;
+    if (B % M !== 0)
+      throw new Error(`${fn}: batch ${B} (x ${x.dtype}[${x.shape.join(",")}]) is not divisible by ${M} microbatches`);
+    const mb = B / M;
+    const xs = jnp.reshape(x, [M, mb, ...rest]);
+    // inputs for every tick: the microbatches, then zeros while the last ones drain through the stages
+    const feed = S > 1 ? jnp.concatenate([xs, jnp.zeros([S - 1, mb, ...rest], { dtype: x.dtype })], 0) : xs;
+    const me = lax.axisIndex(pipe);
+    const first = jnp.equal(me, 0),
+      last = jnp.equal(me, S - 1);
+    const [, ys] = lax.scan(
+      (carry: Array, xt: Array): [Array, Array] => {
+        const y = stageFn(p, jnp.where(first, xt, carry));
+        if (y.shape.join() !== carry.shape.join() || y.dtype !== carry.dtype)
+          throw new Error(
+            `${fn}: stageFn must keep the microbatch's shape and dtype (${carry.dtype}[${carry.shape.join(",")}]), returned ${y.dtype}[${y.shape.join(",")}]`,
+          );
+        // each stage hands its result to the next one for the next tick
+        return [S > 1 ? lax.ppermute(y, pipe, fwd) : y, y];
+      },
+      jnp.zeros([mb, ...rest], { dtype: x.dtype }),
+      feed,
+    );
+    // the last stage finished microbatch m at tick m + S - 1
+    const out = S > 1 ? lax.sliceInDim(ys, S - 1, S - 1 + M, 1, 0) : ys;
+    const mine = jnp.where(last, out, jnp.zeros(out.shape, { dtype: out.dtype }));
+    return jnp.reshape(S > 1 ? lax.psum(mine, pipe) : mine, [B, ...rest]);
+  };
+  return shardMap(body, { mesh, inSpecs: [P(pipe), P()], outSpecs: P() });
+}
