@@ -35,7 +35,8 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --workloads   run only these workload ids (mlp-first-steps: only jaxts's first-steps line)
  *   --no-write    do not write bench/RESULTS.md
  *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
- * With --workloads the device rows run only when the list names "devices".
+ *   --no-training skip the training-parallelism rows (bench/training.ts, a child process with 4 CPU devices)
+ * With --workloads the device rows run only when the list names "devices" (the training rows: "training").
  */
 
 function arg(name: string): string | undefined {
@@ -165,6 +166,11 @@ async function main(): Promise<void> {
       ? deviceRows(flag("quick"))
       : undefined;
   if (devices) console.log(devices + "\n");
+  const training =
+    !flag("no-training") && (!onlyWorkloads || onlyWorkloads.includes("training"))
+      ? deviceRows(flag("quick"), "training.js")
+      : undefined;
+  if (training) console.log(training + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -194,7 +200,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices,
+        devices: [devices, training].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);
@@ -202,9 +208,9 @@ async function main(): Promise<void> {
   log(`[bench] total ${elapsedS.toFixed(1)} s`);
 }
 
-/** The device runtime rows (bench/devices.ts) from a fresh process: numCpuDevices is fixed once devices exist. */
-function deviceRows(quick: boolean): string {
-  const script = path.join(repoRoot(), "dist", "bench", "devices.js");
+/** The device runtime rows (bench/devices.ts, or `file`) from a fresh process: numCpuDevices is fixed once devices exist. */
+function deviceRows(quick: boolean, file = "devices.js"): string {
+  const script = path.join(repoRoot(), "dist", "bench", file);
   const r = spawnSync(process.execPath, [script, ...(quick ? ["--quick"] : [])], {
     encoding: "utf8",
     timeout: 600_000,

@@ -73,7 +73,7 @@ const layerNorm = (x: Array, g: Array): Array => jnp.multiply(nn.standardize(x, 
  * With `tp` (a mesh axis), the weights are Megatron-style shards: wq/wk/wv/w1 split by columns (this shard's heads
  * and hidden units), wo/w2 by rows; the two row-parallel products are summed over `tp` with psum.
  */
-function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | null = null): Array {
+export function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | null = null): Array {
   const [b, s, d] = x.shape;
   const hd = d / cfg.heads,
     h = p.wq.shape[1] / hd;

@@ -187,6 +187,18 @@ const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
  * slices, so transforms that look across a leaf (global-norm clipping, shape-based masks) would see slices.
  * The step runs one shardMap (compiled once per layout); call it eagerly, not under jit (the layout is not an array).
  */
+export function makeZeroTrainStep<O, L, B extends unknown[]>(
+  lossFn: LayeredLoss<O, L, B>,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  opts: ZeroOptions,
+): (state: ZeroState<LayeredParams<O, L>>, ...batch: B) => [Array, ZeroState<LayeredParams<O, L>>];
+export function makeZeroTrainStep<Params, B extends unknown[]>(
+  lossFn: PlainLoss<Params, B>,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  opts: ZeroOptions,
+): (state: ZeroState<Params>, ...batch: B) => [Array, ZeroState<Params>];
 export function makeZeroTrainStep<Params, B extends unknown[]>(
   lossFn: PlainLoss<Params, B> | LayeredLoss<unknown, unknown, B>,
   opt: optim.GradientTransformation,

@@ -90,7 +90,9 @@ function run(stage: ZeroStage, n: number, layered: boolean): { losses: number[];
   const mesh = makeMesh([n], ["data"]);
   const o = opt();
   let state = zeroShardState(init(0), o, mesh, { stage });
-  const step = makeZeroTrainStep(layered ? model : plainLoss, o, mesh, { stage });
+  const step = layered
+    ? makeZeroTrainStep(model, o, mesh, { stage })
+    : makeZeroTrainStep(plainLoss, o, mesh, { stage });
   const losses: number[] = [];
   for (let s = 0; s < STEPS; s++) {
     const [l, next] = step(state, ...batch(s));

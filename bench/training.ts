@@ -1,0 +1,166 @@
+/**
+ * @file Training-parallelism benchmark (`node dist/bench/training.js [--quick]`, also run by `npm run bench`): tokens/s
+ * of a small Transformer training step (adamw) on 1 device, 2-way data parallel, 2x2 data x tensor and ZeRO-3 on 4
+ * devices, side by side (interleaved rounds, medians), each step's time split per device into compute, communication
+ * and idle from the runtime's own launch records (setLaunchObserver: per-rank spans and per-collective times).
+ */
+import { availableParallelism, loadavg } from "node:os";
+import { config } from "../src/core/config.js";
+
+const quick = process.argv.includes("--quick");
+config.update("numCpuDevices", 4);
+config.update("spmdRuntime", "devices");
+const { makeMesh, nn, numpy: jnp, optim } = await import("../src/index.js");
+const rt = await import("../src/runtime/index.js");
+const tr = await import("../src/models/transformer.js");
+const zero = await import("../src/models/zero.js");
+type Arr = import("../src/core/array.js").Array;
+type Params = import("../src/models/transformer.js").Params;
+type Block = import("../src/models/transformer.js").Block;
+
+const why = rt.deviceRuntimeUnavailable();
+if (why) {
+  console.log(`training parallelism: skipped (${why})`);
+  process.exit(0);
+}
+
+const cfg = { vocab: 32, dModel: 64, heads: 4, layers: 4, seq: 32, ff: 256 };
+const BATCH = 16;
+const tokensPerStep = BATCH * cfg.seq;
+const opt = optim.adamw(1e-3);
+const tokens = jnp.array(
+  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3) % cfg.vocab)),
+  { dtype: "int32" },
+);
+const targets = jnp.array(
+  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3 + 5) % cfg.vocab)),
+  { dtype: "int32" },
+);
+
+// the Transformer as a layered loss (outer = embeddings and final norm, layers = blocks) for the ZeRO steps
+interface Outer {
+  embed: Arr;
+  pos: Arr;
+  lnf: Arr;
+}
+const layered: import("../src/models/zero.js").LayeredLoss<Outer, Block, [Arr, Arr]> = {
+  embed: (o, x) => jnp.add(jnp.take(o.embed, x, 0), o.pos),
+  layer: (p, h) => tr.block(cfg, p, h),
+  head: (o, h, _x, y) => {
+    const n = jnp.multiply(nn.standardize(h, -1, { epsilon: 1e-5 }), o.lnf);
+    const logp = nn.logSoftmax(jnp.matmul(n, jnp.transpose(o.embed)), -1);
+    return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(y, cfg.vocab)), -1)));
+  },
+};
+const p0 = tr.initParams(cfg, 0);
+const asLayered = (p: Params) => ({ outer: { embed: p.embed, pos: p.pos, lnf: p.lnf }, layers: p.blocks });
+
+interface Case {
+  name: string;
+  devices: number;
+  step: () => void;
+}
+function zeroCase(name: string, n: number, stage: 0 | 3): Case {
+  const mesh = makeMesh([n], ["data"]);
+  let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
+  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage });
+  return {
+    name,
+    devices: n,
+    step: () => {
+      const [l, next] = step(state, tokens, targets);
+      l.item();
+      state = next;
+    },
+  };
+}
+function tensorCase(): Case {
+  const mesh = makeMesh([2, 2], ["data", "model"]);
+  const step = tr.makeShardedTrainStep(cfg, opt, mesh);
+  let params = p0,
+    st = opt.init(p0);
+  return {
+    name: "2x2 data x tensor",
+    devices: 4,
+    step: () => {
+      const [l, p, s] = step(params, st, tokens, targets);
+      l.item();
+      params = p;
+      st = s;
+    },
+  };
+}
+const cases = [
+  zeroCase("1 device", 1, 0),
+  zeroCase("2-way data parallel", 2, 0),
+  tensorCase(),
+  zeroCase("ZeRO-3, 4 devices", 4, 3),
+];
+
+/** Per step and device (means over the devices): ms of compute, communication (transfers) and idle (waits, gaps). */
+interface Split {
+  compute: number;
+  comm: number;
+  idle: number;
+}
+function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecord[]): { ms: number; split: Split } {
+  records.length = 0;
+  const t0 = performance.now();
+  c.step();
+  rt.synchronize();
+  const ms = performance.now() - t0;
+  let compute = 0,
+    comm = 0;
+  for (const r of records) {
+    r.timeline.forEach((t, rank) => {
+      const span = t.end - t.start;
+      let inColl = 0,
+        transfer = 0;
+      for (const k of r.collectives[rank] ?? []) {
+        inColl += k.end - k.start;
+        transfer += k.end - k.ready; // before `ready` the rank waits for its peers: idle, not communication
+      }
+      compute += span - inColl;
+      comm += transfer;
+    });
+  }
+  const per = (us: number) => us / 1000 / c.devices;
+  const split = { compute: per(compute), comm: per(comm), idle: 0 };
+  split.idle = Math.max(0, ms - split.compute - split.comm);
+  return { ms, split };
+}
+
+const records: import("../src/runtime/index.js").LaunchRecord[] = [];
+const prev = rt.setLaunchObserver((r) => records.push(r));
+const load0 = loadavg()[0];
+const rounds = quick ? 3 : 12;
+for (let w = 0; w < 2; w++) for (const c of cases) c.step();
+const samples = cases.map(() => [] as { ms: number; split: Split }[]);
+for (let i = 0; i < rounds; i++) cases.forEach((c, k) => samples[k].push(measure(c, records)));
+rt.setLaunchObserver(prev);
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The sample with the median step time (its split adds up to its time). */
+const mid = (s: { ms: number; split: Split }[]) => [...s].sort((a, b) => a.ms - b.ms)[Math.floor(s.length / 2)];
+const rows = cases.map((c, k) => {
+  const { ms, split } = mid(samples[k]);
+  return [
+    c.name,
+    `${ms.toFixed(2)} ms/step`,
+    `${((tokensPerStep / ms) * 1000).toFixed(0)} tokens/s`,
+    `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device`,
+  ];
+});
+const z3 = samples[3].map((x) => x.split.comm);
+rows.push([
+  "overlap on vs off (ZeRO-3)",
+  "not implemented",
+  "",
+  `communication it could hide: ${median(z3).toFixed(2)} ms per device per step (notes/training-parallel.md)`,
+]);
+const widths = [0, 1, 2].map((j) => Math.max(...rows.map((r) => r[j].length)));
+console.log(
+  `training parallelism (Transformer d${cfg.dModel} L${cfg.layers} seq ${cfg.seq} batch ${BATCH}, adamw; ` +
+    `${availableParallelism()} cores, load ${load0.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; medians of ${rounds} interleaved rounds)`,
+);
+for (const r of rows) console.log(r.map((x, j) => (j < 3 ? x.padEnd(widths[j]) : x)).join("  "));
