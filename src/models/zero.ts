@@ -102,6 +102,43 @@ function unflatPad(f: Array, shape: readonly number[]): Array {
 }
 
 /**
+ * Several leaves' [n * k_i] padded flat vectors as one [n * K] vector (K = sum k_i) whose block r (of K) holds block r
+ * of every leaf: one collective then moves all of them (a tiled split or gather of it is each leaf's split or gather).
+ */
+function packRows(flats: readonly Array[], ks: readonly number[], n: number): Array {
+  if (flats.length === 1) return flats[0];
+  const K = ks.reduce((a, b) => a + b, 0);
+  return jnp.reshape(
+    jnp.concatenate(
+      flats.map((f, j) => jnp.reshape(f, [n, ks[j]])),
+      1,
+    ),
+    [n * K],
+  );
+}
+/** The inverse of packRows: each leaf's [n * k_i] vector. */
+function unpackRows(f: Array, ks: readonly number[], n: number): Array[] {
+  if (ks.length === 1) return [f];
+  const K = ks.reduce((a, b) => a + b, 0);
+  const m = jnp.reshape(f, [n, K]);
+  let off = 0;
+  return ks.map((k) => {
+    off += k;
+    return jnp.reshape(lax.sliceInDim(m, off - k, off, 1, 1), [n * k]);
+  });
+}
+/** A device's [K] block split back into its leaves' [k_i] blocks. */
+function unpackLocal(f: Array, ks: readonly number[]): Array[] {
+  if (ks.length === 1) return [f];
+  let off = 0;
+  return ks.map((k) => {
+    off += k;
+    return lax.sliceInDim(f, off - k, off, 1, 0);
+  });
+}
+const packLocal = (xs: readonly Array[]): Array => (xs.length === 1 ? xs[0] : jnp.concatenate([...xs], 0));
+
+/**
  * Lays out initial parameters and the optimizer state for `stage` over `dataAxis` of `mesh` (device-resident under
  * the devices runtime). A leaf of size m becomes a flat vector padded with zeros to n * ceil(m / n) for the sharded
  * stages (the padding's gradient and update are zero, so it stays zero). Optimizer state leaves of that flat length
@@ -217,8 +254,13 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
     const n = layout.n;
     const { shapes, shardLen, paramDef } = layout;
     // stage 3's gather of leaves (at flatten positions `at`): the tiled all-gather of each shard, padding dropped
-    const gatherLeaves = (ls: Array[], at: readonly number[]) =>
-      ls.map((s, j) => unflatPad(lax.allGather(s, dataAxis, { tiled: true }), shapes[at[j]]));
+    // (one all-gather of the leaves packed together: its transpose is one reduce-scatter of their gradients)
+    const gatherLeaves = (ls: Array[], at: readonly number[]): Array[] => {
+      if (ls.length === 0) return [];
+      const ks = at.map((i) => shardLen[i]);
+      const all = unpackRows(lax.allGather(packLocal(ls), dataAxis, { tiled: true }), ks, n);
+      return all.map((f, j) => unflatPad(f, shapes[at[j]]));
+    };
     // each leaf's flatten position, as a tree like the parameters (flatten orders object keys, so not outer first)
     const positions = unflatten(
       paramDef,
@@ -257,9 +299,22 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
     };
     const body = (p: Params, s: optim.OptState, ...batch: unknown[]): [Array, Params, optim.OptState] => {
       const [l, g] = valueAndGrad((q: Params) => localLoss(q, batch as B))(p) as [Array, Params];
-      const loss = lax.pmean(l, dataAxis);
+      // means over the data axis as psum / n (pmean would also psum a vector of ones to count the members)
+      const loss = jnp.divide(lax.psum(l, dataAxis), n);
       if (stage === 0) {
-        const gm = lax.pmean(g, dataAxis);
+        // one all-reduce of every gradient packed into a single vector (a bucket), then split back
+        const [gl0] = flatten(g);
+        const packed = jnp.divide(
+          lax.psum(packLocal((gl0 as Array[]).map((x) => jnp.reshape(x, [x.size]))), dataAxis),
+          n,
+        );
+        const gm = unflatten(
+          paramDef,
+          unpackLocal(
+            packed,
+            shapes.map((sh) => size(sh)),
+          ).map((x, i) => jnp.reshape(x, [...shapes[i]])),
+        ) as Params;
         const [u, next] = opt.update(gm, s, p);
         return [loss, optim.applyUpdates(p as unknown, u) as Params, next];
       }
@@ -271,15 +326,23 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
         ps = flatten(p)[0] as Array[];
       } else {
         const me = lax.axisIndex(dataAxis); // int32 index along the data axis
-        const mine = (f: Array, k: number) => lax.dynamicSliceInDim(f, jnp.multiply(me, k), k, 0);
-        gs = (gl as Array[]).map((x, i) => {
-          const f = flatPad(x, shardLen[i] * n);
-          // stage 1 all-reduces the whole gradient and keeps its slice; stage 2 reduce-scatters it
-          return stage === 1
-            ? jnp.divide(mine(lax.psum(f, dataAxis), shardLen[i]), n)
-            : jnp.divide(lax.psumScatter(f, dataAxis, { tiled: true }), n);
-        });
-        ps = (flatten(p)[0] as Array[]).map((x, i) => mine(flatPad(x, shardLen[i] * n), shardLen[i]));
+        const K = shardLen.reduce((a, b) => a + b, 0);
+        const mine = (f: Array) => lax.dynamicSliceInDim(f, jnp.multiply(me, K), K, 0);
+        // every leaf's gradient packed into one vector: stage 1 all-reduces it and keeps its slice, stage 2
+        // reduce-scatters it
+        const G = packRows(
+          (gl as Array[]).map((x, i) => flatPad(x, shardLen[i] * n)),
+          shardLen,
+          n,
+        );
+        const gLocal = stage === 1 ? mine(lax.psum(G, dataAxis)) : lax.psumScatter(G, dataAxis, { tiled: true });
+        gs = unpackLocal(jnp.divide(gLocal, n), shardLen);
+        const pAll = packRows(
+          (flatten(p)[0] as Array[]).map((x, i) => flatPad(x, shardLen[i] * n)),
+          shardLen,
+          n,
+        );
+        ps = unpackLocal(mine(pAll), shardLen);
       }
       const gt = unflatten(paramDef, gs) as Params,
         pt = unflatten(paramDef, ps) as Params;
@@ -287,7 +350,8 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       const np = flatten(optim.applyUpdates(pt as unknown, u))[0] as Array[];
       if (stage === 3) return [loss, unflatten(paramDef, np) as Params, next];
       // stages 1-2: every device all-gathers the updated slices into the replicated parameters
-      const full = np.map((x, i) => unflatPad(lax.allGather(x, dataAxis, { tiled: true }), shapes[i]));
+      const fulls = unpackRows(lax.allGather(packLocal(np), dataAxis, { tiled: true }), shardLen, n);
+      const full = fulls.map((f, i) => unflatPad(f, shapes[i]));
       return [loss, unflatten(paramDef, full) as Params, next];
     };
     const pSpec: PartitionSpec = stage === 3 ? P(dataAxis) : P();

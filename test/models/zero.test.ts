@@ -9,7 +9,12 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
 import { type Array, makeMesh, nn, numpy as jnp, optim, random, tree, valueAndGrad } from "../../src/index.js";
-import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import {
+  deviceRuntimeUnavailable,
+  type LaunchRecord,
+  setLaunchObserver,
+  synchronize,
+} from "../../src/runtime/index.js";
 import {
   type LayeredLoss,
   type LayeredParams,
@@ -158,7 +163,21 @@ test(
       const st = zeroShardState(params(), o, mesh, { stage });
       const after = zeroMemoryReport(mesh);
       const d = after.map((r, i) => r.bytesInUse - before[i].bytesInUse);
-      tree.leaves([st.params, st.optState]).forEach((x) => (x as Array).dispose());
+      // two steps later (each step's inputs disposed), the state at rest takes the same bytes: the outputs keep the layout
+      type Q = ReturnType<typeof params>;
+      const loss = (p: Q, x: Array): Array =>
+        jnp.add(jnp.mean(jnp.matmul(x, p.a)), jnp.multiply(jnp.sum(p.b), jnp.mean(jnp.square(p.c))));
+      const step = makeZeroTrainStep(loss, o, mesh, { stage });
+      let cur = st;
+      for (let k = 0; k < 2; k++) {
+        const [l, next] = step(cur, jnp.ones([8, 64]));
+        l.item();
+        tree.leaves([cur.params, cur.optState, l]).forEach((x) => (x as Array).dispose());
+        cur = next;
+      }
+      const rest = zeroMemoryReport(mesh).map((r, i) => r.bytesInUse - before[i].bytesInUse);
+      assert.deepEqual(rest, d, `stage ${stage}: bytes per device at rest after 2 steps`);
+      tree.leaves([cur.params, cur.optState]).forEach((x) => (x as Array).dispose());
       return d;
     };
     const full = bytesOf(0),
@@ -191,3 +210,40 @@ test("bad options are rejected with the function and the fix named", { skip }, (
     /not laid out for stage 3/,
   );
 });
+
+test(
+  "the collectives each stage runs: one bucket per step, stage 3 one gather per layer (again in the backward)",
+  { skip },
+  () => {
+    const mesh = makeMesh([4], ["data"]);
+    const kinds = (stage: ZeroStage): string[] => {
+      const o = opt();
+      const st = zeroShardState(init(0), o, mesh, { stage });
+      const step = makeZeroTrainStep(model, o, mesh, { stage });
+      step(st, ...batch(0))[0].item(); // compiled
+      const recs: LaunchRecord[] = [];
+      const prev = setLaunchObserver((r) => recs.push(r));
+      try {
+        step(st, ...batch(0))[0].item();
+        synchronize();
+      } finally {
+        setLaunchObserver(prev);
+      }
+      assert.equal(recs.length, 1, `stage ${stage} is one launch`);
+      return recs[0].collectives[0].map((c) => c.kind);
+    };
+    const count = (ks: string[], k: string) => ks.filter((x) => x === k).length;
+    // stage 0: the loss and the packed gradients, each one all-reduce
+    assert.deepEqual(kinds(0).sort(), ["AllReduce", "AllReduce"]);
+    // stage 1: packed gradients all-reduced, the updated slices all-gathered (plus the loss)
+    assert.deepEqual(kinds(1).sort(), ["AllGather", "AllReduce", "AllReduce"]);
+    // stage 2: the gradients reduce-scattered instead
+    assert.deepEqual(kinds(2).sort(), ["AllGather", "AllReduce", "ReduceScatter"]);
+    // stage 3: outer + each layer gathered in the forward, each layer again in the rematerialized backward; one
+    // reduce-scatter per gather group (all_gather's transpose); the loss
+    const k3 = kinds(3);
+    assert.equal(count(k3, "AllGather"), 1 + 2 * LAYERS, k3.join(" "));
+    assert.equal(count(k3, "ReduceScatter"), 1 + LAYERS, k3.join(" "));
+    assert.equal(count(k3, "AllReduce"), 1, k3.join(" "));
+  },
+);
