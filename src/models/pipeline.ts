@@ -13,8 +13,10 @@ import { shardMap } from "../parallel/shard-map.js";
 export interface PipelineOptions {
   /** The mesh axis whose members are the stages (default "pipe"). */
   pipeAxis?: string;
-  /** Microbatches per call: the batch (first dimension of x) is split into this many equal parts. */
+  /** Microbatches per call: the batch (first dimension of x, per data shard) is split into this many equal parts. */
   microbatches: number;
+  /** A mesh axis the batch is also split over (pipeline x data parallel); default none (x replicated). */
+  dataAxis?: string;
 }
 
 /**
@@ -50,7 +52,8 @@ export function stackStages<L>(layers: readonly L[], stages: number): L {
  * the pipe axis so each device holds its stage's layers). `stageFn(p, h)` applies one stage (p: leaves [L/S, ...])
  * to a microbatch h and must keep h's shape. GPipe schedule: M microbatches take M + S - 1 ticks; at tick t stage s
  * works on microbatch t - s (the first and last S - 1 ticks are the bubble). The result (held by the last stage) is
- * summed over the pipe axis with the other stages' zeros, so it comes back replicated. Differentiable end to end.
+ * summed over the pipe axis with the other stages' zeros, so it comes back replicated over it. With `dataAxis`, x and
+ * the result are split over that axis too (each pipeline runs its share of the batch). Differentiable end to end.
  */
 export function makePipeline<SP>(
   stageFn: (p: SP, h: Array) => Array,
@@ -63,6 +66,11 @@ export function makePipeline<SP>(
   if (!mesh.axisNames.includes(pipe))
     throw new Error(
       `${fn}: pipeAxis ${JSON.stringify(pipe)} is not an axis of ${mesh.toString()}; pass { pipeAxis } naming one of [${mesh.axisNames.join(", ")}]`,
+    );
+  const dataAxis = opts.dataAxis ?? null;
+  if (dataAxis !== null && (dataAxis === pipe || !mesh.axisNames.includes(dataAxis)))
+    throw new Error(
+      `${fn}: dataAxis ${JSON.stringify(dataAxis)} must be an axis of ${mesh.toString()} other than the pipe axis ${JSON.stringify(pipe)}`,
     );
   const M = opts.microbatches;
   if (!Number.isInteger(M) || M < 1) throw new RangeError(`${fn}: microbatches must be a positive integer, got ${M}`);
@@ -103,5 +111,6 @@ export function makePipeline<SP>(
     const mine = jnp.where(last, out, jnp.zeros(out.shape, { dtype: out.dtype }));
     return jnp.reshape(S > 1 ? lax.psum(mine, pipe) : mine, [B, ...rest]);
   };
-  return shardMap(body, { mesh, inSpecs: [P(pipe), P()], outSpecs: P() });
+  const xSpec = dataAxis === null ? P() : P(dataAxis);
+  return shardMap(body, { mesh, inSpecs: [P(pipe), xSpec], outSpecs: xSpec });
 }

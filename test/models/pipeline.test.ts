@@ -96,6 +96,24 @@ for (const S of [2, 4])
     }
   });
 
+test("a 2-stage pipeline x 2-way data parallel on a 2x2 mesh equals the unpipelined model", { skip }, () => {
+  const mesh = makeMesh([2, 2], ["pipe", "data"]);
+  const pipe = makePipeline(stage, mesh, { microbatches: 2, dataAxis: "data" });
+  const ref = init();
+  const stages = stackStages(ref.layers, 2);
+  const pipeLoss = (p: { win: Array; wout: Array; stages: Layer }): Array =>
+    head(p.wout, pipe(p.stages, jnp.tanh(jnp.matmul(x, p.win))));
+  const [l0, g0] = valueAndGrad(plainLoss)(ref) as [Array, Params];
+  const [l1, g1] = valueAndGrad(pipeLoss)({ win: ref.win, wout: ref.wout, stages }) as [
+    Array,
+    { stages: Layer; win: Array },
+  ];
+  const a = l0.item() as number;
+  assert.ok(Math.abs((l1.item() as number) - a) <= 1e-4 * Math.abs(a), `${l1.item()} vs ${a}`);
+  assert.ok(maxRel(g1.win, g0.win) < 1e-4, "d/dwin");
+  assert.ok(maxRel(g1.stages.w, stackStages(g0.layers, 2).w) < 1e-4, "d/dw of the stage layers");
+});
+
 test("bad pipeline options are rejected naming the fix", { skip }, () => {
   const mesh = makeMesh([2], ["pipe"]);
   assert.throws(
@@ -103,6 +121,7 @@ test("bad pipeline options are rejected naming the fix", { skip }, () => {
     /pipeAxis "stage" is not an axis/,
   );
   assert.throws(() => stackStages(init().layers.slice(0, 3), 2), /3 layers cannot be split evenly into 2 stages/);
+  assert.throws(() => makePipeline(stage, mesh, { microbatches: 2, dataAxis: "pipe" }), /other than the pipe axis/);
   const pipe = makePipeline(stage, mesh, { microbatches: 3 });
   assert.throws(
     () => pipe(stackStages(init().layers, 2), jnp.ones([BATCH, H])),
