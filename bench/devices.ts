@@ -236,19 +236,25 @@ const feeds = { [m.inputNames[0]]: new ort.Tensor("float32", new Float32Array(16
 // interleaved: one pmap call, then one raw run, per round; the pmap call's launch is broken down by its stamps
 const tp: number[] = [],
   to: number[] = [],
+  beforeUs: number[] = [],
   launchUs: number[] = [],
   spanUs: number[] = [];
+let inline = 0;
 for (let i = 0; i < 20; i++) {
   pf(xs).blockUntilReady();
   await session.run(feeds);
 }
 for (let i = 0; i < R(300); i++) {
+  const t0 = rt.nowUs();
   let t = performance.now();
   pf(xs).blockUntilReady();
   tp.push(performance.now() - t);
   const st = rt.lastLaunchStamps();
   if (st) {
-    launchUs.push(st.woke - st.enter);
+    // host work before the native launch; the native launch itself (marshalling, hand-offs, rank 0 when inline)
+    beforeUs.push(st.enter - t0);
+    launchUs.push(st.submitted - st.enter);
+    if (st.callerRank === 0) inline++;
     spanUs.push(deviceSpanUs());
   }
   t = performance.now();
@@ -259,7 +265,7 @@ await session.release();
 const tPmap = median(tp),
   tOrt = median(to);
 const inside = launchUs.length
-  ? `; native launch ${median(launchUs).toFixed(1)} us of it, device ${median(spanUs).toFixed(1)} us`
+  ? `; host before the launch ${median(beforeUs).toFixed(1)} us, devLaunch ${median(launchUs).toFixed(1)} us (rank 0 inline in ${inline} of ${launchUs.length}), device ${median(spanUs).toFixed(1)} us`
   : "";
 rows.push([
   "pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run",

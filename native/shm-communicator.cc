@@ -184,12 +184,64 @@ void StoreFence() {
 #endif
 }
 
-// For each block of elements [lo, hi) (offset in_off into every member's input): acc = in_0, then acc = op(acc,
+// One 64-byte line at a time: the line is combined from every input (the same left fold) in registers and stored
+// to each destination at once (streamed when `stream`). Staging a 4 KiB block first (a copy of input 0, a pass per
+// further input, then the stores) took ~1.6x the CPU time per rank for 16 MiB float32 over 2 ranks and ~1.4x for
+// 1.6 MB (a standalone harness, side by side: 1.57-1.65 vs 0.97-1.00 ms minimum, as fast as one memcpy of the same
+// bytes). Streaming needs 16-byte aligned destinations; returns the elements done (whole lines only: the caller
+// finishes the rest), 0 when it cannot.
+template <typename T>
+size_t ReduceLines(const Member* m, size_t n, size_t in_off, size_t lo, size_t hi, ReduceOp op, char* const* dsts, size_t nd, bool stream) {
+  constexpr size_t L = 64 / sizeof(T);
+#ifdef JAXTS_X86
+  for (size_t d = 0; stream && d < nd; d++)
+    if (reinterpret_cast<uintptr_t>(dsts[d]) & 15) return 0;
+#else
+  if (stream) return 0;
+#endif
+  const size_t whole = (hi - lo) / L * L;
+  for (size_t i = 0; i < whole; i += L) {
+    alignas(64) T line[L];
+    const T* src0 = static_cast<const T*>(m[0].in) + in_off + lo + i;
+    for (size_t j = 0; j < L; j++) line[j] = src0[j];
+    for (size_t q = 1; q < n; q++) Accumulate<T, L>(line, static_cast<const T*>(m[q].in) + in_off + lo + i, L, op);
+#ifdef JAXTS_X86
+    if (stream) {
+      const __m128i* v = reinterpret_cast<const __m128i*>(line);
+      const __m128i a = _mm_load_si128(v), b = _mm_load_si128(v + 1), c = _mm_load_si128(v + 2), e = _mm_load_si128(v + 3);
+      for (size_t d = 0; d < nd; d++) {
+        __m128i* o = reinterpret_cast<__m128i*>(dsts[d] + i * sizeof(T));
+        _mm_stream_si128(o, a);
+        _mm_stream_si128(o + 1, b);
+        _mm_stream_si128(o + 2, c);
+        _mm_stream_si128(o + 3, e);
+      }
+      continue;
+    }
+#endif
+    for (size_t d = 0; d < nd; d++) std::memcpy(dsts[d] + i * sizeof(T), line, sizeof line);
+  }
+  return whole;
+}
+
+// Elements [lo, hi) (offset in_off into every member's input): acc = in_0, then acc = op(acc,
 // in_q) for q = 1.. in group order (a sum rounds as a left fold, the same on every rank), then acc is stored to
 // every destination (already offset to lo). One pass over the inputs, one store per destination element, no
 // allocation: the block lives on the stack.
+// Whole 64-byte lines go through ReduceLines; the rest (and unaligned streaming destinations) through blocks.
 template <typename T>
 void ReduceTyped(const Member* m, size_t n, size_t in_off, size_t lo, size_t hi, ReduceOp op, char* const* dsts, size_t nd, bool stream) {
+  if (nd > 0 && nd <= 64 && hi - lo >= 64 / sizeof(T)) {
+    const size_t done = ReduceLines<T>(m, n, in_off, lo, hi, op, dsts, nd, stream);
+    if (done) {
+      // the partial last line through the block path below (normal stores)
+      char* rest[64];
+      for (size_t d = 0; d < nd; d++) rest[d] = dsts[d] + done * sizeof(T);
+      if (done < hi - lo) ReduceTyped<T>(m, n, in_off, lo + done, hi, op, rest, nd, false);
+      if (stream) StoreFence();
+      return;
+    }
+  }
   alignas(64) T acc[kBlockBytes / sizeof(T)];
   constexpr size_t block = kBlockBytes / sizeof(T);
   for (size_t b = lo; b < hi; b += block) {

@@ -94,6 +94,17 @@ export interface ReplicaCheck {
   fn: string;
 }
 
+/** Each device's block index under a sharding, by global shape (memoized: every output of a compiled call asks). */
+const indexMemo = new WeakMap<NamedShardingImpl, Map<string, readonly Index[]>>();
+function blockIndices(sharding: NamedShardingImpl, shape: readonly number[]): readonly Index[] {
+  let m = indexMemo.get(sharding);
+  if (!m) indexMemo.set(sharding, (m = new Map()));
+  const key = shape.join(",");
+  let ix = m.get(key);
+  if (!ix) m.set(key, (ix = [...sharding.devicesIndicesMap(shape).values()]));
+  return ix;
+}
+
 /**
  * One DeviceBuffer per device of the sharding's mesh (flat mesh order) holding that device's block; devices holding
  * the same block (replicas) each hold their own copy. The assembled host value is cached (the array is immutable and
@@ -104,14 +115,14 @@ export class ShardedStorage implements ExternalStorage {
   #freed = false;
   #check: ReplicaCheck | null;
   #shards: ArrayImpl[] | null = null;
-  readonly indices: Index[];
+  readonly indices: readonly Index[];
   constructor(
     readonly sharding: NamedShardingImpl,
     readonly aval: ShapedArray,
     readonly buffers: readonly DeviceBuffer[],
     check: ReplicaCheck | null = null,
   ) {
-    this.indices = [...sharding.devicesIndicesMap(aval.shape).values()];
+    this.indices = blockIndices(sharding, aval.shape);
     this.#check = check;
   }
   get isFreed(): boolean {

@@ -101,6 +101,7 @@ export function pmap<A extends unknown[], R>(
         ? [opts.staticBroadcastedArgnums]
         : [...opts.staticBroadcastedArgnums];
   const pool = (): readonly Device[] => opts.devices ?? allDevices();
+  let meshMemo: Mesh | null = null;
   /** Validates the call and finds the mapped size (eagerly on every call, so errors do not depend on the jit cache). */
   const prepare = (args: unknown[], checkNesting: boolean) => {
     const n = args.length;
@@ -150,7 +151,11 @@ export function pmap<A extends unknown[], R>(
           : `${fn}: compiling computation that requires ${size} logical devices, but only ${p.length} devices are available (set config numCpuDevices or JAXTS_NUM_CPU_DEVICES, or map fewer elements)`,
       );
     }
-    return { dynPos, leaves, def, inAxes, size, mesh: new Mesh([...p.slice(0, size)], [name]) };
+    // one Mesh object while the devices are the same ones: the device path keys its per-call plan on it
+    const m = meshMemo;
+    if (!m || m.size !== size || m.flatDevices.some((d, i) => d !== p[i]))
+      meshMemo = new Mesh([...p.slice(0, size)], [name]);
+    return { dynPos, leaves, def, inAxes, size, mesh: meshMemo! };
   };
   const outAxesOf = (out: unknown) => axesFor(fn, "outAxes", opts.outAxes === undefined ? 0 : opts.outAxes, out);
   // one trace per static value (jit keys on them); inside, shardMap over the mesh of the first `size` devices

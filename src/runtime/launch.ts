@@ -47,6 +47,8 @@ export interface ProgramSignature {
 /** One compiled per-device program: the same ONNX model in one ORT session per device rank. */
 export class DeviceProgram {
   /** @internal */ readonly handle: object;
+  /** The longest rank run (microseconds) of this program's latest settled launch (Infinity before any). */
+  lastRunUs = Infinity;
   constructor(
     readonly model: Uint8Array,
     readonly sig: ProgramSignature,
@@ -260,6 +262,9 @@ function outcome(
     end: r.end[rank],
   }));
   launches++;
+  let longest = 0;
+  for (let k = 0; k < r.start.length; k++) longest = Math.max(longest, r.end[k] - r.start[k]);
+  p.lastRunUs = longest;
   const errs = r.errors
     .map((e, rank) => (e ? { rank, e } : null))
     .filter((x): x is { rank: number; e: string } => x !== null);
@@ -300,6 +305,11 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
     for (const os of prep.outs) for (const b of os) b.free();
     throw error;
   }
+  const stamps = stampsOf(r);
+  return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
+}
+/** The launch's native stamps (undefined from an addon without them); records them as the latest. */
+function stampsOf(r: DeviceLaunchResult): LaunchStamps | undefined {
   const stamps =
     r.enter === undefined
       ? undefined
@@ -311,7 +321,7 @@ function finish(p: DeviceProgram, deviceIds: readonly number[], prep: Prepared, 
           callerRank: r.callerRank ?? -1,
         };
   lastStamps = stamps ?? null;
-  return { outputs: prep.outs, timeline, ...(stamps ? { stamps } : {}) };
+  return stamps;
 }
 
 /** Monotonic microseconds on the clock of the runtime's timestamps (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
@@ -323,6 +333,18 @@ export function nowUs(): number {
 const inFlight: PendingLaunch[] = [];
 /** Launches kept in flight before a dispatch waits for the oldest (bounds the memory held by pending work). */
 const MAX_IN_FLIGHT = 8;
+/**
+ * A program whose last run took less than this (microseconds) is dispatched with rank 0 run on the calling thread when
+ * device 0's stream is idle (as XLA's CPU client runs cheap computations inline): handing a run to an executor costs a
+ * thread wake-up (10-30 us here), as much as the run itself, and asynchrony buys nothing for so little work.
+ */
+let inlineRunUs = 200;
+/** Sets the inline threshold (microseconds; 0: always hand every rank to its executor); returns the previous one. */
+export function setInlineRunUs(us: number): number {
+  const prev = inlineRunUs;
+  inlineRunUs = us;
+  return prev;
+}
 
 /**
  * A dispatched launch: its output buffers exist at once (pending until the devices finish: each device's stream runs
@@ -337,6 +359,7 @@ export class PendingLaunch implements PendingWork {
   #held: DeviceBuffer[];
   #error: Error | null = null;
   #timeline: RankTiming[] = [];
+  #stamps: LaunchStamps | undefined;
   #deps: PendingWork[];
   /** @internal */
   constructor(
@@ -361,6 +384,10 @@ export class PendingLaunch implements PendingWork {
   get timeline(): readonly RankTiming[] {
     return this.#timeline;
   }
+  /** The native stamps (undefined until settled, or from an addon without them). */
+  get stamps(): LaunchStamps | undefined {
+    return this.#stamps;
+  }
   /** The launch's error once settled, or null. */
   get error(): Error | null {
     return this.#error;
@@ -374,6 +401,7 @@ export class PendingLaunch implements PendingWork {
     const { timeline, error } = outcome(this.program, this.deviceIds, r);
     this.#timeline = timeline;
     lastTimeline = timeline;
+    this.#stamps = stampsOf(r);
     // a launch that consumed the outputs of a failed one computed on garbage: it fails with that cause
     for (const d of this.#deps) {
       try {
@@ -417,6 +445,7 @@ export function dispatch(
       if (w) deps.add(w);
     }
   const prep = prepare(program, deviceIds, inputs, opts);
+  if (program.lastRunUs < inlineRunUs) prep.args[6].callerRuns = 1;
   const h = api().devLaunch(...prep.args);
   const p = new PendingLaunch(program, deviceIds, prep, h, [...deps]);
   inFlight.push(p);

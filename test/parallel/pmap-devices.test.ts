@@ -120,3 +120,24 @@ test(
     }
   },
 );
+
+test(
+  "pmap's repeated calls share one Mesh (the device path's per-call plan is kept for it) and one device program",
+  { skip },
+  () => {
+    config.update("spmdRuntime", "devices");
+    try {
+      const pf = pmap((b: Array) => jnp.add(jnp.multiply(jnp.sin(b), 2), 1), "i");
+      const x = values([2, 16], "float32");
+      const [a, b] = [pf(x), pf(x)];
+      const sa = a.sharding as unknown as { mesh: unknown },
+        sb = b.sharding as unknown as { mesh: unknown };
+      assert.equal(sa.mesh, sb.mesh, "the same Mesh object");
+      assert.deepEqual(a.tolist(), b.tolist());
+      const want = flat(x.tolist()).map((v) => Math.sin(v) * 2 + 1);
+      flat(a.tolist()).forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= 1e-6 * (1 + Math.abs(want[i])), `${i}`));
+    } finally {
+      config.update("spmdRuntime", "emulation");
+    }
+  },
+);

@@ -7,12 +7,15 @@ import {
   DeviceBuffer,
   deviceProgram,
   deviceRuntimeUnavailable,
+  dispatch,
+  lastLaunchStamps,
   launch,
   launchSync,
   openRendezvous,
   runtimeDevice,
   type DeviceProgram,
 } from "../../src/runtime/index.js";
+import { setInlineRunUs } from "../../src/runtime/launch.js";
 
 const skip = deviceRuntimeUnavailable() ?? false;
 const DOMAIN = "jaxts.collectives";
@@ -103,11 +106,12 @@ test(
   { skip },
   () => {
     // 5003 elements: a partial last block and shares that are no multiple of a cache line; 1.05M float32 (4.2 MB):
-    // outputs written with streaming stores on x86
+    // outputs written with streaming stores on x86, a 64-byte line at a time (3 ranks: the fold order holds there too)
     for (const [n, len] of [
       [2, 5003],
       [3, 5003],
       [2, 1_050_007],
+      [3, 1_050_001],
     ]) {
       const scale = [0.01, 1, 100, 0.1, 10];
       const vals = ids(n).map((r) => {
@@ -567,3 +571,48 @@ test("memoryStats counts each device's buffers: allocations, bytes in use, peak,
   ins.flat().forEach((o) => o.free());
   assert.throws(() => launchSync(p, [5, 6], [[ins[0][0]], [ins[1][0]]]), /freed buffer/);
 });
+
+test(
+  "dispatch runs rank 0 of a program whose last run was cheap on the calling thread (device 0's stream idle); a costly or new one goes to the executors",
+  { skip },
+  () => {
+    const n = 2;
+    const p = allReduceProgram(n, "float32", 48);
+    const inputs = ids(n).map((r) => [
+      filled(
+        r,
+        "float32",
+        ids(48).map((i) => i * (r + 1)),
+      ),
+    ]);
+    const want = ids(48).map((i) => 3 * i);
+    const saved = setInlineRunUs(1e9); // every settled program counts as cheap (a loaded host stretches the runs)
+    try {
+      assert.equal(p.lastRunUs, Infinity, "never run: its cost is unknown");
+      const first = dispatch(p, ids(n), inputs);
+      first.wait();
+      assert.equal(first.stamps!.callerRank, -1, "a program never run goes to the executors");
+      assert.deepEqual(lastLaunchStamps(), first.stamps, "a dispatched launch's stamps are the latest once settled");
+      assert.ok(Number.isFinite(p.lastRunUs) && p.lastRunUs >= 0, "its longest rank run is recorded");
+      const cheap = dispatch(p, ids(n), inputs);
+      cheap.wait();
+      assert.equal(cheap.stamps!.callerRank, 0, "cheap: the caller ran rank 0");
+      assert.notEqual(cheap.timeline[0].thread, first.timeline[0].thread, "not on device 0's executor");
+      assert.equal(cheap.timeline[1].thread, first.timeline[1].thread, "rank 1 on its executor");
+      setInlineRunUs(0);
+      const costly = dispatch(p, ids(n), inputs);
+      costly.wait();
+      assert.equal(costly.stamps!.callerRank, -1, "above the threshold: every rank on its executor");
+      assert.equal(costly.timeline[0].thread, first.timeline[0].thread);
+      for (const l of [first, cheap, costly])
+        l.outputs.forEach((os) => {
+          assert.deepEqual(Array.from(os[0].data as Float32Array), want);
+          os[0].free();
+        });
+    } finally {
+      setInlineRunUs(saved);
+      inputs.flat().forEach((x) => x.free());
+    }
+    assert.equal(openRendezvous(), 0);
+  },
+);
