@@ -35,7 +35,7 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --workloads   run only these workload ids (mlp-first-steps: only jaxts's first-steps line)
  *   --no-write    do not write bench/RESULTS.md
  *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
- * With --workloads the device rows run only when the list names "devices".
+ * With --workloads the device rows run only when the list names "devices" (autoShard's rows: "auto-shard").
  */
 
 function arg(name: string): string | undefined {
@@ -164,6 +164,12 @@ async function main(): Promise<void> {
     !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices"))
       ? deviceRows(flag("quick"))
       : undefined;
+  // autoShard's choice against the alternative plan, on the device runtime (bench/auto-shard.ts)
+  const autoShard =
+    !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("auto-shard"))
+      ? deviceRows(flag("quick"), "auto-shard.js")
+      : undefined;
+  if (autoShard) console.log(autoShard + "\n");
   if (devices) console.log(devices + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
@@ -194,7 +200,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices,
+        devices: [devices, autoShard].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);
@@ -203,8 +209,8 @@ async function main(): Promise<void> {
 }
 
 /** The device runtime rows (bench/devices.ts) from a fresh process: numCpuDevices is fixed once devices exist. */
-function deviceRows(quick: boolean): string {
-  const script = path.join(repoRoot(), "dist", "bench", "devices.js");
+function deviceRows(quick: boolean, file = "devices.js"): string {
+  const script = path.join(repoRoot(), "dist", "bench", file);
   const r = spawnSync(process.execPath, [script, ...(quick ? ["--quick"] : [])], {
     encoding: "utf8",
     timeout: 600_000,

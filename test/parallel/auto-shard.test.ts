@@ -8,6 +8,7 @@ import {
   type AutoShardPlan,
   ShapeDtypeStruct,
   autoShard,
+  calibrateAutoShard,
   devicePut,
   grad,
   jit,
@@ -20,6 +21,7 @@ import {
   sharding,
   tree,
 } from "../../src/index.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import { bytesMoved, collectiveSeconds, DEFAULT_MACHINE } from "../../src/parallel/auto-shard-cost.js";
 const { P } = sharding;
 
@@ -246,3 +248,24 @@ test("bad input: indivisible mesh axes, non-array leaves, bad roles and options 
   );
   assert.throws(() => autoShard(grad(loss), mesh), /pass f's example arguments after the mesh/);
 });
+
+test(
+  "calibrateAutoShard measures positive machine constants on the device runtime, which autoShard accepts",
+  {
+    skip: deviceRuntimeUnavailable() ?? false,
+  },
+  () => {
+    const m = calibrateAutoShard({ repeats: 1 });
+    assert.deepEqual(Object.keys(m).sort(), Object.keys(DEFAULT_MACHINE).sort());
+    for (const [k, v] of Object.entries(m)) assert.ok(Number.isFinite(v) && v > 0, `${k} = ${v}`);
+    // the runtime setting is restored
+    assert.equal(config.spmdRuntime, "emulation");
+    const [p, b] = mlp(64, 8, 16, 4);
+    const r = autoShard(grad(loss), { mesh: makeMesh([2], ["x"]), machine: m }, p, b);
+    assert.ok(r.estimate.seconds > 0);
+    assert.throws(
+      () => calibrateAutoShard({ devices: 1 }),
+      /calibrateAutoShard: devices must be an integer in \[2, 8\]/,
+    );
+  },
+);
