@@ -114,6 +114,8 @@ export function autoShard(
     checkOptions(fn, meshOrOpts, OPTS, FORMS);
     if (!(opts.mesh instanceof Mesh)) throw new TypeError(`${fn}: options.mesh must be a Mesh (makeMesh(...))`);
   }
+  if (opts.refine !== undefined && typeof opts.refine !== "boolean")
+    throw new TypeError(`${fn}: refine must be a boolean, got ${String(opts.refine)}`);
   const p = problem(fn, f, opts, exampleArgs);
   const fams = familyCandidates(p.leaves, megatronRoles(p.cj.jaxpr, p.leaves), p.mesh.axisNames, p.size);
   const plans = fams.map((c) => ({ c, est: estimate(p, c.shardings) }));

@@ -247,6 +247,11 @@ test("bad input: indivisible mesh axes, non-array leaves, bad roles and options 
     /the second argument must be a Mesh or an options object/,
   );
   assert.throws(() => autoShard(grad(loss), mesh), /pass f's example arguments after the mesh/);
+  assert.throws(() => autoShard(grad(loss), { mesh, refine: 1 } as never, p, b), /autoShard: refine must be a boolean/);
+  assert.throws(
+    () => autoShard(grad(loss), { mesh, memoryLimitBytes: -1 }, p, b),
+    /autoShard: memoryLimitBytes must be a positive number, got -1/,
+  );
 });
 
 test(
