@@ -13,6 +13,7 @@ import {
   grad,
   jit,
   lax,
+  makeJaxpr,
   makeMesh,
   nn,
   numpy as jnp,
@@ -22,6 +23,7 @@ import {
   tree,
 } from "../../src/index.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import { ShardingWalker } from "../../src/parallel/auto-shard-propagate.js";
 import { bytesMoved, collectiveSeconds, DEFAULT_MACHINE } from "../../src/parallel/auto-shard-cost.js";
 const { P } = sharding;
 
@@ -274,3 +276,48 @@ test(
     );
   },
 );
+
+test("propagation rules: a vocab-sharded embedding gives one partial-sum reduction, reshape keeps a major split", () => {
+  const walker = () =>
+    new ShardingWalker(
+      new Map([
+        ["x", 2],
+        ["y", 4],
+      ]),
+      DEFAULT_MACHINE,
+    );
+  const sh = (...dims: string[][]) => ({ dims, partial: [] as string[] });
+  const trace = (f: (...a: Array[]) => Array, ...args: Array[]) => makeJaxpr(f)(...(args as never[]));
+  const Z = (...shape: number[]) => jnp.zeros(shape);
+  const emb = trace((e, i) => jnp.take(e, i, { axis: 0 }), Z(64, 8), jnp.zeros([16], { dtype: "int32" }));
+  // table split along the vocabulary: each block looks up its rows, one psum of the [16, 8] result
+  const w = walker().walk(emb, [sh(["x"], []), sh([])], null, false);
+  assert.deepEqual(
+    w.collectives.map((c) => [c.kind, c.axes, c.bytes]),
+    [["psum", ["x"], 16 * 8 * 4]],
+  );
+  // table split along the features, ids along the batch: no communication, the result split both ways
+  const w2 = walker().walk(emb, [sh([], ["x"]), sh(["y"])], null, false);
+  assert.deepEqual(w2.collectives, []);
+  assert.deepEqual(w2.outShardings[0].dims, [["y"], ["x"]]);
+  // reshape [8, 6] -> [48]: a split of the major dimension carries over, of the minor one needs a gather
+  const flat = trace((a) => jnp.reshape(a, [48]), Z(8, 6));
+  const major = walker().walk(flat, [sh(["x"], [])], null, false);
+  assert.deepEqual([major.collectives, major.outShardings[0].dims], [[], [["x"]]]);
+  const minor = walker().walk(flat, [sh([], ["x"])], null, false);
+  assert.deepEqual(
+    minor.collectives.map((c) => [c.kind, c.bytes]),
+    [["all_gather", 8 * 3 * 4]],
+  );
+  // a max over a sharded dimension: a local max, then one pmax of the (small) result
+  const mx = walker().walk(
+    trace((a) => jnp.max(a, { axis: 1 }), Z(8, 6)),
+    [sh([], ["x"])],
+    null,
+    false,
+  );
+  assert.deepEqual(
+    mx.collectives.map((c) => [c.kind, c.bytes]),
+    [["pmax", 8 * 4]],
+  );
+});
