@@ -36,7 +36,8 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --no-write    do not write bench/RESULTS.md
  *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
  *   --no-training skip the training-parallelism rows (bench/training.ts, a child process with 4 CPU devices)
- * With --workloads the device rows run only when the list names "devices" (the training rows: "training").
+ * With --workloads the device rows run only when the list names "devices" (the training rows: "training",
+ * autoShard's rows: "auto-shard").
  */
 
 function arg(name: string): string | undefined {
@@ -165,6 +166,12 @@ async function main(): Promise<void> {
     !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("devices"))
       ? deviceRows(flag("quick"))
       : undefined;
+  // autoShard's choice against the alternative plan, on the device runtime (bench/auto-shard.ts)
+  const autoShard =
+    !flag("no-devices") && (!onlyWorkloads || onlyWorkloads.includes("auto-shard"))
+      ? deviceRows(flag("quick"), "auto-shard.js")
+      : undefined;
+  if (autoShard) console.log(autoShard + "\n");
   if (devices) console.log(devices + "\n");
   const training =
     !flag("no-training") && (!onlyWorkloads || onlyWorkloads.includes("training"))
@@ -200,7 +207,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices: [devices, training].filter(Boolean).join("\n\n") || undefined,
+        devices: [devices, autoShard, training].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);

@@ -51,6 +51,16 @@ export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "
 export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap } from "./parallel/shard-map.js";
 export { pmap } from "./parallel/pmap.js";
+export { autoShard } from "./parallel/auto-shard.js";
+export type {
+  AutoShardOpts,
+  AutoShardResult,
+  AutoShardPlan,
+  AutoShardEstimate,
+  ArgRole,
+} from "./parallel/auto-shard.js";
+export { calibrateAutoShard, type CalibrateOpts } from "./parallel/auto-shard-calibrate.js";
+export type { MachineModel, CollectiveEstimate } from "./parallel/auto-shard-cost.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export {
   devicePut,

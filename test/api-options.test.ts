@@ -216,6 +216,8 @@ const TABLE: Map<string, Row> = new Map([
   one("load", "options", (f) => f("unused.safetensors", undefined, B)),
   one("makeMesh", "options", (f) => f([1], ["i"], B)),
   one("devicePut", "fixed", (f) => f(x(), jaxts.devices()[0], B)),
+  one("autoShard", "options", (f) => f((v: unknown) => v, B, x())),
+  one("calibrateAutoShard", "options", (f) => f(B)),
   one("profiler.trace", "options", (f) => f("unused-trace-dir", () => 0, B)),
   // complex numbers and FFT
   ...group("options", (f) => f(x(), B), [
