@@ -165,6 +165,7 @@ export function greedyAnswers(
   predict: (tokens: Array) => Array,
 ): number[][] {
   const { seq, equalsAt, answerDigits, digits } = layout;
+  if (problems.length === 0) return [];
   const rows = problems.map((p) => {
     const s = encodeProblem(p, digits).slice(0, equalsAt + 1);
     while (s.length < seq) s.push(0);

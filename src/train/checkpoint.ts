@@ -59,7 +59,7 @@ export function loadTrainState<P, S>(dirOrFile: string, params: P, optState: S):
     params,
     opt_state: optState,
     step: 0,
-    losses: { shape: [Math.max(n, 1)], dtype: "float32" },
+    losses: jnp.zeros([Math.max(n, 1)], { dtype: "float32" }),
     num_losses: 0,
   } as unknown) as { params: P; opt_state: S; step: number; losses: Array };
   const losses = (raw.losses.tolist() as number[]).slice(0, n);

@@ -33,8 +33,8 @@ data:
   held_out: 1000
   seed: 0
 run:
-  steps: 2000
-  eval_every: 500
+  steps: 1000
+  eval_every: 250
   checkpoint_every: 500
   out: ~
   seed: 0
