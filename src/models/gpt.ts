@@ -59,7 +59,7 @@ export type AxisList = readonly (string | readonly string[] | null)[];
 
 /** The three per-group specs of the config (without the stacked layer dim). */
 export interface GptShardingSpec {
-  /** wte [vocab, d] (also wpe [seq, d]; the untied head [d, vocab] takes it reversed). */
+  /** wte [vocab, d] (wpe [seq, d] takes (None, spec[1]); the untied head [d, vocab] takes it reversed). */
   embeddings: AxisList;
   /** wq/wk/wv [d, heads, head_dim]; wo [heads, head_dim, d] takes (spec[1], spec[2], spec[0]). */
   attention: AxisList;
@@ -136,7 +136,7 @@ export function gptParamSpecs(cfg: GptConfig, spec: GptShardingSpec): SpecTree {
   const rep = P();
   const specs: Record<string, unknown> = {
     wte: P(...e),
-    wpe: P(...e),
+    wpe: P(null, e[1]), // positions are never split (the context length is the task's, e.g. 11)
     blocks: {
       ln1g: rep,
       ln1b: rep,

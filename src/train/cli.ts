@@ -1,7 +1,7 @@
 /** @file `jaxts train`: parses the flags, loads and validates the config, prepares the devices and runs the job. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type TrainConfig, ConfigError, configFromText } from "./config.js";
+import { type TrainConfig, ConfigError, configFromText, validateConfig } from "./config.js";
 import { DEFAULT_CONFIG_YAML } from "./default-config.js";
 
 export const TRAIN_USAGE = `usage: jaxts train [--config file.yaml] [--steps N] [--mesh DxT] [--out dir] [--resume dir] [--help]
@@ -98,7 +98,15 @@ export async function trainMain(
     return 2;
   }
   const ps = c.parallel_strategy;
-  const devices = ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages;
+  // the CPU device count: JAXTS_NUM_CPU_DEVICES when set (the config must then match it), else the config's product
+  const env = process.env.JAXTS_NUM_CPU_DEVICES;
+  const devices = env && !a.mesh ? Number(env) : ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages;
+  try {
+    validateConfig(c, { devices });
+  } catch (e) {
+    err(`${(e as Error).message}\n`);
+    return 2;
+  }
   // the job module loads the library (and the native addon) only now, after the arguments are known to be good
   const job = await import("./job.js");
   try {
