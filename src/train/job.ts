@@ -177,7 +177,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const nParams = Object.values(flatSizes(params)).reduce((a, b) => a + b, 0);
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
-      `mesh ${mesh.shape.data}x${mesh.shape.model} (data x model) on ${mesh.size} CPU devices, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
+      `mesh ${mesh.shape.data}x${mesh.shape.model} (data x model) on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
   const tokensPerStep = c.data.batch_size * task.layout.seq;
   const evals: { step: number; accuracy: number }[] = [];
