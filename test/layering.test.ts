@@ -31,6 +31,21 @@ const ALLOWED: Record<string, string[]> = {
   profiler: ["core", "runtime"], // the runtime's launch observer gives the per-device spans
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends", "lowerings"],
+  // the training job (jaxts train) sits on top: it loads the package entry (src/index.ts) to register the backends
+  train: [
+    "core",
+    "primitives",
+    "transforms",
+    "numpy",
+    "nn",
+    "random",
+    "optim",
+    "lax",
+    "parallel",
+    "models",
+    "io",
+    "profiler",
+  ],
 };
 
 /**

@@ -1,0 +1,269 @@
+/**
+ * @file The training job (`jaxts train`, what `npm start` runs): a small GPT learns n-digit addition on a data x tensor
+ * mesh of CPU devices; progress, held-out exact-match evaluations, predictions, an atomic checkpoint, the loss curve
+ * (SVG) and a profiler trace of a few steps go to the output directory.
+ */
+import "../index.js"; // the package entry: registers the execution backends the job runs on
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { type Array } from "../core/array.js";
+import { config as jaxConfig } from "../core/config.js";
+import * as jnp from "../numpy/index.js";
+import * as optim from "../optim/index.js";
+import { jit } from "../transforms/api.js";
+import { makeMesh } from "../parallel/mesh.js";
+import type { Mesh } from "../parallel/mesh.js";
+import * as profiler from "../profiler/index.js";
+import {
+  type GptConfig,
+  type GptParams,
+  type GptShardingSpec,
+  gptForward,
+  gptParamSpecs,
+  initGpt,
+  makeGptTrainStep,
+} from "../models/gpt.js";
+import { ADDITION_VOCAB, AdditionTask, answerText, exactMatch, greedyAnswers, promptText } from "./addition.js";
+import { type TrainConfig, paddedVocab, validateConfig } from "./config.js";
+import { loadTrainState, placeOnMesh, saveTrainState } from "./checkpoint.js";
+import { lossCurveSvg } from "./loss-svg.js";
+
+/** Where the job reports: lines (and, on a terminal, a progress bar rewritten in place). */
+export interface JobOutput {
+  line(s: string): void;
+  /** Rewrites the progress bar (TTY only); null when progress goes out as plain lines. */
+  bar: ((s: string) => void) | null;
+}
+
+/** Options of runJob beyond the config. */
+export interface JobOptions {
+  /** Output directory (created). */
+  out: string;
+  /** A run directory or checkpoint file to continue from. */
+  resume?: string | null;
+  /** Where progress goes (default: stdout, a bar on a TTY unless CI is set). */
+  output?: JobOutput;
+  /** Stop after this many steps of this invocation (tests: simulate an interrupted run). */
+  stopAfter?: number;
+  /** Write the profiler trace (default true when run.trace_steps > 0). */
+  trace?: boolean;
+}
+
+/** What the job did. */
+export interface JobResult {
+  losses: number[];
+  evals: { step: number; accuracy: number }[];
+  finalAccuracy: number | null;
+  steps: number;
+  seconds: number;
+  cpuSeconds: number;
+  checkpoint: string | null;
+  out: string;
+  params: GptParams;
+}
+
+/** The job's model, mesh and step built from a validated config. */
+export interface JobSetup {
+  task: AdditionTask;
+  model: GptConfig;
+  mesh: Mesh;
+  spec: GptShardingSpec;
+  opt: optim.GradientTransformation;
+}
+
+/** The optimizer: clip by global norm, then adamw with warmup and the configured decay. */
+export function makeOptimizer(c: TrainConfig): optim.GradientTransformation {
+  const o = c.optimizer,
+    steps = c.run.steps;
+  const warm = Math.min(o.warmup, steps);
+  const schedule =
+    o.decay === "cosine"
+      ? optim.warmupCosineDecaySchedule(0, o.lr, warm, Math.max(steps, warm + 1), o.end_lr)
+      : o.decay === "linear"
+        ? optim.joinSchedules(
+            [
+              optim.linearSchedule(0, o.lr, Math.max(warm, 1)),
+              optim.linearSchedule(o.lr, o.end_lr, Math.max(1, steps - warm)),
+            ],
+            [warm],
+          )
+        : optim.joinSchedules([optim.linearSchedule(0, o.lr, Math.max(warm, 1)), optim.constantSchedule(o.lr)], [warm]);
+  const adamw = optim.adamw(schedule, { weightDecay: o.weight_decay });
+  return o.clip > 0 ? optim.chain(optim.clipByGlobalNorm(o.clip), adamw) : adamw;
+}
+
+/**
+ * Validates the config against the device count and builds the task, model, mesh and optimizer. The CPU devices
+ * must already exist (config numCpuDevices = the product of the parallel sizes; prepareDevices does it).
+ */
+export function setupJob(c: TrainConfig, devices: number): JobSetup {
+  validateConfig(c, { devices }, ADDITION_VOCAB);
+  const ps = c.parallel_strategy;
+  const task = new AdditionTask(c.data.digits, c.data.seed, c.data.held_out);
+  const model: GptConfig = {
+    vocab: paddedVocab(ADDITION_VOCAB),
+    dModel: c.model.d_model,
+    heads: c.model.heads,
+    layers: c.model.layers,
+    seq: task.layout.seq,
+    ff: c.model.ff,
+    tied: c.model.tied_embeddings,
+  };
+  const mesh = makeMesh([ps.data_parallel, ps.tensor_parallel], ["data", "model"]);
+  const spec: GptShardingSpec = c.sharding_spec;
+  return { task, model, mesh, spec, opt: makeOptimizer(c) };
+}
+
+/**
+ * Sets the process up for a job on `devices` CPU devices with the device runtime (one thread per device running its
+ * program; ORT intra-op threads 1, since the devices already use the cores). Must run before the first device use.
+ */
+export function prepareDevices(devices: number): void {
+  if (jaxConfig.numCpuDevices !== devices) jaxConfig.update("numCpuDevices", devices);
+  jaxConfig.update("spmdRuntime", "devices");
+  if (jaxConfig.intraOpThreads === 0) jaxConfig.update("intraOpThreads", 1);
+}
+
+const fmtTime = (s: number): string => {
+  if (!Number.isFinite(s)) return "?";
+  const m = Math.floor(s / 60),
+    r = Math.round(s - 60 * m);
+  return m > 0 ? `${m}m${String(r).padStart(2, "0")}s` : `${r}s`;
+};
+
+/** The default output: a bar on a TTY (unless CI is set), plain lines otherwise. */
+export function stdoutOutput(): JobOutput {
+  const tty = process.stdout.isTTY === true && !process.env.CI;
+  return {
+    line: (s) => process.stdout.write(tty ? `\r\x1b[K${s}\n` : `${s}\n`),
+    bar: tty ? (s) => process.stdout.write(`\r\x1b[K${s}`) : null,
+  };
+}
+
+/** The progress text: [####....] step, loss, tokens/s, ETA. */
+export function progressText(step: number, total: number, loss: number, tokPerSec: number, eta: number): string {
+  const w = 24,
+    f = Math.round((w * step) / total);
+  return `[${"#".repeat(f)}${".".repeat(w - f)}] step ${step}/${total}  loss ${loss.toFixed(4)}  ${Math.round(tokPerSec)} tok/s  ETA ${fmtTime(eta)}`;
+}
+
+/** Runs the job described by a validated config on prepared devices; returns the losses, evaluations and paths. */
+export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobResult {
+  const { task, model, mesh, spec, opt } = setup;
+  const out = opts.output ?? stdoutOutput();
+  const t0 = performance.now(),
+    cpu0 = process.cpuUsage();
+  mkdirSync(opts.out, { recursive: true });
+  const specs = gptParamSpecs(model, spec);
+  let params = initGpt(model, c.run.seed);
+  let state = opt.init(params) as optim.OptState;
+  let start = 0;
+  let losses: number[] = [];
+  if (opts.resume) {
+    const r = loadTrainState(opts.resume, params, state);
+    if (r.step > c.run.steps)
+      throw new Error(`train: the checkpoint in ${opts.resume} is at step ${r.step}, past run.steps (${c.run.steps})`);
+    ({ params, optState: state, step: start, losses } = r);
+    out.line(`resumed from ${opts.resume} at step ${start}`);
+  }
+  // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards here)
+  params = placeOnMesh(params, specs, mesh);
+  const step = jit(makeGptTrainStep(model, opt, mesh, spec, { remat: c.run.remat }));
+  const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
+  const evaluate = (): number => {
+    const answers = greedyAnswers(task.layout, task.heldOut, (t) => predict(params, t));
+    return exactMatch(task.layout, task.heldOut, answers);
+  };
+  const nParams = Object.values(flatSizes(params)).reduce((a, b) => a + b, 0);
+  out.line(
+    `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
+      `mesh ${mesh.shape.data}x${mesh.shape.model} (data x model) on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
+  );
+  const tokensPerStep = c.data.batch_size * task.layout.seq;
+  const evals: { step: number; accuracy: number }[] = [];
+  const traceFrom = start + 2,
+    traceTo = start + 1 + c.run.trace_steps;
+  const tracing = (opts.trace ?? true) && c.run.trace_steps > 0;
+  let checkpoint: string | null = null;
+  const end = Math.min(c.run.steps, opts.stopAfter === undefined ? Infinity : start + opts.stopAfter);
+  let tLast = performance.now(),
+    timedSteps = 0,
+    timedMs = 0;
+  const logEvery = Math.max(1, Math.round(c.run.steps / 20));
+  for (let i = start + 1; i <= end; i++) {
+    if (tracing && i === traceFrom) profiler.startTrace(join(opts.out, "trace"));
+    const b = task.batch(task.trainProblems(i, c.data.batch_size));
+    let loss: Array;
+    {
+      using _ =
+        tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
+      [loss, params, state] = step(params, state, b.tokens, b.targets, b.mask);
+      losses.push(loss.item() as number);
+    }
+    if (tracing && i === traceTo) profiler.stopTrace();
+    const now = performance.now();
+    if (i > start + 1) {
+      timedSteps++;
+      timedMs += now - tLast; // the first step compiles; rates count the others
+    }
+    tLast = now;
+    const rate = timedSteps ? (tokensPerStep * timedSteps * 1000) / timedMs : 0;
+    const eta = timedSteps ? ((c.run.steps - i) * timedMs) / timedSteps / 1000 : NaN;
+    const l = losses[losses.length - 1];
+    if (!Number.isFinite(l))
+      throw new Error(`train: the loss became ${l} at step ${i}; lower optimizer.lr or raise clip`);
+    if (out.bar) out.bar(progressText(i, c.run.steps, l, rate, eta));
+    else if (i % logEvery === 0 || i === start + 1 || i === end) out.line(progressText(i, c.run.steps, l, rate, eta));
+    if (i % c.run.eval_every === 0 && i !== c.run.steps) {
+      const acc = evaluate();
+      evals.push({ step: i, accuracy: acc });
+      out.line(`step ${i}: held-out exact match ${(acc * 100).toFixed(1)}% (${task.heldOut.length} problems)`);
+    }
+    if (i % c.run.checkpoint_every === 0 || i === end) {
+      checkpoint = saveTrainState(opts.out, { params, optState: state, step: i, losses });
+      tLast = performance.now(); // checkpoint time is not step time
+    }
+  }
+  let finalAccuracy: number | null = null;
+  if (end === c.run.steps) {
+    const shown = task.heldOut.slice(0, c.run.predictions);
+    const answers = greedyAnswers(task.layout, shown, (t) => predict(params, t));
+    finalAccuracy = evaluate();
+    evals.push({ step: end, accuracy: finalAccuracy });
+    out.line(
+      `final held-out exact match: ${(finalAccuracy * 100).toFixed(1)}% of ${task.heldOut.length} problems never seen in training`,
+    );
+    shown.forEach((p, k) => {
+      const got = answerText(answers[k]),
+        want = String(p.a + p.b).padStart(c.data.digits + 1, "0");
+      out.line(`  ${promptText(p, c.data.digits)}${got}  ${got === want ? "ok" : `(expected ${want})`}`);
+    });
+  }
+  writeFileSync(
+    join(opts.out, "loss.svg"),
+    lossCurveSvg(losses, {
+      title: `jaxts train: ${c.data.digits}-digit addition, mesh ${mesh.shape.data}x${mesh.shape.model}`,
+      evals,
+    }),
+  );
+  const seconds = (performance.now() - t0) / 1000;
+  const cu = process.cpuUsage(cpu0);
+  const cpuSeconds = (cu.user + cu.system) / 1e6;
+  writeFileSync(
+    join(opts.out, "metrics.json"),
+    JSON.stringify({ steps: end, losses, evals, finalAccuracy, seconds, cpuSeconds, config: c }, null, 1) + "\n",
+  );
+  out.line(
+    `done in ${fmtTime(seconds)} (${cpuSeconds.toFixed(0)} CPU-s): ${opts.out}/{checkpoint.safetensors, loss.svg, metrics.json${tracing && end >= traceTo ? ", trace/" : ""}}`,
+  );
+  return { losses, evals, finalAccuracy, steps: end, seconds, cpuSeconds, checkpoint, out: opts.out, params };
+}
+
+/** Element counts of a params tree's leaves, keyed by dotted path. */
+function flatSizes(p: unknown, prefix = ""): Record<string, number> {
+  if (p && typeof p === "object" && "shape" in p) return { [prefix]: (p as Array).size };
+  const o: Record<string, number> = {};
+  for (const [k, v] of Object.entries(p as object))
+    if (v !== undefined) Object.assign(o, flatSizes(v, `${prefix}${k}.`));
+  return o;
+}
