@@ -50,6 +50,8 @@ export type { Device } from "./core/array-impl.js";
 export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "./parallel/mesh.js";
 export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap } from "./parallel/shard-map.js";
+// jit with shardings: the parallel layer partitions jit calls over a mesh (registers its hook with jit)
+import "./parallel/gspmd.js";
 export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export {
