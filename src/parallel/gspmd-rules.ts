@@ -11,6 +11,7 @@ import { bind } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { allGather, axisIndex, pmax, pmin, psum, psumScatter } from "./collectives.js";
 import type { Mesh } from "./mesh.js";
+import { gatherRule, iotaRule, scatterRule } from "./gspmd-gather.js";
 
 /** Mesh axes splitting each dimension (the first axis major), [] = replicated along it. */
 export type Dims = string[][];
@@ -22,6 +23,14 @@ export interface SV {
   dims: Dims;
   /** Mesh axes over which x is one addend of the true value (a psum over them is still owed). */
   partial: string[];
+  /** Recomputes this value directly at another sharding (a broadcast: slicing its small operand beats slicing it). */
+  remat?: (target: Dims) => SV;
+  /** An integer value equal to its position along this dim (an iota, maybe reshaped or broadcast). */
+  iota?: number;
+  /** Per element of the last dim: the dim whose position it equals (an index tuple built from iotas), else null. */
+  comps?: (number | null)[];
+  /** Resharded versions already made (a value consumed twice at one sharding is communicated once). */
+  memo?: Map<string, SV>;
 }
 
 const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((n, i) => n === b[i]);
@@ -55,10 +64,21 @@ export class Partitioner {
   /** The sum owed over `partial` done now (psum). */
   resolve(v: SV): SV {
     if (!v.partial.length) return v;
-    return { ...v, x: psum(v.x, v.partial), partial: [] };
+    v.memo ??= new Map();
+    let r = v.memo.get("resolved");
+    if (!r) v.memo.set("resolved", (r = { ...v, x: psum(v.x, v.partial), partial: [], memo: undefined }));
+    return r;
   }
   /** Local block of v under the sharding `target` (the collectives that change it: psum_scatter, all_gather, or a slice). */
   reshard(v: SV, target: Dims): SV {
+    const key = JSON.stringify(target);
+    v.memo ??= new Map();
+    let r = v.memo.get(key);
+    if (!r) v.memo.set(key, (r = this.reshardNow(v, target)));
+    return r;
+  }
+  private reshardNow(v: SV, target: Dims): SV {
+    if (v.remat && !v.partial.length) return v.remat(target);
     let { x } = v;
     const dims = v.dims.map((d) => [...d]);
     if (v.partial.length) {
@@ -93,7 +113,7 @@ export class Partitioner {
       dims[d] = [...t];
     }
     if (starts) x = ops.dynamicSlice(x, starts, sizes);
-    return { x, shape: v.shape, dims, partial: [] };
+    return { x, shape: v.shape, dims, partial: [], iota: v.iota, comps: v.comps };
   }
   gatherAll(v: SV): SV {
     return this.reshard(v, replicatedDims(v.shape.length));
@@ -105,8 +125,16 @@ export class Partitioner {
     j.constvars.forEach((v, i) => env.set(v, this.replicated(consts[i])));
     j.invars.forEach((v, i) => env.set(v, args[i]));
     const read = (a: Atom): SV => (a instanceof Literal ? this.replicated(a.value) : env.get(a)!);
+    // a partial sum read more than once is reduced once, before its first use (not once per linear consumer)
+    const uses = new Map<Var, number>();
+    for (const a of [...j.eqns.flatMap((e) => e.inputs), ...j.outvars])
+      if (!(a instanceof Literal)) uses.set(a, (uses.get(a) ?? 0) + 1);
+    const readOnce = (a: Atom): SV => {
+      const v = read(a);
+      return v.partial.length && !(a instanceof Literal) && (uses.get(a) ?? 0) > 1 ? this.resolve(v) : v;
+    };
     for (const e of j.eqns) {
-      const outs = this.eqn(e, e.inputs.map(read));
+      const outs = this.eqn(e, e.inputs.map(readOnce));
       e.outVars.forEach((v, i) => env.set(v, outs[i]));
     }
     return j.outvars.map(read);
@@ -180,15 +208,10 @@ export class Partitioner {
       const w = partial.length && v.partial.length ? v : this.resolve(v);
       if (w.shape.length === 0) return w.x;
       const target = dims.map((t, d) => (w.shape[d] === out.shape[d] ? t : []));
-      return (sameDims(w.dims, target) ? w : this.reshard({ ...w, partial: [] }, target)).x;
+      return (sameDims(w.dims, target) ? w : this.reshard({ ...w, partial: [], memo: undefined }, target)).x;
     });
     const [y] = bind(p, xs, params);
     return { x: y, shape: [...out.shape], dims, partial };
-  }
-
-  /** Shards dims of a new value of global shape `shape`; a dim whose size the axes do not divide stays replicated. */
-  fit(shape: readonly number[], dims: Dims): Dims {
-    return dims.map((t, d) => (t.length && shape[d] % this.parts(t) === 0 ? t : []));
   }
 }
 
@@ -244,14 +267,40 @@ function reshapeGroups(a: readonly number[], b: readonly number[]): [number[], n
 }
 
 const RULES: Record<string, Rule> = {
+  iota: iotaRule,
+  gather: gatherRule,
+  scatter: scatterRule,
   broadcast_in_dim(P, [v], p, [out], prim) {
     const bd = p.broadcast_dimensions as number[];
+    const at = (dims: Dims): SV => {
+      const keep = v.dims.map((_, i) => (v.shape[i] === out.shape[bd[i]] ? dims[bd[i]] : []));
+      const w = sameDims(keep, v.dims) && !v.partial.length ? v : P.reshard(v, keep);
+      const x = bind1(prim, [w.x], { ...p, shape: P.localShape(out.shape, dims) });
+      const iota = v.iota !== undefined && v.shape[v.iota] === out.shape[bd[v.iota]] ? bd[v.iota] : undefined;
+      return { x, shape: [...out.shape], dims, partial: [], remat: at, iota };
+    };
+    if (v.partial.length) {
+      // linear: a broadcast partial sum stays partial
+      const dims: Dims = replicatedDims(out.ndim);
+      bd.forEach((o, i) => (dims[o] = v.shape[i] === out.shape[o] ? [...v.dims[i]] : []));
+      const x = bind1(
+        prim,
+        [
+          P.reshard(
+            { ...v, partial: [], memo: undefined },
+            v.dims.map((_, i) => dims[bd[i]]),
+          ).x,
+        ],
+        {
+          ...p,
+          shape: P.localShape(out.shape, dims),
+        },
+      );
+      return [{ x, shape: [...out.shape], dims, partial: v.partial }];
+    }
     const dims: Dims = replicatedDims(out.ndim);
-    const keep = v.dims.map((t, i) => (v.shape[i] === out.shape[bd[i]] ? t : []));
-    const w = sameDims(keep, v.dims) ? v : P.reshard(v, keep);
-    bd.forEach((o, i) => (dims[o] = [...keep[i]]));
-    const x = bind1(prim, [w.x], { ...p, shape: P.localShape(out.shape, dims) });
-    return [{ x, shape: [...out.shape], dims, partial: w.partial }];
+    bd.forEach((o, i) => (dims[o] = v.shape[i] === out.shape[o] ? [...v.dims[i]] : []));
+    return [at(dims)];
   },
   reshape(P, [v], p, [out]) {
     if (p.dimensions !== null && p.dimensions !== undefined) return null;
@@ -275,9 +324,21 @@ const RULES: Record<string, Rule> = {
       if (ok) dims[oMajor] = [...ax];
       else for (const i of gi) target[i] = [];
     }
-    const w = sameDims(target, v.dims) ? v : P.reshard({ ...v }, target);
+    const w = sameDims(target, v.dims) ? v : P.reshard(v, target);
     const x = ops.reshape(w.x, P.localShape(out.shape, dims));
-    return [{ x, shape: [...out.shape], dims, partial: w === v ? v.partial : [] }];
+    // an iota's dim survives a reshape that only adds or drops size-1 dims around it
+    let iota: number | undefined;
+    const g = v.iota === undefined ? undefined : groups.find(([gi]) => gi.includes(v.iota!));
+    if (g) {
+      const big = g[1].filter((j) => out.shape[j] !== 1);
+      if (
+        big.length === 1 &&
+        out.shape[big[0]] === v.shape[v.iota!] &&
+        g[0].every((i) => i === v.iota || v.shape[i] === 1)
+      )
+        iota = big[0];
+    }
+    return [{ x, shape: [...out.shape], dims, partial: w === v ? v.partial : [], iota }];
   },
   transpose(P, [v], p, [out], prim) {
     const perm = p.permutation as number[];
@@ -363,9 +424,31 @@ const RULES: Record<string, Rule> = {
   },
   concatenate(P, ins, p, [out], prim) {
     const d = p.dimension as number;
-    const first = wholeAlong(P, ins[0], [d]);
-    const xs = ins.map((v) => (v === ins[0] ? first : P.reshard(v, first.dims)).x);
-    return [{ x: bind1(prim, xs, p), shape: [...out.shape], dims: first.dims, partial: [] }];
+    // the other dims take the first operand sharding along them whose axes are free (like elementwise)
+    const used = new Set<string>();
+    const dims: Dims = replicatedDims(out.ndim);
+    for (let k = 0; k < out.ndim; k++)
+      for (const v of ins) {
+        const ax = v.dims[k];
+        if (k !== d && ax.length && ax.every((a) => !used.has(a))) {
+          dims[k] = [...ax];
+          ax.forEach((a) => used.add(a));
+          break;
+        }
+      }
+    const first = { dims };
+    const xs = ins.map((v) => (sameDims(v.dims, dims) && !v.partial.length ? v : P.reshard(v, dims)).x);
+    // index tuples: which components are iotas
+    let comps: (number | null)[] | undefined;
+    if (d === out.ndim - 1)
+      comps = ins.flatMap(
+        (v) =>
+          v.comps ??
+          (v.iota !== undefined && v.iota !== d && v.shape[d] === 1
+            ? [v.iota]
+            : new globalThis.Array<number | null>(v.shape[d]).fill(null)),
+      );
+    return [{ x: bind1(prim, xs, p), shape: [...out.shape], dims: first.dims, partial: [], comps }];
   },
 };
 
