@@ -11,6 +11,7 @@ import { bind } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { allGather, axisIndex, pmax, pmin, psum, psumScatter } from "./collectives.js";
 import type { Mesh } from "./mesh.js";
+import type { NamedShardingImpl } from "./sharding.js";
 import { gatherRule, iotaRule, scatterRule } from "./gspmd-gather.js";
 
 /** Mesh axes splitting each dimension (the first axis major), [] = replicated along it. */
@@ -268,6 +269,16 @@ function reshapeGroups(a: readonly number[], b: readonly number[]): [number[], n
 
 const RULES: Record<string, Rule> = {
   iota: iotaRule,
+  sharding_constraint(P, [v], p) {
+    const s = p.sharding as NamedShardingImpl;
+    if (s.mesh.toString() !== P.mesh.toString() || s.mesh.deviceIds.join() !== P.mesh.deviceIds.join()) return [v];
+    return [
+      P.reshard(
+        v,
+        v.shape.map((_, d) => s.spec.names(d)),
+      ),
+    ];
+  },
   gather: gatherRule,
   scatter: scatterRule,
   broadcast_in_dim(P, [v], p, [out], prim) {
