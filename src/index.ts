@@ -52,6 +52,7 @@ export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap } from "./parallel/shard-map.js";
 // jit with shardings: the parallel layer partitions jit calls over a mesh (registers its hook with jit)
 import "./parallel/gspmd.js";
+import "./parallel/gspmd-eager.js";
 export { pmap } from "./parallel/pmap.js";
 export { xmap, setMesh } from "./parallel/xmap.js";
 export {

@@ -6,7 +6,7 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
-import { ClosedJaxpr, type Jaxpr } from "../core/jaxpr.js";
+import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
 import { withNamedAxis } from "../core/trace.js";
 import { flatten, type TreeDef, unflatten } from "../core/tree.js";
 import { type Lowered, registerShardedJit, type ShardedJitRequest } from "../transforms/api.js";
@@ -73,7 +73,19 @@ interface Entry {
   run: (...xs: Array[]) => Array[];
   avals: ShapedArray[];
 }
-const entries = new WeakMap<object, Map<string, Entry>>();
+const entries = new WeakMap<object, Map<string, Entry | null>>();
+
+/** Whether a jaxpr already holds manual SPMD code (a shard_map, or collectives over bound axes): jit leaves it whole. */
+function manual(j: Jaxpr): boolean {
+  return j.eqns.some(
+    (e) =>
+      e.primitive.collective ||
+      e.primitive.name === "shard_map" ||
+      Object.values(e.params).some((p) =>
+        p instanceof ClosedJaxpr ? manual(p.jaxpr) : p instanceof Jaxpr && manual(p),
+      ),
+  );
+}
 
 /** The mesh and per-leaf in shardings of a call, or null when nothing in it is sharded over more than one device. */
 function plan(req: ShardedJitRequest): Entry | null {
@@ -102,9 +114,18 @@ function plan(req: ShardedJitRequest): Entry | null {
   let perFn = entries.get(req.owner);
   if (!perFn) entries.set(req.owner, (perFn = new Map()));
   const hit = perFn.get(key);
-  if (hit) return hit;
+  if (hit !== undefined) return hit;
   const avals = req.leaves.map((l) => l.aval);
   const { jaxpr, consts } = traceToJaxpr(req.flatF, avals, `jit_${req.name}`);
+  // manual SPMD code, or every argument replicated with no out sharding or constraint: the ordinary jit runs it
+  const replicated =
+    inSpecs.every((s) => s.length === 0) &&
+    outNamed.length === 0 &&
+    !jaxpr.eqns.some((e) => e.primitive.name === "sharding_constraint");
+  if (replicated || manual(jaxpr)) {
+    perFn.set(key, null);
+    return null;
+  }
   const outDef = req.outDef();
   const outShardings =
     outPrefix === undefined || outPrefix === null

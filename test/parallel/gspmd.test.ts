@@ -180,3 +180,27 @@ test("jit with shardings: errors name the function, the shardings and the shapes
     /inShardings/,
   );
 });
+
+onEach("eager ops on sharded arrays keep sensible shardings", () => {
+  const mesh = makeMesh([4], ["x"]);
+  const S = (...e: (string | null)[]) => NamedSharding(mesh, P(...e));
+  const h = vals([8, 4]);
+  const x = devicePut(h, S("x"));
+  const y = jnp.add(jnp.multiply(x, 2), x);
+  assert.equal(String(y.sharding), String(S("x")), "elementwise of same-sharded operands keeps the sharding");
+  close("elementwise", y, jnp.multiply(h, 3));
+  const r = jnp.sum(y, 1);
+  assert.equal(String(r.sharding), String(S("x")), "a reduction over an unsharded dim keeps the others'");
+  close("sum(1)", r, jnp.sum(jnp.multiply(h, 3), 1));
+  const r0 = jnp.max(y, 0);
+  assert.equal(String(r0.sharding), String(S()), "a reduction over the sharded dim is replicated");
+  close("max(0)", r0, jnp.max(jnp.multiply(h, 3), 0));
+  const w = vals([4, 3], 1);
+  const m = jnp.matmul(x, w);
+  assert.equal(String(m.sharding), String(S("x")));
+  close("matmul", m, jnp.matmul(h, w));
+  // others assemble on the host: the result is an ordinary (unsharded) array
+  const c = jnp.cumsum(x, 0);
+  assert.ok(!(c.sharding instanceof NamedSharding));
+  close("cumsum", c, jnp.cumsum(h, 0));
+});
