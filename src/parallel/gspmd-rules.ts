@@ -9,7 +9,7 @@ import { ClosedJaxpr, Jaxpr, Literal, type Atom, type JaxprEqn, type Var } from 
 import type { Params, Primitive } from "../core/primitive.js";
 import { bind } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
-import { allGather, axisIndex, pmax, pmin, psum, psumScatter } from "./collectives.js";
+import { allGather, allToAll, axisIndex, pmax, pmin, psum, psumScatter } from "./collectives.js";
 import type { Mesh } from "./mesh.js";
 import type { NamedShardingImpl } from "./sharding.js";
 import { gatherRule, iotaRule, scatterRule } from "./gspmd-gather.js";
@@ -89,6 +89,16 @@ export class Partitioner {
         x = psumScatter(x, target[d], { scatterDimension: d, tiled: true });
         dims[d] = [...target[d]];
       } else x = psum(x, v.partial);
+    }
+    // a split moving from dim i to a dim j the target splits over the same axes: one all_to_all (not gather + slice)
+    for (let i = 0; i < dims.length; i++) {
+      const cur = dims[i];
+      if (cur.length !== 1 || (target[i] ?? []).length) continue;
+      const j = target.findIndex((t, k) => k !== i && same(t, cur) && dims[k].length === 0);
+      if (j < 0 || x.shape[j] % this.parts(cur) !== 0) continue;
+      x = allToAll(x, cur, j, i, { tiled: true });
+      dims[j] = [...cur];
+      dims[i] = [];
     }
     // gather every dimension whose axes are not a prefix of the target's (a prefix only needs a finer slice)
     for (let d = 0; d < dims.length; d++) {

@@ -109,6 +109,15 @@ export const CASES: Case[] = [
     configs: [{ mesh: m1(4), in: [["x"], [null, "x"]], coll: { psum: 1 } }],
   },
   {
+    name: "elementwise of operands split along different dims: one all_to_all moves the split",
+    f: (x: Array, y: Array) => jnp.multiply(x, y),
+    args: () => [vals([16, 8]), vals([16, 8], 1)],
+    configs: [
+      { mesh: m1(4), in: [["x"], [null, "x"]], coll: { all_to_all: 1 }, bytes: [16 * 2 * 4] },
+      { mesh: m2(2, 2), in: [[null, "y"], ["y"]], coll: { all_to_all: 1 } },
+    ],
+  },
+  {
     name: "bias add (broadcast of a replicated vector)",
     f: (x: Array, b: Array) => jnp.add(x, b),
     args: () => [vals([16, 8]), vals([8], 1)],

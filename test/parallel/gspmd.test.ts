@@ -44,8 +44,8 @@ onEach("withShardingConstraint inside jit reshards there; reshard outside jit is
   const x = vals([8, 16]);
   const jf = jit(f, { inShardings: S("x") });
   close("value", jf(x), jit(f)(x));
-  // the constraint moves the split from rows to columns (gather + slice), the row sum then owes a psum
-  assert.deepEqual(kinds((jf.lower(x).compile() as Compiled).costAnalysis()), ["all_gather", "psum"]);
+  // the constraint moves the split from rows to columns (one all_to_all), the row sum then owes a psum
+  assert.deepEqual(kinds((jf.lower(x).compile() as Compiled).costAnalysis()), ["all_to_all", "psum"]);
   // the same function unconstrained needs no communication
   assert.deepEqual(
     kinds(
