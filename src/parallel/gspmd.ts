@@ -4,6 +4,7 @@
  */
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
+import { config } from "../core/config.js";
 import type { ShapedArray } from "../core/aval.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
@@ -110,7 +111,8 @@ function plan(req: ShardedJitRequest): Entry | null {
     s?.shardShape(req.leaves[k].shape);
     return toSpec(toDims(s, req.leaves[k].ndim));
   });
-  const key = `${req.key}#${meshKey(mesh)}#${inSpecs.map(String).join(";")}`;
+  // the runtime changes the trace (the emulation stages a shardMap as vmaps, the devices as a shard_map equation)
+  const key = `${req.key}#${config.spmdRuntime}#${meshKey(mesh)}#${inSpecs.map(String).join(";")}`;
   let perFn = entries.get(req.owner);
   if (!perFn) entries.set(req.owner, (perFn = new Map()));
   const hit = perFn.get(key);
