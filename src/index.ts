@@ -50,6 +50,9 @@ export type { Device } from "./core/array-impl.js";
 export { devices, localDevices, deviceCount, localDeviceCount, makeMesh } from "./parallel/mesh.js";
 export * as sharding from "./parallel/sharding-namespace.js";
 export { shardMap } from "./parallel/shard-map.js";
+// jit with shardings: the parallel layer partitions jit calls over a mesh (registers its hook with jit)
+import "./parallel/gspmd.js";
+import "./parallel/gspmd-eager.js";
 export { pmap } from "./parallel/pmap.js";
 export { autoShard } from "./parallel/auto-shard.js";
 export type {

@@ -266,7 +266,7 @@ const TABLE: Map<string, Row> = new Map([
     "lax.psum", "lax.psumScatter", "lax.pswapaxes",
   ]),
   ...none("device placement, meshes, I/O, profiling and the device runtime: positional APIs with their own argument checks (tested in their suites)", [
-    "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx",
+    "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx", "sharding.reshard",
     "makeArrayFromCallback", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
     "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
     "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",

@@ -104,8 +104,22 @@ class EvalTrace extends Trace {
       if (low instanceof ArrayImpl) return low;
       throw leakedError(t, prim);
     });
+    // an operand placed on several devices: the parallel layer may run the op partitioned (outputs keep a sharding)
+    if (eagerPlaced)
+      for (const a of concrete)
+        if (a.placement !== null) {
+          const r = eagerPlaced(prim, concrete, params);
+          if (r) return r;
+          break;
+        }
     return executePrimitive(prim, concrete, params);
   }
+}
+
+/** Registered by src/parallel/gspmd-eager.ts: runs an eager op over placed (sharded) operands, or returns null. */
+let eagerPlaced: ((prim: Primitive, args: ArrayImpl[], params: Params) => Array[] | null) | null = null;
+export function registerEagerPlaced(h: (prim: Primitive, args: ArrayImpl[], params: Params) => Array[] | null): void {
+  eagerPlaced = h;
 }
 
 export function leakedError(t: Tracer, prim: Primitive | string): UnexpectedTracerError {

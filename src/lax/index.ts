@@ -371,7 +371,7 @@ export function topK(operand: Arr, k: number, opts: { axis?: number } = {}): [Ar
   const ax = axis < 0 ? axis + operand.ndim : axis;
   return topKAlong(operand, k, ax);
 }
-import { withShardingConstraint as wscRaw } from "../parallel/device-put.js";
+import { withShardingConstraint as wscRaw } from "../parallel/sharding-constraint.js";
 export const withShardingConstraint: typeof wscRaw = fixedArity(
   "lax.withShardingConstraint",
   2,

@@ -1,5 +1,5 @@
 /**
- * @file devicePut, makeArrayFromCallback, withShardingConstraint and the Array sharding accessors
+ * @file devicePut, makeArrayFromCallback and the Array sharding accessors
  * (x.sharding, x.addressableShards, x.isFullyReplicated). With spmdRuntime "devices" a NamedSharding's blocks are
  * copied into per-device buffers (./device-arrays.ts); otherwise placement is recorded as metadata and every device's
  * block is a slice computed on read.
@@ -100,11 +100,6 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
   if (x instanceof Array) return place(x) as T;
   if (globalThis.Array.isArray(x)) return x.map(place) as T;
   return place(x) as T;
-}
-
-/** lax.with_sharding_constraint: identity on values; records the sharding on concrete arrays. */
-export function withShardingConstraint<T>(x: T, s: Sharding): T {
-  return devicePut(x, s);
 }
 
 /** jax.make_array_from_callback(shape, sharding, cb): cb(index) returns each device's block (called once per distinct block). */

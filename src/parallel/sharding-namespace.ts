@@ -2,3 +2,4 @@
 export { Mesh } from "./mesh.js";
 export { PartitionSpec, P, NamedSharding, SingleDeviceSharding } from "./sharding.js";
 export type { Sharding, SpecEntry, Index } from "./sharding.js";
+export { reshard } from "./sharding-constraint.js";

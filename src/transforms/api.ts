@@ -435,8 +435,34 @@ export interface JitOpts {
 }
 export interface Lowered {
   asText(): string;
-  compile(): { call: (...args: unknown[]) => unknown; asText(): string };
+  compile(): { call: (...args: unknown[]) => unknown; asText(): string; costAnalysis?: () => unknown };
   jaxpr: ClosedJaxpr;
+}
+
+/** One jit call the parallel layer may partition (its arguments or in/out shardings are NamedShardings). */
+export interface ShardedJitRequest {
+  name: string;
+  /** Identifies the jitted function (for caching per function). */
+  owner: object;
+  /** The trace-cache key of this call signature. */
+  key: string;
+  /** The dynamic (non-static) arguments, the tree inShardings is a prefix of. */
+  dyn: unknown[];
+  leaves: Array[];
+  flatF: (...xs: Array[]) => Array[];
+  opts: JitOpts;
+  /** The output tree (known once flatF has been traced). */
+  outDef: () => TreeDef;
+}
+/** Registered by src/parallel/gspmd.ts: partitions a jit call over a mesh (null: run it unpartitioned). */
+export interface ShardedJitHook {
+  anySharded(args: unknown[]): boolean;
+  call(req: ShardedJitRequest): Array[] | null;
+  lower(req: ShardedJitRequest): Lowered | null;
+}
+let shardedJit: ShardedJitHook | null = null;
+export function registerShardedJit(h: ShardedJitHook): void {
+  shardedJit = h;
 }
 export type Jitted<A extends unknown[], R> = ((...args: A) => R) & {
   lower(...args: A): Lowered;
@@ -589,16 +615,23 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       outDefs.set(key, store.def!);
       return outs;
     };
-    return { leaves, key, flatF, donate, def, sig };
+    return { leaves, key, flatF, donate, def, sig, dyn };
   };
 
   const noStatic = staticNums.length === 0 && staticNames.length === 0;
+  const shardedOpts = opts.inShardings !== undefined || opts.outShardings !== undefined;
   const call = (...args: A): R => {
-    if (noStatic) {
+    const hook = shardedJit && (shardedOpts || shardedJit.anySharded(args)) ? shardedJit : null;
+    if (noStatic && !hook) {
       const r = fastCall(cache, args);
       if (r !== NO_MATCH) return r as R;
     }
-    const { leaves, key, flatF, donate, def, sig } = prepare(args);
+    const { leaves, key, flatF, donate, def, sig, dyn } = prepare(args);
+    if (hook) {
+      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const outs = hook.call(req);
+      if (outs) return unflatten(outDefs.get(key)!, outs) as R;
+    }
     const c = traceCached(
       cache,
       key,
@@ -617,7 +650,23 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
   };
   const jitted = call as Jitted<A, R>;
   jitted.lower = (...args: A): Lowered => {
-    const { leaves, key, flatF, sig } = prepare(args);
+    const { leaves, key, flatF, sig, dyn } = prepare(args);
+    if (shardedJit && (shardedOpts || shardedJit.anySharded(args))) {
+      const low = shardedJit.lower({
+        name,
+        owner: cache,
+        key,
+        dyn,
+        leaves,
+        flatF,
+        opts,
+        outDef: () => outDefs.get(key)!,
+      });
+      if (low) {
+        const compiled = low.compile;
+        return { ...low, compile: () => ({ ...compiled(), call: (...a: unknown[]) => call(...(a as A)) }) };
+      }
+    }
     const c = traceCached(
       cache,
       key,

@@ -1,0 +1,238 @@
+/**
+ * @file jit with shardings (GSPMD): the global jaxpr of a jitted function is partitioned (./gspmd-rules.ts) into one
+ * per-device program with the collectives it needs, which runs as a shard_map (the device runtime or the emulation).
+ */
+import { Array } from "../core/array.js";
+import { ArrayImpl } from "../core/array-impl.js";
+import { config } from "../core/config.js";
+import type { ShapedArray } from "../core/aval.js";
+import { traceToJaxpr } from "../core/jaxpr-trace.js";
+import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
+import { withNamedAxis } from "../core/trace.js";
+import { flatten, type TreeDef, unflatten } from "../core/tree.js";
+import { type Lowered, registerShardedJit, type ShardedJitRequest } from "../transforms/api.js";
+import { type CostAnalysis, costOfJaxpr } from "./cost-model.js";
+import { type Dims, Partitioner, replicatedDims, type SV } from "./gspmd-rules.js";
+import type { Mesh } from "./mesh.js";
+import { shardMap } from "./shard-map.js";
+import { blockAvals } from "./shard-map-devices.js";
+import { NamedShardingImpl, PartitionSpecImpl } from "./sharding.js";
+
+const JSArray = globalThis.Array;
+const isNamed = (s: unknown): s is NamedShardingImpl => s instanceof NamedShardingImpl;
+const meshKey = (m: Mesh) => `${m}|${m.deviceIds.join(",")}`;
+
+/** The sharding an array carries (a NamedSharding it was placed with), else null. */
+function carried(x: unknown): NamedShardingImpl | null {
+  return x instanceof ArrayImpl && isNamed(x.placement) ? x.placement : null;
+}
+
+/** Broadcasts a prefix tree of shardings onto the leaves of `tree` (null/undefined: unspecified for the subtree). */
+function prefixLeaves(fn: string, what: string, prefix: unknown, tree: unknown): (NamedShardingImpl | null)[] {
+  const out: (NamedShardingImpl | null)[] = [];
+  const rec = (s: unknown, t: unknown, path: string): void => {
+    const n = flatten(t)[0].length;
+    if (s === null || s === undefined || isNamed(s) || (typeof s === "object" && "device" in s && "deviceSet" in s)) {
+      for (let i = 0; i < n; i++) out.push(isNamed(s) ? s : null);
+      return;
+    }
+    if (JSArray.isArray(s) && JSArray.isArray(t) && s.length === t.length) {
+      s.forEach((si, i) => rec(si, t[i], `${path}[${i}]`));
+      return;
+    }
+    if (typeof s === "object" && !JSArray.isArray(s) && t && typeof t === "object" && !(t instanceof Array)) {
+      for (const k of Object.keys(t).sort())
+        rec((s as Record<string, unknown>)[k], (t as Record<string, unknown>)[k], `${path}.${k}`);
+      return;
+    }
+    throw new TypeError(
+      `${fn}: ${what}${path} must be a NamedSharding, null or a tree of them that is a prefix of the ${what === "inShardings" ? "arguments" : "outputs"}, got ${JSArray.isArray(s) ? `a list of ${s.length}` : typeof s}${JSArray.isArray(t) ? ` where the values are a list of ${t.length}` : ""}`,
+    );
+  };
+  rec(prefix, tree, "");
+  return out;
+}
+
+const toDims = (s: NamedShardingImpl | null, rank: number): Dims =>
+  s ? globalThis.Array.from({ length: rank }, (_, d) => s.spec.names(d)) : replicatedDims(rank);
+function toSpec(dims: Dims): PartitionSpecImpl {
+  const e = dims.map((t) => (t.length === 0 ? null : t.length === 1 ? t[0] : [...t]));
+  while (e.length && e[e.length - 1] === null) e.pop();
+  return new PartitionSpecImpl(...e);
+}
+
+/** One partitioned call signature of a jitted function. */
+interface Entry {
+  mesh: Mesh;
+  inSpecs: PartitionSpecImpl[];
+  jaxpr: Jaxpr;
+  consts: Array[];
+  outShardings: (NamedShardingImpl | null)[];
+  /** The output specs, known once the per-device function has run (deterministic: fixed by the avals and specs). */
+  outSpecs: PartitionSpecImpl[];
+  perDevice: (...xs: Array[]) => Array[];
+  run: (...xs: Array[]) => Array[];
+  avals: ShapedArray[];
+}
+const entries = new WeakMap<object, Map<string, Entry | null>>();
+
+/** Whether a jaxpr already holds manual SPMD code (a shard_map, or collectives over bound axes): jit leaves it whole. */
+function manual(j: Jaxpr): boolean {
+  return j.eqns.some(
+    (e) =>
+      e.primitive.collective ||
+      e.primitive.name === "shard_map" ||
+      Object.values(e.params).some((p) =>
+        p instanceof ClosedJaxpr ? manual(p.jaxpr) : p instanceof Jaxpr && manual(p),
+      ),
+  );
+}
+
+/** The mesh and per-leaf in shardings of a call, or null when nothing in it is sharded over more than one device. */
+function plan(req: ShardedJitRequest): Entry | null {
+  const fn = `jit(${req.name})`;
+  const inS = prefixLeaves(fn, "inShardings", req.opts.inShardings, req.dyn);
+  const given = inS.map((s, i) => s ?? carried(req.leaves[i]));
+  const named = given.filter(isNamed);
+  const outPrefix = req.opts.outShardings;
+  const outNamed = outPrefix === undefined || outPrefix === null ? [] : flatten(outPrefix, isNamed)[0].filter(isNamed);
+  const mesh = [...named, ...outNamed].find((s) => s.mesh.size > 1)?.mesh;
+  if (!mesh) return null;
+  for (const [k, s] of given.entries()) {
+    if (s && meshKey(s.mesh) !== meshKey(mesh)) {
+      if (inS[k])
+        throw new Error(
+          `${fn}: inShardings leaf ${k} is over ${s.mesh} but others are over ${mesh}; one jit runs over one mesh`,
+        );
+      given[k] = null; // an argument placed elsewhere is moved onto the mesh replicated
+    }
+  }
+  const inSpecs = given.map((s, k) => {
+    s?.shardShape(req.leaves[k].shape);
+    return toSpec(toDims(s, req.leaves[k].ndim));
+  });
+  // the runtime changes the trace (the emulation stages a shardMap as vmaps, the devices as a shard_map equation)
+  const key = `${req.key}#${config.spmdRuntime}#${meshKey(mesh)}#${inSpecs.map(String).join(";")}`;
+  let perFn = entries.get(req.owner);
+  if (!perFn) entries.set(req.owner, (perFn = new Map()));
+  const hit = perFn.get(key);
+  if (hit !== undefined) return hit;
+  const avals = req.leaves.map((l) => l.aval);
+  const { jaxpr, consts } = traceToJaxpr(req.flatF, avals, `jit_${req.name}`);
+  // manual SPMD code, or every argument replicated with no out sharding or constraint: the ordinary jit runs it
+  const replicated =
+    inSpecs.every((s) => s.length === 0) &&
+    outNamed.length === 0 &&
+    !jaxpr.eqns.some((e) => e.primitive.name === "sharding_constraint");
+  if (replicated || manual(jaxpr)) {
+    perFn.set(key, null);
+    return null;
+  }
+  const outDef = req.outDef();
+  const outShardings =
+    outPrefix === undefined || outPrefix === null
+      ? jaxpr.outvars.map(() => null)
+      : prefixLeaves(
+          fn,
+          "outShardings",
+          outPrefix,
+          unflatten(
+            outDef as TreeDef,
+            jaxpr.outvars.map(() => 0),
+          ),
+        );
+  outShardings.forEach((s, k) => {
+    if (s && meshKey(s.mesh) !== meshKey(mesh))
+      throw new Error(`${fn}: outShardings leaf ${k} is over ${s.mesh} but the computation runs over ${mesh}`);
+    s?.shardShape(jaxpr.outvars[k].aval.shape);
+  });
+  const P = new Partitioner(mesh);
+  const e: Entry = {
+    mesh,
+    inSpecs,
+    jaxpr,
+    consts,
+    outShardings,
+    outSpecs: [],
+    avals,
+    perDevice: (...xs: Array[]): Array[] => {
+      const ins: SV[] = xs.map((x, k) => ({
+        x,
+        shape: [...avals[k].shape],
+        dims: toDims(given[k], avals[k].ndim),
+        partial: [],
+      }));
+      const outs = P.run(jaxpr, consts, ins).map((v, k) => {
+        const want = outShardings[k];
+        if (want) return P.reshard(v, toDims(want, v.shape.length));
+        // unconstrained: keep the propagated sharding; a partial sum is reduced (all-reduce)
+        return P.resolve(v);
+      });
+      e.outSpecs = outs.map((v) => toSpec(v.dims));
+      return outs.map((v) => v.x);
+    },
+    run: (...xs) => xs,
+  };
+  const sm = shardMap(e.perDevice, { mesh, inSpecs: e.inSpecs, outSpecs: () => e.outSpecs, checkVma: false });
+  e.run = (...xs: Array[]) => sm(...xs);
+  perFn.set(key, e);
+  return e;
+}
+
+/** The per-device program of an entry: its jaxpr at block shapes with every mesh axis bound. */
+function perDeviceJaxpr(e: Entry): Jaxpr {
+  const bAvals = blockAvals(e.mesh, e.inSpecs, e.avals);
+  const bound = e.mesh.axisNames.reduceRight<() => Jaxpr>(
+    (inner, name, a) => () => withNamedAxis({ name, size: e.mesh.dims[a] }, inner),
+    () => traceToJaxpr(e.perDevice, bAvals, "spmd").jaxpr,
+  );
+  return bound();
+}
+
+/** One device's program as text: the per-device jaxpr, then its collectives with axes and bytes. */
+function programText(name: string, e: Entry, j: Jaxpr, cost: CostAnalysis): string {
+  const ins = e.inSpecs.map((s, k) => `  in ${k}: ${e.avals[k].str()} ${s}`).join("\n");
+  const outs = e.outSpecs.map((s, k) => `  out ${k}: ${e.jaxpr.outvars[k].aval.str()} ${s}`).join("\n");
+  const coll = cost.collectives.length
+    ? cost.collectives.map((c) => `  ${c.kind} axes=(${c.axes.join(", ")}) bytes=${c.bytes}`).join("\n")
+    : "  (none)";
+  return `module @jit_${name} (one device of ${e.mesh})\n${ins}\n${outs}\n${j.toString()}\ncollectives:\n${coll}\nflops=${cost.flops} bytesAccessed=${cost.bytesAccessed} peakBytesPerDevice=${cost.peakBytesPerDevice}`;
+}
+
+registerShardedJit({
+  anySharded(args: unknown[]): boolean {
+    return flatten(args)[0].some((x) => {
+      const s = carried(x);
+      return !!s && s.mesh.size > 1;
+    });
+  },
+  call(req: ShardedJitRequest): Array[] | null {
+    const e = plan(req);
+    return e ? e.run(...req.leaves) : null;
+  },
+  lower(req: ShardedJitRequest): Lowered | null {
+    const e = plan(req);
+    if (!e) return null;
+    let dev: { j: Jaxpr; cost: CostAnalysis } | null = null;
+    const device = () => {
+      if (!dev) {
+        const j = perDeviceJaxpr(e);
+        dev = { j, cost: costOfJaxpr(j) };
+      }
+      return dev;
+    };
+    const global = () => `module @jit_${req.name} (global, over ${e.mesh})\n${e.jaxpr.toString()}`;
+    return {
+      asText: global,
+      jaxpr: new ClosedJaxpr(e.jaxpr, e.consts),
+      compile: () => ({
+        call: (...a: unknown[]) => {
+          const [xs] = flatten(a);
+          return e.run(...(xs as Array[]));
+        },
+        asText: () => programText(req.name, e, device().j, device().cost),
+        costAnalysis: () => device().cost,
+      }),
+    };
+  },
+});
