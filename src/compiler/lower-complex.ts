@@ -16,21 +16,29 @@ function cacheOf(ctx: LoweringContext): Map<string, readonly [string, string]> {
   return m;
 }
 
-/** The real and imaginary lanes of complex value `z` (shape [..., 2]) as tensors of the array's shape. */
-export function lanes(ctx: LoweringContext, z: string): readonly [string, string] {
+/**
+ * The real and imaginary lanes of complex value `z` (an array of rank `ndim`, so a tensor [..., 2]) as tensors of the
+ * array's shape. The lane axis moves to the front first: ORT's Transpose is a fast blocked copy, where Gather on the
+ * last axis copies element by element (measured ~10x slower on c64[1M]).
+ */
+export function lanes(ctx: LoweringContext, z: string, ndim: number): readonly [string, string] {
   const m = cacheOf(ctx);
   const hit = m.get(z);
   if (hit) return hit;
-  const take = (k: number) => ctx.op("Gather", [z, ctx.constant("int64", [], [BigInt(k)])], { axis: -1 });
+  const front =
+    ndim === 0 ? z : ctx.op("Transpose", [z], { perm: [ndim, ...Array.from({ length: ndim }, (_, i) => i)] });
+  const take = (k: number) => ctx.op("Gather", [front, ctx.constant("int64", [], [BigInt(k)])], { axis: 0 });
   const r = [take(0), take(1)] as const;
   m.set(z, r);
   return r;
 }
 
-/** The complex value [..., 2] with lanes `re` and `im` (of one shape and float dtype). */
-export function joinLanes(ctx: LoweringContext, re: string, im: string): string {
-  const ax = ctx.ints([-1]);
-  const z = ctx.op("Concat", [ctx.op("Unsqueeze", [re, ax]), ctx.op("Unsqueeze", [im, ax])], { axis: -1 });
+/** The complex value [..., 2] with lanes `re` and `im` (arrays of rank `ndim`, one shape and float dtype). */
+export function joinLanes(ctx: LoweringContext, re: string, im: string, ndim: number): string {
+  const ax = ctx.ints([0]);
+  const both = ctx.op("Concat", [ctx.op("Unsqueeze", [re, ax]), ctx.op("Unsqueeze", [im, ax])], { axis: 0 });
+  const z =
+    ndim === 0 ? both : ctx.op("Transpose", [both], { perm: [...Array.from({ length: ndim }, (_, i) => i + 1), 0] });
   cacheOf(ctx).set(z, [re, im]);
   return z;
 }

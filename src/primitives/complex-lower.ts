@@ -25,7 +25,9 @@ function separable(name: string): Rule {
   return (ctx, inputs, params, inAvals, outAvals) => {
     const realRule = getPrimitive(name).rules.lower;
     if (!realRule) return ctx.unsupported(`${name} has no real lowering to apply to the lanes`);
-    const split = inputs.map((x, i) => (isComplex(inAvals[i].dtype) ? lanes(ctx, x) : ([x, x] as const)));
+    const split = inputs.map((x, i) =>
+      isComplex(inAvals[i].dtype) ? lanes(ctx, x, inAvals[i].ndim) : ([x, x] as const),
+    );
     const pa = inAvals.map(partAval),
       po = outAvals.map(partAval);
     const re = realRule(
@@ -42,7 +44,7 @@ function separable(name: string): Rule {
       pa,
       po,
     );
-    return outAvals.map((o, k) => (isComplex(o.dtype) ? joinLanes(ctx, re[k], im[k]) : re[k]));
+    return outAvals.map((o, k) => (isComplex(o.dtype) ? joinLanes(ctx, re[k], im[k], o.ndim) : re[k]));
   };
 }
 const SEPARABLE = [
@@ -61,46 +63,47 @@ const SEPARABLE = [
   "dynamic_update_slice",
   "reduce_sum",
   "cumsum",
-  "add",
-  "sub",
-  "neg",
 ];
 for (const n of SEPARABLE) setRule(n, separable(n));
+// add, sub, neg act on both lanes at once: one node on the [..., 2] tensors (a rank-0 operand [2] broadcasts)
+setRule("add", (ctx, [x, y]) => [ctx.op("Add", [x, y])]);
+setRule("sub", (ctx, [x, y]) => [ctx.op("Sub", [x, y])]);
+setRule("neg", (ctx, [x]) => [ctx.op("Neg", [x])]);
 
 // (a + ib)(c + id) = (ac - bd) + i(ad + bc)
-setRule("mul", (ctx, [x, y]) => {
-  const [a, b] = lanes(ctx, x),
-    [c, d] = lanes(ctx, y);
+setRule("mul", (ctx, [x, y], _p, [ax, ay], [o]) => {
+  const [a, b] = lanes(ctx, x, ax.ndim),
+    [c, d] = lanes(ctx, y, ay.ndim);
   const m = (p: string, q: string) => ctx.op("Mul", [p, q]);
-  return [joinLanes(ctx, ctx.op("Sub", [m(a, c), m(b, d)]), ctx.op("Add", [m(a, d), m(b, c)]))];
+  return [joinLanes(ctx, ctx.op("Sub", [m(a, c), m(b, d)]), ctx.op("Add", [m(a, d), m(b, c)]), o.ndim)];
 });
 setRule("dot_general", (ctx, [x, y], params, [ax, ay], [o]) => {
   const realRule = getPrimitive("dot_general").rules.lower!;
   const q = { ...params, preferred_element_type: null };
-  const [a, b] = lanes(ctx, x),
-    [c, d] = lanes(ctx, y);
+  const [a, b] = lanes(ctx, x, ax.ndim),
+    [c, d] = lanes(ctx, y, ay.ndim);
   const mm = (p: string, r: string) => realRule(ctx, [p, r], q, [partAval(ax), partAval(ay)], [partAval(o)])[0];
-  return [joinLanes(ctx, ctx.op("Sub", [mm(a, c), mm(b, d)]), ctx.op("Add", [mm(a, d), mm(b, c)]))];
+  return [joinLanes(ctx, ctx.op("Sub", [mm(a, c), mm(b, d)]), ctx.op("Add", [mm(a, d), mm(b, c)]), o.ndim)];
 });
-setRule("real", (ctx, [x]) => [lanes(ctx, x)[0]]);
-setRule("imag", (ctx, [x]) => [lanes(ctx, x)[1]]);
-setRule("conj", (ctx, [x]) => {
-  const [a, b] = lanes(ctx, x);
-  return [joinLanes(ctx, a, ctx.op("Neg", [b]))];
+setRule("real", (ctx, [x], _p, [a]) => [lanes(ctx, x, a.ndim)[0]]);
+setRule("imag", (ctx, [x], _p, [a]) => [lanes(ctx, x, a.ndim)[1]]);
+setRule("conj", (ctx, [x], _p, [v]) => {
+  const [a, b] = lanes(ctx, x, v.ndim);
+  return [joinLanes(ctx, a, ctx.op("Neg", [b]), v.ndim)];
 });
 setRule("complex", (ctx, [x, y], _p, [ax, ay], [o]) => {
   // a rank-0 part broadcasts to the other's shape
   const full = (v: string, a: ShapedArray) =>
     a.ndim === o.ndim ? v : ctx.op("Expand", [v, ctx.ints(o.shape as number[])]);
-  return [joinLanes(ctx, full(x, ax), full(y, ay))];
+  return [joinLanes(ctx, full(x, ax), full(y, ay), o.ndim)];
 });
 for (const [n, neq] of [
   ["eq", false],
   ["ne", true],
 ] as const) {
-  setRule(n, (ctx, [x, y]) => {
-    const [a, b] = lanes(ctx, x),
-      [c, d] = lanes(ctx, y);
+  setRule(n, (ctx, [x, y], _p, [ax, ay]) => {
+    const [a, b] = lanes(ctx, x, ax.ndim),
+      [c, d] = lanes(ctx, y, ay.ndim);
     const same = ctx.op("And", [ctx.op("Equal", [a, c]), ctx.op("Equal", [b, d])]);
     return [neq ? ctx.op("Not", [same]) : same];
   });
@@ -114,10 +117,10 @@ setRule("convert_element_type", (ctx, [x], params, [a], [o]) => {
   if (isComplex(to)) {
     const part = realDType(to);
     const re = cast(ctx, x, from, part);
-    return [joinLanes(ctx, re, filled(ctx, part, o.shape, 0))];
+    return [joinLanes(ctx, re, filled(ctx, part, o.shape, 0), o.ndim)];
   }
   void params;
-  return [cast(ctx, lanes(ctx, x)[0], realDType(from), to)];
+  return [cast(ctx, lanes(ctx, x, a.ndim)[0], realDType(from), to)];
 });
 
 // ------------------------------------------------------------------ traced float64 programs (complex-kernels.ts)
@@ -332,5 +335,5 @@ setRule("fft", (ctx, [x], params, [a], [o]) => {
   } else if (extra < 0) {
     v = ctx.op("Slice", [v, ctx.ints([0]), ctx.ints([n]), ctx.ints([nd - 1])]);
   }
-  return [lanes(ctx, dft(v, nd - 1, true))[0]];
+  return [lanes(ctx, dft(v, nd - 1, true), nd)[0]];
 });
