@@ -1,7 +1,7 @@
 /** @file Public transformations: jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape. */
 import { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, isFloat, isInexact } from "../core/dtype.js";
+import { type DType, isInexact } from "../core/dtype.js";
 import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
