@@ -178,10 +178,11 @@ function buildSegment(
     const n = env.get(a);
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
-    const nm = g.addInput(`in${inputs.length}`, ctx.repr(a.aval.dtype) as GDType, dims(a.aval.shape));
+    const w = ctx.wire(a.aval.dtype, dims(a.aval.shape));
+    const nm = g.addInput(`in${inputs.length}`, w.dtype as GDType, w.shape);
     if (!opts.dynamicShapes) {
-      ctx.shapes.set(nm, a.aval.shape);
-      ctx.dtypes.set(nm, ctx.repr(a.aval.dtype));
+      ctx.shapes.set(nm, w.shape as number[]);
+      ctx.dtypes.set(nm, w.dtype);
     }
     inputs.push(slotOf(a));
     inputNames.push(nm);
@@ -207,8 +208,9 @@ function buildSegment(
       env.set(v, outs[q]);
       defined.add(v);
       if (!opts.dynamicShapes) {
-        ctx.shapes.set(outs[q], v.aval.shape);
-        ctx.dtypes.set(outs[q], ctx.repr(v.aval.dtype));
+        const w = ctx.wire(v.aval.dtype, v.aval.shape);
+        ctx.shapes.set(outs[q], w.shape as number[]);
+        ctx.dtypes.set(outs[q], w.dtype);
       }
     });
   }
@@ -221,7 +223,8 @@ function buildSegment(
     let nm = env.get(v)!;
     if (!ctx.produced.has(nm) || used.has(nm) || inputNames.includes(nm)) nm = ctx.op("Identity", [nm]);
     used.add(nm);
-    g.addOutput(nm, ctx.repr(v.aval.dtype) as GDType, dims(v.aval.shape));
+    const w = ctx.wire(v.aval.dtype, dims(v.aval.shape));
+    g.addOutput(nm, w.dtype as GDType, w.shape);
     outputs.push(slotOf(v));
     outputNames.push(nm);
     outAvals.push(v.aval);

@@ -13,7 +13,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import type { ShapedArray } from "../core/aval.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { castNumber, bigOf } from "../core/convert.js";
-import { type DType, isComplex } from "../core/dtype.js";
+import { type DType, isComplex, realDType } from "../core/dtype.js";
 import { toBFloat16Bits, fromBFloat16Bits, toFloat16Bits } from "../core/float16.js";
 import { ClosedJaxpr, Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { type LoweringContext, LoweringUnsupportedError, type OnnxAttr } from "../core/lowering-types.js";
@@ -142,6 +142,11 @@ export class OnnxLoweringContext implements LoweringContext {
     return d === "bfloat16" ? "float32" : d;
   }
 
+  /** The ONNX element type and shape a value of `aval` travels as (a complex value is its float storage [..., 2]). */
+  wire(d: DType, shape: readonly (number | null)[]): { dtype: DType; shape: readonly (number | null)[] } {
+    return isComplex(d) ? { dtype: realDType(d), shape: [...shape, 2] } : { dtype: this.repr(d), shape };
+  }
+
   supports(op: string, d: DType): boolean {
     return ortSupports(op, d as GDType) ?? true;
   }
@@ -153,6 +158,7 @@ export class OnnxLoweringContext implements LoweringContext {
   /** The constant for a jaxpr literal or closed-over array. */
   arrayConstant(a: ArrayImpl): string {
     const data = a.buffer as ArrayLike<number | bigint>;
+    if (isComplex(a.dtype)) return this.constant(realDType(a.dtype), [...a.shape, 2], data);
     return this.constant(a.dtype, a.shape, data);
   }
 
@@ -192,14 +198,12 @@ export class OnnxLoweringContext implements LoweringContext {
   /** Lowers one equation given its input value names. */
   lowerEqn(eqn: JaxprEqn, inputs: string[]): string[] {
     const prim = eqn.primitive;
-    const rule = prim.rules.lower;
-    // complex values never enter an ONNX graph: their equations are host steps (measured and argued in notes/complex.md)
-    if (eqn.inputs.some((a) => isComplex(a.aval.dtype)) || eqn.outVars.some((v) => isComplex(v.aval.dtype))) {
-      throw new LoweringUnsupportedError(
-        prim.name,
-        "complex operands run on the reference interpreter (notes/complex.md)",
-      );
-    }
+    // a complex value is its storage as a float tensor [..., 2]; its equations take the primitive's complex rule, and
+    // without one run on the reference interpreter (notes/complex.md)
+    const cplx = eqn.inputs.some((a) => isComplex(a.aval.dtype)) || eqn.outVars.some((v) => isComplex(v.aval.dtype));
+    const rule = cplx ? prim.rules.lowerComplex : prim.rules.lower;
+    if (cplx && !rule && prim.opts.callJaxprParam === undefined)
+      throw new LoweringUnsupportedError(prim.name, "no ONNX lowering for complex operands (notes/complex.md)");
     if (!rule) {
       // a call primitive (PrimitiveFacts.callJaxprParam) without its own rule: inline the jaxpr it calls
       const param = prim.opts.callJaxprParam;

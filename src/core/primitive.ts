@@ -53,6 +53,11 @@ export interface PrimitiveRules<P extends Params = Params> {
     inAvals: ShapedArray[],
     outAvals: ShapedArray[],
   ) => string[];
+  /**
+   * ONNX lowering of an equation with a complex operand or result: each complex value is its storage as a float
+   * tensor [..., 2] (complex64 -> float32, complex128 -> float64; notes/complex.md). Absent: a host step.
+   */
+  lowerComplex?: PrimitiveRules<P>["lower"];
   /** Why a rule is absent (the coverage test accepts a written reason). */
   missing?: Partial<Record<"jvp" | "transpose" | "vmap" | "lower", string>>;
 }

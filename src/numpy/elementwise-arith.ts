@@ -7,12 +7,15 @@ import {
   finfo,
   isBigInt,
   isBool,
+  isComplex,
   isFloat,
   isInteger,
   isUnsigned,
 } from "../core/dtype.js";
+import { broadcastShapes } from "../core/shape.js";
 import { describe } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
+import { complexExtremum } from "./complex-order.js";
 import { asArrayArg, promoteArgs, promoteArgsInexact, promoteBinary } from "./core.js";
 import {
   type ArrayInput,
@@ -288,14 +291,28 @@ export function round(
 export const around = round;
 
 // ---------------------------------------------------------------- extrema and sign manipulation
+// complex operands compare lexicographically (real parts, then imaginary parts), as NumPy and JAX
 export const maximum: Binary = (x, y) => {
   const [a, b] = promoteBinary("maximum", x, y);
-  return ops.max(a, b);
+  return isComplex(a.dtype) ? complexExtremum("max", ...bcastPair(a, b)) : ops.max(a, b);
 };
 export const minimum: Binary = (x, y) => {
   const [a, b] = promoteBinary("minimum", x, y);
-  return ops.min(a, b);
+  return isComplex(a.dtype) ? complexExtremum("min", ...bcastPair(a, b)) : ops.min(a, b);
 };
+/** Two arrays broadcast to their common shape. */
+function bcastPair(a: Array, b: Array): [Array, Array] {
+  const s = broadcastShapes("maximum", a.shape, b.shape);
+  const to = (v: Array) =>
+    v.shape.join() === s.join()
+      ? v
+      : ops.broadcastInDim(
+          v,
+          s,
+          v.shape.map((_, i) => i + s.length - v.ndim),
+        );
+  return [to(a), to(b)];
+}
 const isnanArr = (a: Array): Array => (isFloat(a.dtype) ? ops.ne(a, a) : ops.fullLike(a, false, "bool"));
 /** fmax/fmin ignore NaN unless both are NaN. */
 export const fmax: Binary = (x, y) => {

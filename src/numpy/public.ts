@@ -136,6 +136,7 @@ export const triuIndices: typeof M.triuIndices = fixedArity("jnp.triuIndices", 3
 export const unravelIndex: typeof M.unravelIndex = fixedArity("jnp.unravelIndex", 2, M.unravelIndex, "jnp.unravelIndex(indices, shape)");
 export const trilIndicesFrom: typeof M.trilIndicesFrom = fixedArity("jnp.trilIndicesFrom", 2, M.trilIndicesFrom, "jnp.trilIndicesFrom(a, k?)");
 export const triuIndicesFrom: typeof M.triuIndicesFrom = fixedArity("jnp.triuIndicesFrom", 2, M.triuIndicesFrom, "jnp.triuIndicesFrom(a, k?)");
+export const sortComplex: typeof M.sortComplex = fixedArity("jnp.sortComplex", 1, M.sortComplex, "jnp.sortComplex(a)");
 export const msort: typeof M.msort = fixedArity("jnp.msort", 1, M.msort, "jnp.msort(a)");
 export const outer: typeof M.outer = fixedArity("jnp.outer", 2, M.outer, "jnp.outer(a, b)");
 export const kron: typeof M.kron = fixedArity("jnp.kron", 2, M.kron, "jnp.kron(a, b)");

@@ -5,6 +5,7 @@ import {
   defaultIntDType,
   defaultUIntDType,
   isBool,
+  isComplex,
   isFloat,
   isInteger,
   isUnsigned,
@@ -12,6 +13,7 @@ import {
 } from "../core/dtype.js";
 import { broadcastShapes, prod as shapeProd, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
+import { complexArgExtremum, complexReduceExtremum } from "./complex-order.js";
 import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
 import {
   type ArrayInput,
@@ -134,6 +136,12 @@ function reduce(fn: string, kind: Kind, a: ArrayInput, o: Partial<ReduceOpts>): 
       throw new Error(
         `${fn}: zero-size array to reduction operation ${fn} which has no identity (shape ${shapeStr(x.shape)}, axis ${JSON.stringify(o.axis ?? null)})`,
       );
+  }
+  if ((kind === "max" || kind === "min") && isComplex(x.dtype)) {
+    // lexicographic, as NumPy and JAX
+    if (mask || initial !== null) throw new Error(`${fn}: initial and where are not supported for complex operands`);
+    const r = complexReduceExtremum(kind, x, axes);
+    return o.keepdims ? keepDims(r, x.shape, axes) : r;
   }
   if (kind === "sum" || kind === "prod") {
     if (isBool(x.dtype)) x = ops.convert(x, defaultIntDType(), false);
@@ -322,7 +330,11 @@ function argImpl(fn: string, which: "max" | "min", a: ArrayInput, o: Partial<Arg
     x = ops.select(nanM, ops.fullLike(x, which === "max" ? -Infinity : Infinity), x);
   }
   if (isBool(x.dtype)) x = ops.convert(x, "int32");
-  let r = which === "max" ? ops.argmax(x, axis, defaultIntDType()) : ops.argmin(x, axis, defaultIntDType());
+  let r = isComplex(x.dtype)
+    ? ops.convert(complexArgExtremum(which, x, axis), defaultIntDType())
+    : which === "max"
+      ? ops.argmax(x, axis, defaultIntDType())
+      : ops.argmin(x, axis, defaultIntDType());
   if (allNan) r = ops.select(allNan, ops.fullLike(r, -1), r);
   if (o.keepdims)
     r =

@@ -1,7 +1,7 @@
 /** @file jnp sorting and searching: sort, argsort, lexsort, partition, searchsorted, unique, topK, bincount, histogram, digitize. */
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, canonicalizeDType, isFloat, isInteger } from "../core/dtype.js";
+import { type DType, canonicalizeDType, complexDType, isComplex, isFloat, isInteger } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { sortMany, topKAlong } from "../primitives/sort.js";
 import { nonzero } from "./indexing-funcs.js";
@@ -48,9 +48,14 @@ export function sort(a: AL, ...args: unknown[]): Array {
   const o = parseArgs<SortOpts>("sort", args, ["axis"], ["kind", "order", "stable", "descending", "dtype"]);
   checkOrder("sort", o);
   const [x, ax] = sortSetup("sort", a, o.axis);
-  const r = sortMany([x], ax, o.stable ?? true, 1)[0];
+  const r = isComplex(x.dtype)
+    ? complexOfKeys(sortMany(complexKeys(x), ax, o.stable ?? true, 2))
+    : sortMany([x], ax, o.stable ?? true, 1)[0];
   return o.descending ? ops.rev(r, [ax]) : r;
 }
+/** A complex array's lexicographic sort keys: its real and imaginary parts (NumPy's and JAX's complex order). */
+const complexKeys = (x: Array): Array[] => [ops.real(x), ops.imag(x)];
+const complexOfKeys = ([re, im]: Array[]): Array => ops.complexOf(re, im);
 /** jnp.argsort(a, axis=-1, {stable, descending, dtype}): indices that sort a (stable: ties keep their order, also when descending). */
 export function argsort(a: AL, ...args: unknown[]): Array {
   const o = parseArgs<SortOpts>("argsort", args, ["axis"], ["kind", "order", "stable", "descending", "dtype"]);
@@ -63,7 +68,8 @@ export function argsort(a: AL, ...args: unknown[]): Array {
     x = ops.rev(x, [ax]);
     iota = ops.rev(iota, [ax]);
   }
-  const idx = sortMany([x, iota], ax, stable, 1)[1];
+  const keys = isComplex(x.dtype) ? complexKeys(x) : [x];
+  const idx = sortMany([...keys, iota], ax, stable, keys.length)[keys.length];
   return o.descending ? ops.rev(idx, [ax]) : idx;
 }
 /** jnp.msort(a) = sort(a, axis=0). */
@@ -106,9 +112,10 @@ function checkKth(fn: string, kth: number, n: number): void {
   const k = staticInt(fn, kth, "kth");
   if (k < -n || k >= n) throw new RangeError(`${fn}: kth ${k} is out of bounds for an axis of size ${n}`);
 }
-/** jnp.sortComplex is not supported (jaxts has no complex dtypes). */
-export function sortComplex(): never {
-  throw new TypeError("sortComplex: complex dtypes are not supported in jaxts");
+/** jnp.sort_complex(a): sorts along the last axis (lexicographically for complex values) and returns a complex array. */
+export function sortComplex(a: AL): Array {
+  const x = sort(a, -1);
+  return isComplex(x.dtype) ? x : ops.convert(x, complexDType(promoteInexact("sortComplex", [x])[0].dtype));
 }
 
 /** jnp.top_k(a, k, { axis = -1, mode = "largest", sorted = true }): [values, indices] of the k largest (or smallest) entries along axis. */

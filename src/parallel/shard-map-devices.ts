@@ -348,6 +348,9 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compil
   const step = program.steps[0] as OnnxStep | undefined;
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d)))
     return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
+  // complex values lower to ONNX (as float [..., 2]) but the device runtime does not carry them
+  if (step && step.outAvals.some((a) => !DEVICE_DTYPES.has(a.dtype)))
+    return `a program output is ${step.outAvals.find((a) => !DEVICE_DTYPES.has(a.dtype))!.dtype}`;
   const device = step
     ? deviceProgram(
         step.model,

@@ -13,7 +13,7 @@ import * as ops from "./bind-ops.js";
 import { vmapElementwise } from "./elementwise.js";
 import * as K from "./complex-kernels.js";
 
-const LOWER_NOTE = "complex values run on the reference interpreter (notes/complex.md)";
+const LOWER_NOTE = "its operands are complex: lowered by its lowerComplex rule (complex-lower.ts)";
 
 /** Real and imaginary parts of any numeric array as float64 (a real array has zero imaginary parts). */
 export function partsOf(a: ArrayImpl): [Float64Array, Float64Array] {

@@ -9,6 +9,7 @@ import "./indexing.js";
 import "./complex.js";
 import "./fft.js";
 import "./eig.js";
+import "./complex-lower.js";
 export * from "./bind-ops.js";
 export { real, imag, conj, complexOf } from "./complex.js";
 export { fft, type FftType } from "./fft.js";

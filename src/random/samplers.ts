@@ -1,7 +1,7 @@
 /** @file Continuous and simple samplers of jax.random, bit-exact with JAX's algorithms: uniform, normal, truncatedNormal, randint, bernoulli, rademacher and the transformation samplers (exponential, gumbel, laplace, ...). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
-import { intRange, isFloat, isInteger } from "../core/dtype.js";
+import { defaultFloatDType, intRange, isComplex, isFloat, isInteger, realDType } from "../core/dtype.js";
 import { broadcastShapes } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { stopGradient } from "../transforms/stop-gradient.js";
@@ -26,6 +26,7 @@ import {
   parseArgs,
   toDtype,
   uintOf,
+  userDtype,
 } from "./util.js";
 
 type Shape = readonly number[];
@@ -116,7 +117,17 @@ export function normal(
     shape: [] as ShapeArg,
     dtype: null as DType | null,
   });
-  return normalFrom(data, canonicalShape("normal", p.shape), floatDtype("normal", p.dtype));
+  const shp = canonicalShape("normal", p.shape);
+  const d = userDtype("normal", p.dtype, defaultFloatDType());
+  if (isComplex(d)) {
+    // JAX's complex normal: (normal(k_re) + i normal(k_im)) / sqrt(2), so each part has variance 1/2
+    const [kr, ki] = splitList(data, 2);
+    const part = realDType(d),
+      s2 = constant(part, Math.SQRT2);
+    return ops.complexOf(ops.div(normalFrom(kr, shp, part), s2), ops.div(normalFrom(ki, shp, part), s2));
+  }
+  if (!isFloat(d)) throw new TypeError(`dtype argument to \`normal\` must be a float or complex dtype, got ${d}`);
+  return normalFrom(data, shp, d);
 }
 
 export interface TruncatedNormalOptions extends ShapeDtypeOptions {

@@ -40,9 +40,13 @@ export type Jacobian<O, G, D extends number = 8> = [D] extends [never]
 export interface GradOptsNoAux<N extends Argnums> {
   argnums?: N;
   hasAux?: false;
+  /** f is holomorphic (complex inputs and output): the gradient is df/dz. */
+  holomorphic?: boolean;
 }
 /** grad/valueAndGrad options with hasAux: true (f returns [output, aux]). */
 export interface GradOptsAux<N extends Argnums> {
   argnums?: N;
   hasAux: true;
+  /** f is holomorphic (complex inputs and output): the gradient is df/dz. */
+  holomorphic?: boolean;
 }

@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import { describe, scalarToArray } from "../core/trace.js";
-import { defaultFloatDType } from "../core/dtype.js";
+import { type DType, defaultFloatDType, isComplex, isFloat, isInexact } from "../core/dtype.js";
 
 /** Flattens a pytree of arguments to Array leaves; JS scalars become weak 0-d arrays. */
 export function flattenArrays(
@@ -47,3 +47,32 @@ export function checkArgnumsPassed(fn: string, option: string, nums: readonly nu
 
 export { flatten, unflatten };
 export type { TreeDef };
+
+/**
+ * JAX's dtype checks of a differentiated input (`what` "inputs") or output ("outputs"): holomorphic differentiation
+ * needs complex ones; otherwise inputs are float (or, for grad/jacrev, complex) and outputs real.
+ */
+export function checkDiffDType(
+  fn: string,
+  what: "inputs" | "outputs",
+  dtype: DType,
+  holomorphic: boolean | undefined,
+  allowComplex: boolean,
+): void {
+  if (holomorphic) {
+    if (!isComplex(dtype))
+      throw new TypeError(`${fn} with holomorphic=true requires ${what} with complex dtype, but got ${dtype}.`);
+    return;
+  }
+  if (what === "outputs") {
+    if (!isFloat(dtype))
+      throw new TypeError(
+        `${fn} requires real-valued outputs (floating dtype), got ${dtype}.${isComplex(dtype) ? " For holomorphic differentiation, pass { holomorphic: true }; for non-holomorphic functions with complex outputs use vjp." : ""}`,
+      );
+    return;
+  }
+  if (allowComplex ? !isInexact(dtype) : !isFloat(dtype))
+    throw new TypeError(
+      `${fn} requires real-valued inputs (floating${allowComplex ? " or complex" : ""} dtypes), but got ${dtype}.${isComplex(dtype) ? " For holomorphic differentiation, pass { holomorphic: true }." : " For integer inputs use jax.vjp or argnums to select float arguments."}`,
+    );
+}

@@ -1,7 +1,7 @@
 /** @file Public transformations: jvp, linearize, vjp, grad, valueAndGrad, jacfwd, jacrev, hessian, vmap, jit, makeJaxpr, evalShape. */
 import { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, isFloat, isInexact } from "../core/dtype.js";
+import { type DType, isInexact } from "../core/dtype.js";
 import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
@@ -11,7 +11,7 @@ import { checkArity, checkOptions, isPlainObject } from "../core/check-args.js";
 import type { Tangent } from "../core/pytree-types.js";
 import type { TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
-import { flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
+import { checkDiffDType, flatten, flattenArrays, normalizeArgnums, unflatten } from "./api-util.js";
 import type { Argnums, DiffArgs, GradOf, GradOptsAux, GradOptsNoAux, Jacobian } from "./api-types.js";
 import { clearBackendCaches, trimBackendMemory } from "../core/trace.js";
 import {
@@ -188,8 +188,10 @@ export function vjp(
 export interface GradOpts {
   argnums?: Argnums;
   hasAux?: boolean;
+  /** f is holomorphic (complex inputs and output): the gradient is df/dz, JAX's holomorphic=True. */
+  holomorphic?: boolean;
 }
-const GRAD_KEYS = ["argnums", "hasAux"] as const;
+const GRAD_KEYS = ["argnums", "hasAux", "holomorphic"] as const;
 /** JAX's grad(fun, argnums=0, has_aux=False): the options object, or argnums / hasAux given positionally. */
 function gradOptsOf(fn: string, args: IArguments): GradOpts {
   const forms = `${fn}(f, argnums?, hasAux?) or ${fn}(f, { argnums, hasAux })`;
@@ -228,12 +230,7 @@ export function valueAndGrad(
     const argnums = normalizeArgnums(name, opts.argnums as number | number[] | undefined, args.length);
     const diffArgs = argnums.map((i) => args[i]);
     const [dl, ddef] = flattenArrays(name, diffArgs, "differentiated argument", true);
-    dl.forEach((x, i) => {
-      if (!isInexact(x.dtype))
-        throw new TypeError(
-          `grad requires real-valued inputs (floating or complex dtypes), but argument leaf ${i} has dtype ${x.dtype}. For integer inputs use jax.vjp or argnums to select float arguments.`,
-        );
-    });
+    dl.forEach((x) => checkDiffDType("grad", "inputs", x.dtype, opts.holomorphic, true));
     let auxDef: TreeDef | null = null;
     const fFlat = (...xs: Array[]): Array[] => {
       const pieces = unflatten(ddef, xs) as unknown[];
@@ -258,7 +255,7 @@ export function valueAndGrad(
         throw new TypeError(
           `grad requires scalar outputs; the function returned an array of shape [${o.shape}]. Use vjp or jacrev for non-scalar outputs.`,
         );
-      if (!isFloat(o.dtype)) throw new TypeError(`grad requires real-valued outputs (floating dtype), got ${o.dtype}`);
+      checkDiffDType("grad", "outputs", o.dtype, opts.holomorphic, false);
       return [o, ...auxLeaves.map((a) => (a instanceof Array ? a : ops.full([], a as number, "float32")))];
     };
     const lin = linearizeFlat(fFlat, dl);
@@ -779,7 +776,7 @@ function basis(aval: ShapedArray): Array {
     ...aval.shape,
   ]);
 }
-type JacOpts = { argnums?: Argnums };
+type JacOpts = { argnums?: Argnums; holomorphic?: boolean };
 /** jacfwd/jacrev/hessian(fun, argnums=0): the options object or argnums given positionally. */
 function jacOptsOf(fn: string, args: IArguments): JacOpts {
   const forms = `${fn}(f, argnums?) or ${fn}(f, { argnums })`;
@@ -788,14 +785,20 @@ function jacOptsOf(fn: string, args: IArguments): JacOpts {
   checkArity(fn, args, 2, forms);
   const a1 = args[1];
   if (a1 === undefined || isPlainObject(a1)) {
-    checkOptions(fn, a1, ["argnums"], forms);
+    checkOptions(fn, a1, ["argnums", "holomorphic"], forms);
     return (a1 ?? {}) as JacOpts;
   }
   return { argnums: a1 as Argnums };
 }
 
+/** With holomorphic: true, every output must be complex (JAX's check); the outputs pass through. */
+function holoOut(fn: string, outs: Array[], opts: JacOpts): Array[] {
+  if (opts.holomorphic) for (const o of outs) checkDiffDType(fn, "outputs", o.dtype, true, false);
+  return outs;
+}
+
 /** Splits f's arguments into differentiated leaves and a rebuild function, as grad does. */
-function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
+function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined, holomorphic?: boolean) {
   const an = normalizeArgnums(fn, argnums as number | number[] | undefined, args.length);
   const [leaves, def] = flattenArrays(
     fn,
@@ -803,12 +806,7 @@ function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
     "differentiated argument",
     true,
   );
-  leaves.forEach((x, i) => {
-    if (!isFloat(x.dtype))
-      throw new TypeError(
-        `${fn} requires real-valued inputs (floating dtypes), but argument leaf ${i} has dtype ${x.dtype}`,
-      );
-  });
+  leaves.forEach((x) => checkDiffDType(fn, "inputs", x.dtype, holomorphic, false));
   const rebuild = (xs: Array[]) => {
     const d = unflatten(def, xs) as unknown[];
     const full = [...args];
@@ -828,14 +826,14 @@ function diffSetup(fn: string, args: unknown[], argnums: Argnums | undefined) {
 /** The result has f's output structure with each output leaf replaced by the gradient structure of the argnums. */
 export function jacfwd<A extends unknown[], R, const N extends Argnums = 0>(
   f: (...args: A) => R,
-  opts?: { argnums?: N },
+  opts?: { argnums?: N; holomorphic?: boolean },
 ): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
 export function jacfwd(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
   const opts = jacOptsOf("jacfwd", arguments);
   return (...args: unknown[]): unknown => {
-    const { leaves, rebuild, wrapIn } = diffSetup("jacfwd", args, opts.argnums);
+    const { leaves, rebuild, wrapIn } = diffSetup("jacfwd", args, opts.argnums, opts.holomorphic);
     const store: { def?: TreeDef } = {};
-    const g = (...xs: Array[]) => flatOut("jacfwd", (f as Fn)(...rebuild(xs)), store);
+    const g = (...xs: Array[]) => holoOut("jacfwd", flatOut("jacfwd", (f as Fn)(...rebuild(xs)), store), opts);
     // one vmapped jvp per input leaf: [n_in, ...out] for every output leaf
     const perIn = leaves.map(
       (x, k) =>
@@ -861,14 +859,17 @@ export function jacfwd(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (
 /** jacrev: reverse-mode Jacobian by pulling back an identity basis with vmap. */
 export function jacrev<A extends unknown[], R, const N extends Argnums = 0>(
   f: (...args: A) => R,
-  opts?: { argnums?: N },
+  opts?: { argnums?: N; holomorphic?: boolean },
 ): (...args: DiffArgs<A>) => Jacobian<R, GradOf<A, N>>;
 export function jacrev(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
   const opts = jacOptsOf("jacrev", arguments);
   return (...args: unknown[]): unknown => {
-    const { leaves, rebuild, wrapIn } = diffSetup("jacrev", args, opts.argnums);
+    const { leaves, rebuild, wrapIn } = diffSetup("jacrev", args, opts.argnums, opts.holomorphic);
     const store: { def?: TreeDef } = {};
-    const lin = linearizeFlat((...xs) => flatOut("jacrev", (f as Fn)(...rebuild(xs)), store), leaves);
+    const lin = linearizeFlat(
+      (...xs) => holoOut("jacrev", flatOut("jacrev", (f as Fn)(...rebuild(xs)), store), opts),
+      leaves,
+    );
     const ys = lin.primalsOut;
     const outs = ys.map((y, o) => {
       const rows = vmap((ct: Array) =>
@@ -886,7 +887,7 @@ export function jacrev(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (
 /** hessian = jacfwd(jacrev(f)): the Jacobian of the Jacobian with respect to the same argnums. */
 export function hessian<A extends unknown[], R, const N extends Argnums = 0>(
   f: (...args: A) => R,
-  opts?: { argnums?: N },
+  opts?: { argnums?: N; holomorphic?: boolean },
 ): (...args: DiffArgs<A>) => Jacobian<Jacobian<R, GradOf<A, N>>, GradOf<A, N>>;
 export function hessian(f: (...args: never[]) => unknown, _opts: JacOpts = {}): (...args: unknown[]) => unknown {
   const opts = jacOptsOf("hessian", arguments);

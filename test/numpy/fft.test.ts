@@ -164,6 +164,7 @@ test("fft of bad input names the function and what it expected", () => {
   assert.throws(() => np.fft.rfft(np.complex(x, x)), /fft\.rfft: requires a real operand, got complex64/);
   assert.throws(() => np.fft.fft(x, { axis: 1 }), /fft\.fft.*axis 1/);
   assert.throws(() => lax.fft(np.complex(x, x), "FFT", [4]), /fft: the trailing dimensions must equal fft_lengths/);
-  const [re] = partsOfArray(np.fft.fft(np.array([1, 1, 1, 1])));
-  assert.deepEqual(re, [4, 0, 0, 0]);
+  // complex64 transforms run ORT's float32 DFT: exact zeros up to float32 rounding of the twiddle factors
+  const [re, im] = partsOfArray(np.fft.fft(np.array([1, 1, 1, 1])));
+  [4, 0, 0, 0].forEach((e, i) => assert.ok(Math.abs(re[i] - e) < 1e-6 && Math.abs(im[i]) < 1e-6, `bin ${i}`));
 });

@@ -6,7 +6,7 @@
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
-import { allocate } from "../../core/dtype.js";
+import { allocate, isComplex } from "../../core/dtype.js";
 import { OutOfMemoryError } from "../../core/errors.js";
 import { Jaxpr, Var } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
@@ -73,8 +73,11 @@ function buildEager(prim: Primitive, args: readonly ArrayImpl[], params: Params,
     prim.opts.exactOnScalars === true &&
     inAvals.every((a) => a.size <= 1) &&
     outAvals.every((a) => a.size <= 1);
-  if (empty || tiny || !prim.rules.lower) return { exe: null, outAvals, empty, poly: "", used: 0 };
-  const poly = prim.opts.shapePolymorphic === true;
+  // complex operands take the primitive's complex rule, with static shapes (its [..., 2] lanes)
+  const cplx = inAvals.some((a) => isComplex(a.dtype)) || outAvals.some((a) => isComplex(a.dtype));
+  if (empty || tiny || !(cplx ? prim.rules.lowerComplex : prim.rules.lower))
+    return { exe: null, outAvals, empty, poly: "", used: 0 };
+  const poly = !cplx && prim.opts.shapePolymorphic === true;
   const pkey = poly ? `${prim.name}|${paramsKey}|${inAvals.map((a) => `${a.dtype}${a.ndim}`).join(",")}` : "";
   if (poly) {
     const hit = polyCache.get(pkey);

@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { ArrayImpl } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
+import { type DType, isComplex, realDType } from "../../core/dtype.js";
 import type { OnnxStep } from "../../compiler/compile.js";
 import { onnxBackendOptions } from "./backend-options.js";
 import { own, recycle } from "./buffer-pool.js";
@@ -78,6 +79,12 @@ export function releaseSession(s: SharedSession): void {
   s.session.dispose();
 }
 
+/** The ONNX element type a value of dtype d travels as (a complex value is its float storage [..., 2]). */
+const wireDType = (d: DType): GDType => (isComplex(d) ? realDType(d) : d) as GDType;
+/** The ONNX shape of a value (a complex value has a trailing lane axis of 2). */
+const wireShape = (a: { dtype: DType; shape: readonly number[] }): readonly number[] =>
+  isComplex(a.dtype) ? [...a.shape, 2] : a.shape;
+
 export interface ReadyStep {
   step: OnnxStep;
   shared: SharedSession;
@@ -92,8 +99,8 @@ export function prepareStep(step: OnnxStep, jit: boolean): ReadyStep {
   const runOpts: RunOptions = bf.length ? { outputDTypes: Object.fromEntries(bf) as Record<string, GDType> } : {};
   const fast = fastRunner(
     shared.session,
-    step.inputNames.map((name, i) => ({ name, dtype: step.inputDTypes[i] as GDType })),
-    step.outputNames.map((name, i) => ({ name, dtype: step.outAvals[i].dtype as GDType })),
+    step.inputNames.map((name, i) => ({ name, dtype: wireDType(step.inputDTypes[i]) })),
+    step.outputNames.map((name, i) => ({ name, dtype: wireDType(step.outAvals[i].dtype) })),
   );
   return { step, shared, runOpts, fast };
 }
@@ -112,7 +119,7 @@ export function runStep(
     for (let i = 0; i < n; i++) {
       const a = args[i];
       data[i] = a.buffer as HostArray;
-      shapes[i] = a.shape;
+      shapes[i] = wireShape(a);
     }
     if (r.fast.writesOutputs) return runIntoPool(r.fast, data, shapes, outAvals);
     try {
@@ -124,7 +131,7 @@ export function runStep(
     const feeds: Record<string, HostTensor> = {};
     for (let i = 0; i < n; i++) {
       const a = args[i];
-      feeds[step.inputNames[i]] = { dtype: a.dtype as GDType, shape: a.shape, data: a.buffer } as HostTensor;
+      feeds[step.inputNames[i]] = { dtype: wireDType(a.dtype), shape: wireShape(a), data: a.buffer } as HostTensor;
     }
     try {
       outs = runSessionSync(r.shared.session, feeds, step.outputNames, r.runOpts).map((t) => t.data);
@@ -155,8 +162,9 @@ function runIntoPool(
     for (let i = 0; i < m; i++) {
       const a = outAvals[i];
       // empty outputs: ORT allocates (there is no memory to hand it)
-      bufs[i] = a.size > 0 ? acquireOutput(storageCtor(a.dtype as GDType), a, i) : null;
-      outShapes[i] = a.shape;
+      const w = isComplex(a.dtype) ? a.update({ dtype: realDType(a.dtype), shape: wireShape(a) }) : a;
+      bufs[i] = a.size > 0 ? acquireOutput(storageCtor(wireDType(a.dtype)), w, i) : null;
+      outShapes[i] = w.shape;
     }
     try {
       outs = fast.run(data, shapes, bufs, outShapes);
