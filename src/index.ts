@@ -59,6 +59,7 @@ export {
   makeArrayFromCallback,
   addressableData,
 } from "./parallel/device-put.js";
+export { makeArrayFromProcessLocalData, makeArrayFromSingleDeviceArrays } from "./parallel/global-arrays.js";
 export * as debug from "./parallel/debug.js";
 export * as distributed from "./parallel/distributed-namespace.js";
 export * as multihostUtils from "./parallel/multihost-utils.js";

@@ -30,6 +30,19 @@ interface Case {
   got: number[];
   want: number[];
   ranOn: number[];
+  /** Set for values computed as global arrays: whether reading the global array's value was refused. */
+  spans?: boolean;
+}
+interface GlobalResult {
+  shape: number[];
+  shards: [number, [number, number][], number[]][];
+  full: number[];
+  gathered: number[];
+  readError: string;
+  callbackCalls: number;
+  gathered2: number[][];
+  full2: number[];
+  reshardError: string;
 }
 interface Result {
   processIndex: number;
@@ -43,6 +56,7 @@ interface Result {
   after?: number[];
   early?: string;
   earlyMs?: number;
+  global?: GlobalResult;
 }
 
 /** Runs `mpirun -np n` of the worker with a hard timeout (the whole job is killed past it); the results each process wrote. */
@@ -128,6 +142,47 @@ function checkCases(r: Result, what: string): void {
 const find = (r: Result, name: string): Case =>
   r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
 
+/**
+ * Global arrays over n devices, k per process: shapes, this process's shards (rows 2d..2d+2 of the global value on
+ * device d), processAllgather of them, the read error, shardMap/pmap over them (as global outputs) equal the emulation.
+ */
+function checkGlobal(r: Result, n: number, k: number): void {
+  const g = r.global ?? assert.fail(`process ${r.processIndex}: no global-array results`);
+  const what = `process ${r.processIndex} global arrays`;
+  assert.deepEqual(g.shape, [2 * n, 3], `${what}: the global shape`);
+  assert.deepEqual(
+    g.shards.map(([d]) => d),
+    r.localDevices,
+    `${what}: addressableShards are this process's devices`,
+  );
+  for (const [d, index, vals] of g.shards) {
+    assert.deepEqual(index, [
+      [2 * d, 2 * d + 2],
+      [0, 3],
+    ]);
+    assert.deepEqual(vals, g.full.slice(6 * d, 6 * d + 6), `${what}: the block of device ${d}`);
+  }
+  assert.equal(g.full.length, 6 * n);
+  assert.deepEqual(g.gathered, g.full, `${what}: processAllgather gives the global value`);
+  const procs = Array.from({ length: n / k }, (_, q) => q).join(", ");
+  assert.match(
+    g.readError,
+    new RegExp(
+      String.raw`^Array\.tolist: the value of f32\[${2 * n},3\] \(NamedSharding\(mesh=Mesh\('i': ${n}\), spec=PartitionSpec\('i'\)\)\) spans devices of processes \[${procs}\] and cannot be fetched on process ${r.processIndex}, which holds only its own shards; gather it with multihostUtils\.processAllgather\(x\)`,
+    ),
+  );
+  assert.equal(g.callbackCalls, k, `${what}: makeArrayFromCallback called back for this process's devices only`);
+  assert.equal(g.full2.length, 4 * n);
+  assert.deepEqual(g.gathered2, [g.full2, g.full2], `${what}: from single-device arrays and from a callback`);
+  assert.match(
+    g.reshardError,
+    /^shardMap: argument 0 is a global array f32\[\d+,3\] sharded as .*PartitionSpec\('i'\).*, but .*PartitionSpec\(\)\) is asked for; moving blocks between processes is not supported/,
+  );
+  const globalCases = ["shardMap sin", "shardMap psum", "pmap psum", "2-d psum over d", "2-d psum over p+d"];
+  for (const nm of globalCases)
+    assert.equal(find(r, `global ${nm}`).spans, true, `${what}: ${nm} gives a global array`);
+}
+
 test(
   "2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals the emulation; MLP grads; processAllgather",
   { skip, timeout: 260_000 },
@@ -149,7 +204,8 @@ test(
       );
       assert.deepEqual(r.localDevices, r.processIndex === 0 ? [0, 1] : [2, 3]);
       const mlp = r.cases.filter((c) => c.name.startsWith("mlp"));
-      assert.equal(mlp.length, 2);
+      assert.equal(mlp.length, 4);
+      for (const c of mlp) assert.equal(c.spans, c.name.includes("global") ? true : undefined, c.name);
       for (const c of mlp)
         assert.deepEqual(c.ranOn, [r.localDevices[0]], "the data-parallel step ran on one device per process");
       checkCases({ ...r, cases: r.cases.filter((c) => !c.name.startsWith("mlp")) }, `process ${r.processIndex}`);
@@ -166,6 +222,7 @@ test(
       ]);
       assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
       assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
+      checkGlobal(r, 4, 2);
     }
     // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
     const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);
@@ -214,6 +271,7 @@ test(
         [10, 11, 12],
         [20, 21, 22],
       ]);
+      checkGlobal(r, 3, 1);
     }
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
