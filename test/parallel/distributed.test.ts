@@ -56,6 +56,11 @@ interface Result {
   after?: number[];
   early?: string;
   earlyMs?: number;
+  deviceFail?: string;
+  deviceFailMs?: number;
+  afterFail?: number[];
+  raised?: string;
+  raisedMs?: number;
   global?: GlobalResult;
 }
 
@@ -243,6 +248,34 @@ test(
       /psum over mesh axis 'i' .* timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
     );
     assert.ok(results[0].earlyMs! < 20_000, `the early-exit failure took ${results[0].earlyMs} ms (timeout 1500 ms)`);
+    // a device failing on process 0 releases every process at once (the timeout was 60 s), naming device and rank
+    const why = String.raw`device 0 \(rank 0\): test hook: device failure injected before the program ran`;
+    assert.match(
+      results[0].deviceFail!,
+      new RegExp(
+        String.raw`^device runtime: program shard_map failed on devices \[0, 1\]: ${why}; device 1 \(rank 1\): .*psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 0: released early: ${why}$`,
+      ),
+    );
+    assert.match(
+      results[1].deviceFail!,
+      new RegExp(
+        String.raw`^device runtime: program shard_map failed on devices \[2, 3\]: device 2 \(rank 2\): .*psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 1: released early: process 0 failed: ${why}`,
+      ),
+    );
+    for (const r of results) {
+      assert.ok(r.deviceFailMs! < 30_000, `process ${r.processIndex}: the device failure took ${r.deviceFailMs} ms`);
+      assert.deepEqual(r.afterFail, [4, 4], `process ${r.processIndex}: a collective after the device failure works`);
+    }
+    // process 1 raised in its shardMap body: process 0 failed at its 1500 ms timeout naming process 1 and its ranks
+    assert.equal(results[1].raised, "user error on process 1");
+    assert.match(
+      results[0].raised!,
+      /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
+    );
+    assert.ok(
+      results[0].raisedMs! < 20_000,
+      `the failure after a raise took ${results[0].raisedMs} ms (timeout 1500 ms)`,
+    );
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );

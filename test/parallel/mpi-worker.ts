@@ -30,7 +30,7 @@ import {
   sharding,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
-import { lastLaunchTimeline } from "../../src/runtime/index.js";
+import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
 const { P, NamedSharding } = sharding;
 const JSArray = globalThis.Array;
 
@@ -367,6 +367,39 @@ try {
         jnp.ones([all.length, 2], { dtype: "int32" }),
       ),
     );
+    // a device failing on process 0 (its rank 0, the leader there): every process fails at once, well before the
+    // 60 s timeout, naming the failed device and rank; the next collective works
+    config.update("collectiveTimeoutMs", 60_000);
+    if (me === 0) failNextLaunch(0);
+    const tf = Date.now();
+    try {
+      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
+      out.deviceFail = "no error";
+    } catch (e) {
+      out.deviceFail = (e as Error).message;
+    }
+    out.deviceFailMs = Date.now() - tf;
+    out.afterFail = flat(
+      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+        jnp.ones([all.length, 2], { dtype: "int32" }),
+      ),
+    );
+    // process 1 raises (in its shardMap body) and never launches: process 0 fails at its timeout naming process 1
+    config.update("collectiveTimeoutMs", 1500);
+    const tr = Date.now();
+    try {
+      shardMap(
+        (b: Array) => {
+          if (me === 1) throw new Error("user error on process 1");
+          return lax.psum(b, "i");
+        },
+        { mesh, inSpecs: P("i"), outSpecs: P() },
+      )(jnp.ones([all.length, 2]));
+      out.raised = "no error";
+    } catch (e) {
+      out.raised = (e as Error).message;
+    }
+    out.raisedMs = Date.now() - tr;
     // process 1 leaves early; the others' next collective fails naming it within the timeout
     if (me === 1) {
       report();
