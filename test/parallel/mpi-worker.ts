@@ -16,6 +16,7 @@ import {
   distributed,
   grad,
   lax,
+  loadSharded,
   localDevices,
   makeArrayFromCallback,
   makeArrayFromProcessLocalData,
@@ -26,6 +27,7 @@ import {
   pmap,
   processCount,
   processIndex,
+  saveSharded,
   shardMap,
   sharding,
 } from "../../src/index.js";
@@ -414,6 +416,39 @@ try {
       out.early = (e as Error).message;
     }
     out.earlyMs = Date.now() - t0;
+  } else if (scenario === "ckpt-save" || scenario === "ckpt-load") {
+    // a sharded checkpoint saved by 2 processes (3 rows of w each) and loaded by 3 (2 rows each) or by 1
+    const dir = process.env.JAXTS_TEST_CKPT_DIR!;
+    const mesh = makeMesh([all.length], ["i"]);
+    const w = values([6, 3], "float32");
+    if (scenario === "ckpt-save") {
+      const rows = 6 / all.length;
+      saveSharded(dir, {
+        w: makeArrayFromProcessLocalData(
+          new NamedSharding(mesh, P("i")),
+          lax.sliceInDim(w, rows * me, rows * me + rows, 1, 0),
+        ),
+        r: makeArrayFromProcessLocalData(new NamedSharding(mesh, P()), values([2, 2], "int32")),
+        step: jnp.array([7], { dtype: "int32" }),
+      });
+      out.saved = true;
+    } else {
+      const got = loadSharded(dir, {
+        w: new NamedSharding(mesh, P("i")),
+        r: new NamedSharding(mesh, P()),
+        step: jnp.zeros([1]),
+      }) as { w: Array; r: Array; step: Array };
+      out.loaded = {
+        w: flat(multihostUtils.processAllgather(got.w) as Array),
+        r: flat(multihostUtils.processAllgather(got.r) as Array),
+        step: flat(got.step),
+        wShards: (got.w.addressableShards as { device: { id: number }; index: [number, number][] }[]).map((sh) => [
+          sh.device.id,
+          sh.index,
+        ]),
+        spans: spans(got.w),
+      };
+    }
   } else {
     throw new Error(`mpi-worker: unknown scenario ${scenario}`);
   }
