@@ -253,6 +253,16 @@ test(
       assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
       assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
       checkGlobal(r, 4, 2);
+      // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
+      // single-device step computes them, within 1e-6 of max(1, |value|)
+      const t = find(r, "transformer dxt step");
+      assert.ok(t.got.length > 4000, `${t.got.length} values (loss and parameters)`);
+      t.got.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - t.want[i]) <= 1e-6 * Math.max(1, Math.abs(t.want[i])),
+          `transformer value ${i}: ${v} vs ${t.want[i]}`,
+        ),
+      );
     }
     // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
     const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);

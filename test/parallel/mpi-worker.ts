@@ -24,15 +24,23 @@ import {
   makeMesh,
   multihostUtils,
   numpy as jnp,
+  optim,
   pmap,
   processCount,
   processIndex,
   saveSharded,
   shardMap,
   sharding,
+  tree,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
 import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
+import {
+  type TransformerConfig,
+  initParams,
+  makeShardedTrainStep,
+  makeTrainStep,
+} from "../../src/models/transformer.js";
 const { P, NamedSharding } = sharding;
 const JSArray = globalThis.Array;
 
@@ -369,6 +377,32 @@ try {
         jnp.ones([all.length, 2], { dtype: "int32" }),
       ),
     );
+    // a data x tensor parallel Transformer step over a global (2, 2) mesh (data across the processes, model within
+    // each) vs the single-device step in this process alone
+    {
+      const cfg: TransformerConfig = { vocab: 16, dModel: 16, heads: 2, layers: 2, seq: 8, ff: 32 };
+      const toks = JSArray.from({ length: 4 }, (_, b) =>
+        JSArray.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3 + 3) % cfg.vocab),
+      );
+      const tx = jnp.array(toks, { dtype: "int32" }),
+        ty = jnp.array(
+          toks.map((r) => r.map((_, i) => r[Math.max(0, i - 2)])),
+          { dtype: "int32" },
+        );
+      const params = initParams(cfg, 2);
+      const opt = optim.sgd(0.1);
+      const [l1, p1] = makeTrainStep(cfg, opt, null)(params, opt.init(params), tx, ty);
+      config.update("spmdRuntime", "devices");
+      const before = lastLaunchTimeline();
+      const m2 = makeMesh([2, 2], ["data", "model"]);
+      const [l2, p2] = makeShardedTrainStep(cfg, opt, m2)(params, opt.init(params), tx, ty);
+      const ranOnT = lastLaunchTimeline() === before ? [] : lastLaunchTimeline().map((t) => t.device);
+      config.update("spmdRuntime", "emulation");
+      const got = [l2, ...(tree.leaves(p2) as Array[])].flatMap(flat),
+        want = [l1, ...(tree.leaves(p1) as Array[])].flatMap(flat);
+      cases.push({ name: "transformer dxt step", dtype: "float32", shape: [got.length], got, want, ranOn: ranOnT });
+      config.update("spmdRuntime", "devices");
+    }
     // a device failing on process 0 (its rank 0, the leader there): every process fails at once, well before the
     // 60 s timeout, naming the failed device and rank; the next collective works
     config.update("collectiveTimeoutMs", 60_000);
