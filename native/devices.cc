@@ -206,6 +206,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
     L->errors[size_t(r)] = "device " + std::to_string(ctx.device) + " (rank " + std::to_string(ctx.rank) + "): " + err;
     L->failed[size_t(r)] = true;
     ShmWorld::Abort(L->id, L->errors[size_t(r)]);
+    comm->DeviceFailed(L->errors[size_t(r)]);  // across processes: the other processes' waits are released too
   }
   if (L->remaining.fetch_sub(1) == 1) {
     ShmWorld::Forget(L->id);

@@ -10,6 +10,9 @@
 //      order, so all get the same bits); all-gather sends the local inputs; all-to-all and collective-permute send
 //      each peer process only the chunks its members receive;
 //   4. the other local members wait for the leader (deadline + a margin) and return its verdict.
+// A device that fails tells the other processes of its launch (an abort message, kAbortTag): their leaders waiting for
+// headers of that launch, and this process's ranks waiting in it, fail at once naming the failed device and rank
+// instead of at the deadline. Headers an aborted launch left unreceived are recognized (older launch) and skipped.
 // Groups entirely within this process take the shared-memory communicator unchanged.
 
 #include "mpi-communicator.h"
@@ -96,8 +99,39 @@ struct Header {
   uint64_t count = 0, seq = 0, launch = 0;
 };
 
+// ---------------------------------------------------------------- aborted launches (by global launch number)
+constexpr int kAbortTag = 30000;  // above the collectives' [0, 16384) and the host exchanges' [16384, 24576)
+struct AbortMsg {
+  uint32_t magic = 0x4a58544b;  // "JXTK"
+  int32_t process = 0;
+  uint64_t launch = 0;
+  char why[496] = {0};
+};
+std::mutex g_abort_mu;
+std::map<uint64_t, std::string>* g_aborts = new std::map<uint64_t, std::string>();  // never destroyed
+
+/** Records that `launch` failed (first reason kept). */
+void MarkAborted(uint64_t launch, const std::string& why) {
+  std::lock_guard<std::mutex> lock(g_abort_mu);
+  g_aborts->emplace(launch, why);
+}
+/** Why `launch` failed here or elsewhere, or "" (reads the abort messages `peers` sent meanwhile). */
+std::string AbortOf(uint64_t launch, const std::vector<int>& peers) {
+  AbortMsg m;
+  for (int q : peers)
+    while (mpi::Poll(q, kAbortTag, &m, sizeof m))
+      if (m.magic == 0x4a58544b) {
+        m.why[sizeof m.why - 1] = 0;
+        MarkAborted(m.launch, "process " + std::to_string(m.process) + " failed: " + m.why);
+      }
+  std::lock_guard<std::mutex> lock(g_abort_mu);
+  auto it = g_aborts->find(launch);
+  return it == g_aborts->end() ? "" : it->second;
+}
+
 // ---------------------------------------------------------------- local rendezvous of this process's members
 struct Local {
+  uint64_t glaunch = 0;
   std::vector<const void*> ins;
   std::vector<void*> outs;
   int arrived = 0, left = 0;
@@ -137,6 +171,27 @@ class ProcessCommunicator : public Communicator {
     if (Within(c)) return shm_->CollectivePermute(c, in, out, count, type, pairs);
     return Run(c, kPermute, ReduceOp::kSum, in, out, count, type, pairs);
   }
+  void DeviceFailed(const std::string& why) override {
+    const uint64_t gl = pm_->global_launch;
+    MarkAborted(gl, why);
+    AbortMsg m;
+    m.process = pm_->self;
+    m.launch = gl;
+    std::strncpy(m.why, why.c_str(), sizeof m.why - 1);
+    std::vector<bool> told(pm_->rank_process.size() + 1, false);
+    for (int q : pm_->rank_process)
+      if (q != pm_->self && q >= 0 && size_t(q) < told.size() && !told[size_t(q)]) {
+        told[size_t(q)] = true;
+        mpi::Post(q, kAbortTag, &m, sizeof m);
+      }
+    // this process's ranks waiting in a rendezvous of the launch stop waiting
+    std::lock_guard<std::mutex> lock(g_local_mu);
+    for (auto& [key, lr] : *g_locals)
+      if (lr->glaunch == gl) {
+        std::lock_guard<std::mutex> l2(lr->mu);
+        lr->cv.notify_all();
+      }
+  }
 
  private:
   int Proc(int r) const { return r >= 0 && size_t(r) < pm_->rank_process.size() ? pm_->rank_process[size_t(r)] : -1; }
@@ -145,6 +200,8 @@ class ProcessCommunicator : public Communicator {
       if (Proc(r) != pm_->self) return false;
     return true;
   }
+  /** Why this launch failed on a device of this process, or "". */
+  std::string LocalAbort() const { return AbortOf(pm_->global_launch, {}); }
   std::string Where(const CollectiveCall& c) const {
     return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
   }
@@ -171,6 +228,7 @@ class ProcessCommunicator : public Communicator {
       auto& slot = (*g_locals)[key];
       if (!slot) {
         slot = std::make_shared<Local>();
+        slot->glaunch = pm_->global_launch;
         slot->ins.assign(size_t(n), nullptr);
         slot->outs.assign(size_t(n), nullptr);
       }
@@ -187,11 +245,17 @@ class ProcessCommunicator : public Communicator {
       lr->cv.notify_all();
       if (p != local[0]) {
         // a member: the leader writes our output; wait for its verdict (it gives up at the deadline itself)
-        if (!lr->cv.wait_until(lock, deadline + std::chrono::seconds(5), [&] { return lr->done; }))
+        std::string aborted;
+        const auto released = [&] { return lr->done || !(aborted = LocalAbort()).empty(); };
+        if (!lr->cv.wait_until(lock, deadline + std::chrono::seconds(5), released))
           lr->error = Where(c) + ": the process's leader (rank " + std::to_string(c.group[size_t(local[0])]) + ") did not finish in time";
-        err = lr->error;
+        err = lr->done || aborted.empty() ? lr->error : Where(c) + ": released early: " + aborted;
       } else {
-        if (!lr->cv.wait_until(lock, deadline, [&] { return lr->arrived == int(local.size()); })) {
+        std::string aborted;
+        const auto arrived = [&] { return lr->arrived == int(local.size()) || !(aborted = LocalAbort()).empty(); };
+        if (lr->cv.wait_until(lock, deadline, arrived) && lr->arrived < int(local.size())) {
+          lr->error = Where(c) + ": released early: " + aborted;
+        } else if (lr->arrived < int(local.size())) {
           std::vector<int> came, missing;
           for (int q : local) (lr->ins[size_t(q)] || lr->outs[size_t(q)] ? came : missing).push_back(c.group[size_t(q)]);
           lr->error = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
@@ -251,7 +315,19 @@ class ProcessCommunicator : public Communicator {
     std::vector<mpi::Transfer> xs;
     for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
     const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
-    std::string err = mpi::Exchange(xs, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes");
+    // a device failure here or on another process of the launch ends the wait for headers at once
+    std::string abort_why;
+    const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
+    std::string err = mpi::Exchange(xs, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+    // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one
+    for (int again = 0; err.empty() && again < 64; again++) {
+      std::vector<mpi::Transfer> stale;
+      for (size_t i = 0; i < remote.size(); i++)
+        if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
+      if (stale.empty()) break;
+      err = mpi::Exchange(stale, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+    }
+    if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
       // name the ranks of the silent processes
       for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));

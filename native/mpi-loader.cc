@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstdlib>
+#include <list>
 #include <mutex>
 #include <thread>
 
@@ -30,6 +31,8 @@ struct Api {
   int (*Test)(Request*, int*, void*) = nullptr;
   int (*Cancel)(Request*) = nullptr;
   int (*RequestFree)(Request*) = nullptr;
+  int (*Iprobe)(int, int, Comm, int*, void*) = nullptr;
+  int (*Recv)(void*, int, Datatype, int, int, Comm, void*) = nullptr;
   Comm world = nullptr;
   Datatype byte = nullptr;
 };
@@ -76,6 +79,8 @@ std::string Load() {
   Sym(lib, "MPI_Test", &g.Test, &missing);
   Sym(lib, "MPI_Cancel", &g.Cancel, &missing);
   Sym(lib, "MPI_Request_free", &g.RequestFree, &missing);
+  Sym(lib, "MPI_Iprobe", &g.Iprobe, &missing);
+  Sym(lib, "MPI_Recv", &g.Recv, &missing);
   g.world = dlsym(lib, "ompi_mpi_comm_world");
   g.byte = dlsym(lib, "ompi_mpi_byte");
   if (!g.world || !g.byte) missing += std::string(missing.empty() ? "" : ", ") + "ompi_mpi_comm_world/ompi_mpi_byte (not Open MPI's ABI?)";
@@ -130,7 +135,8 @@ void Finalize() {
   g_ready = false;
 }
 
-std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what) {
+std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what,
+                     const std::function<std::string()>& check) {
   if (!g_ready) return what + ": MPI is not initialized (call distributed.initialize() first)";
   const size_t n = peers.size();
   std::vector<Request> rreq(n, nullptr), sreq(n, nullptr);
@@ -145,6 +151,10 @@ std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::s
         return what + ": MPI_Irecv from process " + std::to_string(peers[i].peer) + " failed";
     }
     for (size_t i = 0; i < n; i++) {
+      if (peers[i].no_send) {
+        sdone[i] = true;
+        continue;
+      }
       if (g.Isend(peers[i].send, int(peers[i].send_bytes), g.byte, peers[i].peer, tag, g.world, &sreq[i]) != kSuccess)
         return what + ": MPI_Isend to process " + std::to_string(peers[i].peer) + " failed";
     }
@@ -163,6 +173,20 @@ std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::s
     }
     if (all) return "";
     if (std::chrono::steady_clock::now() >= deadline) break;
+    if (check && (iter & 15) == 0) {
+      const std::string why = check();
+      if (!why.empty()) {
+        Guard guard;
+        for (size_t i = 0; i < n; i++) {
+          if (!rdone[i]) {
+            g.Cancel(&rreq[i]);
+            g.RequestFree(&rreq[i]);
+          }
+          if (!sdone[i]) g.RequestFree(&sreq[i]);
+        }
+        return what + ": " + why;
+      }
+    }
     if (iter < 200) std::this_thread::yield();
     else std::this_thread::sleep_for(std::chrono::microseconds(iter < 2000 ? 20 : 200));
   }
@@ -178,6 +202,40 @@ std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::s
     if (!sdone[i]) g.RequestFree(&sreq[i]);
   }
   return what + ": no answer from process(es) [" + late + "] before the deadline";
+}
+
+namespace {
+// messages Post sent and MPI has not finished sending (their bytes stay alive until then)
+struct Posted {
+  std::vector<char> bytes;
+  Request req = nullptr;
+};
+std::mutex g_post_mu;
+std::list<Posted> g_posted;
+}  // namespace
+
+void Post(int peer, int tag, const void* bytes, size_t n) {
+  if (!g_ready) return;
+  std::lock_guard<std::mutex> lock(g_post_mu);
+  Guard guard;
+  // drop the ones already sent
+  for (auto it = g_posted.begin(); it != g_posted.end();) {
+    int flag = 0;
+    g.Test(&it->req, &flag, nullptr);
+    it = flag ? g_posted.erase(it) : std::next(it);
+  }
+  g_posted.emplace_back();
+  Posted& p = g_posted.back();
+  p.bytes.assign(static_cast<const char*>(bytes), static_cast<const char*>(bytes) + n);
+  if (g.Isend(p.bytes.data(), int(n), g.byte, peer, tag, g.world, &p.req) != kSuccess) g_posted.pop_back();
+}
+
+bool Poll(int peer, int tag, void* bytes, size_t n) {
+  if (!g_ready) return false;
+  Guard guard;
+  int flag = 0;
+  if (g.Iprobe(peer, tag, g.world, &flag, nullptr) != kSuccess || !flag) return false;
+  return g.Recv(bytes, int(n), g.byte, peer, tag, g.world, nullptr) == kSuccess;
 }
 
 }  // namespace mpi

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,14 +33,22 @@ struct Transfer {
   size_t send_bytes = 0;
   void* recv = nullptr;
   size_t recv_bytes = 0;
+  bool no_send = false;  // receive only (e.g. again, after a stale message from an aborted launch)
 };
 
 /**
  * Posts every receive and send (nonblocking, MPI_BYTE, `tag`) and polls until all completed or the deadline
  * passed. Returns "" or an error naming the peers whose messages did not arrive (`what` prefixes it); a timed-out
- * exchange cancels its receives so no later message lands in a freed buffer.
+ * exchange cancels its receives so no later message lands in a freed buffer. `check`, when given, is called between
+ * polls: a non-empty answer ends the exchange early the same way (the error is `what` + ": " + the answer).
  */
-std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what);
+std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what,
+                     const std::function<std::string()>& check = nullptr);
+
+/** Sends `bytes` to process `peer` with `tag` without waiting (the bytes are copied and kept until sent). */
+void Post(int peer, int tag, const void* bytes, size_t n);
+/** Receives a message of exactly `n` bytes from `peer` with `tag` if one is waiting (MPI_Iprobe); false otherwise. */
+bool Poll(int peer, int tag, void* bytes, size_t n);
 
 }  // namespace mpi
 }  // namespace jaxts

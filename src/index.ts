@@ -43,7 +43,7 @@ export * as nn from "./nn/index.js";
 export * as random from "./random/public.js";
 export * as optim from "./optim/public.js";
 export * as profiler from "./profiler/index.js";
-export { save, load, serialize, deserialize, exportOnnx } from "./io/index.js";
+export { save, load, serialize, deserialize, exportOnnx, saveSharded, loadSharded } from "./io/index.js";
 export * as tree from "./core/tree-public.js";
 export { HOST_DEVICE } from "./core/array-impl.js";
 export type { Device } from "./core/array-impl.js";
@@ -72,6 +72,7 @@ export {
   makeArrayFromCallback,
   addressableData,
 } from "./parallel/device-put.js";
+export { makeArrayFromProcessLocalData, makeArrayFromSingleDeviceArrays } from "./parallel/global-arrays.js";
 export * as debug from "./parallel/debug.js";
 export * as distributed from "./parallel/distributed-namespace.js";
 export * as multihostUtils from "./parallel/multihost-utils.js";

@@ -267,7 +267,7 @@ const TABLE: Map<string, Row> = new Map([
   ]),
   ...none("device placement, meshes, I/O, profiling and the device runtime: positional APIs with their own argument checks (tested in their suites)", [
     "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx", "sharding.reshard",
-    "makeArrayFromCallback", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
+    "makeArrayFromCallback", "makeArrayFromProcessLocalData", "makeArrayFromSingleDeviceArrays", "saveSharded", "loadSharded", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
     "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
     "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",
     "runtime.setLaunchObserver", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",

@@ -30,7 +30,7 @@ const ALLOWED: Record<string, string[]> = {
   scipy: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
   profiler: ["core", "runtime"], // the runtime's launch observer gives the per-device spans
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
-  io: ["core", "primitives", "numpy", "transforms", "compiler", "backends", "lowerings"],
+  io: ["core", "primitives", "numpy", "transforms", "compiler", "backends", "lowerings", "parallel"], // sharded checkpoints (global arrays)
   // the training job (jaxts train) sits on top: it loads the package entry (src/index.ts) to register the backends
   train: [
     "core",

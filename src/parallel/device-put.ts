@@ -18,6 +18,14 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { Mesh } from "./mesh.js";
 import { placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
 import {
+  globalFromCallback,
+  globalStorage,
+  isFullyAddressable,
+  reshardError,
+  sameLayout,
+  setPlacer,
+} from "./global-arrays.js";
+import {
   type Index,
   NamedShardingImpl,
   PartitionSpecImpl,
@@ -44,6 +52,9 @@ function blockOf(x: Array, index: Index): Array {
   );
 }
 function shardsOf(x: Array): Shard[] {
+  // an array spanning processes: this process's shards only
+  const g = globalStorage(x);
+  if (g) return g.shards();
   const st = shardedStorage(x);
   if (st) {
     const devs = st.sharding.mesh.flatDevices,
@@ -81,6 +92,11 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
   const place = (a: unknown): unknown => {
     if (a instanceof Tracer) return a;
     if (!(a instanceof ArrayImpl)) return a;
+    const g = globalStorage(a);
+    if (g) {
+      if (s instanceof NamedShardingImpl && sameLayout(g.sharding, s, a.shape)) return a;
+      throw reshardError("devicePut", "the argument", g, s as NamedShardingImpl);
+    }
     const t0 = profiling() ? monotonicUs() : 0;
     s.shardShape(a.shape); // validates divisibility and rank with a clear error
     if (s instanceof NamedShardingImpl && residentUnavailable(a.dtype) === null) return placeOnDevices(a, s);
@@ -102,6 +118,8 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
   return place(x) as T;
 }
 
+setPlacer((x, s) => devicePut(x, s));
+
 /** jax.make_array_from_callback(shape, sharding, cb): cb(index) returns each device's block (called once per distinct block). */
 export function makeArrayFromCallback(
   shape: readonly number[],
@@ -110,6 +128,17 @@ export function makeArrayFromCallback(
 ): Array {
   const idx = s.devicesIndicesMap(shape);
   const blockShape = s.shardShape(shape);
+  const blockOfCb = (index: Index): ArrayImpl => {
+    const r = cb(index);
+    const blk = (r instanceof Array ? r : ops.reshape(fromNested(r), blockShape)) as ArrayImpl;
+    if (blk.shape.join() !== blockShape.join())
+      throw new Error(
+        `makeArrayFromCallback: the callback returned shape (${blk.shape.join(", ")}) for index ${JSON.stringify(index)}, expected the block shape (${blockShape.join(", ")})`,
+      );
+    return blk;
+  };
+  // a mesh spanning processes: the callback runs for this process's devices only, whose blocks stay on them
+  if (s instanceof NamedShardingImpl && !isFullyAddressable(s)) return globalFromCallback(shape, s, blockOfCb);
   const n = shape.reduce((a, b) => a * b, 1);
   let dtype: ShapedArray["dtype"] | null = null;
   const done = new Set<string>();
@@ -118,12 +147,7 @@ export function makeArrayFromCallback(
     const key = JSON.stringify(index);
     if (done.has(key)) continue;
     done.add(key);
-    const r = cb(index);
-    const blk = r instanceof Array ? r : ops.reshape(fromNested(r), blockShape);
-    if (blk.shape.join() !== blockShape.join())
-      throw new Error(
-        `makeArrayFromCallback: the callback returned shape (${blk.shape.join(", ")}) for index ${key}, expected the block shape (${blockShape.join(", ")})`,
-      );
+    const blk = blockOfCb(index);
     dtype ??= blk.dtype;
     vals ??= new Float64Array(n);
     const bv = Float64Array.from(blk.dataSync() as ArrayLike<number>);

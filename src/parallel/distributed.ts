@@ -125,6 +125,13 @@ export function allgatherBytes(bytes: Uint8Array, what: string): Uint8Array[] {
   return state.api.mpiAllgather(bytes, config.collectiveTimeoutMs, what);
 }
 
+/** global-arrays.ts: the global value of an array spanning processes (gathered), or null for other arrays. */
+let gatherGlobal: (x: ArrayImpl, what: string) => ArrayImpl | null = () => null;
+/** @internal Installed by global-arrays.ts (which imports this module). */
+export function setGlobalGather(f: (x: ArrayImpl, what: string) => ArrayImpl | null): void {
+  gatherGlobal = f;
+}
+
 const encoder = new TextEncoder(),
   decoder = new TextDecoder();
 const bytesOf = (a: ArrayImpl): Uint8Array => new Uint8Array(a.buffer.buffer, a.buffer.byteOffset, a.buffer.byteLength);
@@ -132,7 +139,8 @@ const bytesOf = (a: ArrayImpl): Uint8Array => new Uint8Array(a.buffer.buffer, a.
 /**
  * multihost_utils.process_allgather: every array leaf of `tree` gathered from all processes, stacked on a new
  * leading axis (process order), or concatenated along axis 0 with `tiled`. All processes must call it with arrays of
- * the same shapes and dtypes (checked: the error names the processes that differ).
+ * the same shapes and dtypes (checked: the error names the processes that differ). A global array spanning processes
+ * (makeArrayFromProcessLocalData, a shardMap over them) gives its global value instead, as in JAX (tiled or not).
  */
 export function processAllgather<T>(tree: T, tiled = false): T {
   const fn = "multihostUtils.processAllgather";
@@ -152,6 +160,8 @@ export function processAllgather<T>(tree: T, tiled = false): T {
       throw new Error(
         `${fn}: leaf ${k} differs across processes: this process (${processIndex()}) has ${desc}, ${bad.join(", ")}`,
       );
+    const g = gatherGlobal(x, `${fn} (leaf ${k}, a global array)`);
+    if (g) return g;
     if (tiled && x.ndim === 0)
       throw new Error(`${fn}: tiled gathering concatenates along axis 0; leaf ${k} is a scalar`);
     const parts = allgatherBytes(bytesOf(x), `${fn} (leaf ${k})`);

@@ -11,7 +11,8 @@ import type { OnnxStep, Program } from "../compiler/compile.js";
 import { DeviceBuffer, type DeviceProgram, launchSync, runtimeDevice } from "../runtime/index.js";
 import { allgatherBytes, nextProcessLaunch, processCount, processIndex } from "./distributed.js";
 import type { Mesh } from "./mesh.js";
-import type { PartitionSpecImpl } from "./sharding.js";
+import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
+import { type GlobalStorage, globalArray, globalStorage, reshardError, sameLayout } from "./global-arrays.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -97,6 +98,8 @@ export function localRanks(mesh: Mesh): number[] {
  * devices' ranks (their collectives cross processes through MPI) and the outputs' blocks computed elsewhere arrive
  * by a process allgather (of every process: one without a device in the mesh launches nothing but takes part);
  * replication across processes is not checked (only among this process's devices).
+ * Global arguments (arrays spanning processes, ./global-arrays.ts) are passed block by block as they are; when there is
+ * one, the outputs are global arrays too (each process keeps its devices' blocks: no exchange, no host assembly).
  */
 export function runMultiProcess(
   fn: string,
@@ -110,6 +113,15 @@ export function runMultiProcess(
     const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0));
     return x.shape.map((s, d) => s / parts[d]);
   });
+  // global arguments: their blocks are already on this process's devices with the layout the in_specs ask for
+  const globals: (GlobalStorage | null)[] = leaves.map((x, k) => {
+    const g = globalStorage(x);
+    if (!g) return null;
+    const target = new NamedShardingImpl(mesh, inSpecs[k]);
+    if (!sameLayout(g.sharding, target, x.shape)) throw reshardError(fn, `argument ${k}`, g, target);
+    return g;
+  });
+  const globalOut = globals.some((g) => g !== null);
   const { program, consts, outSpecs } = c;
   // debug callbacks hoisted out of the body add outputs past the body's own: not supported across processes
   const bodyOuts = program.outs.slice(0, c.outAvals.length);
@@ -132,8 +144,13 @@ export function runMultiProcess(
       if (!needed.has(slot)) return;
       const x = inVals[j],
         spec = inSpecsAll[j];
+      const g = j >= consts.length ? globals[j - consts.length] : null;
       devs.forEach((dev, r) => {
         let buf: DeviceBuffer;
+        if (g) {
+          slotBuffers[r].set(slot, g.buffers[g.positions.indexOf(ranks[r])]);
+          return;
+        }
         if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
         else {
           const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(ranks[r]));
@@ -182,6 +199,7 @@ export function runMultiProcess(
         mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
       return { spec, aval, used, repOf };
     });
+    if (globalOut) return globalOutputs(fn, mesh, bodyOuts, plans, slotBuffers, ranks, checkVma);
     const remote = multi
       ? exchangeBlocks(fn, mesh, bodyOuts, plans, slotBuffers, local)
       : new Map<string, TypedArray>();
@@ -220,6 +238,43 @@ export function runMultiProcess(
   } finally {
     for (const b of owned) b.free();
   }
+}
+
+/**
+ * The outputs as global arrays: this process's devices' blocks stay where they are (replicas checked among this
+ * process's devices only).
+ */
+function globalOutputs(
+  fn: string,
+  mesh: Mesh,
+  outs: Program["outs"],
+  plans: { spec: Spec; aval: ShapedArray; used: Set<string>; repOf: (r: number) => number }[],
+  slotBuffers: Map<number, DeviceBuffer>[],
+  ranks: number[],
+  checkVma: boolean,
+): ArrayImpl[] {
+  return outs.map((o, k) => {
+    const { spec, aval, used, repOf } = plans[k];
+    const bufs = ranks.map((_, i) =>
+      typeof o === "number"
+        ? slotBuffers[i].get(o)!.retain()
+        : DeviceBuffer.copyOf(runtimeDevice(mesh.flatDevices[ranks[i]].id), aval.dtype, aval.shape, o.buffer),
+    );
+    if (checkVma && typeof o === "number")
+      ranks.forEach((r, i) => {
+        const rep = ranks.indexOf(repOf(r));
+        if (rep < 0 || rep === i || sameData(bufs[i].ready().data, bufs[rep].ready().data)) return;
+        const coords = mesh.coords(r);
+        const axis = mesh.axisNames.find((nm, a) => !used.has(nm) && coords[a] !== 0)!;
+        for (const b of bufs) b.free();
+        throw new Error(
+          `${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`,
+        );
+      });
+    const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
+    const gshape = aval.shape.map((s, d) => s * parts[d]);
+    return globalArray(new ShapedArray(gshape, aval.dtype, aval.weakType), new NamedShardingImpl(mesh, spec), bufs);
+  });
 }
 
 /**

@@ -11,7 +11,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { distributed, processCount, processIndex } from "../../src/index.js";
+import { type Array as JArray, distributed, loadSharded, processCount, processIndex } from "../../src/index.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 
 const worker = fileURLToPath(new URL("./mpi-worker.js", import.meta.url));
@@ -30,6 +30,19 @@ interface Case {
   got: number[];
   want: number[];
   ranOn: number[];
+  /** Set for values computed as global arrays: whether reading the global array's value was refused. */
+  spans?: boolean;
+}
+interface GlobalResult {
+  shape: number[];
+  shards: [number, [number, number][], number[]][];
+  full: number[];
+  gathered: number[];
+  readError: string;
+  callbackCalls: number;
+  gathered2: number[][];
+  full2: number[];
+  reshardError: string;
 }
 interface Result {
   processIndex: number;
@@ -43,6 +56,19 @@ interface Result {
   after?: number[];
   early?: string;
   earlyMs?: number;
+  deviceFail?: string;
+  deviceFailMs?: number;
+  afterFail?: number[];
+  raised?: string;
+  raisedMs?: number;
+  global?: GlobalResult;
+  loaded?: {
+    w: number[];
+    r: number[];
+    step: number[];
+    wShards: [number, [number, number][]][];
+    spans: boolean;
+  };
 }
 
 /** Runs `mpirun -np n` of the worker with a hard timeout (the whole job is killed past it); the results each process wrote. */
@@ -50,6 +76,7 @@ function mpirun(
   n: number,
   scenario: string,
   devs: number,
+  extraEnv: Record<string, string> = {},
 ): Promise<{ status: number | null; results: Result[]; log: string }> {
   return new Promise((resolve) => {
     const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
@@ -66,7 +93,12 @@ function mpirun(
     ];
     // the ONNX Runtime backend preload of the test runner, and nothing of this process's MPI state
     // (containers often forbid the cross-memory attach of Open MPI's shared-memory transport: plain copies instead)
-    const env = { OMPI_MCA_btl_vader_single_copy_mechanism: "none", ...process.env, JAXTS_SPMD_RUNTIME: "emulation" };
+    const env = {
+      OMPI_MCA_btl_vader_single_copy_mechanism: "none",
+      ...process.env,
+      JAXTS_SPMD_RUNTIME: "emulation",
+      ...extraEnv,
+    };
     const child = spawn("mpirun", args, { env, stdio: ["ignore", "pipe", "pipe"] });
     let log = "";
     child.stdout.on("data", (d) => {
@@ -97,7 +129,19 @@ function mpirun(
 }
 
 // both jobs start at once (their processes mostly wait on each other)
-const jobs = skip ? null : { two: mpirun(2, "collectives", 2), three: mpirun(3, "basic", 1) };
+const ckptDir = skip ? "" : mkdtempSync(join(tmpdir(), "jaxts-mpi-ckpt-"));
+const ckptEnv = { JAXTS_TEST_CKPT_DIR: ckptDir };
+const jobs = skip
+  ? null
+  : {
+      two: mpirun(2, "collectives", 2),
+      three: mpirun(3, "basic", 1),
+      // a sharded checkpoint saved by 2 processes, then loaded by 3
+      ckpt: mpirun(2, "ckpt-save", 1, ckptEnv).then(async (saved) => ({
+        saved,
+        loaded: await mpirun(3, "ckpt-load", 1, ckptEnv),
+      })),
+    };
 
 function checkCases(r: Result, what: string): void {
   assert.ok(r.cases.length > 0, `${what}: no cases ran`);
@@ -128,6 +172,47 @@ function checkCases(r: Result, what: string): void {
 const find = (r: Result, name: string): Case =>
   r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
 
+/**
+ * Global arrays over n devices, k per process: shapes, this process's shards (rows 2d..2d+2 of the global value on
+ * device d), processAllgather of them, the read error, shardMap/pmap over them (as global outputs) equal the emulation.
+ */
+function checkGlobal(r: Result, n: number, k: number): void {
+  const g = r.global ?? assert.fail(`process ${r.processIndex}: no global-array results`);
+  const what = `process ${r.processIndex} global arrays`;
+  assert.deepEqual(g.shape, [2 * n, 3], `${what}: the global shape`);
+  assert.deepEqual(
+    g.shards.map(([d]) => d),
+    r.localDevices,
+    `${what}: addressableShards are this process's devices`,
+  );
+  for (const [d, index, vals] of g.shards) {
+    assert.deepEqual(index, [
+      [2 * d, 2 * d + 2],
+      [0, 3],
+    ]);
+    assert.deepEqual(vals, g.full.slice(6 * d, 6 * d + 6), `${what}: the block of device ${d}`);
+  }
+  assert.equal(g.full.length, 6 * n);
+  assert.deepEqual(g.gathered, g.full, `${what}: processAllgather gives the global value`);
+  const procs = Array.from({ length: n / k }, (_, q) => q).join(", ");
+  assert.match(
+    g.readError,
+    new RegExp(
+      String.raw`^Array\.tolist: the value of f32\[${2 * n},3\] \(NamedSharding\(mesh=Mesh\('i': ${n}\), spec=PartitionSpec\('i'\)\)\) spans devices of processes \[${procs}\] and cannot be fetched on process ${r.processIndex}, which holds only its own shards; gather it with multihostUtils\.processAllgather\(x\)`,
+    ),
+  );
+  assert.equal(g.callbackCalls, k, `${what}: makeArrayFromCallback called back for this process's devices only`);
+  assert.equal(g.full2.length, 4 * n);
+  assert.deepEqual(g.gathered2, [g.full2, g.full2], `${what}: from single-device arrays and from a callback`);
+  assert.match(
+    g.reshardError,
+    /^shardMap: argument 0 is a global array f32\[\d+,3\] sharded as .*PartitionSpec\('i'\).*, but .*PartitionSpec\(\)\) is asked for; moving blocks between processes is not supported/,
+  );
+  const globalCases = ["shardMap sin", "shardMap psum", "pmap psum", "2-d psum over d", "2-d psum over p+d"];
+  for (const nm of globalCases)
+    assert.equal(find(r, `global ${nm}`).spans, true, `${what}: ${nm} gives a global array`);
+}
+
 test(
   "2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals the emulation; MLP grads; processAllgather",
   { skip, timeout: 260_000 },
@@ -149,7 +234,8 @@ test(
       );
       assert.deepEqual(r.localDevices, r.processIndex === 0 ? [0, 1] : [2, 3]);
       const mlp = r.cases.filter((c) => c.name.startsWith("mlp"));
-      assert.equal(mlp.length, 2);
+      assert.equal(mlp.length, 4);
+      for (const c of mlp) assert.equal(c.spans, c.name.includes("global") ? true : undefined, c.name);
       for (const c of mlp)
         assert.deepEqual(c.ranOn, [r.localDevices[0]], "the data-parallel step ran on one device per process");
       checkCases({ ...r, cases: r.cases.filter((c) => !c.name.startsWith("mlp")) }, `process ${r.processIndex}`);
@@ -166,6 +252,17 @@ test(
       ]);
       assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
       assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
+      checkGlobal(r, 4, 2);
+      // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
+      // single-device step computes them, within 1e-6 of max(1, |value|)
+      const t = find(r, "transformer dxt step");
+      assert.ok(t.got.length > 4000, `${t.got.length} values (loss and parameters)`);
+      t.got.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - t.want[i]) <= 1e-6 * Math.max(1, Math.abs(t.want[i])),
+          `transformer value ${i}: ${v} vs ${t.want[i]}`,
+        ),
+      );
     }
     // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
     const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);
@@ -186,6 +283,34 @@ test(
       /psum over mesh axis 'i' .* timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
     );
     assert.ok(results[0].earlyMs! < 20_000, `the early-exit failure took ${results[0].earlyMs} ms (timeout 1500 ms)`);
+    // a device failing on process 0 releases every process at once (the timeout was 60 s), naming device and rank
+    const why = String.raw`device 0 \(rank 0\): test hook: device failure injected before the program ran`;
+    assert.match(
+      results[0].deviceFail!,
+      new RegExp(
+        String.raw`^device runtime: program shard_map failed on devices \[0, 1\]: ${why}; device 1 \(rank 1\): .*psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 0: released early: ${why}$`,
+      ),
+    );
+    assert.match(
+      results[1].deviceFail!,
+      new RegExp(
+        String.raw`^device runtime: program shard_map failed on devices \[2, 3\]: device 2 \(rank 2\): .*psum over mesh axis 'i' \(group of ranks \[0, 1, 2, 3\]\) on process 1: released early: process 0 failed: ${why}`,
+      ),
+    );
+    for (const r of results) {
+      assert.ok(r.deviceFailMs! < 30_000, `process ${r.processIndex}: the device failure took ${r.deviceFailMs} ms`);
+      assert.deepEqual(r.afterFail, [4, 4], `process ${r.processIndex}: a collective after the device failure works`);
+    }
+    // process 1 raised in its shardMap body: process 0 failed at its 1500 ms timeout naming process 1 and its ranks
+    assert.equal(results[1].raised, "user error on process 1");
+    assert.match(
+      results[0].raised!,
+      /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
+    );
+    assert.ok(
+      results[0].raisedMs! < 20_000,
+      `the failure after a raise took ${results[0].raisedMs} ms (timeout 1500 ms)`,
+    );
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );
@@ -214,8 +339,53 @@ test(
         [10, 11, 12],
         [20, 21, 22],
       ]);
+      checkGlobal(r, 3, 1);
     }
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "sharded checkpoint: saved by 2 processes (each its own rows), loaded by 3 and by 1 (resharded)",
+  { skip, timeout: 260_000 },
+  async () => {
+    try {
+      const { saved, loaded } = await jobs!.ckpt;
+      assert.equal(saved.results.length, 2, `two results expected:\n${saved.log.slice(-3000)}`);
+      for (const r of saved.results) assert.equal(r.error, undefined, `save, process ${r.processIndex}: ${r.error}`);
+      // the worker's values: float32 of sin(1.37 i) * 10 + 0.01 i, and int32 ((7919 i) mod 201) - 100
+      const w = Array.from({ length: 18 }, (_, i) => Math.fround(Math.sin(i * 1.37) * 10 + i * 0.01));
+      const r = Array.from({ length: 4 }, (_, i) => ((i * 7919) % 201) - 100);
+      assert.equal(loaded.results.length, 3, `three results expected:\n${loaded.log.slice(-3000)}`);
+      for (const res of loaded.results) {
+        assert.equal(res.error, undefined, `load, process ${res.processIndex}: ${res.error}`);
+        const l = res.loaded!;
+        assert.deepEqual(l.w, w, `process ${res.processIndex}: w gathered`);
+        assert.deepEqual(l.r, r);
+        assert.deepEqual(l.step, [7]);
+        const d = res.processIndex;
+        assert.deepEqual(l.wShards, [
+          [
+            d,
+            [
+              [2 * d, 2 * d + 2],
+              [0, 3],
+            ],
+          ],
+        ]);
+        assert.equal(l.spans, true, "the loaded w is a global array");
+      }
+      // one process: the flat leaves (keys sorted: r, step, w) as host arrays
+      const flat = loadSharded(ckptDir) as JArray[];
+      assert.deepEqual(
+        flat.map((x) => [x.tolist()].flat(2)),
+        [r, [7], w],
+      );
+      assert.equal(saved.status, 0, saved.log.slice(-2000));
+      assert.equal(loaded.status, 0, loaded.log.slice(-2000));
+    } finally {
+      rmSync(ckptDir, { recursive: true, force: true });
+    }
   },
 );
 

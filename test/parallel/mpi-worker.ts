@@ -16,19 +16,32 @@ import {
   distributed,
   grad,
   lax,
+  loadSharded,
   localDevices,
+  makeArrayFromCallback,
+  makeArrayFromProcessLocalData,
+  makeArrayFromSingleDeviceArrays,
   makeMesh,
   multihostUtils,
   numpy as jnp,
+  optim,
   pmap,
   processCount,
   processIndex,
+  saveSharded,
   shardMap,
   sharding,
+  tree,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
-import { lastLaunchTimeline } from "../../src/runtime/index.js";
-const { P } = sharding;
+import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
+import {
+  type TransformerConfig,
+  initParams,
+  makeShardedTrainStep,
+  makeTrainStep,
+} from "../../src/models/transformer.js";
+const { P, NamedSharding } = sharding;
 const JSArray = globalThis.Array;
 
 /** Writes this process's results (once). */
@@ -46,7 +59,15 @@ const out: Record<string, unknown> = {
   devices: devices().map((d) => [d.id, d.processIndex]),
   localDevices: localDevices().map((d) => d.id),
 };
-const cases: { name: string; dtype: string; shape: number[]; got: number[]; want: number[]; ranOn: number[] }[] = [];
+const cases: {
+  name: string;
+  dtype: string;
+  shape: number[];
+  got: number[];
+  want: number[];
+  ranOn: number[];
+  spans?: boolean;
+}[] = [];
 const flat = (x: Array): number[] => [x.tolist()].flat(Infinity) as number[];
 const values = (shape: number[], dtype: "float32" | "int32"): Array => {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -111,6 +132,138 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
   }
 }
 
+/** Whether reading x's value is refused (a global array spanning processes). */
+function spans(x: Array): boolean {
+  try {
+    x.tolist();
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+/**
+ * A function of global arrays on the device runtime, gathered with processAllgather, vs the same function of the
+ * global values on the emulation (this process alone).
+ */
+function bothGlobal(name: string, onDevices: () => Array, onEmulation: () => Array): void {
+  config.update("spmdRuntime", "emulation");
+  const want = onEmulation();
+  config.update("spmdRuntime", "devices");
+  const before = lastLaunchTimeline();
+  const y = onDevices();
+  const tl = lastLaunchTimeline();
+  config.update("spmdRuntime", "emulation");
+  const got = multihostUtils.processAllgather(y) as Array;
+  cases.push({
+    name,
+    dtype: got.dtype,
+    shape: [...got.shape],
+    got: flat(got),
+    want: flat(want),
+    ranOn: tl === before ? [] : tl.map((t) => t.device),
+    spans: spans(y),
+  });
+}
+
+/** Global arrays with process-local shards: built three ways, inspected, gathered, and fed to shardMap and pmap. */
+function globalArrays(): Record<string, unknown> {
+  const all = devices(),
+    n = all.length,
+    k = localDevices().length;
+  const res: Record<string, unknown> = {};
+  const mesh = makeMesh([n], ["i"]);
+  const full = values([2 * n, 3], "float32");
+  // this process's devices are contiguous in the mesh: its rows of the global value
+  const lo = 2 * all.findIndex((d) => d.processIndex === me);
+  const x = makeArrayFromProcessLocalData(new NamedSharding(mesh, P("i")), lax.sliceInDim(full, lo, lo + 2 * k, 1, 0));
+  res.shape = [...x.shape];
+  res.shards = (x.addressableShards as { device: { id: number }; index: [number, number][]; data: Array }[]).map(
+    (sh) => [sh.device.id, sh.index, flat(sh.data)],
+  );
+  res.full = flat(full);
+  res.gathered = flat(multihostUtils.processAllgather(x) as Array);
+  try {
+    x.tolist();
+    res.readError = "no error";
+  } catch (e) {
+    res.readError = (e as Error).message;
+  }
+  const sm = shardMap((b: Array) => [jnp.multiply(jnp.sin(b), 2), lax.psum(b, "i")], {
+    mesh,
+    inSpecs: P("i"),
+    outSpecs: [P("i"), P()],
+  });
+  const outs = (v: Array) => sm(v) as Array[];
+  bothGlobal(
+    "global shardMap sin",
+    () => outs(x)[0],
+    () => outs(full)[0],
+  );
+  bothGlobal(
+    "global shardMap psum",
+    () => outs(x)[1],
+    () => outs(full)[1],
+  );
+  // pmap over the rows of a global [n, 3]
+  const rows = values([n, 3], "int32");
+  const xr = makeArrayFromProcessLocalData(
+    new NamedSharding(mesh, P("i")),
+    lax.sliceInDim(rows, lo / 2, lo / 2 + k, 1, 0),
+  );
+  const pm = pmap((b: Array) => lax.psum(b, "i"), { axisName: "i" });
+  bothGlobal(
+    "global pmap psum",
+    () => pm(xr) as Array,
+    () => pm(rows) as Array,
+  );
+  // a 2-d mesh (processes x local devices): blocks given per device, or made by a callback on this process only
+  const m2 = makeMesh([processCount(), k], ["p", "d"]);
+  const s2 = new NamedSharding(m2, P("p", "d"));
+  const full2 = values([2 * processCount(), 2 * k], "float32");
+  const blockAt = (ix: [number, number][]) =>
+    lax.sliceInDim(lax.sliceInDim(full2, ix[0][0], ix[0][1], 1, 0), ix[1][0], ix[1][1], 1, 1);
+  const idx = [...s2.devicesIndicesMap(full2.shape).entries()].filter(([d]) => d.processIndex === me);
+  const x2 = makeArrayFromSingleDeviceArrays(
+    full2.shape,
+    s2,
+    idx.map(([, ix]) => blockAt(ix)),
+  );
+  let calls = 0;
+  const x3 = makeArrayFromCallback(full2.shape, s2, (ix) => {
+    calls++;
+    return blockAt(ix);
+  });
+  res.callbackCalls = calls;
+  res.gathered2 = [
+    flat(multihostUtils.processAllgather(x2) as Array),
+    flat(multihostUtils.processAllgather(x3) as Array),
+  ];
+  res.full2 = flat(full2);
+  const psumD = shardMap((b: Array) => lax.psum(b, "d"), { mesh: m2, inSpecs: P("p", "d"), outSpecs: P("p") });
+  bothGlobal(
+    "global 2-d psum over d",
+    () => psumD(x2) as Array,
+    () => psumD(full2) as Array,
+  );
+  const psumPD = shardMap((b: Array) => lax.psum(b, ["p", "d"]), { mesh: m2, inSpecs: P("p", "d"), outSpecs: P() });
+  bothGlobal(
+    "global 2-d psum over p+d",
+    () => psumPD(x3) as Array,
+    () => psumPD(full2) as Array,
+  );
+  // a global array whose blocks would have to move between processes is refused, naming the shardMap argument
+  config.update("spmdRuntime", "devices");
+  try {
+    shardMap((b: Array) => jnp.sin(b), { mesh, inSpecs: P(), outSpecs: P() })(x);
+    res.reshardError = "no error";
+  } catch (e) {
+    res.reshardError = (e as Error).message;
+  }
+  config.update("spmdRuntime", "emulation");
+  return res;
+}
+
 try {
   const all = devices();
   if (scenario === "basic") {
@@ -131,6 +284,7 @@ try {
     );
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
+    out.global = globalArrays();
   } else if (scenario === "collectives") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
     if (Number(devs) > 1) {
@@ -181,8 +335,29 @@ try {
         ranOn,
       }),
     );
+    // the same step on a global batch (each process holds its 4 rows only): global grads, replicated
+    const dsh = new NamedSharding(dp, P("data"));
+    const xg = makeArrayFromProcessLocalData(dsh, lax.sliceInDim(xb, 4 * me, 4 * me + 4, 1, 0));
+    const yg = makeArrayFromProcessLocalData(dsh, lax.sliceInDim(yb, 4 * me, 4 * me + 4, 1, 0));
+    config.update("spmdRuntime", "devices");
+    const beforeG = lastLaunchTimeline();
+    const gg = step([w1, w2], xg, yg) as Array[];
+    const ranOnG = lastLaunchTimeline() === beforeG ? [] : lastLaunchTimeline().map((t) => t.device);
+    config.update("spmdRuntime", "emulation");
+    gg.forEach((g, k) =>
+      cases.push({
+        name: `mlp global grad ${k}`,
+        dtype: g.dtype,
+        shape: [...g.shape],
+        got: flat(multihostUtils.processAllgather(g) as Array),
+        want: flat(g1[k]),
+        ranOn: ranOnG,
+        spans: spans(g),
+      }),
+    );
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
+    out.global = globalArrays();
     // a collective whose shapes differ between processes: every process fails naming the kinds and shapes
     const mesh = makeMesh([all.length], ["i"]);
     config.update("spmdRuntime", "devices");
@@ -202,6 +377,65 @@ try {
         jnp.ones([all.length, 2], { dtype: "int32" }),
       ),
     );
+    // a data x tensor parallel Transformer step over a global (2, 2) mesh (data across the processes, model within
+    // each) vs the single-device step in this process alone
+    {
+      const cfg: TransformerConfig = { vocab: 16, dModel: 16, heads: 2, layers: 2, seq: 8, ff: 32 };
+      const toks = JSArray.from({ length: 4 }, (_, b) =>
+        JSArray.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3 + 3) % cfg.vocab),
+      );
+      const tx = jnp.array(toks, { dtype: "int32" }),
+        ty = jnp.array(
+          toks.map((r) => r.map((_, i) => r[Math.max(0, i - 2)])),
+          { dtype: "int32" },
+        );
+      const params = initParams(cfg, 2);
+      const opt = optim.sgd(0.1);
+      const [l1, p1] = makeTrainStep(cfg, opt, null)(params, opt.init(params), tx, ty);
+      config.update("spmdRuntime", "devices");
+      const before = lastLaunchTimeline();
+      const m2 = makeMesh([2, 2], ["data", "model"]);
+      const [l2, p2] = makeShardedTrainStep(cfg, opt, m2)(params, opt.init(params), tx, ty);
+      const ranOnT = lastLaunchTimeline() === before ? [] : lastLaunchTimeline().map((t) => t.device);
+      config.update("spmdRuntime", "emulation");
+      const got = [l2, ...(tree.leaves(p2) as Array[])].flatMap(flat),
+        want = [l1, ...(tree.leaves(p1) as Array[])].flatMap(flat);
+      cases.push({ name: "transformer dxt step", dtype: "float32", shape: [got.length], got, want, ranOn: ranOnT });
+      config.update("spmdRuntime", "devices");
+    }
+    // a device failing on process 0 (its rank 0, the leader there): every process fails at once, well before the
+    // 60 s timeout, naming the failed device and rank; the next collective works
+    config.update("collectiveTimeoutMs", 60_000);
+    if (me === 0) failNextLaunch(0);
+    const tf = Date.now();
+    try {
+      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
+      out.deviceFail = "no error";
+    } catch (e) {
+      out.deviceFail = (e as Error).message;
+    }
+    out.deviceFailMs = Date.now() - tf;
+    out.afterFail = flat(
+      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+        jnp.ones([all.length, 2], { dtype: "int32" }),
+      ),
+    );
+    // process 1 raises (in its shardMap body) and never launches: process 0 fails at its timeout naming process 1
+    config.update("collectiveTimeoutMs", 1500);
+    const tr = Date.now();
+    try {
+      shardMap(
+        (b: Array) => {
+          if (me === 1) throw new Error("user error on process 1");
+          return lax.psum(b, "i");
+        },
+        { mesh, inSpecs: P("i"), outSpecs: P() },
+      )(jnp.ones([all.length, 2]));
+      out.raised = "no error";
+    } catch (e) {
+      out.raised = (e as Error).message;
+    }
+    out.raisedMs = Date.now() - tr;
     // process 1 leaves early; the others' next collective fails naming it within the timeout
     if (me === 1) {
       report();
@@ -216,6 +450,39 @@ try {
       out.early = (e as Error).message;
     }
     out.earlyMs = Date.now() - t0;
+  } else if (scenario === "ckpt-save" || scenario === "ckpt-load") {
+    // a sharded checkpoint saved by 2 processes (3 rows of w each) and loaded by 3 (2 rows each) or by 1
+    const dir = process.env.JAXTS_TEST_CKPT_DIR!;
+    const mesh = makeMesh([all.length], ["i"]);
+    const w = values([6, 3], "float32");
+    if (scenario === "ckpt-save") {
+      const rows = 6 / all.length;
+      saveSharded(dir, {
+        w: makeArrayFromProcessLocalData(
+          new NamedSharding(mesh, P("i")),
+          lax.sliceInDim(w, rows * me, rows * me + rows, 1, 0),
+        ),
+        r: makeArrayFromProcessLocalData(new NamedSharding(mesh, P()), values([2, 2], "int32")),
+        step: jnp.array([7], { dtype: "int32" }),
+      });
+      out.saved = true;
+    } else {
+      const got = loadSharded(dir, {
+        w: new NamedSharding(mesh, P("i")),
+        r: new NamedSharding(mesh, P()),
+        step: jnp.zeros([1]),
+      }) as { w: Array; r: Array; step: Array };
+      out.loaded = {
+        w: flat(multihostUtils.processAllgather(got.w) as Array),
+        r: flat(multihostUtils.processAllgather(got.r) as Array),
+        step: flat(got.step),
+        wShards: (got.w.addressableShards as { device: { id: number }; index: [number, number][] }[]).map((sh) => [
+          sh.device.id,
+          sh.index,
+        ]),
+        spans: spans(got.w),
+      };
+    }
   } else {
     throw new Error(`mpi-worker: unknown scenario ${scenario}`);
   }
