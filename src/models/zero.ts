@@ -9,6 +9,8 @@ import * as optim from "../optim/index.js";
 import { checkpoint } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
+import { ShapeDtypeStruct } from "../transforms/api.js";
+import { type ShardedUpdate, shardRefusal, withShardedUpdate } from "../optim/base.js";
 import { Mesh } from "../parallel/mesh.js";
 import { P, NamedSharding, type PartitionSpec } from "../parallel/sharding.js";
 import { devicePut } from "../parallel/device-put.js";
@@ -90,6 +92,47 @@ function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStag
   return { stage: opts.stage, dataAxis };
 }
 
+/** Stage >= 1 hands the optimizer flat slices: refuse one that is not exact on them (GradientTransformation.shards). */
+function checkShardable(fn: string, opt: optim.GradientTransformation, stage: ZeroStage): void {
+  if (stage === 0) return;
+  const why = shardRefusal(opt);
+  if (why !== null)
+    throw new Error(
+      `${fn}: ZeRO stage ${stage} updates flat 1/n slices of every parameter, and ${why}; use stage 0 (plain data parallel) for this optimizer`,
+    );
+}
+
+/**
+ * The optimizer's sharded-update context: partial sums are psum'd over the data axis; mask functions see
+ * ShapeDtypeStructs of the full parameter shapes (for a tree shaped like the parameters).
+ */
+function shardedContext(
+  stage: ZeroStage,
+  dataAxis: string,
+  paramDef: TreeDef,
+  shapes: readonly (readonly number[])[],
+  inStep: boolean,
+): ShardedUpdate {
+  return {
+    where: `ZeRO stage ${stage} over mesh axis ${JSON.stringify(dataAxis)}`,
+    sum: (x: Array) => {
+      if (!inStep) throw new Error(`ZeRO stage ${stage}: a transformation's init summed over devices; only update may`);
+      return lax.psum(x, dataAxis);
+    },
+    fullShapes: (t: unknown, what: string) => {
+      const [ls, def] = flatten(t);
+      if (!def.equals(paramDef))
+        throw new Error(
+          `${what}: under ZeRO stage ${stage} it is given flat slices, and their full shapes are known only for a tree structured like the parameters (${paramDef.toString()}), not ${def.toString()}; pass the mask as a tree of booleans, or use stage 0`,
+        );
+      return unflatten(
+        paramDef,
+        ls.map((l, i) => new ShapeDtypeStruct([...shapes[i]], (l as Array).dtype)),
+      );
+    },
+  };
+}
+
 /** x (any shape) as a flat vector zero-padded to length `len`. */
 function flatPad(x: Array, len: number): Array {
   const f = jnp.reshape(x, [x.size]);
@@ -152,6 +195,7 @@ export function zeroShardState<Params>(
 ): ZeroState<Params> {
   const fn = "zeroShardState";
   const { stage, dataAxis } = checkOpts(fn, mesh, opts);
+  checkShardable(fn, opt, stage);
   const n = mesh.axisSize(dataAxis);
   const [leaves, paramDef] = flatten(params);
   const arrs = leaves.map((l, i) => {
@@ -177,7 +221,7 @@ export function zeroShardState<Params>(
     paramDef,
     arrs.map((a, i) => flatPad(a, shardLen[i] * n)),
   ) as Params;
-  const st = opt.init(flat);
+  const st = withShardedUpdate(shardedContext(stage, dataAxis, paramDef, shapes, false), () => opt.init(flat));
   const [sl, sdef] = flatten(st);
   const specs = sl.map((l) => {
     const a = l as Array;
@@ -220,8 +264,9 @@ const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
  * argument is split over the data axis along its first dimension. The loss is a plain `(params, ...batch) => scalar`
  * (stage 3 then gathers all parameters at the start) or a LayeredLoss over `{ outer, layers }` params (stage 3 gathers
  * each layer's parameters inside its rematerialized layer function). Stage 0 is the plain data-parallel step (pmean
- * of gradients). The optimizer must be elementwise per parameter (sgd, adam, adamw...): stages 1-3 update flat
- * slices, so transforms that look across a leaf (global-norm clipping, shape-based masks) would see slices.
+ * of gradients). Stages 1-3 update flat slices: the optimizer must declare itself exact on them
+ * (GradientTransformation.shards; every optim transformation does: global and per-parameter norms psum their partial
+ * sums over the data axis, mask functions see the full shapes), else both functions refuse it.
  * The step runs one shardMap (compiled once per layout); call it eagerly, not under jit (the layout is not an array).
  */
 export function makeZeroTrainStep<O, L, B extends unknown[]>(
@@ -244,6 +289,7 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
 ): (state: ZeroState<Params>, ...batch: B) => [Array, ZeroState<Params>] {
   const fn = "makeZeroTrainStep";
   const { stage, dataAxis } = checkOpts(fn, mesh, opts);
+  checkShardable(fn, opt, stage);
   const remat = opts.remat ?? true;
   if (typeof lossFn !== "function" && !isLayered(lossFn))
     throw new TypeError(`${fn}: expected a loss function or a { embed, layer, head } layered loss`);
@@ -346,7 +392,10 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       }
       const gt = unflatten(paramDef, gs) as Params,
         pt = unflatten(paramDef, ps) as Params;
-      const [u, next] = opt.update(gt, s, pt);
+      // norms and mask functions inside the optimizer see the full parameters through the sharded-update context
+      const [u, next] = withShardedUpdate(shardedContext(stage, dataAxis, paramDef, shapes, true), () =>
+        opt.update(gt, s, pt),
+      );
       const np = flatten(optim.applyUpdates(pt as unknown, u))[0] as Array[];
       if (stage === 3) return [loss, unflatten(paramDef, np) as Params, next];
       // stages 1-2: every device all-gathers the updated slices into the replicated parameters

@@ -27,7 +27,56 @@ export interface GradientTransformation {
   init<P>(params: P): OptState;
   /** updates and params share one structure (updates are gradients of the params, or transformed ones). */
   update<U>(updates: U, state: OptState, params?: NoInfer<U> | null): [U, OptState];
+  /**
+   * Whether the update is the same when it is handed flat, zero-padded 1/n slices of every leaf (ZeRO stages 1-3):
+   * exact when it is elementwise, or when what it reads across a leaf or across leaves (norms, mask functions) goes
+   * through the ShardedUpdate context; otherwise the reason it is not. Absent (a hand-written transformation):
+   * unknown, so sharded steps refuse it; set `{ exact: true }` on one whose update is elementwise and zero at zero.
+   */
+  readonly shards?: ShardBehaviour;
 }
+
+/** See GradientTransformation.shards. */
+export type ShardBehaviour = { readonly exact: true } | { readonly exact: false; readonly reason: string };
+/** The declaration of an elementwise transformation (zero updates where gradients and params are zero). */
+export const EXACT_ON_SHARDS: ShardBehaviour = { exact: true };
+
+/** Why `t` cannot run on flat shards, or null when it can (`what` names it in the message). */
+export function shardRefusal(t: GradientTransformation, what = "the optimizer"): string | null {
+  const s = t.shards;
+  if (s === undefined)
+    return `${what} does not declare how it behaves on shards (a hand-written GradientTransformation: set shards: { exact: true } on it if its update is elementwise and zero where the gradient and parameter are zero)`;
+  return s.exact ? null : s.reason;
+}
+
+/**
+ * The context of an update that runs on flat, zero-padded 1/n slices of the parameters (set by the ZeRO step while
+ * it calls init/update): what a transformation needs to compute the full-parameter result from its slice.
+ */
+export interface ShardedUpdate {
+  /** For messages: e.g. "ZeRO stage 2 over mesh axis \"data\"". */
+  readonly where: string;
+  /** Sums per-device partials (of any shape) over the devices holding the slices: padding is zero, so sums are exact. */
+  sum(partial: Array): Array;
+  /**
+   * Stand-ins with the full shapes and dtypes (ShapeDtypeStruct) for a tree of slices structured like the
+   * parameters; raises (naming `fn`) for any other structure.
+   */
+  fullShapes(t: Tree, fn: string): Tree;
+}
+let currentSharded: ShardedUpdate | null = null;
+/** Runs `f` with `ctx` as the sharded-update context (restored after, also on a throw). */
+export function withShardedUpdate<R>(ctx: ShardedUpdate, f: () => R): R {
+  const prev = currentSharded;
+  currentSharded = ctx;
+  try {
+    return f();
+  } finally {
+    currentSharded = prev;
+  }
+}
+/** The sharded-update context in effect, or null for an ordinary (full-parameter) update. */
+export const shardedUpdate = (): ShardedUpdate | null => currentSharded;
 
 export const NO_PARAMS_MSG =
   "this transformation requires the current value of the parameters, but `params` was not passed to `update`";
@@ -36,8 +85,9 @@ export const NO_PARAMS_MSG =
 export function makeTransformation(
   init: (params: Tree) => Tree,
   update: (updates: Tree, state: Tree, params?: Tree) => [Tree, Tree],
+  shards: ShardBehaviour,
 ): GradientTransformation {
-  return { init: init as GradientTransformation["init"], update: update as GradientTransformation["update"] };
+  return { init: init as GradientTransformation["init"], update: update as GradientTransformation["update"], shards };
 }
 
 /** optax.EmptyState: a state with no leaves. */
@@ -48,6 +98,7 @@ export function identity(): GradientTransformation {
   return makeTransformation(
     () => emptyState(),
     (u, s) => [u, s],
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -77,7 +128,17 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
       });
       return [u, newState];
     },
+    chainShards(transforms),
   );
+}
+
+/** A chain is exact on shards when every link is; otherwise the first link's reason. */
+function chainShards(transforms: readonly GradientTransformation[]): ShardBehaviour {
+  for (let i = 0; i < transforms.length; i++) {
+    const r = shardRefusal(transforms[i], `optim.chain's transformation ${i}`);
+    if (r !== null) return { exact: false, reason: r };
+  }
+  return EXACT_ON_SHARDS;
 }
 
 /** tree.map over pytrees with the same structure (null subtrees are empty nodes, as MaskedNode/None in optax). */
@@ -230,7 +291,12 @@ function mapMask(mask: MaskTree, trees: Tree[], f: (m: boolean, ...subs: Tree[])
 
 /** optax.masked: applies `inner` only where the mask is true; elsewhere updates pass through unchanged. */
 export function masked(inner: GradientTransformation, mask: MaskArg): GradientTransformation {
-  const maskOf = (t: Tree): MaskTree => (typeof mask === "function" ? (mask as (p: Tree) => MaskTree)(t) : mask);
+  // a mask function sees full shapes: under a sharded update, stand-ins for the slices' full parameters
+  const maskOf = (t: Tree): MaskTree => {
+    if (typeof mask !== "function") return mask;
+    const ctx = shardedUpdate();
+    return (mask as (p: Tree) => MaskTree)(ctx ? ctx.fullShapes(t, "optim.masked's mask function") : t);
+  };
   // masked-out subtrees become null (an empty node, like optax's MaskedNode)
   const maskTree = (m: MaskTree, t: Tree): Tree => mapMask(m, [t], (b, s) => (b ? s : null));
   return makeTransformation(
@@ -246,5 +312,6 @@ export function masked(inner: GradientTransformation, mask: MaskArg): GradientTr
       const merged = mapMask(m, [newMasked, updates], (b, n, o) => (b ? n : o));
       return [merged, { innerState: newInner }];
     },
+    inner.shards ?? { exact: false, reason: shardRefusal(inner, "optim.masked's inner transformation")! },
   );
 }

@@ -1,5 +1,5 @@
 /** @file jax-style optimizers (optax's API): gradient transformations, optimizer aliases, schedules and applyUpdates. */
-export type { GradientTransformation, OptState, Schedule, ScalarOrSchedule } from "./base.js";
+export type { GradientTransformation, OptState, Schedule, ScalarOrSchedule, ShardBehaviour } from "./base.js";
 export type { PyTree } from "../core/pytree-types.js";
 export { applyUpdates, chain, identity, masked, safeIncrement } from "./base.js";
 export {

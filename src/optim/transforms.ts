@@ -11,7 +11,9 @@ import {
   type ScalarOrSchedule,
   type Schedule,
   NO_PARAMS_MSG,
+  EXACT_ON_SHARDS,
   emptyState,
+  shardedUpdate,
   parseArgsWithMask,
   identity,
   isSchedule,
@@ -55,7 +57,9 @@ export function globalNorm(updates: Tree): Array {
       throw new TypeError(`optim.globalNorm: every leaf must be an Array, got ${typeof leaf}`);
     acc = jnp.add(acc, jnp.sum(jnp.square(leaf)));
   }
-  return jnp.sqrt(acc);
+  // on slices (a sharded update): the full sum of squares is the sum of the devices' partial sums
+  const ctx = shardedUpdate();
+  return jnp.sqrt(ctx && acc instanceof Array ? ctx.sum(acc) : acc);
 }
 
 function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false): void {
@@ -73,6 +77,7 @@ export function scale(stepSize: Hyper): GradientTransformation {
   return makeTransformation(
     () => emptyState(),
     (updates, state) => [treeMap((g) => jnp.multiply(stepSize, g), updates), state],
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -92,6 +97,7 @@ export function scaleBySchedule(stepSizeFn: Schedule): GradientTransformation {
         { count: safeIncrement(count) },
       ];
     },
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -161,6 +167,7 @@ export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), muHat, nuHat);
       return [out, { count: countInc, mu: castTree(mu, muDtype), nu: castLikeTree(nu, s.nu) }];
     },
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -212,6 +219,7 @@ function rmsCore(fn: string, o: ScaleByRmsOpts, centered: boolean): GradientTran
       if (bc) ns.count = countInc;
       return [out, ns];
     },
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -243,6 +251,7 @@ export function scaleByRss(
       const inv = treeMap((t) => jnp.where(jnp.greater(t, 0), ops.rsqrt(jnp.add(t, eps)), 0), sos);
       return [treeMap((sc, g) => jnp.multiply(sc, g), inv, updates), { sumOfSquares: sos }];
     },
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -272,6 +281,8 @@ export function scaleByTrustRatio(
     () => emptyState(),
     (updates, state, params) => {
       if (params === undefined || params === null) throw new Error(`optim.scaleByTrustRatio: ${NO_PARAMS_MSG}`);
+      const ctx = shardedUpdate();
+      if (ctx) return [shardedTrustRatio(ctx.sum.bind(ctx), updates, params, minNorm, tc, eps), state];
       const out = treeMap(
         (u, p) => {
           const pn = safeNorm(p, minNorm),
@@ -285,7 +296,42 @@ export function scaleByTrustRatio(
       );
       return [out, state];
     },
+    EXACT_ON_SHARDS,
   );
+}
+
+/**
+ * scaleByTrustRatio on slices: each leaf's ||p||^2 and ||u||^2 from its devices' partial sums (all leaves' partials
+ * summed in one collective), then the same ratio per leaf as on full parameters.
+ */
+function shardedTrustRatio(
+  sum: (x: Array) => Array,
+  updates: Tree,
+  params: Tree,
+  minNorm: Hyper,
+  tc: Hyper,
+  eps: Hyper,
+): Tree {
+  const [ul, udef] = tree.flatten(updates);
+  const pl = tree.leaves(params);
+  if (ul.length === 0) return updates;
+  const sq = (x: unknown): Array => jnp.astype(jnp.sum(jnp.square(x as Array)), "float32");
+  const sums = sum(jnp.stack(ul.flatMap((u, i) => [sq(pl[i]), sq(u)])));
+  const at = (v: Array, k: number): Array => jnp.reshape(ops.sliceInDim(v, k, k + 1, 1, 0), []);
+  // safe_norm: minNorm where the norm is <= minNorm
+  const safe = (n2: Array): Array => {
+    const n = jnp.sqrt(n2);
+    return jnp.where(jnp.lessEqual(n, minNorm), minNorm, n);
+  };
+  const out = ul.map((l, i) => {
+    const u = l as Array;
+    const pn = jnp.astype(safe(at(sums, 2 * i)), u.dtype),
+      un = jnp.astype(safe(at(sums, 2 * i + 1)), u.dtype);
+    const ratio = jnp.divide(jnp.multiply(tc, pn), jnp.add(un, eps));
+    const zero = jnp.logicalOr(jnp.equal(pn, 0), jnp.equal(un, 0));
+    return jnp.multiply(u, jnp.where(zero, jnp.array(1, { dtype: u.dtype }), ratio));
+  });
+  return tree.unflatten(udef, out);
 }
 
 // ---------------------------------------------------------------- momentum, weight decay, clipping
@@ -312,6 +358,7 @@ export function trace(
       const out = o.nesterov ? treeMap(f, updates, newTrace) : newTrace;
       return [out, { trace: castTree(newTrace, accDtype) }];
     },
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -334,6 +381,7 @@ export function addDecayedWeights(
       const s = isSchedule(wd) ? wd((state as { count: Array }).count) : wd;
       return [treeMap((g, p) => jnp.add(g, jnp.multiply(s, p)), updates, params), newState];
     },
+    EXACT_ON_SHARDS,
   );
   return o.mask === undefined || o.mask === null ? t : masked(t, o.mask);
 }
@@ -345,6 +393,7 @@ export function clip(maxDelta: Hyper): GradientTransformation {
   return makeTransformation(
     () => emptyState(),
     (updates, state) => [treeMap((g) => jnp.clip(g, lo, maxDelta), updates), state],
+    EXACT_ON_SHARDS,
   );
 }
 
@@ -364,5 +413,6 @@ export function clipByGlobalNorm(maxNorm: Hyper): GradientTransformation {
       );
       return [out, state];
     },
+    EXACT_ON_SHARDS,
   );
 }

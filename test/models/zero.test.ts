@@ -79,7 +79,8 @@ function batch(step: number): [Array, Array] {
   return [x, y];
 }
 const STEPS = 3;
-const opt = () => optim.adam(0.05);
+type OptFactory = () => optim.GradientTransformation;
+const opt: OptFactory = () => optim.adam(0.05);
 
 function relClose(what: string, a: Array, b: Array, rtol: number): void {
   const av = a.dataSync() as Float32Array,
@@ -91,9 +92,14 @@ function relClose(what: string, a: Array, b: Array, rtol: number): void {
 }
 
 /** Losses and final full parameters of STEPS steps of a stage. */
-function run(stage: ZeroStage, n: number, layered: boolean): { losses: number[]; params: Params } {
+function run(
+  stage: ZeroStage,
+  n: number,
+  layered: boolean,
+  mk: OptFactory = opt,
+): { losses: number[]; params: Params } {
   const mesh = makeMesh([n], ["data"]);
-  const o = opt();
+  const o = mk();
   let state = zeroShardState(init(0), o, mesh, { stage });
   const step = layered
     ? makeZeroTrainStep(model, o, mesh, { stage })
@@ -106,13 +112,14 @@ function run(stage: ZeroStage, n: number, layered: boolean): { losses: number[];
   }
   return { losses, params: zeroGatherParams(state) };
 }
-function reference(): { losses: number[]; params: Params } {
-  const o = opt();
+function reference(mk: OptFactory = opt, onGrad?: (g: Params) => void): { losses: number[]; params: Params } {
+  const o = mk();
   let p = init(0),
     s = o.init(p);
   const losses: number[] = [];
   for (let k = 0; k < STEPS; k++) {
     const [l, g] = valueAndGrad((q: Params) => plainLoss(q, ...batch(k)))(p) as [Array, Params];
+    onGrad?.(g);
     const [u, next] = o.update(g, s, p);
     p = optim.applyUpdates(p, u) as Params;
     s = next;
@@ -247,3 +254,88 @@ test(
     assert.equal(count(k3, "AllReduce"), 1, k3.join(" "));
   },
 );
+
+// ---------------------------------------------------------------- optimizers that read across leaves
+
+const MAX_NORM = 0.05;
+/** Weight decay on matrices only: a function of the full-shape parameters (on flat slices every leaf has ndim 1). */
+const noBiases = (p: unknown): unknown => tree.map((x) => (x as { ndim: number }).ndim > 1, p);
+const clippedAdamw: OptFactory = () =>
+  optim.chain(optim.clipByGlobalNorm(MAX_NORM), optim.adamw(0.05, { weightDecay: 0.5, mask: noBiases }));
+const lamb: OptFactory = () => optim.lamb(0.05, { weightDecay: 0.3, mask: noBiases });
+
+test(
+  "global-norm clipping and a mask function: stage 0 equals the single-device step, and the clip triggers",
+  {
+    skip,
+  },
+  () => {
+    const norms: number[] = [];
+    const want = reference(clippedAdamw, (g) => norms.push(optim.globalNorm(g).item() as number));
+    norms.forEach((v, i) => assert.ok(v > 4 * MAX_NORM, `step ${i}: gradient norm ${v} must exceed maxNorm`));
+    compare("clipped adamw stage 0 on 4", run(0, 4, true, clippedAdamw), want, 1e-5);
+    // the mask matters: decaying the biases too gives other parameters
+    const all = reference(() => optim.chain(optim.clipByGlobalNorm(MAX_NORM), optim.adamw(0.05, { weightDecay: 0.5 })));
+    const b = (r: typeof want) => r.params.outer.bout.dataSync() as Float32Array;
+    assert.ok(Math.abs(b(all)[0] - b(want)[0]) > 1e-3, "the bias mask changes the result");
+  },
+);
+
+for (const n of [2, 4])
+  test(
+    `stages 1-3 on ${n} devices equal stage 0 with clipByGlobalNorm + masked adamw, and with masked lamb`,
+    {
+      skip,
+    },
+    () => {
+      for (const [name, mk] of [
+        ["clip+adamw", clippedAdamw],
+        ["lamb", lamb],
+      ] as const) {
+        const base = run(0, n, true, mk);
+        for (const stage of [1, 2, 3] as const)
+          compare(`${name} stage ${stage} on ${n}`, run(stage, n, stage !== 2, mk), base, 1e-5);
+      }
+    },
+  );
+
+test(
+  "an optimizer not known to be exact on slices is refused for stages 1-3 (naming the stage and the fix)",
+  {
+    skip,
+  },
+  () => {
+    const mesh = makeMesh([2], ["data"]);
+    // hand-written: rescales each leaf by its own maximum (not elementwise), and declares nothing
+    const custom: optim.GradientTransformation = {
+      init: () => ({}),
+      update: <U>(u: U, s: unknown): [U, unknown] => [
+        tree.map((x) => jnp.divide(x as Array, jnp.max(jnp.abs(x as Array))), u) as U,
+        s,
+      ],
+    };
+    for (const stage of [1, 2, 3] as const) {
+      const re = new RegExp(`ZeRO stage ${stage} updates flat 1/n slices.*does not declare.*use stage 0`);
+      assert.throws(() => zeroShardState(init(0), custom, mesh, { stage }), re);
+      assert.throws(() => makeZeroTrainStep(model, optim.chain(custom, optim.sgd(0.1)), mesh, { stage }), re);
+    }
+    // stage 0 runs it on full parameters
+    const st = zeroShardState(init(0), custom, mesh, { stage: 0 });
+    assert.ok(Number.isFinite(makeZeroTrainStep(model, custom, mesh, { stage: 0 })(st, ...batch(0))[0].item()));
+    // declared elementwise, it is accepted
+    const decl = { ...custom, shards: { exact: true } as const };
+    zeroShardState(init(0), decl, mesh, { stage: 1 });
+  },
+);
+
+test("a mask function on a subtree not shaped like the parameters is refused under stages 1-3", { skip }, () => {
+  const mesh = makeMesh([2], ["data"]);
+  const inner = optim.masked(optim.addDecayedWeights(0.1), noBiases);
+  const o = optim.masked(inner, (p: unknown) => tree.map(() => true, p));
+  const o2 = optim.masked(inner, { outer: true, layers: false });
+  assert.ok(zeroShardState(init(0), o, mesh, { stage: 1 }));
+  assert.throws(
+    () => zeroShardState(init(0), o2, mesh, { stage: 1 }),
+    /optim.masked's mask function: under ZeRO stage 1 .*structured like the parameters/,
+  );
+});
