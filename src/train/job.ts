@@ -194,17 +194,17 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     out.line(`resumed from ${opts.resume} at step ${start}`);
   }
   if (zs) {
-    const fresh = zeroShardState(toLayered(params), opt, mesh, { stage: zero });
-    // the loaded optimizer state goes back onto the stage's layout (per-parameter leaves split over data)
-    const [sl, sdef] = flatten(state);
-    const [specLs] = flatten(fresh.layout.optSpecs, (x) => x instanceof PartitionSpecImpl);
-    const optState = opts.resume
-      ? unflatten(
-          sdef,
-          sl.map((l, i) => devicePut(l as Array, NamedSharding(mesh, specLs[i] as PartitionSpec))),
-        )
-      : fresh.optState;
-    zs = { params: fresh.params, optState: optState as optim.OptState, layout: fresh.layout };
+    if (opts.resume) {
+      const fresh = zeroShardState(toLayered(params), opt, mesh, { stage: zero });
+      // the loaded optimizer state goes back onto the stage's layout (per-parameter leaves split over data)
+      const [sl, sdef] = flatten(state);
+      const [specLs] = flatten(fresh.layout.optSpecs, (x) => x instanceof PartitionSpecImpl);
+      const optState = unflatten(
+        sdef,
+        sl.map((l, i) => devicePut(l as Array, NamedSharding(mesh, specLs[i] as PartitionSpec))),
+      ) as optim.OptState;
+      zs = { params: fresh.params, optState, layout: fresh.layout };
+    }
   } else {
     // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards)
     params = placeOnMesh(params, specs, mesh);
