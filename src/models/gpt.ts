@@ -183,7 +183,10 @@ export const REMAT_POLICIES = {
 } as const;
 export type RematPolicy = keyof typeof REMAT_POLICIES;
 
-interface Layer {
+type Layer = GptLayer;
+
+/** One layer's parameters (a slice of GptBlocks along the layer dim). */
+export interface GptLayer {
   ln1g: Array;
   ln1b: Array;
   wq: Array;
@@ -219,6 +222,29 @@ function block(p: Layer, x: Array, tp: string | null): Array {
   const x1 = jnp.add(x, reduce(jnp.matmul(ctx, jnp.reshape(p.wo, [h * hd, d]))));
   const m = nn.gelu(jnp.add(jnp.matmul(layerNorm(x1, p.ln2g, p.ln2b), p.w1), p.b1));
   return jnp.add(jnp.add(x1, reduce(jnp.matmul(m, p.w2))), p.b2);
+}
+
+/** One block outside the layer scan (ZeRO's layered loss, pipeline stages): x [b, s, d] -> [b, s, d]. */
+export const gptBlock = (p: GptLayer, x: Array, tp: string | null = null): Array => block(p, x, tp);
+
+/** The first activation: token plus position embeddings of int32 tokens [b, s]. */
+export function gptEmbed(cfg: GptConfig, params: Pick<GptParams, "wte" | "wpe">, tokens: Array): Array {
+  const s = tokens.shape[1];
+  const wpe = s === cfg.seq ? params.wpe : lax.slice(params.wpe, [0, 0], [s, cfg.dModel]);
+  return jnp.add(jnp.take(params.wte, tokens, 0), wpe);
+}
+
+/** Logits from the last activation: the final norm, then the untied head or the tied embedding. */
+export function gptLogits(params: Pick<GptParams, "wte" | "lnfg" | "lnfb" | "head">, x: Array): Array {
+  const y = layerNorm(x, params.lnfg, params.lnfb);
+  return jnp.matmul(y, params.head ?? jnp.transpose(params.wte));
+}
+
+/** Masked mean cross-entropy of logits [b, s, vocab] against targets [b, s] (mask 1 where scored). */
+export function gptMaskedXent(cfg: GptConfig, logits: Array, targets: Array, mask: Array): Array {
+  const logp = nn.logSoftmax(logits, -1);
+  const nll = jnp.negative(jnp.sum(jnp.multiply(logp, nn.oneHot(targets, cfg.vocab)), -1));
+  return jnp.divide(jnp.sum(jnp.multiply(nll, mask)), jnp.sum(mask));
 }
 
 /** Logits [b, s, vocab] for int32 tokens [b, s] (s <= cfg.seq); `tp` names the tensor axis inside a shardMap. */

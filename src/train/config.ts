@@ -10,7 +10,14 @@ import { REMAT_POLICIES, type RematPolicy, SPEC_RANKS } from "../models/gpt.js";
 export type SpecList = (string | string[] | null)[];
 
 export interface TrainConfig {
-  parallel_strategy: { data_parallel: number; tensor_parallel: number; pipeline_stages: number; zero_stage: number };
+  parallel_strategy: {
+    data_parallel: number;
+    tensor_parallel: number;
+    pipeline_stages: number;
+    zero_stage: number;
+    /** Pipeline microbatches per data shard (0: as many as pipeline_stages). */
+    microbatches: number;
+  };
   sharding_spec: { embeddings: SpecList; attention: SpecList; mlp: SpecList };
   model: { d_model: number; heads: number; layers: number; ff: number; tied_embeddings: boolean };
   optimizer: {
@@ -35,12 +42,12 @@ export interface TrainConfig {
   };
 }
 
-/** The mesh axis names of the job (pipeline stages would add "pipe"). */
+/** The mesh axis names sharding_spec may name (a pipelined job's mesh is pipe x data x model, model of size 1). */
 export const MESH_AXES = ["data", "model"] as const;
 
 /** Defaults for every key a config may leave out. */
 export const DEFAULTS: TrainConfig = {
-  parallel_strategy: { data_parallel: 1, tensor_parallel: 1, pipeline_stages: 1, zero_stage: 0 },
+  parallel_strategy: { data_parallel: 1, tensor_parallel: 1, pipeline_stages: 1, zero_stage: 0, microbatches: 0 },
   sharding_spec: { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] },
   model: { d_model: 64, heads: 4, layers: 2, ff: 256, tied_embeddings: true },
   optimizer: { name: "adamw", lr: 3e-3, warmup: 100, decay: "cosine", end_lr: 3e-4, weight_decay: 0.01, clip: 1 },
@@ -135,6 +142,7 @@ const SCHEMA: Record<keyof TrainConfig, Record<string, Field>> = {
     tensor_parallel: "posint",
     pipeline_stages: "posint",
     zero_stage: "int",
+    microbatches: "seed",
   },
   sharding_spec: { embeddings: "spec", attention: "spec", mlp: "spec" },
   model: { d_model: "posint", heads: "posint", layers: "posint", ff: "posint", tied_embeddings: "bool" },
@@ -228,7 +236,7 @@ export const paddedVocab = (taskVocab: number): number => Math.ceil(taskVocab / 
  * Checks a resolved config against the devices (before any work): the parallel sizes' product is the device count,
  * the specs name only mesh axes, are no longer than their arrays' ranks, use the tensor axis only where the model
  * splits (attention heads, MLP hidden units), and every sharded dimension, the heads, the MLP width and the batch
- * divide evenly; features of other builds (pipeline stages, ZeRO stages 1-3) are refused with what is available.
+ * divide evenly; ZeRO and the pipeline run on data-only (x pipe) meshes: their combinations with the others are refused.
  */
 export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab = 12): void {
   const ps = c.parallel_strategy;
@@ -240,14 +248,33 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage !== 0)
+  if (ps.zero_stage !== 0 && tp !== 1)
     fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} is not available in this build (ZeRO stages 1-3 come with the ZeRO engine); use zero_stage: 0`,
+      `parallel_strategy.zero_stage ${ps.zero_stage} with tensor_parallel ${tp}: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO shards over data_parallel) or zero_stage: 0`,
     );
-  if (pp !== 1)
+  if (ps.zero_stage !== 0 && pp !== 1)
     fail(
-      `parallel_strategy.pipeline_stages ${pp} is not available in this build (pipeline parallelism comes with the pipeline engine); use pipeline_stages: 1`,
+      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 or zero_stage: 0`,
     );
+  if (pp !== 1 && tp !== 1)
+    fail(
+      `parallel_strategy.pipeline_stages ${pp} with tensor_parallel ${tp}: pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (the mesh is pipe x data)`,
+    );
+  if (pp !== 1 && c.model.layers % pp !== 0)
+    fail(
+      `model.layers (${c.model.layers}) must be divisible by parallel_strategy.pipeline_stages (${pp}): each stage holds layers / pipeline_stages layers`,
+    );
+  const mb = ps.microbatches || pp;
+  if (pp !== 1 && (c.data.batch_size / dp) % mb !== 0)
+    fail(
+      `data.batch_size (${c.data.batch_size}) / data_parallel (${dp}) must be divisible by the ${mb} pipeline microbatches (parallel_strategy.microbatches, default pipeline_stages); change one of them`,
+    );
+  if (ps.zero_stage !== 0 || pp !== 1)
+    for (const group of ["embeddings", "attention", "mlp"] as const)
+      if (c.sharding_spec[group].some((e) => e !== null && e !== "model"))
+        fail(
+          `sharding_spec.${group} ${JSON.stringify(c.sharding_spec[group])} names a mesh axis other than 'model', but with ${ps.zero_stage !== 0 ? `zero_stage ${ps.zero_stage}` : `pipeline_stages ${pp}`} the parameters are laid out by the ${ps.zero_stage !== 0 ? "ZeRO" : "pipeline"} engine; use None entries`,
+        );
   const m = c.model;
   if (m.d_model % m.heads !== 0)
     fail(`model.d_model (${m.d_model}) must be divisible by model.heads (${m.heads}); change one of them`);

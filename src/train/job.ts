@@ -27,6 +27,25 @@ import { ADDITION_VOCAB, AdditionTask, answerText, exactMatch, greedyAnswers, pr
 import { type TrainConfig, paddedVocab, validateConfig } from "./config.js";
 import { loadTrainState, placeOnMesh, saveTrainState } from "./checkpoint.js";
 import { lossCurveSvg } from "./loss-svg.js";
+import {
+  type LayeredGpt,
+  fromLayered,
+  gptLayeredLoss,
+  makeGptPipelineStep,
+  makeJobBatches,
+  toLayered,
+} from "./engines.js";
+import {
+  type ZeroStage,
+  type ZeroState,
+  makeZeroTrainStep,
+  zeroGatherParams,
+  zeroMemoryReport,
+  zeroShardState,
+} from "../models/zero.js";
+import { flatten, unflatten } from "../core/tree.js";
+import { NamedSharding, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
+import { devicePut } from "../parallel/device-put.js";
 
 /** Where the job reports: lines (and, on a terminal, a progress bar rewritten in place). */
 export interface JobOutput {
@@ -109,7 +128,11 @@ export function setupJob(c: TrainConfig, devices: number): JobSetup {
     ff: c.model.ff,
     tied: c.model.tied_embeddings,
   };
-  const mesh = makeMesh([ps.data_parallel, ps.tensor_parallel], ["data", "model"]);
+  // ZeRO: data x model with model of size 1 (validation); pipeline: pipe x data x model (model of size 1)
+  const mesh =
+    ps.pipeline_stages > 1
+      ? makeMesh([ps.pipeline_stages, ps.data_parallel, 1], ["pipe", "data", "model"])
+      : makeMesh([ps.data_parallel, ps.tensor_parallel], ["data", "model"]);
   const spec: GptShardingSpec = c.sharding_spec;
   return { task, model, mesh, spec, opt: makeOptimizer(c) };
 }
@@ -154,31 +177,70 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const t0 = performance.now(),
     cpu0 = process.cpuUsage();
   mkdirSync(opts.out, { recursive: true });
+  const ps = c.parallel_strategy;
+  const zero = ps.zero_stage as ZeroStage;
   const specs = gptParamSpecs(model, spec);
   let params = initGpt(model, c.run.seed);
-  let state = opt.init(params) as optim.OptState;
+  // ZeRO keeps its own state (stage 3: flat padded parameter shards); `params` is then refreshed when needed
+  let zs: ZeroState<LayeredGpt> | null = zero ? zeroShardState(toLayered(params), opt, mesh, { stage: zero }) : null;
+  let state = (zs ? zs.optState : opt.init(params)) as optim.OptState;
   let start = 0;
   let losses: number[] = [];
   if (opts.resume) {
-    const r = loadTrainState(opts.resume, params, state);
+    const r = loadTrainState(opts.resume, params, state, zero);
     if (r.step > c.run.steps)
       throw new Error(`train: the checkpoint in ${opts.resume} is at step ${r.step}, past run.steps (${c.run.steps})`);
     ({ params, optState: state, step: start, losses } = r);
     out.line(`resumed from ${opts.resume} at step ${start}`);
   }
-  // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards here)
-  params = placeOnMesh(params, specs, mesh);
-  const step = jit(makeGptTrainStep(model, opt, mesh, spec, { remat: c.run.remat }));
+  if (zs) {
+    if (opts.resume) {
+      const fresh = zeroShardState(toLayered(params), opt, mesh, { stage: zero });
+      // the loaded optimizer state goes back onto the stage's layout (per-parameter leaves split over data)
+      const [sl, sdef] = flatten(state);
+      const [specLs] = flatten(fresh.layout.optSpecs, (x) => x instanceof PartitionSpecImpl);
+      const optState = unflatten(
+        sdef,
+        sl.map((l, i) => devicePut(l as Array, NamedSharding(mesh, specLs[i] as PartitionSpec))),
+      ) as optim.OptState;
+      zs = { params: fresh.params, optState, layout: fresh.layout };
+    }
+  } else {
+    // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards)
+    params = placeOnMesh(params, specs, mesh);
+  }
+  const remat = c.run.remat;
+  const microbatches = ps.microbatches || ps.pipeline_stages;
+  const plainStep = zs
+    ? null
+    : jit(
+        ps.pipeline_stages > 1
+          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat })
+          : makeGptTrainStep(model, opt, mesh, spec, { remat }),
+      );
+  const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
+  /** The full parameters in the GPT's layout (ZeRO: gathered). */
+  const fullParams = (): GptParams => (zs ? fromLayered(zeroGatherParams(zs)) : params);
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
   const evaluate = (): number => {
-    const answers = greedyAnswers(task.layout, task.heldOut, (t) => predict(params, t));
+    const full = fullParams();
+    const answers = greedyAnswers(task.layout, task.heldOut, (t) => predict(full, t));
     return exactMatch(task.layout, task.heldOut, answers);
   };
-  const nParams = Object.values(flatSizes(params)).reduce((a, b) => a + b, 0);
+  const nParams = Object.values(flatSizes(fullParams())).reduce((a, b) => a + b, 0);
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
-      `mesh ${mesh.shape.data}x${mesh.shape.model} (data x model) on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
+      `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}` +
+      `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
+  const mib = (b: number) => (b / 2 ** 20).toFixed(2);
+  out.line(
+    `memory per device (MiB in use / peak): ${zeroMemoryReport(mesh)
+      .map((d) => `${d.device}: ${mib(d.bytesInUse)}/${mib(d.peakBytesInUse)}`)
+      .join(", ")}`,
+  );
+  // each device builds only its rows of the global batch; the next batch is built while a step runs
+  const batches = makeJobBatches(task, mesh, c.data.batch_size, start + 1);
   const tokensPerStep = c.data.batch_size * task.layout.seq;
   const evals: { step: number; accuracy: number }[] = [];
   const traceFrom = start + 2,
@@ -192,12 +254,16 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const logEvery = Math.max(1, Math.round(c.run.steps / 20));
   for (let i = start + 1; i <= end; i++) {
     if (tracing && i === traceFrom) profiler.startTrace(join(opts.out, "trace"));
-    const b = task.batch(task.trainProblems(i, c.data.batch_size));
+    const b = batches.next();
     let loss: Array;
     {
       using _ =
         tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
-      [loss, params, state] = step(params, state, b.tokens, b.targets, b.mask);
+      if (zs && zeroStep) {
+        [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
+        state = zs.optState;
+      } else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
+      if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);
     }
     if (tracing && i === traceTo) profiler.stopTrace();
@@ -220,14 +286,21 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       out.line(`step ${i}: held-out exact match ${(acc * 100).toFixed(1)}% (${task.heldOut.length} problems)`);
     }
     if (i % c.run.checkpoint_every === 0 || i === end) {
-      checkpoint = saveTrainState(opts.out, { params, optState: state, step: i, losses });
+      checkpoint = saveTrainState(opts.out, {
+        params: fullParams(),
+        optState: state,
+        step: i,
+        losses,
+        zeroStage: zero,
+      });
       tLast = performance.now(); // checkpoint time is not step time
     }
   }
   let finalAccuracy: number | null = null;
   if (end === c.run.steps) {
     const shown = task.heldOut.slice(0, c.run.predictions);
-    const answers = greedyAnswers(task.layout, shown, (t) => predict(params, t));
+    const full = fullParams();
+    const answers = greedyAnswers(task.layout, shown, (t) => predict(full, t));
     finalAccuracy = evaluate();
     evals.push({ step: end, accuracy: finalAccuracy });
     out.line(
@@ -242,7 +315,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   writeFileSync(
     join(opts.out, "loss.svg"),
     lossCurveSvg(losses, {
-      title: `jaxts train: ${c.data.digits}-digit addition, mesh ${mesh.shape.data}x${mesh.shape.model}`,
+      title: `jaxts train: ${c.data.digits}-digit addition, mesh ${meshText(mesh)}`,
       evals,
     }),
   );
@@ -256,8 +329,21 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   out.line(
     `done in ${fmtTime(seconds)} (${cpuSeconds.toFixed(0)} CPU-s): ${opts.out}/{checkpoint.safetensors, loss.svg, metrics.json${tracing && end >= traceTo ? ", trace/" : ""}}`,
   );
-  return { losses, evals, finalAccuracy, steps: end, seconds, cpuSeconds, checkpoint, out: opts.out, params };
+  return {
+    losses,
+    evals,
+    finalAccuracy,
+    steps: end,
+    seconds,
+    cpuSeconds,
+    checkpoint,
+    out: opts.out,
+    params: fullParams(),
+  };
 }
+
+/** The mesh as sizes and axis names, e.g. "2x2 (data x model)". */
+const meshText = (m: Mesh): string => `${m.axisNames.map((a) => m.shape[a]).join("x")} (${m.axisNames.join(" x ")})`;
 
 /** Element counts of a params tree's leaves, keyed by dotted path. */
 function flatSizes(p: unknown, prefix = ""): Record<string, number> {

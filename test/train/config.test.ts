@@ -35,6 +35,14 @@ test("configs/seed-8x8.yaml is the seed's hybrid example: 8 x 8 over 64 devices,
   assert.throws(() => validateConfig(c, { devices: 4 }), /= 64, but there are 4 devices/);
 });
 
+test("configs/zero3.yaml is ZeRO stage 3 on 4 devices (data_parallel 4) and validates there", () => {
+  const c = configFromText(readFileSync("configs/zero3.yaml", "utf8"));
+  assert.equal(c.parallel_strategy.zero_stage, 3);
+  assert.equal(c.parallel_strategy.data_parallel, 4);
+  assert.equal(c.parallel_strategy.tensor_parallel, 1);
+  validateConfig(c, { devices: 4 });
+});
+
 test("spec entries accept None, null and ~ (and JSON); omitted sections and keys take the defaults", () => {
   const y = configFromText(
     "sharding_spec:\n  embeddings: ['data', None]\n  attention: [~, 'model', null]\n  mlp: [None, model]\n",
@@ -135,16 +143,16 @@ const BAD: [string, Record<string, unknown>, number, RegExp][] = [
   ["an axis twice", { "sharding_spec.attention": ["data", "model", "data"] }, 4, /uses mesh axis 'data' twice/],
   ["zero_stage out of range", { "parallel_strategy.zero_stage": 4 }, 4, /zero_stage must be 0, 1, 2 or 3, got 4/],
   [
-    "zero_stage 3 in this build",
+    "zero_stage 3 with tensor parallelism",
     { "parallel_strategy.zero_stage": 3 },
     4,
-    /zero_stage 3 is not available in this build/,
+    /zero_stage 3 with tensor_parallel 2: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1/,
   ],
   [
-    "pipeline stages in this build",
+    "pipeline stages with tensor parallelism",
     { "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
     4,
-    /pipeline_stages 2 is not available in this build/,
+    /pipeline_stages 2 with tensor_parallel 2: pipeline x tensor parallelism is not implemented/,
   ],
   [
     "a string where a number belongs",

@@ -1,0 +1,139 @@
+/**
+ * @file The training job's parallel engines on the GPT: ZeRO stages 1-3 (the GPT as a layered loss over
+ * { outer, layers }), the GPipe pipeline of its blocks over a 'pipe' mesh axis, and sharded loading of its batches.
+ */
+import { type Array } from "../core/array.js";
+import * as jnp from "../numpy/index.js";
+import * as lax from "../lax/index.js";
+import * as optim from "../optim/index.js";
+import { checkpoint } from "../transforms/checkpoint.js";
+import { valueAndGrad } from "../transforms/api.js";
+import { flatten, unflatten } from "../core/tree.js";
+import type { Mesh } from "../parallel/mesh.js";
+import { P } from "../parallel/sharding.js";
+import {
+  type GptConfig,
+  type GptLayer,
+  type GptParams,
+  type GptStep,
+  type RematPolicy,
+  REMAT_POLICIES,
+  gptBlock,
+  gptEmbed,
+  gptLogits,
+  gptMaskedXent,
+} from "../models/gpt.js";
+import type { LayeredLoss, LayeredParams } from "../models/zero.js";
+import { makePipeline } from "../models/pipeline.js";
+import { type ShardedBatches, makeShardedBatches } from "../models/data-loader.js";
+import type { AdditionTask } from "./addition.js";
+
+/** The GPT's parameters outside the layer stack. */
+export type GptOuter = Pick<GptParams, "wte" | "wpe" | "lnfg" | "lnfb" | "head">;
+/** The GPT's parameters as ZeRO's layered loss takes them: the outer ones and one tree per layer. */
+export type LayeredGpt = LayeredParams<GptOuter, GptLayer>;
+/** One batch of the job: tokens, targets [b, s] int32 and the loss mask [b, s] float32. */
+export interface JobBatch extends Record<string, Array> {
+  tokens: Array;
+  targets: Array;
+  mask: Array;
+}
+
+/** GptParams (layers stacked on dim 0) as { outer, layers } with one tree per layer. */
+export function toLayered(p: GptParams): LayeredGpt {
+  const { blocks, ...rest } = p;
+  const outer: GptOuter = { wte: rest.wte, wpe: rest.wpe, lnfg: rest.lnfg, lnfb: rest.lnfb };
+  if (rest.head) outer.head = rest.head;
+  const L = blocks.ln1g.shape[0];
+  const [ls, def] = flatten(blocks);
+  const layers = [...globalThis.Array(L).keys()].map(
+    (i) =>
+      unflatten(
+        def,
+        (ls as Array[]).map((x) => jnp.squeeze(lax.sliceInDim(x, i, i + 1, 1, 0), 0)),
+      ) as GptLayer,
+  );
+  return { outer, layers };
+}
+
+/** The inverse of toLayered: the layers stacked back on dim 0. */
+export function fromLayered(l: LayeredGpt): GptParams {
+  const flats = l.layers.map((x) => flatten(x));
+  const def = flats[0][1];
+  const blocks = unflatten(
+    def,
+    flats[0][0].map((_, j) => jnp.stack(flats.map(([ls]) => ls[j] as Array))),
+  ) as GptParams["blocks"];
+  const p: GptParams = { wte: l.outer.wte, wpe: l.outer.wpe, blocks, lnfg: l.outer.lnfg, lnfb: l.outer.lnfb };
+  if (l.outer.head) p.head = l.outer.head;
+  return p;
+}
+
+/** The GPT loss as a LayeredLoss (ZeRO stage 3 gathers each layer's parameters just before the layer runs). */
+export function gptLayeredLoss(cfg: GptConfig): LayeredLoss<GptOuter, GptLayer, [Array, Array, Array]> {
+  return {
+    embed: (outer, tokens) => gptEmbed(cfg, outer, tokens),
+    layer: (p, h) => gptBlock(p, h),
+    head: (outer, h, _tokens, targets, mask) => gptMaskedXent(cfg, gptLogits(outer, h), targets, mask),
+  };
+}
+
+/**
+ * The GPT loss with its blocks run by the GPipe pipeline over the mesh's 'pipe' axis (the batch split over 'data',
+ * each pipeline running its share in `microbatches` microbatches); embeddings and head run outside the pipeline.
+ * Stage s holds layers s * L/S ... (s + 1) * L/S - 1 (the stacked blocks reshaped to [S, L/S, ...]).
+ */
+export function makeGptPipelineLoss(
+  cfg: GptConfig,
+  mesh: Mesh,
+  opts: { microbatches: number; remat?: RematPolicy },
+): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
+  const S = mesh.axisSize("pipe");
+  const policy = REMAT_POLICIES[opts.remat ?? "none"];
+  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h);
+  const one = policy === null ? body : checkpoint(body, { policy });
+  const stage = (p: GptLayer, h: Array): Array =>
+    lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
+  const run = makePipeline(stage, mesh, { pipeAxis: "pipe", microbatches: opts.microbatches, dataAxis: "data" });
+  return (params, tokens, targets, mask) => {
+    const [ls, def] = flatten(params.blocks);
+    const stacked = unflatten(
+      def,
+      (ls as Array[]).map((x) => jnp.reshape(x, [S, x.shape[0] / S, ...x.shape.slice(1)])),
+    ) as GptLayer;
+    const h = run(stacked, gptEmbed(cfg, params, tokens));
+    return gptMaskedXent(cfg, gptLogits(params, h), targets, mask);
+  };
+}
+
+/** A pipelined training step (value and gradient of the pipelined loss, then the optimizer update); jit it. */
+export function makeGptPipelineStep(
+  cfg: GptConfig,
+  opt: optim.GradientTransformation,
+  mesh: Mesh,
+  opts: { microbatches: number; remat?: RematPolicy },
+): GptStep {
+  const loss = makeGptPipelineLoss(cfg, mesh, opts);
+  return (params, state, tokens, targets, mask) => {
+    const [l, g] = valueAndGrad(loss)(params, tokens, targets, mask) as [Array, GptParams];
+    const [updates, next] = opt.update(g, state, params);
+    return [l, optim.applyUpdates(params, updates) as GptParams, next];
+  };
+}
+
+/**
+ * The job's batches, sharded over the mesh's 'data' axis: each block of rows is built only for the devices that hold
+ * it (from the step's problems, a pure function of seed and step); next() returns step firstStep, firstStep + 1, ...
+ */
+export function makeJobBatches(
+  task: AdditionTask,
+  mesh: Mesh,
+  batchSize: number,
+  firstStep: number,
+): ShardedBatches<JobBatch> {
+  return makeShardedBatches<JobBatch>(
+    (k, [a, b]) => task.batch(task.trainProblems(firstStep + k, batchSize).slice(a, b)),
+    mesh,
+    { globalBatch: batchSize, spec: P("data") },
+  );
+}

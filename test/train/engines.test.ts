@@ -1,0 +1,117 @@
+/**
+ * @file The training job's engines on a tiny config (4 CPU devices, device runtime): ZeRO stages 1-3 give the losses
+ * of stage 0, a 2-stage pipeline gives the unpipelined losses, the sharded batches equal the host-built ones, a
+ * checkpoint is refused across ZeRO stages and resumes within one, and bad combinations are refused by validation.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
+import { type TrainConfig, resolveConfig, validateConfig } from "../../src/train/config.js";
+import { makeJobBatches } from "../../src/train/engines.js";
+import { AdditionTask } from "../../src/train/addition.js";
+import { makeMesh } from "../../src/parallel/mesh.js";
+
+prepareDevices(4);
+
+const lines: string[] = [];
+const quiet: JobOutput = { line: (s) => lines.push(s), bar: null };
+const tmp = mkdtempSync(join(tmpdir(), "jaxts-engines-"));
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+let runs = 0;
+
+/** A tiny job without gradient clipping (ZeRO stages 1-3 update slices: clipByGlobalNorm needs the zerofix work). */
+function tiny(ps: Partial<TrainConfig["parallel_strategy"]>, steps: number, layers = 1): TrainConfig {
+  return resolveConfig({
+    parallel_strategy: { tensor_parallel: 1, ...ps },
+    sharding_spec: { embeddings: [null, null], attention: [null, null, null], mlp: [null, null] },
+    model: { d_model: 16, heads: 2, layers, ff: 32 },
+    optimizer: { lr: 1e-2, warmup: 2, clip: 0 },
+    data: { digits: 2, batch_size: 8, held_out: 16 },
+    run: { steps, eval_every: 1000, checkpoint_every: 1000, trace_steps: 0, predictions: 0 },
+  });
+}
+function run(c: TrainConfig, opts: { resume?: string; stopAfter?: number; out?: string } = {}) {
+  const ps = c.parallel_strategy;
+  const out = opts.out ?? join(tmp, `run${runs++}`);
+  return runJob(c, setupJob(c, ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages), {
+    out,
+    output: quiet,
+    ...opts,
+  });
+}
+const relErr = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
+
+test("ZeRO stages 1-3 on 4 devices give the losses of stage 0 (rtol 1e-5), and the memory report is printed", () => {
+  const ref = run(tiny({ data_parallel: 4 }, 4));
+  assert.equal(ref.losses.length, 4);
+  for (const stage of [1, 2, 3]) {
+    lines.length = 0;
+    const z = run(tiny({ data_parallel: 4, zero_stage: stage }, 4));
+    const err = relErr(z.losses, ref.losses);
+    assert.ok(err < 1e-5, `stage ${stage}: max relative difference ${err} (${z.losses} vs ${ref.losses})`);
+    assert.ok(lines.some((l) => l.includes(`ZeRO stage ${stage}`)));
+    const mem = lines.find((l) => l.startsWith("memory per device"));
+    assert.ok(mem && mem.split(", ").length === 4, String(mem));
+    assert.equal(z.params.blocks.wq.shape.join(), ref.params.blocks.wq.shape.join());
+  }
+});
+
+test("a ZeRO-3 run resumes with the same losses; a checkpoint is refused across ZeRO stages", () => {
+  const full = run(tiny({ data_parallel: 4, zero_stage: 3 }, 4));
+  const dir = join(tmp, "zero-interrupted");
+  run(tiny({ data_parallel: 4, zero_stage: 3 }, 4), { out: dir, stopAfter: 2 });
+  const rest = run(tiny({ data_parallel: 4, zero_stage: 3 }, 4), { resume: dir });
+  assert.ok(relErr(rest.losses, full.losses) < 1e-6, `${rest.losses} vs ${full.losses}`);
+  assert.throws(
+    () => run(tiny({ data_parallel: 4, zero_stage: 0 }, 4), { resume: dir }),
+    /written with parallel_strategy\.zero_stage 3 and this run has zero_stage 0.*resume with zero_stage: 3/,
+  );
+});
+
+test("2 pipeline stages x 2 data shards give the unpipelined losses (1e-4)", () => {
+  const ref = run(tiny({ data_parallel: 2 }, 3, 2));
+  const pipe = run(tiny({ data_parallel: 2, pipeline_stages: 2, microbatches: 2 }, 3, 2));
+  assert.equal(pipe.losses.length, 3);
+  const err = relErr(pipe.losses, ref.losses);
+  assert.ok(err < 1e-4, `max relative difference ${err} (${pipe.losses} vs ${ref.losses})`);
+});
+
+test("the job's sharded batches equal the host-built ones, prefetched or not", () => {
+  const task = new AdditionTask(2, 0, 16);
+  const mesh = makeMesh([2, 2], ["data", "model"]);
+  const batches = makeJobBatches(task, mesh, 8, 5);
+  for (let step = 5; step < 8; step++) {
+    if (step === 6) batches.prefetch();
+    const got = batches.next(),
+      want = task.batch(task.trainProblems(step, 8));
+    for (const k of ["tokens", "targets", "mask"] as const) {
+      assert.deepEqual(got[k].tolist(), want[k].tolist(), `step ${step} ${k}`);
+      assert.match(String(got[k].sharding), /data/);
+    }
+  }
+});
+
+test("bad combinations are refused with the keys and the fix", () => {
+  const bad = (ps: Partial<TrainConfig["parallel_strategy"]>, re: RegExp, layers = 2) => {
+    const c = tiny(ps, 1, layers);
+    const p = c.parallel_strategy;
+    assert.throws(() => validateConfig(c, { devices: p.data_parallel * p.tensor_parallel * p.pipeline_stages }), re);
+  };
+  bad(
+    { data_parallel: 2, tensor_parallel: 2, zero_stage: 1 },
+    /zero_stage 1 with tensor_parallel 2.*use tensor_parallel: 1/,
+  );
+  bad(
+    { data_parallel: 2, pipeline_stages: 2, zero_stage: 2 },
+    /zero_stage 2 with pipeline_stages 2.*pipeline_stages: 1/,
+  );
+  bad({ pipeline_stages: 2, tensor_parallel: 2 }, /pipeline_stages 2 with tensor_parallel 2/);
+  bad({ pipeline_stages: 2 }, /model\.layers \(3\) must be divisible by parallel_strategy\.pipeline_stages \(2\)/, 3);
+  bad({ pipeline_stages: 2, microbatches: 3 }, /divisible by the 3 pipeline microbatches/);
+  const c = tiny({ data_parallel: 4, zero_stage: 3 }, 1);
+  c.sharding_spec.embeddings = ["data", null];
+  assert.throws(() => validateConfig(c, { devices: 4 }), /sharding_spec\.embeddings.*ZeRO engine; use None/);
+});
