@@ -11,7 +11,7 @@ import { lowerFun } from "../compiler/context.js";
 import { joinLanes, lanes } from "../compiler/lower-complex.js";
 import { cast, filled } from "../compiler/lower-util.js";
 import * as ops from "./bind-ops.js";
-import { complexOf, imag, real } from "./complex.js";
+import { SEPARABLE, complexOf, imag, real } from "./complex.js";
 
 type Rule = NonNullable<PrimitiveRules["lower"]>;
 const partAval = (a: ShapedArray): ShapedArray => (isComplex(a.dtype) ? a.update({ dtype: realDType(a.dtype) }) : a);
@@ -47,24 +47,9 @@ function separable(name: string): Rule {
     return outAvals.map((o, k) => (isComplex(o.dtype) ? joinLanes(ctx, re[k], im[k], o.ndim) : re[k]));
   };
 }
-const SEPARABLE = [
-  "broadcast_in_dim",
-  "reshape",
-  "transpose",
-  "squeeze",
-  "rev",
-  "pad",
-  "concatenate",
-  "slice",
-  "select_n",
-  "copy",
-  "gather",
-  "dynamic_slice",
-  "dynamic_update_slice",
-  "reduce_sum",
-  "cumsum",
-];
-for (const n of SEPARABLE) setRule(n, separable(n));
+// the primitives complex.ts runs plane by plane lower the same way, lane by lane (scatter stays a host step)
+const LOWERED_SEPARABLE = SEPARABLE.filter((n) => !["scatter", "add", "sub", "neg"].includes(n));
+for (const n of LOWERED_SEPARABLE) setRule(n, separable(n));
 // add, sub, neg act on both lanes at once: one node on the [..., 2] tensors (a rank-0 operand [2] broadcasts)
 setRule("add", (ctx, [x, y]) => [ctx.op("Add", [x, y])]);
 setRule("sub", (ctx, [x, y]) => [ctx.op("Sub", [x, y])]);

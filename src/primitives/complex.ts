@@ -178,7 +178,7 @@ function extend(
  * Primitives that act on the real and imaginary planes independently (structural moves, sums): a complex
  * operand's planes go through the real rule one after the other; integer/bool operands (indices, predicates) are shared.
  */
-const SEPARABLE = [
+export const SEPARABLE = [
   "broadcast_in_dim",
   "reshape",
   "transpose",
