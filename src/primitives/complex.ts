@@ -445,6 +445,8 @@ const PASS = new Set([
   "dot_general",
   "fft",
   "eig",
+  "lu",
+  "triangular_solve",
 ]);
 /**
  * Every other primitive refuses complex operands with a clear error (instead of reading interleaved storage as reals).
