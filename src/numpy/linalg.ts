@@ -104,7 +104,7 @@ function matrixArg(fn: string, a: AL, square: boolean, complex?: boolean): Array
   const a0 = arr(fn, a);
   if (complex === false && isComplex(a0.dtype))
     throw new TypeError(
-      `${fn}: complex matrices are not supported yet, got ${a0.dtype}${shapeStr(a0.shape)} (solve, inv, det and slogdet accept them)`,
+      `${fn}: complex matrices are not supported yet, got ${a0.dtype}${shapeStr(a0.shape)} (solve, inv, det, slogdet and cholesky accept them)`,
     );
   let x = (complex ? promoteKeepComplex(fn, [a0]) : promoteInexact(fn, [a0]))[0];
   if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
@@ -146,10 +146,12 @@ function pivotSign(piv: Array, dtype: DType): Array {
 export function cholesky(a: AL, opts: { upper?: boolean; symmetrizeInput?: boolean } = {}): Array {
   checkArity("linalg.cholesky", arguments, 2, "linalg.cholesky(a, { upper, symmetrizeInput })");
   checkOptions("linalg.cholesky", opts, ["upper", "symmetrizeInput"], "linalg.cholesky(a, { upper, symmetrizeInput })");
-  let x = matrixArg("linalg.cholesky", a, true, false);
-  if (opts.symmetrizeInput ?? true) x = sym(x);
+  let x = matrixArg("linalg.cholesky", a, true, true);
+  const c = isComplex(x.dtype);
+  // complex: Hermitian part (x + x^H) / 2, and upper U = L^H
+  if (opts.symmetrizeInput ?? true) x = c ? ops.mul(ops.add(x, ops.conj(P.mT(x))), ops.scalarLike(x, 0.5)) : sym(x);
   const L = P.cholesky(x);
-  return opts.upper ? P.mT(L) : L;
+  return opts.upper ? (c ? ops.conj(P.mT(L)) : P.mT(L)) : L;
 }
 /** jnp.linalg.qr(a, mode="reduced"): QRResult {Q, R}; mode "complete" gives square Q; mode "r" returns R alone. */
 export function qr(a: AL, ...args: unknown[]): QRResult | Array {

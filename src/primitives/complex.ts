@@ -447,6 +447,7 @@ const PASS = new Set([
   "eig",
   "lu",
   "triangular_solve",
+  "cholesky",
 ]);
 /**
  * Every other primitive refuses complex operands with a clear error (instead of reading interleaved storage as reals).

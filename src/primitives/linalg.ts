@@ -9,7 +9,7 @@ import { type BDim, type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../
 import { prod, shapeStr } from "../core/shape.js";
 import { bind } from "../core/trace.js";
 import * as K from "../backends/interpreter/linalg-kernels.js";
-import { complexLu, complexTriangularSolve } from "../backends/interpreter/complex-linalg-kernels.js";
+import { complexCholesky, complexLu, complexTriangularSolve } from "../backends/interpreter/complex-linalg-kernels.js";
 import { isComplex } from "../core/dtype.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
@@ -68,7 +68,7 @@ const addZ = (a: Array | null, b: Array): Array => (a === null ? b : ops.add(a, 
 function checkFloatMatrix(name: string, a: ShapedArray, square: boolean, complexOk = false): void {
   if (a.dtype !== "float32" && a.dtype !== "float64" && !(complexOk && isComplex(a.dtype)))
     throw new TypeError(
-      `${name}: only float32 and float64${complexOk ? ", complex64 and complex128" : ""} operands are supported, got ${a.str()} (convert first)`,
+      `${name}: only float32 and float64 operands are supported, got ${a.str()} (convert first${complexOk ? "; complex64 and complex128 are accepted too" : ""})`,
     );
   if (a.ndim < 2)
     throw new TypeError(`${name}: operand must have at least 2 dimensions (a batch of matrices), got ${a.str()}`);
@@ -96,19 +96,21 @@ function vmapUnary<P extends Record<string, unknown>>(p: () => Primitive<P>) {
 // ---------------------------------------------------------------- cholesky (reads the lower triangle)
 export const choleskyP: Primitive = new Primitive("cholesky", {
   abstractEval([a]) {
-    checkFloatMatrix("cholesky", a, true);
+    checkFloatMatrix("cholesky", a, true, true);
     return [a.strongly()];
   },
   impl([a], _p, [out]) {
     const { batch, n } = mats(a.aval);
+    if (isComplex(a.dtype)) return [fromInterleaved(out, complexCholesky(nums(a), batch, n))];
     return [fromNums(out, K.cholesky(nums(a), batch, n, { symmetrizeInput: false }))];
   },
   jvp([a], [t]) {
     const L = cholesky(a);
     if (t instanceof Zero) return [[L], [new Zero(L.aval)]];
-    // sigma = sym(dA); tmp = L^-1 sigma L^-T; dL = L phi(tmp) with phi = lower triangle, diagonal halved
-    const sigma = ops.mul(ops.add(t, mT(t)), scal(t, 0.5));
-    const right = triangularSolve(L, sigma, { leftSide: false, lower: true, transposeA: true });
+    // sigma = herm(dA); tmp = L^-1 sigma L^-H; dL = L phi(tmp) with phi = lower triangle, diagonal halved
+    const c = isComplex(t.dtype);
+    const sigma = ops.mul(ops.add(t, c ? ops.conj(mT(t)) : mT(t)), scal(t, 0.5));
+    const right = triangularSolve(L, sigma, { leftSide: false, lower: true, transposeA: true, conjugateA: c });
     const tmp = triangularSolve(L, right, { leftSide: true, lower: true });
     const phi = ops.sub(triPart(tmp, true, 0), ops.mul(ops.mul(tmp, eyeLike(tmp.shape, tmp.dtype)), scal(tmp, 0.5)));
     return [[L], [mm(L, phi)]];

@@ -118,7 +118,6 @@ test("complex linalg: errors name the function and shape; decompositions without
       /linalg\.solve: .*b\.shape\[0\] to equal 2/,
     );
     for (const [name, f] of [
-      ["cholesky", () => np.linalg.cholesky(sq)],
       ["qr", () => np.linalg.qr(sq)],
       ["svd", () => np.linalg.svd(sq)],
       ["eigh", () => np.linalg.eigh(sq)],
@@ -128,4 +127,30 @@ test("complex linalg: errors name the function and shape; decompositions without
         f,
         new RegExp(`linalg\\.${name}: complex matrices are not supported yet, got complex128\\(2, 2\\)`),
       );
+  }));
+
+const chol = loadFixture<{ cholesky: { name: string; a: CFix; L: CFix }[] }>("complex-linalg.json").cholesky;
+for (const c of chol)
+  test(`complex cholesky ${c.name}: L and upper U = L^H match NumPy; complex64 and jit agree`, () =>
+    withX64(() => {
+      const a = decodeC(c.a);
+      const L = np.linalg.cholesky(a);
+      assertCloseC(L, c.L, { ...tol, msg: "L" });
+      const Lt = decodeC(c.L);
+      assertCloseC(np.linalg.cholesky(a, { upper: true }), np.conj(np.swapaxes(Lt, -1, -2)), { ...tol, msg: "U" });
+      assertCloseC(jit((x: Array) => np.linalg.cholesky(x))(a), c.L, { ...tol, msg: "jit" });
+      const L32 = np.linalg.cholesky(np.astype(a, "complex64"));
+      assert.equal(L32.dtype, "complex64");
+      assertCloseC(np.astype(L32, "complex128"), c.L, { rtol: 1e-4, atol: 1e-5, msg: "complex64" });
+    }));
+
+test("complex cholesky: vmap equals the batched call; a non-positive-definite matrix gives NaN; grad by finite differences", () =>
+  withX64(() => {
+    const c = chol.find((k) => k.name === "batch")!;
+    assertCloseC(vmap((x: Array) => np.linalg.cholesky(x))(decodeC(c.a)), c.L, { ...tol, msg: "vmap" });
+    const [re] = partsOfArray(np.linalg.cholesky(cx([1, 0, 0, -1], [0, 0, 0, 0], [2, 2])));
+    assert.ok(re.every(Number.isNaN), `non-PD: ${re}`);
+    const a = decodeC(chol.find((k) => k.name === "3")!.a);
+    checkGradFd((z) => np.sum(abs2(np.linalg.cholesky(z))), a, "sum |L|^2 wrt A");
+    checkGradFd((z) => np.sum(np.imag(np.linalg.cholesky(z))), a, "sum Im L wrt A");
   }));

@@ -151,3 +151,46 @@ export function complexTriangularSolve(
   }
   return x;
 }
+
+/** Lower L with A = L L^H from A's lower triangle (Hermitian positive definite); a failing matrix becomes NaN. */
+export function complexCholesky(a: Float64Array, batch: number, n: number): Float64Array {
+  if (a.length !== 2 * batch * n * n)
+    throw new Error(
+      `complexCholesky: expected ${2 * batch * n * n} values for ${batch} x ${n} x ${n}, got ${a.length}`,
+    );
+  const out = new Float64Array(a.length);
+  const nn = 2 * n * n;
+  for (let bi = 0; bi < batch; bi++) {
+    const o = bi * nn;
+    const at = (i: number, j: number): number => o + 2 * (i * n + j);
+    let ok = true;
+    for (let j = 0; j < n && ok; j++) {
+      // L_jj = sqrt(Re A_jj - sum_k |L_jk|^2)  (real)
+      let d = a[at(j, j)];
+      for (let k = 0; k < j; k++) d -= out[at(j, k)] ** 2 + out[at(j, k) + 1] ** 2;
+      if (!(d > 0)) {
+        ok = false;
+        break;
+      }
+      const ljj = Math.sqrt(d);
+      out[at(j, j)] = ljj;
+      // L_ij = (A_ij - sum_k L_ik conj(L_jk)) / L_jj
+      for (let i = j + 1; i < n; i++) {
+        let sr = a[at(i, j)],
+          si = a[at(i, j) + 1];
+        for (let k = 0; k < j; k++) {
+          const pr = out[at(i, k)],
+            pi = out[at(i, k) + 1],
+            qr = out[at(j, k)],
+            qi = out[at(j, k) + 1];
+          sr -= pr * qr + pi * qi;
+          si -= pi * qr - pr * qi;
+        }
+        out[at(i, j)] = sr / ljj;
+        out[at(i, j) + 1] = si / ljj;
+      }
+    }
+    if (!ok) out.fill(NaN, o, o + nn);
+  }
+  return out;
+}
