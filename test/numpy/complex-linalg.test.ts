@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
 import { config } from "../../src/core/config.js";
+import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
@@ -153,4 +154,27 @@ test("complex cholesky: vmap equals the batched call; a non-positive-definite ma
     const a = decodeC(chol.find((k) => k.name === "3")!.a);
     checkGradFd((z) => np.sum(abs2(np.linalg.cholesky(z))), a, "sum |L|^2 wrt A");
     checkGradFd((z) => np.sum(np.imag(np.linalg.cholesky(z))), a, "sum Im L wrt A");
+  }));
+
+test("complex lax.linalg: cholesky symmetrizes with the Hermitian part; triangular_solve honours conjugateA and transposeA", () =>
+  withX64(() => {
+    const c = chol.find((k) => k.name === "3")!;
+    const a = decodeC(c.a);
+    // only the lower triangle is meaningful after symmetrization of a Hermitian input; the upper is conj-mirrored
+    assertCloseC(lax.linalg.cholesky(a), c.L, { ...tol, msg: "lax cholesky" });
+    const L = decodeC(c.L),
+      b = decodeC(fx.cases.find((k) => k.name === "random/3")!.b);
+    const LH = np.conj(np.swapaxes(L, -1, -2));
+    for (const [opts, op] of [
+      [{ leftSide: true, lower: true }, L],
+      [{ leftSide: true, lower: true, transposeA: true }, np.swapaxes(L, -1, -2)],
+      [{ leftSide: true, lower: true, conjugateA: true }, np.conj(L)],
+      [{ leftSide: true, lower: true, transposeA: true, conjugateA: true }, LH],
+    ] as const) {
+      const x = lax.linalg.triangularSolve(L, b, opts);
+      assertCloseC(np.matmul(op, x), b, { ...tol, msg: `op(L) x = b with ${JSON.stringify(opts)}` });
+    }
+    const bt = np.swapaxes(b, -1, -2);
+    const xr = lax.linalg.triangularSolve(L, bt, { leftSide: false, lower: true, transposeA: true, conjugateA: true });
+    assertCloseC(np.matmul(xr, LH), bt, { ...tol, msg: "x L^H = b" });
   }));
