@@ -310,7 +310,10 @@ export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}):
   const tsForms = "linalg.triangularSolve(a, b, { leftSide, lower, transposeA, conjugateA, unitDiagonal })";
   checkArity("triangularSolve", arguments, 3, tsForms);
   checkOptions("triangularSolve", opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"], tsForms);
-  const [x, y] = promoteInexact("triangularSolve", [matrixArg("triangularSolve", a, true), arr("triangularSolve", b)]);
+  const [x, y] = promoteKeepComplex("triangularSolve", [
+    matrixArg("triangularSolve", a, true, true),
+    arr("triangularSolve", b),
+  ]);
   const batch = broadcastShape([x.shape.slice(0, -2), y.shape.slice(0, -2)], "triangularSolve");
   if (y.ndim < 2) throw new Error(`triangularSolve: b must be a (batch of) matrix, got shape ${shapeStr(y.shape)}`);
   const k = x.shape[x.ndim - 1];

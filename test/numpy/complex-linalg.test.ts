@@ -173,6 +173,10 @@ test("complex lax.linalg: cholesky symmetrizes with the Hermitian part; triangul
     ] as const) {
       const x = lax.linalg.triangularSolve(L, b, opts);
       assertCloseC(np.matmul(op, x), b, { ...tol, msg: `op(L) x = b with ${JSON.stringify(opts)}` });
+      assertCloseC(np.linalg.triangularSolve(L, b, opts), x, {
+        ...tol,
+        msg: `jnp.linalg.triangularSolve ${JSON.stringify(opts)}`,
+      });
     }
     const bt = np.swapaxes(b, -1, -2);
     const xr = lax.linalg.triangularSolve(L, bt, { leftSide: false, lower: true, transposeA: true, conjugateA: true });
