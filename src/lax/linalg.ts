@@ -1,10 +1,10 @@
 /** @file jax.lax.linalg: the linear-algebra primitives' wrappers. */
 import type { Array } from "../core/array.js";
-import { isFloat } from "../core/dtype.js";
+import { isComplex, isFloat } from "../core/dtype.js";
 import * as P from "../primitives/linalg.js";
 import { eig as eigPrim } from "../primitives/eig.js";
 import { checkArity, checkOptions } from "../core/check-args.js";
-import { add, mul, full, transpose } from "../primitives/ops.js";
+import { add, conj, mul, full, transpose } from "../primitives/ops.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
 
 const swapLast = (x: Array): Array =>
@@ -12,8 +12,9 @@ const swapLast = (x: Array): Array =>
     x,
     [...x.shape.keys()].map((i) => (i === x.ndim - 2 ? x.ndim - 1 : i === x.ndim - 1 ? x.ndim - 2 : i)),
   );
-/** (x + x^T) / 2 over the last two axes: JAX's symmetrize_input. */
-const symmetrize = (x: Array): Array => mul(add(x, swapLast(x)), full([], 0.5, x.dtype));
+/** (x + x^H) / 2 over the last two axes (x^T for real x): JAX's symmetrize_input. */
+const symmetrize = (x: Array): Array =>
+  mul(add(x, isComplex(x.dtype) ? conj(swapLast(x)) : swapLast(x)), full([], 0.5, x.dtype));
 /** Checks a keyword-only options object (JAX's `*` parameters) after the operands. */
 function kwOnly(fn: string, args: IArguments, nPos: number, opts: unknown, keys: readonly string[]): void {
   const forms = `${fn}(${nPos === 1 ? "x" : "a, b"}${keys.length ? `, { ${keys.join(", ")} }` : ""})`;

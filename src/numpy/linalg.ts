@@ -1,7 +1,7 @@
 /** @file jnp.linalg: norm, inv, solve, det, slogdet, cholesky, qr, svd, eigh, eigvalsh, pinv, matrixRank, lstsq, matrixPower, cond, multiDot, .... */
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
-import { type DType, finfo } from "../core/dtype.js";
+import { type DType, finfo, isComplex, realDType } from "../core/dtype.js";
 import { registerNode } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import * as P from "../primitives/linalg.js";
@@ -91,9 +91,22 @@ registerNode(EighResult, {
 });
 
 // ---------------------------------------------------------------- helpers
-/** An inexact (float32/float64) batch of matrices; names fn and the expected layout on error. */
-function matrixArg(fn: string, a: AL, square: boolean): Array {
-  let x = promoteInexact(fn, [arr(fn, a)])[0];
+/** Promotes to a common inexact dtype, keeping complex operands complex (promoteInexact maps them to float). */
+function promoteKeepComplex(fn: string, xs: Array[]): Array[] {
+  const ys = promoteAll(fn, xs);
+  return ys.length && isComplex(ys[0].dtype) ? ys : promoteInexact(fn, ys);
+}
+/**
+ * An inexact (float32/float64) batch of matrices; names fn and the expected layout on error. complex: true keeps a
+ * complex operand, false refuses it (no complex rule yet), undefined keeps the older promotion.
+ */
+function matrixArg(fn: string, a: AL, square: boolean, complex?: boolean): Array {
+  const a0 = arr(fn, a);
+  if (complex === false && isComplex(a0.dtype))
+    throw new TypeError(
+      `${fn}: complex matrices are not supported yet, got ${a0.dtype}${shapeStr(a0.shape)} (solve, inv, det, slogdet and cholesky accept them)`,
+    );
+  let x = (complex ? promoteKeepComplex(fn, [a0]) : promoteInexact(fn, [a0]))[0];
   if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
   if (x.weakType) x = ops.convert(x, x.dtype);
   if (x.ndim < 2)
@@ -133,15 +146,17 @@ function pivotSign(piv: Array, dtype: DType): Array {
 export function cholesky(a: AL, opts: { upper?: boolean; symmetrizeInput?: boolean } = {}): Array {
   checkArity("linalg.cholesky", arguments, 2, "linalg.cholesky(a, { upper, symmetrizeInput })");
   checkOptions("linalg.cholesky", opts, ["upper", "symmetrizeInput"], "linalg.cholesky(a, { upper, symmetrizeInput })");
-  let x = matrixArg("linalg.cholesky", a, true);
-  if (opts.symmetrizeInput ?? true) x = sym(x);
+  let x = matrixArg("linalg.cholesky", a, true, true);
+  const c = isComplex(x.dtype);
+  // complex: Hermitian part (x + x^H) / 2, and upper U = L^H
+  if (opts.symmetrizeInput ?? true) x = c ? ops.mul(ops.add(x, ops.conj(P.mT(x))), ops.scalarLike(x, 0.5)) : sym(x);
   const L = P.cholesky(x);
-  return opts.upper ? P.mT(L) : L;
+  return opts.upper ? (c ? ops.conj(P.mT(L)) : P.mT(L)) : L;
 }
 /** jnp.linalg.qr(a, mode="reduced"): QRResult {Q, R}; mode "complete" gives square Q; mode "r" returns R alone. */
 export function qr(a: AL, ...args: unknown[]): QRResult | Array {
   const { mode } = parseArgs<{ mode: "reduced" | "complete" | "r" | "raw" }>("linalg.qr", args, ["mode"]);
-  const x = matrixArg("linalg.qr", a, false);
+  const x = matrixArg("linalg.qr", a, false, false);
   const m = mode ?? "reduced";
   if (m !== "reduced" && m !== "complete" && m !== "r")
     throw new Error(`linalg.qr: unsupported mode ${JSON.stringify(m)}; expected "reduced", "complete" or "r"`);
@@ -158,20 +173,20 @@ export function svd(a: AL, ...args: unknown[]): SVDResult | Array {
   );
   if (o.subsetByIndex !== undefined && o.subsetByIndex !== null)
     throw new Error("linalg.svd: subsetByIndex is not supported");
-  const x = matrixArg("linalg.svd", a, false);
+  const x = matrixArg("linalg.svd", a, false, false);
   const computeUv = o.computeUv ?? true;
   const outs = P.svd(x, o.fullMatrices ?? true, computeUv);
   return computeUv ? new SVDResult(outs[1], outs[0], outs[2]) : outs[0];
 }
 /** jnp.linalg.svdvals(x): singular values, descending. */
-export const svdvals = (x: AL): Array => P.svd(matrixArg("linalg.svdvals", x, false), false, false)[0];
+export const svdvals = (x: AL): Array => P.svd(matrixArg("linalg.svdvals", x, false, false), false, false)[0];
 /** jnp.linalg.eigh(a, UPLO="L", {symmetrizeInput=true}): EighResult {eigenvalues (ascending), eigenvectors (columns)}. */
 export function eigh(a: AL, ...args: unknown[]): EighResult {
   const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigh", args, [
     "UPLO",
     "symmetrizeInput",
   ]);
-  let x = matrixArg("linalg.eigh", a, true);
+  let x = matrixArg("linalg.eigh", a, true, false);
   const uplo = o.UPLO ?? "L";
   if (uplo !== "L" && uplo !== "U")
     throw new Error(`linalg.eigh: UPLO must be "L" or "U", got ${JSON.stringify(uplo)}`);
@@ -200,11 +215,11 @@ registerNode(EigResult, {
  * eigenvalues are differentiable, as in JAX.
  */
 export function eig(a: AL): EigResult {
-  const [w, v] = ops.eig(matrixArg("linalg.eig", a, true), true);
+  const [w, v] = ops.eig(matrixArg("linalg.eig", a, true, false), true);
   return new EigResult(w, v);
 }
 /** jnp.linalg.eigvals(a): the eigenvalues of a general real square matrix (complex; differentiable). */
-export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true), false)[0];
+export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true, false), false)[0];
 /** jnp.linalg.eigvalsh(a, UPLO="L"): eigenvalues of a symmetric matrix, ascending. */
 export function eigvalsh(a: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigvalsh", args, [
@@ -217,9 +232,9 @@ export function eigvalsh(a: AL, ...args: unknown[]): Array {
 // ---------------------------------------------------------------- solves and determinants
 /** jnp.linalg.solve(a, b): x with a @ x = b; b is a vector [n] when 1-D, else a (batch of) matrix [..., n, k]. */
 export function solve(a: AL, b: AL): Array {
-  const x = matrixArg("linalg.solve", a, true);
-  let y = promoteInexact("linalg.solve", [arr("linalg.solve", b)])[0];
-  const [xx, yy] = promoteInexact("linalg.solve", [x, y]);
+  const x = matrixArg("linalg.solve", a, true, true);
+  let y = promoteKeepComplex("linalg.solve", [arr("linalg.solve", b)])[0];
+  const [xx, yy] = promoteKeepComplex("linalg.solve", [x, y]);
   y = ops.convert(yy, xx.dtype);
   const n = xx.shape[xx.ndim - 1];
   const vec = y.ndim === 1;
@@ -237,31 +252,39 @@ export function solve(a: AL, b: AL): Array {
   const r = luSolve(lu, perm, bb);
   return vec ? ops.reshape(r, [...batch, n]) : r;
 }
+/** Product over the last axis; complex operands (reduce_prod has no complex rule) multiply the slices in turn. */
+function prodLast(d: Array): Array {
+  const last = d.ndim - 1;
+  if (!isComplex(d.dtype)) return ops.reduceProd(d, [last]);
+  let r = ops.squeeze(ops.sliceInDim(d, 0, 1, 1, last), [last]);
+  for (let j = 1; j < d.shape[last]; j++) r = ops.mul(r, ops.squeeze(ops.sliceInDim(d, j, j + 1, 1, last), [last]));
+  return r;
+}
 /** jnp.linalg.inv(a). */
 export function inv(a: AL): Array {
-  const x = matrixArg("linalg.inv", a, true);
+  const x = matrixArg("linalg.inv", a, true, true);
   return solve(x, bcast(P.eyeLike(x.shape, x.dtype), x.shape));
 }
 /** jnp.linalg.det(a). */
 export function det(a: AL): Array {
-  const x = matrixArg("linalg.det", a, true);
+  const x = matrixArg("linalg.det", a, true, true);
   if (x.shape[x.ndim - 1] === 0) return ops.full(x.shape.slice(0, -2), 1, x.dtype);
   const [lu, piv] = P.lu(x);
   const d = P.diagPart(lu);
-  return ops.mul(pivotSign(piv, x.dtype), ops.reduceProd(d, [d.ndim - 1]));
+  return ops.mul(pivotSign(piv, x.dtype), prodLast(d));
 }
 /** jnp.linalg.slogdet(a): SlogdetResult {sign, logabsdet} (also iterable as [sign, logabsdet]). */
 export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {
   const { method } = parseArgs<{ method: string | null }>("linalg.slogdet", args, ["method"]);
   if (method !== undefined && method !== null && method !== "lu")
     throw new Error(`linalg.slogdet: unsupported method ${JSON.stringify(method)} (only "lu")`);
-  const x = matrixArg("linalg.slogdet", a, true);
+  const x = matrixArg("linalg.slogdet", a, true, true);
   const B = x.shape.slice(0, -2);
-  if (x.shape[x.ndim - 1] === 0) return new SlogdetResult(ops.full(B, 1, x.dtype), ops.full(B, 0, x.dtype));
+  if (x.shape[x.ndim - 1] === 0) return new SlogdetResult(ops.full(B, 1, x.dtype), ops.full(B, 0, realDType(x.dtype)));
   const [lu, piv] = P.lu(x);
   const d = P.diagPart(lu);
   const last = d.ndim - 1;
-  const sign = ops.mul(pivotSign(piv, x.dtype), ops.reduceProd(ops.sign(d), [last]));
+  const sign = ops.mul(pivotSign(piv, x.dtype), prodLast(ops.sign(d)));
   const logabsdet = ops.reduceSum(ops.log(ops.abs(d)), [last]);
   return new SlogdetResult(sign, logabsdet);
 }
@@ -287,7 +310,10 @@ export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}):
   const tsForms = "linalg.triangularSolve(a, b, { leftSide, lower, transposeA, conjugateA, unitDiagonal })";
   checkArity("triangularSolve", arguments, 3, tsForms);
   checkOptions("triangularSolve", opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"], tsForms);
-  const [x, y] = promoteInexact("triangularSolve", [matrixArg("triangularSolve", a, true), arr("triangularSolve", b)]);
+  const [x, y] = promoteKeepComplex("triangularSolve", [
+    matrixArg("triangularSolve", a, true, true),
+    arr("triangularSolve", b),
+  ]);
   const batch = broadcastShape([x.shape.slice(0, -2), y.shape.slice(0, -2)], "triangularSolve");
   if (y.ndim < 2) throw new Error(`triangularSolve: b must be a (batch of) matrix, got shape ${shapeStr(y.shape)}`);
   const k = x.shape[x.ndim - 1];
@@ -308,7 +334,7 @@ export function pinv(a: AL, ...args: unknown[]): Array {
     ["rtol", "hermitian"],
     ["rcond"],
   );
-  const x = matrixArg("linalg.pinv", a, false);
+  const x = matrixArg("linalg.pinv", a, false, false);
   const m = x.shape[x.ndim - 2],
     n = x.shape[x.ndim - 1];
   if (m === 0 || n === 0) return ops.full([...x.shape.slice(0, -2), n, m], 0, x.dtype);
@@ -325,7 +351,7 @@ export function matrixRank(M: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ rtol: number | null; tol: number | null }>("linalg.matrixRank", args, ["rtol"], ["tol"]);
   const x0 = promoteInexact("linalg.matrixRank", [arr("linalg.matrixRank", M)])[0];
   if (x0.ndim < 2) return ops.convert(ops.reduceOr(ops.ne(x0, ops.scalarLike(x0, 0)), range(x0.ndim)), "int32");
-  const x = matrixArg("linalg.matrixRank", x0, false);
+  const x = matrixArg("linalg.matrixRank", x0, false, false);
   const s = P.svd(x, false, false)[0];
   const last = s.ndim - 1;
   const m = x.shape[x.ndim - 2],
@@ -341,7 +367,7 @@ export function matrixRank(M: AL, ...args: unknown[]): Array {
 /** jnp.linalg.lstsq(a, b, rcond=null, {numpyResid=false}) -> [x, residuals, rank, s]. */
 export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, Array] {
   const o = parseArgs<{ rcond: number | null; numpyResid: boolean }>("linalg.lstsq", args, ["rcond"], ["numpyResid"]);
-  const x = matrixArg("linalg.lstsq", a, false);
+  const x = matrixArg("linalg.lstsq", a, false, false);
   let y = ops.convert(promoteInexact("linalg.lstsq", [arr("linalg.lstsq", b)])[0], x.dtype);
   if (x.ndim !== 2) throw new Error(`linalg.lstsq: a must be 2-dimensional, got shape ${shapeStr(x.shape)}`);
   const vec = y.ndim === 1;

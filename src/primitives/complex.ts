@@ -445,6 +445,9 @@ const PASS = new Set([
   "dot_general",
   "fft",
   "eig",
+  "lu",
+  "triangular_solve",
+  "cholesky",
 ]);
 /**
  * Every other primitive refuses complex operands with a clear error (instead of reading interleaved storage as reals).

@@ -9,6 +9,8 @@ import { type BDim, type MaybeZero, Primitive, UndefinedPrimal, Zero } from "../
 import { prod, shapeStr } from "../core/shape.js";
 import { bind } from "../core/trace.js";
 import * as K from "../backends/interpreter/linalg-kernels.js";
+import { complexCholesky, complexLu, complexTriangularSolve } from "../backends/interpreter/complex-linalg-kernels.js";
+import { isComplex } from "../core/dtype.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
 import { takeAlongDim } from "./sort.js";
@@ -63,9 +65,11 @@ const scal = (x: Array, v: number): Array => ops.scalarLike(x, v);
 const addZ = (a: Array | null, b: Array): Array => (a === null ? b : ops.add(a, b));
 
 // ---------------------------------------------------------------- shape checks and kernel plumbing
-function checkFloatMatrix(name: string, a: ShapedArray, square: boolean): void {
-  if (a.dtype !== "float32" && a.dtype !== "float64")
-    throw new TypeError(`${name}: only float32 and float64 operands are supported, got ${a.str()} (convert first)`);
+function checkFloatMatrix(name: string, a: ShapedArray, square: boolean, complexOk = false): void {
+  if (a.dtype !== "float32" && a.dtype !== "float64" && !(complexOk && isComplex(a.dtype)))
+    throw new TypeError(
+      `${name}: only float32 and float64 operands are supported, got ${a.str()} (convert first${complexOk ? "; complex64 and complex128 are accepted too" : ""})`,
+    );
   if (a.ndim < 2)
     throw new TypeError(`${name}: operand must have at least 2 dimensions (a batch of matrices), got ${a.str()}`);
   if (square && a.shape[a.ndim - 1] !== a.shape[a.ndim - 2])
@@ -78,6 +82,9 @@ function mats(a: ShapedArray): { batch: number; m: number; n: number } {
 const withShape = (a: ShapedArray, shape: readonly number[], dtype = a.dtype): ShapedArray =>
   new ShapedArray(shape, dtype, false);
 const i32 = (aval: ShapedArray, v: Int32Array): ArrayImpl => new ArrayImpl(aval, v.slice());
+/** Complex result from interleaved float64 (re, im) pairs (complex64 rounds them). */
+const fromInterleaved = (aval: ShapedArray, v: Float64Array): ArrayImpl =>
+  new ArrayImpl(aval, aval.dtype === "complex64" ? Float32Array.from(v) : v);
 /** Batching for one-operand linalg primitives: they batch over leading dims, so the vmapped axis moves to 0. */
 function vmapUnary<P extends Record<string, unknown>>(p: () => Primitive<P>) {
   return (_a: unknown, [x]: Array[], [d]: BDim[], params: P): [Array[], BDim[]] => {
@@ -89,19 +96,21 @@ function vmapUnary<P extends Record<string, unknown>>(p: () => Primitive<P>) {
 // ---------------------------------------------------------------- cholesky (reads the lower triangle)
 export const choleskyP: Primitive = new Primitive("cholesky", {
   abstractEval([a]) {
-    checkFloatMatrix("cholesky", a, true);
+    checkFloatMatrix("cholesky", a, true, true);
     return [a.strongly()];
   },
   impl([a], _p, [out]) {
     const { batch, n } = mats(a.aval);
+    if (isComplex(a.dtype)) return [fromInterleaved(out, complexCholesky(nums(a), batch, n))];
     return [fromNums(out, K.cholesky(nums(a), batch, n, { symmetrizeInput: false }))];
   },
   jvp([a], [t]) {
     const L = cholesky(a);
     if (t instanceof Zero) return [[L], [new Zero(L.aval)]];
-    // sigma = sym(dA); tmp = L^-1 sigma L^-T; dL = L phi(tmp) with phi = lower triangle, diagonal halved
-    const sigma = ops.mul(ops.add(t, mT(t)), scal(t, 0.5));
-    const right = triangularSolve(L, sigma, { leftSide: false, lower: true, transposeA: true });
+    // sigma = herm(dA); tmp = L^-1 sigma L^-H; dL = L phi(tmp) with phi = lower triangle, diagonal halved
+    const c = isComplex(t.dtype);
+    const sigma = ops.mul(ops.add(t, c ? ops.conj(mT(t)) : mT(t)), scal(t, 0.5));
+    const right = triangularSolve(L, sigma, { leftSide: false, lower: true, transposeA: true, conjugateA: c });
     const tmp = triangularSolve(L, right, { leftSide: true, lower: true });
     const phi = ops.sub(triPart(tmp, true, 0), ops.mul(ops.mul(tmp, eyeLike(tmp.shape, tmp.dtype)), scal(tmp, 0.5)));
     return [[L], [mm(L, phi)]];
@@ -143,7 +152,7 @@ export const triangularSolveP: Primitive<TriangularSolveParams> = new Primitive<
   "triangular_solve",
   {
     abstractEval([a, b], { left_side }) {
-      checkFloatMatrix("triangular_solve", a, true);
+      checkFloatMatrix("triangular_solve", a, true, true);
       if (b.ndim !== a.ndim || b.dtype !== a.dtype)
         throw new TypeError(`triangular_solve: a ${a.str()} and b ${b.str()} must have the same rank and dtype`);
       const nd = a.ndim,
@@ -159,6 +168,16 @@ export const triangularSolveP: Primitive<TriangularSolveParams> = new Primitive<
     },
     impl([a, b], p, [out]) {
       const { batch, m, n } = mats(b.aval);
+      if (isComplex(a.dtype)) {
+        const opts = {
+          leftSide: p.left_side,
+          lower: p.lower,
+          transposeA: p.transpose_a,
+          conjugateA: p.conjugate_a,
+          unitDiagonal: p.unit_diagonal,
+        };
+        return [fromInterleaved(out, complexTriangularSolve(nums(a), nums(b), batch, m, n, opts))];
+      }
       const x = K.triangularSolve(nums(a), nums(b), batch, m, n, {
         leftSide: p.left_side,
         lower: p.lower,
@@ -176,6 +195,7 @@ export const triangularSolveP: Primitive<TriangularSolveParams> = new Primitive<
         const band = p.unit_diagonal ? (p.lower ? -1 : 1) : 0;
         let da = triPart(ta, p.lower, band);
         if (p.transpose_a) da = mT(da);
+        if (p.conjugate_a && isComplex(da.dtype)) da = ops.conj(da);
         rhs = addZ(rhs, ops.neg(p.left_side ? mm(da, x) : mm(x, da)));
       }
       return [[x], [bind(triangularSolveP, [a, rhs!], p)[0]]];
@@ -208,7 +228,7 @@ export const luP: Primitive = new Primitive(
   "lu",
   {
     abstractEval([a]) {
-      checkFloatMatrix("lu", a, false);
+      checkFloatMatrix("lu", a, false, true);
       const nd = a.ndim,
         m = a.shape[nd - 2],
         n = a.shape[nd - 1],
@@ -217,6 +237,10 @@ export const luP: Primitive = new Primitive(
     },
     impl([a], _p, [o0, o1, o2]) {
       const { batch, m, n } = mats(a.aval);
+      if (isComplex(a.dtype)) {
+        const c = complexLu(nums(a), batch, m, n);
+        return [fromInterleaved(o0, c.lu), i32(o1, c.pivots), i32(o2, c.permutation)];
+      }
       const r = K.lu(nums(a), batch, m, n);
       return [fromNums(o0, r.lu), i32(o1, r.pivots), i32(o2, r.permutation)];
     },
