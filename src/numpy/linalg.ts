@@ -402,7 +402,7 @@ export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, A
 /** jnp.linalg.cond(x, p=null): condition number (2-norm by default). */
 export function cond(x: AL, ...args: unknown[]): Array {
   const { p } = parseArgs<{ p: NormOrd }>("linalg.cond", args, ["p"]);
-  const a = matrixArg("linalg.cond", x, false);
+  const a = matrixArg("linalg.cond", x, false, false);
   let r: Array;
   if (p === undefined || p === null || p === 2 || p === -2) {
     const s = P.svd(a, false, false)[0];
@@ -526,7 +526,7 @@ export function vectorNorm(x: AL, ...args: unknown[]): Array {
 /** jnp.linalg.matrixNorm(x, keepdims=false, ord="fro"): over the last two axes. */
 export function matrixNorm(x: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ keepdims: boolean; ord: NormOrd }>("linalg.matrixNorm", args, ["keepdims", "ord"]);
-  const a = matrixArg("linalg.matrixNorm", x, false);
+  const a = matrixArg("linalg.matrixNorm", x, false, false);
   return norm(a, o.ord ?? "fro", [-2, -1], o.keepdims ?? false);
 }
 

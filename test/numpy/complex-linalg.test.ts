@@ -123,6 +123,8 @@ test("complex linalg: errors name the function and shape; decompositions without
       ["svd", () => np.linalg.svd(sq)],
       ["eigh", () => np.linalg.eigh(sq)],
       ["eig", () => np.linalg.eig(sq)],
+      ["matrixNorm", () => np.linalg.matrixNorm(sq)],
+      ["cond", () => np.linalg.cond(sq)],
     ] as const)
       assert.throws(
         f,
