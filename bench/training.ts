@@ -10,7 +10,7 @@ import { config } from "../src/core/config.js";
 const quick = process.argv.includes("--quick");
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
-const { makeMesh, nn, numpy: jnp, optim } = await import("../src/index.js");
+const { jit, makeMesh, nn, numpy: jnp, optim } = await import("../src/index.js");
 const rt = await import("../src/runtime/index.js");
 const tr = await import("../src/models/transformer.js");
 const zero = await import("../src/models/zero.js");
@@ -76,7 +76,8 @@ function zeroCase(name: string, n: number, stage: 0 | 3): Case {
 }
 function tensorCase(): Case {
   const mesh = makeMesh([2, 2], ["data", "model"]);
-  const step = tr.makeShardedTrainStep(cfg, opt, mesh);
+  // one jit for the step, as examples/train-transformer.ts and the training job do (eagerly it is many launches)
+  const step = jit(tr.makeShardedTrainStep(cfg, opt, mesh));
   let params = p0,
     st = opt.init(p0);
   return {
