@@ -198,16 +198,20 @@ export class ShardedStorage implements ExternalStorage {
   }
 }
 
-/** One device's block of a ShardedStorage as an array's storage: reads the buffer itself (no copy); owns nothing. */
-class BufferView implements ExternalStorage {
+/**
+ * One device's block of a sharded (or, in global-arrays.ts, a process-local global) array as an array's storage:
+ * reads the buffer itself (no copy); owns nothing. `kind` names the owner in the use-after-dispose error.
+ */
+export class BufferView implements ExternalStorage {
   constructor(
     readonly buffer: DeviceBuffer,
-    readonly owner: ShardedStorage,
+    readonly owner: { readonly isFreed: boolean },
+    readonly kind = "sharded",
   ) {}
   read(): TypedArray {
     if (this.owner.isFreed)
       throw new Error(
-        `Array: use of a shard of a disposed sharded array (${this.buffer.dtype}[${this.buffer.shape.join(",")}] on device ${this.buffer.device.id})`,
+        `Array: use of a shard of a disposed ${this.kind} array (${this.buffer.dtype}[${this.buffer.shape.join(",")}] on device ${this.buffer.device.id})`,
       );
     return this.buffer.ready().data;
   }

@@ -9,7 +9,7 @@ import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl
 import { ShapedArray } from "../core/aval.js";
 import { type DType, type TypedArray, allocate, itemsize } from "../core/dtype.js";
 import { DEVICE_DTYPES, DeviceBuffer, deviceRuntimeUnavailable, runtimeDevice } from "../runtime/index.js";
-import { copyRegion, sameSharding } from "./device-arrays.js";
+import { BufferView, copyRegion, sameSharding } from "./device-arrays.js";
 import { allgatherBytes, processIndex, setGlobalGather } from "./distributed.js";
 import { type Index, NamedShardingImpl, type Sharding } from "./sharding.js";
 
@@ -98,7 +98,7 @@ export class GlobalStorage implements ExternalStorage {
       replicaId: reps[k],
       data: new ArrayImpl(
         new ShapedArray(bshape, this.aval.dtype, this.aval.weakType),
-        new ShardView(this.buffers[i], this),
+        new BufferView(this.buffers[i], this, "global"),
         this.sharding.mesh.flatDevices[k],
       ),
     }));
@@ -109,25 +109,6 @@ export class GlobalStorage implements ExternalStorage {
     this.#freed = true;
     for (const b of this.buffers) b.free();
   }
-}
-
-/** One device's block of a GlobalStorage as an array's storage (no copy; owns nothing). */
-class ShardView implements ExternalStorage {
-  constructor(
-    readonly buffer: DeviceBuffer,
-    readonly owner: GlobalStorage,
-  ) {}
-  read(): TypedArray {
-    if (this.owner.isFreed)
-      throw new Error(
-        `Array: use of a shard of a disposed global array (${this.buffer.dtype}[${this.buffer.shape.join(",")}] on device ${this.buffer.device.id})`,
-      );
-    return this.buffer.ready().data;
-  }
-  wait(): void {
-    this.buffer.ready();
-  }
-  free(): void {}
 }
 
 /** The GlobalStorage behind an array, or null. */
