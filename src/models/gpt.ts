@@ -14,6 +14,7 @@ import { valueAndGrad } from "../transforms/api.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
+import { causalAttention } from "./transformer.js";
 
 /** Model hyperparameters. */
 export interface GptConfig {
@@ -215,10 +216,7 @@ function block(p: Layer, x: Array, tp: string | null): Array {
   const q = proj(p.wq),
     k = proj(p.wk),
     v = proj(p.wv);
-  const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
-  const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
-  const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
-  const ctx = jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, h * hd]);
+  const ctx = causalAttention(q, k, v);
   const x1 = jnp.add(x, reduce(jnp.matmul(ctx, jnp.reshape(p.wo, [h * hd, d]))));
   const m = nn.gelu(jnp.add(jnp.matmul(layerNorm(x1, p.ln2g, p.ln2b), p.w1), p.b1));
   return jnp.add(jnp.add(x1, reduce(jnp.matmul(m, p.w2))), p.b2);

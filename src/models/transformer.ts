@@ -68,6 +68,15 @@ export function initParams(cfg: TransformerConfig, seed: number): Params {
 
 const layerNorm = (x: Array, g: Array): Array => jnp.multiply(nn.standardize(x, -1, { epsilon: 1e-5 }), g);
 
+/** Causal softmax attention of q, k, v [b, h, s, hd] (masked scores -1e9), heads merged back: [b, s, h * hd]. */
+export function causalAttention(q: Array, k: Array, v: Array): Array {
+  const [b, h, s, hd] = q.shape;
+  const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
+  const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
+  const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
+  return jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, h * hd]);
+}
+
 /**
  * One pre-norm block: causal multi-head attention then an MLP, both residual. x: [batch, seq, d].
  * With `tp` (a mesh axis), the weights are Megatron-style shards: wq/wk/wv/w1 split by columns (this shard's heads
@@ -83,10 +92,7 @@ export function block(cfg: TransformerConfig, p: Block, x: Array, tp: string | n
   const q = split(jnp.matmul(a, p.wq)),
     k = split(jnp.matmul(a, p.wk)),
     v = split(jnp.matmul(a, p.wv));
-  const scores = jnp.multiply(jnp.matmul(q, jnp.swapaxes(k, -1, -2)), 1 / Math.sqrt(hd));
-  const causal = jnp.tril(jnp.ones([s, s], { dtype: "bool" }));
-  const att = nn.softmax(jnp.where(causal, scores, -1e9), -1);
-  const ctx = jnp.reshape(jnp.transpose(jnp.matmul(att, v), [0, 2, 1, 3]), [b, s, h * hd]);
+  const ctx = causalAttention(q, k, v);
   const x1 = jnp.add(x, reduce(jnp.matmul(ctx, p.wo)));
   const m = nn.gelu(jnp.matmul(layerNorm(x1, p.ln2), p.w1));
   return jnp.add(x1, reduce(jnp.matmul(m, p.w2)));
