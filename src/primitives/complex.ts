@@ -448,6 +448,9 @@ const PASS = new Set([
   "lu",
   "triangular_solve",
   "cholesky",
+  "qr",
+  "eigh",
+  "svd",
 ]);
 /**
  * Every other primitive refuses complex operands with a clear error (instead of reading interleaved storage as reals).
