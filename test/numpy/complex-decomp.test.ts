@@ -223,3 +223,23 @@ test("complex qr / eigh / svd: grads of real, phase-invariant functions follow J
     checkGradFd((z) => np.sum(abs2(np.linalg.eigvals(z))), e, "eigvals");
     checkGradFd((z) => np.linalg.norm(z, "nuc"), decodeC(fx.svd[0].a), "nuclear norm");
   }));
+
+const rootsFx = loadFixture<{ roots: { name: string; c: CFix; roots: CFix; dtype: string }[] }>(
+  "complex-decomp.json",
+).roots;
+for (const c of rootsFx)
+  test(`roots ${c.name}: NumPy's roots and dtype (complex when any root is complex), complex64 without x64`, () => {
+    const r = withX64(() => np.roots(decodeC(c.c)));
+    assert.equal(r.dtype, c.dtype);
+    const sorted = isComplexDtype(c.dtype) ? np.sortComplex(r) : np.sort(r);
+    withX64(() => assertCloseC(sorted, c.roots, { rtol: 1e-9, atol: 1e-9, msg: "roots" }));
+    if (c.name === "x2+1") {
+      const r32 = np.roots(np.array([1, 0, 1]));
+      assert.equal(r32.dtype, "complex64");
+      assert.deepEqual(r32.tolist(), [
+        { re: 0, im: 1 },
+        { re: 0, im: -1 },
+      ]);
+    }
+  });
+const isComplexDtype = (d: string): boolean => d.startsWith("complex");
