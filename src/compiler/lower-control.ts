@@ -1,5 +1,9 @@
-/** @file Lowerings of the control-flow primitives cond / while / scan to ONNX If and Loop (used by their definitions in src/transforms). */
+/**
+ * @file Lowerings of the control-flow primitives cond / while / scan to ONNX If and Loop (used by their definitions in
+ * src/transforms); complex carries, operands and outputs travel as their float storage [..., 2].
+ */
 import type { ShapedArray } from "../core/aval.js";
+import { type DType, isComplex, realDType } from "../core/dtype.js";
 import type { Jaxpr } from "../core/jaxpr.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { PrimitiveRules } from "../core/primitive.js";
@@ -7,7 +11,10 @@ import { filled, reshape } from "./lower-util.js";
 import { rev } from "./lower-structural.js";
 
 type Lower = NonNullable<PrimitiveRules["lower"]>;
-const typeOf = (a: ShapedArray) => ({ dtype: a.dtype, shape: a.shape });
+/** The ONNX type a value travels as: a complex value is its float storage [..., 2] (notes/complex.md). */
+const wire = (dtype: DType, shape: readonly number[]) =>
+  isComplex(dtype) ? { dtype: realDType(dtype), shape: [...shape, 2] } : { dtype, shape };
+const typeOf = (a: ShapedArray) => wire(a.dtype, a.shape);
 
 /** cond(index, *operands): a chain of If nodes, branch k taken when index == k (index is clamped). */
 export const lowerCond: Lower = (ctx, [idx, ...xs], params, _in, outAvals) => {
@@ -60,8 +67,15 @@ export const lowerScan: Lower = (ctx, args, params, inAvals, outAvals) => {
     xs = args.slice(nc + nk);
   const carryT = inAvals.slice(nc, nc + nk).map(typeOf);
   const ysAvals = outAvals.slice(nk);
-  if (n === 0) return [...init, ...ysAvals.map((a) => filled(ctx, a.dtype, a.shape, 0))];
-  const yT = ysAvals.map((a) => ({ dtype: a.dtype, shape: a.shape.slice(1) }));
+  if (n === 0)
+    return [
+      ...init,
+      ...ysAvals.map((a) => {
+        const w = typeOf(a);
+        return filled(ctx, w.dtype, w.shape, 0);
+      }),
+    ];
+  const yT = ysAvals.map((a) => wire(a.dtype, a.shape.slice(1)));
   const scalar = (dtype: "int64" | "bool") => ({ dtype, shape: [] as number[] });
   const body = ctx.subgraph(
     "scan_body",
@@ -82,7 +96,7 @@ export const lowerScan: Lower = (ctx, args, params, inAvals, outAvals) => {
   );
   const ys = res.slice(nk).map((y, k) => {
     const r = reverse ? rev(ctx, y, [0]) : y;
-    return reshape(ctx, r, ysAvals[k].shape);
+    return reshape(ctx, r, typeOf(ysAvals[k]).shape);
   });
   return [...res.slice(0, nk), ...ys];
 };

@@ -74,9 +74,9 @@ export function svd(x: Array, opts: SvdOpts & { computeUv: false }): Array;
 export function svd(x: Array, opts?: SvdOpts): [Array, Array, Array] | Array;
 export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array {
   kwOnly("lax.linalg.svd", arguments, 1, opts, ["fullMatrices", "computeUv"]);
-  if (x.ndim < 2 || !isFloat(x.dtype))
+  if (x.ndim < 2 || !(isFloat(x.dtype) || isComplex(x.dtype)))
     throw new TypeError(
-      `lax.linalg.svd: the operand must be a float matrix (or a batch of them) of rank >= 2, got ${x.aval.str()}`,
+      `lax.linalg.svd: the operand must be a float or complex matrix (or a batch of them) of rank >= 2, got ${x.aval.str()}`,
     );
   const computeUv = opts.computeUv ?? true;
   const outs = P.svd(x, opts.fullMatrices ?? true, computeUv);
@@ -86,7 +86,7 @@ export function svd(x: Array, opts: SvdOpts = {}): [Array, Array, Array] | Array
 }
 
 /**
- * lax.linalg.eig(x, {computeLeftEigenvectors, computeRightEigenvectors}) for real square matrices: [w, vr] or [w]
+ * lax.linalg.eig(x, {computeLeftEigenvectors, computeRightEigenvectors}) for real or complex square matrices: [w, vr] or [w]
  * (complex). Left eigenvectors are not implemented (computeLeftEigenvectors must be false, JAX's default is true).
  */
 export function eig(

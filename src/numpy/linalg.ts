@@ -96,17 +96,9 @@ function promoteKeepComplex(fn: string, xs: Array[]): Array[] {
   const ys = promoteAll(fn, xs);
   return ys.length && isComplex(ys[0].dtype) ? ys : promoteInexact(fn, ys);
 }
-/**
- * An inexact (float32/float64) batch of matrices; names fn and the expected layout on error. complex: true keeps a
- * complex operand, false refuses it (no complex rule yet), undefined keeps the older promotion.
- */
-function matrixArg(fn: string, a: AL, square: boolean, complex?: boolean): Array {
-  const a0 = arr(fn, a);
-  if (complex === false && isComplex(a0.dtype))
-    throw new TypeError(
-      `${fn}: complex matrices are not supported yet, got ${a0.dtype}${shapeStr(a0.shape)} (solve, inv, det, slogdet and cholesky accept them)`,
-    );
-  let x = (complex ? promoteKeepComplex(fn, [a0]) : promoteInexact(fn, [a0]))[0];
+/** An inexact (float32/float64/complex64/complex128) batch of matrices; names fn and the expected layout on error. */
+function matrixArg(fn: string, a: AL, square: boolean): Array {
+  let x = promoteKeepComplex(fn, [arr(fn, a)])[0];
   if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
   if (x.weakType) x = ops.convert(x, x.dtype);
   if (x.ndim < 2)
@@ -119,7 +111,8 @@ function matrixArg(fn: string, a: AL, square: boolean, complex?: boolean): Array
     );
   return x;
 }
-const sym = (x: Array): Array => ops.mul(ops.add(x, P.mT(x)), ops.scalarLike(x, 0.5));
+/** (x + x^H) / 2: the symmetric (Hermitian, for complex x) part. */
+const sym = (x: Array): Array => ops.mul(ops.add(x, P.mH(x)), ops.scalarLike(x, 0.5));
 const lastAxisSlice = (x: Array, lo: number, hi: number): Array => ops.sliceInDim(x, lo, hi, 1, x.ndim - 1);
 /** Row permutation of b [..., n, k] by perm [..., n]. */
 function permuteRows(b: Array, perm: Array): Array {
@@ -146,17 +139,17 @@ function pivotSign(piv: Array, dtype: DType): Array {
 export function cholesky(a: AL, opts: { upper?: boolean; symmetrizeInput?: boolean } = {}): Array {
   checkArity("linalg.cholesky", arguments, 2, "linalg.cholesky(a, { upper, symmetrizeInput })");
   checkOptions("linalg.cholesky", opts, ["upper", "symmetrizeInput"], "linalg.cholesky(a, { upper, symmetrizeInput })");
-  let x = matrixArg("linalg.cholesky", a, true, true);
+  let x = matrixArg("linalg.cholesky", a, true);
   const c = isComplex(x.dtype);
   // complex: Hermitian part (x + x^H) / 2, and upper U = L^H
-  if (opts.symmetrizeInput ?? true) x = c ? ops.mul(ops.add(x, ops.conj(P.mT(x))), ops.scalarLike(x, 0.5)) : sym(x);
+  if (opts.symmetrizeInput ?? true) x = sym(x);
   const L = P.cholesky(x);
   return opts.upper ? (c ? ops.conj(P.mT(L)) : P.mT(L)) : L;
 }
 /** jnp.linalg.qr(a, mode="reduced"): QRResult {Q, R}; mode "complete" gives square Q; mode "r" returns R alone. */
 export function qr(a: AL, ...args: unknown[]): QRResult | Array {
   const { mode } = parseArgs<{ mode: "reduced" | "complete" | "r" | "raw" }>("linalg.qr", args, ["mode"]);
-  const x = matrixArg("linalg.qr", a, false, false);
+  const x = matrixArg("linalg.qr", a, false);
   const m = mode ?? "reduced";
   if (m !== "reduced" && m !== "complete" && m !== "r")
     throw new Error(`linalg.qr: unsupported mode ${JSON.stringify(m)}; expected "reduced", "complete" or "r"`);
@@ -173,20 +166,20 @@ export function svd(a: AL, ...args: unknown[]): SVDResult | Array {
   );
   if (o.subsetByIndex !== undefined && o.subsetByIndex !== null)
     throw new Error("linalg.svd: subsetByIndex is not supported");
-  const x = matrixArg("linalg.svd", a, false, false);
+  const x = matrixArg("linalg.svd", a, false);
   const computeUv = o.computeUv ?? true;
   const outs = P.svd(x, o.fullMatrices ?? true, computeUv);
   return computeUv ? new SVDResult(outs[1], outs[0], outs[2]) : outs[0];
 }
 /** jnp.linalg.svdvals(x): singular values, descending. */
-export const svdvals = (x: AL): Array => P.svd(matrixArg("linalg.svdvals", x, false, false), false, false)[0];
+export const svdvals = (x: AL): Array => P.svd(matrixArg("linalg.svdvals", x, false), false, false)[0];
 /** jnp.linalg.eigh(a, UPLO="L", {symmetrizeInput=true}): EighResult {eigenvalues (ascending), eigenvectors (columns)}. */
 export function eigh(a: AL, ...args: unknown[]): EighResult {
   const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigh", args, [
     "UPLO",
     "symmetrizeInput",
   ]);
-  let x = matrixArg("linalg.eigh", a, true, false);
+  let x = matrixArg("linalg.eigh", a, true);
   const uplo = o.UPLO ?? "L";
   if (uplo !== "L" && uplo !== "U")
     throw new Error(`linalg.eigh: UPLO must be "L" or "U", got ${JSON.stringify(uplo)}`);
@@ -210,17 +203,17 @@ registerNode(EigResult, {
   unflatten: (_a, c) => new EigResult(c[0] as Array, c[1] as Array),
 });
 /**
- * jnp.linalg.eig(a): eigenvalues and right eigenvectors of a general real square matrix (complex results, in no
+ * jnp.linalg.eig(a): eigenvalues and right eigenvectors of a general (real or complex) square matrix (complex results, in no
  * particular order; each eigenvector has unit norm and its largest component real, like LAPACK's geev). Only the
  * eigenvalues are differentiable, as in JAX.
  */
 export function eig(a: AL): EigResult {
-  const [w, v] = ops.eig(matrixArg("linalg.eig", a, true, false), true);
+  const [w, v] = ops.eig(matrixArg("linalg.eig", a, true), true);
   return new EigResult(w, v);
 }
-/** jnp.linalg.eigvals(a): the eigenvalues of a general real square matrix (complex; differentiable). */
-export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true, false), false)[0];
-/** jnp.linalg.eigvalsh(a, UPLO="L"): eigenvalues of a symmetric matrix, ascending. */
+/** jnp.linalg.eigvals(a): the eigenvalues of a general (real or complex) square matrix (complex; differentiable). */
+export const eigvals = (a: AL): Array => ops.eig(matrixArg("linalg.eigvals", a, true), false)[0];
+/** jnp.linalg.eigvalsh(a, UPLO="L"): eigenvalues of a symmetric (Hermitian) matrix, ascending (real). */
 export function eigvalsh(a: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ UPLO: "L" | "U" | null; symmetrizeInput: boolean }>("linalg.eigvalsh", args, [
     "UPLO",
@@ -232,7 +225,7 @@ export function eigvalsh(a: AL, ...args: unknown[]): Array {
 // ---------------------------------------------------------------- solves and determinants
 /** jnp.linalg.solve(a, b): x with a @ x = b; b is a vector [n] when 1-D, else a (batch of) matrix [..., n, k]. */
 export function solve(a: AL, b: AL): Array {
-  const x = matrixArg("linalg.solve", a, true, true);
+  const x = matrixArg("linalg.solve", a, true);
   let y = promoteKeepComplex("linalg.solve", [arr("linalg.solve", b)])[0];
   const [xx, yy] = promoteKeepComplex("linalg.solve", [x, y]);
   y = ops.convert(yy, xx.dtype);
@@ -262,12 +255,12 @@ function prodLast(d: Array): Array {
 }
 /** jnp.linalg.inv(a). */
 export function inv(a: AL): Array {
-  const x = matrixArg("linalg.inv", a, true, true);
+  const x = matrixArg("linalg.inv", a, true);
   return solve(x, bcast(P.eyeLike(x.shape, x.dtype), x.shape));
 }
 /** jnp.linalg.det(a). */
 export function det(a: AL): Array {
-  const x = matrixArg("linalg.det", a, true, true);
+  const x = matrixArg("linalg.det", a, true);
   if (x.shape[x.ndim - 1] === 0) return ops.full(x.shape.slice(0, -2), 1, x.dtype);
   const [lu, piv] = P.lu(x);
   const d = P.diagPart(lu);
@@ -278,7 +271,7 @@ export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {
   const { method } = parseArgs<{ method: string | null }>("linalg.slogdet", args, ["method"]);
   if (method !== undefined && method !== null && method !== "lu")
     throw new Error(`linalg.slogdet: unsupported method ${JSON.stringify(method)} (only "lu")`);
-  const x = matrixArg("linalg.slogdet", a, true, true);
+  const x = matrixArg("linalg.slogdet", a, true);
   const B = x.shape.slice(0, -2);
   if (x.shape[x.ndim - 1] === 0) return new SlogdetResult(ops.full(B, 1, x.dtype), ops.full(B, 0, realDType(x.dtype)));
   const [lu, piv] = P.lu(x);
@@ -311,7 +304,7 @@ export function triangularSolve(a: AL, b: AL, opts: P.TriangularSolveOpts = {}):
   checkArity("triangularSolve", arguments, 3, tsForms);
   checkOptions("triangularSolve", opts, ["leftSide", "lower", "transposeA", "conjugateA", "unitDiagonal"], tsForms);
   const [x, y] = promoteKeepComplex("triangularSolve", [
-    matrixArg("triangularSolve", a, true, true),
+    matrixArg("triangularSolve", a, true),
     arr("triangularSolve", b),
   ]);
   const batch = broadcastShape([x.shape.slice(0, -2), y.shape.slice(0, -2)], "triangularSolve");
@@ -334,7 +327,7 @@ export function pinv(a: AL, ...args: unknown[]): Array {
     ["rtol", "hermitian"],
     ["rcond"],
   );
-  const x = matrixArg("linalg.pinv", a, false, false);
+  const x = matrixArg("linalg.pinv", a, false);
   const m = x.shape[x.ndim - 2],
     n = x.shape[x.ndim - 1];
   if (m === 0 || n === 0) return ops.full([...x.shape.slice(0, -2), n, m], 0, x.dtype);
@@ -342,16 +335,17 @@ export function pinv(a: AL, ...args: unknown[]): Array {
   const [s, u, vt] = P.svd(x, false, true);
   const cutoff = ops.mul(lastAxisSlice(s, 0, 1), ops.scalarLike(s, rtol));
   const sInv = ops.select(ops.gt(s, bcast(cutoff, s.shape)), s, ops.fullLike(s, Infinity));
-  const uT = P.mT(u);
-  const scaled = ops.div(uT, ops.broadcastInDim(sInv, uT.shape, range(uT.ndim - 1)));
-  return P.mm(P.mT(vt), scaled);
+  // pinv = V diag(1/s) U^H (conjugate transposes for complex)
+  const uT = P.mH(u);
+  const scaled = ops.div(uT, ops.broadcastInDim(ops.convert(sInv, x.dtype), uT.shape, range(uT.ndim - 1)));
+  return P.mm(P.mH(vt), scaled);
 }
 /** jnp.linalg.matrixRank(M, rtol=null, {tol}). */
 export function matrixRank(M: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ rtol: number | null; tol: number | null }>("linalg.matrixRank", args, ["rtol"], ["tol"]);
-  const x0 = promoteInexact("linalg.matrixRank", [arr("linalg.matrixRank", M)])[0];
+  const x0 = promoteKeepComplex("linalg.matrixRank", [arr("linalg.matrixRank", M)])[0];
   if (x0.ndim < 2) return ops.convert(ops.reduceOr(ops.ne(x0, ops.scalarLike(x0, 0)), range(x0.ndim)), "int32");
-  const x = matrixArg("linalg.matrixRank", x0, false, false);
+  const x = matrixArg("linalg.matrixRank", x0, false);
   const s = P.svd(x, false, false)[0];
   const last = s.ndim - 1;
   const m = x.shape[x.ndim - 2],
@@ -367,8 +361,8 @@ export function matrixRank(M: AL, ...args: unknown[]): Array {
 /** jnp.linalg.lstsq(a, b, rcond=null, {numpyResid=false}) -> [x, residuals, rank, s]. */
 export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, Array] {
   const o = parseArgs<{ rcond: number | null; numpyResid: boolean }>("linalg.lstsq", args, ["rcond"], ["numpyResid"]);
-  const x = matrixArg("linalg.lstsq", a, false, false);
-  let y = ops.convert(promoteInexact("linalg.lstsq", [arr("linalg.lstsq", b)])[0], x.dtype);
+  const [x, y0] = promoteKeepComplex("linalg.lstsq", [matrixArg("linalg.lstsq", a, false), arr("linalg.lstsq", b)]);
+  let y = ops.convert(y0, x.dtype);
   if (x.ndim !== 2) throw new Error(`linalg.lstsq: a must be 2-dimensional, got shape ${shapeStr(x.shape)}`);
   const vec = y.ndim === 1;
   if (vec) y = ops.reshape(y, [y.shape[0], 1]);
@@ -378,7 +372,7 @@ export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, A
     );
   const m = x.shape[0],
     n = x.shape[1];
-  const eps = finfo(x.dtype).eps;
+  const eps = finfo(realDType(x.dtype)).eps;
   const rcond = o.rcond === undefined || o.rcond === null ? eps * Math.max(m, n) : o.rcond < 0 ? eps : o.rcond;
   const [s, u, vt] = P.svd(x, false, true);
   const k = s.shape[0];
@@ -388,21 +382,19 @@ export function lstsq(a: AL, b: AL, ...args: unknown[]): [Array, Array, Array, A
   const rank = ops.reduceSum(ops.convert(mask, "int32"), [0]);
   const safe = ops.select(mask, s, ops.fullLike(s, 1));
   const sInv = ops.select(mask, ops.div(ops.scalarLike(safe, 1), safe), ops.fullLike(s, 0));
-  const uTb = P.mm(P.mT(u), y);
-  const sol = P.mm(P.mT(vt), ops.mul(ops.broadcastInDim(sInv, uTb.shape, [0]), uTb));
+  // x = V diag(1/s) U^H b (conjugate transposes for complex)
+  const uTb = P.mm(P.mH(u), y);
+  const sol = P.mm(P.mH(vt), ops.mul(ops.broadcastInDim(ops.convert(sInv, x.dtype), uTb.shape, [0]), uTb));
   let resid: Array;
   const rk = o.numpyResid ? numbersOf(requireConcrete("linalg.lstsq", rank, "the rank (numpyResid)"))[0] : 0;
-  if (o.numpyResid && (rk < n || m <= n)) resid = ops.full([0], 0, x.dtype);
-  else {
-    const r = ops.sub(y, P.mm(x, sol));
-    resid = ops.reduceSum(ops.mul(r, r), [0]);
-  }
+  if (o.numpyResid && (rk < n || m <= n)) resid = ops.full([0], 0, s.dtype);
+  else resid = ops.reduceSum(absSquare(ops.sub(y, P.mm(x, sol))), [0]);
   return [vec ? ops.reshape(sol, [n]) : sol, vec && resid.shape[0] === 1 ? resid : resid, rank, s];
 }
 /** jnp.linalg.cond(x, p=null): condition number (2-norm by default). */
 export function cond(x: AL, ...args: unknown[]): Array {
   const { p } = parseArgs<{ p: NormOrd }>("linalg.cond", args, ["p"]);
-  const a = matrixArg("linalg.cond", x, false, false);
+  const a = matrixArg("linalg.cond", x, false);
   let r: Array;
   if (p === undefined || p === null || p === 2 || p === -2) {
     const s = P.svd(a, false, false)[0];
@@ -430,20 +422,23 @@ function keep(x: Array, axes: number[], ndim: number, keepdims: boolean): Array 
   for (let i = 0; i < ndim; i++) s.push(axes.includes(i) ? 1 : x.shape[k++]);
   return ops.reshape(x, s);
 }
+/** |x|^2 elementwise, real (x conj(x)'s real part for complex x). */
+const absSquare = (x: Array): Array => (isComplex(x.dtype) ? ops.real(ops.mul(x, ops.conj(x))) : ops.mul(x, x));
 function vectorNormImpl(x: Array, axes: number[], ord: NormOrd): Array {
   const ax = (y: Array) => ops.abs(y);
-  if (ord === null || ord === 2) return ops.sqrt(ops.reduceSum(ops.mul(x, x), axes));
+  if (ord === null || ord === 2) return ops.sqrt(ops.reduceSum(absSquare(x), axes));
   if (typeof ord === "string") throw new Error(`linalg.norm: invalid order ${JSON.stringify(ord)} for a vector norm`);
   if (ord === Infinity) return ops.reduceMax(ax(x), axes);
   if (ord === -Infinity) return ops.reduceMin(ax(x), axes);
-  if (ord === 0) return ops.reduceSum(ops.convert(ops.ne(x, ops.scalarLike(x, 0)), x.dtype), axes);
+  if (ord === 0) return ops.reduceSum(ops.convert(ops.ne(x, ops.scalarLike(x, 0)), realDType(x.dtype)), axes);
   if (ord === 1) return ops.reduceSum(ax(x), axes);
   // (sum |x|^p)^(1/p)
-  const s = ops.reduceSum(ops.pow(ax(x), ops.scalarLike(x, ord)), axes);
+  const xa = ax(x);
+  const s = ops.reduceSum(ops.pow(xa, ops.scalarLike(xa, ord)), axes);
   return ops.pow(s, ops.scalarLike(s, 1 / ord));
 }
 function matrixNormImpl(fn: string, x: Array, r: number, c: number, ord: NormOrd): Array {
-  if (ord === null || ord === "fro" || ord === "f") return ops.sqrt(ops.reduceSum(ops.mul(x, x), [r, c]));
+  if (ord === null || ord === "fro" || ord === "f") return ops.sqrt(ops.reduceSum(absSquare(x), [r, c]));
   const absx = ops.abs(x);
   const sv = () => {
     const m = ops.transpose(x, [...range(x.ndim).filter((i) => i !== r && i !== c), r, c]);
@@ -488,7 +483,7 @@ export function norm(x: AL, ...args: unknown[]): Array {
     "axis",
     "keepdims",
   ]);
-  const a = promoteInexact("linalg.norm", [arr("linalg.norm", x)])[0];
+  const a = promoteKeepComplex("linalg.norm", [arr("linalg.norm", x)])[0];
   const ord = o.ord ?? null,
     keepdims = o.keepdims ?? false;
   let axes: number[];
@@ -516,7 +511,7 @@ export function vectorNorm(x: AL, ...args: unknown[]): Array {
     "keepdims",
     "ord",
   ]);
-  const a = promoteInexact("linalg.vectorNorm", [arr("linalg.vectorNorm", x)])[0];
+  const a = promoteKeepComplex("linalg.vectorNorm", [arr("linalg.vectorNorm", x)])[0];
   const axes =
     o.axis === undefined || o.axis === null
       ? range(a.ndim)
@@ -526,7 +521,7 @@ export function vectorNorm(x: AL, ...args: unknown[]): Array {
 /** jnp.linalg.matrixNorm(x, keepdims=false, ord="fro"): over the last two axes. */
 export function matrixNorm(x: AL, ...args: unknown[]): Array {
   const o = parseArgs<{ keepdims: boolean; ord: NormOrd }>("linalg.matrixNorm", args, ["keepdims", "ord"]);
-  const a = matrixArg("linalg.matrixNorm", x, false, false);
+  const a = matrixArg("linalg.matrixNorm", x, false);
   return norm(a, o.ord ?? "fro", [-2, -1], o.keepdims ?? false);
 }
 

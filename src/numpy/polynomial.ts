@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { defaultFloatDType, isFloat } from "../core/dtype.js";
+import { complexDType, defaultFloatDType, isComplex, isFloat } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import { promoteDtypes } from "./core.js";
 import { convolve } from "./elementwise-misc.js";
@@ -20,7 +20,9 @@ function coeffs(fn: string, p: Array, what = "p"): Array {
   return p;
 }
 const toInexact = (xs: Array[]): Array[] =>
-  xs.length && !isFloat(xs[0].dtype) ? xs.map((x) => ops.convert(x, defaultFloatDType(), x.weakType)) : xs;
+  xs.length && !isFloat(xs[0].dtype) && !isComplex(xs[0].dtype)
+    ? xs.map((x) => ops.convert(x, defaultFloatDType(), x.weakType))
+    : xs;
 /** Left-pads a 1-D array with zeros to length n. */
 const padFront = (x: Array, n: number): Array =>
   x.shape[0] === n ? x : ops.pad(x, ops.full([], 0, x.dtype), [[n - x.shape[0], 0, 0]]);
@@ -192,53 +194,66 @@ const finfoEps = (x: Array): number =>
   x.dtype === "float64" ? 2 ** -52 : x.dtype === "float16" ? 2 ** -10 : x.dtype === "bfloat16" ? 2 ** -7 : 2 ** -23;
 
 /**
- * jnp.roots(p, stripZeros=true): the roots of p. jaxts has no complex dtype yet, so this returns the real roots as a
- * float array (sorted descending) and throws when a root is complex. Needs concrete coefficients (not under jit).
+ * jnp.roots(p, stripZeros=true): the roots of p. As numpy.roots: a real array (sorted descending) when p is real and
+ * every root is real, else a complex array (sorted by real part, then imaginary part, descending); complex
+ * coefficients are accepted. JAX's roots is always complex. Needs concrete coefficients (not under jit).
  */
 export function roots(p: ArrayInput, ...args: unknown[]): Array {
   const o = parseArgs<{ stripZeros: boolean }>("roots", args, ["stripZeros"]);
   const pa = coeffs("roots", toInexact(promoteDtypes("roots", [p]))[0]);
-  const v = numbersOf(
-    requireConcrete(
-      "roots",
-      pa,
-      "the coefficients",
-      "roots needs the coefficients' values (it finds complex candidates on the host).",
-    ),
+  const cplx = isComplex(pa.dtype);
+  const conc = requireConcrete(
+    "roots",
+    pa,
+    "the coefficients",
+    "roots needs the coefficients' values (it finds complex candidates on the host).",
   );
-  const lead = v.findIndex((x) => x !== 0);
+  let vr: number[], vi: number[];
+  if (cplx) {
+    const b = conc.dataSync() as Float32Array | Float64Array;
+    vr = range(pa.shape[0]).map((i) => b[2 * i]);
+    vi = range(pa.shape[0]).map((i) => b[2 * i + 1]);
+  } else {
+    vr = numbersOf(conc);
+    vi = vr.map(() => 0);
+  }
+  const nz = (i: number): boolean => vr[i] !== 0 || vi[i] !== 0;
+  const lead = range(vr.length).findIndex(nz);
   if (lead < 0) return ops.full([0], 0, pa.dtype);
   if (o.stripZeros === false && lead > 0)
     throw new Error(
-      "roots: leading zero coefficients with stripZeros=false would give infinite roots; jaxts has no complex dtype to return JAX's NaN roots",
+      `roots: leading zero coefficients with stripZeros=false would give infinite roots (JAX returns NaN there); got ${lead} leading zero(s) in a ${vr.length}-coefficient polynomial`,
     );
-  let last = v.length - 1;
-  while (v[last] === 0) last--;
-  const q = v.slice(lead, last + 1);
-  const zeros = v.length - 1 - last;
-  const found = polyRootsComplex(q);
-  const out: number[] = [];
-  for (const [re, im] of found) {
-    // a k-fold real root comes back with imaginary noise ~ eps^(1/k) (NumPy's companion-matrix roots show the same), so a
-    // root counts as real below 1e-4 relative
-    if (Math.abs(im) > 1e-4 * Math.max(1, Math.hypot(re, im))) {
-      throw new Error(
-        `roots: the polynomial [${v.join(", ")}] has a complex root ${re} ${im < 0 ? "-" : "+"} ${Math.abs(im)}j; jaxts has no complex dtype yet, so only polynomials with all-real roots are supported`,
-      );
-    }
-    out.push(re);
-  }
-  for (let i = 0; i < zeros; i++) out.push(0);
-  out.sort((a, b) => b - a);
-  return constOf(out, pa);
+  let last = vr.length - 1;
+  while (!nz(last)) last--;
+  const zeros = vr.length - 1 - last;
+  const found = polyRootsComplex(vr.slice(lead, last + 1), vi.slice(lead, last + 1));
+  for (let i = 0; i < zeros; i++) found.push([0, 0]);
+  // a k-fold real root comes back with imaginary noise ~ eps^(1/k) (NumPy's companion-matrix roots show the same), so a
+  // root of a real polynomial counts as real below 1e-4 relative
+  const allReal = !cplx && found.every(([re, im]) => Math.abs(im) <= 1e-4 * Math.max(1, Math.hypot(re, im)));
+  if (allReal)
+    return constOf(
+      found.map(([re]) => re).sort((a, b) => b - a),
+      pa,
+    );
+  found.sort((x, y) => y[0] - x[0] || y[1] - x[1]);
+  const parts = (k: 0 | 1): Array =>
+    new ArrayImpl(
+      new ShapedArray([found.length], "float64"),
+      Float64Array.from(found, (z) => z[k]),
+    );
+  return ops.convert(ops.complexOf(parts(0), parts(1)), complexDType(pa.dtype), false);
 }
-/** All complex roots of the monic-normalized polynomial q (degree >= 0) by the Aberth-Ehrlich iteration in float64. */
-function polyRootsComplex(q: readonly number[]): [number, number][] {
-  const n = q.length - 1;
+/** All complex roots of the polynomial with coefficients qr + i qi (leading one nonzero) by Aberth-Ehrlich in float64. */
+function polyRootsComplex(qr: readonly number[], qi: readonly number[]): [number, number][] {
+  const n = qr.length - 1;
   if (n < 1) return [];
-  const a = q.map((x) => x / q[0]);
+  const d0 = qr[0] * qr[0] + qi[0] * qi[0];
+  // monic: a_j = q_j / q_0
+  const a: [number, number][] = qr.map((r, j) => [(r * qr[0] + qi[j] * qi[0]) / d0, (qi[j] * qr[0] - r * qi[0]) / d0]);
   // initial guesses on a circle of the Cauchy bound's radius
-  const R = 1 + Math.max(...a.slice(1).map(Math.abs));
+  const R = 1 + Math.max(...a.slice(1).map(([x, y]) => Math.hypot(x, y)));
   let z: [number, number][] = range(n).map((k) => {
     const t = (2 * Math.PI * k) / n + 0.4;
     return [R * Math.cos(t), R * Math.sin(t)];
@@ -255,13 +270,13 @@ function polyRootsComplex(q: readonly number[]): [number, number][] {
     let moved = 0;
     const nz = z.map((zi, i) => {
       // p(z) and p'(z) by Horner
-      let pv: [number, number] = [a[0], 0],
+      let pv: [number, number] = [a[0][0], a[0][1]],
         dv: [number, number] = [0, 0];
       for (let j = 1; j <= n; j++) {
         dv = mul(dv, zi);
         dv = [dv[0] + pv[0], dv[1] + pv[1]];
         pv = mul(pv, zi);
-        pv = [pv[0] + a[j], pv[1]];
+        pv = [pv[0] + a[j][0], pv[1] + a[j][1]];
       }
       if (pv[0] === 0 && pv[1] === 0) return zi;
       const ratio = div(pv, dv);

@@ -74,7 +74,7 @@ export function argsort(a: AL, ...args: unknown[]): Array {
 }
 /** jnp.msort(a) = sort(a, axis=0). */
 export const msort = (a: AL): Array => sort(a, 0);
-/** jnp.lexsort(keys, axis=-1): indirect stable sort by several keys; the last key is the primary one. */
+/** jnp.lexsort(keys, axis=-1): indirect stable sort by several keys; the last key is the primary one (complex keys lexicographic). */
 export function lexsort(keys: AL[] | Array, ...args: unknown[]): Array {
   const { axis } = parseArgs<{ axis: number }>("lexsort", args, ["axis"]);
   const ks: Array[] =
@@ -91,7 +91,9 @@ export function lexsort(keys: AL[] | Array, ...args: unknown[]): Array {
   if (s0.length === 0) throw new Error("lexsort: keys must be at least 1-dimensional");
   const ax = normalizeAxis("lexsort", axis ?? -1, s0.length);
   const iota = ops.iota(indexDType(), s0, ax);
-  const outs = sortMany([...[...ks].reverse(), iota], ax, true, ks.length);
+  // a complex key orders lexicographically: its real part, then its imaginary part (as JAX's lax.sort and NumPy)
+  const sortKeys = [...ks].reverse().flatMap((k) => (isComplex(k.dtype) ? complexKeys(k) : [k]));
+  const outs = sortMany([...sortKeys, iota], ax, true, sortKeys.length);
   return outs[outs.length - 1];
 }
 /** jnp.partition(a, kth, axis=-1): implemented as a full sort (a valid partition: a[kth] is in place, smaller before, larger after). */

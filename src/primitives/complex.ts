@@ -366,6 +366,34 @@ for (const [n, want] of [
   });
 }
 
+// max / min: lexicographic on (re, im), as JAX's lax.max / lax.min; jvp with JAX's balanced tie (half to each operand)
+for (const n of ["max", "min"] as const) {
+  const sgn = n === "max" ? 1 : -1;
+  extend(n, {
+    abstractEval: binaryAval(n, false),
+    impl: binaryImpl((a, b, c, d) => {
+      // keep (a, b) unless (c, d) is lexicographically beyond it in the direction of n
+      const beyond = sgn * (c - a) > 0 || (c === a && sgn * (d - b) > 0);
+      return beyond ? [c, d] : [a, b];
+    }),
+    jvp([x, y], [tx, ty]) {
+      const ans = ops.bindN(getPrimitive(n), [x, y])[0];
+      const full = (v: number): Array => ops.fullLike(ans, v);
+      const wide = (u: Array): Array => (u.ndim === ans.ndim ? u : ops.broadcastInDim(u, ans.shape, []));
+      // weight of x: 1 where it alone is the answer, 1/2 on a tie, 0 otherwise (and symmetrically for y)
+      const bal = (u: Array, v: Array): Array =>
+        ops.select(wide(ops.eq(u, ans)), ops.select(wide(ops.eq(v, ans)), full(0.5), full(1)), full(0));
+      let t: Array | null = null;
+      if (!(tx instanceof Zero)) t = ops.mul(wide(tx), bal(x, y));
+      if (!(ty instanceof Zero)) {
+        const ry = ops.mul(wide(ty), bal(y, x));
+        t = t === null ? ry : ops.add(t, ry);
+      }
+      return [[ans], [t ?? new Zero(ans.aval)]];
+    },
+  });
+}
+
 // dot_general: (A + iB)(C + iD) = (AC - BD) + i(AD + BC), four real products (a real operand is promoted first)
 {
   const p = getPrimitive("dot_general"),
@@ -448,6 +476,11 @@ const PASS = new Set([
   "lu",
   "triangular_solve",
   "cholesky",
+  "max",
+  "min",
+  "qr",
+  "eigh",
+  "svd",
 ]);
 /**
  * Every other primitive refuses complex operands with a clear error (instead of reading interleaved storage as reals).

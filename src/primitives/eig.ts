@@ -1,7 +1,7 @@
-/** @file The eig primitive (lax.linalg.eig for real matrices): complex eigenvalues and right eigenvectors; jvp of eigenvalues only, as JAX. */
+/** @file The eig primitive (lax.linalg.eig for real or complex matrices): complex eigenvalues and right eigenvectors; jvp of eigenvalues only, as JAX. */
 import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
-import { complexDType } from "../core/dtype.js";
+import { complexDType, isComplex } from "../core/dtype.js";
 import { Primitive, Zero } from "../core/primitive.js";
 import { cinverse, eigenvalues, eigenvectors } from "../backends/interpreter/eig-kernels.js";
 import * as ops from "./bind-ops.js";
@@ -17,10 +17,8 @@ export const eigP: Primitive<EigParams> = new Primitive<EigParams>(
   "eig",
   {
     abstractEval([x], { compute_right_eigenvectors: right, with_inverse: inv }) {
-      if (x.dtype !== "float32" && x.dtype !== "float64")
-        throw new TypeError(
-          `eig: requires a float32 or float64 matrix (complex input is not supported), got ${x.str()}`,
-        );
+      if (x.dtype !== "float32" && x.dtype !== "float64" && !isComplex(x.dtype))
+        throw new TypeError(`eig: requires a float32, float64, complex64 or complex128 matrix, got ${x.str()}`);
       if (x.ndim < 2 || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2])
         throw new TypeError(`eig: requires square matrices [..., n, n], got ${x.str()}`);
       const c = complexDType(x.dtype),
@@ -33,17 +31,19 @@ export const eigP: Primitive<EigParams> = new Primitive<EigParams>(
     impl([x], { compute_right_eigenvectors: right, with_inverse: inv }, outs) {
       const n = x.shape[x.ndim - 1],
         batch = x.size / (n * n || 1);
-      const [a] = partsOf(x);
+      const [a, aIm] = partsOf(x);
+      const cplx = isComplex(x.dtype);
       const w = [new Float64Array(batch * n), new Float64Array(batch * n)];
       const v = [new Float64Array(batch * n * n), new Float64Array(batch * n * n)],
         vi = [new Float64Array(batch * n * n), new Float64Array(batch * n * n)];
       for (let b = 0; b < batch; b++) {
-        const m = a.slice(b * n * n, (b + 1) * n * n);
-        const e = eigenvalues(m, n);
+        const m = a.slice(b * n * n, (b + 1) * n * n),
+          mi = cplx ? aIm.slice(b * n * n, (b + 1) * n * n) : undefined;
+        const e = eigenvalues(m, n, mi);
         w[0].set(e.re, b * n);
         w[1].set(e.im, b * n);
         if (right || inv) {
-          const vec = eigenvectors(m, n, e.re, e.im);
+          const vec = eigenvectors(m, n, e.re, e.im, mi);
           v[0].set(vec.re, b * n * n);
           v[1].set(vec.im, b * n * n);
           if (inv) {

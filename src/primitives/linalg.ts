@@ -10,7 +10,8 @@ import { prod, shapeStr } from "../core/shape.js";
 import { bind } from "../core/trace.js";
 import * as K from "../backends/interpreter/linalg-kernels.js";
 import { complexCholesky, complexLu, complexTriangularSolve } from "../backends/interpreter/complex-linalg-kernels.js";
-import { isComplex } from "../core/dtype.js";
+import { complexEigh, complexQr, complexSvd } from "../backends/interpreter/complex-decomp-kernels.js";
+import { isComplex, realDType } from "../core/dtype.js";
 import { fromNums, nums } from "./ref-util.js";
 import * as ops from "./ops.js";
 import { takeAlongDim } from "./sort.js";
@@ -32,6 +33,10 @@ export function mT(x: Array): Array {
   p[x.ndim - 2] = x.ndim - 1;
   p[x.ndim - 1] = x.ndim - 2;
   return ops.transpose(x, p);
+}
+/** Conjugate transpose of the last two axes (the transpose for real dtypes). */
+export function mH(x: Array): Array {
+  return isComplex(x.dtype) ? ops.conj(mT(x)) : mT(x);
 }
 /** Keeps the lower (j - i <= k) or upper (j - i >= k) band of the last two axes, zeroing the rest. */
 export function triPart(x: Array, lower: boolean, k = 0): Array {
@@ -298,7 +303,7 @@ export const qrP: Primitive<{ full_matrices: boolean }> = new Primitive<{ full_m
   "qr",
   {
     abstractEval([a], { full_matrices }) {
-      checkFloatMatrix("qr", a, false);
+      checkFloatMatrix("qr", a, false, true);
       const nd = a.ndim,
         m = a.shape[nd - 2],
         n = a.shape[nd - 1],
@@ -309,6 +314,10 @@ export const qrP: Primitive<{ full_matrices: boolean }> = new Primitive<{ full_m
     },
     impl([a], { full_matrices }, [oq, or]) {
       const { batch, m, n } = mats(a.aval);
+      if (isComplex(a.dtype)) {
+        const c = complexQr(nums(a), batch, m, n, full_matrices);
+        return [fromInterleaved(oq, c.q), fromInterleaved(or, c.r)];
+      }
       const r = K.qr(nums(a), batch, m, n, full_matrices);
       return [fromNums(oq, r.q), fromNums(or, r.r)];
     },
@@ -326,11 +335,16 @@ export const qrP: Primitive<{ full_matrices: boolean }> = new Primitive<{ full_m
           `qr jvp: unimplemented case of the QR derivative for a ${shapeStr(a.shape)} operand (needs m >= n, and m == n when full_matrices=true)`,
         );
       }
-      // dX R^-1, Q^T dX R^-1, its skew part do; dQ = Q (do - QtdXRinv) + dXRinv, dR = (QtdXRinv - do) R
+      // dX R^-1, Q^H dX R^-1, its skew-Hermitian part do (plus i Im of the diagonal for complex, as JAX);
+      // dQ = Q (do - QhdXRinv) + dXRinv, dR = (QhdXRinv - do) R
       const dxRinv = triangularSolve(r, t, { leftSide: false, lower: false });
-      const qtDxRinv = mm(mT(q), dxRinv);
+      const qtDxRinv = mm(mH(q), dxRinv);
       const low = triPart(qtDxRinv, true, -1);
-      const dOm = ops.sub(low, mT(low));
+      let dOm = ops.sub(low, mH(low));
+      if (isComplex(a.dtype)) {
+        const imDiag = ops.sub(qtDxRinv, ops.convert(ops.real(qtDxRinv), a.dtype));
+        dOm = ops.add(dOm, ops.mul(imDiag, eyeLike(imDiag.shape, a.dtype)));
+      }
       const dq = ops.add(mm(q, ops.sub(dOm, qtDxRinv)), dxRinv);
       const dr = mm(ops.sub(qtDxRinv, dOm), r);
       return [
@@ -363,11 +377,15 @@ export const eighP: Primitive<EighParams> = new Primitive<EighParams>(
   "eigh",
   {
     abstractEval([a]) {
-      checkFloatMatrix("eigh", a, true);
-      return [a.strongly(), withShape(a, a.shape.slice(0, -1))];
+      checkFloatMatrix("eigh", a, true, true);
+      return [a.strongly(), withShape(a, a.shape.slice(0, -1), realDType(a.dtype))];
     },
     impl([a], { lower, sort_eigenvalues }, [ov, ow]) {
       const { batch, n } = mats(a.aval);
+      if (isComplex(a.dtype)) {
+        const c = complexEigh(nums(a), batch, n, lower, sort_eigenvalues);
+        return [fromInterleaved(ov, c.v), fromNums(ow, c.w)];
+      }
       const r = K.eigh(nums(a), batch, n, { lower, symmetrizeInput: false, sortEigenvalues: sort_eigenvalues });
       return [fromNums(ov, r.v), fromNums(ow, r.w)];
     },
@@ -380,15 +398,17 @@ export const eighP: Primitive<EighParams> = new Primitive<EighParams>(
         ];
       const nd = a.ndim,
         sh = a.shape;
-      // F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it; dV = V (F * V^T dA V), dw = diag(V^T dA V)
+      // F_ij = 1 / (w_j - w_i) off the diagonal, 0 on it; dV = V (F * V^H dA V), dw = Re diag(V^H dA V)
+      const wc = ops.convert(w, a.dtype);
       const eye = eyeLike(sh, a.dtype);
-      const wj = ops.broadcastInDim(w, sh, [...range(nd - 2), nd - 1]),
-        wi = ops.broadcastInDim(w, sh, range(nd - 1));
+      const wj = ops.broadcastInDim(wc, sh, [...range(nd - 2), nd - 1]),
+        wi = ops.broadcastInDim(wc, sh, range(nd - 1));
       const F = ops.sub(ops.div(scal(eye, 1), ops.add(eye, ops.sub(wj, wi))), eye);
-      const vtav = mm(mm(mT(v), t), v);
+      const vtav = mm(mm(mH(v), t), v);
+      const dw = diagPart(vtav);
       return [
         [v, w],
-        [mm(v, ops.mul(F, vtav)), diagPart(vtav)],
+        [mm(v, ops.mul(F, vtav)), isComplex(a.dtype) ? ops.real(dw) : dw],
       ];
     },
     vmap: vmapUnary(() => eighP),
@@ -416,18 +436,24 @@ export const svdP: Primitive<SvdParams> = new Primitive<SvdParams>(
   "svd",
   {
     abstractEval([a], { full_matrices, compute_uv }) {
-      checkFloatMatrix("svd", a, false);
+      checkFloatMatrix("svd", a, false, true);
       const nd = a.ndim,
         m = a.shape[nd - 2],
         n = a.shape[nd - 1],
         k = Math.min(m, n),
         B = a.shape.slice(0, nd - 2);
-      const s = withShape(a, [...B, k]);
+      const s = withShape(a, [...B, k], realDType(a.dtype));
       if (!compute_uv) return [s];
       return [s, withShape(a, [...B, m, full_matrices ? m : k]), withShape(a, [...B, full_matrices ? n : k, n])];
     },
     impl([a], { full_matrices, compute_uv }, outs) {
       const { batch, m, n } = mats(a.aval);
+      if (isComplex(a.dtype)) {
+        const c = complexSvd(nums(a), batch, m, n, full_matrices, compute_uv);
+        const cres = [fromNums(outs[0], c.s)];
+        if (compute_uv) cres.push(fromInterleaved(outs[1], c.u!), fromInterleaved(outs[2], c.vh!));
+        return cres;
+      }
       const r = K.svd(nums(a), batch, m, n, { fullMatrices: full_matrices, computeUv: compute_uv });
       const res = [fromNums(outs[0], r.s)];
       if (compute_uv) res.push(fromNums(outs[1], r.u!), fromNums(outs[2], r.vt!));
@@ -446,13 +472,16 @@ export const svdP: Primitive<SvdParams> = new Primitive<SvdParams>(
         m = a.shape[nd - 2],
         n = a.shape[nd - 1],
         k = s.shape[s.ndim - 1];
-      const V = mT(Vt);
-      const dS = mm(mm(mT(U), t), V);
-      const ds = diagPart(dS);
+      // complex: conjugate transposes, ds = Re diag(U^H dA V), s cast to a's dtype (JAX's svd_jvp_rule)
+      const V = mH(Vt);
+      const dS = mm(mm(mH(U), t), V);
+      const ds0 = diagPart(dS);
+      const ds = isComplex(a.dtype) ? ops.real(ds0) : ds0;
       if (!p.compute_uv) return [[s], [ds]];
+      const sc = ops.convert(s, a.dtype);
       const kk = [...s.shape, k];
-      const sRow = ops.broadcastInDim(s, kk, [...range(nd - 2), nd - 1]),
-        sCol = ops.broadcastInDim(s, kk, range(nd - 1));
+      const sRow = ops.broadcastInDim(sc, kk, [...range(nd - 2), nd - 1]),
+        sCol = ops.broadcastInDim(sc, kk, range(nd - 1));
       // F_ij = 1 / (s_j^2 - s_i^2) off the diagonal; zeros handled like JAX (eye added then subtracted)
       const eye = eyeLike(kk, a.dtype);
       const sDiffs = ops.mul(ops.add(sRow, sCol), ops.sub(sRow, sCol));
@@ -460,22 +489,22 @@ export const svdP: Primitive<SvdParams> = new Primitive<SvdParams>(
       const dSS = ops.mul(sRow, dS),
         SdS = ops.mul(sCol, dS);
       const sZero = ops.convert(ops.eq(s, scal(s, 0)), s.dtype);
-      const sInv = ops.sub(ops.div(scal(s, 1), ops.add(s, sZero)), sZero);
-      const dUdVdiag = ops.mul(ops.mul(ops.sub(dS, mT(dS)), scal(dS, 0.5)), diagEmbed(sInv));
-      let dU = mm(U, ops.add(ops.mul(F, ops.add(dSS, mT(dSS))), dUdVdiag));
-      let dV = mm(V, ops.mul(F, ops.add(SdS, mT(SdS))));
-      const sDiv = (x: Array) => ops.div(x, ops.broadcastInDim(s, x.shape, [...range(nd - 2), nd - 1]));
+      const sInv = ops.convert(ops.sub(ops.div(scal(s, 1), ops.add(s, sZero)), sZero), a.dtype);
+      const dUdVdiag = ops.mul(ops.mul(ops.sub(dS, mH(dS)), scal(dS, 0.5)), diagEmbed(sInv));
+      let dU = mm(U, ops.add(ops.mul(F, ops.add(dSS, mH(dSS))), dUdVdiag));
+      let dV = mm(V, ops.mul(F, ops.add(SdS, mH(SdS))));
+      const sDiv = (x: Array) => ops.div(x, ops.broadcastInDim(sc, x.shape, [...range(nd - 2), nd - 1]));
       if (m > n) {
         const dAV = mm(t, V);
-        dU = ops.add(dU, sDiv(ops.sub(dAV, mm(U, mm(mT(U), dAV)))));
+        dU = ops.add(dU, sDiv(ops.sub(dAV, mm(U, mm(mH(U), dAV)))));
       }
       if (n > m) {
-        const dAtU = mm(mT(t), U);
-        dV = ops.add(dV, sDiv(ops.sub(dAtU, mm(V, mm(Vt, dAtU)))));
+        const dAhU = mm(mH(t), U);
+        dV = ops.add(dV, sDiv(ops.sub(dAhU, mm(V, mm(Vt, dAhU)))));
       }
       return [
         [s, U, Vt],
-        [ds, dU, mT(dV)],
+        [ds, dU, mH(dV)],
       ];
     },
     vmap: vmapUnary(() => svdP),

@@ -1,13 +1,13 @@
 /** @file Samplers built on linear algebra: multivariateNormal (cholesky / eigh / svd factor of the covariance) and orthogonal (QR of a normal matrix, Haar measure). */
 import type { Array } from "../core/array.js";
-import { type DType, defaultFloatDType, isFloat, promoteTypes } from "../core/dtype.js";
+import { type DType, defaultFloatDType, isComplex, isFloat, promoteTypes } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import { promoteDtypes } from "../numpy/core.js";
 import * as L from "../primitives/linalg.js";
 import * as ops from "../primitives/ops.js";
 import { type KeyLike, checkKey } from "./keys.js";
 import { jadd } from "./jnp-lite.js";
-import { normalFrom } from "./samplers.js";
+import { normal, normalFrom } from "./samplers.js";
 import {
   type Param,
   type ShapeArg,
@@ -17,6 +17,7 @@ import {
   floatDtype,
   parseArgs,
   toDtype,
+  userDtype,
 } from "./util.js";
 
 /** (x + x^T) / 2 over the last two axes (JAX symmetrizes cholesky/eigh inputs). */
@@ -132,9 +133,14 @@ export function orthogonal(
   if (!Number.isInteger(mm) || mm < 0)
     throw new TypeError(`${fn}: m must be a non-negative integer, got ${String(o.m)}`);
   const s = canonicalShape(fn, o.shape);
-  const d = floatDtype(fn, o.dtype);
-  const z = normalFrom(data, [...s, Math.max(o.n, mm), Math.min(o.n, mm)], d);
+  const d = userDtype(fn, o.dtype, defaultFloatDType());
+  if (!isFloat(d) && !isComplex(d))
+    throw new TypeError(`dtype argument to \`${fn}\` must be a float or complex dtype, got ${d}`);
+  const zShape = [...s, Math.max(o.n, mm), Math.min(o.n, mm)];
+  // complex: JAX's complex normal (independent real and imaginary parts of variance 1/2), then a unitary Q
+  const z = isComplex(d) ? normal(key, zShape, d) : normalFrom(data, zShape, d);
   const [q, r] = L.qr(z, false);
+  // sign(d) = d / |d|: makes R's diagonal positive (a phase for complex), so Q is Haar-distributed
   const sgn = ops.sign(L.diagPart(r));
   const x = ops.mul(q, ops.broadcastInDim(sgn, q.shape, [...s.keys(), q.ndim - 1]));
   return o.n < mm ? L.mT(x) : x;

@@ -123,6 +123,7 @@ export const condP: Primitive<CondP> = new Primitive<CondP>("cond", {
     return [outs, outs.map(() => 0)];
   },
   lower: lowerCond,
+  lowerComplex: lowerCond,
   missing: {
     transpose:
       "cond is differentiated by inlining the taken branch or selecting among all branches, so linear jaxprs never contain it",
@@ -293,6 +294,7 @@ export const whileP: Primitive<WhileP> = new Primitive<WhileP>("while", {
     return [out, out.map(() => 0)];
   },
   lower: lowerWhile,
+  lowerComplex: lowerWhile,
   missing: {
     transpose:
       "reverse-mode differentiation of while_loop is not supported (as in JAX); use lax.scan or foriLoop with static bounds",

@@ -221,6 +221,7 @@ export const scanP: Primitive<ScanP> = new Primitive<ScanP>("scan", {
     return [...ctC, ...ctInit, ...resArgs.map(() => null), ...ctXs];
   },
   lower: lowerScan,
+  lowerComplex: lowerScan,
   vmap(axis, args, dims, p) {
     const nc = p.num_consts,
       nk = p.num_carry;

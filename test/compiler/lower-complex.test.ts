@@ -15,6 +15,7 @@ import { type Params, getPrimitive } from "../../src/core/primitive.js";
 import { evalTrace, withTrace } from "../../src/core/trace.js";
 import { compileJaxpr } from "../../src/compiler/compile.js";
 import * as ops from "../../src/primitives/ops.js";
+import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { jit } from "../../src/transforms/api.js";
 import { assertCloseC } from "../helpers/complex-fixtures.js";
@@ -218,3 +219,65 @@ function withInterpreter<T>(g: () => T): T {
     config.update("backend", prev);
   }
 }
+
+test("control flow carrying complex values (scan, while, cond) lowers to ONNX Loop / If and matches the interpreter", () => {
+  for (const dt of ["complex64", "complex128"] as const) {
+    const tol = dt === "complex64" ? { rtol: 2e-5, atol: 2e-5 } : { rtol: 1e-12, atol: 1e-12 };
+    const c0 = carr(dt, [3], PAIRS.slice(0, 3)),
+      xs = carr(dt, [5, 3], PAIRS);
+    // scan: complex carry and xs, complex ys (forward and reverse)
+    for (const reverse of [false, true])
+      checkLowered(
+        `${dt} scan${reverse ? " reverse" : ""}`,
+        (c, x) => {
+          const [cf, ys] = lax.scan(
+            (carry: Array, xi: Array): [Array, Array] => {
+              const next = ops.add(
+                ops.mul(carry, ops.mul(xi, ops.scalarLike(xi, 0.25))),
+                ops.exp(ops.mul(xi, ops.scalarLike(xi, 0.1))),
+              );
+              return [next, ops.mul(next, ops.conj(xi))];
+            },
+            c,
+            x,
+            { reverse },
+          );
+          return [cf, ys];
+        },
+        [c0, xs],
+        tol,
+      );
+    // while: an int counter beside a complex carry
+    const w = carr(dt, [3], PAIRS.slice(3, 6));
+    checkLowered(
+      `${dt} while`,
+      (z, m) => {
+        const [, out] = lax.whileLoop(
+          ([i]: Array[]) => ops.lt(i, ops.full([], 4, "int32")),
+          ([i, v]: Array[]) => [ops.add(i, ops.full([], 1, "int32")), ops.add(ops.mul(v, m), ops.scalarLike(v, 1))],
+          [ops.full([], 0, "int32"), z],
+        );
+        return [out];
+      },
+      [c0, w],
+      tol,
+    );
+    // cond: both branches complex
+    for (const p of [true, false])
+      checkLowered(
+        `${dt} cond ${p}`,
+        (z, m) => {
+          const r = lax.cond(
+            ops.full([], p, "bool"),
+            (a: Array, b: Array) => ops.mul(a, b),
+            (a: Array, b: Array) => ops.sub(ops.conj(a), b),
+            z,
+            m,
+          );
+          return [r as Array];
+        },
+        [c0, w],
+        tol,
+      );
+  }
+});

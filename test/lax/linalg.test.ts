@@ -51,6 +51,6 @@ test("lax.linalg.svd defaults to full matrices; computeUv false gives s alone", 
           [3, 4],
         ]),
       ),
-    /lax.linalg.svd: the operand must be a float matrix/,
+    /lax.linalg.svd: the operand must be a float or complex matrix/,
   );
 });

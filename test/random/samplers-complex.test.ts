@@ -51,3 +51,41 @@ test("random.normal refuses integer dtypes, naming float and complex", () => {
     /normal.*must be a float or complex dtype, got int32/,
   );
 });
+
+test("random.orthogonal with a complex dtype: JAX's construction (qr of a complex normal, R's diagonal phases removed) gives unitary matrices", () => {
+  const saved = config.enableX64;
+  config.update("enableX64", true);
+  try {
+    const key = random.key(3);
+    for (const [n, m] of [
+      [3, 3],
+      [4, 2],
+      [2, 4],
+    ]) {
+      const q = random.orthogonal(key, n, [2], "complex128", m);
+      assert.equal(q.dtype, "complex128");
+      assert.deepEqual(q.shape, [2, n, m]);
+      // JAX: z = normal(key, (*shape, max, min), dtype); q, r = qr(z); q * sign(diag(r)) (transposed when n < m)
+      const z = random.normal(key, [2, Math.max(n, m), Math.min(n, m)], "complex128");
+      const { Q, R } = np.linalg.qr(z) as np.linalg.QRResult;
+      const d = np.diagonal(R, 0, -2, -1);
+      let want = np.multiply(Q, np.expandDims(np.divide(d, np.astype(np.abs(d), "complex128")), -2));
+      if (n < m) want = np.swapaxes(want, -1, -2);
+      const [qr, qi] = partsOfArray(q),
+        [wr, wi] = partsOfArray(want);
+      qr.forEach((v, i) => assert.ok(Math.abs(v - wr[i]) < 1e-12 && Math.abs(qi[i] - wi[i]) < 1e-12, `entry ${i}`));
+      // unitary: columns (n >= m) or rows (n < m) orthonormal under the Hermitian product
+      const g = n >= m ? np.matmul(np.conj(np.swapaxes(q, -1, -2)), q) : np.matmul(q, np.conj(np.swapaxes(q, -1, -2)));
+      const k = Math.min(n, m);
+      const [gr, gi] = partsOfArray(g);
+      gr.forEach((v, i) => {
+        const jj = i % (k * k);
+        const eye = Math.floor(jj / k) === jj % k ? 1 : 0;
+        assert.ok(Math.abs(v - eye) < 1e-12 && Math.abs(gi[i]) < 1e-12, `gram ${n}x${m}[${i}] = ${v}, ${gi[i]}`);
+      });
+    }
+    assert.throws(() => random.orthogonal(key, 2, [], "int32"), /orthogonal.*must be a float or complex dtype/);
+  } finally {
+    config.update("enableX64", saved);
+  }
+});

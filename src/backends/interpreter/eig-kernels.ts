@@ -1,4 +1,4 @@
-/** @file Reference kernels for the general (non-symmetric) real eigenproblem: Hessenberg reduction, shifted complex QR, inverse iteration. */
+/** @file Reference kernels for the general (non-symmetric) real or complex eigenproblem: Hessenberg reduction, shifted complex QR, inverse iteration. */
 
 /** A complex n x n matrix as row-major re/im planes. */
 interface CMat {
@@ -7,37 +7,68 @@ interface CMat {
   n: number;
 }
 
-/** Householder reduction of a real row-major n x n matrix to upper Hessenberg form (similar, so same eigenvalues). */
-function hessenberg(a: Float64Array, n: number): Float64Array {
-  const h = a.slice();
-  const v = new Float64Array(n);
+/**
+ * Householder reduction of a row-major n x n matrix (re, im planes) to upper Hessenberg form (similar, so same
+ * eigenvalues): for column k, x = h[k+1:, k], alpha = -e^{i arg x_0} ||x||, v = x - alpha e_1, H = I - 2 v v^H / v^H v.
+ */
+function hessenberg(a: Float64Array, n: number, aIm?: Float64Array): { hr: Float64Array; hi: Float64Array } {
+  const hr = a.slice(),
+    hi = aIm ? aIm.slice() : new Float64Array(n * n);
+  const vr = new Float64Array(n),
+    vi = new Float64Array(n);
   for (let k = 0; k < n - 2; k++) {
-    let alpha = 0;
-    for (let i = k + 1; i < n; i++) alpha += h[i * n + k] ** 2;
-    alpha = Math.sqrt(alpha);
-    if (alpha === 0) continue;
-    if (h[(k + 1) * n + k] > 0) alpha = -alpha;
-    v.fill(0);
-    for (let i = k + 1; i < n; i++) v[i] = h[i * n + k];
-    v[k + 1] -= alpha;
-    let vv = 0;
-    for (let i = k + 1; i < n; i++) vv += v[i] * v[i];
-    if (vv === 0) continue;
-    // H <- (I - 2 v v^T / v^T v) H (I - 2 v v^T / v^T v)
-    for (let j = 0; j < n; j++) {
-      let s = 0;
-      for (let i = k + 1; i < n; i++) s += v[i] * h[i * n + j];
-      s = (2 * s) / vv;
-      for (let i = k + 1; i < n; i++) h[i * n + j] -= s * v[i];
+    let nrm = 0;
+    for (let i = k + 1; i < n; i++) nrm = Math.hypot(nrm, hr[i * n + k], hi[i * n + k]);
+    if (nrm === 0) continue;
+    const x0r = hr[(k + 1) * n + k],
+      x0i = hi[(k + 1) * n + k],
+      m0 = Math.hypot(x0r, x0i);
+    // alpha = -phase(x0) ||x|| (a real x0 > 0 gives -||x||, as the real reduction)
+    const pr = m0 === 0 ? 1 : x0r / m0,
+      pi = m0 === 0 ? 0 : x0i / m0;
+    vr.fill(0);
+    vi.fill(0);
+    for (let i = k + 1; i < n; i++) {
+      vr[i] = hr[i * n + k];
+      vi[i] = hi[i * n + k];
     }
+    vr[k + 1] += pr * nrm;
+    vi[k + 1] += pi * nrm;
+    let vv = 0;
+    for (let i = k + 1; i < n; i++) vv += vr[i] * vr[i] + vi[i] * vi[i];
+    if (vv === 0) continue;
+    // H <- (I - 2 v v^H / vv) H: row combination s_j = v^H h_j
+    for (let j = 0; j < n; j++) {
+      let sr = 0,
+        si = 0;
+      for (let i = k + 1; i < n; i++) {
+        sr += vr[i] * hr[i * n + j] + vi[i] * hi[i * n + j];
+        si += vr[i] * hi[i * n + j] - vi[i] * hr[i * n + j];
+      }
+      sr = (2 * sr) / vv;
+      si = (2 * si) / vv;
+      for (let i = k + 1; i < n; i++) {
+        hr[i * n + j] -= sr * vr[i] - si * vi[i];
+        hi[i * n + j] -= sr * vi[i] + si * vr[i];
+      }
+    }
+    // H <- H (I - 2 v v^H / vv): s_i = h_i v, h_i -= s_i v^H
     for (let i = 0; i < n; i++) {
-      let s = 0;
-      for (let j = k + 1; j < n; j++) s += h[i * n + j] * v[j];
-      s = (2 * s) / vv;
-      for (let j = k + 1; j < n; j++) h[i * n + j] -= s * v[j];
+      let sr = 0,
+        si = 0;
+      for (let j = k + 1; j < n; j++) {
+        sr += hr[i * n + j] * vr[j] - hi[i * n + j] * vi[j];
+        si += hr[i * n + j] * vi[j] + hi[i * n + j] * vr[j];
+      }
+      sr = (2 * sr) / vv;
+      si = (2 * si) / vv;
+      for (let j = k + 1; j < n; j++) {
+        hr[i * n + j] -= sr * vr[j] + si * vi[j];
+        hi[i * n + j] -= si * vr[j] - sr * vi[j];
+      }
     }
   }
-  return h;
+  return { hr, hi };
 }
 
 const csqrt = (x: number, y: number): [number, number] => {
@@ -47,13 +78,15 @@ const csqrt = (x: number, y: number): [number, number] => {
   return x >= 0 ? [t, y / (2 * t)] : [Math.abs(y) / (2 * t), y < 0 ? -t : t];
 };
 
-/** Eigenvalues of a real n x n matrix: Hessenberg form, then complex single-shift QR (Wilkinson shifts) with deflation. */
-export function eigenvalues(a: Float64Array, n: number): { re: Float64Array; im: Float64Array } {
-  const hr = hessenberg(a, n),
-    hi = new Float64Array(n * n);
+/**
+ * Eigenvalues of an n x n matrix (real, or complex with imaginary plane aIm): Hessenberg form, then complex
+ * single-shift QR (Wilkinson shifts) with deflation.
+ */
+export function eigenvalues(a: Float64Array, n: number, aIm?: Float64Array): { re: Float64Array; im: Float64Array } {
+  const { hr, hi } = hessenberg(a, n, aIm);
   const wr = new Float64Array(n),
     wi = new Float64Array(n);
-  if (!hr.every(Number.isFinite)) return { re: wr.fill(NaN), im: wi.fill(NaN) };
+  if (!hr.every(Number.isFinite) || !hi.every(Number.isFinite)) return { re: wr.fill(NaN), im: wi.fill(NaN) };
   const at = (i: number, j: number) => i * n + j;
   let top = n - 1,
     iter = 0;
@@ -178,6 +211,7 @@ export function eigenvalues(a: Float64Array, n: number): { re: Float64Array; im:
     }
   }
   // a real matrix's eigenvalues are real or conjugate pairs: imaginary parts at rounding level are zero
+  if (aIm) return { re: wr, im: wi };
   let norm = 0;
   for (let i = 0; i < n * n; i++) norm = Math.max(norm, Math.abs(a[i]));
   for (let k = 0; k < n; k++) if (Math.abs(wi[k]) <= 64 * 2.2e-16 * norm) wi[k] = 0;
@@ -257,16 +291,17 @@ export function eigenvectors(
   n: number,
   wr: Float64Array,
   wi: Float64Array,
+  aIm?: Float64Array,
 ): { re: Float64Array; im: Float64Array } {
   const vr = new Float64Array(n * n),
     vi = new Float64Array(n * n);
   let norm = 0;
-  for (let i = 0; i < n * n; i++) norm = Math.max(norm, Math.abs(a[i]));
+  for (let i = 0; i < n * n; i++) norm = Math.max(norm, Math.abs(a[i]), aIm ? Math.abs(aIm[i]) : 0);
   for (let k = 0; k < n; k++) {
     const xr = new Float64Array(n).fill(1),
       xi = new Float64Array(n);
     for (let it = 0; it < 3; it++) {
-      const m: CMat = { re: a.slice(), im: new Float64Array(n * n), n };
+      const m: CMat = { re: a.slice(), im: aIm ? aIm.slice() : new Float64Array(n * n), n };
       const shift = 1e-10 * (norm || 1);
       for (let i = 0; i < n; i++) {
         m.re[i * n + i] -= wr[k] + shift;
