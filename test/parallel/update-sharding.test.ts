@@ -25,7 +25,7 @@ function runWith(runtime: "emulation" | "devices", shard: boolean, f: (...a: Arr
     };
   } finally {
     config.update("spmdRuntime", "emulation");
-    config.update("spmdShardUpdates", true);
+    config.update("spmdShardUpdates", false);
   }
 }
 
@@ -49,7 +49,7 @@ function header(
     return { counts, line };
   } finally {
     config.update("spmdRuntime", "emulation");
-    config.update("spmdShardUpdates", true);
+    config.update("spmdShardUpdates", false);
   }
 }
 
