@@ -165,7 +165,8 @@ const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
   return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(lp, nn.oneHot(y, 10)), -1)));
 };
 /** One step on n devices (its device programs get `threads` intra-op threads each); fails loudly off the device runtime. */
-function makeStep(n: number, threads: number, spans: number[]): () => void {
+function makeStep(n: number, threads: number, spans: number[], shardUpdates = false): () => void {
+  config.update("spmdShardUpdates", shardUpdates);
   const mesh = makeMesh([n], ["data"]);
   // each device's loss is the mean over its block: the global mean's gradient is psum(g) / n
   const step = shardMap(
@@ -184,6 +185,8 @@ function makeStep(n: number, threads: number, spans: number[]): () => void {
   const x = devicePut(xb, new NamedSharding(mesh, P("data"))),
     y = devicePut(yb, new NamedSharding(mesh, P("data")));
   const run = (): void => {
+    // the flag is part of the call signature: each case runs the program it was compiled with
+    config.update("spmdShardUpdates", shardUpdates);
     const next = step(p, x, y) as Arr[];
     for (const o of next) o.blockUntilReady();
     for (const w of p) w.dispose();
@@ -191,20 +194,31 @@ function makeStep(n: number, threads: number, spans: number[]): () => void {
   };
   run();
   config.update("deviceIntraOpThreads", 1);
+  config.update("spmdShardUpdates", false);
   if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n)
     throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
   return withSpan(run, spans);
 }
 const two = Math.min(2, availableParallelism());
-const spans = [[], [], [], []] as number[][];
-const steps = [makeStep(1, 1, spans[0]), makeStep(2, 1, spans[1]), makeStep(1, two, spans[2])];
+const spans = [[], [], [], [], []] as number[][];
+const steps = [
+  makeStep(1, 1, spans[0]),
+  makeStep(2, 1, spans[1]),
+  makeStep(1, two, spans[2]),
+  makeStep(2, 1, spans[4], true),
+];
 if (maxDevices >= 8) steps.push(makeStep(8, 1, spans[3]));
-const [t1, t2, t1b, t8] = interleaved(steps, R(15));
+const [t1, t2, t1b, t2ws, t8] = interleaved(steps, R(15));
 const dev = (k: number) => `device ${(median(spans[k]) / 1000).toFixed(2)} ms`;
 rows.push([
   "MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread",
   `${t2.toFixed(2)} ms (${dev(1)}) vs ${t1.toFixed(2)} ms (${dev(0)}) (${(t1 / t2).toFixed(2)}x)`,
   verdict(t1 / t2 >= 1.8, ">= 1.8x"),
+]);
+rows.push([
+  "  the same 2 devices with weight-update sharding (spmdShardUpdates)",
+  `${t2ws.toFixed(2)} ms (${dev(4)}) (${(t1 / t2ws).toFixed(2)}x over 1x1; ${(t2 / t2ws).toFixed(2)}x the all-reduce step)`,
+  "recorded",
 ]);
 rows.push([
   `  vs 1 device x ${two} intra-op threads`,

@@ -126,7 +126,15 @@ export function summarizeOnnx(model: Uint8Array | GraphProto | Program): string 
     const parts: string[] = [];
     for (const s of model.steps) {
       if (s.kind === "onnx") parts.push(summarizeOnnx(s.model));
-      else parts.push(`// ${s.eqn.primitive.name} on the reference interpreter (${s.reason})`);
+      else {
+        // a host step whose primitive runs a program of its own (shard_map on the devices) may describe it
+        const describe = (s.eqn.params as { describe?: unknown }).describe;
+        parts.push(
+          typeof describe === "function"
+            ? String((describe as () => string)())
+            : `// ${s.eqn.primitive.name} on the reference interpreter (${s.reason})`,
+        );
+      }
     }
     if (parts.length === 0) parts.push("// no computation (outputs are inputs or constants)");
     return parts.join("\n");

@@ -25,6 +25,13 @@ export interface ConfigFlags {
    * falls back to the emulation, saying so once, where the addon or a feature is missing).
    */
   spmdRuntime: "emulation" | "devices";
+  /**
+   * Device runtime: a psum feeding only an elementwise update with replicated operands (an optimizer step) runs as
+   * one reduce-scatter, the update on each device's 1/n of the elements and one all-gather (exact; XLA's
+   * weight-update sharding). Off by default: on the shared-memory communicator an all-reduce already reduces 1/n
+   * per rank, and the measured SGD step was not faster with it (notes/devices.md); JAXTS_SPMD_SHARD_UPDATES=1.
+   */
+  spmdShardUpdates: boolean;
   /** A collective whose peers do not all arrive within this many milliseconds fails (device runtime). */
   collectiveTimeoutMs: number;
   /** ORT intra-op threads per device program session (0 = max(1, cores / numCpuDevices)). */
@@ -103,6 +110,7 @@ export const config: ConfigFlags & {
   debugInfs: process.env.JAX_DEBUG_INFS === "1" || process.env.JAX_DEBUG_INFS === "true",
   logCompiles: process.env.JAX_LOG_COMPILES === "1" || process.env.JAX_LOG_COMPILES === "true",
   spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
+  spmdShardUpdates: process.env.JAXTS_SPMD_SHARD_UPDATES === "1",
   collectiveTimeoutMs: envInt("collectiveTimeoutMs"),
   deviceIntraOpThreads: envInt("deviceIntraOpThreads"),
   jitCacheSize: envInt("jitCacheSize"),

@@ -16,6 +16,7 @@ import { bind, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { type Atom, Jaxpr } from "../core/jaxpr.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { summarizeOnnx } from "../compiler/summary.js";
 import { installProgramLowerings } from "../lowerings/index.js";
 import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
@@ -36,6 +37,7 @@ import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
+import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
@@ -70,6 +72,8 @@ export type SMP = {
   check_vma: boolean;
   /** The per-device body (memoized), or why it cannot be had; the transformation rules (shard-map-rules.ts) use it. */
   body: () => TracedBody | string;
+  /** The per-device program as text, with its collective counts (jit's lower().asText() of a program holding it). */
+  describe: () => string;
 };
 
 let emulating = 0;
@@ -169,6 +173,7 @@ export function shardMapOnDevices(
     String(def),
     inSpecs.map(String).join(";"),
     config.enableX64,
+    config.spmdShardUpdates,
     checkVma,
     ...leaves.map((x) => x.aval.str()),
   ].join("|");
@@ -212,6 +217,10 @@ export function shardMapOnDevices(
             leaves.map((x) => x.aval),
             def,
           )),
+        describe: () => {
+          e.compiled ??= compile(e.params.body(), mesh, inSpecs);
+          return describeCompiled(e.compiled, mesh);
+        },
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
           const done = runOnDevices(fn, mesh, inSpecs, xs, e, checkVma);
           return done ?? (asEmulation(emulate)(...xs) as ArrayImpl[]);
@@ -261,6 +270,8 @@ interface Compiled {
   replicasCompared?: boolean;
   /** What run() derives from the mesh and specs alone, for the mesh object it was made for (see callPlan). */
   plan?: CallPlan;
+  /** What weight-update sharding (config spmdShardUpdates) rewrote, or null. */
+  updateSharding: UpdateShardingInfo | null;
 }
 /** The per-call constants of a compiled body on one mesh object: computed at its first call, reused by every later one. */
 interface CallPlan {
@@ -326,20 +337,46 @@ function traceBody(
   return { jaxpr, consts: consts as ArrayImpl[], outSpecs, blockAvals: bAvals };
 }
 
+/** Counts of each collective op in a compiled body's per-device program. */
+export function collectiveCounts(program: Program): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const m of summarizeOnnx(program).matchAll(/jaxts\.collectives\.(\w+)/g)) counts[m[1]] = (counts[m[1]] ?? 0) + 1;
+  return counts;
+}
+
+/** A compiled body as text: where it runs, its collectives, what weight-update sharding did, the program. */
+function describeCompiled(c: Compiled | string, mesh: Mesh): string {
+  if (typeof c === "string") return `// shard_map on the emulation (nested vmap): ${c}`;
+  const counts = Object.entries(collectiveCounts(c.program))
+    .map(([k, v]) => `${k} x${v}`)
+    .join(", ");
+  const u = c.updateSharding;
+  const upd = u
+    ? `weight-update sharding: ${u.psums} psums -> reduce-scatter + ${u.updateEqns} update ops on 1/${mesh.size} + all-gather (${u.buckets} buckets, ${u.scatteredElements} / ${u.gatheredElements} elements scattered / gathered per device)`
+    : "weight-update sharding: none";
+  return [
+    `// shard_map on ${mesh.size} devices (${mesh}), one per-device program; collectives: ${counts || "none"}; ${upd}`,
+    summarizeOnnx(c.program),
+  ].join("\n");
+}
+
 /** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
 function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compiled | string {
   if (typeof body === "string") return body;
-  const { jaxpr, consts, outSpecs } = body;
+  const { jaxpr, outSpecs } = body;
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars])
     if (!DEVICE_DTYPES.has(v.aval.dtype)) return `a value of the body is ${v.aval.dtype}`;
   // gradients through psum: psum_transpose is a psum over the axes its cotangent varies over, else the identity
-  const resolved = resolvePsumTranspose(
-    jaxpr,
-    inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d)))),
-  );
+  const invarAxes = inSpecs.map((sp) => new Set(sp.entries.flatMap((_, d) => sp.names(d))));
+  const resolved = resolvePsumTranspose(jaxpr, invarAxes);
   if (typeof resolved === "string") return resolved;
   installProgramLowerings();
-  const { jaxpr: body2, callbacks } = hoistCallbacks(resolved);
+  // the optimizer update of psummed gradients on each device's 1/n (reduce-scatter, update, all-gather)
+  const sharded = config.spmdShardUpdates
+    ? shardWeightUpdates(resolved, body.consts, invarAxes, mesh)
+    : { jaxpr: resolved, consts: body.consts, info: null };
+  const consts = sharded.consts;
+  const { jaxpr: body2, callbacks } = hoistCallbacks(sharded.jaxpr);
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
     compileJaxpr(body2, { name: "shard_map" }),
   );
@@ -373,6 +410,7 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compil
     device,
     constBuffers: new Map(),
     callbacks,
+    updateSharding: sharded.info,
   };
 }
 
