@@ -35,6 +35,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
+import { collectiveOverlapEnabled, scheduleAsyncCollectives } from "./overlap-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
@@ -137,6 +138,8 @@ export function vmapByEmulation(
 
 interface Entry {
   params: SMP;
+  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged). */
+  overlap: boolean;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -170,6 +173,7 @@ export function shardMapOnDevices(
     inSpecs.map(String).join(";"),
     config.enableX64,
     checkVma,
+    collectiveOverlapEnabled(),
     ...leaves.map((x) => x.aval.str()),
   ].join("|");
   let perFn = entries.get(f);
@@ -194,6 +198,7 @@ export function shardMapOnDevices(
     );
     let traced: TracedBody | string | undefined;
     const e: Entry = {
+      overlap: collectiveOverlapEnabled(),
       outDef: outDef!,
       params: {
         name: fn,
@@ -240,7 +245,7 @@ function runOnDevices(
   // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
   const ranks = localRanks(mesh);
   if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
-  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs);
+  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   // a mesh spanning processes runs synchronously with host-assembled outputs (shard-map-multiprocess.ts)
   if (ranks.length < mesh.size) return runMultiProcess(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
@@ -327,7 +332,7 @@ function traceBody(
 }
 
 /** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
-function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compiled | string {
+function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[], overlap = false): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, consts, outSpecs } = body;
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars])
@@ -341,7 +346,10 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compil
   installProgramLowerings();
   const { jaxpr: body2, callbacks } = hoistCallbacks(resolved);
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
-    compileJaxpr(body2, { name: "shard_map" }),
+    compileJaxpr(body2, {
+      name: "shard_map",
+      ...(overlap ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes) } : {}),
+    }),
   );
   if (program.steps.some((s) => s.kind === "host"))
     return `the body needs the interpreter for ${program.notes.join("; ")}`;
