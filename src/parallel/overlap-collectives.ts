@@ -5,6 +5,7 @@
  * while the device thread computes. Switched on per shardMap by withCollectiveOverlap.
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
+import { readsOf } from "../compiler/optimize-graph.js";
 import { COLLECTIVES_DOMAIN } from "./lower-collectives.js";
 
 export const ASYNC_DOMAIN = "jaxts.async";
@@ -60,18 +61,18 @@ export function scheduleAsyncCollectives(
   g: GraphBuilder,
   shapes: ReadonlyMap<string, readonly number[]> = new Map(),
 ): number {
-  const nodes = g.nodeList;
+  if (!g.nodeList.some(isCollective)) return 0;
+  const nodes = hoistCollectiveInputs(g.nodeList);
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
   nodes.forEach((nd, i) => {
     for (const o of nd.outputs) if (o) producer.set(o, i);
-    for (const x of nd.inputs) if (x && !firstReader.has(x)) firstReader.set(x, i);
+    const reads = new Set<string>();
+    readsOf(nd, reads); // subgraph bodies read outer values too
+    for (const x of reads) if (!firstReader.has(x)) firstReader.set(x, i);
   });
-  const coll = nodes
-    .map((nd, i) => ({ nd, i }))
-    .filter(({ nd }) => nd.domain === COLLECTIVES_DOMAIN && KINDS.has(nd.opType));
-  if (!coll.length) return 0;
+  const coll = nodes.map((nd, i) => ({ nd, i })).filter(({ nd }) => isCollective(nd));
   const splits = new Map<number, Split>();
   coll.forEach(({ nd, i }, k) => {
     const prev = coll
@@ -212,4 +213,78 @@ function tieTarget(
     if (best >= 0) return [i, best];
   }
   return null;
+}
+
+const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAIN && KINDS.has(nd.opType);
+
+/**
+ * The nodes re-ordered (a topological order) so that what an all-reduce or reduce-scatter reads is computed as early
+ * as its own inputs allow: a node's priority is the position of the first such collective it feeds (then its own
+ * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
+ * layer's gradients exist, while earlier layers' backward still runs.
+ */
+function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
+  const n = nodes.length;
+  const producer = new Map<string, number>();
+  nodes.forEach((nd, i) => nd.outputs.forEach((o) => o && producer.set(o, i)));
+  const deps = nodes.map((nd) => {
+    const reads = new Set<string>();
+    readsOf(nd, reads);
+    return [...new Set([...reads].map((r) => producer.get(r)).filter((j): j is number => j !== undefined))];
+  });
+  const key = new Array<number>(n).fill(Infinity);
+  nodes.forEach((nd, c) => {
+    if (!isCollective(nd) || nd.opType === "AllGather") return;
+    const stack = deps[c].slice();
+    while (stack.length) {
+      const j = stack.pop()!;
+      if (key[j] <= c) continue;
+      key[j] = c;
+      stack.push(...deps[j]);
+    }
+  });
+  const users: number[][] = nodes.map(() => []);
+  const missing = deps.map((d, i) => {
+    for (const j of d) users[j].push(i);
+    return d.length;
+  });
+  // a binary heap of ready nodes by (key, position)
+  const heap: number[] = [];
+  const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
+  const pushHeap = (i: number) => {
+    heap.push(i);
+    for (let k = heap.length - 1; k > 0;) {
+      const p = (k - 1) >> 1;
+      if (!less(heap[k], heap[p])) break;
+      [heap[k], heap[p]] = [heap[p], heap[k]];
+      k = p;
+    }
+  };
+  const popHeap = (): number => {
+    const top = heap[0],
+      last = heap.pop()!;
+    if (heap.length) {
+      heap[0] = last;
+      for (let k = 0; ;) {
+        const l = 2 * k + 1,
+          r = l + 1;
+        let m = k;
+        if (l < heap.length && less(heap[l], heap[m])) m = l;
+        if (r < heap.length && less(heap[r], heap[m])) m = r;
+        if (m === k) break;
+        [heap[k], heap[m]] = [heap[m], heap[k]];
+        k = m;
+      }
+    }
+    return top;
+  };
+  missing.forEach((m, i) => m === 0 && pushHeap(i));
+  const out: GraphNode[] = [];
+  while (heap.length) {
+    const i = popHeap();
+    out.push(nodes[i]);
+    for (const u of users[i]) if (--missing[u] === 0) pushHeap(u);
+  }
+  if (out.length !== n) throw new Error("scheduleAsyncCollectives: the lowered graph has a cycle");
+  return out;
 }
