@@ -91,6 +91,8 @@ function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStag
   if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
   if (!opts || !STAGES.includes(opts.stage))
     throw new RangeError(`${fn}: stage must be 0, 1, 2 or 3, got ${String(opts?.stage)}`);
+  if (opts.overlap !== undefined && typeof opts.overlap !== "boolean")
+    throw new TypeError(`${fn}: overlap must be true or false, got ${String(opts.overlap)}`);
   const dataAxis = opts.dataAxis ?? "data";
   if (!mesh.axisNames.includes(dataAxis))
     throw new Error(

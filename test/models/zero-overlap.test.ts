@@ -114,3 +114,11 @@ for (const stage of [3, 0] as const)
         }
       },
     );
+
+test("a non-boolean overlap option is refused naming the function", { skip }, () => {
+  const mesh = makeMesh([2], ["data"]);
+  assert.throws(
+    () => makeZeroTrainStep(model, optim.adam(0.1), mesh, { stage: 3, overlap: "yes" as unknown as boolean }),
+    /makeZeroTrainStep: overlap must be true or false, got yes/,
+  );
+});
