@@ -21,7 +21,7 @@ import {
   synchronize,
   type LaunchRecord,
 } from "../../src/runtime/index.js";
-import { scheduleAsyncCollectives, withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
+import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { values } from "./device-compare.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
@@ -252,15 +252,4 @@ test("a CollectiveStart whose CollectiveDone never runs fails its rank with an e
     /all_gather over mesh axis 'x' was started[^]*CollectiveDone never ran/,
   );
   assert.equal(openRendezvous(), 0);
-});
-
-test("the schedule: a graph without collectives is left alone", () => {
-  const g = new GraphBuilder("plain");
-  const x = g.addInput("x", "float32", [2]);
-  g.addOutput(g.op("Sin", [x]), "float32", [2]);
-  assert.equal(scheduleAsyncCollectives(g), 0);
-  assert.deepEqual(
-    g.nodeList.map((nd) => nd.opType),
-    ["Sin"],
-  );
 });
