@@ -2,7 +2,9 @@
  * @file Training-parallelism benchmark (`node dist/bench/training.js [--quick]`, also run by `npm run bench`): tokens/s
  * of a small Transformer training step (adamw) on 1 device, 2-way data parallel, 2x2 data x tensor and ZeRO-3 on 4
  * devices, side by side (interleaved rounds, medians), each step's time split per device into compute, communication
- * and idle from the runtime's own launch records (setLaunchObserver: per-rank spans and per-collective times).
+ * and idle from the runtime's own launch records (setLaunchObserver: per-rank spans and per-collective times); and
+ * the ZeRO-3 and data-parallel steps with communication overlapped with compute (makeZeroTrainStep's overlap) vs not,
+ * on 4 and on 2 devices: the step time on vs off and the share of the communication it could hide that it hid.
  */
 import { availableParallelism, loadavg } from "node:os";
 import { config } from "../src/core/config.js";
@@ -60,10 +62,10 @@ interface Case {
   devices: number;
   step: () => void;
 }
-function zeroCase(name: string, n: number, stage: 0 | 3): Case {
+function zeroCase(name: string, n: number, stage: 0 | 3, overlap = false): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
-  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage });
+  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap });
   return {
     name,
     devices: n,
@@ -96,6 +98,16 @@ const cases = [
   zeroCase("2-way data parallel", 2, 0),
   tensorCase(),
   zeroCase("ZeRO-3, 4 devices", 4, 3),
+  zeroCase("ZeRO-3, 4 devices, overlap", 4, 3, true),
+  zeroCase("ZeRO-3, 2 devices", 2, 3),
+  zeroCase("ZeRO-3, 2 devices, overlap", 2, 3, true),
+  zeroCase("2-way data parallel, overlap", 2, 0, true),
+];
+/** [off, on] case indices of the overlap comparisons. */
+const PAIRS: [number, number][] = [
+  [3, 4],
+  [5, 6],
+  [1, 7],
 ];
 
 /** Per step and device (means over the devices): ms of compute, communication (transfers) and idle (waits, gaps). */
@@ -103,6 +115,8 @@ interface Split {
   compute: number;
   comm: number;
   idle: number;
+  /** The device thread's time inside collectives (synchronous: the whole call; overlapped: blocked in its Done). */
+  blocked: number;
 }
 function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecord[]): { ms: number; split: Split } {
   records.length = 0;
@@ -111,22 +125,30 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
   rt.synchronize();
   const ms = performance.now() - t0;
   let compute = 0,
-    comm = 0;
+    comm = 0,
+    blocked = 0;
   for (const r of records) {
     r.timeline.forEach((t, rank) => {
       const span = t.end - t.start;
       let inColl = 0,
         transfer = 0;
       for (const k of r.collectives[rank] ?? []) {
+        if (k.wait >= 0) {
+          // overlapped: the transfer ran on the communication thread; only the wait in its Done stalls the device
+          inColl += k.wait;
+          transfer += k.wait;
+          continue;
+        }
         inColl += k.end - k.start;
         transfer += k.end - k.ready; // before `ready` the rank waits for its peers: idle, not communication
       }
       compute += span - inColl;
       comm += transfer;
+      blocked += inColl;
     });
   }
   const per = (us: number) => us / 1000 / c.devices;
-  const split = { compute: per(compute), comm: per(comm), idle: 0 };
+  const split = { compute: per(compute), comm: per(comm), idle: 0, blocked: per(blocked) };
   split.idle = Math.max(0, ms - split.compute - split.comm);
   return { ms, split };
 }
@@ -151,13 +173,21 @@ const rows = cases.map((c, k) => {
     `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device`,
   ];
 });
-const z3 = mid(samples[3]).split.comm;
-rows.push([
-  "overlap on vs off (ZeRO-3)",
-  "not implemented",
-  "",
-  `communication it could hide: ${z3.toFixed(2)} ms per device per step (notes/training-parallel.md)`,
-]);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+for (const [off, on] of PAIRS) {
+  // hideable: the device thread's time in collectives without overlap; hidden: the step time it saved (and, from the
+  // records, the share of the in-collective time that no longer stalls the device)
+  const tOff = median(samples[off].map((x) => x.ms)),
+    tOn = median(samples[on].map((x) => x.ms));
+  const hide = median(samples[off].map((x) => x.split.blocked)),
+    left = median(samples[on].map((x) => x.split.blocked));
+  rows.push([
+    `overlap: ${cases[off].name}`,
+    `${tOff.toFixed(2)} -> ${tOn.toFixed(2)} ms/step`,
+    `hid ${(((tOff - tOn) / hide) * 100).toFixed(0)}% (step time)`,
+    `could hide ${hide.toFixed(2)} ms per device; still stalled ${left.toFixed(2)} ms (${((1 - left / hide) * 100).toFixed(0)}% off the device threads)`,
+  ]);
+}
 const widths = [0, 1, 2].map((j) => Math.max(...rows.map((r) => r[j].length)));
 console.log(
   `training parallelism (Transformer d${cfg.dModel} L${cfg.layers} seq ${cfg.seq} batch ${BATCH}, adamw; ` +

@@ -52,6 +52,8 @@ class Communicator {
   /** pairs (source position, destination position): out of each destination = in of its source; others get zeros. */
   virtual std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
                                         const std::vector<std::pair<int, int>>& pairs) = 0;
+  /** Whether two threads of this rank may call collectives at once (the async ops' communication thread). */
+  virtual bool ConcurrentCalls() const { return false; }
   /** This rank's device failed (`why`): a communicator spanning processes tells the other processes (default: nothing). */
   virtual void DeviceFailed(const std::string& why) { (void)why; }
 };

@@ -17,6 +17,7 @@ struct CollectiveRecord {
   int group_size = 1;
   double bytes = 0;       // this rank's input payload
   double start = 0, ready = 0, end = 0;  // microseconds of the steady clock
+  double wait = -1;  // async (jaxts.async): start = CollectiveStart, end = CollectiveDone returned, wait = blocked in it; -1: synchronous
 };
 
 /** Microseconds of the steady clock (CLOCK_MONOTONIC: the clock of the launch timestamps and of process.hrtime). */

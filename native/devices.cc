@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "async-collective-ops.h"
 #include "collective-ops.h"
 #include "communicator.h"
 #include "cpu-level.h"
@@ -200,6 +201,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
         L->outs[size_t(r)].data());
     if (s) err = TakeError(s);
   }
+  if (err.empty()) err = FinishAsyncCollectives(L->id, grank);  // collectives started and not awaited
   L->end[size_t(r)] = NowUs();
   CurrentDevice() = nullptr;
   if (!err.empty()) {
@@ -207,6 +209,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
     L->failed[size_t(r)] = true;
     ShmWorld::Abort(L->id, L->errors[size_t(r)]);
     comm->DeviceFailed(L->errors[size_t(r)]);  // across processes: the other processes' waits are released too
+    FinishAsyncCollectives(L->id, grank);       // its collectives in flight end (released above) before comm goes
   }
   if (L->remaining.fetch_sub(1) == 1) {
     ShmWorld::Forget(L->id);
@@ -296,6 +299,7 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   if (argc < 6) return Throw(env, "devCreateProgram(model, inNames, inTypes, outNames, outTypes, options) expects six arguments");
   if (!RegisterCollectiveOps(OrtApiTable())) return Throw(env, "the jaxts.collectives custom ops could not be registered");
+  if (!RegisterAsyncCollectiveOps(OrtApiTable())) return Throw(env, "the jaxts.async custom ops could not be registered");
   size_t len = 0;
   void* model = nullptr;
   if (!GetUint8Array(env, argv[0], &model, &len)) return Throw(env, "devCreateProgram: model must be a Uint8Array");
@@ -332,6 +336,7 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
     if (!s) s = fn<St (*)(OrtSessionOptions*, const char*, const char*)>(kAddSessionConfigEntry)(so, "session.intra_op.allow_spinning", "0");
     if (!s) s = AddGemmOpDomain(so);
     if (!s) s = AddCollectiveOpDomain(so);
+    if (!s) s = AddAsyncCollectiveOpDomain(so);
     OrtSession* sess = nullptr;
     if (!s) s = fn<St (*)(const void*, const void*, size_t, const OrtSessionOptions*, OrtSession**)>(kCreateSessionFromArray)(OrtEnvironment(), model, len, so, &sess);
     if (so) fn<void (*)(OrtSessionOptions*)>(kReleaseSessionOptions)(so);
@@ -384,7 +389,8 @@ napi_value Result(napi_env env, Launch& L) {
         napi_set_named_property(env, o, "name", x);
         napi_create_string_utf8(env, c.axes.c_str(), NAPI_AUTO_LENGTH, &x);
         napi_set_named_property(env, o, "axes", x);
-        const std::pair<const char*, double> nums[] = {{"groupSize", double(c.group_size)}, {"bytes", c.bytes}, {"start", c.start}, {"ready", c.ready}, {"end", c.end}};
+        const std::pair<const char*, double> nums[] = {{"groupSize", double(c.group_size)}, {"bytes", c.bytes}, {"start", c.start},
+                                                       {"ready", c.ready}, {"end", c.end}, {"wait", c.wait}};
         for (const auto& [key, val] : nums) {
           napi_create_double(env, val, &x);
           napi_set_named_property(env, o, key, x);

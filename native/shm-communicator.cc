@@ -282,6 +282,8 @@ class ShmCommunicator : public Communicator {
   ShmCommunicator(int rank, int size) : rank_(rank), size_(size) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  // rendezvous are keyed by (launch, seq, group): calls of one rank from two threads meet their own peers
+  bool ConcurrentCalls() const override { return true; }
 
   std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
     return Run(c, kAllReduce, int(op), in, out, count, type, {});

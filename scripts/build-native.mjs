@@ -22,6 +22,7 @@ const sources = [
   "devices.cc",
   "shm-communicator.cc",
   "collective-ops.cc",
+  "async-collective-ops.cc",
   "mpi-loader.cc",
   "mpi-communicator.cc",
 ].map((f) => join(root, "native", f));
@@ -36,6 +37,7 @@ const headers = [
   "device-context.h",
   "ort-globals.h",
   "collective-ops.h",
+  "async-collective-ops.h",
   "napi-util.h",
   "mpi-loader.h",
   "mpi-communicator.h",

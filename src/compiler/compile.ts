@@ -68,6 +68,8 @@ export interface CompileOptions {
   dynamicShapes?: boolean;
   /** Standard ONNX operators only (exportOnnx): no jaxts custom ops, which only jaxts's native runner provides. */
   portable?: boolean;
+  /** A last rewrite of each lowered graph before it is serialized (e.g. the device runtime's asynchronous collectives). */
+  rewriteGraph?: (g: GraphBuilder, shapes: ReadonlyMap<string, readonly number[]>) => void;
 }
 
 /** Elements touched by an equation (outputs, plus contraction work for dot_general). */
@@ -235,6 +237,7 @@ function buildSegment(
     optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
     if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
   }
+  opts.rewriteGraph?.(g, ctx.shapes);
   return {
     kind: "onnx",
     model: g.toModelBytes({ opset }),

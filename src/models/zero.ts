@@ -15,6 +15,7 @@ import { Mesh } from "../parallel/mesh.js";
 import { P, NamedSharding, type PartitionSpec } from "../parallel/sharding.js";
 import { devicePut } from "../parallel/device-put.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
+import { withCollectiveOverlap } from "../parallel/overlap-collectives.js";
 
 /** 0: plain data parallel; 1: optimizer state sharded; 2: + gradients reduce-scattered; 3: + parameters sharded. */
 export type ZeroStage = 0 | 1 | 2 | 3;
@@ -26,6 +27,12 @@ export interface ZeroOptions {
   dataAxis?: string;
   /** Rematerialize each layer of a layered loss in the backward pass (default true: stage 3 then re-gathers). */
   remat?: boolean;
+  /**
+   * Overlap communication with compute (default false): the step's collectives start early and are awaited late
+   * (src/parallel/overlap-collectives.ts): stage 3 gathers layer i+1 while layer i computes and reduce-scatters a
+   * layer's gradient while the next one's backward runs. Device runtime only; the values are the same either way.
+   */
+  overlap?: boolean;
 }
 
 /**
@@ -84,6 +91,8 @@ function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStag
   if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
   if (!opts || !STAGES.includes(opts.stage))
     throw new RangeError(`${fn}: stage must be 0, 1, 2 or 3, got ${String(opts?.stage)}`);
+  if (opts.overlap !== undefined && typeof opts.overlap !== "boolean")
+    throw new TypeError(`${fn}: overlap must be true or false, got ${String(opts.overlap)}`);
   const dataAxis = opts.dataAxis ?? "data";
   if (!mesh.axisNames.includes(dataAxis))
     throw new Error(
@@ -343,6 +352,15 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       });
       return lossFn.head(outer, h, ...batch);
     };
+    // stage 0's gradient buckets: one (every leaf) without overlap; with it, one per layer, last layer first (the
+    // backward produces it first, so its all-reduce runs while earlier layers' backward does), then the rest
+    const bucketsOf = (pos: typeof positions): number[][] => {
+      const all = posOf(pos);
+      if (!opts.overlap || !isLayered(lossFn)) return [all];
+      const layers = (pos.layers ?? []).map((l) => posOf(l)).reverse();
+      const inLayers = new Set(layers.flat());
+      return [...layers, all.filter((i) => !inLayers.has(i))].filter((b) => b.length > 0);
+    };
     const body = (p: Params, s: optim.OptState, ...batch: unknown[]): [Array, Params, optim.OptState] => {
       const [l, g] = valueAndGrad((q: Params) => localLoss(q, batch as B))(p) as [Array, Params];
       // means over the data axis as psum / n (pmean would also psum a vector of ones to count the members)
@@ -350,17 +368,7 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       if (stage === 0) {
         // one all-reduce of every gradient packed into a single vector (a bucket), then split back
         const [gl0] = flatten(g);
-        const packed = jnp.divide(
-          lax.psum(packLocal((gl0 as Array[]).map((x) => jnp.reshape(x, [x.size]))), dataAxis),
-          n,
-        );
-        const gm = unflatten(
-          paramDef,
-          unpackLocal(
-            packed,
-            shapes.map((sh) => size(sh)),
-          ).map((x, i) => jnp.reshape(x, [...shapes[i]])),
-        ) as Params;
+        const gm = unflatten(paramDef, allReduceBuckets(gl0 as Array[], bucketsOf(positions), dataAxis, n)) as Params;
         const [u, next] = opt.update(gm, s, p);
         return [loss, optim.applyUpdates(p as unknown, u) as Params, next];
       }
@@ -425,7 +433,22 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
     if (!byArity) compiled.set(layout, (byArity = new Map()));
     let f = byArity.get(batch.length);
     if (!f) byArity.set(batch.length, (f = build(layout, batch.length)));
-    const [l, p, s] = f(state.params, state.optState, ...batch);
+    const step = f;
+    const [l, p, s] = withCollectiveOverlap(opts.overlap ?? false, () => step(state.params, state.optState, ...batch));
     return [l, { params: p, optState: s, layout }];
   };
+}
+
+/** The mean over the data axis of every gradient leaf, one all-reduce per bucket (leaves by flatten position). */
+function allReduceBuckets(gl: readonly Array[], buckets: readonly number[][], dataAxis: string, n: number): Array[] {
+  const out: Array[] = new globalThis.Array<Array>(gl.length);
+  for (const b of buckets) {
+    const sum = lax.psum(packLocal(b.map((i) => jnp.reshape(gl[i], [gl[i].size]))), dataAxis);
+    const parts = unpackLocal(
+      jnp.divide(sum, n),
+      b.map((i) => gl[i].size),
+    );
+    b.forEach((i, j) => (out[i] = jnp.reshape(parts[j], [...gl[i].shape])));
+  }
+  return out;
 }

@@ -36,6 +36,8 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
+import { collectiveOverlapEnabled } from "./overlap-collectives.js";
+import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
 import type { Mesh } from "./mesh.js";
@@ -141,6 +143,8 @@ export function vmapByEmulation(
 
 interface Entry {
   params: SMP;
+  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged). */
+  overlap: boolean;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -175,6 +179,7 @@ export function shardMapOnDevices(
     config.enableX64,
     config.spmdShardUpdates,
     checkVma,
+    collectiveOverlapEnabled(),
     ...leaves.map((x) => x.aval.str()),
   ].join("|");
   let perFn = entries.get(f);
@@ -199,6 +204,7 @@ export function shardMapOnDevices(
     );
     let traced: TracedBody | string | undefined;
     const e: Entry = {
+      overlap: collectiveOverlapEnabled(),
       outDef: outDef!,
       params: {
         name: fn,
@@ -249,7 +255,7 @@ function runOnDevices(
   // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
   const ranks = localRanks(mesh);
   if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
-  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs);
+  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   // a mesh spanning processes runs synchronously with host-assembled outputs (shard-map-multiprocess.ts)
   if (ranks.length < mesh.size) return runMultiProcess(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
@@ -361,7 +367,7 @@ function describeCompiled(c: Compiled | string, mesh: Mesh): string {
 }
 
 /** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
-function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compiled | string {
+function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[], overlap = false): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, outSpecs } = body;
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars])
@@ -378,7 +384,10 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[]): Compil
   const consts = sharded.consts;
   const { jaxpr: body2, callbacks } = hoistCallbacks(sharded.jaxpr);
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
-    compileJaxpr(body2, { name: "shard_map" }),
+    compileJaxpr(body2, {
+      name: "shard_map",
+      ...(overlap ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes) } : {}),
+    }),
   );
   if (program.steps.some((s) => s.kind === "host"))
     return `the body needs the interpreter for ${program.notes.join("; ")}`;

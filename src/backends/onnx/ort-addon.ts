@@ -182,6 +182,8 @@ export interface CollectiveTiming {
   start: number;
   ready: number;
   end: number;
+  /** Asynchronous collectives (jaxts.async): microseconds the device thread blocked awaiting it; -1: synchronous. */
+  wait: number;
 }
 
 /** The device runtime of jaxts's native addon, or null (with the reason) when the addon is unavailable. */

@@ -1,0 +1,276 @@
+/**
+ * @file Communication overlapped with compute: a rewrite of a lowered per-device program that splits each
+ * jaxts.collectives node into jaxts.async CollectiveStart (issued as early as its input and its kind's previous
+ * collective allow) and CollectiveDone (awaited just before the first use), so the device runtime's communication
+ * thread moves bytes while the device thread computes (native/async-collective-ops.cc). The device runtime's
+ * shardMap applies it under withCollectiveOverlap (src/parallel/overlap-collectives.ts).
+ */
+import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
+import { readsOf } from "./optimize-graph.js";
+
+/** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
+const COLLECTIVES_DOMAIN = "jaxts.collectives";
+export const ASYNC_DOMAIN = "jaxts.async";
+/** The collective ops that have an asynchronous form, with their kind code (native/async-collective-ops.cc). */
+const KINDS: ReadonlyMap<string, number> = new Map([
+  ["AllReduce", 0],
+  ["AllGather", 1],
+  ["ReduceScatter", 2],
+  ["AllToAll", 3],
+  ["CollectivePermute", 4],
+]);
+
+interface Split {
+  node: GraphNode;
+  /** Slot of the Start and of the Done: inserted just before the original node of that index (n = at the end). */
+  start: number;
+  done: number;
+  /** Whether the Done sits right before its first reader (it gates compute), or earlier (bounded in flight). */
+  gating: boolean;
+  token: string;
+  doneToken: string;
+  /** Ordering-only inputs of the Done: tokens of Starts (and done tokens of Dones) that must run before it. */
+  extra: string[];
+}
+
+/**
+ * Rewrites the top-level node list of `g` in place (subgraphs keep synchronous collectives). Collective c with
+ * input x (made by node p) at index i: Start at max(p + 1, previous collective of c's op type) (one collective of
+ * a kind prefetched: a layer's parameters gather while the previous layer computes), Done at min(first reader of
+ * c's output, next collective of c's op type) (a layer's gradient reduce-scatters while the next one computes).
+ * ORT's sequential executor orders nodes by data dependencies only, so each Start's token also feeds the first
+ * gating Done at or after its slot (the Start then runs before the compute that Done releases), and each
+ * non-gating Done's done token feeds the next gating Done (its staging memory is released early). Returns how many
+ * collectives were split.
+ */
+export function scheduleAsyncCollectives(
+  g: GraphBuilder,
+  shapes: ReadonlyMap<string, readonly number[]> = new Map(),
+): number {
+  if (!g.nodeList.some(isCollective)) return 0;
+  const nodes = hoistCollectiveInputs(g.nodeList);
+  const n = nodes.length;
+  const producer = new Map<string, number>();
+  const firstReader = new Map<string, number>();
+  nodes.forEach((nd, i) => {
+    for (const o of nd.outputs) if (o) producer.set(o, i);
+    const reads = new Set<string>();
+    readsOf(nd, reads); // subgraph bodies read outer values too
+    for (const x of reads) if (!firstReader.has(x)) firstReader.set(x, i);
+  });
+  const coll = nodes.map((nd, i) => ({ nd, i })).filter(({ nd }) => isCollective(nd));
+  const splits = new Map<number, Split>();
+  coll.forEach(({ nd, i }, k) => {
+    const prev = coll
+      .slice(0, k)
+      .reverse()
+      .find((c) => c.nd.opType === nd.opType);
+    const next = coll.slice(k + 1).find((c) => c.nd.opType === nd.opType);
+    // an all-gather's input is usually resident (parameters): prefetch one ahead only, which bounds the gathered
+    // copies alive at once; other kinds start as soon as their input exists
+    const bound = nd.opType === "AllGather" && prev ? prev.i : 0;
+    const start = Math.max((producer.get(nd.inputs[0]) ?? -1) + 1, bound);
+    const use = firstReader.get(nd.outputs[0]) ?? n;
+    const done = Math.min(use, next ? next.i : n);
+    splits.set(i, {
+      node: nd,
+      start,
+      done,
+      gating: done === use,
+      token: g.fresh("async_token"),
+      doneToken: g.fresh("async_done"),
+      extra: [],
+    });
+  });
+  const all = [...splits.values()];
+  const gatingAtOrAfter = (slot: number, not: Split): Split | undefined =>
+    all.filter((s) => s !== not && s.gating && s.done >= slot).sort((a, b) => a.done - b.done)[0];
+  // ties: original node index -> [input position, token] (the input becomes Where(token, input, input))
+  const ties = new Map<number, [number, string][]>();
+  for (const s of all) {
+    const t = gatingAtOrAfter(s.start, s);
+    const tie = tieTarget(nodes, splits, shapes, s.start, Math.min(t?.done ?? n, s.done));
+    if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], s.token]]);
+    else if (t && t.done < s.done) t.extra.push(s.token);
+    if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
+  }
+  const noDeps = g.int64s([0]);
+  const startsAt = new Map<number, GraphNode[]>(),
+    donesAt = new Map<number, GraphNode[]>();
+  const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
+    m.set(slot, [...(m.get(slot) ?? []), ...x]);
+  let id = 0;
+  for (const s of all) {
+    const attrs: [string, TaggedAttr][] = [
+      ...s.node.attrs,
+      ["kind", { kind: "int", value: KINDS.get(s.node.opType)! }],
+      ["id", { kind: "int", value: id }],
+    ];
+    const name = `${s.node.name}_${id++}`;
+    push(startsAt, s.start, [
+      {
+        opType: "CollectiveStart",
+        inputs: [s.node.inputs[0], noDeps],
+        outputs: [s.token],
+        attrs,
+        domain: ASYNC_DOMAIN,
+        name: `${name}_start`,
+      },
+    ]);
+    const pre: GraphNode[] = [];
+    let tokens = s.token;
+    if (s.extra.length) {
+      tokens = g.fresh("async_tokens");
+      pre.push({
+        opType: "Concat",
+        inputs: [s.token, ...s.extra],
+        outputs: [tokens],
+        attrs: [["axis", { kind: "int", value: 0 }]],
+        domain: "",
+        name: `${name}_tokens`,
+      });
+    }
+    const doneNode: GraphNode = {
+      opType: "CollectiveDone",
+      inputs: [s.node.inputs[0], tokens],
+      outputs: [s.node.outputs[0], s.doneToken],
+      attrs,
+      domain: ASYNC_DOMAIN,
+      name: `${name}_done`,
+    };
+    // within a slot: Starts, then non-gating Dones, then gating Dones (which read the former's tokens)
+    push(donesAt, s.done * 2 + (s.gating ? 1 : 0), [...pre, doneNode]);
+  }
+  const out: GraphNode[] = [];
+  for (let i = 0; i <= n; i++) {
+    out.push(...(startsAt.get(i) ?? []), ...(donesAt.get(i * 2) ?? []), ...(donesAt.get(i * 2 + 1) ?? []));
+    if (i < n && !splits.has(i)) {
+      for (const [k, token] of ties.get(i) ?? []) {
+        // an exact identity of a small input that reads the token: the node cannot run before the Start
+        const cond = g.fresh("async_cond"),
+          flag = g.fresh("async_flag"),
+          tied = g.fresh("async_tied");
+        const x = nodes[i].inputs[k];
+        out.push(
+          {
+            opType: "Cast",
+            inputs: [token],
+            outputs: [flag],
+            attrs: [["to", { kind: "int", value: 9 }]],
+            domain: "",
+            name: `${tied}_cast`,
+          },
+          { opType: "Squeeze", inputs: [flag], outputs: [cond], attrs: [], domain: "", name: `${tied}_squeeze` },
+          { opType: "Where", inputs: [cond, x, x], outputs: [tied], attrs: [], domain: "", name: `${tied}_where` },
+        );
+        nodes[i].inputs[k] = tied;
+      }
+      out.push(nodes[i]);
+    }
+  }
+  g.setNodes(out);
+  g.useDomain(ASYNC_DOMAIN, 1);
+  return all.length;
+}
+
+/** Largest input (elements) a tie copies: ties gate compute on a Start by passing one small input through Where. */
+const TIE_MAX_ELEMENTS = 1 << 16;
+
+/**
+ * The first original node in [from, before) (not a collective) with an input of known small size: [node index,
+ * input position]; null when the Start needs no tie (a gating Done comes first) or none fits.
+ */
+function tieTarget(
+  nodes: readonly GraphNode[],
+  splits: ReadonlyMap<number, Split>,
+  shapes: ReadonlyMap<string, readonly number[]>,
+  from: number,
+  before: number,
+): [number, number] | null {
+  for (let i = from; i < before; i++) {
+    if (splits.has(i)) continue;
+    let best = -1,
+      size = Infinity;
+    nodes[i].inputs.forEach((x, k) => {
+      const sh = x ? shapes.get(x) : undefined;
+      const m = sh ? sh.reduce((a, b) => a * b, 1) : Infinity;
+      if (m <= TIE_MAX_ELEMENTS && m < size) [best, size] = [k, m];
+    });
+    if (best >= 0) return [i, best];
+  }
+  return null;
+}
+
+const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAIN && KINDS.has(nd.opType);
+
+/**
+ * The nodes re-ordered (a topological order) so that what an all-reduce or reduce-scatter reads is computed as early
+ * as its own inputs allow: a node's priority is the position of the first such collective it feeds (then its own
+ * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
+ * layer's gradients exist, while earlier layers' backward still runs.
+ */
+function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
+  const n = nodes.length;
+  const producer = new Map<string, number>();
+  nodes.forEach((nd, i) => nd.outputs.forEach((o) => o && producer.set(o, i)));
+  const deps = nodes.map((nd) => {
+    const reads = new Set<string>();
+    readsOf(nd, reads);
+    return [...new Set([...reads].map((r) => producer.get(r)).filter((j): j is number => j !== undefined))];
+  });
+  const key = new Array<number>(n).fill(Infinity);
+  nodes.forEach((nd, c) => {
+    if (!isCollective(nd) || nd.opType === "AllGather") return;
+    const stack = deps[c].slice();
+    while (stack.length) {
+      const j = stack.pop()!;
+      if (key[j] <= c) continue;
+      key[j] = c;
+      stack.push(...deps[j]);
+    }
+  });
+  const users: number[][] = nodes.map(() => []);
+  const missing = deps.map((d, i) => {
+    for (const j of d) users[j].push(i);
+    return d.length;
+  });
+  // a binary heap of ready nodes by (key, position)
+  const heap: number[] = [];
+  const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
+  const pushHeap = (i: number) => {
+    heap.push(i);
+    for (let k = heap.length - 1; k > 0;) {
+      const p = (k - 1) >> 1;
+      if (!less(heap[k], heap[p])) break;
+      [heap[k], heap[p]] = [heap[p], heap[k]];
+      k = p;
+    }
+  };
+  const popHeap = (): number => {
+    const top = heap[0],
+      last = heap.pop()!;
+    if (heap.length) {
+      heap[0] = last;
+      for (let k = 0; ;) {
+        const l = 2 * k + 1,
+          r = l + 1;
+        let m = k;
+        if (l < heap.length && less(heap[l], heap[m])) m = l;
+        if (r < heap.length && less(heap[r], heap[m])) m = r;
+        if (m === k) break;
+        [heap[k], heap[m]] = [heap[m], heap[k]];
+        k = m;
+      }
+    }
+    return top;
+  };
+  missing.forEach((m, i) => m === 0 && pushHeap(i));
+  const out: GraphNode[] = [];
+  while (heap.length) {
+    const i = popHeap();
+    out.push(nodes[i]);
+    for (const u of users[i]) if (--missing[u] === 0) pushHeap(u);
+  }
+  if (out.length !== n) throw new Error("scheduleAsyncCollectives: the lowered graph has a cycle");
+  return out;
+}

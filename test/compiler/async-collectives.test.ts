@@ -1,0 +1,100 @@
+/** @file The schedule of scheduleAsyncCollectives on hand-made graphs: where each CollectiveStart/CollectiveDone lands and which tokens order them. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { GraphBuilder, type GraphNode } from "../../src/backends/onnx/graph-builder.js";
+import { scheduleAsyncCollectives } from "../../src/compiler/async-collectives.js";
+
+const GATHER = { groups: [0, 1], group_size: 2, label: "all_gather", axes: "mesh axis 'x'" };
+/** A short label per node: the op, and for async ops which collective (by its input's name). */
+function trace(g: GraphBuilder): string[] {
+  return g.nodeList.map((n: GraphNode) => (n.domain === "jaxts.async" ? `${n.opType}(${n.inputs[0]})` : n.opType));
+}
+
+test("three layers of gathered weights: each gather starts before the previous layer and is awaited after it", () => {
+  const g = new GraphBuilder("layers");
+  let h = g.addInput("h", "float32", [2, 2]);
+  for (const w of ["w0", "w1", "w2"]) {
+    g.addInput(w, "float32", [1, 2]);
+    const full = g.addNode("AllGather", [w], 1, GATHER, "jaxts.collectives")[0];
+    h = g.op("Tanh", [g.op("MatMul", [h, g.op("Reshape", [full, g.int64s([2, 2])])])]);
+  }
+  g.addOutput(h, "float32", [2, 2]);
+  assert.equal(scheduleAsyncCollectives(g), 3);
+  // w1 is prefetched at the top and w2 at layer 0's end; w0's Done reads w1's token and w1's Done reads w2's (through
+  // a Concat), so ORT must start each gather before the layer that runs between it and its own Done
+  assert.deepEqual(trace(g), [
+    "CollectiveStart(w0)",
+    "CollectiveStart(w1)",
+    "Concat",
+    "CollectiveDone(w0)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+    "CollectiveStart(w2)",
+    "Concat",
+    "CollectiveDone(w1)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+    "CollectiveDone(w2)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+  ]);
+  const nodes = g.nodeList;
+  const tokenOf = (w: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!.outputs[0];
+  const doneOf = (w: string) => nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === w)!;
+  const concatOf = (w: string) => nodes.find((n) => n.outputs[0] === doneOf(w).inputs[1])!;
+  assert.deepEqual(concatOf("w0").inputs, [tokenOf("w0"), tokenOf("w1")]);
+  assert.deepEqual(concatOf("w1").inputs, [tokenOf("w1"), tokenOf("w2")]);
+  assert.deepEqual(doneOf("w2").inputs, ["w2", tokenOf("w2")]);
+  // the ids pair each Start with its Done
+  const id = (n: GraphNode) => n.attrs.find(([k]) => k === "id")![1];
+  for (const w of ["w0", "w1", "w2"])
+    assert.deepEqual(id(doneOf(w)), id(nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!));
+});
+
+test("a gradient reduce-scatter packed late starts right after its input exists, tied into the next compute", () => {
+  const g = new GraphBuilder("grads");
+  const x = g.addInput("x", "float32", [2, 2]);
+  // grad of "layer 1" (a), then a long "layer 0" backward (b, c), then the packed collective of a, in program order
+  const a = g.op("Sin", [x]);
+  const b = g.op("Cos", [x]);
+  const c = g.op("Exp", [b]);
+  const rs = g.addNode("ReduceScatter", [g.op("Neg", [a])], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  g.addOutput(rs, "float32", [2]);
+  g.addOutput(c, "float32", [2, 2]);
+  assert.equal(
+    scheduleAsyncCollectives(
+      g,
+      new Map([
+        [x, [2, 2]],
+        [b, [2, 2]],
+      ]),
+    ),
+    1,
+  );
+  // the Neg feeding it moves up to right after Sin; its Start is tied (Cast, Squeeze, Where) into the Cos that follows
+  assert.deepEqual(trace(g), [
+    "Sin",
+    "Neg",
+    "CollectiveStart(neg_0)".replace("neg_0", g.nodeList.find((n) => n.opType === "Neg")!.outputs[0]),
+    "Cast",
+    "Squeeze",
+    "Where",
+    "Cos",
+    "Exp",
+    "CollectiveDone(".concat(g.nodeList.find((n) => n.opType === "Neg")!.outputs[0], ")"),
+  ]);
+  const where = g.nodeList.find((n) => n.opType === "Where")!;
+  assert.deepEqual(where.inputs.slice(1), [x, x]);
+  assert.equal(g.nodeList.find((n) => n.opType === "Cos")!.inputs[0], where.outputs[0]);
+});
+
+test("a graph without collectives is left alone", () => {
+  const g = new GraphBuilder("plain");
+  const x = g.addInput("x", "float32", [2]);
+  g.addOutput(g.op("Sin", [x]), "float32", [2]);
+  assert.equal(scheduleAsyncCollectives(g), 0);
+  assert.deepEqual(trace(g), ["Sin"]);
+});

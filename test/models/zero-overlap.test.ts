@@ -1,0 +1,124 @@
+/**
+ * @file makeZeroTrainStep's `overlap` option: stage 3 (FSDP: per-layer gathers, rematerialized backward, gradient
+ * reduce-scatters) and stage 0 (data parallel, one gradient bucket per layer) give exactly the losses and parameters
+ * of the synchronous step over several adam steps on 2 and 4 devices, with every collective asynchronous.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { config } from "../../src/core/config.js";
+config.update("numCpuDevices", 4);
+config.update("spmdRuntime", "devices");
+import { type Array, makeMesh, nn, numpy as jnp, optim, random, tree } from "../../src/index.js";
+import {
+  deviceRuntimeUnavailable,
+  type CollectiveTiming,
+  setLaunchObserver,
+  synchronize,
+} from "../../src/runtime/index.js";
+import {
+  type LayeredLoss,
+  type LayeredParams,
+  type ZeroStage,
+  makeZeroTrainStep,
+  zeroGatherParams,
+  zeroShardState,
+} from "../../src/models/zero.js";
+
+const skip = deviceRuntimeUnavailable() ?? false;
+
+type Layer = { w: Array; b: Array };
+type Outer = { win: Array; wout: Array };
+type Params = LayeredParams<Outer, Layer>;
+const DIN = 5,
+  H = 6,
+  DOUT = 3,
+  LAYERS = 3,
+  BATCH = 8,
+  STEPS = 3;
+
+function init(): Params {
+  const k = (i: number) => random.PRNGKey(7000 + i);
+  return {
+    outer: {
+      win: jnp.multiply(random.normal(k(0), [DIN, H]), 0.5),
+      wout: jnp.multiply(random.normal(k(1), [H, DOUT]), 0.5),
+    },
+    layers: globalThis.Array.from({ length: LAYERS }, (_, i) => ({
+      w: jnp.multiply(random.normal(k(2 + 2 * i), [H, H]), 0.4),
+      b: jnp.multiply(random.normal(k(3 + 2 * i), [H]), 0.1),
+    })),
+  };
+}
+const model: LayeredLoss<Outer, Layer, [Array, Array]> = {
+  embed: (o, x) => jnp.tanh(jnp.matmul(x, o.win)),
+  layer: (p, h) => jnp.add(h, jnp.tanh(jnp.add(jnp.matmul(h, p.w), p.b))),
+  head: (o, h, _x, y) =>
+    jnp.negative(jnp.mean(jnp.sum(jnp.multiply(nn.logSoftmax(jnp.matmul(h, o.wout), -1), nn.oneHot(y, DOUT)), -1))),
+};
+const batch = (s: number): [Array, Array] => [
+  random.normal(random.PRNGKey(300 + s), [BATCH, DIN]),
+  jnp.array(
+    globalThis.Array.from({ length: BATCH }, (_, i) => (i * 5 + s) % DOUT),
+    { dtype: "int32" },
+  ),
+];
+
+/** Losses, final parameters (flat values) and the last step's collectives on rank 0. */
+function run(stage: ZeroStage, n: number, overlap: boolean) {
+  const mesh = makeMesh([n], ["data"]);
+  const o = optim.adam(0.05);
+  let state = zeroShardState(init(), o, mesh, { stage });
+  const step = makeZeroTrainStep(model, o, mesh, { stage, overlap });
+  const losses: number[] = [];
+  let colls: readonly CollectiveTiming[] = [];
+  for (let s = 0; s < STEPS; s++) {
+    const prev = s === STEPS - 1 ? setLaunchObserver((r) => (colls = r.collectives[0])) : null;
+    try {
+      const [l, next] = step(state, ...batch(0)); // one batch: the loss must fall
+      losses.push(l.item() as number);
+      state = next;
+      synchronize();
+    } finally {
+      if (s === STEPS - 1) setLaunchObserver(prev);
+    }
+  }
+  const params = (tree.leaves(zeroGatherParams(state)) as Array[]).map((a) =>
+    globalThis.Array.from(a.dataSync() as Float32Array),
+  );
+  return { losses, params, colls };
+}
+
+for (const stage of [3, 0] as const)
+  for (const n of [2, 4])
+    test(
+      `ZeRO stage ${stage} on ${n} devices: overlap on gives exactly the losses and parameters of overlap off`,
+      { skip },
+      () => {
+        const off = run(stage, n, false),
+          on = run(stage, n, true);
+        assert.ok(off.losses[STEPS - 1] < off.losses[0], `it trains: ${off.losses.join(", ")}`);
+        assert.deepEqual(on.losses, off.losses);
+        assert.deepEqual(on.params, off.params);
+        assert.ok(off.colls.length > 0 && off.colls.every((c) => c.wait === -1), "off: synchronous collectives");
+        assert.ok(on.colls.length > 0 && on.colls.every((c) => c.wait >= 0), "on: asynchronous collectives");
+        const count = (cs: readonly CollectiveTiming[], k: string) => cs.filter((c) => c.kind === k).length;
+        if (stage === 3) {
+          // the same collectives: outer + each layer gathered (twice: forward and rematerialized backward)
+          for (const k of ["AllGather", "ReduceScatter", "AllReduce"])
+            assert.equal(count(on.colls, k), count(off.colls, k), k);
+          assert.equal(count(on.colls, "AllGather"), 1 + 2 * LAYERS);
+        } else {
+          // data parallel: one bucket (+ the loss) without overlap; with it one bucket per layer and one for the rest
+          assert.equal(count(off.colls, "AllReduce"), 2);
+          assert.equal(count(on.colls, "AllReduce"), 2 + LAYERS);
+        }
+      },
+    );
+
+test("a non-boolean overlap option is refused naming the function", { skip }, () => {
+  const mesh = makeMesh([2], ["data"]);
+  assert.throws(
+    () => makeZeroTrainStep(model, optim.adam(0.1), mesh, { stage: 3, overlap: "yes" as unknown as boolean }),
+    /makeZeroTrainStep: overlap must be true or false, got yes/,
+  );
+});

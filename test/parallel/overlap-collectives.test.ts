@@ -1,0 +1,255 @@
+/**
+ * @file Collectives overlapped with compute (jaxts.async CollectiveStart/CollectiveDone from withCollectiveOverlap):
+ * the same values as the synchronous collectives for every kind, float32 and int32, on 2 and 4 devices, under scan,
+ * grad and remat; the Start runs in program order before the compute it overlaps; faults end in errors, not hangs.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { config } from "../../src/core/config.js";
+config.update("numCpuDevices", 8);
+import { type Array, checkpoint, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
+import { GraphBuilder } from "../../src/backends/onnx/graph-builder.js";
+import {
+  DeviceBuffer,
+  deviceProgram,
+  deviceRuntimeUnavailable,
+  failNextLaunch,
+  launchSync,
+  openRendezvous,
+  runtimeDevice,
+  setLaunchObserver,
+  synchronize,
+  type LaunchRecord,
+} from "../../src/runtime/index.js";
+import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
+import { values } from "./device-compare.js";
+import type { Mesh } from "../../src/parallel/mesh.js";
+const { P } = sharding;
+
+const skip = deviceRuntimeUnavailable() ?? false;
+
+/** f's outputs with overlap off and on (device runtime), and the collectives each launch recorded on rank 0. */
+function offOn(f: () => Array | Array[]): { off: Float64Array[]; on: Float64Array[]; recs: LaunchRecord[][] } {
+  const saved = config.spmdRuntime;
+  config.update("spmdRuntime", "devices");
+  const recs: LaunchRecord[][] = [[], []];
+  const outs: Float64Array[][] = [];
+  try {
+    for (const on of [false, true]) {
+      const prev = setLaunchObserver((r) => recs[on ? 1 : 0].push(r));
+      try {
+        const r = withCollectiveOverlap(on, f);
+        outs.push((globalThis.Array.isArray(r) ? r : [r]).map((a) => Float64Array.from(a.dataSync() as Float32Array)));
+        synchronize();
+      } finally {
+        setLaunchObserver(prev);
+      }
+    }
+  } finally {
+    config.update("spmdRuntime", saved);
+  }
+  return { off: outs[0], on: outs[1], recs };
+}
+
+/** Bit-identical outputs, the on-run's collectives all asynchronous (wait >= 0) and the off-run's synchronous. */
+function sameAsync(what: string, f: () => Array | Array[], expectAsync = true): void {
+  const { off, on, recs } = offOn(f);
+  assert.equal(on.length, off.length, what);
+  off.forEach((o, i) => assert.deepEqual(on[i], o, `${what}: output ${i}`));
+  const collsOff = recs[0].flatMap((r) => r.collectives.flat());
+  const collsOn = recs[1].flatMap((r) => r.collectives.flat());
+  assert.ok(collsOff.length > 0, `${what}: the program ran collectives on the devices`);
+  assert.ok(
+    collsOff.every((c) => c.wait === -1),
+    `${what}: synchronous without overlap`,
+  );
+  if (expectAsync)
+    assert.ok(
+      collsOn.length === collsOff.length && collsOn.every((c) => c.wait >= 0),
+      `${what}: asynchronous with overlap: ${collsOn.map((c) => `${c.kind}:${c.wait}`).join(" ")}`,
+    );
+}
+
+for (const n of [2, 4]) {
+  test(
+    `every collective kind, float32 and int32, gives the same values asynchronously on ${n} devices`,
+    { skip },
+    () => {
+      const mesh = makeMesh([n], ["x"]);
+      const sm = (f: (b: Array) => Array[], outSpecs: sharding.PartitionSpec[], x: Array) => () =>
+        shardMap(f, { mesh, inSpecs: P("x"), outSpecs })(x) as Array[];
+      for (const dt of ["float32", "int32"] as const) {
+        const x = values([2 * n, 3], dt);
+        sameAsync(
+          `reductions ${dt}`,
+          sm((b) => [lax.psum(b, "x"), lax.pmax(b, "x"), lax.pmin(jnp.multiply(b, 3), "x")], [P(), P(), P()], x),
+        );
+        sameAsync(
+          `all_gather ${dt}`,
+          sm(
+            (b) => [lax.allGather(b, "x", { tiled: true }), lax.allGather(jnp.add(b, 1), "x", { axis: 1 })],
+            [P(), P()],
+            x,
+          ),
+        );
+        sameAsync(
+          `psum_scatter ${dt}`,
+          sm((b) => [lax.psumScatter(jnp.tile(b, [n, 1]), "x", { tiled: true })], [P("x")], x),
+        );
+        sameAsync(
+          `all_to_all and ppermute ${dt}`,
+          sm(
+            (b) => [
+              lax.allToAll(jnp.tile(b, [n, 1]), "x", 0, 0, { tiled: true }),
+              lax.ppermute(
+                b,
+                "x",
+                globalThis.Array.from({ length: n }, (_, i): [number, number] => [i, (i + 1) % n]),
+              ),
+            ],
+            [P("x"), P("x")],
+            x,
+          ),
+        );
+      }
+    },
+  );
+}
+
+/** Two-layer sharded-parameter loss: each layer's weight all-gathered before use (the ZeRO-3 pattern). */
+function gatheredLoss(mesh: Mesh, remat: boolean) {
+  const layer = (w: Array, h: Array): Array => jnp.tanh(jnp.matmul(h, lax.allGather(w, "x", { tiled: true })));
+  const f = remat ? checkpoint(layer) : layer;
+  return shardMap(
+    (w1: Array, w2: Array, x: Array) =>
+      grad((ws: Array[]) => lax.psum(jnp.sum(f(ws[1], f(ws[0], x))), "x"))([w1, w2]) as unknown as Array[],
+    { mesh, inSpecs: [P("x"), P("x"), P("x")], outSpecs: [P("x"), P("x")] },
+  );
+}
+
+test("grad through gathered layers, with and without remat, on 2 and 4 devices: the same gradients", { skip }, () => {
+  for (const n of [2, 4]) {
+    const mesh = makeMesh([n], ["x"]);
+    const w1 = jnp.multiply(values([4, 4], "float32"), 0.05),
+      w2 = jnp.multiply(values([4, 4], "float32"), -0.03),
+      x = jnp.multiply(values([2 * n, 4], "float32"), 0.1);
+    for (const remat of [false, true])
+      sameAsync(`grad on ${n}, remat ${remat}`, () => gatheredLoss(mesh, remat)(w1, w2, x) as unknown as Array[]);
+  }
+});
+
+test("collectives inside scan keep their values (scan bodies stay synchronous)", { skip }, () => {
+  const mesh = makeMesh([4], ["x"]);
+  const x = values([8, 3], "float32");
+  const body = (b: Array) =>
+    lax.scan((c: Array, _: Array) => [jnp.add(c, lax.psum(c, "x")), lax.allGather(c, "x", { tiled: true })], b, null, {
+      length: 3,
+    }) as unknown as Array[];
+  sameAsync("scan", () => shardMap(body, { mesh, inSpecs: P("x"), outSpecs: [P("x"), P("x")] })(x) as Array[], false);
+});
+
+test("the pass starts the next gather before the previous layer's compute and awaits it after", { skip }, () => {
+  const mesh = makeMesh([2], ["x"]);
+  const w = values([4, 4], "float32"),
+    x = values([4, 4], "float32");
+  const three = shardMap(
+    (a: Array, b: Array, c: Array, h: Array) => {
+      for (const p of [a, b, c]) h = jnp.tanh(jnp.matmul(h, lax.allGather(p, "x", { tiled: true })));
+      return h;
+    },
+    { mesh, inSpecs: [P("x"), P("x"), P("x"), P("x")], outSpecs: P("x") },
+  );
+  const { recs } = offOn(() => three(w, jnp.multiply(w, 0.5), jnp.multiply(w, 0.25), jnp.multiply(x, 0.1)));
+  for (const rank of recs[1][0].collectives) {
+    assert.equal(rank.length, 3);
+    // records come in Done order; start = when its CollectiveStart ran, end - wait ~ when its Done was reached
+    for (let k = 0; k + 1 < rank.length; k++)
+      assert.ok(
+        rank[k + 1].start <= rank[k].end - rank[k].wait,
+        `gather ${k + 1} starts before gather ${k}'s Done (prefetch): ${rank[k + 1].start} vs ${rank[k].end - rank[k].wait}`,
+      );
+  }
+});
+
+test(
+  "8 devices on this host's cores: asynchronous collectives finish (no livelock) with the same values",
+  { skip },
+  () => {
+    const mesh = makeMesh([8], ["x"]);
+    const x = values([16, 5], "float32");
+    sameAsync(
+      "8 devices",
+      () =>
+        shardMap(
+          (b: Array) => {
+            let h = b;
+            for (let i = 0; i < 4; i++) h = jnp.add(jnp.sin(h), lax.psum(h, "x"));
+            return [h, lax.allGather(h, "x", { tiled: true })];
+          },
+          { mesh, inSpecs: P("x"), outSpecs: [P("x"), P()] },
+        )(x) as Array[],
+    );
+  },
+);
+
+test(
+  "a peer that never reaches the collective fails the launch within the timeout, and the next call works",
+  { skip },
+  () => {
+    const mesh = makeMesh([4], ["x"]);
+    const x = values([8, 3], "float32");
+    const f = shardMap((b: Array) => lax.allGather(jnp.sin(lax.psum(b, "x")), "x"), {
+      mesh,
+      inSpecs: P("x"),
+      outSpecs: P(),
+    });
+    const saved = [config.spmdRuntime, config.collectiveTimeoutMs] as const;
+    config.update("spmdRuntime", "devices");
+    config.update("collectiveTimeoutMs", 500);
+    try {
+      withCollectiveOverlap(true, () => {
+        f(x).blockUntilReady(); // compiled
+        failNextLaunch(2);
+        assert.throws(() => f(x).blockUntilReady(), /device 2 \(rank 2\)[^]*failure injected/);
+        assert.equal(openRendezvous(), 0);
+        assert.deepEqual(f(x).blockUntilReady().shape, [4, 2, 3]);
+      });
+    } finally {
+      config.update("spmdRuntime", saved[0]);
+      config.update("collectiveTimeoutMs", saved[1]);
+    }
+  },
+);
+
+test("a CollectiveStart whose CollectiveDone never runs fails its rank with an error naming it", { skip }, () => {
+  // a hand-made program: an all-gather started on ranks 0..1; rank 1's program never awaits it (nor does rank 0's:
+  // the same program), so each run ends with the collective in flight and reports it
+  const g = new GraphBuilder("start_without_done");
+  const x = g.addInput("x", "float32", [3]);
+  const tok = g.addNode(
+    "CollectiveStart",
+    [x, g.int64s([0])],
+    1,
+    { kind: 1, id: 0, groups: [0, 1], group_size: 2, label: "all_gather", axes: "mesh axis 'x'" },
+    "jaxts.async",
+  )[0];
+  g.addOutput(tok, "int64", [1]);
+  const p = deviceProgram(
+    g.toModelBytes(),
+    {
+      name: "start_without_done",
+      inputNames: ["x"],
+      inputDTypes: ["float32"],
+      outputNames: g.outputNames,
+      outputDTypes: ["int64"],
+      outputShapes: [[1]],
+    },
+    2,
+  );
+  const ins = [0, 1].map((d) => [DeviceBuffer.alloc(runtimeDevice(d), "float32", [3])]);
+  assert.throws(
+    () => launchSync(p, [0, 1], ins, { timeoutMs: 500 }),
+    /all_gather over mesh axis 'x' was started[^]*CollectiveDone never ran/,
+  );
+  assert.equal(openRendezvous(), 0);
+});
