@@ -245,6 +245,8 @@ function runOnDevices(
   entry: Entry,
   checkVma: boolean,
 ): ArrayImpl[] | null {
+  // staged (jit) under the devices, run after the runtime resolved to the emulation (another setting or backend)
+  if (resolvedSpmdRuntime() !== "devices") return null;
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);

@@ -148,6 +148,25 @@ test(
       axisResources: { b: "x" },
     });
     assert.ok(sameAsEmulation("xmap", () => xf(jnp.reshape(x, [4, 6]))) > 0, "xmap launched");
+    // a jit staged on the devices and run after "auto" resolved to the emulation (the interpreter backend) runs the emulation
+    const js = jit(sm);
+    const want = under("emulation", () => js(x).tolist()).value;
+    config.update("spmdRuntime", "auto");
+    const saved = config.backend;
+    try {
+      js(x).blockUntilReady();
+      config.update("backend", "interpreter");
+      const before = launchCount();
+      const got = js(x).tolist();
+      synchronize();
+      assert.equal(launchCount(), before, "no launch on the interpreter backend");
+      flat(got).forEach((v, i) =>
+        assert.ok(Math.abs(v - flat(want)[i]) <= 1e-5 * Math.max(1, Math.abs(flat(want)[i]))),
+      );
+    } finally {
+      config.update("backend", saved);
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
+    }
     // devicePut of a NamedSharding holds real shards under "auto", host-backed metadata on the emulation
     const s = new NamedSharding(mesh, P("x"));
     assert.notEqual(under("auto", () => shardedStorage(devicePut(x, s))).value, null);
