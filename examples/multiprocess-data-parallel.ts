@@ -5,7 +5,6 @@
  */
 import { config } from "../src/core/config.js";
 config.update("numCpuDevices", 2);
-config.update("spmdRuntime", "devices");
 import {
   type Array,
   devices,

@@ -250,6 +250,7 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read", "distributed.isInitialized",
     "distributed.shutdown", "profiler.isTracing", "runtime.allRuntimeDevices", "runtime.lastLaunchStamps", "runtime.launchCount",
     "runtime.launchesInFlight", "runtime.nowUs", "runtime.synchronize", "runtime.transferStats", "runtime.mpiAddon",
+    "runtime.resolvedSpmdRuntime", "runtime.spmdRuntimeInfo",
   ]),
   ...none("checkpoint policies are predicates or factories of name lists (JAX's jax.checkpoint_policies), not option takers", [
     "checkpointPolicies.checkpointDots", "checkpointPolicies.dotsSaveable", "checkpointPolicies.dotsWithNoBatchDimsSaveable",

@@ -20,11 +20,13 @@ export interface ConfigFlags {
   /** Logs every jit trace (with its cause) and program compilation to the compile-log sink (console.warn by default). */
   logCompiles: boolean;
   /**
-   * How shardMap runs: "emulation" (a nested named vmap in one program; the default this round) or "devices"
-   * (one compiled per-device program run concurrently on every device of the mesh, collectives as native ops;
-   * falls back to the emulation, saying so once, where the addon or a feature is missing).
+   * How shardMap / pmap / xmap / devicePut run: "devices" (one compiled per-device program run concurrently on every
+   * device of the mesh, collectives as native ops, arrays resident per device; what it cannot run falls back per call
+   * to the emulation, saying so once), "emulation" (a nested named vmap in one program: the oracle), or "auto" (the
+   * default: "devices" when the native addon is loaded and the backend is "onnx", else "emulation"; its fallbacks are
+   * silent unless JAXTS_DEBUG_SPMD=1). runtime.spmdRuntimeInfo() and `jaxts devices` tell what it resolved to.
    */
-  spmdRuntime: "emulation" | "devices";
+  spmdRuntime: "auto" | "emulation" | "devices";
   /**
    * Device runtime: a psum feeding only an elementwise update with replicated operands (an optimizer step) runs as
    * one reduce-scatter, the update on each device's 1/n of the elements and one all-gather (exact; XLA's
@@ -80,8 +82,20 @@ const INTEGER_FLAGS: { readonly [K in IntegerFlag]: { env: string; dflt: number;
 };
 /** String flags and the values they accept. */
 const CHOICES: { readonly [K in "spmdRuntime"]: readonly ConfigFlags[K][] } = {
-  spmdRuntime: ["emulation", "devices"],
+  spmdRuntime: ["auto", "emulation", "devices"],
 };
+
+/** config.spmdRuntime's initial value: JAXTS_SPMD_RUNTIME (auto, emulation or devices; unset or empty: auto). */
+function envSpmdRuntime(): ConfigFlags["spmdRuntime"] {
+  const v = typeof process !== "undefined" ? process.env.JAXTS_SPMD_RUNTIME?.trim() : undefined;
+  if (!v) return "auto";
+  const choice = CHOICES.spmdRuntime.find((c) => c === v);
+  if (!choice)
+    throw new RangeError(
+      `jaxts config: environment variable JAXTS_SPMD_RUNTIME=${JSON.stringify(v)} must be one of ${CHOICES.spmdRuntime.map((c) => JSON.stringify(c)).join(", ")}`,
+    );
+  return choice;
+}
 
 /** An integer flag's initial value from its environment variable; a set but malformed value raises naming the variable (as JAX's int() of its flags). */
 function envInt(flag: IntegerFlag): number {
@@ -109,7 +123,7 @@ export const config: ConfigFlags & {
   debugNans: process.env.JAX_DEBUG_NANS === "1" || process.env.JAX_DEBUG_NANS === "true",
   debugInfs: process.env.JAX_DEBUG_INFS === "1" || process.env.JAX_DEBUG_INFS === "true",
   logCompiles: process.env.JAX_LOG_COMPILES === "1" || process.env.JAX_LOG_COMPILES === "true",
-  spmdRuntime: process.env.JAXTS_SPMD_RUNTIME === "devices" ? "devices" : "emulation",
+  spmdRuntime: envSpmdRuntime(),
   spmdShardUpdates: process.env.JAXTS_SPMD_SHARD_UPDATES === "1",
   collectiveTimeoutMs: envInt("collectiveTimeoutMs"),
   deviceIntraOpThreads: envInt("deviceIntraOpThreads"),

@@ -13,6 +13,7 @@ import {
   DEVICE_DTYPES,
   DeviceBuffer,
   deviceRuntimeUnavailable,
+  resolvedSpmdRuntime,
   runtimeDevice,
 } from "../runtime/index.js";
 import { type Index, NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
@@ -229,7 +230,8 @@ export function shardedStorage(x: Array): ShardedStorage | null {
 
 /** Why arrays cannot be resident on devices now (another spmdRuntime, no addon, a dtype), or null. */
 export function residentUnavailable(dtype: ShapedArray["dtype"]): string | null {
-  if (config.spmdRuntime !== "devices") return 'spmdRuntime is not "devices"';
+  if (resolvedSpmdRuntime() !== "devices")
+    return `spmdRuntime ${JSON.stringify(config.spmdRuntime)} runs the emulation`;
   if (!DEVICE_DTYPES.has(dtype)) return `dtype ${dtype} is not supported by the device runtime`;
   return deviceRuntimeUnavailable();
 }

@@ -12,7 +12,7 @@ import { config } from "../core/config.js";
 import type { TypedArray } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type AxisData, type BDim, type MaybeZero, Primitive } from "../core/primitive.js";
-import { bind, withNamedAxis } from "../core/trace.js";
+import { bind, getCurrentTrace, type Trace, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { type Atom, Jaxpr } from "../core/jaxpr.js";
 import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
@@ -28,10 +28,12 @@ import {
   deviceRuntimeUnavailable,
   dispatch,
   type RuntimeDevice,
+  resolvedSpmdRuntime,
   runtimeDevice,
   transferStats,
   type TransferStats,
 } from "../runtime/index.js";
+import { spmdFallbackNote } from "../runtime/spmd-runtime.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
@@ -47,13 +49,17 @@ import { blockIndex, localRanks, runMultiProcess } from "./shard-map-multiproces
 
 type Spec = PartitionSpecImpl;
 
-const said = new Set<string>();
-/** Says once per reason that shardMap runs on the emulation. */
+/** Says once per reason that shardMap runs on the emulation (a warning under "devices", a debug note under "auto"). */
 function fallback(why: string): null {
-  if (!said.has(why)) {
-    said.add(why);
-    console.warn(`jaxts: shardMap runs on the emulation (nested vmap), not the device runtime: ${why}`);
-  }
+  spmdFallbackNote("shardMap", why);
+  return null;
+}
+
+/** The trace names of loop and branch bodies (transforms/scan.ts, control-flow.ts): lax.scan, lax.map, foriLoop, whileLoop, cond, switch. */
+const CONTROL_FLOW_BODY = /^(scan body|map|fori_loop body|while_loop body|while_loop cond|lax\.cond|lax\.switch)$/;
+/** The control-flow body being traced around this call, or null. */
+function enclosingControlFlow(): string | null {
+  for (let t: Trace | null = getCurrentTrace(); t; t = t.parent) if (CONTROL_FLOW_BODY.test(t.name)) return t.name;
   return null;
 }
 
@@ -152,7 +158,7 @@ interface Entry {
 const entries = new WeakMap<object, Map<string, Entry>>();
 
 /**
- * shardMap with config spmdRuntime "devices": binds shardMapP (under jit it is staged; eagerly it runs on the
+ * shardMap on the device runtime (config spmdRuntime "devices", or "auto" with the addon loaded): binds shardMapP (under jit it is staged; eagerly it runs on the
  * devices), or returns null for the emulation (another spmdRuntime, or inside the emulation itself).
  * `emulation` is shardMap's nested-vmap path; `outSpecsOf` resolves out_specs against an output tree. Without the
  * replication check (checkVma false, as pmap uses) an output unsharded over an axis is the block of the device with
@@ -168,7 +174,12 @@ export function shardMapOnDevices(
   emulation: (...args: unknown[]) => unknown,
   checkVma = true,
 ): { value: unknown } | null {
-  if (config.spmdRuntime !== "devices" || emulating > 0) return null;
+  if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
+  const loop = enclosingControlFlow();
+  if (loop)
+    return fallback(
+      `it is inside a ${loop} (the body compiles to one program there; on the devices each iteration or branch would be its own launch with the rest of the body on the interpreter)`,
+    );
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
   const key = [
@@ -249,6 +260,8 @@ function runOnDevices(
   entry: Entry,
   checkVma: boolean,
 ): ArrayImpl[] | null {
+  // staged (jit) under the devices, run after the runtime resolved to the emulation (another setting or backend)
+  if (resolvedSpmdRuntime() !== "devices") return null;
   const why = deviceRuntimeUnavailable();
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);

@@ -2,13 +2,14 @@
  * @file jax.xmap: a named-axis map. Arguments name some of their dimensions (["batch", "...", "model"] or { 0: "batch" });
  * f sees the arrays without those dimensions and can run collectives over the names; outAxes put the named
  * dimensions back. Runs as nested named vmaps (one per axis name); axisResources are validated against the mesh.
- * With config spmdRuntime "devices", named axes whose axisResources give them one mesh axis of their size run as a
+ * On the device runtime (config spmdRuntime "devices", or "auto" with the addon), named axes whose axisResources give them one mesh axis of their size run as a
  * shardMap over that mesh (its axis renamed to the named axis, one element per device); the other names stay vmaps
  * inside the per-device body. Other resource layouts run the emulation.
  */
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
-import { config } from "../core/config.js";
+import { resolvedSpmdRuntime } from "../runtime/index.js";
+import { spmdFallbackNote } from "../runtime/spmd-runtime.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
@@ -141,7 +142,12 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     let outNamed: Map<string, number>[] = [];
     // the names mapped onto mesh axes on the device runtime (empty: all names are vmaps)
     const onMesh =
-      config.spmdRuntime === "devices" && mesh ? meshPlan(mesh, names, sizes, opts.axisResources ?? {}) : null;
+      resolvedSpmdRuntime() === "devices" && mesh ? meshPlan(mesh, names, sizes, opts.axisResources ?? {}) : null;
+    if (!onMesh && mesh && Object.keys(opts.axisResources ?? {}).length && resolvedSpmdRuntime() === "devices")
+      spmdFallbackNote(
+        "xmap",
+        "its axisResources do not map each named axis to one mesh axis of its size (or a mesh axis shares a name)",
+      );
     const vmapped = onMesh ? names.filter((n) => !onMesh.names.includes(n)) : names;
     const level =
       (a: number) =>

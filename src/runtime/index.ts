@@ -40,3 +40,4 @@ export {
   type RankTiming,
 } from "./launch.js";
 export { mpiAddon, type MpiAddon } from "./mpi.js";
+export { resolvedSpmdRuntime, spmdRuntimeInfo, type SpmdRuntimeInfo } from "./spmd-runtime.js";

@@ -4,6 +4,7 @@
  * (Megatron and FSDP-style specs, emulation and device runtime) equal the single-device ones.
  */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
@@ -134,7 +135,7 @@ for (const runtime of ["emulation", "devices"] as const) {
         assert.equal(leaves.length, leaves0.length);
         leaves.forEach((x, i) => assert.ok(maxRel(x, leaves0[i]) < 1e-4, `leaf ${i}: ${maxRel(x, leaves0[i])}`));
       } finally {
-        config.update("spmdRuntime", "emulation");
+        config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
       }
     });
   }

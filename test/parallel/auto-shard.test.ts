@@ -1,5 +1,6 @@
 /** @file autoShard: data vs tensor parallel by shape, collectives of each plan, memory limits, running the plan, errors. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -262,11 +263,17 @@ test(
     skip: deviceRuntimeUnavailable() ?? false,
   },
   () => {
-    const m = calibrateAutoShard({ repeats: 1 });
+    config.update("spmdRuntime", "emulation");
+    let m: ReturnType<typeof calibrateAutoShard>;
+    try {
+      m = calibrateAutoShard({ repeats: 1 });
+      // the runtime setting is restored
+      assert.equal(config.spmdRuntime, "emulation");
+    } finally {
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
+    }
     assert.deepEqual(Object.keys(m).sort(), Object.keys(DEFAULT_MACHINE).sort());
     for (const [k, v] of Object.entries(m)) assert.ok(Number.isFinite(v) && v > 0, `${k} = ${v}`);
-    // the runtime setting is restored
-    assert.equal(config.spmdRuntime, "emulation");
     const [p, b] = mlp(64, 8, 16, 4);
     const r = autoShard(grad(loss), { mesh: makeMesh([2], ["x"]), machine: m }, p, b);
     assert.ok(r.estimate.seconds > 0);

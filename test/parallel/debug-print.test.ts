@@ -1,5 +1,6 @@
 /** @file debug.print / debug.callback eagerly and inside jit, vmap, grad, scan and shardMap (emulation and 2 devices): content and order. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 2);
@@ -224,7 +225,7 @@ for (const runtime of ["emulation", "devices"] as const) {
             assert.notEqual(lastLaunchTimeline(), before, "ran on the device runtime (no fallback)");
         }
       } finally {
-        config.update("spmdRuntime", "emulation");
+        config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
       }
     },
   );

@@ -1,5 +1,6 @@
 /** @file Arrays resident on devices (spmdRuntime "devices"): real shards, memoryStats, counted resharding, shardMap chains without host copies. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -53,7 +54,7 @@ function onDevices<T>(f: () => T): T {
   try {
     return f();
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
 }
 const inUse = (ids: readonly number[]) => ids.map((id) => runtimeDevice(id).memoryStats().bytesInUse);

@@ -1,5 +1,6 @@
 /** @file Helpers of the device-runtime tests: deterministic inputs and the emulation-vs-devices comparison. */
 import assert from "node:assert/strict";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import { config } from "../../src/core/config.js";
 import { type Array, numpy as jnp } from "../../src/index.js";
 import { lastLaunchTimeline } from "../../src/runtime/index.js";
@@ -38,7 +39,7 @@ export function sameOnDevices(
   try {
     got = g();
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
   const tl = lastLaunchTimeline();
   if (launches) {

@@ -4,6 +4,7 @@
  * behaviour (process-local shards, global shapes, reads refused) is tested under mpirun in distributed.test.ts.
  */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
@@ -54,7 +55,7 @@ for (const runtime of ["emulation", "devices"] as const) {
       assert.deepEqual(y.tolist(), v.tolist());
       assert.deepEqual(shardsOf(y), sh);
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   });
 }

@@ -1,5 +1,6 @@
 /** @file pmap (and shardMap with checkVma false) on the device runtime equals the emulation on 1, 2, 4 and 8 devices. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -116,7 +117,7 @@ test(
         /shardMap: an output is declared replicated over mesh axis "y"/,
       );
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );
@@ -137,7 +138,7 @@ test(
       const want = flat(x.tolist()).map((v) => Math.sin(v) * 2 + 1);
       flat(a.tolist()).forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= 1e-6 * (1 + Math.abs(want[i])), `${i}`));
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );

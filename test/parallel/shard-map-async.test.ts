@@ -1,5 +1,6 @@
 /** @file shardMap with async dispatch (spmdRuntime "devices"): results as the emulation, errors at block time, overlap of host and devices, no leak over 2,000 steps. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -23,7 +24,7 @@ function onDevices<T>(f: () => T): T {
   try {
     return f();
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
 }
 /** The pending launch writing an array's first device buffer (null once settled). */
@@ -77,7 +78,7 @@ test(
       const good = f(x);
       assert.deepEqual(await good.data(), Float32Array.from(jnp.multiply(x, 3).dataSync() as Float32Array));
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );

@@ -1,5 +1,6 @@
 /** @file shardMap on the device runtime (spmdRuntime "devices") equals the emulation on 1, 2, 4 and 8 devices, for every collective, in loops too. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -399,7 +400,7 @@ test(
       });
       assert.equal(openRendezvous(), 0);
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );

@@ -4,6 +4,7 @@
  * naming the program, the collective, the axis and the devices that arrived, and the next call on the same mesh works.
  */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -22,7 +23,7 @@ function onDevices<T extends Array>(f: () => T, timeoutMs = 300): T {
   try {
     return f().blockUntilReady();
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     config.update("collectiveTimeoutMs", saved);
   }
 }

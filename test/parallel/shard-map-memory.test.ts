@@ -3,6 +3,7 @@
  * grad and pmean inside, jitted), and over repeated grads of a shardMap (the jvp and transpose shard_maps).
  */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -102,7 +103,7 @@ test(
         assert.ok(Math.abs(got - ref[i]) < 1e-3 * Math.max(1, Math.abs(ref[i])), `w[${i}] ${got} vs ${ref[i]}`),
       );
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );
@@ -132,7 +133,7 @@ test(
         20,
       );
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );

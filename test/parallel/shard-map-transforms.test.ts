@@ -4,6 +4,7 @@
  * finite differences.
  */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -55,7 +56,7 @@ function onDevices<T>(f: () => T): { value: T; launches: number; notes: string[]
     seen();
     return { value, launches, notes };
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     console.warn = warn;
   }
 }
@@ -78,7 +79,7 @@ function checkDirectional(
     const an = Number(jnp.sum(jnp.multiply(gx, v)).item());
     assert.ok(Math.abs(fd - an) <= tol * Math.max(1, Math.abs(fd)), `${what}: finite difference ${fd} vs grad ${an}`);
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
 }
 

@@ -1,5 +1,6 @@
 /** @file xmap on the device runtime: names with a mesh axis of their size as axisResources run as a shardMap over the mesh and equal the emulation. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -68,7 +69,7 @@ test("xmap on a 2-D mesh: two names mapped to mesh axes, a third a vmap inside e
       /xmap: an output varies over named axis "m"/,
     );
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
 });
 

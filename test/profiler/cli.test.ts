@@ -1,5 +1,6 @@
 /** @file The jaxts CLI on a trace written by the test: summary numbers against the events, the HTML view (structure and a run of its script), merge, usage errors. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
@@ -31,7 +32,7 @@ function writeTrace(): string {
       for (let i = 0; i < 2; i++) profiler.StepTraceAnnotation.runStep("train", i, () => f(x).dataSync());
     });
   } finally {
-    config.update("spmdRuntime", "emulation");
+    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
   }
   return dir;
 }

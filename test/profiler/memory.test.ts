@@ -1,5 +1,6 @@
 /** @file profiler.deviceMemoryProfile (live arrays by device, shape, dtype, sharding, site) and per-device bytesLimit out-of-memory errors. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
@@ -140,7 +141,7 @@ test(
       assert.deepEqual((y.tolist() as number[][])[5], [2 * (xs[5][0] + xs[1029][0]), 2 * (xs[5][1] + xs[1029][1])]);
     } finally {
       config.update("deviceBytesLimit", 0);
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
   },
 );

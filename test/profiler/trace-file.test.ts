@@ -1,5 +1,6 @@
 /** @file profiler traces of a data-parallel training step on 4 devices: tracks per device, launch spans, compile/cache and transfer spans, steps. */
 import { test } from "node:test";
+import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -63,7 +64,7 @@ test(
       }
       path = profiler.stopTrace();
     } finally {
-      config.update("spmdRuntime", "emulation");
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
     }
     assert.match(path, /\.trace\.json\.gz$/);
     const spans = checkTraceSchema(profiler.readTraceFile(path));
