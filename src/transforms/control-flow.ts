@@ -93,12 +93,7 @@ export const condP: Primitive<CondP> = new Primitive<CondP>("cond", {
       const consts = bs.flatMap((b) => b.consts);
       let off = 0;
       const unified = bs.map((b) => {
-        const j = padConsts(
-          b.jaxpr,
-          bs.map((c) => c.consts.length),
-          off,
-          consts,
-        );
+        const j = padConsts(b.jaxpr, b.consts.length, off, consts);
         off += b.consts.length;
         return j;
       });
@@ -133,8 +128,7 @@ function clampIdx(idx: Array, n: number): Array {
   return ops.clamp(0, ops.convert(idx, "int32"), n - 1);
 }
 /** Gives a branch jaxpr (consts first) the full list of all branches' consts as leading invars. */
-function padConsts(j: Jaxpr, counts: number[], off: number, all: Array[]): Jaxpr {
-  const mine = counts[counts.findIndex((_, i) => counts.slice(0, i).reduce((a, b) => a + b, 0) === off)] ?? 0;
+function padConsts(j: Jaxpr, mine: number, off: number, all: Array[]): Jaxpr {
   const before = all.slice(0, off).map((c) => new Var(c.aval));
   const after = all.slice(off + mine).map((c) => new Var(c.aval));
   return new Jaxpr([], [...before, ...j.invars.slice(0, mine), ...after, ...j.invars.slice(mine)], j.outvars, j.eqns);
@@ -198,12 +192,7 @@ function switchImpl(
   const consts = traced.flatMap((t) => t.consts);
   let off = 0;
   const branches = traced.map((t) => {
-    const j = padConsts(
-      t.jaxpr,
-      traced.map((c) => c.consts.length),
-      off,
-      consts,
-    );
+    const j = padConsts(t.jaxpr, t.consts.length, off, consts);
     off += t.consts.length;
     return j;
   });

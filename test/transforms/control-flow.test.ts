@@ -272,3 +272,41 @@ for (const [name, f, frags] of CARRY_BAD) {
       return true;
     }));
 }
+
+test("cond and switch: a captured array used by a later branch only (earlier branches capture nothing)", () => {
+  const w = f32([1, 2, 3]);
+  const x = f32([1, 1, 1]);
+  // true_fun (branch 1) captures w; false_fun (branch 0) captures nothing: each branch gets its own consts.
+  const f = (p: boolean | Array, v: Array) =>
+    lax.cond(
+      p,
+      (u: Array) => ops.add(u, w),
+      (u: Array) => ops.mul(u, 2),
+      v,
+    ) as Array;
+  assert.deepEqual(f(true, x).tolist(), [2, 3, 4]);
+  assert.deepEqual(f(false, x).tolist(), [2, 2, 2]);
+  const jf = jit((p: Array, v: Array) => f(p, v));
+  assert.deepEqual(jf(array(true), x).tolist(), [2, 3, 4]);
+  assert.deepEqual(jf(array(false), x).tolist(), [2, 2, 2]);
+  // grad flows to the captured array through the branch that uses it only.
+  assert.deepEqual(
+    grad((ww: Array) =>
+      jnp.sum(
+        lax.cond(
+          true,
+          (u: Array) => ops.mul(u, ww),
+          (u: Array) => u,
+          x,
+        ) as Array,
+      ),
+    )(w).tolist(),
+    [1, 1, 1],
+  );
+  const w2 = f32([10, 20, 30]);
+  const s = (i: number) =>
+    lax.switch(i, [(u: Array) => u, (u: Array) => ops.add(u, w), (u: Array) => ops.sub(u, w2)], x) as Array;
+  assert.deepEqual(s(0).tolist(), [1, 1, 1]);
+  assert.deepEqual(s(1).tolist(), [2, 3, 4]);
+  assert.deepEqual(s(2).tolist(), [-9, -19, -29]);
+});
