@@ -8,7 +8,7 @@ import * as lax from "../lax/index.js";
 import { flatten, unflatten } from "../core/tree.js";
 import { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
-import { shardMap } from "../parallel/shard-map.js";
+import { type SpecTree, shardMap } from "../parallel/shard-map.js";
 
 export interface PipelineOptions {
   /** The mesh axis whose members are the stages (default "pipe"). */
@@ -17,6 +17,13 @@ export interface PipelineOptions {
   microbatches: number;
   /** A mesh axis the batch is also split over (pipeline x data parallel); default none (x replicated). */
   dataAxis?: string;
+  /**
+   * PartitionSpecs of the stacked leaves (default P(pipeAxis) for every leaf): dim 0 must be split over the pipe axis;
+   * other dims may name e.g. a tensor axis (pipeline x tensor parallelism: stageFn then psums over it).
+   */
+  paramSpecs?: SpecTree;
+  /** shardMap's replication check (default true; pass false when stageFn psums over another axis). */
+  checkVma?: boolean;
 }
 
 /**
@@ -112,5 +119,10 @@ export function makePipeline<SP>(
     return jnp.reshape(S > 1 ? lax.psum(mine, pipe) : mine, [B, ...rest]);
   };
   const xSpec = dataAxis === null ? P() : P(dataAxis);
-  return shardMap(body, { mesh, inSpecs: [P(pipe), xSpec], outSpecs: xSpec });
+  return shardMap(body, {
+    mesh,
+    inSpecs: [opts.paramSpecs ?? P(pipe), xSpec],
+    outSpecs: xSpec,
+    checkVma: opts.checkVma ?? true,
+  });
 }

@@ -256,10 +256,6 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     fail(
       `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 or zero_stage: 0`,
     );
-  if (pp !== 1 && tp !== 1)
-    fail(
-      `parallel_strategy.pipeline_stages ${pp} with tensor_parallel ${tp}: pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (the mesh is pipe x data)`,
-    );
   if (pp !== 1 && c.model.layers % pp !== 0)
     fail(
       `model.layers (${c.model.layers}) must be divisible by parallel_strategy.pipeline_stages (${pp}): each stage holds layers / pipeline_stages layers`,

@@ -10,15 +10,19 @@ import { checkpoint } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
 import { flatten, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
-import { P } from "../parallel/sharding.js";
+import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
+import type { SpecTree } from "../parallel/shard-map.js";
 import {
   type GptConfig,
   type GptLayer,
   type GptParams,
+  type GptShardingSpec,
   type GptStep,
   type RematPolicy,
   REMAT_POLICIES,
+  REPLICATED_SPEC,
   gptBlock,
+  gptParamSpecs,
   gptEmbed,
   gptLogits,
   gptMaskedXent,
@@ -86,15 +90,30 @@ export function gptLayeredLoss(cfg: GptConfig): LayeredLoss<GptOuter, GptLayer, 
 export function makeGptPipelineLoss(
   cfg: GptConfig,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec },
 ): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
   const S = mesh.axisSize("pipe");
+  // pipeline x tensor parallelism: each stage's blocks are Megatron-sharded over 'model' (psum inside the block)
+  const tp = mesh.axisNames.includes("model") && mesh.axisSize("model") > 1 ? "model" : null;
   const policy = REMAT_POLICIES[opts.remat ?? "none"];
-  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h);
+  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h, tp);
   const one = policy === null ? body : checkpoint(body, { policy });
   const stage = (p: GptLayer, h: Array): Array =>
     lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
-  const run = makePipeline(stage, mesh, { pipeAxis: "pipe", microbatches: opts.microbatches, dataAxis: "data" });
+  // the stacked leaves [S, L/S, ...]: stage dim over 'pipe', the rest as the blocks' specs (layer dim unsplit)
+  const blockSpecs = (gptParamSpecs(cfg, opts.spec ?? REPLICATED_SPEC) as { blocks: SpecTree }).blocks;
+  const [bl, bdef] = flatten(blockSpecs, (x) => x instanceof PartitionSpecImpl);
+  const paramSpecs = unflatten(
+    bdef,
+    (bl as PartitionSpec[]).map((ps) => P("pipe", ...ps.entries)),
+  ) as SpecTree;
+  const run = makePipeline(stage, mesh, {
+    pipeAxis: "pipe",
+    microbatches: opts.microbatches,
+    dataAxis: "data",
+    paramSpecs,
+    checkVma: tp === null,
+  });
   return (params, tokens, targets, mask) => {
     const [ls, def] = flatten(params.blocks);
     const stacked = unflatten(
@@ -111,7 +130,7 @@ export function makeGptPipelineStep(
   cfg: GptConfig,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec },
 ): GptStep {
   const loss = makeGptPipelineLoss(cfg, mesh, opts);
   return (params, state, tokens, targets, mask) => {

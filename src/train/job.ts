@@ -131,7 +131,7 @@ export function setupJob(c: TrainConfig, devices: number): JobSetup {
   // ZeRO: data x model with model of size 1 (validation); pipeline: pipe x data x model (model of size 1)
   const mesh =
     ps.pipeline_stages > 1
-      ? makeMesh([ps.pipeline_stages, ps.data_parallel, 1], ["pipe", "data", "model"])
+      ? makeMesh([ps.pipeline_stages, ps.data_parallel, ps.tensor_parallel], ["pipe", "data", "model"])
       : makeMesh([ps.data_parallel, ps.tensor_parallel], ["data", "model"]);
   const spec: GptShardingSpec = c.sharding_spec;
   return { task, model, mesh, spec, opt: makeOptimizer(c) };
@@ -215,7 +215,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     ? null
     : jit(
         ps.pipeline_stages > 1
-          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat })
+          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec })
           : makeGptTrainStep(model, opt, mesh, spec, { remat }),
       );
   const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
