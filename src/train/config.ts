@@ -248,10 +248,6 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage !== 0 && tp !== 1)
-    fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with tensor_parallel ${tp}: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO shards over data_parallel) or zero_stage: 0`,
-    );
   if (ps.zero_stage !== 0 && pp !== 1)
     fail(
       `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 or zero_stage: 0`,
