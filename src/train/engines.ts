@@ -96,13 +96,14 @@ export function gptLayeredLoss(
 export function makeGptPipelineLoss(
   cfg: GptConfig,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
 ): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
   const S = mesh.axisSize("pipe");
   // pipeline x tensor parallelism: each stage's blocks are Megatron-sharded over 'model' (psum inside the block)
   const tp = mesh.axisNames.includes("model") && mesh.axisSize("model") > 1 ? "model" : null;
   const policy = REMAT_POLICIES[opts.remat ?? "none"];
-  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h, tp);
+  // 1F1B differentiates each stage inside its backward program: the tensor collectives need explicit gradients there
+  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h, tp, opts.schedule === "1f1b");
   const one = policy === null ? body : checkpoint(body, { policy });
   const stage = (p: GptLayer, h: Array): Array =>
     lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
@@ -119,6 +120,7 @@ export function makeGptPipelineLoss(
     dataAxis: "data",
     paramSpecs,
     checkVma: tp === null,
+    schedule: opts.schedule ?? "gpipe",
   });
   return (params, tokens, targets, mask) => {
     const [ls, def] = flatten(params.blocks);
@@ -136,7 +138,7 @@ export function makeGptPipelineStep(
   cfg: GptConfig,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
 ): GptStep {
   const loss = makeGptPipelineLoss(cfg, mesh, opts);
   return (params, state, tokens, targets, mask) => {

@@ -235,7 +235,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     ? null
     : jit(
         ps.pipeline_stages > 1
-          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec })
+          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
           : makeGptTrainStep(model, opt, mesh, spec, { remat }),
       );
   const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
@@ -269,7 +269,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
       `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}` +
-      `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
+      `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches (${ps.schedule})` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
   const mib = (b: number) => (b / 2 ** 20).toFixed(2);
   out.line(

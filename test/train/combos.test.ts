@@ -1,6 +1,7 @@
 /**
  * @file Every combination of the job's parallelism on 4 CPU devices (device runtime) against the 1-device job:
- * ZeRO stages 1-3 x tensor parallel, pipeline x tensor parallel, and one run resumed across stages and meshes
+ * ZeRO stages 1-3 x tensor parallel, pipeline x tensor parallel, the 1F1B schedule (= GPipe), and one run resumed
+ * across stages and meshes
  * (ZeRO-3 x TP on 2x2, then ZeRO-1 on 4x1, then pipeline x data) giving the uninterrupted losses.
  */
 import { test } from "node:test";
@@ -59,6 +60,23 @@ test("2 pipeline stages x 2-way tensor parallel give the 1-device losses (1e-4)"
   const pt = run(tiny({ tensor_parallel: 2, pipeline_stages: 2, microbatches: 2 }, 4));
   const err = relErr(pt.losses, ref.losses);
   assert.ok(err < 1e-4, `max relative difference ${err} (${pt.losses} vs ${ref.losses})`);
+});
+
+test("the 1F1B schedule gives GPipe's losses, with data and with tensor parallelism (1e-4)", () => {
+  for (const ps of [
+    { data_parallel: 2, pipeline_stages: 2, microbatches: 4 },
+    { tensor_parallel: 2, pipeline_stages: 2, microbatches: 4 },
+  ]) {
+    const gpipe = run(tiny(ps, 4));
+    lines.length = 0;
+    const f = run(tiny({ ...ps, schedule: "1f1b" }, 4));
+    assert.ok(
+      lines.some((l) => l.includes("2 pipeline stages x 4 microbatches (1f1b)")),
+      lines.join("\n"),
+    );
+    assert.ok(relErr(f.losses, gpipe.losses) < 1e-4, `${JSON.stringify(ps)}: ${f.losses} vs GPipe ${gpipe.losses}`);
+    assert.ok(relErr(f.losses, ref.losses) < 1e-4, `${JSON.stringify(ps)}: ${f.losses} vs 1 device ${ref.losses}`);
+  }
 });
 
 test("a run resumed across ZeRO stages and meshes gives the uninterrupted losses (1e-4)", () => {
