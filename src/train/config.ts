@@ -246,7 +246,8 @@ export const paddedVocab = (taskVocab: number): number => Math.ceil(taskVocab / 
  * Checks a resolved config against the devices (before any work): the parallel sizes' product is the device count,
  * the specs name only mesh axes, are no longer than their arrays' ranks, use the tensor axis only where the model
  * splits (attention heads, MLP hidden units), and every sharded dimension, the heads, the MLP width and the batch
- * divide evenly; ZeRO and the pipeline run on data-only (x pipe) meshes: their combinations with the others are refused.
+ * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism; ZeRO x pipeline is
+ * refused.
  */
 export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab = 12): void {
   const ps = c.parallel_strategy;
@@ -260,7 +261,7 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
   if (ps.zero_stage !== 0 && pp !== 1)
     fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 or zero_stage: 0`,
+      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 (ZeRO then shards over data_parallel, and over data_parallel x tensor_parallel with tensor parallelism) or zero_stage: 0 (the pipeline then keeps each stage's optimizer state on its devices)`,
     );
   if (ps.schedule === "1f1b" && pp === 1)
     fail(

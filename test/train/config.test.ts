@@ -143,16 +143,22 @@ const BAD: [string, Record<string, unknown>, number, RegExp][] = [
   ["an axis twice", { "sharding_spec.attention": ["data", "model", "data"] }, 4, /uses mesh axis 'data' twice/],
   ["zero_stage out of range", { "parallel_strategy.zero_stage": 4 }, 4, /zero_stage must be 0, 1, 2 or 3, got 4/],
   [
-    "zero_stage 3 with tensor parallelism",
-    { "parallel_strategy.zero_stage": 3 },
+    "ZeRO with pipeline stages",
+    { "parallel_strategy.zero_stage": 2, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
     4,
-    /zero_stage 3 with tensor_parallel 2: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1/,
+    /zero_stage 2 with pipeline_stages 2: ZeRO x pipeline is not implemented; use pipeline_stages: 1 .*or zero_stage: 0/,
   ],
   [
-    "pipeline stages with tensor parallelism",
-    { "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
+    "a 1F1B schedule without a pipeline",
+    { "parallel_strategy.schedule": "1f1b" },
     4,
-    /pipeline_stages 2 with tensor_parallel 2: pipeline x tensor parallelism is not implemented/,
+    /parallel_strategy\.schedule '1f1b' needs pipeline_stages > 1/,
+  ],
+  [
+    "an unknown schedule",
+    { "parallel_strategy.schedule": "interleaved" },
+    4,
+    /parallel_strategy\.schedule must be one of 'gpipe', '1f1b', got "interleaved"/,
   ],
   [
     "a string where a number belongs",
@@ -189,6 +195,23 @@ for (const [what, changes, devices, message] of BAD) {
     );
   });
 }
+
+test("ZeRO x tensor parallel, pipeline x tensor parallel and 1F1B configs validate", () => {
+  for (const changes of [
+    { "parallel_strategy.zero_stage": 3 },
+    { "parallel_strategy.zero_stage": 1, "parallel_strategy.data_parallel": 4, "parallel_strategy.tensor_parallel": 2 },
+    { "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
+    {
+      "parallel_strategy.pipeline_stages": 2,
+      "parallel_strategy.schedule": "1f1b",
+      "parallel_strategy.data_parallel": 1,
+    },
+  ]) {
+    const c = resolveConfig(withKeys(changes));
+    const ps = c.parallel_strategy;
+    validateConfig(c, { devices: ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages });
+  }
+});
 
 test("invalid YAML names the file; a non-mapping is refused", () => {
   assert.throws(() => configFromText("model: [1, 2", "x.yaml"), /config: x\.yaml is not valid YAML\/JSON/);
