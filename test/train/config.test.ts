@@ -43,6 +43,24 @@ test("configs/zero3.yaml is ZeRO stage 3 on 4 devices (data_parallel 4) and vali
   validateConfig(c, { devices: 4 });
 });
 
+test("configs/zero3-tp.yaml, pipeline-1f1b.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
+  for (const [file, dp, tp, pp, zero, devices] of [
+    ["zero3-tp", 2, 2, 1, 3, 4],
+    ["pipeline-1f1b", 1, 2, 2, 0, 4],
+    ["seed-8x8-zero3", 8, 8, 1, 3, 64],
+  ] as const) {
+    const c = configFromText(readFileSync(`configs/${file}.yaml`, "utf8"));
+    const ps = c.parallel_strategy;
+    assert.deepEqual(
+      [ps.data_parallel, ps.tensor_parallel, ps.pipeline_stages, ps.zero_stage],
+      [dp, tp, pp, zero],
+      file,
+    );
+    validateConfig(c, { devices });
+  }
+  assert.equal(configFromText(readFileSync("configs/pipeline-1f1b.yaml", "utf8")).parallel_strategy.schedule, "1f1b");
+});
+
 test("spec entries accept None, null and ~ (and JSON); omitted sections and keys take the defaults", () => {
   const y = configFromText(
     "sharding_spec:\n  embeddings: ['data', None]\n  attention: [~, 'model', null]\n  mlp: [None, model]\n",
