@@ -11,6 +11,7 @@ import * as optim from "../optim/index.js";
 import * as lax from "../lax/index.js";
 import { checkpoint, checkpointPolicies } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
+import { customVjp } from "../transforms/custom-derivatives.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
@@ -206,11 +207,13 @@ export interface GptLayer {
  * One pre-norm block on x [b, s, d]. With `tp`, wq/wk/wv/w1/b1 hold this rank's heads / hidden units and wo/w2 the
  * matching rows; the two row-parallel products are summed over `tp` (psum), so x stays replicated over `tp`.
  */
-function block(p: Layer, x: Array, tp: string | null): Array {
+function block(p: Layer, x: Array, tp: string | null, gradInBody = false): Array {
   const [b, s, d] = x.shape;
   const [, h, hd] = p.wq.shape;
-  const reduce = (t: Array) => (tp ? lax.psum(t, tp) : t);
-  const a = layerNorm(x, p.ln1g, p.ln1b);
+  const ops = tp && gradInBody ? megatronOps(tp) : null;
+  const reduce = (t: Array) => (ops ? ops.exit(t) : tp ? lax.psum(t, tp) : t);
+  const enter = (t: Array) => (ops ? ops.enter(t) : t);
+  const a = enter(layerNorm(x, p.ln1g, p.ln1b));
   const proj = (w: Array) =>
     jnp.transpose(jnp.reshape(jnp.matmul(a, jnp.reshape(w, [d, h * hd])), [b, s, h, hd]), [0, 2, 1, 3]);
   const q = proj(p.wq),
@@ -218,12 +221,43 @@ function block(p: Layer, x: Array, tp: string | null): Array {
     v = proj(p.wv);
   const ctx = causalAttention(q, k, v);
   const x1 = jnp.add(x, reduce(jnp.matmul(ctx, jnp.reshape(p.wo, [h * hd, d]))));
-  const m = nn.gelu(jnp.add(jnp.matmul(layerNorm(x1, p.ln2g, p.ln2b), p.w1), p.b1));
+  const m = nn.gelu(jnp.add(jnp.matmul(enter(layerNorm(x1, p.ln2g, p.ln2b)), p.w1), p.b1));
   return jnp.add(jnp.add(x1, reduce(jnp.matmul(m, p.w2))), p.b2);
 }
 
-/** One block outside the layer scan (ZeRO's layered loss, pipeline stages): x [b, s, d] -> [b, s, d]. */
-export const gptBlock = (p: GptLayer, x: Array, tp: string | null = null): Array => block(p, x, tp);
+/**
+ * One block outside the layer scan (ZeRO's layered loss, pipeline stages): x [b, s, d] -> [b, s, d]. `gradInBody`:
+ * the gradient is taken inside the shardMap body (ZeRO x tensor parallel), so the tensor-axis collectives are
+ * Megatron's conjugate pair with explicit gradients instead of psum (whose transpose there needs varying-axis types).
+ */
+export const gptBlock = (p: GptLayer, x: Array, tp: string | null = null, gradInBody = false): Array =>
+  block(p, x, tp, gradInBody);
+
+/** Megatron's f (enter: identity, gradient psum'd) and g (exit: psum, gradient passed through) over an axis. */
+interface MegatronOps {
+  enter(x: Array): Array;
+  exit(x: Array): Array;
+}
+const megatronCache = new Map<string, MegatronOps>();
+function megatronOps(tp: string): MegatronOps {
+  let m = megatronCache.get(tp);
+  if (m) return m;
+  // before a column-parallel product: every rank's partial input cotangent is summed over the tensor axis
+  const enter = customVjp((x: Array): Array => x);
+  enter.defvjp(
+    (x: Array): [Array, Array[]] => [x, []],
+    (_r: Array[], ct: Array) => [lax.psum(ct, tp)],
+  );
+  // after a row-parallel product: the sum is replicated, so its cotangent (replicated) goes to every rank unchanged
+  const exit = customVjp((x: Array): Array => lax.psum(x, tp));
+  exit.defvjp(
+    (x: Array): [Array, Array[]] => [lax.psum(x, tp), []],
+    (_r: Array[], ct: Array) => [ct],
+  );
+  m = { enter: (x) => enter(x), exit: (x) => exit(x) };
+  megatronCache.set(tp, m);
+  return m;
+}
 
 /** The first activation: token plus position embeddings of int32 tokens [b, s]. */
 export function gptEmbed(cfg: GptConfig, params: Pick<GptParams, "wte" | "wpe">, tokens: Array): Array {

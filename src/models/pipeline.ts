@@ -8,7 +8,9 @@ import * as lax from "../lax/index.js";
 import { flatten, unflatten } from "../core/tree.js";
 import { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
-import { shardMap } from "../parallel/shard-map.js";
+import { type SpecTree, shardMap } from "../parallel/shard-map.js";
+import { vjp } from "../transforms/api.js";
+import { customVjp } from "../transforms/custom-derivatives.js";
 
 export interface PipelineOptions {
   /** The mesh axis whose members are the stages (default "pipe"). */
@@ -17,6 +19,25 @@ export interface PipelineOptions {
   microbatches: number;
   /** A mesh axis the batch is also split over (pipeline x data parallel); default none (x replicated). */
   dataAxis?: string;
+  /**
+   * PartitionSpecs of the stacked leaves (default P(pipeAxis) for every leaf): dim 0 must be split over the pipe axis;
+   * other dims may name e.g. a tensor axis (pipeline x tensor parallelism: stageFn then psums over it).
+   */
+  paramSpecs?: SpecTree;
+  /** shardMap's replication check (default true; pass false when stageFn psums over another axis). */
+  checkVma?: boolean;
+  /**
+   * "gpipe" (default): autodiff of the forward schedule, which keeps every tick's activations for the backward pass
+   * (M + S - 1 microbatches per stage). "1f1b": the forward keeps only the stage inputs' microbatches; the backward
+   * pass runs one-forward-one-backward: stage s recomputes microbatch m at tick m + s and runs its backward at tick
+   * m + 2S - 2 - s, so it holds at most 2S - 1 stashed microbatch inputs whatever M (pipelineStash).
+   */
+  schedule?: "gpipe" | "1f1b";
+}
+
+/** Microbatch activations a stage holds for its backward pass under a schedule (S stages, M microbatches). */
+export function pipelineStash(schedule: "gpipe" | "1f1b", stages: number, microbatches: number): number {
+  return schedule === "1f1b" ? Math.min(2 * stages - 1, microbatches) : microbatches + stages - 1;
 }
 
 /**
@@ -77,6 +98,64 @@ export function makePipeline<SP>(
   const S = mesh.axisSize(pipe);
   const fwd = [...globalThis.Array(S - 1).keys()].map((i) => [i, i + 1] as [number, number]);
 
+  const schedule = opts.schedule ?? "gpipe";
+  if (schedule !== "gpipe" && schedule !== "1f1b")
+    throw new RangeError(`${fn}: schedule must be "gpipe" or "1f1b", got ${JSON.stringify(schedule)}`);
+  const bwdPerm = fwd.map(([a, b]) => [b, a] as [number, number]);
+  const idx = (xs: Array, i: Array): Array => jnp.squeeze(lax.dynamicSliceInDim(xs, i, 1, 0), 0);
+  const clip = (i: Array, hi: number): Array => jnp.clip(i, 0, hi);
+
+  /** 1F1B's backward: recompute and backpropagate each microbatch with at most 2S - 1 stage inputs stashed. */
+  const oneFOneB = (p: SP, xs: Array, ct: Array): [SP, Array] => {
+    const [, mb, ...rest] = xs.shape;
+    const R = pipelineStash("1f1b", S, M);
+    const me = lax.axisIndex(pipe);
+    const first = jnp.equal(me, 0),
+      last = jnp.equal(me, S - 1);
+    const [pl, pdef] = flatten(p);
+    const zero = (a: Array) => jnp.zeros(a.shape, { dtype: a.dtype });
+    const act = jnp.zeros([mb, ...rest], { dtype: xs.dtype });
+    type Carry = [Array, Array, Array, Array, Array[]];
+    const ticks = jnp.arange(M + 2 * S - 2, { dtype: "int32" });
+    const [, , , dx, dp] = lax.scan(
+      ([fin, bin, stash, dxs, dps]: Carry, t: Array): [Carry, null] => {
+        // forward slot: microbatch t - s enters this stage (stage 0 reads it, the others received it)
+        const fm = jnp.subtract(t, me);
+        const fValid = jnp.logicalAnd(jnp.greaterEqual(fm, 0), jnp.less(fm, M));
+        const h = jnp.where(first, idx(xs, clip(fm, M - 1)), fin);
+        const y = stageFn(p, h);
+        const slot = jnp.remainder(fm, R);
+        const st = jnp.where(fValid, lax.dynamicUpdateSliceInDim(stash, jnp.expandDims(h, 0), slot, 0), stash);
+        // backward slot: microbatch t - (2S - 2 - s) (the last stage: the one that just entered)
+        const bm = jnp.subtract(t, jnp.subtract(2 * S - 2, me));
+        const bValid = jnp.logicalAnd(jnp.greaterEqual(bm, 0), jnp.less(bm, M));
+        const g = jnp.where(last, idx(ct, clip(bm, M - 1)), bin);
+        const hb = idx(st, jnp.remainder(bm, R));
+        const [, pull] = vjp((q: Array[], v: Array) => stageFn(unflatten(pdef, q) as SP, v), pl as Array[], hb);
+        const [dq, dh] = pull(g) as [Array[], Array];
+        const nextDp = dps.map((a, i) => jnp.where(bValid, jnp.add(a, dq[i]), a));
+        const nextDx = jnp.where(
+          jnp.logicalAnd(first, bValid),
+          lax.dynamicUpdateSliceInDim(dxs, jnp.expandDims(dh, 0), clip(bm, M - 1), 0),
+          dxs,
+        );
+        const send = jnp.where(bValid, dh, zero(dh));
+        return [
+          [
+            S > 1 ? lax.ppermute(y, pipe, fwd) : y,
+            S > 1 ? lax.ppermute(send, pipe, bwdPerm) : send,
+            st,
+            nextDx,
+            nextDp,
+          ],
+          null,
+        ];
+      },
+      [act, act, jnp.zeros([R, mb, ...rest], { dtype: xs.dtype }), zero(xs), (pl as Array[]).map(zero)] as Carry,
+      ticks,
+    )[0];
+    return [unflatten(pdef, dp) as SP, dx];
+  };
   const body = (stacked: SP, x: Array): Array => {
     const [ls, def] = flatten(stacked);
     const p = unflatten(
@@ -112,5 +191,37 @@ export function makePipeline<SP>(
     return jnp.reshape(S > 1 ? lax.psum(mine, pipe) : mine, [B, ...rest]);
   };
   const xSpec = dataAxis === null ? P() : P(dataAxis);
-  return shardMap(body, { mesh, inSpecs: [P(pipe), xSpec], outSpecs: xSpec });
+  const pSpec = opts.paramSpecs ?? P(pipe);
+  const checkVma = opts.checkVma ?? true;
+  const gpipe = shardMap(body, { mesh, inSpecs: [pSpec, xSpec], outSpecs: xSpec, checkVma });
+  if (schedule === "gpipe") return gpipe;
+  // 1F1B: the forward is GPipe's without its residuals; the backward is its own device program (a custom VJP of the
+  // whole shardMap, so nothing inside the per-device bodies is differentiated from outside)
+  const backward = shardMap(
+    (stacked: SP, x: Array, ct: Array): [SP, Array] => {
+      const [ls, def] = flatten(stacked);
+      const p = unflatten(
+        def,
+        (ls as Array[]).map((l) => jnp.squeeze(l, 0)),
+      ) as SP;
+      const [B, ...rest] = x.shape;
+      const mb = B / M;
+      const [dp, dxs] = oneFOneB(p, jnp.reshape(x, [M, mb, ...rest]), jnp.reshape(ct, [M, mb, ...rest]));
+      // only stage 0 produced dx; each data shard's parameter gradient is its share of the batch's
+      const dx = jnp.reshape(S > 1 ? lax.psum(dxs, pipe) : dxs, [B, ...rest]);
+      const [dl] = flatten(dp);
+      const dStacked = unflatten(
+        def,
+        (dl as Array[]).map((g) => jnp.expandDims(dataAxis === null ? g : lax.psum(g, dataAxis), 0)),
+      ) as SP;
+      return [dStacked, dx];
+    },
+    { mesh, inSpecs: [pSpec, xSpec, xSpec], outSpecs: [pSpec, xSpec], checkVma },
+  );
+  const run = customVjp((stacked: SP, x: Array): Array => gpipe(stacked, x));
+  run.defvjp(
+    (stacked: SP, x: Array): [Array, [SP, Array]] => [gpipe(stacked, x), [stacked, x]],
+    ([stacked, x]: [SP, Array], ct: Array) => backward(stacked, x, ct) as never,
+  );
+  return (stacked, x) => run(stacked, x);
 }

@@ -78,7 +78,7 @@ export interface ZeroState<Params> {
 
 const size = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
 /** devicePut over every leaf of a pytree (devicePut itself maps only arrays and lists). */
-function putTree<T>(t: T, s: NamedSharding): T {
+export function putTree<T>(t: T, s: NamedSharding): T {
   const [ls, def] = flatten(t);
   return unflatten(
     def,
@@ -102,7 +102,7 @@ function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStag
 }
 
 /** Stage >= 1 hands the optimizer flat slices: refuse one that is not exact on them (GradientTransformation.shards). */
-function checkShardable(fn: string, opt: optim.GradientTransformation, stage: ZeroStage): void {
+export function checkShardable(fn: string, opt: optim.GradientTransformation, stage: ZeroStage): void {
   if (stage === 0) return;
   const why = shardRefusal(opt);
   if (why !== null)
@@ -115,7 +115,7 @@ function checkShardable(fn: string, opt: optim.GradientTransformation, stage: Ze
  * The optimizer's sharded-update context: partial sums are psum'd over the data axis; mask functions see
  * ShapeDtypeStructs of the full parameter shapes (for a tree shaped like the parameters).
  */
-function shardedContext(
+export function shardedContext(
   stage: ZeroStage,
   dataAxis: string,
   paramDef: TreeDef,
@@ -143,12 +143,12 @@ function shardedContext(
 }
 
 /** x (any shape) as a flat vector zero-padded to length `len`. */
-function flatPad(x: Array, len: number): Array {
+export function flatPad(x: Array, len: number): Array {
   const f = jnp.reshape(x, [x.size]);
   return len === x.size ? f : jnp.concatenate([f, jnp.zeros([len - x.size], { dtype: x.dtype })]);
 }
 /** The first `m` entries of a flat vector, reshaped. */
-function unflatPad(f: Array, shape: readonly number[]): Array {
+export function unflatPad(f: Array, shape: readonly number[]): Array {
   const m = size(shape);
   return jnp.reshape(m === f.shape[0] ? f : lax.sliceInDim(f, 0, m, 1, 0), [...shape]);
 }
@@ -157,7 +157,7 @@ function unflatPad(f: Array, shape: readonly number[]): Array {
  * Several leaves' [n * k_i] padded flat vectors as one [n * K] vector (K = sum k_i) whose block r (of K) holds block r
  * of every leaf: one collective then moves all of them (a tiled split or gather of it is each leaf's split or gather).
  */
-function packRows(flats: readonly Array[], ks: readonly number[], n: number): Array {
+export function packRows(flats: readonly Array[], ks: readonly number[], n: number): Array {
   if (flats.length === 1) return flats[0];
   const K = ks.reduce((a, b) => a + b, 0);
   return jnp.reshape(
@@ -169,7 +169,7 @@ function packRows(flats: readonly Array[], ks: readonly number[], n: number): Ar
   );
 }
 /** The inverse of packRows: each leaf's [n * k_i] vector. */
-function unpackRows(f: Array, ks: readonly number[], n: number): Array[] {
+export function unpackRows(f: Array, ks: readonly number[], n: number): Array[] {
   if (ks.length === 1) return [f];
   const K = ks.reduce((a, b) => a + b, 0);
   const m = jnp.reshape(f, [n, K]);
@@ -180,7 +180,7 @@ function unpackRows(f: Array, ks: readonly number[], n: number): Array[] {
   });
 }
 /** A device's [K] block split back into its leaves' [k_i] blocks. */
-function unpackLocal(f: Array, ks: readonly number[]): Array[] {
+export function unpackLocal(f: Array, ks: readonly number[]): Array[] {
   if (ks.length === 1) return [f];
   let off = 0;
   return ks.map((k) => {
@@ -188,7 +188,7 @@ function unpackLocal(f: Array, ks: readonly number[]): Array[] {
     return lax.sliceInDim(f, off - k, off, 1, 0);
   });
 }
-const packLocal = (xs: readonly Array[]): Array => (xs.length === 1 ? xs[0] : jnp.concatenate([...xs], 0));
+export const packLocal = (xs: readonly Array[]): Array => (xs.length === 1 ? xs[0] : jnp.concatenate([...xs], 0));
 
 /**
  * Lays out initial parameters and the optimizer state for `stage` over `dataAxis` of `mesh` (device-resident under
@@ -265,7 +265,7 @@ export function zeroMemoryReport(mesh: Mesh): { device: number; bytesInUse: numb
 }
 
 type PlainLoss<Params, B extends unknown[]> = (params: Params, ...batch: B) => Array;
-const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
+export const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
   typeof f === "object" && f !== null && "embed" in f && "layer" in f && "head" in f;
 
 /**

@@ -23,7 +23,7 @@ export interface TrainState<P, S> {
   step: number;
   /** Loss of every completed step (index i = step i + 1). */
   losses: number[];
-  /** The ZeRO stage whose optimizer-state layout the file holds (0: the parameters' shapes; absent: 0). */
+  /** The ZeRO stage of the run that wrote the file (its optimizer state is always in the parameters' shapes). */
   zeroStage?: number;
 }
 
@@ -42,6 +42,7 @@ export function saveTrainState<P, S>(dir: string, s: TrainState<P, S>): string {
     losses: jnp.array(s.losses.length ? s.losses : [Number.NaN], { dtype: "float32" }),
     num_losses: s.losses.length,
     zero_stage: s.zeroStage ?? 0,
+    opt_layout: 1, // 1: optimizer state in the parameters' shapes (loads at any ZeRO stage and mesh)
   });
   return path;
 }
@@ -50,19 +51,19 @@ export function saveTrainState<P, S>(dir: string, s: TrainState<P, S>): string {
  * Loads a checkpoint written by saveTrainState; params and optimizer state are checked against the templates
  * (shapes and dtypes; a config mismatch names the tensor). The loss history's length is read from the file.
  */
-export function loadTrainState<P, S>(dirOrFile: string, params: P, optState: S, zeroStage = 0): TrainState<P, S> {
+export function loadTrainState<P, S>(dirOrFile: string, params: P, optState: S): TrainState<P, S> {
   const path = checkpointPath(dirOrFile);
   if (!existsSync(path))
     throw new Error(
       `train: no checkpoint at ${JSON.stringify(path)} (expected a run directory holding ${CHECKPOINT_FILE})`,
     );
-  const head = load(path) as { num_losses: number; losses: Array; zero_stage?: number };
+  const head = load(path) as { num_losses: number; losses: Array; zero_stage?: number; opt_layout?: number };
   const n = head.num_losses;
   const saved = head.zero_stage ?? 0;
-  if (saved !== zeroStage)
+  if (saved !== 0 && head.opt_layout === undefined)
     throw new Error(
-      `train: the checkpoint in ${dirOrFile} was written with parallel_strategy.zero_stage ${saved} and this run has zero_stage ${zeroStage}; ` +
-        `the optimizer state is laid out per stage, so resume with zero_stage: ${saved}`,
+      `train: the checkpoint in ${dirOrFile} was written at parallel_strategy.zero_stage ${saved} by an older jaxts, ` +
+        `which stored the optimizer state in that stage's flat layout; resume it with zero_stage: ${saved} on the same mesh under that version, or start afresh`,
     );
   const raw = load(path, {
     params,
@@ -71,6 +72,7 @@ export function loadTrainState<P, S>(dirOrFile: string, params: P, optState: S, 
     losses: jnp.zeros([Math.max(n, 1)], { dtype: "float32" }),
     num_losses: 0,
     ...(head.zero_stage === undefined ? {} : { zero_stage: 0 }),
+    ...(head.opt_layout === undefined ? {} : { opt_layout: 0 }),
   } as unknown) as { params: P; opt_state: S; step: number; losses: Array };
   const losses = (raw.losses.tolist() as number[]).slice(0, n);
   return { params: raw.params, optState: raw.opt_state, step: raw.step, losses, zeroStage: saved };

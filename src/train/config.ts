@@ -17,6 +17,8 @@ export interface TrainConfig {
     zero_stage: number;
     /** Pipeline microbatches per data shard (0: as many as pipeline_stages). */
     microbatches: number;
+    /** Pipeline schedule: GPipe (autodiff of the forward) or 1F1B (activations bounded by the stage count). */
+    schedule: "gpipe" | "1f1b";
   };
   sharding_spec: { embeddings: SpecList; attention: SpecList; mlp: SpecList };
   model: { d_model: number; heads: number; layers: number; ff: number; tied_embeddings: boolean };
@@ -47,7 +49,14 @@ export const MESH_AXES = ["data", "model"] as const;
 
 /** Defaults for every key a config may leave out. */
 export const DEFAULTS: TrainConfig = {
-  parallel_strategy: { data_parallel: 1, tensor_parallel: 1, pipeline_stages: 1, zero_stage: 0, microbatches: 0 },
+  parallel_strategy: {
+    data_parallel: 1,
+    tensor_parallel: 1,
+    pipeline_stages: 1,
+    zero_stage: 0,
+    microbatches: 0,
+    schedule: "gpipe",
+  },
   sharding_spec: { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] },
   model: { d_model: 64, heads: 4, layers: 2, ff: 256, tied_embeddings: true },
   optimizer: { name: "adamw", lr: 3e-3, warmup: 100, decay: "cosine", end_lr: 3e-4, weight_decay: 0.01, clip: 1 },
@@ -143,6 +152,7 @@ const SCHEMA: Record<keyof TrainConfig, Record<string, Field>> = {
     pipeline_stages: "posint",
     zero_stage: "int",
     microbatches: "seed",
+    schedule: ["gpipe", "1f1b"],
   },
   sharding_spec: { embeddings: "spec", attention: "spec", mlp: "spec" },
   model: { d_model: "posint", heads: "posint", layers: "posint", ff: "posint", tied_embeddings: "bool" },
@@ -236,7 +246,8 @@ export const paddedVocab = (taskVocab: number): number => Math.ceil(taskVocab / 
  * Checks a resolved config against the devices (before any work): the parallel sizes' product is the device count,
  * the specs name only mesh axes, are no longer than their arrays' ranks, use the tensor axis only where the model
  * splits (attention heads, MLP hidden units), and every sharded dimension, the heads, the MLP width and the batch
- * divide evenly; ZeRO and the pipeline run on data-only (x pipe) meshes: their combinations with the others are refused.
+ * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism; ZeRO x pipeline is
+ * refused.
  */
 export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab = 12): void {
   const ps = c.parallel_strategy;
@@ -248,17 +259,13 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage !== 0 && tp !== 1)
-    fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with tensor_parallel ${tp}: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO shards over data_parallel) or zero_stage: 0`,
-    );
   if (ps.zero_stage !== 0 && pp !== 1)
     fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 or zero_stage: 0`,
+      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 (ZeRO then shards over data_parallel, and over data_parallel x tensor_parallel with tensor parallelism) or zero_stage: 0 (the pipeline then keeps each stage's optimizer state on its devices)`,
     );
-  if (pp !== 1 && tp !== 1)
+  if (ps.schedule === "1f1b" && pp === 1)
     fail(
-      `parallel_strategy.pipeline_stages ${pp} with tensor_parallel ${tp}: pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (the mesh is pipe x data)`,
+      `parallel_strategy.schedule '1f1b' needs pipeline_stages > 1 (it orders the pipeline's microbatches); set pipeline_stages or drop schedule`,
     );
   if (pp !== 1 && c.model.layers % pp !== 0)
     fail(

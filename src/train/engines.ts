@@ -10,15 +10,19 @@ import { checkpoint } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
 import { flatten, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
-import { P } from "../parallel/sharding.js";
+import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
+import type { SpecTree } from "../parallel/shard-map.js";
 import {
   type GptConfig,
   type GptLayer,
   type GptParams,
+  type GptShardingSpec,
   type GptStep,
   type RematPolicy,
   REMAT_POLICIES,
+  REPLICATED_SPEC,
   gptBlock,
+  gptParamSpecs,
   gptEmbed,
   gptLogits,
   gptMaskedXent,
@@ -69,11 +73,17 @@ export function fromLayered(l: LayeredGpt): GptParams {
   return p;
 }
 
-/** The GPT loss as a LayeredLoss (ZeRO stage 3 gathers each layer's parameters just before the layer runs). */
-export function gptLayeredLoss(cfg: GptConfig): LayeredLoss<GptOuter, GptLayer, [Array, Array, Array]> {
+/**
+ * The GPT loss as a LayeredLoss (ZeRO stage 3 gathers each layer's parameters just before the layer runs); with `tp`
+ * the blocks are Megatron-sharded over that axis with gradients taken inside the body (ZeRO x tensor parallel).
+ */
+export function gptLayeredLoss(
+  cfg: GptConfig,
+  tp: string | null = null,
+): LayeredLoss<GptOuter, GptLayer, [Array, Array, Array]> {
   return {
     embed: (outer, tokens) => gptEmbed(cfg, outer, tokens),
-    layer: (p, h) => gptBlock(p, h),
+    layer: (p, h) => gptBlock(p, h, tp, tp !== null),
     head: (outer, h, _tokens, targets, mask) => gptMaskedXent(cfg, gptLogits(outer, h), targets, mask),
   };
 }
@@ -86,15 +96,32 @@ export function gptLayeredLoss(cfg: GptConfig): LayeredLoss<GptOuter, GptLayer, 
 export function makeGptPipelineLoss(
   cfg: GptConfig,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
 ): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
   const S = mesh.axisSize("pipe");
+  // pipeline x tensor parallelism: each stage's blocks are Megatron-sharded over 'model' (psum inside the block)
+  const tp = mesh.axisNames.includes("model") && mesh.axisSize("model") > 1 ? "model" : null;
   const policy = REMAT_POLICIES[opts.remat ?? "none"];
-  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h);
+  // 1F1B differentiates each stage inside its backward program: the tensor collectives need explicit gradients there
+  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h, tp, opts.schedule === "1f1b");
   const one = policy === null ? body : checkpoint(body, { policy });
   const stage = (p: GptLayer, h: Array): Array =>
     lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
-  const run = makePipeline(stage, mesh, { pipeAxis: "pipe", microbatches: opts.microbatches, dataAxis: "data" });
+  // the stacked leaves [S, L/S, ...]: stage dim over 'pipe', the rest as the blocks' specs (layer dim unsplit)
+  const blockSpecs = (gptParamSpecs(cfg, opts.spec ?? REPLICATED_SPEC) as { blocks: SpecTree }).blocks;
+  const [bl, bdef] = flatten(blockSpecs, (x) => x instanceof PartitionSpecImpl);
+  const paramSpecs = unflatten(
+    bdef,
+    (bl as PartitionSpec[]).map((ps) => P("pipe", ...ps.entries)),
+  ) as SpecTree;
+  const run = makePipeline(stage, mesh, {
+    pipeAxis: "pipe",
+    microbatches: opts.microbatches,
+    dataAxis: "data",
+    paramSpecs,
+    checkVma: tp === null,
+    schedule: opts.schedule ?? "gpipe",
+  });
   return (params, tokens, targets, mask) => {
     const [ls, def] = flatten(params.blocks);
     const stacked = unflatten(
@@ -111,7 +138,7 @@ export function makeGptPipelineStep(
   cfg: GptConfig,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy },
+  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
 ): GptStep {
   const loss = makeGptPipelineLoss(cfg, mesh, opts);
   return (params, state, tokens, targets, mask) => {
@@ -136,4 +163,78 @@ export function makeJobBatches(
     mesh,
     { globalBatch: batchSize, spec: P("data") },
   );
+}
+
+/** The layered GPT's tensor-parallel specs: the GPT's specs with each layer's leading (layer) dim dropped. */
+export function layeredSpecs(cfg: GptConfig, spec: GptShardingSpec): SpecTree {
+  const all = gptParamSpecs(cfg, spec) as Record<string, unknown> & { blocks: Record<string, PartitionSpec> };
+  const { blocks, ...outer } = all;
+  const layer = Object.fromEntries(Object.entries(blocks).map(([k, ps]) => [k, P(...ps.entries.slice(1))]));
+  return { outer, layers: [...globalThis.Array(cfg.layers).keys()].map(() => layer) } as unknown as SpecTree;
+}
+
+/** Positions of per-parameter runs in an optimizer state's leaves: runs of consecutive leaves with every shape. */
+function shapeRuns(leaves: readonly Array[], shapes: readonly (readonly number[])[]): number[] {
+  const starts: number[] = [];
+  for (let j = 0; j + shapes.length <= leaves.length;) {
+    if (shapes.every((s, i) => leaves[j + i].shape.join() === s.join())) {
+      starts.push(j);
+      j += shapes.length;
+    } else j++;
+  }
+  return starts;
+}
+
+/**
+ * An optimizer state over one parameter structure re-expressed over another (`template`: opt.init of the other
+ * structure): every per-parameter subtree converted with `convert`, the other leaves (counts) kept in order.
+ */
+function convertOptState<A, B>(
+  state: optim.OptState,
+  from: A,
+  template: optim.OptState,
+  to: B,
+  convert: (a: A) => B,
+): optim.OptState {
+  const [sl] = flatten(state);
+  const [tl, tdef] = flatten(template);
+  const [fl, fdef] = flatten(from);
+  const [toL] = flatten(to);
+  const fs = (fl as Array[]).map((x) => [...x.shape]),
+    ts = (toL as Array[]).map((x) => [...x.shape]);
+  const src = shapeRuns(sl as Array[], fs),
+    dst = shapeRuns(tl as Array[], ts);
+  if (src.length !== dst.length)
+    throw new Error(`train: optimizer states with ${src.length} and ${dst.length} per-parameter trees do not convert`);
+  const out = [...(tl as Array[])];
+  const inRun = (starts: number[], n: number) => (j: number) => starts.some((s) => j >= s && j < s + n);
+  const srcOther = (sl as Array[]).filter((_, j) => !inRun(src, fs.length)(j));
+  const dstOther = out.map((_, j) => j).filter((j) => !inRun(dst, ts.length)(j));
+  if (srcOther.length !== dstOther.length) throw new Error(`train: optimizer states with different counters`);
+  dstOther.forEach((j, q) => (out[j] = srcOther[q]));
+  src.forEach((s, r) => {
+    const conv = flatten(convert(unflatten(fdef, (sl as Array[]).slice(s, s + fs.length)) as A))[0] as Array[];
+    conv.forEach((x, i) => (out[dst[r] + i] = x));
+  });
+  return unflatten(tdef, out) as optim.OptState;
+}
+
+/** A (full-shaped) optimizer state over the layered GPT as one over the stacked GPT (the checkpoint's layout). */
+export function optStateToStacked(
+  opt: optim.GradientTransformation,
+  state: optim.OptState,
+  layered: LayeredGpt,
+): optim.OptState {
+  const stacked = fromLayered(layered);
+  return convertOptState(state, layered, opt.init(stacked), stacked, fromLayered);
+}
+
+/** The inverse of optStateToStacked. */
+export function optStateToLayered(
+  opt: optim.GradientTransformation,
+  state: optim.OptState,
+  stacked: GptParams,
+): optim.OptState {
+  const layered = toLayered(stacked);
+  return convertOptState(state, stacked, opt.init(layered), layered, toLayered);
 }

@@ -31,11 +31,25 @@ import {
   type LayeredGpt,
   fromLayered,
   gptLayeredLoss,
+  layeredSpecs,
   makeGptPipelineStep,
   makeJobBatches,
+  optStateToLayered,
+  optStateToStacked,
   toLayered,
 } from "./engines.js";
 import {
+  type ZeroTensorState,
+  makeZeroTensorTrainStep,
+  zeroFullOptState,
+  zeroPlaceOptState,
+  zeroTensorFullOptState,
+  zeroTensorGatherParams,
+  zeroTensorRestore,
+  zeroTensorShardState,
+} from "../models/zero-tensor.js";
+import {
+  type LayeredLoss,
   type ZeroStage,
   type ZeroState,
   makeZeroTrainStep,
@@ -43,9 +57,6 @@ import {
   zeroMemoryReport,
   zeroShardState,
 } from "../models/zero.js";
-import { flatten, unflatten } from "../core/tree.js";
-import { NamedSharding, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
-import { devicePut } from "../parallel/device-put.js";
 
 /** Where the job reports: lines (and, on a terminal, a progress bar rewritten in place). */
 export interface JobOutput {
@@ -128,10 +139,10 @@ export function setupJob(c: TrainConfig, devices: number): JobSetup {
     ff: c.model.ff,
     tied: c.model.tied_embeddings,
   };
-  // ZeRO: data x model with model of size 1 (validation); pipeline: pipe x data x model (model of size 1)
+  // data x model (ZeRO shards over data, also when model > 1); pipeline: pipe x data x model
   const mesh =
     ps.pipeline_stages > 1
-      ? makeMesh([ps.pipeline_stages, ps.data_parallel, 1], ["pipe", "data", "model"])
+      ? makeMesh([ps.pipeline_stages, ps.data_parallel, ps.tensor_parallel], ["pipe", "data", "model"])
       : makeMesh([ps.data_parallel, ps.tensor_parallel], ["data", "model"]);
   const spec: GptShardingSpec = c.sharding_spec;
   return { task, model, mesh, spec, opt: makeOptimizer(c) };
@@ -181,46 +192,73 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const zero = ps.zero_stage as ZeroStage;
   const specs = gptParamSpecs(model, spec);
   let params = initGpt(model, c.run.seed);
-  // ZeRO keeps its own state (stage 3: flat padded parameter shards); `params` is then refreshed when needed
-  let zs: ZeroState<LayeredGpt> | null = zero ? zeroShardState(toLayered(params), opt, mesh, { stage: zero }) : null;
-  let state = (zs ? zs.optState : opt.init(params)) as optim.OptState;
+  // checkpoints hold the optimizer state in the parameters' shapes (stage 0's layout) over the stacked GPT, whatever
+  // the stage and mesh that wrote them; each engine lays it out its own way (a resume at another stage reshards)
+  let state = opt.init(params) as optim.OptState;
   let start = 0;
   let losses: number[] = [];
   if (opts.resume) {
-    const r = loadTrainState(opts.resume, params, state, zero);
+    const r = loadTrainState(opts.resume, params, state);
     if (r.step > c.run.steps)
       throw new Error(`train: the checkpoint in ${opts.resume} is at step ${r.step}, past run.steps (${c.run.steps})`);
     ({ params, optState: state, step: start, losses } = r);
-    out.line(`resumed from ${opts.resume} at step ${start}`);
+    out.line(
+      `resumed from ${opts.resume} at step ${start}${r.zeroStage !== zero ? ` (written at ZeRO stage ${r.zeroStage}, resharded to stage ${zero})` : ""}`,
+    );
   }
-  if (zs) {
+  const tp = ps.tensor_parallel;
+  // ZeRO over 'data' alone (zero.ts) or ZeRO x tensor parallel (zero-tensor.ts: each Megatron block sharded again)
+  let zs: ZeroState<LayeredGpt> | null = null;
+  let zt: ZeroTensorState<LayeredGpt> | null = null;
+  if (zero && tp === 1) {
+    const layered = toLayered(params);
+    zs = zeroShardState(layered, opt, mesh, { stage: zero });
     if (opts.resume) {
-      const fresh = zeroShardState(toLayered(params), opt, mesh, { stage: zero });
-      // the loaded optimizer state goes back onto the stage's layout (per-parameter leaves split over data)
-      const [sl, sdef] = flatten(state);
-      const [specLs] = flatten(fresh.layout.optSpecs, (x) => x instanceof PartitionSpecImpl);
-      const optState = unflatten(
-        sdef,
-        sl.map((l, i) => devicePut(l as Array, NamedSharding(mesh, specLs[i] as PartitionSpec))),
-      ) as optim.OptState;
-      zs = { params: fresh.params, optState, layout: fresh.layout };
+      const { slots } = zeroFullOptState(zs, opt, layered);
+      const optState = zeroPlaceOptState(zs.layout, optStateToLayered(opt, state, params), slots);
+      zs = { params: zs.params, optState, layout: zs.layout };
     }
+  } else if (zero) {
+    const layered = toLayered(params);
+    zt = zeroTensorShardState(layered, opt, mesh, {
+      stage: zero as 1 | 2 | 3,
+      tensorSpecs: layeredSpecs(model, spec),
+    });
+    if (opts.resume) zt = zeroTensorRestore(zt.layout, layered, optStateToLayered(opt, state, params));
   } else {
     // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards)
     params = placeOnMesh(params, specs, mesh);
   }
   const remat = c.run.remat;
   const microbatches = ps.microbatches || ps.pipeline_stages;
-  const plainStep = zs
+  const plainStep = zero
     ? null
     : jit(
         ps.pipeline_stages > 1
-          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat })
+          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
           : makeGptTrainStep(model, opt, mesh, spec, { remat }),
       );
   const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
+  const zeroTpStep = zt
+    ? makeZeroTensorTrainStep<LayeredGpt, [Array, Array, Array]>(
+        gptLayeredLoss(model, "model") as LayeredLoss<unknown, unknown, [Array, Array, Array]>,
+        opt,
+        mesh,
+        { stage: zero as 1 | 2 | 3 },
+      )
+    : null;
   /** The full parameters in the GPT's layout (ZeRO: gathered). */
-  const fullParams = (): GptParams => (zs ? fromLayered(zeroGatherParams(zs)) : params);
+  const fullParams = (): GptParams =>
+    zs ? fromLayered(zeroGatherParams(zs)) : zt ? fromLayered(zeroTensorGatherParams(zt)) : params;
+  /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
+  const fullOptState = (): optim.OptState => {
+    if (zs) {
+      const layered = zeroGatherParams(zs);
+      return optStateToStacked(opt, zeroFullOptState(zs, opt, layered).full, layered);
+    }
+    if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
+    return state;
+  };
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
   const evaluate = (): number => {
     const full = fullParams();
@@ -231,7 +269,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
       `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}` +
-      `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
+      `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches (${ps.schedule})` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
   const mib = (b: number) => (b / 2 ** 20).toFixed(2);
   out.line(
@@ -259,10 +297,9 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     {
       using _ =
         tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
-      if (zs && zeroStep) {
-        [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
-        state = zs.optState;
-      } else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
+      if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
+      else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
+      else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);
     }
@@ -288,7 +325,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     if (i % c.run.checkpoint_every === 0 || i === end) {
       checkpoint = saveTrainState(opts.out, {
         params: fullParams(),
-        optState: state,
+        optState: fullOptState(),
         step: i,
         losses,
         zeroStage: zero,

@@ -43,6 +43,24 @@ test("configs/zero3.yaml is ZeRO stage 3 on 4 devices (data_parallel 4) and vali
   validateConfig(c, { devices: 4 });
 });
 
+test("configs/zero3-tp.yaml, pipeline-1f1b.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
+  for (const [file, dp, tp, pp, zero, devices] of [
+    ["zero3-tp", 2, 2, 1, 3, 4],
+    ["pipeline-1f1b", 1, 2, 2, 0, 4],
+    ["seed-8x8-zero3", 8, 8, 1, 3, 64],
+  ] as const) {
+    const c = configFromText(readFileSync(`configs/${file}.yaml`, "utf8"));
+    const ps = c.parallel_strategy;
+    assert.deepEqual(
+      [ps.data_parallel, ps.tensor_parallel, ps.pipeline_stages, ps.zero_stage],
+      [dp, tp, pp, zero],
+      file,
+    );
+    validateConfig(c, { devices });
+  }
+  assert.equal(configFromText(readFileSync("configs/pipeline-1f1b.yaml", "utf8")).parallel_strategy.schedule, "1f1b");
+});
+
 test("spec entries accept None, null and ~ (and JSON); omitted sections and keys take the defaults", () => {
   const y = configFromText(
     "sharding_spec:\n  embeddings: ['data', None]\n  attention: [~, 'model', null]\n  mlp: [None, model]\n",
@@ -143,16 +161,22 @@ const BAD: [string, Record<string, unknown>, number, RegExp][] = [
   ["an axis twice", { "sharding_spec.attention": ["data", "model", "data"] }, 4, /uses mesh axis 'data' twice/],
   ["zero_stage out of range", { "parallel_strategy.zero_stage": 4 }, 4, /zero_stage must be 0, 1, 2 or 3, got 4/],
   [
-    "zero_stage 3 with tensor parallelism",
-    { "parallel_strategy.zero_stage": 3 },
+    "ZeRO with pipeline stages",
+    { "parallel_strategy.zero_stage": 2, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
     4,
-    /zero_stage 3 with tensor_parallel 2: ZeRO x tensor parallelism is not implemented; use tensor_parallel: 1/,
+    /zero_stage 2 with pipeline_stages 2: ZeRO x pipeline is not implemented; use pipeline_stages: 1 .*or zero_stage: 0/,
   ],
   [
-    "pipeline stages with tensor parallelism",
-    { "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
+    "a 1F1B schedule without a pipeline",
+    { "parallel_strategy.schedule": "1f1b" },
     4,
-    /pipeline_stages 2 with tensor_parallel 2: pipeline x tensor parallelism is not implemented/,
+    /parallel_strategy\.schedule '1f1b' needs pipeline_stages > 1/,
+  ],
+  [
+    "an unknown schedule",
+    { "parallel_strategy.schedule": "interleaved" },
+    4,
+    /parallel_strategy\.schedule must be one of 'gpipe', '1f1b', got "interleaved"/,
   ],
   [
     "a string where a number belongs",
@@ -189,6 +213,23 @@ for (const [what, changes, devices, message] of BAD) {
     );
   });
 }
+
+test("ZeRO x tensor parallel, pipeline x tensor parallel and 1F1B configs validate", () => {
+  for (const changes of [
+    { "parallel_strategy.zero_stage": 3 },
+    { "parallel_strategy.zero_stage": 1, "parallel_strategy.data_parallel": 4, "parallel_strategy.tensor_parallel": 2 },
+    { "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
+    {
+      "parallel_strategy.pipeline_stages": 2,
+      "parallel_strategy.schedule": "1f1b",
+      "parallel_strategy.data_parallel": 1,
+    },
+  ]) {
+    const c = resolveConfig(withKeys(changes));
+    const ps = c.parallel_strategy;
+    validateConfig(c, { devices: ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages });
+  }
+});
 
 test("invalid YAML names the file; a non-mapping is refused", () => {
   assert.throws(() => configFromText("model: [1, 2", "x.yaml"), /config: x\.yaml is not valid YAML\/JSON/);

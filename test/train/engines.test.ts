@@ -1,7 +1,7 @@
 /**
  * @file The training job's engines on a tiny config (4 CPU devices, device runtime): ZeRO stages 1-3 give the losses
- * of stage 0, a 2-stage pipeline gives the unpipelined losses, the sharded batches equal the host-built ones, a
- * checkpoint is refused across ZeRO stages and resumes within one, and bad combinations are refused by validation.
+ * of stage 0, a 2-stage pipeline gives the unpipelined losses, the sharded batches equal the host-built ones, a ZeRO-3
+ * checkpoint resumes at stage 3 and at stage 0, and bad combinations are refused by validation.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -71,16 +71,14 @@ test("with gradient clipping that triggers, ZeRO stages 1 and 3 still give the l
   }
 });
 
-test("a ZeRO-3 run resumes with the same losses; a checkpoint is refused across ZeRO stages", () => {
+test("a ZeRO-3 run resumes with the same losses, also at stage 0 (the checkpoint's optimizer state is full-shaped)", () => {
   const full = run(tiny({ data_parallel: 4, zero_stage: 3 }, 4));
   const dir = join(tmp, "zero-interrupted");
   run(tiny({ data_parallel: 4, zero_stage: 3 }, 4), { out: dir, stopAfter: 2 });
   const rest = run(tiny({ data_parallel: 4, zero_stage: 3 }, 4), { resume: dir });
   assert.ok(relErr(rest.losses, full.losses) < 1e-6, `${rest.losses} vs ${full.losses}`);
-  assert.throws(
-    () => run(tiny({ data_parallel: 4, zero_stage: 0 }, 4), { resume: dir }),
-    /written with parallel_strategy\.zero_stage 3 and this run has zero_stage 0.*resume with zero_stage: 3/,
-  );
+  const plain = run(tiny({ data_parallel: 4, zero_stage: 0 }, 4), { resume: dir });
+  assert.ok(relErr(plain.losses, full.losses) < 1e-5, `${plain.losses} vs ${full.losses}`);
 });
 
 test("2 pipeline stages x 2 data shards give the unpipelined losses (1e-4)", () => {
@@ -113,14 +111,9 @@ test("bad combinations are refused with the keys and the fix", () => {
     assert.throws(() => validateConfig(c, { devices: p.data_parallel * p.tensor_parallel * p.pipeline_stages }), re);
   };
   bad(
-    { data_parallel: 2, tensor_parallel: 2, zero_stage: 1 },
-    /zero_stage 1 with tensor_parallel 2.*use tensor_parallel: 1/,
-  );
-  bad(
     { data_parallel: 2, pipeline_stages: 2, zero_stage: 2 },
     /zero_stage 2 with pipeline_stages 2.*pipeline_stages: 1/,
   );
-  bad({ pipeline_stages: 2, tensor_parallel: 2 }, /pipeline_stages 2 with tensor_parallel 2/);
   bad({ pipeline_stages: 2 }, /model\.layers \(3\) must be divisible by parallel_strategy\.pipeline_stages \(2\)/, 3);
   bad({ pipeline_stages: 2, microbatches: 3 }, /divisible by the 3 pipeline microbatches/);
   const c = tiny({ data_parallel: 4, zero_stage: 3 }, 1);
