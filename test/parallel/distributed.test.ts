@@ -135,7 +135,8 @@ const jobs = skip
   ? null
   : {
       two: mpirun(2, "collectives", 2),
-      three: mpirun(3, "basic", 1),
+      // ring pieces of 4 bytes: every ring step of every collective is pipelined element by element
+      three: mpirun(3, "basic", 1, { JAXTS_MPI_PIECE_BYTES: "4" }),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
       ckpt: mpirun(2, "ckpt-save", 1, ckptEnv).then(async (saved) => ({
         saved,
