@@ -3,7 +3,10 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <list>
 #include <mutex>
 #include <thread>
@@ -47,6 +50,7 @@ std::mutex g_init_mu;
 bool g_ready = false, g_finalized = false;
 std::string g_error;
 int g_rank = 0, g_size = 1, g_level = 0;
+std::atomic<bool> g_peer_silent{false};  // an exchange timed out waiting for a process (which may have died)
 // below MPI_THREAD_MULTIPLE every MPI call is serialized by this mutex (MPI_THREAD_SERIALIZED semantics)
 std::mutex g_call_mu;
 
@@ -153,9 +157,25 @@ void Finalize() {
   if (!g_ready || g_finalized) return;
   int done = 0;
   g.Finalized(&done);
-  if (!done) g.Finalize();
   g_finalized = true;
   g_ready = false;
+  if (done) return;
+  if (!g_peer_silent.load()) {
+    g.Finalize();
+    return;
+  }
+  // a process went silent (it may be dead): MPI_Finalize waits for every process and would never return, so it runs
+  // on a helper thread that this process stops waiting for after 3 s (it then exits without a finished finalize)
+  auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();
+  auto finished = std::make_shared<bool>(false);
+  std::thread([state, finished] {
+    g.Finalize();
+    std::lock_guard<std::mutex> l(state->first);
+    *finished = true;
+    state->second.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> l(state->first);
+  state->second.wait_for(l, std::chrono::seconds(3), [&] { return *finished; });
 }
 
 std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what,
@@ -225,6 +245,7 @@ std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::s
     }
     if (!sdone[i]) g.RequestFree(&sreq[i]);
   }
+  g_peer_silent = true;
   return what + ": no answer from process(es) [" + late + "] before the deadline";
 }
 
@@ -296,6 +317,7 @@ std::string RunStream(const Stream& s, int tag, std::chrono::steady_clock::time_
       std::string late = handled < nr ? std::to_string(s.recv_peer) : "";
       if (sent < ns && s.send_peer != s.recv_peer) late += std::string(late.empty() ? "" : ", ") + std::to_string(s.send_peer);
       if (late.empty()) late = std::to_string(s.send_peer);
+      g_peer_silent = true;
       return give_up("no answer from process(es) [" + late + "] before the deadline");
     }
     if (check && (iter & 15) == 0) {

@@ -62,6 +62,10 @@ interface Result {
   raised?: string;
   raisedMs?: number;
   global?: GlobalResult;
+  before?: number[];
+  killed?: string;
+  killedMs?: number;
+  afterKill?: number[][];
   loaded?: {
     w: number[];
     r: number[];
@@ -77,12 +81,14 @@ function mpirun(
   scenario: string,
   devs: number,
   extraEnv: Record<string, string> = {},
+  mpirunOptions: string[] = [],
 ): Promise<{ status: number | null; results: Result[]; log: string }> {
   return new Promise((resolve) => {
     const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
     const args = [
       "--allow-run-as-root",
       "--oversubscribe",
+      ...mpirunOptions,
       "-np",
       String(n),
       process.execPath,
@@ -137,6 +143,8 @@ const jobs = skip
       two: mpirun(2, "collectives", 2),
       // ring pieces of 4 bytes: every ring step of every collective is pipelined element by element
       three: mpirun(3, "basic", 1, { JAXTS_MPI_PIECE_BYTES: "4" }),
+      // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
+      killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
       ckpt: mpirun(2, "ckpt-save", 1, ckptEnv).then(async (saved) => ({
         saved,
@@ -343,6 +351,33 @@ test(
       checkGlobal(r, 3, 1);
     }
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "3 processes, one SIGKILLed mid-run: the survivors fail naming its process and rank within the timeout, then go on",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { results, log } = await jobs!.killed;
+    assert.equal(
+      results.length,
+      3,
+      `three results expected (process 2 reports before it is killed):\n${log.slice(-3000)}`,
+    );
+    for (const r of results) assert.deepEqual(r.before, [3, 3], `process ${r.processIndex}: the psum before the kill`);
+    assert.equal(results[2].killed, undefined, "process 2 was killed before its second psum");
+    for (const r of results.slice(0, 2)) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.match(
+        r.killed!,
+        new RegExp(
+          String.raw`psum over mesh axis 'i' \(group of ranks \[0, 1, 2\]\) on process ${r.processIndex} timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[2\] before the deadline;.* process 2 runs ranks \[2\]`,
+        ),
+      );
+      assert.ok(r.killedMs! < 20_000, `process ${r.processIndex}: the failure took ${r.killedMs} ms (timeout 1500 ms)`);
+      // 1 + 2 over the survivors' global array
+      assert.deepEqual(r.afterKill, [[3, 3]], `process ${r.processIndex}: a psum among the survivors after the kill`);
+    }
   },
 );
 

@@ -1,10 +1,12 @@
 /**
  * @file The program test/parallel/distributed.test.ts starts under `mpirun -np N` (N processes of `devs` devices):
- * (scenario "collectives": also 2-d meshes, an MLP grad step, a mismatch and an early exit; "basic": collectives only)
+ * (scenario "collectives": also 2-d meshes, an MLP grad step, a mismatch and an early exit; "basic": collectives only;
+ * "sigkill": the last process is SIGKILLed while the others wait for it in a psum)
  * runs collectives over meshes spanning the processes on the device runtime and the same calls on the single-process
  * emulation, and writes its results as JSON to <outDir>/result-<processIndex>.json (or prints them without outDir).
  * Usage: node mpi-worker.js <scenario> <devicesPerProcess> [outDir].
  */
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { config } from "../../src/core/config.js";
@@ -450,6 +452,41 @@ try {
       out.early = (e as Error).message;
     }
     out.earlyMs = Date.now() - t0;
+  } else if (scenario === "sigkill") {
+    // the last process is killed (SIGKILL, by a shell timer) while the others wait for it in a psum: they fail at
+    // their 1500 ms timeout naming it and its rank, then a psum over the survivors still works
+    config.update("spmdRuntime", "devices");
+    const mesh = makeMesh([all.length], ["i"]);
+    const psum = () =>
+      (
+        shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+          jnp.ones([all.length, 2], { dtype: "int32" }),
+        ) as Array
+      ).tolist() as number[][];
+    out.before = psum().flat();
+    const last = processCount() - 1;
+    if (me === last) {
+      report();
+      spawnSync("sh", ["-c", `kill -9 ${process.pid}`]);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30_000);
+    }
+    config.update("collectiveTimeoutMs", 1500);
+    const t0 = Date.now();
+    try {
+      psum();
+      out.killed = "no error";
+    } catch (e) {
+      out.killed = (e as Error).message;
+    }
+    out.killedMs = Date.now() - t0;
+    // the survivors go on among themselves with global arrays (no exchange with the dead process)
+    const survivors = new Mesh(all.slice(0, last), "s");
+    const g = makeArrayFromProcessLocalData(
+      new NamedSharding(survivors, P("s")),
+      jnp.full([1, 2], me + 1, { dtype: "int32" }),
+    );
+    const sum = shardMap((b: Array) => lax.psum(b, "s"), { mesh: survivors, inSpecs: P("s"), outSpecs: P("s") })(g);
+    out.afterKill = ((sum as Array).addressableShards as { data: Array }[])[0].data.tolist();
   } else if (scenario === "ckpt-save" || scenario === "ckpt-load") {
     // a sharded checkpoint saved by 2 processes (3 rows of w each) and loaded by 3 (2 rows each) or by 1
     const dir = process.env.JAXTS_TEST_CKPT_DIR!;
