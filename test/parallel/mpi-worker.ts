@@ -17,6 +17,7 @@ import {
   devices,
   distributed,
   grad,
+  jit,
   lax,
   loadSharded,
   localDevices,
@@ -132,6 +133,61 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
       sm((b) => lax.ppermute(b, ax, shift), P(ax), P(ax), x),
     );
   }
+}
+
+/**
+ * jit with shardings (GSPMD) over a mesh spanning processes: host inputs (every process holds the global values; the
+ * outputs are assembled) and global arrays (the jit takes the shardings they carry; the outputs stay global), each
+ * against the same function run unsharded in this process.
+ */
+function jitSharded(mesh: Mesh, ax: string): void {
+  const n = mesh.axisSize(ax);
+  const f = (x: Array, w: Array): Array[] => {
+    const h = jnp.tanh(jnp.matmul(x, w));
+    return [jnp.sum(h, 0), jnp.multiply(h, 2)];
+  };
+  const x = values([2 * n, 3], "float32"),
+    w = jnp.multiply(values([3, 4], "float32"), 0.1);
+  const want = f(x, w);
+  const row = new NamedSharding(mesh, P(ax)),
+    rep = new NamedSharding(mesh, P());
+  const jf = jit(f, { inShardings: [row, rep], outShardings: [rep, row] });
+  config.update("spmdRuntime", "devices");
+  const before = lastLaunchTimeline();
+  const got = jf(x, w) as Array[];
+  const ranOn = lastLaunchTimeline() === before ? [] : lastLaunchTimeline().map((t) => t.device);
+  // global arrays: this process's rows (its devices' blocks) and the replicated w
+  const mine = localDevices()
+    .map((d) => mesh.deviceIds.indexOf(d.id))
+    .filter((k) => k >= 0);
+  const gx = makeArrayFromProcessLocalData(row, lax.sliceInDim(x, 2 * mine[0], 2 * (mine[mine.length - 1] + 1), 1, 0));
+  const gw = makeArrayFromProcessLocalData(rep, w);
+  const gb = lastLaunchTimeline();
+  const gy = jit(f)(gx, gw) as Array[];
+  const gRanOn = lastLaunchTimeline() === gb ? [] : lastLaunchTimeline().map((t) => t.device);
+  config.update("spmdRuntime", "emulation");
+  got.forEach((g, k) =>
+    cases.push({
+      name: `jit sharded out ${k}`,
+      dtype: g.dtype,
+      shape: [...g.shape],
+      got: flat(g),
+      want: flat(want[k]),
+      ranOn,
+    }),
+  );
+  gy.forEach((g, k) => {
+    const all = multihostUtils.processAllgather(g) as Array;
+    cases.push({
+      name: `global jit sharded out ${k}`,
+      dtype: all.dtype,
+      shape: [...all.shape],
+      got: flat(all),
+      want: flat(want[k]),
+      ranOn: gRanOn,
+      spans: spans(g),
+    });
+  });
 }
 
 /** Whether reading x's value is refused (a global array spanning processes). */
@@ -270,6 +326,7 @@ try {
   const all = devices();
   if (scenario === "basic") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    jitSharded(makeMesh([all.length], ["i"]), "i");
     // meshes over some processes only: the others take part in the output exchange (spanning) or compute alone
     const two = new Mesh(all.slice(0, 2), "s"),
       one = new Mesh(all.slice(0, 1), "s");
@@ -289,6 +346,7 @@ try {
     out.global = globalArrays();
   } else if (scenario === "collectives") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    jitSharded(makeMesh([all.length], ["i"]), "i");
     if (Number(devs) > 1) {
       // processes x local devices: 'p' crosses processes, 'd' stays within one, both is hierarchical
       const mesh = makeMesh([processCount(), Number(devs)], ["p", "d"]);
