@@ -36,6 +36,7 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --no-write    do not write bench/RESULTS.md
  *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
  *   --no-training skip the training-parallelism rows (bench/training.ts, a child process with 4 CPU devices)
+ *   --no-multiprocess skip the 2-process rows (bench/multiprocess.ts under mpirun)
  * With --workloads the device rows run only when the list names "devices" (the training rows: "training",
  * autoShard's rows: "auto-shard").
  */
@@ -178,6 +179,12 @@ async function main(): Promise<void> {
       ? deviceRows(flag("quick"), "training.js")
       : undefined;
   if (training) console.log(training + "\n");
+  // 2 processes under mpirun (bench/multiprocess.ts; it prints why when mpirun is missing)
+  const multiprocess =
+    !flag("no-multiprocess") && (!onlyWorkloads || onlyWorkloads.includes("multiprocess"))
+      ? deviceRows(flag("quick"), "multiprocess.js")
+      : undefined;
+  if (multiprocess) console.log(multiprocess + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -207,7 +214,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices: [devices, autoShard, training].filter(Boolean).join("\n\n") || undefined,
+        devices: [devices, autoShard, training, multiprocess].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);

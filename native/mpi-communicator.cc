@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -89,6 +90,33 @@ bool FoldBytes(void* dst, const void* src, size_t n, int type, ReduceOp op) {
       return true;
     default: return false;
   }
+}
+
+// dst[i] = op(a[i], b[i]); dst may be a or b
+bool FoldInto(void* dst, const void* a, const void* b, size_t n, int type, ReduceOp op) {
+  const size_t w = ElementBytes(type);
+  if (dst != a) {
+    if (dst == b) {
+      // op is commutative (sum, max, min) up to which NaN is kept: fold a into dst
+      return FoldBytes(dst, a, n, type, op);
+    }
+    std::memcpy(dst, a, n * w);
+  }
+  return FoldBytes(dst, b, n, type, op);
+}
+/** Whether the reduction `op` of `type` can run across processes (a bool/uint8 sum is not closed). */
+bool AllReducible(int kind, ReduceOp op, int type, size_t) {
+  if (kind == kAllGather) return true;
+  return !(op == ReduceOp::kSum && (type == kBool || type == kUint8));
+}
+/** Bytes per pipelined piece of a ring step ($JAXTS_MPI_PIECE_BYTES, default 1 MiB). */
+size_t PieceBytes() {
+  static const size_t v = [] {
+    const char* e = std::getenv("JAXTS_MPI_PIECE_BYTES");
+    const long long b = e ? std::atoll(e) : 0;
+    return b > 0 ? size_t(b) : size_t(1) << 20;
+  }();
+  return v;
 }
 
 /** What the leaders compare before moving bytes. */
@@ -351,50 +379,9 @@ class ProcessCommunicator : public Communicator {
     // 2. data
     const size_t cb = count * w;  // bytes of one chunk / one input (AllReduce: the whole input)
     std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
-    if (kind == kAllReduce || kind == kReduceScatter) {
-      const size_t total = kind == kAllReduce ? count : count * size_t(n);
-      std::vector<char> partial(static_cast<const char*>(lr.ins[size_t(local[0])]), static_cast<const char*>(lr.ins[size_t(local[0])]) + total * w);
-      for (size_t j = 1; j < local.size(); j++)
-        if (!FoldBytes(partial.data(), lr.ins[size_t(local[j])], total, type, op)) return what + ": unsupported reduction for element type " + TypeName(type);
-      if (local.size() == 1 && !remote.empty() && op == ReduceOp::kSum && (type == kBool || type == kUint8))
-        return what + ": unsupported reduction for element type " + TypeName(type);
-      xs.clear();
-      for (size_t i = 0; i < remote.size(); i++) {
-        recvs[i].resize(total * w);
-        xs.push_back({remote[i], partial.data(), partial.size(), recvs[i].data(), recvs[i].size()});
-      }
-      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
-      // fold the partials in process order (the same order on every process)
-      std::vector<char> acc;
-      for (int pr : procs) {
-        const char* part = pr == pm_->self ? partial.data() : recvs[size_t(std::find(remote.begin(), remote.end(), pr) - remote.begin())].data();
-        if (acc.empty()) acc.assign(part, part + total * w);
-        else FoldBytes(acc.data(), part, total, type, op);
-      }
-      for (int q : local) {
-        const char* src = kind == kAllReduce ? acc.data() : acc.data() + size_t(q) * cb;
-        std::memcpy(lr.outs[size_t(q)], src, cb);
-      }
-      return "";
-    }
-    if (kind == kAllGather) {
-      std::vector<char> mineb;
-      for (int q : local) mineb.insert(mineb.end(), static_cast<const char*>(lr.ins[size_t(q)]), static_cast<const char*>(lr.ins[size_t(q)]) + cb);
-      xs.clear();
-      for (size_t i = 0; i < remote.size(); i++) {
-        recvs[i].resize(members[remote[i]].size() * cb);
-        xs.push_back({remote[i], mineb.data(), mineb.size(), recvs[i].data(), recvs[i].size()});
-      }
-      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
-      for (int q : local) {
-        char* o = static_cast<char*>(lr.outs[size_t(q)]);
-        for (size_t j = 0; j < local.size(); j++) std::memcpy(o + size_t(local[j]) * cb, lr.ins[size_t(local[j])], cb);
-        for (size_t i = 0; i < remote.size(); i++) {
-          const std::vector<int>& ms = members[remote[i]];
-          for (size_t j = 0; j < ms.size(); j++) std::memcpy(o + size_t(ms[j]) * cb, recvs[i].data() + j * cb, cb);
-        }
-      }
-      return "";
+    if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {
+      if (!AllReducible(kind, op, type, local.size())) return what + ": unsupported reduction for element type " + TypeName(type);
+      return Ring(c, kind, op, count, type, procs, members, local, lr, tag, deadline, what);
     }
     if (kind == kAllToAll) {
       // out of member q, chunk s = in of member s, chunk q
@@ -448,6 +435,108 @@ class ProcessCommunicator : public Communicator {
         std::memcpy(lr.outs[size_t(pr.second)], recvs[i].data() + off[i], cb);
         off[i] += cb;
       }
+    }
+    return "";
+  }
+
+  // The ring over the group's processes (in group order) that all-reduce, reduce-scatter and all-gather use. The bytes
+  // are cut in P segments, segment j = what process j's members own (all-reduce: an even split of the whole buffer).
+  // Reduce-scatter phase: at step t process s sends segment s-t-1 to the next process and receives segment s-t-2 from
+  // the previous one, folding it into its own partial; after P-1 steps it holds segment s reduced over every process.
+  // All-gather phase: at step t it sends segment s-t and receives s-t-1. Each process sends 2(P-1)/P of the buffer
+  // (all-reduce) instead of P-1 times it; every segment is reduced on one process and copied to the others, so all
+  // processes hold the same bits. Steps are pipelined in pieces (kPieceBytes): a piece goes on to the next process as
+  // soon as it was received and folded, while the rest of the step is still moving.
+  std::string Ring(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
+                   std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int tag, Clock::time_point deadline,
+                   const std::string& what) {
+    const size_t w = ElementBytes(type), cb = count * w;
+    const int n = int(c.group.size()), P = int(procs.size());
+    const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
+    const auto mod = [P](int i) { return ((i % P) + P) % P; };
+    // segment j as byte ranges of the whole buffer (all-reduce: count elements; otherwise n chunks of cb bytes)
+    std::vector<std::vector<std::pair<size_t, size_t>>> seg(static_cast<size_t>(P));
+    if (kind == kAllReduce) {
+      for (int j = 0; j < P; j++) {
+        const size_t lo = count * size_t(j) / size_t(P), hi = count * size_t(j + 1) / size_t(P);
+        if (hi > lo) seg[size_t(j)].push_back({lo * w, (hi - lo) * w});
+      }
+    } else {
+      for (int j = 0; j < P; j++)
+        for (int q : members[procs[size_t(j)]]) seg[size_t(j)].push_back({size_t(q) * cb, cb});
+    }
+    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
+    const size_t piece_max = std::max<size_t>(w, PieceBytes() / w * w);
+    const auto pieces = [&](int j) {
+      std::vector<std::pair<size_t, size_t>> v;
+      for (const auto& r : seg[size_t(j)])
+        for (size_t o = 0; o < r.second; o += piece_max) v.push_back({r.first + o, std::min(piece_max, r.second - o)});
+      return v;
+    };
+    // buffers: partial (this process's contribution), acc (where segments are reduced and gathered), rbuf (where
+    // the reduce-scatter phase receives; acc itself when the partial lives elsewhere: acc = partial op acc)
+    const char* in0 = static_cast<const char*>(lr.ins[size_t(local[0])]);
+    char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
+    thread_local std::vector<char> scratch_a, scratch_b;
+    const auto grow = [](std::vector<char>& v, size_t b) -> char* {
+      if (v.size() < b) v.resize(b);
+      return v.data();
+    };
+    char* acc = kind == kReduceScatter ? grow(scratch_a, total) : out0;
+    const char* partial = nullptr;
+    if (kind == kAllGather) {
+      for (int q : local) std::memcpy(acc + size_t(q) * cb, lr.ins[size_t(q)], cb);
+    } else if (local.size() == 1 && in0 != acc) {
+      partial = in0;
+    } else {
+      if (in0 != acc) std::memcpy(acc, in0, total);
+      for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
+      partial = acc;
+    }
+    char* rbuf = partial == acc ? grow(scratch_b, total) : acc;
+    mpi::Stream st;
+    st.send_peer = procs[size_t(mod(s + 1))];
+    st.recv_peer = procs[size_t(mod(s - 1))];
+    std::vector<std::pair<size_t, size_t>> rpieces;  // per receive: its byte range
+    std::vector<bool> rfold;                         // per receive: folded (reduce-scatter phase) or landed in place
+    long prev_begin = 0;                             // index of the previous step's first receive
+    const bool rs = kind != kAllGather, ag = kind != kReduceScatter;
+    const int steps_rs = rs ? P - 1 : 0, steps = steps_rs + (ag ? P - 1 : 0);
+    for (int t = 0; t < steps; t++) {
+      const bool in_rs = t < steps_rs;
+      const int u = in_rs ? t : t - steps_rs;
+      const int send_seg = in_rs ? mod(s - u - 1) : mod(s - u), recv_seg = in_rs ? mod(s - u - 2) : mod(s - u - 1);
+      // what this step sends: the partial at the first step, then what the previous step received (piece k after receive k)
+      const auto sp = pieces(send_seg);
+      const bool first = t == 0;
+      for (size_t k = 0; k < sp.size(); k++) {
+        const char* base = first && in_rs ? partial : acc;
+        st.sends.push_back({base + sp[k].first, sp[k].second});
+        st.send_after.push_back(first ? -1 : prev_begin + long(k));
+      }
+      const auto rp = pieces(recv_seg);
+      const long begin = long(rpieces.size());
+      for (const auto& r : rp) {
+        st.recvs.push_back({(in_rs ? rbuf : acc) + r.first, r.second});
+        rpieces.push_back(r);
+        rfold.push_back(in_rs);
+      }
+      prev_begin = begin;
+    }
+    st.on_recv = [&](size_t k) {
+      if (!rfold[k]) return;
+      const auto& r = rpieces[k];
+      FoldInto(acc + r.first, partial + r.first, rbuf + r.first, r.second / w, type, op);
+    };
+    std::string err = mpi::RunStream(st, tag, deadline, what + " timed out during the data exchange");
+    if (!err.empty()) {
+      for (int pr : procs)
+        if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+      return err;
+    }
+    for (int q : local) {
+      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
+      else if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
     }
     return "";
   }
@@ -530,6 +619,26 @@ napi_value AllgatherFn(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// mpiProbeAllreduce(count, iters) -> Float64Array of seconds per MPI_Allreduce of count float32 (bench/multiprocess.ts)
+napi_value ProbeAllreduceFn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int64_t count = 0, iters = 0;
+  if (argc < 2 || napi_get_value_int64(env, argv[0], &count) != napi_ok || napi_get_value_int64(env, argv[1], &iters) != napi_ok || count < 1 ||
+      iters < 1)
+    return Throw(env, "mpiProbeAllreduce: expected (count >= 1, iters >= 1)");
+  std::vector<double> secs;
+  const std::string err = mpi::ProbeAllreduce(size_t(count), int(iters), &secs);
+  if (!err.empty()) return Throw(env, "mpiProbeAllreduce: " + err);
+  void* data = nullptr;
+  napi_value ab, arr;
+  napi_create_arraybuffer(env, secs.size() * sizeof(double), &data, &ab);
+  std::memcpy(data, secs.data(), secs.size() * sizeof(double));
+  napi_create_typedarray(env, napi_float64_array, secs.size(), ab, 0, &arr);
+  return arr;
+}
+
 }  // namespace
 
 Communicator* NewProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm) { return new ProcessCommunicator(rank, std::move(pm)); }
@@ -539,6 +648,7 @@ void RegisterMpi(napi_env env, napi_value exports) {
       {"mpiInit", nullptr, InitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"mpiFinalize", nullptr, FinalizeFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"mpiAllgather", nullptr, AllgatherFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mpiProbeAllreduce", nullptr, ProbeAllreduceFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
 }

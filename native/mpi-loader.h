@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace jaxts {
@@ -44,6 +45,28 @@ struct Transfer {
  */
 std::string Exchange(const std::vector<Transfer>& peers, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what,
                      const std::function<std::string()>& check = nullptr);
+
+/**
+ * An ordered stream of messages: sends go to `send_peer`, receives come from `recv_peer` (a ring step pipelined in
+ * pieces). Every receive is posted at once; send k is posted once receive send_after[k] was handled (-1: at once), so
+ * piece k of a ring step leaves as soon as the previous step delivered (and folded) it; on_recv(k) runs in order.
+ */
+struct Stream {
+  int send_peer = 0, recv_peer = 0;
+  std::vector<std::pair<const void*, size_t>> sends;
+  std::vector<long> send_after;  // non-decreasing
+  std::vector<std::pair<void*, size_t>> recvs;
+  std::function<void(size_t)> on_recv;
+};
+/** Runs a stream against the deadline like Exchange (same errors, same cancellation). */
+std::string RunStream(const Stream& s, int tag, std::chrono::steady_clock::time_point deadline, const std::string& what,
+                      const std::function<std::string()>& check = nullptr);
+
+/**
+ * The bench probe: `iters` MPI_Allreduce (MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) of `count` floats after a barrier;
+ * the seconds of each, or an error. Blocking: only for bench/multiprocess.ts, never for jaxts collectives.
+ */
+std::string ProbeAllreduce(size_t count, int iters, std::vector<double>* seconds);
 
 /** Sends `bytes` to process `peer` with `tag` without waiting (the bytes are copied and kept until sent). */
 void Post(int peer, int tag, const void* bytes, size_t n);

@@ -62,6 +62,10 @@ interface Result {
   raised?: string;
   raisedMs?: number;
   global?: GlobalResult;
+  before?: number[];
+  killed?: string;
+  killedMs?: number;
+  afterKill?: number[][];
   loaded?: {
     w: number[];
     r: number[];
@@ -77,12 +81,14 @@ function mpirun(
   scenario: string,
   devs: number,
   extraEnv: Record<string, string> = {},
+  mpirunOptions: string[] = [],
 ): Promise<{ status: number | null; results: Result[]; log: string }> {
   return new Promise((resolve) => {
     const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
     const args = [
       "--allow-run-as-root",
       "--oversubscribe",
+      ...mpirunOptions,
       "-np",
       String(n),
       process.execPath,
@@ -135,7 +141,10 @@ const jobs = skip
   ? null
   : {
       two: mpirun(2, "collectives", 2),
-      three: mpirun(3, "basic", 1),
+      // ring pieces of 4 bytes: every ring step of every collective is pipelined element by element
+      three: mpirun(3, "basic", 1, { JAXTS_MPI_PIECE_BYTES: "4" }),
+      // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
+      killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
       ckpt: mpirun(2, "ckpt-save", 1, ckptEnv).then(async (saved) => ({
         saved,
@@ -171,6 +180,15 @@ function checkCases(r: Result, what: string): void {
 }
 const find = (r: Result, name: string): Case =>
   r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
+
+/** jit with shardings over the global mesh: host inputs (outputs assembled) and global arrays (outputs global). */
+function checkJit(r: Result): void {
+  for (const k of [0, 1]) {
+    assert.equal(find(r, `jit sharded out ${k}`).spans, undefined);
+    assert.equal(find(r, `global jit sharded out ${k}`).spans, true, "jit of global arrays gives global arrays");
+  }
+  assert.deepEqual(find(r, "jit sharded out 1").shape, [2 * r.devices.length, 4]);
+}
 
 /**
  * Global arrays over n devices, k per process: shapes, this process's shards (rows 2d..2d+2 of the global value on
@@ -214,7 +232,7 @@ function checkGlobal(r: Result, n: number, k: number): void {
 }
 
 test(
-  "2 processes x 2 devices: every collective over a 1-d and a 2-d mesh equals the emulation; MLP grads; processAllgather",
+  "2 processes x 2 devices: every collective over a 1-d and a 2-d mesh and jit with shardings equal the emulation; MLP grads; processAllgather",
   { skip, timeout: 260_000 },
   async () => {
     const { status, results, log } = await jobs!.two;
@@ -253,6 +271,7 @@ test(
       assert.deepEqual(r.after, [4, 4], "a collective after the failed one works");
       assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
       checkGlobal(r, 4, 2);
+      checkJit(r);
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");
@@ -316,7 +335,7 @@ test(
 );
 
 test(
-  "3 processes x 1 device: every collective and a pmap equal the emulation; processAllgather; syncGlobalDevices",
+  "3 processes x 1 device: every collective, a pmap and jit with shardings equal the emulation; processAllgather; syncGlobalDevices",
   { skip, timeout: 260_000 },
   async () => {
     const { status, results, log } = await jobs!.three;
@@ -340,8 +359,37 @@ test(
         [20, 21, 22],
       ]);
       checkGlobal(r, 3, 1);
+      checkJit(r);
     }
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "3 processes, one SIGKILLed mid-run: the survivors fail naming its process and rank within the timeout, then go on",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { results, log } = await jobs!.killed;
+    assert.equal(
+      results.length,
+      3,
+      `three results expected (process 2 reports before it is killed):\n${log.slice(-3000)}`,
+    );
+    for (const r of results) assert.deepEqual(r.before, [3, 3], `process ${r.processIndex}: the psum before the kill`);
+    assert.equal(results[2].killed, undefined, "process 2 was killed before its second psum");
+    for (const r of results.slice(0, 2)) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      // either its own timeout, or the other survivor's (which told it at once), names process 2 and its rank
+      assert.match(
+        r.killed!,
+        new RegExp(
+          String.raw`psum over mesh axis 'i' \(group of ranks \[0, 1, 2\]\) on process ${r.processIndex}(: released early: process \d failed: .* on process \d)? timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[2\] before the deadline;.* process 2 runs ranks \[2\]`,
+        ),
+      );
+      assert.ok(r.killedMs! < 20_000, `process ${r.processIndex}: the failure took ${r.killedMs} ms (timeout 1500 ms)`);
+      // 1 + 2 over the survivors' global array
+      assert.deepEqual(r.afterKill, [[3, 3]], `process ${r.processIndex}: a psum among the survivors after the kill`);
+    }
   },
 );
 

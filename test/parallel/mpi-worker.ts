@@ -1,10 +1,12 @@
 /**
  * @file The program test/parallel/distributed.test.ts starts under `mpirun -np N` (N processes of `devs` devices):
- * (scenario "collectives": also 2-d meshes, an MLP grad step, a mismatch and an early exit; "basic": collectives only)
+ * (scenario "collectives": also 2-d meshes, an MLP grad step, a mismatch and an early exit; "basic": collectives only;
+ * "sigkill": the last process is SIGKILLed while the others wait for it in a psum)
  * runs collectives over meshes spanning the processes on the device runtime and the same calls on the single-process
  * emulation, and writes its results as JSON to <outDir>/result-<processIndex>.json (or prints them without outDir).
  * Usage: node mpi-worker.js <scenario> <devicesPerProcess> [outDir].
  */
+import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { config } from "../../src/core/config.js";
@@ -15,6 +17,7 @@ import {
   devices,
   distributed,
   grad,
+  jit,
   lax,
   loadSharded,
   localDevices,
@@ -130,6 +133,61 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
       sm((b) => lax.ppermute(b, ax, shift), P(ax), P(ax), x),
     );
   }
+}
+
+/**
+ * jit with shardings (GSPMD) over a mesh spanning processes: host inputs (every process holds the global values; the
+ * outputs are assembled) and global arrays (the jit takes the shardings they carry; the outputs stay global), each
+ * against the same function run unsharded in this process.
+ */
+function jitSharded(mesh: Mesh, ax: string): void {
+  const n = mesh.axisSize(ax);
+  const f = (x: Array, w: Array): Array[] => {
+    const h = jnp.tanh(jnp.matmul(x, w));
+    return [jnp.sum(h, 0), jnp.multiply(h, 2)];
+  };
+  const x = values([2 * n, 3], "float32"),
+    w = jnp.multiply(values([3, 4], "float32"), 0.1);
+  const want = f(x, w);
+  const row = new NamedSharding(mesh, P(ax)),
+    rep = new NamedSharding(mesh, P());
+  const jf = jit(f, { inShardings: [row, rep], outShardings: [rep, row] });
+  config.update("spmdRuntime", "devices");
+  const before = lastLaunchTimeline();
+  const got = jf(x, w) as Array[];
+  const ranOn = lastLaunchTimeline() === before ? [] : lastLaunchTimeline().map((t) => t.device);
+  // global arrays: this process's rows (its devices' blocks) and the replicated w
+  const mine = localDevices()
+    .map((d) => mesh.deviceIds.indexOf(d.id))
+    .filter((k) => k >= 0);
+  const gx = makeArrayFromProcessLocalData(row, lax.sliceInDim(x, 2 * mine[0], 2 * (mine[mine.length - 1] + 1), 1, 0));
+  const gw = makeArrayFromProcessLocalData(rep, w);
+  const gb = lastLaunchTimeline();
+  const gy = jit(f)(gx, gw) as Array[];
+  const gRanOn = lastLaunchTimeline() === gb ? [] : lastLaunchTimeline().map((t) => t.device);
+  config.update("spmdRuntime", "emulation");
+  got.forEach((g, k) =>
+    cases.push({
+      name: `jit sharded out ${k}`,
+      dtype: g.dtype,
+      shape: [...g.shape],
+      got: flat(g),
+      want: flat(want[k]),
+      ranOn,
+    }),
+  );
+  gy.forEach((g, k) => {
+    const all = multihostUtils.processAllgather(g) as Array;
+    cases.push({
+      name: `global jit sharded out ${k}`,
+      dtype: all.dtype,
+      shape: [...all.shape],
+      got: flat(all),
+      want: flat(want[k]),
+      ranOn: gRanOn,
+      spans: spans(g),
+    });
+  });
 }
 
 /** Whether reading x's value is refused (a global array spanning processes). */
@@ -268,6 +326,7 @@ try {
   const all = devices();
   if (scenario === "basic") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    jitSharded(makeMesh([all.length], ["i"]), "i");
     // meshes over some processes only: the others take part in the output exchange (spanning) or compute alone
     const two = new Mesh(all.slice(0, 2), "s"),
       one = new Mesh(all.slice(0, 1), "s");
@@ -287,6 +346,7 @@ try {
     out.global = globalArrays();
   } else if (scenario === "collectives") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
+    jitSharded(makeMesh([all.length], ["i"]), "i");
     if (Number(devs) > 1) {
       // processes x local devices: 'p' crosses processes, 'd' stays within one, both is hierarchical
       const mesh = makeMesh([processCount(), Number(devs)], ["p", "d"]);
@@ -450,6 +510,41 @@ try {
       out.early = (e as Error).message;
     }
     out.earlyMs = Date.now() - t0;
+  } else if (scenario === "sigkill") {
+    // the last process is killed (SIGKILL, by a shell timer) while the others wait for it in a psum: they fail at
+    // their 1500 ms timeout naming it and its rank, then a psum over the survivors still works
+    config.update("spmdRuntime", "devices");
+    const mesh = makeMesh([all.length], ["i"]);
+    const psum = () =>
+      (
+        shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+          jnp.ones([all.length, 2], { dtype: "int32" }),
+        ) as Array
+      ).tolist() as number[][];
+    out.before = psum().flat();
+    const last = processCount() - 1;
+    if (me === last) {
+      report();
+      spawnSync("sh", ["-c", `kill -9 ${process.pid}`]);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 30_000);
+    }
+    config.update("collectiveTimeoutMs", 1500);
+    const t0 = Date.now();
+    try {
+      psum();
+      out.killed = "no error";
+    } catch (e) {
+      out.killed = (e as Error).message;
+    }
+    out.killedMs = Date.now() - t0;
+    // the survivors go on among themselves with global arrays (no exchange with the dead process)
+    const survivors = new Mesh(all.slice(0, last), "s");
+    const g = makeArrayFromProcessLocalData(
+      new NamedSharding(survivors, P("s")),
+      jnp.full([1, 2], me + 1, { dtype: "int32" }),
+    );
+    const sum = shardMap((b: Array) => lax.psum(b, "s"), { mesh: survivors, inSpecs: P("s"), outSpecs: P("s") })(g);
+    out.afterKill = ((sum as Array).addressableShards as { data: Array }[])[0].data.tolist();
   } else if (scenario === "ckpt-save" || scenario === "ckpt-load") {
     // a sharded checkpoint saved by 2 processes (3 rows of w each) and loaded by 3 (2 rows each) or by 1
     const dir = process.env.JAXTS_TEST_CKPT_DIR!;
