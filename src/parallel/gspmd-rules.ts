@@ -13,6 +13,7 @@ import { allGather, allToAll, axisIndex, pmax, pmin, psum, psumScatter } from ".
 import type { Mesh } from "./mesh.js";
 import type { NamedShardingImpl } from "./sharding.js";
 import { gatherRule, iotaRule, scatterRule } from "./gspmd-gather.js";
+import { condRule, customJvpRule, customVjpRule, scanRule, whileRule } from "./gspmd-control.js";
 
 /** Mesh axes splitting each dimension (the first axis major), [] = replicated along it. */
 export type Dims = string[][];
@@ -291,6 +292,11 @@ const RULES: Record<string, Rule> = {
   },
   gather: gatherRule,
   scatter: scatterRule,
+  scan: scanRule,
+  while: whileRule,
+  cond: condRule,
+  custom_jvp_call: customJvpRule,
+  custom_vjp_call: customVjpRule,
   broadcast_in_dim(P, [v], p, [out], prim) {
     const bd = p.broadcast_dimensions as number[];
     const at = (dims: Dims): SV => {

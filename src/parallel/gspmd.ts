@@ -194,7 +194,12 @@ function programText(name: string, e: Entry, j: Jaxpr, cost: CostAnalysis): stri
   const ins = e.inSpecs.map((s, k) => `  in ${k}: ${e.avals[k].str()} ${s}`).join("\n");
   const outs = e.outSpecs.map((s, k) => `  out ${k}: ${e.jaxpr.outvars[k].aval.str()} ${s}`).join("\n");
   const coll = cost.collectives.length
-    ? cost.collectives.map((c) => `  ${c.kind} axes=(${c.axes.join(", ")}) bytes=${c.bytes}`).join("\n")
+    ? cost.collectives
+        .map(
+          (c) =>
+            `  ${c.kind} axes=(${c.axes.join(", ")}) bytes=${c.bytes}${c.within ? ` in ${c.within.join(" > ")}` : ""}`,
+        )
+        .join("\n")
     : "  (none)";
   return `module @jit_${name} (one device of ${e.mesh})\n${ins}\n${outs}\n${j.toString()}\ncollectives:\n${coll}\nflops=${cost.flops} bytesAccessed=${cost.bytesAccessed} peakBytesPerDevice=${cost.peakBytesPerDevice}`;
 }
