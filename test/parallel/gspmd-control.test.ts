@@ -202,3 +202,41 @@ onEach("custom_jvp and custom_vjp functions inside sharded jit, and grad through
     }
   }
 });
+
+onEach(
+  "rev, dynamic_slice / dynamic_update_slice along unsharded dims and a batch-sharded conv need no collectives",
+  () => {
+    for (const [shape, names] of MESHES) {
+      const mesh = makeMesh(shape, names);
+      const rows: string | string[] = names.length === 2 ? ["data", "model"] : "model";
+      const S = NamedSharding(mesh, P(rows));
+      const i = jnp.array(5, { dtype: "int32" });
+      const cases: [string, Fn, Array[], (string | null | string[])[][]][] = [
+        ["rev", (x) => jnp.multiply(lax.rev(x, [1]), 2), [vals([8, 16], 8)], [[rows]]],
+        [
+          "dynamic_slice",
+          (x, k) => jnp.sin(lax.dynamicSlice(x, [jnp.array(0, { dtype: "int32" }), k], [8, 4])),
+          [vals([8, 16], 9), i],
+          [[rows], []],
+        ],
+        [
+          "dynamic_update_slice",
+          (x, u, k) => lax.dynamicUpdateSlice(x, jnp.exp(u), [jnp.array(0, { dtype: "int32" }), k]),
+          [vals([8, 16], 10), vals([8, 4], 11), i],
+          [[rows], [rows], []],
+        ],
+        [
+          "conv",
+          (x, w) => nn.relu(lax.conv(x, w, [1, 1], "SAME")),
+          [vals([8, 3, 6, 6], 12), vals([4, 3, 3, 3], 13)],
+          [[rows], []],
+        ],
+      ];
+      for (const [name, f, args, specs] of cases) {
+        const jf = check(`${name} on ${shape}`, f, mesh, specs, args);
+        assert.equal(String(jf(...args).sharding), String(S), `${name}: rows stay split`);
+        assert.deepEqual(colls(jf, args), [], name);
+      }
+    }
+  },
+);
