@@ -275,7 +275,8 @@ export class ShardingWalker {
       e.inputs.reduce((t, a, k) => t + this.localBytes(a.aval, opnds[k]), 0) +
       e.outVars.reduce((t, v, k) => t + this.localBytes(v.aval, outs[k]), 0);
     this.flops += f;
-    this.compute += f === 0 && e.primitive.name !== "dot_general" ? 0 : eqnSeconds(f, bytes, this.machine);
+    // a view costs nothing; data movement costs its bytes (PrimitiveFacts.cost)
+    this.compute += e.primitive.opts.cost === "view" ? 0 : eqnSeconds(f, bytes, this.machine);
   }
 
   /** Elementwise: each result dimension takes the first operand sharding of it; other operands are brought to it. */
