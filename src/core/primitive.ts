@@ -94,6 +94,12 @@ export interface PrimitiveFacts {
    * shortcut), so eager, vmapped and jitted results agree.
    */
   exactOnScalars?: boolean;
+  /**
+   * What cost models (the partitioner's costAnalysis, autoShard) count for it: "view" (reshape, broadcast, copy: fused
+   * into its consumer, no FLOPs and no run time), "move" (data movement: no FLOPs, its bytes still count),
+   * "transcendental" (exp, log, tanh, ...: weighted as several FLOPs per element); absent: one FLOP per element.
+   */
+  cost?: "view" | "move" | "transcendental";
 }
 
 const REGISTRY = new Map<string, Primitive>();

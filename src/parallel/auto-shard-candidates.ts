@@ -3,7 +3,16 @@
  * parallel, data x tensor, ZeRO/FSDP parameter sharding) over every split of the mesh axes, and each leaf's legal specs.
  */
 import { type Jaxpr, Literal, type Var } from "../core/jaxpr.js";
-import { type Sh, replicatedSh } from "./auto-shard-propagate.js";
+
+/** A leaf's sharding: mesh axes per dimension (and axes it is an unreduced partial sum over, for outputs). */
+export interface Sh {
+  dims: string[][];
+  partial: string[];
+}
+export const replicatedSh = (rank: number): Sh => ({
+  dims: globalThis.Array.from({ length: rank }, () => []),
+  partial: [],
+});
 
 /** What an argument is: trained parameters, per-example data (split along dimension 0), or kept replicated. */
 export type ArgRole = "params" | "data" | "replicated";

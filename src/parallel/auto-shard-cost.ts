@@ -69,37 +69,6 @@ export function collectiveSeconds(kind: CollectiveKind, bytes: number, n: number
 
 const prod = (xs: readonly number[]): number => xs.reduce((a, b) => a * b, 1);
 
-/** Primitives that cost nothing at run time (views, metadata, or broadcasts fused into their consumer). */
-const FREE = new Set([
-  "reshape",
-  "squeeze",
-  "stop_gradient",
-  "name",
-  "copy",
-  "bitcast_convert_type",
-  "broadcast_in_dim",
-]);
-/** Transcendental elementwise primitives: counted as several FLOPs per element. */
-const TRANSCENDENTAL = new Set([
-  "exp",
-  "exp2",
-  "log",
-  "log1p",
-  "expm1",
-  "tanh",
-  "logistic",
-  "sin",
-  "cos",
-  "tan",
-  "erf",
-  "erfc",
-  "erf_inv",
-  "pow",
-  "sqrt",
-  "rsqrt",
-  "cbrt",
-]);
-
 /**
  * FLOPs of one equation on the local shapes of its operands and results (dot_general: 2 * out * contracted;
  * elementwise and reductions: one per element touched, transcendental functions 4).
@@ -110,13 +79,17 @@ export function eqnFlops(
   outShapes: readonly (readonly number[])[],
 ): number {
   const name = eqn.primitive.name;
-  if (FREE.has(name)) return 0;
+  // views cost nothing at run time (PrimitiveFacts.cost, declared with each primitive)
+  const cost = eqn.primitive.opts.cost;
+  if (cost === "view") return 0;
   if (name === "dot_general") {
     const [[lc]] = eqn.params.dimension_numbers as [[number[], number[]], [number[], number[]]];
     return 2 * prod(outShapes[0]) * prod(lc.map((d) => inShapes[0][d]));
   }
   const elems = Math.max(prod(outShapes[0] ?? []), ...inShapes.map(prod));
-  return TRANSCENDENTAL.has(name) ? 4 * elems : elems;
+  // data movement: no FLOPs (its bytes are the roofline's memory term); a transcendental function: 4 per element
+  if (cost === "move") return 0;
+  return cost === "transcendental" ? 4 * elems : elems;
 }
 
 /** Roofline time of one equation: the larger of its FLOPs at the FLOP rate and its bytes at the memory bandwidth. */

@@ -8,17 +8,26 @@ import { ShapedArray } from "../core/aval.js";
 import { checkOptions, isPlainObject } from "../core/check-args.js";
 import { type DType, itemsize } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
-import { ClosedJaxpr } from "../core/jaxpr.js";
+import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
 import type { PyTree } from "../core/pytree-types.js";
 import { flatten, leafPaths, unflatten, type TreeDef } from "../core/tree.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { ShapeDtypeStruct } from "../transforms/api.js";
-import { type CollectiveEstimate, type MachineModel, machineFrom } from "./auto-shard-cost.js";
-import { type OutTarget, type Sh, ShardingWalker } from "./auto-shard-propagate.js";
+import {
+  type CollectiveEstimate,
+  type CollectiveKind,
+  type MachineModel,
+  collectiveSeconds,
+  eqnFlops,
+  eqnSeconds,
+  machineFrom,
+} from "./auto-shard-cost.js";
+import { partitionedProgram } from "./gspmd.js";
 import {
   type ArgRole,
   type Candidate,
   type LeafInfo,
+  type Sh,
   familyCandidates,
   leafLocalElems,
   leafOptions,
@@ -239,30 +248,86 @@ function mirrorOutputs(cj: ClosedJaxpr, leaves: LeafInfo[]): number[] {
   return mirror;
 }
 
-/** The per-device estimate of one choice of input shardings. */
+/** A collective of the per-device program under the cost model's names (reduce_scatter is JAX's psum_scatter). */
+const KIND: Record<string, CollectiveKind> = {
+  psum: "psum",
+  pmax: "pmax",
+  pmin: "pmin",
+  all_gather: "all_gather",
+  reduce_scatter: "psum_scatter",
+  all_to_all: "all_to_all",
+  ppermute: "all_to_all",
+};
+
+/** FLOPs and roofline seconds of a per-device program's computation (collectives are priced as communication). */
+function computeOf(j: Jaxpr, m: MachineModel): { flops: number; seconds: number } {
+  let flops = 0,
+    seconds = 0;
+  const bytes = (a: { shape: readonly number[]; dtype: string }) =>
+    a.shape.reduce((t, n) => t * n, 1) * itemBytes(a.dtype);
+  const walk = (jx: Jaxpr): void => {
+    for (const e of jx.eqns) {
+      const subs = Object.values(e.params)
+        .flatMap((q) => (globalThis.Array.isArray(q) ? q : [q]))
+        .filter((q): q is Jaxpr | ClosedJaxpr => q instanceof Jaxpr || q instanceof ClosedJaxpr);
+      if (subs.length) {
+        subs.forEach((q) => walk(q instanceof ClosedJaxpr ? q.jaxpr : q)); // counted equation by equation inside
+        continue;
+      }
+      if (e.primitive.collective) continue;
+      const f = eqnFlops(
+        e,
+        e.inputs.map((a) => a.aval.shape),
+        e.outVars.map((v) => v.aval.shape),
+      );
+      const b = e.inputs.reduce((t, a) => t + bytes(a.aval), 0) + e.outVars.reduce((t, v) => t + bytes(v.aval), 0);
+      flops += f;
+      // a view costs nothing; data movement costs its bytes (PrimitiveFacts.cost)
+      seconds += e.primitive.opts.cost === "view" ? 0 : eqnSeconds(f, b, m);
+    }
+  };
+  walk(j);
+  return { flops, seconds };
+}
+
+/**
+ * The per-device estimate of one choice of input shardings: the plan is partitioned by the SPMD partitioner (the
+ * program jit with these shardings runs) and priced from its per-device program and costAnalysis.
+ */
 function estimate(p: Problem, shardings: Sh[]): { estimate: AutoShardEstimate; outs: Sh[] } {
-  const axisSizes = new Map(p.mesh.axisNames.map((a) => [a, p.mesh.axisSize(a)]));
-  const w = new ShardingWalker(axisSizes, p.machine);
-  const targets: OutTarget[] = p.mirror.map((m) => (m >= 0 ? shardings[m] : null));
-  const r = w.walk(p.cj, shardings, targets, true);
-  let inputs = 0,
-    state = 0;
-  p.leaves.forEach((l, i) => {
-    const b = leafLocalElems(l.shape, shardings[i], p.size) * itemBytes(l.dtype);
-    inputs += b;
-    if (l.role === "params") state += p.optFactor * b;
+  const targets = p.mirror.map((m) => (m >= 0 ? shardings[m].dims : null));
+  const prog = partitionedProgram(
+    p.mesh,
+    p.cj,
+    shardings.map((s) => s.dims),
+    targets,
+  );
+  const comp = computeOf(prog.jaxpr, p.machine);
+  const collectives: CollectiveEstimate[] = prog.cost.collectives.map((c) => {
+    const kind = KIND[c.kind] ?? "psum";
+    return {
+      kind,
+      axes: c.axes,
+      bytes: c.bytes,
+      seconds: collectiveSeconds(kind, c.bytes, p.size(c.axes), p.machine),
+      reason: `${c.kind} over (${c.axes.join(", ")}) in the partitioned program${c.within ? `, inside ${c.within.join(" > ")}` : ""}`,
+    };
   });
-  const commSeconds = r.collectives.reduce((t, c) => t + c.seconds, 0);
+  let state = 0;
+  p.leaves.forEach((l, i) => {
+    if (l.role === "params") state += p.optFactor * leafLocalElems(l.shape, shardings[i], p.size) * itemBytes(l.dtype);
+  });
+  const commSeconds = collectives.reduce((t, c) => t + c.seconds, 0);
   return {
     estimate: {
-      seconds: r.computeSeconds + commSeconds,
-      computeSeconds: r.computeSeconds,
+      seconds: comp.seconds + commSeconds,
+      computeSeconds: comp.seconds,
       commSeconds,
-      flops: r.flops,
-      peakBytesPerDevice: inputs + state + r.peakTempBytes,
-      collectives: r.collectives,
+      flops: comp.flops,
+      peakBytesPerDevice: prog.cost.peakBytesPerDevice + state,
+      collectives,
     },
-    outs: r.outShardings,
+    outs: prog.outDims.map((dims) => ({ dims, partial: [] })),
   };
 }
 

@@ -157,7 +157,7 @@ export const axisIndexP: Primitive<{ axis_name: string }> = new Primitive<{ axis
     },
     missing: { lower: COLLECTIVE_LOWER },
   },
-  { collectiveAxisParam: "axis_name" },
+  { cost: "move", collectiveAxisParam: "axis_name" },
 );
 
 type AGP = { axis_name: string; axis: number; tiled: boolean; axis_size: number; axis_index_groups: number[][] | null };
@@ -228,7 +228,7 @@ export const allGatherP: Primitive<AGP> = new Primitive<AGP>(
     },
     missing: { lower: COLLECTIVE_LOWER },
   },
-  { collectiveAxisParam: "axis_name" },
+  { cost: "move", collectiveAxisParam: "axis_name" },
 );
 
 // ---------------------------------------------------------------- ppermute, psum_scatter, all_to_all
@@ -276,7 +276,7 @@ export const ppermuteP: Primitive<PPP> = new Primitive<PPP>(
     },
     missing: { lower: COLLECTIVE_LOWER },
   },
-  { collectiveAxisParam: "axis_name" },
+  { cost: "move", collectiveAxisParam: "axis_name" },
 );
 
 type PSP = { axis_name: string; scatter_dimension: number; tiled: boolean; axis_size: number };
@@ -404,7 +404,7 @@ export const allToAllP: Primitive<ATA> = new Primitive<ATA>(
     },
     missing: { lower: COLLECTIVE_LOWER },
   },
-  { collectiveAxisParam: "axis_name" },
+  { cost: "move", collectiveAxisParam: "axis_name" },
 );
 
 // ---------------------------------------------------------------- public wrappers (lax.*)

@@ -9,6 +9,8 @@ export interface CollectiveCost {
   kind: string;
   axes: string[];
   bytes: number;
+  /** The primitives whose bodies hold it, outermost first (e.g. ["scan"]: once per step); absent at top level. */
+  within?: string[];
 }
 
 /** Cost of one device's program (what `jit(f).lower(...).compile().costAnalysis()` returns). */
@@ -40,32 +42,14 @@ const FLOPS: Record<string, FlopRule> = {
   psum: (ins) => size(ins[0]),
   psum_scatter: (ins) => size(ins[0]),
 };
-/** Data movement: no arithmetic. */
-const MOVES = new Set([
-  "broadcast_in_dim",
-  "reshape",
-  "transpose",
-  "slice",
-  "dynamic_slice",
-  "dynamic_update_slice",
-  "concatenate",
-  "pad",
-  "gather",
-  "iota",
-  "all_gather",
-  "all_to_all",
-  "ppermute",
-  "axis_index",
-  "convert_element_type",
-  "copy",
-  "stop_gradient",
-]);
 export function eqnFlops(e: JaxprEqn): number {
   const ins = e.inputs.map((a) => a.aval),
     outs = e.outVars.map((v) => v.aval);
   const r = FLOPS[e.primitive.name];
   if (r) return r(ins, outs, e.params);
-  if (MOVES.has(e.primitive.name)) return 0;
+  // data movement and views (a fact of the primitive's definition): no arithmetic
+  const c = e.primitive.opts.cost;
+  if (c === "view" || c === "move") return 0;
   return outs.reduce((a, o) => a + size(o), 0);
 }
 
@@ -82,24 +66,29 @@ function collectiveAxes(e: JaxprEqn): string[] {
  */
 export function costOfJaxpr(j: Jaxpr): CostAnalysis {
   const out: CostAnalysis = { flops: 0, bytesAccessed: 0, collectives: [], peakBytesPerDevice: 0 };
-  const walk = (jx: Jaxpr): void => {
+  const walk = (jx: Jaxpr, within: string[]): void => {
     for (const e of jx.eqns) {
       if (e.primitive.collective && e.primitive.name !== "axis_index")
         out.collectives.push({
           kind: e.primitive.name,
           axes: collectiveAxes(e),
           bytes: e.inputs.reduce((a, x) => a + bytesOf(x.aval), 0),
+          ...(within.length ? { within } : {}),
         });
       out.flops += eqnFlops(e);
       out.bytesAccessed +=
         e.inputs.reduce((a, x) => a + bytesOf(x.aval), 0) + e.outVars.reduce((a, v) => a + bytesOf(v.aval), 0);
+      const inner = [...within, e.primitive.name];
       for (const p of Object.values(e.params)) {
-        if (p instanceof Jaxpr) walk(p);
-        else if (p instanceof ClosedJaxpr) walk(p.jaxpr);
+        const ps = globalThis.Array.isArray(p) ? p : [p];
+        for (const q of ps) {
+          if (q instanceof Jaxpr) walk(q, inner);
+          else if (q instanceof ClosedJaxpr) walk(q.jaxpr, inner);
+        }
       }
     }
   };
-  walk(j);
+  walk(j, []);
   // liveness: a value is live from its definition to its last use (outputs to the end)
   const last = new Map<Var, number>();
   j.eqns.forEach((e, i) => e.inputs.forEach((a) => !(a instanceof Literal) && last.set(a, i)));

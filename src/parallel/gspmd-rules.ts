@@ -13,6 +13,7 @@ import { allGather, allToAll, axisIndex, pmax, pmin, psum, psumScatter } from ".
 import type { Mesh } from "./mesh.js";
 import type { NamedShardingImpl } from "./sharding.js";
 import { gatherRule, iotaRule, scatterRule } from "./gspmd-gather.js";
+import { condRule, customJvpRule, customVjpRule, scanRule, whileRule } from "./gspmd-control.js";
 
 /** Mesh axes splitting each dimension (the first axis major), [] = replicated along it. */
 export type Dims = string[][];
@@ -291,6 +292,11 @@ const RULES: Record<string, Rule> = {
   },
   gather: gatherRule,
   scatter: scatterRule,
+  scan: scanRule,
+  while: whileRule,
+  cond: condRule,
+  custom_jvp_call: customJvpRule,
+  custom_vjp_call: customVjpRule,
   broadcast_in_dim(P, [v], p, [out], prim) {
     const bd = p.broadcast_dimensions as number[];
     const at = (dims: Dims): SV => {
@@ -442,6 +448,49 @@ const RULES: Record<string, Rule> = {
     );
     const x = bind1(prim, [w.x, P.gatherAll(pv).x], p);
     return [{ x, shape: [...out.shape], dims: w.dims, partial: [] }];
+  },
+  rev(P, [v], p, [out], prim) {
+    // reversed dims whole, the others keep their split (each block reverses its own rows)
+    const w = wholeAlong(P, v, p.dimensions as number[]);
+    return [{ x: bind1(prim, [w.x], p), shape: [...out.shape], dims: w.dims, partial: [] }];
+  },
+  dynamic_slice(P, [v, ...starts], p, [out], prim) {
+    // a dim taken whole (slice size = its size, so its start clamps to 0) keeps its split; the others are gathered
+    const sizes = p.slice_sizes as number[];
+    const w = wholeAlong(
+      P,
+      v,
+      v.shape.map((_, d) => d).filter((d) => sizes[d] !== v.shape[d]),
+    );
+    const loc = P.localShape(v.shape, w.dims);
+    const st = starts.map((s) => P.gatherAll(s).x);
+    const x = bind1(prim, [w.x, ...st], { ...p, slice_sizes: sizes.map((n, d) => (n === v.shape[d] ? loc[d] : n)) });
+    return [{ x, shape: [...out.shape], dims: w.dims, partial: [] }];
+  },
+  dynamic_update_slice(P, [v, u, ...starts], p, [out], prim) {
+    // dims the update covers whole keep the operand's split (the update is split alike); the others are gathered
+    const w = wholeAlong(
+      P,
+      v,
+      v.shape.map((_, d) => d).filter((d) => u.shape[d] !== v.shape[d]),
+    );
+    const uw = sameDims(u.dims, w.dims) && !u.partial.length ? u : P.reshard(u, w.dims);
+    const x = bind1(prim, [w.x, uw.x, ...starts.map((s) => P.gatherAll(s).x)], p);
+    return [{ x, shape: [...out.shape], dims: w.dims, partial: [] }];
+  },
+  conv_general_dilated(P, [l, r], p, [out], prim) {
+    // a split of the lhs batch dim carries through (each output sample reads only its own input sample)
+    if ((p.batch_group_count as number) !== 1) return null;
+    const dn = p.dimension_numbers as { lhs_spec: number[]; out_spec: number[] };
+    const b = dn.lhs_spec[0];
+    const lv = wholeAlong(
+      P,
+      l,
+      l.shape.map((_, d) => d).filter((d) => d !== b),
+    );
+    const dims = replicatedDims(out.ndim);
+    dims[dn.out_spec[0]] = [...lv.dims[b]];
+    return [{ x: bind1(prim, [lv.x, P.gatherAll(r).x], p), shape: [...out.shape], dims, partial: [] }];
   },
   concatenate(P, ins, p, [out], prim) {
     const d = p.dimension as number;

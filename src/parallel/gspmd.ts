@@ -189,12 +189,49 @@ function perDeviceJaxpr(e: Entry): Jaxpr {
   return bound();
 }
 
+/**
+ * The per-device program of a global jaxpr partitioned at the given input shardings (outputs brought to `outTargets`,
+ * null: the propagated sharding with partial sums reduced), traced at block shapes with every mesh axis bound, with
+ * its cost and the output shardings. autoShard prices its candidate plans with it.
+ */
+export function partitionedProgram(
+  mesh: Mesh,
+  cj: ClosedJaxpr,
+  inDims: Dims[],
+  outTargets: (Dims | null)[],
+): { jaxpr: Jaxpr; cost: CostAnalysis; outDims: Dims[] } {
+  const P = new Partitioner(mesh);
+  const avals = cj.jaxpr.invars.map((v) => v.aval);
+  let outDims: Dims[] = [];
+  const body = (...xs: Array[]): Array[] => {
+    const ins: SV[] = xs.map((x, k) => ({ x, shape: [...avals[k].shape], dims: inDims[k], partial: [] }));
+    const outs = P.run(cj.jaxpr, cj.consts, ins).map((v, k) => {
+      const t = outTargets[k];
+      return t ? P.reshard(v, t) : P.resolve(v);
+    });
+    outDims = outs.map((v) => v.dims);
+    return outs.map((v) => v.x);
+  };
+  const bAvals = blockAvals(mesh, inDims.map(toSpec), avals);
+  const bound = mesh.axisNames.reduceRight<() => Jaxpr>(
+    (inner, name, a) => () => withNamedAxis({ name, size: mesh.dims[a] }, inner),
+    () => traceToJaxpr(body, bAvals, "spmd").jaxpr,
+  );
+  const jaxpr = bound();
+  return { jaxpr, cost: costOfJaxpr(jaxpr), outDims };
+}
+
 /** One device's program as text: the per-device jaxpr, then its collectives with axes and bytes. */
 function programText(name: string, e: Entry, j: Jaxpr, cost: CostAnalysis): string {
   const ins = e.inSpecs.map((s, k) => `  in ${k}: ${e.avals[k].str()} ${s}`).join("\n");
   const outs = e.outSpecs.map((s, k) => `  out ${k}: ${e.jaxpr.outvars[k].aval.str()} ${s}`).join("\n");
   const coll = cost.collectives.length
-    ? cost.collectives.map((c) => `  ${c.kind} axes=(${c.axes.join(", ")}) bytes=${c.bytes}`).join("\n")
+    ? cost.collectives
+        .map(
+          (c) =>
+            `  ${c.kind} axes=(${c.axes.join(", ")}) bytes=${c.bytes}${c.within ? ` in ${c.within.join(" > ")}` : ""}`,
+        )
+        .join("\n")
     : "  (none)";
   return `module @jit_${name} (one device of ${e.mesh})\n${ins}\n${outs}\n${j.toString()}\ncollectives:\n${coll}\nflops=${cost.flops} bytesAccessed=${cost.bytesAccessed} peakBytesPerDevice=${cost.peakBytesPerDevice}`;
 }

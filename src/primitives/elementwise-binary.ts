@@ -8,6 +8,7 @@ import {
   type MaybeZero,
   type Params,
   Primitive,
+  type PrimitiveFacts,
   type PrimitiveRules,
   UndefinedPrimal,
   Zero,
@@ -25,6 +26,8 @@ import { type Kinds, kindOk, kindText, vmapElementwise } from "./elementwise-kin
 
 // ------------------------------------------------------------------ binary
 interface BinarySpec {
+  /** PrimitiveFacts.cost: what cost models count for it (default: one FLOP per element). */
+  cost?: PrimitiveFacts["cost"];
   kinds: Kinds;
   /** PrimitiveFacts.exactOnScalars: the lowering rounds exactly like f (default false). */
   exactOnScalars?: boolean;
@@ -97,7 +100,11 @@ function defBinary(name: string, s: BinarySpec): Primitive {
     ];
   }
   // a binary elementwise lowering sees only dtypes and ranks (a rank-0 operand broadcasts in ONNX too)
-  const p = new Primitive(name, rules, { shapePolymorphic: true, exactOnScalars: s.exactOnScalars });
+  const p = new Primitive(name, rules, {
+    cost: s.cost,
+    shapePolymorphic: true,
+    exactOnScalars: s.exactOnScalars,
+  });
   if (s.compare || (s.kinds !== "float" && s.kinds !== "num" && !s.jvp)) {
     rules.jvp = (primals, _t, params) => {
       const y = ops.bindN(p, primals, params)[0];
@@ -199,6 +206,7 @@ export const rem = defBinary("rem", {
     sumT(ta instanceof Zero ? null : ta, tb instanceof Zero ? null : ops.neg(ops.mul(tb, ops.truncDiv(a, b)))),
 });
 export const pow = defBinary("pow", {
+  cost: "transcendental",
   onnx: (c, a, b, d) => (isFloat(d) ? opIn(c, "Pow", d, [a, b]) : LE.intPow(c, a, b, d)),
   kinds: "num",
   f: (a, b) => a ** b,

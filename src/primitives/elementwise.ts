@@ -3,7 +3,7 @@ import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
 import { wrapInt } from "../core/convert.js";
 import { type DType, isBigInt, isFloat, isUnsigned } from "../core/dtype.js";
-import { type Params, Primitive, type PrimitiveRules, Zero } from "../core/primitive.js";
+import { type Params, Primitive, type PrimitiveFacts, type PrimitiveRules, Zero } from "../core/primitive.js";
 import { fromBigs, fromNums, nums } from "./ref-util.js";
 import { digamma, erf, erfc, erfinv, lgamma, polygamma as polygammaScalar } from "./special-math.js";
 import * as ops from "./bind-ops.js";
@@ -35,6 +35,8 @@ export * from "./elementwise-binary.js";
 
 // ------------------------------------------------------------------ unary
 interface UnarySpec {
+  /** PrimitiveFacts.cost: what cost models count for it (default: one FLOP per element). */
+  cost?: PrimitiveFacts["cost"];
   kinds: Kinds;
   /** PrimitiveFacts.exactOnScalars: the lowering rounds exactly like f (default false). */
   exactOnScalars?: boolean;
@@ -111,6 +113,7 @@ function defUnary(name: string, s: UnarySpec): Primitive {
     ];
   }
   const p = new Primitive(name, rules, {
+    cost: s.cost,
     shapePolymorphic: s.shapePolymorphic ?? true,
     exactOnScalars: s.exactOnScalars,
   });
@@ -183,56 +186,71 @@ export const isFinite = defUnary("is_finite", {
   f: (x) => (Number.isFinite(x) ? 1 : 0),
   outDtype: () => "bool",
 });
-export const exp = defUnary("exp", { onnx: "Exp", kinds: "float", f: Math.exp, jvp: (_x, y, t) => ops.mul(t, y) });
+export const exp = defUnary("exp", {
+  cost: "transcendental",
+  onnx: "Exp",
+  kinds: "float",
+  f: Math.exp,
+  jvp: (_x, y, t) => ops.mul(t, y),
+});
 export const exp2 = defUnary("exp2", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.pow(2, v)),
   kinds: "float",
   f: (x) => 2 ** x,
   jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.scalarLike(y, Math.LN2))),
 });
 export const log = defUnary("log", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.stableUnary(c, "Log", x, d),
   kinds: "float",
   f: Math.log,
   jvp: (x, _y, t) => ops.div(t, x),
 });
 export const log1p = defUnary("log1p", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.log1p(m, v)),
   kinds: "float",
   f: Math.log1p,
   jvp: (x, _y, t) => ops.div(t, ops.add(x, ops.scalarLike(x, 1))),
 });
 export const expm1 = defUnary("expm1", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.expm1(m, v)),
   kinds: "float",
   f: Math.expm1,
   jvp: (_x, y, t) => ops.mul(t, ops.add(y, ops.scalarLike(y, 1))),
 });
 export const tanh = defUnary("tanh", {
+  cost: "transcendental",
   onnx: "Tanh",
   kinds: "float",
   f: Math.tanh,
   jvp: (_x, y, t) => ops.mul(t, ops.sub(ops.scalarLike(y, 1), ops.mul(y, y))),
 });
 export const logistic = defUnary("logistic", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => LM.logistic(m, v)),
   kinds: "float",
   f: (x) => (x >= 0 ? 1 / (1 + Math.exp(-x)) : Math.exp(x) / (1 + Math.exp(x))),
   jvp: (_x, y, t) => ops.mul(t, ops.mul(y, ops.sub(ops.scalarLike(y, 1), y))),
 });
 export const sin = defUnary("sin", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.stableUnary(c, "Sin", x, d),
   kinds: "float",
   f: Math.sin,
   jvp: (x, _y, t) => ops.mul(t, ops.cos(x)),
 });
 export const cos = defUnary("cos", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.stableUnary(c, "Cos", x, d),
   kinds: "float",
   f: Math.cos,
   jvp: (x, _y, t) => ops.neg(ops.mul(t, ops.sin(x))),
 });
 export const tan = defUnary("tan", {
+  cost: "transcendental",
   onnx: (c, x, d) => LE.kernelOr(c, "Tan", x, d, LM.tan64),
   kinds: "float",
   f: Math.tan,
@@ -290,6 +308,7 @@ export const atanh = defUnary("atanh", {
   jvp: (x, _y, t) => ops.div(t, oneMinusSq(x)),
 });
 export const sqrt = defUnary("sqrt", {
+  cost: "transcendental",
   exactOnScalars: true,
   onnx: "Sqrt",
   kinds: "float",
@@ -298,6 +317,7 @@ export const sqrt = defUnary("sqrt", {
 });
 // d rsqrt(x) = -0.5 * rsqrt(x) / x
 export const rsqrt = defUnary("rsqrt", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) => m.div(1, m.sqrt(v))),
   kinds: "float",
   f: (x) => 1 / Math.sqrt(x),
@@ -305,6 +325,7 @@ export const rsqrt = defUnary("rsqrt", {
 });
 // d cbrt(x) = 1 / (3 cbrt(x)^2)
 export const cbrt = defUnary("cbrt", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.cbrt(m, v)),
   kinds: "float",
   f: Math.cbrt,
@@ -320,12 +341,14 @@ export const abs = defUnary("abs", {
   jvp: (x, _y, t) => ops.mul(t, ops.sign(x)),
 });
 export const erfP = defUnary("erf", {
+  cost: "transcendental",
   onnx: (c, x, d) => LE.kernelOr(c, "Erf", x, d, LM.erf64),
   kinds: "float",
   f: erf,
   jvp: (x, _y, t) => ops.mul(t, ops.mul(ops.scalarLike(x, 2 / Math.sqrt(Math.PI)), ops.exp(ops.neg(ops.mul(x, x))))),
 });
 export const erfcP = defUnary("erfc", {
+  cost: "transcendental",
   onnx: (c, x, d) => LM.viaDtype(c, [x], d, "float64", (m, [v]) => LM.erfc64(m, v)),
   kinds: "float",
   f: erfc,
@@ -333,6 +356,7 @@ export const erfcP = defUnary("erfc", {
 });
 // d erfinv(x) = sqrt(pi)/2 * exp(erfinv(x)^2)
 export const erfInvP = defUnary("erf_inv", {
+  cost: "transcendental",
   onnx: (c, x, d) =>
     LM.viaDtype(c, [x], d, mathDtype(d), (m, [v]) =>
       LM.erfInvXla(c, v, m.d as "float32" | "float64", ERF_INV_COEFFICIENTS),
@@ -476,6 +500,7 @@ export const clz = defUnary("clz", {
   zeroJvp: true,
 });
 export const copyP = defUnary("copy", {
+  cost: "view",
   exactOnScalars: true,
   onnx: "Identity",
   kinds: "any",

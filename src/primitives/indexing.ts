@@ -127,7 +127,7 @@ export const gatherP = new Primitive<GP>(
       return [[ops.gather(xb, ib, axesB, p.mode, p.fill_value)], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 /** Prepends the batch position to every index tuple so a batched operand (batch at axis 0) is indexed per example. */
@@ -278,7 +278,7 @@ export const dynamicSliceP = new Primitive<{ slice_sizes: number[] }>(
       return [[ops.gather(xb, grid, [...xb.shape.keys()], "clip")], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 /** Index grid [n, ...sizes, 1 + ndim] addressing a per-example (clamped) dynamic window. */
@@ -379,7 +379,7 @@ export const dynamicUpdateSliceP = new Primitive(
       return [[ops.scatter(xb, grid, ub, [...xb.shape.keys()], "none", "clip")], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 export type { MaybeZero };

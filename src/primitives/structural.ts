@@ -75,7 +75,7 @@ export const broadcastInDimP = new Primitive<BroadcastParams>(
       return [[ops.broadcastInDim(ops.moveaxis(x, d!, 0), newShape, [0, ...bd.map((b) => b + 1)])], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "view", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- reshape
@@ -103,7 +103,7 @@ export const reshapeP = new Primitive<{ new_sizes: number[]; dimensions: null }>
       return [[ops.reshape(ops.moveaxis(x, d!, 0), [axis.size, ...new_sizes])], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "view", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- transpose
@@ -147,7 +147,7 @@ export const transposeP = new Primitive<{ permutation: number[] }>(
       return [[ops.transpose(x, perm)], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- squeeze
@@ -190,7 +190,7 @@ export const squeezeP = new Primitive<{ dimensions: number[] }>(
       ];
     },
   },
-  { exactOnScalars: true },
+  { cost: "view", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- rev
@@ -236,7 +236,7 @@ export const revP = new Primitive<{ dimensions: number[] }>(
       ];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- pad (lo, hi, interior per dim; negative lo/hi crop)
@@ -329,7 +329,7 @@ export const padP = new Primitive<{ padding_config: [number, number, number][] }
       return [[ops.pad(x, v, cfg)], [dx]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- concatenate
@@ -409,7 +409,7 @@ export const concatenateP = new Primitive<{ dimension: number }>(
       return [[ops.concatenate(ys, dimension + 1)], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- slice
@@ -473,7 +473,7 @@ export const sliceP = new Primitive<SliceParams>(
       return [[ops.slice(xm, [0, ...s], [axis.size, ...l], strides ? [1, ...strides] : null)], [0]];
     },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 // ---------------------------------------------------------------- convert_element_type
@@ -498,7 +498,7 @@ export const convertElementTypeP = new Primitive<{ new_dtype: DType; weak_type: 
     },
     vmap: undefined,
   },
-  { exactOnScalars: true, shapePolymorphic: true },
+  { cost: "move", exactOnScalars: true, shapePolymorphic: true },
 );
 convertElementTypeP.rules.vmap = vmapElementwise(convertElementTypeP);
 
@@ -526,7 +526,7 @@ export const bitcastConvertTypeP = new Primitive<{ new_dtype: DType }>(
       return [[y], [new Zero(y.aval)]];
     },
   },
-  { exactOnScalars: true, shapePolymorphic: true },
+  { cost: "view", exactOnScalars: true, shapePolymorphic: true },
 );
 bitcastConvertTypeP.rules.vmap = vmapElementwise(bitcastConvertTypeP);
 
@@ -682,7 +682,7 @@ export const iotaP = new Primitive<{ dtype: DType; shape: number[]; dimension: n
     },
     missing: { vmap: "iota takes no operands, so it is never batched" },
   },
-  { exactOnScalars: true },
+  { cost: "move", exactOnScalars: true },
 );
 
 export type { BDim };

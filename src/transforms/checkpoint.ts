@@ -22,26 +22,30 @@ const named = (name: string, f: (prim: Primitive, params: Params) => boolean): P
   Object.assign(f, { policyName: name });
 
 /** checkpointName(x, name): tags a value so saveOnlyTheseNames can save it. */
-export const nameP: Primitive<{ name: string }> = new Primitive<{ name: string }>("name", {
-  abstractEval([x]) {
-    return [x];
+export const nameP: Primitive<{ name: string }> = new Primitive<{ name: string }>(
+  "name",
+  {
+    abstractEval([x]) {
+      return [x];
+    },
+    impl([x]) {
+      return [x];
+    },
+    jvp([x], [t], p) {
+      return [[bind1(nameP, [x], p)], [t]];
+    },
+    transpose([ct]) {
+      return [ct];
+    },
+    vmap(_a, [x], [d], p) {
+      return [[bind1(nameP, [x], p)], [d]];
+    },
+    lower(_ctx, inputs) {
+      return inputs;
+    },
   },
-  impl([x]) {
-    return [x];
-  },
-  jvp([x], [t], p) {
-    return [[bind1(nameP, [x], p)], [t]];
-  },
-  transpose([ct]) {
-    return [ct];
-  },
-  vmap(_a, [x], [d], p) {
-    return [[bind1(nameP, [x], p)], [d]];
-  },
-  lower(_ctx, inputs) {
-    return inputs;
-  },
-});
+  { cost: "view" },
+);
 export const checkpointName = (x: Array, name: string): Array => bind1(nameP, [x], { name });
 
 export const checkpointPolicies = {

@@ -13,7 +13,7 @@ import * as ops from "../primitives/ops.js";
 import { checkArgnumsPassed, flattenArrays, unflatten } from "./api-util.js";
 import { closeOver } from "./control-flow.js";
 import { instantiateZero } from "./jvp.js";
-import { vmapFlat } from "./vmap.js";
+import { moveBatchAxis, vmapFlat } from "./vmap.js";
 
 type FlatFn = (...xs: Array[]) => Array[];
 type JvpP = { call_jaxpr: Jaxpr; jvp: (primals: Array[], tangents: Array[]) => [Array[], Array[]]; num_consts: number };
@@ -185,9 +185,26 @@ export const customLinP: Primitive<LinP> = new Primitive<LinP>("custom_lin", {
       }),
     ] as (MaybeZero | null)[];
   },
+  // batched residuals and tangents (batch axis first): the bwd of the batch is the vmapped user bwd
+  vmap(axis, args, dims, { bwd, num_res, out_avals }) {
+    const xs = args.map((x, i) => moveBatchAxis(x, dims[i], 0, axis.size));
+    const bbwd = (res: Array[], cts: Array[]): Array[] =>
+      vmapFlat(
+        (...zs) => bwd(zs.slice(0, res.length), zs.slice(res.length)),
+        [...res, ...cts],
+        [...res.map(() => 0), ...cts.map(() => 0)],
+        () => 0,
+        axis,
+      );
+    const outs = bind(customLinP, xs, {
+      bwd: bbwd,
+      num_res,
+      out_avals: out_avals.map((a) => a.update({ shape: [axis.size, ...a.shape] })),
+    });
+    return [outs, outs.map(() => 0)];
+  },
   missing: {
     jvp: "forward-mode of a custom_vjp function is not defined (as in JAX)",
-    vmap: "custom_lin only appears inside linear jaxprs being transposed",
     lower: "never executed, only transposed",
   },
 });

@@ -23,7 +23,7 @@ export const stopGradientP: Primitive = new Primitive(
       return inputs;
     },
   },
-  { exactOnScalars: true, shapePolymorphic: true },
+  { cost: "view", exactOnScalars: true, shapePolymorphic: true },
 );
 
 export function stopGradient<T>(x: T): T {
