@@ -150,11 +150,13 @@ export function setupJob(c: TrainConfig, devices: number): JobSetup {
 
 /**
  * Sets the process up for a job on `devices` CPU devices with the device runtime (one thread per device running its
- * program; ORT intra-op threads 1, since the devices already use the cores). Must run before the first device use.
+ * program; ORT intra-op threads 1, since the devices already use the cores), unless the user chose the emulation.
+ * Must run before the first device use.
  */
 export function prepareDevices(devices: number): void {
   if (jaxConfig.numCpuDevices !== devices) jaxConfig.update("numCpuDevices", devices);
-  jaxConfig.update("spmdRuntime", "devices");
+  // an explicit choice (JAXTS_SPMD_RUNTIME=emulation, config.update) is kept; "auto" becomes the device runtime
+  if (jaxConfig.spmdRuntime === "auto") jaxConfig.update("spmdRuntime", "devices");
   if (jaxConfig.intraOpThreads === 0) jaxConfig.update("intraOpThreads", 1);
 }
 

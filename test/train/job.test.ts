@@ -13,8 +13,15 @@ import { type TrainConfig, resolveConfig } from "../../src/train/config.js";
 import { loadTrainState, placeOnMesh } from "../../src/train/checkpoint.js";
 import { gptParamSpecs } from "../../src/models/gpt.js";
 import { NamedShardingImpl } from "../../src/parallel/sharding.js";
+import { config } from "../../src/core/config.js";
 
+// an explicit runtime choice survives prepareDevices; "auto" (the default) becomes the device runtime
+config.update("spmdRuntime", "emulation");
 prepareDevices(4);
+assert.equal(config.spmdRuntime, "emulation", "prepareDevices kept the user's explicit emulation");
+config.update("spmdRuntime", "auto");
+prepareDevices(4);
+assert.equal(config.spmdRuntime, "devices", "prepareDevices resolved auto to the device runtime");
 
 const quiet: JobOutput = { line: () => {}, bar: null };
 const tmp = mkdtempSync(join(tmpdir(), "jaxts-train-"));
