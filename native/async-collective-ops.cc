@@ -143,37 +143,6 @@ struct Kernel {
   std::string label, axes;
 };
 
-std::vector<int64_t> IntsAttr(const OrtKernelInfo* info, const char* name) {
-  size_t len = 0;
-  using F = St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*);
-  if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, nullptr, &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return {};
-  }
-  std::vector<int64_t> v(len);
-  if (len) {
-    if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, v.data(), &len)) {
-      fn<void (*)(St)>(kReleaseStatus)(s);
-      return {};
-    }
-  }
-  return v;
-}
-std::string StringAttr(const OrtKernelInfo* info, const char* name, const char* dflt) {
-  size_t len = 0;
-  using F = St (*)(const OrtKernelInfo*, const char*, char*, size_t*);
-  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, nullptr, &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return dflt;
-  }
-  std::string v(len, '\0');
-  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, v.data(), &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return dflt;
-  }
-  if (!v.empty() && v.back() == '\0') v.pop_back();
-  return v;
-}
 
 template <bool IsStart>
 St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
@@ -184,10 +153,10 @@ St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   k->op = ReduceOp(KernelIntAttr(g_api, info, "reduce", 0));
   k->id = KernelIntAttr(g_api, info, "id", 0);
   k->group_size = KernelIntAttr(g_api, info, "group_size", 1);
-  k->groups = IntsAttr(info, "groups");
-  k->pairs = IntsAttr(info, "pairs");
-  k->label = StringAttr(info, "label", kNames[k->kind]);
-  k->axes = StringAttr(info, "axes", "its group");
+  k->groups = KernelIntsAttr(g_api, info, "groups");
+  k->pairs = KernelIntsAttr(g_api, info, "pairs");
+  k->label = KernelStringAttr(g_api, info, "label", kNames[k->kind]);
+  k->axes = KernelStringAttr(g_api, info, "axes", "its group");
   *out = k;
   return nullptr;
 }

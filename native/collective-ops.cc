@@ -52,37 +52,6 @@ struct Kernel {
 };
 
 int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) { return KernelIntAttr(g_api, info, name, dflt); }
-std::vector<int64_t> IntsAttr(const OrtKernelInfo* info, const char* name) {
-  size_t len = 0;
-  using F = St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*);
-  if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, nullptr, &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return {};
-  }
-  std::vector<int64_t> v(len);
-  if (len) {
-    if (St s = fn<F>(kKernelInfoGetAttributeArrayInt64)(info, name, v.data(), &len)) {
-      fn<void (*)(St)>(kReleaseStatus)(s);
-      return {};
-    }
-  }
-  return v;
-}
-std::string StringAttr(const OrtKernelInfo* info, const char* name, const char* dflt) {
-  size_t len = 0;
-  using F = St (*)(const OrtKernelInfo*, const char*, char*, size_t*);
-  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, nullptr, &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return dflt;
-  }
-  std::string v(len, '\0');
-  if (St s = fn<F>(kKernelInfoGetAttributeString)(info, name, v.data(), &len)) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    return dflt;
-  }
-  if (!v.empty() && v.back() == '\0') v.pop_back();
-  return v;
-}
 
 template <Kind K>
 St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
@@ -90,12 +59,12 @@ St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   k->kind = K;
   k->op = ReduceOp(IntAttr(info, "reduce", 0));
   k->group_size = IntAttr(info, "group_size", 1);
-  k->groups = IntsAttr(info, "groups");
-  k->pairs = IntsAttr(info, "pairs");
-  k->dims = IntsAttr(info, "dims");
+  k->groups = KernelIntsAttr(g_api, info, "groups");
+  k->pairs = KernelIntsAttr(g_api, info, "pairs");
+  k->dims = KernelIntsAttr(g_api, info, "dims");
   k->axis = IntAttr(info, "axis", 0);
-  k->label = StringAttr(info, "label", kNames[K]);
-  k->axes = StringAttr(info, "axes", "its group");
+  k->label = KernelStringAttr(g_api, info, "label", kNames[K]);
+  k->axes = KernelStringAttr(g_api, info, "axes", "its group");
   *out = k;
   return nullptr;
 }

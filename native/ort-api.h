@@ -3,6 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 struct OrtStatus;
 struct OrtKernelInfo;
@@ -116,6 +118,41 @@ inline int64_t KernelIntAttr(const void* const* api, const OrtKernelInfo* info, 
     At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
     return dflt;
   }
+  return v;
+}
+
+/** Attribute `name` (int64 list) of a custom op kernel's info, or an empty list when the node does not set it. */
+inline std::vector<int64_t> KernelIntsAttr(const void* const* api, const OrtKernelInfo* info, const char* name) {
+  using F = OrtStatus* (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*);
+  size_t len = 0;
+  if (OrtStatus* s = At<F>(api, kKernelInfoGetAttributeArrayInt64)(info, name, nullptr, &len)) {
+    At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
+    return {};
+  }
+  std::vector<int64_t> v(len);
+  if (len) {
+    if (OrtStatus* s = At<F>(api, kKernelInfoGetAttributeArrayInt64)(info, name, v.data(), &len)) {
+      At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
+      return {};
+    }
+  }
+  return v;
+}
+
+/** Attribute `name` (string) of a custom op kernel's info, or `dflt` when the node does not set it. */
+inline std::string KernelStringAttr(const void* const* api, const OrtKernelInfo* info, const char* name, const char* dflt) {
+  using F = OrtStatus* (*)(const OrtKernelInfo*, const char*, char*, size_t*);
+  size_t len = 0;
+  if (OrtStatus* s = At<F>(api, kKernelInfoGetAttributeString)(info, name, nullptr, &len)) {
+    At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
+    return dflt;
+  }
+  std::string v(len, '\0');
+  if (OrtStatus* s = At<F>(api, kKernelInfoGetAttributeString)(info, name, v.data(), &len)) {
+    At<void (*)(OrtStatus*)>(api, kReleaseStatus)(s);
+    return dflt;
+  }
+  if (!v.empty() && v.back() == '\0') v.pop_back();
   return v;
 }
 
