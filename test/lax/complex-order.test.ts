@@ -3,25 +3,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 const fx = loadFixture<{ order: Record<"x" | "y" | "max" | "min" | "k1" | "k2" | "lexsort", CFix> }>(
   "complex-decomp.json",
 ).order;
-function withX64<T>(f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", true);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 
 test("lax.max / lax.min order complex values lexicographically (NumPy's maximum / minimum); jit and vmap agree", () =>
   withX64(() => {

@@ -3,12 +3,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Fx {
   qr: { name: string; a: CFix; q: CFix; r: CFix; qc: CFix; rc: CFix }[];
@@ -31,15 +31,6 @@ interface Fx {
   norms: Record<"x" | "two" | "one" | "inf" | "three" | "zero", CFix>;
 }
 const fx = loadFixture<Fx>("complex-decomp.json");
-function withX64<T>(f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", true);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 const tol = { rtol: 1e-10, atol: 1e-10 };
 const H = (x: Array): Array => np.conj(np.swapaxes(x, -1, -2));
 const eyeC = (n: number): Array => np.astype(np.eye(n), "complex128");

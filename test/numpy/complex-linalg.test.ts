@@ -3,12 +3,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Case {
   name: string;
@@ -21,15 +21,6 @@ interface Case {
   logabsdet: CFix;
 }
 const fx = loadFixture<{ cases: Case[] }>("complex-linalg.json");
-function withX64<T>(f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", true);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 const tol = { rtol: 1e-10, atol: 1e-10 };
 
 for (const c of fx.cases) {

@@ -3,11 +3,11 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as np from "../../src/numpy/index.js";
 import { jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Case {
   name: string;
@@ -20,15 +20,6 @@ interface Case {
 const fx = loadFixture<{ cases: Case[] }>("complex-order.json");
 const camel = (s: string): string => s.replace(/_(.)/g, (_, c: string) => c.toUpperCase());
 type Fn = (...a: unknown[]) => Array;
-function withX64<T>(on: boolean, f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", on);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 // rows are independent for these along the last axis: vmap over the leading axis gives the same result
 const ROWWISE = new Set(["sort", "argsort", "sort_complex", "maximum", "minimum"]);
 

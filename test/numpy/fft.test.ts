@@ -3,12 +3,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as np from "../../src/numpy/index.js";
 import * as lax from "../../src/lax/index.js";
 import { grad, jit, vjp, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Case {
   name: string;
@@ -25,15 +25,6 @@ const fx = loadFixture<{
 }>("fft.json");
 type Fn = (a: Array, opts?: Record<string, unknown>) => Array;
 const F = np.fft as unknown as Record<string, Fn>;
-function withX64<T>(on: boolean, f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", on);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 const tolOf = (c: Case) => {
   const vals = [...(c.out.re ?? c.out.data ?? []), ...(c.out.im ?? [])].map(Number);
   const mag = Math.max(1, ...vals.map(Math.abs));

@@ -3,13 +3,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import { promoteTypes, resultType } from "../../src/core/dtype.js";
 import * as np from "../../src/numpy/index.js";
 import * as lax from "../../src/lax/index.js";
 import { grad, jit, jvp, vjp, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Case {
   name: string;
@@ -29,15 +29,6 @@ const fnOf = (c: Case): ((...a: Array[]) => Array) => {
   assert.ok(f, `jnp.${camel(c.fn)} exists`);
   return (...a) => (c.kwargs ? f(...a, c.kwargs) : f(...a));
 };
-function withX64<T>(on: boolean, f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", on);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 
 for (const c of fx.cases) {
   test(`complex ${c.name}: eager, jit and vmap match NumPy`, () =>

@@ -3,12 +3,12 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import type { DType } from "../../src/core/dtype.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
 import { partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 interface Case {
   name: string;
@@ -19,15 +19,6 @@ interface Case {
   im: number[];
 }
 const fx = loadFixture<{ cases: Case[] }>("eig.json");
-function withX64<T>(f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", true);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 const matrix = (c: Case): Array => np.reshape(np.array(c.a, c.dtype), c.shape);
 /** Eigenvalues of each matrix as sorted [re, im] pairs (an order-free comparison). */
 function sortedPairs(re: number[], im: number[], n: number): [number, number][][] {

@@ -3,22 +3,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
-import { config } from "../../src/core/config.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, hessian, jacfwd, jacrev, jit, valueAndGrad } from "../../src/transforms/api.js";
 import { assertCloseC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { withX64 } from "../helpers/x64.js";
 
 type F = (z: Array) => Array;
 const G = (f: F) => grad(f, { holomorphic: true }) as unknown as F;
-function withX64<T>(f: () => T): T {
-  const saved = config.enableX64;
-  config.update("enableX64", true);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", saved);
-  }
-}
 const c128 = (re: number[], im: number[]): Array =>
   np.complex(np.array(re, "float64"), np.array(im, "float64")) as Array;
 /** Central difference of a holomorphic f along direction d (1 or i): (f(z + hd) - f(z - hd)) / (2hd). */
