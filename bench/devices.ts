@@ -10,24 +10,13 @@ import { availableParallelism } from "node:os";
 import * as ort from "onnxruntime-node";
 import { GraphBuilder } from "../src/backends/onnx/graph-builder.js";
 import { config } from "../src/core/config.js";
+import { mlpProblem } from "./mlp-problem.js";
 import { ANCHORS } from "./harness.js";
 
 const maxDevices = Number(process.argv.find((a) => a.startsWith("--devices="))?.slice(10) ?? 8);
 const quick = process.argv.includes("--quick");
 config.update("numCpuDevices", maxDevices);
-const {
-  devicePut,
-  grad,
-  jit,
-  lax,
-  makeMesh,
-  nn,
-  numpy: jnp,
-  pmap,
-  random,
-  shardMap,
-  sharding,
-} = await import("../src/index.js");
+const { devicePut, grad, jit, lax, makeMesh, numpy: jnp, pmap, shardMap, sharding } = await import("../src/index.js");
 const { toOnnx } = await import("../src/io/index.js");
 const rt = await import("../src/runtime/index.js");
 type Arr = import("../src/core/array.js").Array;
@@ -150,20 +139,7 @@ const bytes = 16 << 20;
 
 // data-parallel MLP step (784-512-10, global batch 256): per-device gradients, psum of grads, SGD update
 config.update("spmdRuntime", "devices");
-const [k1, k2, k3] = [1, 2, 3].map((s) => random.key(s));
-const params = [
-  jnp.multiply(random.normal(k1, [784, 512]), 0.03),
-  jnp.zeros([512]),
-  jnp.multiply(random.normal(k2, [512, 10]), 0.03),
-  jnp.zeros([10]),
-];
-const xb = random.normal(k3, [256, 784]);
-const yb = jnp.astype(jnp.mod(jnp.arange(256), 10), "int32");
-const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
-  const h = nn.relu(jnp.add(jnp.matmul(x, p[0]), p[1]));
-  const lp = nn.logSoftmax(jnp.add(jnp.matmul(h, p[2]), p[3]));
-  return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(lp, nn.oneHot(y, 10)), -1)));
-};
+const { params, xb, yb, loss } = mlpProblem(await import("../src/index.js"));
 /** One step on n devices (its device programs get `threads` intra-op threads each); fails loudly off the device runtime. */
 function makeStep(n: number, threads: number, spans: number[], shardUpdates = false): () => void {
   config.update("spmdShardUpdates", shardUpdates);

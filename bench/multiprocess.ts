@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { config } from "../src/core/config.js";
+import { mlpProblem } from "./mlp-problem.js";
 
 const quick = process.argv.includes("--quick");
 const role = process.argv.find((a) => a.startsWith("--role="))?.slice(7) ?? "driver";
@@ -89,11 +90,9 @@ const {
   lax,
   makeArrayFromProcessLocalData,
   makeMesh,
-  nn,
   numpy: jnp,
   processCount,
   processIndex,
-  random,
   shardMap,
   sharding,
   devicePut,
@@ -114,20 +113,7 @@ const place = (x: Arr, spec: ReturnType<typeof P>, local: Arr): Arr =>
     : devicePut(x, new NamedSharding(mesh, spec));
 
 // data-parallel MLP step (784-512-10, global batch 256): per-device gradients, psum of grads, SGD update
-const [k1, k2, k3] = [1, 2, 3].map((s) => random.key(s));
-const params0 = [
-  jnp.multiply(random.normal(k1, [784, 512]), 0.03),
-  jnp.zeros([512]),
-  jnp.multiply(random.normal(k2, [512, 10]), 0.03),
-  jnp.zeros([10]),
-];
-const xb = random.normal(k3, [256, 784]);
-const yb = jnp.astype(jnp.mod(jnp.arange(256), 10), "int32");
-const loss = (p: Arr[], x: Arr, y: Arr): Arr => {
-  const h = nn.relu(jnp.add(jnp.matmul(x, p[0]), p[1]));
-  const lp = nn.logSoftmax(jnp.add(jnp.matmul(h, p[2]), p[3]));
-  return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(lp, nn.oneHot(y, 10)), -1)));
-};
+const { params: params0, xb, yb, loss } = mlpProblem(await import("../src/index.js"));
 const step = shardMap(
   (p: Arr[], x: Arr, y: Arr) => {
     const g = grad(loss)(p, x, y) as unknown as Arr[];
