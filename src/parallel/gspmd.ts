@@ -96,7 +96,7 @@ function plan(req: ShardedJitRequest): Entry | null {
   const named = given.filter(isNamed);
   const outPrefix = req.opts.outShardings;
   const outNamed = outPrefix === undefined || outPrefix === null ? [] : flatten(outPrefix, isNamed)[0].filter(isNamed);
-  const mesh = [...named, ...outNamed].find((s) => s.mesh.size > 1)?.mesh;
+  const mesh = [...named, ...outNamed].find((s) => s.mesh.size > 1)?.mesh ?? (req.constraintMesh as Mesh | undefined);
   if (!mesh) return null;
   for (const [k, s] of given.entries()) {
     if (s && meshKey(s.mesh) !== meshKey(mesh)) {
@@ -236,6 +236,9 @@ function programText(name: string, e: Entry, j: Jaxpr, cost: CostAnalysis): stri
   return `module @jit_${name} (one device of ${e.mesh})\n${ins}\n${outs}\n${j.toString()}\ncollectives:\n${coll}\nflops=${cost.flops} bytesAccessed=${cost.bytesAccessed} peakBytesPerDevice=${cost.peakBytesPerDevice}`;
 }
 
+/** Per traced program: the mesh of its first top-level sharding constraint (null: none over several devices). */
+const constrainedMesh = new WeakMap<Jaxpr, Mesh | null>();
+
 registerShardedJit({
   anySharded(args: unknown[]): boolean {
     return flatten(args)[0].some((x) => {
@@ -246,6 +249,15 @@ registerShardedJit({
   call(req: ShardedJitRequest): Array[] | null {
     const e = plan(req);
     return e ? e.run(...req.leaves) : null;
+  },
+  constraintMesh(jaxpr: Jaxpr): Mesh | null {
+    let m = constrainedMesh.get(jaxpr);
+    if (m === undefined) {
+      const eqn = jaxpr.eqns.find((e) => e.primitive.name === "sharding_constraint" && isNamed(e.params.sharding));
+      const mesh = eqn ? (eqn.params.sharding as NamedShardingImpl).mesh : null;
+      constrainedMesh.set(jaxpr, (m = mesh && mesh.size > 1 ? mesh : null));
+    }
+    return m;
   },
   lower(req: ShardedJitRequest): Lowered | null {
     const e = plan(req);

@@ -2,7 +2,7 @@
 import { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";
 import { type DType, isInexact } from "../core/dtype.js";
-import { ClosedJaxpr, evalJaxpr } from "../core/jaxpr.js";
+import { ClosedJaxpr, evalJaxpr, type Jaxpr } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type MaybeZero, Zero } from "../core/primitive.js";
 import { paramsKey, staticArgKey } from "../core/static-key.js";
@@ -450,12 +450,16 @@ export interface ShardedJitRequest {
   opts: JitOpts;
   /** The output tree (known once flatF has been traced). */
   outDef: () => TreeDef;
+  /** The mesh of a sharding constraint in the traced program, when no argument or out sharding names one. */
+  constraintMesh?: unknown;
 }
 /** Registered by src/parallel/gspmd.ts: partitions a jit call over a mesh (null: run it unpartitioned). */
 export interface ShardedJitHook {
   anySharded(args: unknown[]): boolean;
   call(req: ShardedJitRequest): Array[] | null;
   lower(req: ShardedJitRequest): Lowered | null;
+  /** The mesh (over more than one device) of a sharding constraint at the top of `jaxpr`, or null. */
+  constraintMesh(jaxpr: Jaxpr): unknown;
 }
 let shardedJit: ShardedJitHook | null = null;
 export function registerShardedJit(h: ShardedJitHook): void {
@@ -637,6 +641,13 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       name,
       sig,
     );
+    // unsharded arguments, but the program constrains a value's sharding: partition it as JAX does
+    const cm = !hook && shardedJit ? shardedJit.constraintMesh(c.jaxpr) : null;
+    if (cm) {
+      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const outs = shardedJit!.call({ ...req, constraintMesh: cm });
+      if (outs) return unflatten(outDefs.get(key)!, outs) as R;
+    }
     const outs = callCompiled(c, leaves, name, donate);
     const outDef = outDefs.get(key)!;
     if (noStatic && cache.entries.get(key) === c) recordFast(cache, args, def, c, outDef, name, donate);
@@ -672,6 +683,15 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       name,
       sig,
     );
+    const cm = shardedJit ? shardedJit.constraintMesh(c.jaxpr) : null;
+    if (cm) {
+      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const low = shardedJit!.lower({ ...req, constraintMesh: cm });
+      if (low) {
+        const compiled = low.compile;
+        return { ...low, compile: () => ({ ...compiled(), call: (...a: unknown[]) => call(...(a as A)) }) };
+      }
+    }
     const closed = new ClosedJaxpr(c.jaxpr, []);
     const text = () =>
       `module @jit_${name}\n${c.jaxpr.toString()}${loweringSummary ? `\n\n${loweringSummary(c.jaxpr)}` : ""}`;

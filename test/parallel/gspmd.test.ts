@@ -64,6 +64,31 @@ onEach("withShardingConstraint inside jit reshards there; reshard outside jit is
   assert.equal(String(jit((a: Array) => reshard(jnp.sin(a), S("x")))(xs).sharding), String(S("x")));
 });
 
+onEach("a sharding constraint partitions a jit whose arguments are all unsharded (as JAX's)", () => {
+  const mesh = makeMesh([4], ["x"]);
+  const S = (...e: (string | null)[]) => NamedSharding(mesh, P(...e));
+  const body = (x: Array) => jnp.sum(jnp.sin(jnp.multiply(x, 2)), 1);
+  const f = (x: Array) => jnp.sum(jnp.sin(lax.withShardingConstraint(jnp.multiply(x, 2), S("x"))), 1);
+  const x = vals([8, 16]);
+  const jf = jit(f);
+  const y = jf(x);
+  close("value", y, body(x));
+  // the rows are split where the constraint says, and the row sums stay split: no communication
+  assert.equal(String(y.sharding), String(S("x")));
+  const c = jf.lower(x).compile() as Compiled;
+  assert.deepEqual(kinds(c.costAnalysis()), []);
+  assert.match(c.asText(), /one device of Mesh\('x': 4\)/);
+  // again from the trace cache, and with the constraint on the other dim: a psum of the partial row sums
+  close("second call", jf(x), body(x));
+  const g = jit((x: Array) => jnp.sum(jnp.sin(lax.withShardingConstraint(jnp.multiply(x, 2), S(null, "x"))), 1));
+  close("column split", g(x), body(x));
+  assert.deepEqual(kinds((g.lower(x).compile() as Compiled).costAnalysis()), ["psum"]);
+  // a constraint over a one-device mesh leaves the ordinary jit alone
+  const one = makeMesh([1], ["x"]);
+  const h = jit((x: Array) => lax.withShardingConstraint(jnp.multiply(x, 2), NamedSharding(one, P("x"))));
+  close("one device", h(x), jnp.multiply(x, 2));
+});
+
 onEach("grad and vmap of a jitted sharded function equal the unsharded ones", () => {
   const mesh = makeMesh([2, 2], ["x", "y"]);
   const S = (...e: (string | null)[]) => NamedSharding(mesh, P(...e));
