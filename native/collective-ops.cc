@@ -76,27 +76,8 @@ void* CreateV1(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
 }
 void Destroy(void* k) { delete static_cast<Kernel*>(k); }
 
-struct Tensor {
-  int type = 0;
-  std::vector<int64_t> dims;
-  size_t count = 0;
-  void* data = nullptr;
-};
-St Describe(const OrtValue* v, Tensor* t) {
-  OrtTensorTypeAndShapeInfo* ti = nullptr;
-  if (St s = fn<St (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(kGetTensorTypeAndShape)(v, &ti)) return s;
-  size_t nd = 0;
-  fn<St (*)(const OrtTensorTypeAndShapeInfo*, int*)>(kGetTensorElementType)(ti, &t->type);
-  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetDimensionsCount)(ti, &nd);
-  t->dims.resize(nd);
-  if (nd) fn<St (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(kGetDimensions)(ti, t->dims.data(), nd);
-  fn<St (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(kGetTensorShapeElementCount)(ti, &t->count);
-  fn<void (*)(OrtTensorTypeAndShapeInfo*)>(kReleaseTensorTypeAndShapeInfo)(ti);
-  if (t->count) {
-    if (St s = fn<St (*)(OrtValue*, void**)>(kGetTensorMutableData)(const_cast<OrtValue*>(v), &t->data)) return s;
-  }
-  return nullptr;
-}
+using Tensor = KernelTensor;
+St Describe(const OrtValue* v, Tensor* t) { return DescribeTensor(g_api, v, t); }
 
 std::string ShapeStr(const std::vector<int64_t>& d) {
   std::string s = "[";

@@ -11,6 +11,8 @@ struct OrtKernelInfo;
 struct OrtKernelContext;
 struct OrtCustomOpDomain;
 struct OrtSessionOptions;
+struct OrtValue;
+struct OrtTensorTypeAndShapeInfo;
 
 // The OrtApi table only ever grows (append-only across releases), so these indices hold for every newer runtime.
 // Signatures are the ones onnxruntime_c_api.h documents; each call site casts the slot to its signature.
@@ -154,6 +156,31 @@ inline std::string KernelStringAttr(const void* const* api, const OrtKernelInfo*
   }
   if (!v.empty() && v.back() == '\0') v.pop_back();
   return v;
+}
+
+/** A tensor a custom op kernel reads or writes: element type (ONNX enum), dims, element count, data. */
+struct KernelTensor {
+  int type = 0;
+  std::vector<int64_t> dims;
+  size_t count = 0;
+  void* data = nullptr;
+};
+
+/** Fills *t from the OrtValue v (its data pointer only when it has elements). */
+inline OrtStatus* DescribeTensor(const void* const* api, const OrtValue* v, KernelTensor* t) {
+  OrtTensorTypeAndShapeInfo* ti = nullptr;
+  if (OrtStatus* s = At<OrtStatus* (*)(const OrtValue*, OrtTensorTypeAndShapeInfo**)>(api, kGetTensorTypeAndShape)(v, &ti)) return s;
+  size_t nd = 0;
+  At<OrtStatus* (*)(const OrtTensorTypeAndShapeInfo*, int*)>(api, kGetTensorElementType)(ti, &t->type);
+  At<OrtStatus* (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(api, kGetDimensionsCount)(ti, &nd);
+  t->dims.resize(nd);
+  if (nd) At<OrtStatus* (*)(const OrtTensorTypeAndShapeInfo*, int64_t*, size_t)>(api, kGetDimensions)(ti, t->dims.data(), nd);
+  At<OrtStatus* (*)(const OrtTensorTypeAndShapeInfo*, size_t*)>(api, kGetTensorShapeElementCount)(ti, &t->count);
+  At<void (*)(OrtTensorTypeAndShapeInfo*)>(api, kReleaseTensorTypeAndShapeInfo)(ti);
+  if (t->count) {
+    if (OrtStatus* s = At<OrtStatus* (*)(OrtValue*, void**)>(api, kGetTensorMutableData)(const_cast<OrtValue*>(v), &t->data)) return s;
+  }
+  return nullptr;
 }
 
 /**
