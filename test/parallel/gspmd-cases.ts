@@ -1,5 +1,9 @@
 /** @file The programs of the jit-with-shardings table: each with its shardings per mesh and the expected collectives. */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { config } from "../../src/core/config.js";
 import { type Array, grad, jit, lax, nn, numpy as jnp, optim } from "../../src/index.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import type { SpecEntry } from "../../src/parallel/sharding.js";
 const JSArray = globalThis.Array;
 
@@ -18,6 +22,33 @@ export function ints(shape: number[], m: number, seed = 0): Array {
     ),
     shape,
   );
+}
+
+/** The SPMD runtimes the gspmd tests run on: the device runtime where the addon loads, and the emulation. */
+export const RUNTIMES = (["devices", "emulation"] as const).filter(
+  (r) => r === "emulation" || !deviceRuntimeUnavailable(),
+);
+/** One test per runtime, with config.spmdRuntime set to it for the body and restored after. */
+export function onEach(name: string, body: () => void): void {
+  for (const rt of RUNTIMES)
+    test(`${name} (${rt})`, () => {
+      const before = config.spmdRuntime;
+      config.update("spmdRuntime", rt);
+      try {
+        body();
+      } finally {
+        config.update("spmdRuntime", before);
+      }
+    });
+}
+/** Same shape, and every element within tol + tol * |want|. */
+export function close(what: string, got: Array, want: Array, tol = 1e-5): void {
+  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
+  const g = got.dataSync() as ArrayLike<number>,
+    w = want.dataSync() as ArrayLike<number>;
+  for (let i = 0; i < w.length; i++)
+    if (!(Math.abs(g[i] - w[i]) <= tol + tol * Math.abs(w[i])))
+      assert.fail(`${what}: element ${i} is ${g[i]}, want ${w[i]}`);
 }
 
 export type Spec = SpecEntry[];

@@ -3,7 +3,6 @@
  * loop), while_loop, cond, custom_jvp and custom_vjp calls, and grad of each, on 1-D and 2-D meshes and both SPMD
  * runtimes; values equal the single-device jit, collectives are pinned by kind, bytes and where they run.
  */
-import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -20,33 +19,11 @@ import {
   sharding,
   valueAndGrad,
 } from "../../src/index.js";
-import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import type { CollectiveCost, CostAnalysis } from "../../src/parallel/cost-model.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
-import { vals } from "./gspmd-cases.js";
+import { close, onEach, vals } from "./gspmd-cases.js";
 const { P, NamedSharding } = sharding;
 
-const RUNTIMES = (["devices", "emulation"] as const).filter((r) => r === "emulation" || !deviceRuntimeUnavailable());
-function onEach(name: string, body: () => void): void {
-  for (const rt of RUNTIMES)
-    test(`${name} (${rt})`, () => {
-      const before = config.spmdRuntime;
-      config.update("spmdRuntime", rt);
-      try {
-        body();
-      } finally {
-        config.update("spmdRuntime", before);
-      }
-    });
-}
-function close(what: string, got: Array, want: Array, tol = 1e-5): void {
-  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
-  const g = got.dataSync() as ArrayLike<number>,
-    w = want.dataSync() as ArrayLike<number>;
-  for (let i = 0; i < w.length; i++)
-    if (!(Math.abs(g[i] - w[i]) <= tol + tol * Math.abs(w[i])))
-      assert.fail(`${what}: element ${i} is ${g[i]}, want ${w[i]}`);
-}
 type Fn = (...a: Array[]) => Array;
 type Compiled = { costAnalysis: () => CostAnalysis; asText: () => string };
 /** Collectives as "kind@where:bytes" (where: "top" or the enclosing primitives), sorted. */

@@ -8,12 +8,9 @@ import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, jit, makeMesh, sharding, tree } from "../../src/index.js";
-import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import type { CostAnalysis } from "../../src/parallel/cost-model.js";
-import { CASES, type Case, type Config } from "./gspmd-cases.js";
+import { CASES, type Case, type Config, RUNTIMES } from "./gspmd-cases.js";
 const { P, NamedSharding } = sharding;
-
-const RUNTIMES = (["devices", "emulation"] as const).filter((r) => r === "emulation" || !deviceRuntimeUnavailable());
 
 function close(what: string, got: Array, want: Array, exact: boolean): void {
   assert.deepEqual(got.shape, want.shape, `${what}: shape`);

@@ -8,32 +8,10 @@ import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, devicePut, grad, jit, lax, makeMesh, nn, numpy as jnp, sharding, vmap } from "../../src/index.js";
-import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import type { CostAnalysis } from "../../src/parallel/cost-model.js";
-import { vals } from "./gspmd-cases.js";
+import { close, onEach, vals } from "./gspmd-cases.js";
 const { P, NamedSharding, reshard } = sharding;
 
-const RUNTIMES = (["devices", "emulation"] as const).filter((r) => r === "emulation" || !deviceRuntimeUnavailable());
-function onEach(name: string, body: () => void): void {
-  for (const rt of RUNTIMES)
-    test(`${name} (${rt})`, () => {
-      const before = config.spmdRuntime;
-      config.update("spmdRuntime", rt);
-      try {
-        body();
-      } finally {
-        config.update("spmdRuntime", before);
-      }
-    });
-}
-function close(what: string, got: Array, want: Array, tol = 1e-5): void {
-  assert.deepEqual(got.shape, want.shape, `${what}: shape`);
-  const g = got.dataSync() as ArrayLike<number>,
-    w = want.dataSync() as ArrayLike<number>;
-  for (let i = 0; i < w.length; i++)
-    if (!(Math.abs(g[i] - w[i]) <= tol + tol * Math.abs(w[i])))
-      assert.fail(`${what}: element ${i} is ${g[i]}, want ${w[i]}`);
-}
 type Compiled = { costAnalysis: () => CostAnalysis; asText: () => string };
 const kinds = (c: CostAnalysis) => c.collectives.map((k) => k.kind).sort();
 
