@@ -8,7 +8,6 @@ import { type Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
 import * as lax from "../lax/index.js";
 import * as optim from "../optim/index.js";
-import { checkpoint } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import { type ShardedUpdate, withShardedUpdate } from "../optim/base.js";
@@ -18,17 +17,16 @@ import { devicePut } from "../parallel/device-put.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
 import {
   type LayeredLoss,
-  type LayeredParams,
   type ZeroState,
   checkShardable,
   flatPad,
-  isLayered,
   packLocal,
   packRows,
   shardedContext,
   unflatPad,
   unpackLocal,
   unpackRows,
+  zeroLocalLoss,
 } from "./zero.js";
 
 /** ZeRO x tensor parallel options. */
@@ -370,26 +368,7 @@ export function makeZeroTensorTrainStep<Params, B extends unknown[]>(
     ) as { outer?: unknown; layers?: unknown[] };
     const posOf = (x: unknown): number[] => flatten(x)[0] as number[];
     const all = posOf(positions);
-    const localLoss = (p: Params, batch: B): Array => {
-      const gathering = stage === 3;
-      if (!isLayered(lossFn)) {
-        const [ls] = flatten(p);
-        const q = gathering ? (unflatten(paramDef, gatherLeaves(ls as Array[], all)) as Params) : p;
-        return (lossFn as (params: Params, ...batch: B) => Array)(q, ...batch);
-      }
-      const lp = p as unknown as LayeredParams<unknown, unknown>;
-      const [ol, odef] = flatten(lp.outer);
-      const outer = gathering ? unflatten(odef, gatherLeaves(ol as Array[], posOf(positions.outer))) : lp.outer;
-      let h = lossFn.embed(outer, ...batch);
-      lp.layers.forEach((layerP, idx) => {
-        const ldef = flatten(layerP)[1];
-        const at = posOf(positions.layers?.[idx]);
-        const run = (q: unknown, x: Array): Array =>
-          lossFn.layer(gathering ? unflatten(ldef, gatherLeaves(flatten(q)[0] as Array[], at)) : q, x, idx);
-        h = remat ? checkpoint(run)(layerP, h) : run(layerP, h);
-      });
-      return lossFn.head(outer, h, ...batch);
-    };
+    const localLoss = zeroLocalLoss<Params, B>(lossFn, paramDef, positions, stage === 3, remat, gatherLeaves);
     const body = (p: Params, s: optim.OptState, ...batch: unknown[]): [Array, Params, optim.OptState] => {
       const [l, g] = valueAndGrad((q: Params) => localLoss(q, batch as B))(p) as [Array, Params];
       const loss = jnp.divide(lax.psum(l, dataAxis), n);

@@ -265,6 +265,45 @@ export function zeroMemoryReport(mesh: Mesh): { device: number; bytesInUse: numb
 }
 
 type PlainLoss<Params, B extends unknown[]> = (params: Params, ...batch: B) => Array;
+
+/**
+ * The per-device loss of a ZeRO step. When `gathering` (stage 3), `gather` rebuilds full leaves from their shards just
+ * before use: the whole tree for a plain loss; for a LayeredLoss the outer leaves once and each layer's inside its
+ * (rematerialized, when `remat`) layer function, so gathered parameters are freed after the layer instead of kept as
+ * residuals. `positions` mirrors the parameter tree with each leaf's flat index.
+ */
+export function zeroLocalLoss<Params, B extends unknown[]>(
+  lossFn: PlainLoss<Params, B> | LayeredLoss<unknown, unknown, B>,
+  paramDef: TreeDef,
+  positions: { outer?: unknown; layers?: unknown[] },
+  gathering: boolean,
+  remat: boolean,
+  gather: (leaves: Array[], at: readonly number[]) => Array[],
+): (p: Params, batch: B) => Array {
+  const posOf = (x: unknown): number[] => flatten(x)[0] as number[];
+  return (p, batch) => {
+    if (!isLayered(lossFn)) {
+      if (!gathering) return (lossFn as PlainLoss<Params, B>)(p, ...batch);
+      const [ls] = flatten(p);
+      return (lossFn as PlainLoss<Params, B>)(
+        unflatten(paramDef, gather(ls as Array[], posOf(positions))) as Params,
+        ...batch,
+      );
+    }
+    const lp = p as unknown as LayeredParams<unknown, unknown>;
+    const [ol, odef] = flatten(lp.outer);
+    const outer = gathering ? unflatten(odef, gather(ol as Array[], posOf(positions.outer))) : lp.outer;
+    let h = lossFn.embed(outer, ...batch);
+    lp.layers.forEach((layerP, idx) => {
+      const ldef = flatten(layerP)[1];
+      const at = posOf(positions.layers?.[idx]);
+      const run = (q: unknown, x: Array): Array =>
+        lossFn.layer(gathering ? unflatten(ldef, gather(flatten(q)[0] as Array[], at)) : q, x, idx);
+      h = remat ? checkpoint(run)(layerP, h) : run(layerP, h);
+    });
+    return lossFn.head(outer, h, ...batch);
+  };
+}
 export const isLayered = (f: unknown): f is LayeredLoss<unknown, unknown, unknown[]> =>
   typeof f === "object" && f !== null && "embed" in f && "layer" in f && "head" in f;
 
@@ -327,31 +366,7 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
         `${fn}: a layered loss needs parameters { outer, layers: [...] }; these have no layers array`,
       );
     /** The local loss of params as the body holds them (stage 3: shards). */
-    const localLoss = (p: Params, batch: B): Array => {
-      const gathering = stage === 3;
-      if (!isLayered(lossFn)) {
-        if (!gathering) return (lossFn as PlainLoss<Params, B>)(p, ...batch);
-        const [ls] = flatten(p);
-        return (lossFn as PlainLoss<Params, B>)(
-          unflatten(paramDef, gatherLeaves(ls as Array[], posOf(positions))) as Params,
-          ...batch,
-        );
-      }
-      const lp = p as unknown as LayeredParams<unknown, unknown>;
-      const [ol, odef] = flatten(lp.outer);
-      const outer = gathering ? unflatten(odef, gatherLeaves(ol as Array[], posOf(positions.outer))) : lp.outer;
-      let h = lossFn.embed(outer, ...batch);
-      lp.layers.forEach((layerP, idx) => {
-        const ldef = flatten(layerP)[1];
-        const at = posOf(positions.layers?.[idx]);
-        const run = (q: unknown, x: Array): Array => {
-          const full = gathering ? unflatten(ldef, gatherLeaves(flatten(q)[0] as Array[], at)) : q;
-          return lossFn.layer(full, x, idx);
-        };
-        h = remat ? checkpoint(run)(layerP, h) : run(layerP, h);
-      });
-      return lossFn.head(outer, h, ...batch);
-    };
+    const localLoss = zeroLocalLoss<Params, B>(lossFn, paramDef, positions, stage === 3, remat, gatherLeaves);
     // stage 0's gradient buckets: one (every leaf) without overlap; with it, one per layer, last layer first (the
     // backward produces it first, so its all-reduce runs while earlier layers' backward does), then the rest
     const bucketsOf = (pos: typeof positions): number[][] => {
