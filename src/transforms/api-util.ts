@@ -45,6 +45,13 @@ export function checkArgnumsPassed(fn: string, option: string, nums: readonly nu
     );
 }
 
+/** Flattens a traced function's output to arrays, recording its structure in `store.def`. */
+export function flatOut(fn: string, out: unknown, store: { def?: TreeDef }): Array[] {
+  const [leaves, def] = flattenArrays(fn, out, "output");
+  store.def = def;
+  return leaves;
+}
+
 export { flatten, unflatten };
 export type { TreeDef };
 
