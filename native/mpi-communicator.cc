@@ -619,6 +619,52 @@ napi_value AllgatherFn(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// mpiExchange(sends: Uint8Array[], recvBytes: number[], timeoutMs, what) -> Uint8Array[]: point to point with the
+// peers that have bytes for this process or get bytes from it (entry q of sends / recvBytes: to / from process q;
+// this process's entries are ignored). Every process calls it in the same order (it takes a host-exchange tag).
+napi_value ExchangeFn(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int64_t timeout = 30000;
+  std::string what = "mpiExchange";
+  if (argc >= 3) napi_get_value_int64(env, argv[2], &timeout);
+  if (argc >= 4) GetString(env, argv[3], &what);
+  const int P = mpi::Size(), self = mpi::Rank();
+  const int tag = 16384 + int(g_host_ops++ & 8191);
+  uint32_t ns = 0, nr = 0;
+  if (argc < 2 || napi_get_array_length(env, argv[0], &ns) != napi_ok || napi_get_array_length(env, argv[1], &nr) != napi_ok ||
+      ns != uint32_t(P) || nr != uint32_t(P))
+    return Throw(env, what + ": mpiExchange expects " + std::to_string(P) + " send buffers and receive sizes (one per process)");
+  std::vector<napi_value> arrays(static_cast<size_t>(P));
+  std::vector<mpi::Transfer> xs;
+  for (int q = 0; q < P; q++) {
+    napi_value sv, rv;
+    napi_get_element(env, argv[0], uint32_t(q), &sv);
+    napi_get_element(env, argv[1], uint32_t(q), &rv);
+    void* send = nullptr;
+    size_t send_len = 0;
+    int64_t recv_len = 0;
+    if (!GetUint8Array(env, sv, &send, &send_len) || napi_get_value_int64(env, rv, &recv_len) != napi_ok || recv_len < 0)
+      return Throw(env, what + ": mpiExchange: entry " + std::to_string(q) + " is not a Uint8Array and a byte count");
+    void* recv = nullptr;
+    napi_value ab;
+    const size_t rn = q == self ? 0 : size_t(recv_len);
+    napi_create_arraybuffer(env, rn, &recv, &ab);
+    napi_create_typedarray(env, napi_uint8_array, rn, ab, 0, &arrays[size_t(q)]);
+    if (q != self && (send_len || rn)) xs.push_back({q, send, send_len, recv, rn});
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout < 1 ? 1 : timeout);
+  if (!xs.empty()) {
+    const std::string err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+    if (!err.empty()) return Throw(env, err);
+  }
+  napi_value out;
+  napi_create_array_with_length(env, size_t(P), &out);
+  for (int q = 0; q < P; q++) napi_set_element(env, out, uint32_t(q), arrays[size_t(q)]);
+  return out;
+}
+
 // mpiProbeAllreduce(count, iters) -> Float64Array of seconds per MPI_Allreduce of count float32 (bench/multiprocess.ts)
 napi_value ProbeAllreduceFn(napi_env env, napi_callback_info info) {
   size_t argc = 2;
@@ -648,6 +694,7 @@ void RegisterMpi(napi_env env, napi_value exports) {
       {"mpiInit", nullptr, InitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"mpiFinalize", nullptr, FinalizeFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"mpiAllgather", nullptr, AllgatherFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mpiExchange", nullptr, ExchangeFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"mpiProbeAllreduce", nullptr, ProbeAllreduceFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

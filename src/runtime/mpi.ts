@@ -6,6 +6,8 @@ export interface MpiAddon {
   mpiInit(): { rank: number; size: number; threadLevel: number };
   mpiFinalize(): void;
   mpiAllgather(bytes: Uint8Array, timeoutMs: number, what: string): Uint8Array[];
+  /** Point to point: sends[q] to process q, recvBytes[q] bytes from it (this process's entries ignored). */
+  mpiExchange(sends: Uint8Array[], recvBytes: number[], timeoutMs: number, what: string): Uint8Array[];
   /** The bench probe: seconds of each of `iters` plain MPI_Allreduce (float32 sum, all processes) of `count` floats. */
   mpiProbeAllreduce(count: number, iters: number): Float64Array;
 }
