@@ -17,14 +17,8 @@ import { unflatten } from "../core/tree.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { Mesh } from "./mesh.js";
 import { placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
-import {
-  globalFromCallback,
-  globalStorage,
-  isFullyAddressable,
-  reshardError,
-  sameLayout,
-  setPlacer,
-} from "./global-arrays.js";
+import { globalFromCallback, globalStorage, isFullyAddressable, reshardError, setPlacer } from "./global-arrays.js";
+import { reshardGlobal } from "./reshard-processes.js";
 import {
   type Index,
   NamedShardingImpl,
@@ -94,8 +88,9 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
     if (!(a instanceof ArrayImpl)) return a;
     const g = globalStorage(a);
     if (g) {
-      if (s instanceof NamedShardingImpl && sameLayout(g.sharding, s, a.shape)) return a;
-      throw reshardError("devicePut", "the argument", g, s as NamedShardingImpl);
+      // another layout over the same devices: blocks move within and between processes (reshard-processes.ts)
+      if (s instanceof NamedShardingImpl) return reshardGlobal("devicePut", a, g, s);
+      throw reshardError("devicePut", "the argument", g, s);
     }
     const t0 = profiling() ? monotonicUs() : 0;
     s.shardShape(a.shape); // validates divisibility and rank with a clear error

@@ -125,6 +125,15 @@ export function allgatherBytes(bytes: Uint8Array, what: string): Uint8Array[] {
   return state.api.mpiAllgather(bytes, config.collectiveTimeoutMs, what);
 }
 
+/**
+ * @internal Point to point with every process: sends[q] goes to process q and recvBytes[q] bytes come from it (the
+ * answer's entry q; this process's entries are ignored). Every process calls it, in the same order as the others.
+ */
+export function exchangeBytes(sends: Uint8Array[], recvBytes: number[], what: string): Uint8Array[] {
+  if (!state || state.count === 1 || !state.api) return sends.map(() => new Uint8Array(0));
+  return state.api.mpiExchange(sends, recvBytes, config.collectiveTimeoutMs, what);
+}
+
 /** global-arrays.ts: the global value of an array spanning processes (gathered), or null for other arrays. */
 let gatherGlobal: (x: ArrayImpl, what: string) => ArrayImpl | null = () => null;
 /** @internal Installed by global-arrays.ts (which imports this module). */

@@ -140,10 +140,10 @@ export function sameLayout(a: NamedShardingImpl, b: NamedShardingImpl, shape: re
   return ia.every((ix, k) => ix.every(([s, e], d) => s === ib[k][d][0] && e === ib[k][d][1]));
 }
 
-/** Refuses, naming `fn`, a global array whose blocks would have to move between processes. */
-export function reshardError(fn: string, what: string, x: GlobalStorage, want: NamedShardingImpl): Error {
+/** Refuses, naming `fn`, a global array asked for as a sharding it cannot take (not a NamedSharding over its devices). */
+export function reshardError(fn: string, what: string, x: GlobalStorage, want: Sharding): Error {
   return new Error(
-    `${fn}: ${what} is a global array ${x.aval.str()} sharded as ${x.sharding}, but ${want} is asked for; moving blocks between processes is not supported: build the array with that sharding (makeArrayFromProcessLocalData / makeArrayFromCallback) or gather it with multihostUtils.processAllgather`,
+    `${fn}: ${what} is a global array ${x.aval.str()} sharded as ${x.sharding}, but ${want} is asked for; a global array spanning processes can be resharded only to a NamedSharding over the same devices (or gathered with multihostUtils.processAllgather)`,
   );
 }
 

@@ -1,8 +1,8 @@
 /**
  * @file shardMap over a mesh spanning processes (distributed.initialize, MPI): every process holds the global inputs,
  * launches its own devices' ranks of the per-device program (collectives cross processes through MPI) and the
- * outputs' blocks computed elsewhere arrive by a process allgather. Synchronous and host-assembled: device-resident
- * global arrays across processes are not built yet (notes/multiprocess.md).
+ * outputs' blocks computed elsewhere arrive by a process allgather; global-array arguments stay on the devices
+ * (resharded to the in_specs when laid out otherwise) and give global outputs.
  */
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
@@ -12,7 +12,8 @@ import { DeviceBuffer, type DeviceProgram, launchSync, runtimeDevice } from "../
 import { allgatherBytes, nextProcessLaunch, processCount, processIndex } from "./distributed.js";
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
-import { type GlobalStorage, globalArray, globalStorage, reshardError, sameLayout } from "./global-arrays.js";
+import { type GlobalStorage, globalArray, globalStorage, sameLayout } from "./global-arrays.js";
+import { reshardGlobal } from "./reshard-processes.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -113,13 +114,22 @@ export function runMultiProcess(
     const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0));
     return x.shape.map((s, d) => s / parts[d]);
   });
-  // global arguments: their blocks are already on this process's devices with the layout the in_specs ask for
+  // global arguments: passed as they are when their layout is the one the in_specs ask for; otherwise resharded for
+  // this call (blocks move within and between processes: reshard-processes.ts) and the copies freed after it
+  const temps: ArrayImpl[] = [];
   const globals: (GlobalStorage | null)[] = leaves.map((x, k) => {
     const g = globalStorage(x);
     if (!g) return null;
     const target = new NamedShardingImpl(mesh, inSpecs[k]);
-    if (!sameLayout(g.sharding, target, x.shape)) throw reshardError(fn, `argument ${k}`, g, target);
-    return g;
+    if (sameLayout(g.sharding, target, x.shape)) return g;
+    try {
+      const y = reshardGlobal(`${fn} (argument ${k})`, x, g, target);
+      temps.push(y);
+      return globalStorage(y);
+    } catch (e) {
+      for (const t of temps) t.dispose();
+      throw e;
+    }
   });
   const globalOut = globals.some((g) => g !== null);
   const { program, consts, outSpecs } = c;
@@ -237,6 +247,7 @@ export function runMultiProcess(
     return outs;
   } finally {
     for (const b of owned) b.free();
+    for (const t of temps) t.dispose();
   }
 }
 

@@ -13,6 +13,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type Array as JArray, distributed, loadSharded, processCount, processIndex } from "../../src/index.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import type { ReshardCase } from "./mpi-reshard-cases.js";
 
 const worker = fileURLToPath(new URL("./mpi-worker.js", import.meta.url));
 const probe = spawnSync("mpirun", ["--version"], { encoding: "utf8" });
@@ -42,7 +43,6 @@ interface GlobalResult {
   callbackCalls: number;
   gathered2: number[][];
   full2: number[];
-  reshardError: string;
 }
 interface Result {
   processIndex: number;
@@ -62,6 +62,11 @@ interface Result {
   raised?: string;
   raisedMs?: number;
   global?: GlobalResult;
+  reshard?: {
+    cases: ReshardCase[];
+    errors: Record<string, string>;
+    programs: { name: string; got: number[]; want: number[] }[];
+  };
   before?: number[];
   killed?: string;
   killedMs?: number;
@@ -222,13 +227,85 @@ function checkGlobal(r: Result, n: number, k: number): void {
   assert.equal(g.callbackCalls, k, `${what}: makeArrayFromCallback called back for this process's devices only`);
   assert.equal(g.full2.length, 4 * n);
   assert.deepEqual(g.gathered2, [g.full2, g.full2], `${what}: from single-device arrays and from a callback`);
-  assert.match(
-    g.reshardError,
-    /^shardMap: argument 0 is a global array f32\[\d+,3\] sharded as .*PartitionSpec\('i'\).*, but .*PartitionSpec\(\)\) is asked for; moving blocks between processes is not supported/,
-  );
-  const globalCases = ["shardMap sin", "shardMap psum", "pmap psum", "2-d psum over d", "2-d psum over p+d"];
+  const globalCases = [
+    "shardMap sin",
+    "shardMap psum",
+    "pmap psum",
+    "2-d psum over d",
+    "2-d psum over p+d",
+    "shardMap resharded",
+  ];
   for (const nm of globalCases)
     assert.equal(find(r, `global ${nm}`).spans, true, `${what}: ${nm} gives a global array`);
+}
+
+/**
+ * Resharding global arrays over n devices, k per process (test/parallel/mpi-reshard-cases.ts): on every process its
+ * shards equal the host value's slices at their indices and the gathered value the host value, exactly (int32 and
+ * float32); the bytes the processes sent add up to the minimum counted element by element (and, for P('x') -> P(None),
+ * to its closed form: each process lacks n - k of n blocks of 2 x 3 four-byte values); the same sharding sends nothing
+ * and returns the array itself; a sharding over other devices and a non-divisible one are refused, naming them; a
+ * shardMap and a jit whose in_specs differ from their global arguments equal the emulation of the host values.
+ */
+function checkReshard(results: Result[], n: number, k: number): void {
+  const np = results.length;
+  const names = results[0].reshard?.cases.map((c) => c.name) ?? assert.fail("no resharding results");
+  assert.equal(names.length, n === 4 ? 14 : 12, `resharding cases: ${names.join("; ")}`);
+  for (const [i, name] of names.entries()) {
+    const per = results.map((r) => r.reshard!.cases[i]);
+    for (const [p, c] of per.entries()) {
+      const what = `process ${p} ${name}`;
+      assert.equal(c.name, name, `${what}: the processes ran the cases in the same order`);
+      assert.equal(c.error, undefined, `${what}: ${c.error}`);
+      assert.deepEqual(
+        c.shards.map(([d]) => d).sort((a, b) => a - b),
+        results[p].localDevices,
+        `${what}: addressableShards are this process's devices`,
+      );
+      assert.deepEqual(
+        c.shards.map(([, , v]) => v),
+        c.wantShards,
+        `${what}: every shard equals the host value at its index`,
+      );
+      assert.deepEqual(c.gathered, c.want, `${what}: processAllgather gives the host value`);
+      assert.equal(c.minBytes, per[0].minBytes);
+      assert.equal(
+        c.same,
+        name.startsWith("same sharding"),
+        `${what}: devicePut returns x itself only for its own layout`,
+      );
+    }
+    const sent = per.reduce((a, c) => a + c.sent, 0);
+    assert.equal(sent, per[0].minBytes, `${name}: bytes sent between processes = the minimum`);
+    if (name.startsWith("x->none")) assert.equal(sent, np * 2 * 3 * 4 * (n - k), `${name}: closed form`);
+    if (name.startsWith("same sharding")) assert.equal(sent, 0, `${name}: nothing moves`);
+    else if (!name.startsWith("none->x")) assert.ok(sent > 0, `${name}: blocks had to move between processes`);
+  }
+  for (const r of results) {
+    const e = r.reshard!.errors;
+    assert.match(
+      e.otherDevices,
+      new RegExp(
+        String.raw`^devicePut: cannot reshard the global array f32\[${2 * n},3\] from NamedSharding\(mesh=Mesh\('x': ${n}\), spec=PartitionSpec\('x'\)\) \(devices \[[\d, ]+\]\) to NamedSharding\(mesh=Mesh\('z': 2\), spec=PartitionSpec\('z'\)\) \(devices \[0, 1\]\): the target sharding must be over the same devices as the array`,
+      ),
+    );
+    assert.match(
+      e.indivisible,
+      new RegExp(
+        String.raw`^devicePut: cannot reshard the global array i32\[${2 * n},5\] of shape \(${2 * n}, 5\) from .*PartitionSpec\('x'\)\) to .*PartitionSpec\(None, 'x'\)\): .*dimension 1 of size 5 is not divisible by ${n}`,
+      ),
+    );
+    assert.equal(r.reshard!.programs.length, 4);
+    for (const c of r.reshard!.programs) {
+      assert.equal(c.got.length, c.want.length, c.name);
+      c.got.forEach((v, i) =>
+        assert.ok(
+          Math.abs(v - c.want[i]) <= 1e-5 * Math.max(1, Math.abs(c.want[i])),
+          `${c.name}[${i}]: ${v} vs ${c.want[i]}`,
+        ),
+      );
+    }
+  }
 }
 
 test(
@@ -283,6 +360,7 @@ test(
         ),
       );
     }
+    checkReshard(results, 4, 2);
     // an independent value: psum over 4 blocks of 2 rows of the worker's int32 values
     const v = Array.from({ length: 24 }, (_, i) => ((i * 7919) % 201) - 100);
     const want = Array.from({ length: 6 }, (_, e) => [0, 1, 2, 3].reduce((s, k) => s + v[k * 6 + e], 0));
@@ -361,6 +439,7 @@ test(
       checkGlobal(r, 3, 1);
       checkJit(r);
     }
+    checkReshard(results, 3, 1);
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );

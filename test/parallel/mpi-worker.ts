@@ -37,6 +37,7 @@ import {
   tree,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
+import { reshardCases, reshardPrograms } from "./mpi-reshard-cases.js";
 import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
 import {
   type TransformerConfig,
@@ -310,15 +311,13 @@ function globalArrays(): Record<string, unknown> {
     () => psumPD(x3) as Array,
     () => psumPD(full2) as Array,
   );
-  // a global array whose blocks would have to move between processes is refused, naming the shardMap argument
-  config.update("spmdRuntime", "devices");
-  try {
-    shardMap((b: Array) => jnp.sin(b), { mesh, inSpecs: P(), outSpecs: P() })(x);
-    res.reshardError = "no error";
-  } catch (e) {
-    res.reshardError = (e as Error).message;
-  }
-  config.update("spmdRuntime", "emulation");
+  // a global array laid out otherwise than the in_specs ask: its blocks move between processes first
+  const rep = shardMap((b: Array) => jnp.sin(b), { mesh, inSpecs: P(), outSpecs: P() });
+  bothGlobal(
+    "global shardMap resharded",
+    () => rep(x) as Array,
+    () => rep(full) as Array,
+  );
   return res;
 }
 
@@ -344,6 +343,7 @@ try {
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
     out.global = globalArrays();
+    out.reshard = { ...reshardCases(), programs: reshardPrograms() };
   } else if (scenario === "collectives") {
     collectives(makeMesh([all.length], ["i"]), "i", "1-d");
     jitSharded(makeMesh([all.length], ["i"]), "i");
@@ -418,6 +418,7 @@ try {
     out.allgather = (multihostUtils.processAllgather(jnp.add(jnp.arange(3), me * 10)) as Array).tolist();
     multihostUtils.syncGlobalDevices("after collectives");
     out.global = globalArrays();
+    out.reshard = { ...reshardCases(), programs: reshardPrograms() };
     // a collective whose shapes differ between processes: every process fails naming the kinds and shapes
     const mesh = makeMesh([all.length], ["i"]);
     config.update("spmdRuntime", "devices");
