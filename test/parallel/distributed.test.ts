@@ -56,6 +56,8 @@ interface Result {
   after?: number[];
   early?: string;
   earlyMs?: number;
+  reshardDead?: string[];
+  reshardDeadMs?: number;
   deviceFail?: string;
   deviceFailMs?: number;
   afterFail?: number[];
@@ -380,6 +382,16 @@ test(
       /psum over mesh axis 'i' .* timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[2, 3\]/,
     );
     assert.ok(results[0].earlyMs! < 20_000, `the early-exit failure took ${results[0].earlyMs} ms (timeout 1500 ms)`);
+    // then a reshard: its agreement step (an allgather) and the point-to-point exchange time out naming process 1
+    assert.match(
+      results[0].reshardDead![0],
+      /^devicePut \(resharding f32\[8,3\]\) on process 0 timed out after 1500 ms: no answer from process\(es\) \[1\] before the deadline/,
+    );
+    assert.match(
+      results[0].reshardDead![1],
+      /^reshard exchange on process 0 timed out after 1500 ms: no answer from process\(es\) \[1\] before the deadline/,
+    );
+    assert.ok(results[0].reshardDeadMs! < 30_000, `the reshard failures took ${results[0].reshardDeadMs} ms`);
     // a device failing on process 0 releases every process at once (the timeout was 60 s), naming device and rank
     const why = String.raw`device 0 \(rank 0\): test hook: device failure injected before the program ran`;
     assert.match(

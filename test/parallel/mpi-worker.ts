@@ -14,6 +14,7 @@ const [scenario = "collectives", devs = "1", outDir = ""] = process.argv.slice(2
 config.update("numCpuDevices", Number(devs));
 import {
   type Array,
+  devicePut,
   devices,
   distributed,
   grad,
@@ -37,6 +38,7 @@ import {
   tree,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
+import { exchangeBytes } from "../../src/parallel/distributed.js";
 import { reshardCases, reshardPrograms } from "./mpi-reshard-cases.js";
 import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
 import {
@@ -189,6 +191,16 @@ function jitSharded(mesh: Mesh, ax: string): void {
       spans: spans(g),
     });
   });
+}
+
+/** The message f throws, or "no error". */
+function catchMessage(f: () => unknown): string {
+  try {
+    f();
+    return "no error";
+  } catch (e) {
+    return (e as Error).message;
+  }
 }
 
 /** Whether reading x's value is refused (a global array spanning processes). */
@@ -511,6 +523,15 @@ try {
       out.early = (e as Error).message;
     }
     out.earlyMs = Date.now() - t0;
+    // resharding with process 1 gone: devicePut (its agreement step) and the point-to-point exchange itself fail at
+    // the timeout naming process 1
+    const gx = makeArrayFromCallback([2 * all.length, 3], new NamedSharding(mesh, P("i")), () => jnp.ones([2, 3]));
+    const t1 = Date.now();
+    out.reshardDead = [
+      catchMessage(() => devicePut(gx, new NamedSharding(mesh, P()))),
+      catchMessage(() => exchangeBytes([new Uint8Array(0), new Uint8Array(8)], [0, 8], "reshard exchange")),
+    ];
+    out.reshardDeadMs = Date.now() - t1;
   } else if (scenario === "sigkill") {
     // the last process is killed (SIGKILL, by a shell timer) while the others wait for it in a psum: they fail at
     // their 1500 ms timeout naming it and its rank, then a psum over the survivors still works
