@@ -38,6 +38,7 @@ import {
   optStateToStacked,
   toLayered,
 } from "./engines.js";
+import { makeGptZeroPipelineStep, zeroPipelineShardState } from "./zero-pipeline.js";
 import {
   type ZeroTensorState,
   makeZeroTensorTrainStep,
@@ -212,7 +213,12 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   // ZeRO over 'data' alone (zero.ts) or ZeRO x tensor parallel (zero-tensor.ts: each Megatron block sharded again)
   let zs: ZeroState<LayeredGpt> | null = null;
   let zt: ZeroTensorState<LayeredGpt> | null = null;
-  if (zero && tp === 1) {
+  // ZeRO x pipeline (zero-pipeline.ts): each stage's blocks and every optimizer-state leaf sharded within the stage
+  let zp: ZeroTensorState<GptParams> | null = null;
+  if (zero && ps.pipeline_stages > 1) {
+    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2);
+    if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
+  } else if (zero && tp === 1) {
     const layered = toLayered(params);
     zs = zeroShardState(layered, opt, mesh, { stage: zero });
     if (opts.resume) {
@@ -233,6 +239,14 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   }
   const remat = c.run.remat;
   const microbatches = ps.microbatches || ps.pipeline_stages;
+  const zeroPipeStep = zp
+    ? makeGptZeroPipelineStep(model, opt, zp.layout, {
+        stage: zero as 1 | 2,
+        microbatches,
+        schedule: ps.schedule,
+        remat,
+      })
+    : null;
   const plainStep = zero
     ? null
     : jit(
@@ -251,7 +265,13 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     : null;
   /** The full parameters in the GPT's layout (ZeRO: gathered). */
   const fullParams = (): GptParams =>
-    zs ? fromLayered(zeroGatherParams(zs)) : zt ? fromLayered(zeroTensorGatherParams(zt)) : params;
+    zs
+      ? fromLayered(zeroGatherParams(zs))
+      : zt
+        ? fromLayered(zeroTensorGatherParams(zt))
+        : zp
+          ? zeroTensorGatherParams(zp)
+          : params;
   /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
   const fullOptState = (): optim.OptState => {
     if (zs) {
@@ -259,6 +279,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       return optStateToStacked(opt, zeroFullOptState(zs, opt, layered).full, layered);
     }
     if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
+    if (zp) return zeroTensorFullOptState(zp);
     return state;
   };
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
@@ -301,6 +322,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
       if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
+      else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
       else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);
