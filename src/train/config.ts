@@ -19,6 +19,11 @@ export interface TrainConfig {
     microbatches: number;
     /** Pipeline schedule: GPipe (autodiff of the forward) or 1F1B (activations bounded by the stage count). */
     schedule: "gpipe" | "1f1b";
+    /**
+     * Overlap communication with compute in the ZeRO engine (asynchronous collectives on a communication thread per
+     * device; same values). Needs a spare core per device to pay: on a host without one it is slower.
+     */
+    overlap: boolean;
   };
   sharding_spec: { embeddings: SpecList; attention: SpecList; mlp: SpecList };
   model: { d_model: number; heads: number; layers: number; ff: number; tied_embeddings: boolean };
@@ -56,6 +61,7 @@ export const DEFAULTS: TrainConfig = {
     zero_stage: 0,
     microbatches: 0,
     schedule: "gpipe",
+    overlap: false,
   },
   sharding_spec: { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] },
   model: { d_model: 64, heads: 4, layers: 2, ff: 256, tied_embeddings: true },
@@ -153,6 +159,7 @@ const SCHEMA: Record<keyof TrainConfig, Record<string, Field>> = {
     zero_stage: "int",
     microbatches: "seed",
     schedule: ["gpipe", "1f1b"],
+    overlap: "bool",
   },
   sharding_spec: { embeddings: "spec", attention: "spec", mlp: "spec" },
   model: { d_model: "posint", heads: "posint", layers: "posint", ff: "posint", tied_embeddings: "bool" },
@@ -227,6 +234,8 @@ function checkField(key: string, f: Field, v: unknown): unknown {
 /** What validation needs besides the config: the device count (and the task's vocabulary and length). */
 export interface ValidateContext {
   devices: number;
+  /** The SPMD runtime the job will run on (config.spmdRuntime); overlap needs "devices". Unchecked when absent. */
+  spmdRuntime?: string;
 }
 
 /** The shapes the specs describe, from a resolved config. */
@@ -267,6 +276,20 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     fail(
       `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp} and tensor_parallel ${tp}: ZeRO x pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO x pipeline), zero_stage: 0 (pipeline x tensor) or pipeline_stages: 1 (ZeRO x tensor)`,
     );
+  if (ps.overlap) {
+    // overlap reaches only the ZeRO engine (zero.ts: data-only mesh); elsewhere it would silently do nothing
+    const why =
+      ctx.spmdRuntime === "emulation"
+        ? `the ${ctx.spmdRuntime} SPMD runtime has no asynchronous collectives (unset JAXTS_SPMD_RUNTIME to run on the device runtime)`
+        : dp === 1
+          ? `data_parallel is 1, so the step has no data-parallel collectives to overlap`
+          : tp !== 1
+            ? `tensor_parallel ${tp}: the ZeRO x tensor engine has no overlap; use tensor_parallel: 1`
+            : pp !== 1
+              ? `pipeline_stages ${pp}: the pipeline's transfers run inside its schedule's scan, which keeps synchronous collectives; use pipeline_stages: 1`
+              : null;
+    if (why !== null) fail(`parallel_strategy.overlap: true has no effect here: ${why}; or set overlap: false`);
+  }
   if (ps.schedule === "1f1b" && pp === 1)
     fail(
       `parallel_strategy.schedule '1f1b' needs pipeline_stages > 1 (it orders the pipeline's microbatches); set pipeline_stages or drop schedule`,

@@ -128,7 +128,7 @@ export function makeOptimizer(c: TrainConfig): optim.GradientTransformation {
  * must already exist (config numCpuDevices = the product of the parallel sizes; prepareDevices does it).
  */
 export function setupJob(c: TrainConfig, devices: number): JobSetup {
-  validateConfig(c, { devices }, ADDITION_VOCAB);
+  validateConfig(c, { devices, spmdRuntime: jaxConfig.spmdRuntime }, ADDITION_VOCAB);
   const ps = c.parallel_strategy;
   const task = new AdditionTask(c.data.digits, c.data.seed, c.data.held_out);
   const model: GptConfig = {
@@ -218,7 +218,8 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   if (zero && ps.pipeline_stages > 1) {
     zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2);
     if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
-  } else if (zero && tp === 1) {
+  } else if ((zero || ps.overlap) && tp === 1) {
+    // with overlap, stage 0 also runs on the ZeRO engine (its gradient all-reduce bucketed per layer and overlapped)
     const layered = toLayered(params);
     zs = zeroShardState(layered, opt, mesh, { stage: zero });
     if (opts.resume) {
@@ -247,14 +248,17 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         remat,
       })
     : null;
-  const plainStep = zero
-    ? null
-    : jit(
-        ps.pipeline_stages > 1
-          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
-          : makeGptTrainStep(model, opt, mesh, spec, { remat }),
-      );
-  const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
+  const plainStep =
+    zs || zt || zp
+      ? null
+      : jit(
+          ps.pipeline_stages > 1
+            ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
+            : makeGptTrainStep(model, opt, mesh, spec, { remat }),
+        );
+  const zeroStep = zs
+    ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero, overlap: ps.overlap })
+    : null;
   const zeroTpStep = zt
     ? makeZeroTensorTrainStep<LayeredGpt, [Array, Array, Array]>(
         gptLayeredLoss(model, "model") as LayeredLoss<unknown, unknown, [Array, Array, Array]>,
@@ -291,7 +295,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const nParams = Object.values(flatSizes(fullParams())).reduce((a, b) => a + b, 0);
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
-      `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}` +
+      `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}${ps.overlap ? ", communication overlapped" : ""}` +
       `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches (${ps.schedule})` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
   const mib = (b: number) => (b / 2 ** 20).toFixed(2);
