@@ -1,7 +1,8 @@
 /**
  * @file ZeRO stages 1-2 x pipeline on a 2x2 pipe x data mesh (4 CPU devices, device runtime): losses and parameters
- * over 3 adam steps (gradient clip triggering) equal the unsharded-optimizer pipelined run and the unpipelined model,
- * for GPipe and 1F1B; each device holds a quarter of the optimizer state and only its stage's blocks; a checkpointed
+ * over 3 adamw steps (clipByGlobalNorm in the chain) equal the unsharded-optimizer pipelined run and the unpipelined model,
+ * for GPipe and 1F1B; each device holds a quarter of the optimizer state (of the pipelined run's without ZeRO) and
+ * only its stage's blocks; a checkpointed
  * run resumes with the uninterrupted run's losses.
  */
 import { test } from "node:test";
@@ -13,10 +14,12 @@ import type { Array } from "../../src/core/array.js";
 import { flatten } from "../../src/core/tree.js";
 import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
 import { type TrainConfig, resolveConfig } from "../../src/train/config.js";
-import { initGpt } from "../../src/models/gpt.js";
+import { gptParamSpecs, initGpt } from "../../src/models/gpt.js";
+import { jit } from "../../src/transforms/api.js";
+import { placeOnMesh } from "../../src/train/checkpoint.js";
 import type { Shard } from "../../src/parallel/device-put.js";
 import { makeGptZeroPipelineStep, zeroPipelineShardState } from "../../src/train/zero-pipeline.js";
-import { makeJobBatches } from "../../src/train/engines.js";
+import { makeGptPipelineStep, makeJobBatches } from "../../src/train/engines.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 
 prepareDevices(4);
@@ -27,7 +30,7 @@ const tmp = mkdtempSync(join(tmpdir(), "jaxts-zero-pipe-"));
 process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
 let runs = 0;
 
-/** A tiny 2-layer job; the clip (0.05) triggers in these steps, so global norms span every device's slices. */
+/** A tiny 2-layer job, with clipByGlobalNorm in the chain (its norm sums every device's slices). */
 function tiny(ps: Partial<TrainConfig["parallel_strategy"]>, steps: number): TrainConfig {
   return resolveConfig({
     parallel_strategy: { tensor_parallel: 1, ...ps },
@@ -105,12 +108,16 @@ test("a ZeRO-2 x 1F1B run resumes from its checkpoint with the uninterrupted los
 
 test("ZeRO-1 x pipeline: a quarter of the optimizer state per device, blocks only on their stage", { skip }, () => {
   const c = tiny(pipe({ zero_stage: 1 }), 3);
-  const { model, mesh, opt, task } = setupJob(c, 4);
+  const { model, mesh, opt, task, spec } = setupJob(c, 4);
   const params = initGpt(model, 0);
   let st = zeroPipelineShardState(params, opt, mesh, 1);
   const step = makeGptZeroPipelineStep(model, opt, st.layout, { stage: 1, microbatches: 2 });
   const b = makeJobBatches(task, mesh, 8, 1).next();
   [, st] = step(st, b.tokens, b.targets, b.mask);
+  // the pipelined step without ZeRO, as the job runs it (parameters placed by sharding_spec, one jit)
+  const placed = placeOnMesh(params, gptParamSpecs(model, spec), mesh);
+  const plainStep = jit(makeGptPipelineStep(model, opt, mesh, { microbatches: 2, spec }));
+  const [, , plainState] = plainStep(placed, opt.init(placed), b.tokens, b.targets, b.mask);
   const perDevice = (tree: unknown): Map<number, number> => {
     const m = new Map<number, number>();
     for (const leaf of flatten(tree)[0] as Array[])
@@ -122,7 +129,15 @@ test("ZeRO-1 x pipeline: a quarter of the optimizer state per device, blocks onl
   const full = 2 * nParams * 4 + 4; // adam's mu and nu + its count, unsharded (what each device holds without ZeRO)
   const k = st.layout.shardLen.reduce((a, x) => a + x, 0);
   const held = perDevice(st.optState);
+  const plainHeld = perDevice(plainState);
   assert.equal(held.size, 4);
+  // without ZeRO the jitted update leaves the whole state on one device (SingleDeviceSharding); with it every device
+  // holds 1 / (stages x data_parallel) of every leaf, so at most 1 / data_parallel of the pipelined run's largest
+  const plainMax = Math.max(...plainHeld.values());
+  for (const [d, bytes] of held) {
+    const ratio = bytes / plainMax;
+    assert.ok(ratio <= 0.5 && Math.abs(ratio - 0.25) < 0.02, `device ${d}: ${ratio} of the pipelined run's bytes`);
+  }
   for (const [d, bytes] of held) {
     // clip and adamw keep no per-parameter state besides mu and nu; counts are replicated int32 scalars
     assert.ok(bytes >= 2 * k * 4 && bytes <= 2 * k * 4 + 16, `device ${d}: ${bytes} bytes, expected ~${2 * k * 4}`);
