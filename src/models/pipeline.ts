@@ -33,6 +33,12 @@ export interface PipelineOptions {
    * m + 2S - 2 - s, so it holds at most 2S - 1 stashed microbatch inputs whatever M (pipelineStash).
    */
   schedule?: "gpipe" | "1f1b";
+  /**
+   * The stacked leaves carry one copy per data shard: [S, n, L/S, ...] split over (pipeAxis, dataAxis) (needs
+   * dataAxis). Their gradient then comes back per data shard, unreduced (each copy's share of the gradient), so a
+   * ZeRO step can reduce-scatter it over the data axis instead of the pipeline all-reducing it. Default false.
+   */
+  perDataParams?: boolean;
 }
 
 /** Microbatch activations a stage holds for its backward pass under a schedule (S stages, M microbatches). */
@@ -101,6 +107,11 @@ export function makePipeline<SP>(
   const schedule = opts.schedule ?? "gpipe";
   if (schedule !== "gpipe" && schedule !== "1f1b")
     throw new RangeError(`${fn}: schedule must be "gpipe" or "1f1b", got ${JSON.stringify(schedule)}`);
+  const perData = opts.perDataParams ?? false;
+  if (perData && dataAxis === null)
+    throw new Error(`${fn}: perDataParams needs a dataAxis (the copies of the stacked leaves are split over it)`);
+  /** This device's stage parameters from the stacked leaves' block ([1, L/S, ...], or [1, 1, L/S, ...] per data). */
+  const localStage = (l: Array): Array => (perData ? jnp.squeeze(l, [0, 1]) : jnp.squeeze(l, 0));
   const bwdPerm = fwd.map(([a, b]) => [b, a] as [number, number]);
   const idx = (xs: Array, i: Array): Array => jnp.squeeze(lax.dynamicSliceInDim(xs, i, 1, 0), 0);
   const clip = (i: Array, hi: number): Array => jnp.clip(i, 0, hi);
@@ -158,10 +169,7 @@ export function makePipeline<SP>(
   };
   const body = (stacked: SP, x: Array): Array => {
     const [ls, def] = flatten(stacked);
-    const p = unflatten(
-      def,
-      (ls as Array[]).map((l) => jnp.squeeze(l, 0)),
-    ) as SP;
+    const p = unflatten(def, (ls as Array[]).map(localStage)) as SP;
     const [B, ...rest] = x.shape;
     if (B % M !== 0)
       throw new Error(`${fn}: batch ${B} (x ${x.dtype}[${x.shape.join(",")}]) is not divisible by ${M} microbatches`);
@@ -191,7 +199,7 @@ export function makePipeline<SP>(
     return jnp.reshape(S > 1 ? lax.psum(mine, pipe) : mine, [B, ...rest]);
   };
   const xSpec = dataAxis === null ? P() : P(dataAxis);
-  const pSpec = opts.paramSpecs ?? P(pipe);
+  const pSpec = opts.paramSpecs ?? (perData ? P(pipe, dataAxis) : P(pipe));
   const checkVma = opts.checkVma ?? true;
   const gpipe = shardMap(body, { mesh, inSpecs: [pSpec, xSpec], outSpecs: xSpec, checkVma });
   if (schedule === "gpipe") return gpipe;
@@ -200,19 +208,19 @@ export function makePipeline<SP>(
   const backward = shardMap(
     (stacked: SP, x: Array, ct: Array): [SP, Array] => {
       const [ls, def] = flatten(stacked);
-      const p = unflatten(
-        def,
-        (ls as Array[]).map((l) => jnp.squeeze(l, 0)),
-      ) as SP;
+      const p = unflatten(def, (ls as Array[]).map(localStage)) as SP;
       const [B, ...rest] = x.shape;
       const mb = B / M;
       const [dp, dxs] = oneFOneB(p, jnp.reshape(x, [M, mb, ...rest]), jnp.reshape(ct, [M, mb, ...rest]));
-      // only stage 0 produced dx; each data shard's parameter gradient is its share of the batch's
+      // only stage 0 produced dx; each data shard's parameter gradient is its share of the batch's (summed over the
+      // data axis, or kept per copy with perDataParams)
       const dx = jnp.reshape(S > 1 ? lax.psum(dxs, pipe) : dxs, [B, ...rest]);
       const [dl] = flatten(dp);
       const dStacked = unflatten(
         def,
-        (dl as Array[]).map((g) => jnp.expandDims(dataAxis === null ? g : lax.psum(g, dataAxis), 0)),
+        (dl as Array[]).map((g) =>
+          perData ? jnp.expandDims(g, [0, 1]) : jnp.expandDims(dataAxis === null ? g : lax.psum(g, dataAxis), 0),
+        ),
       ) as SP;
       return [dStacked, dx];
     },

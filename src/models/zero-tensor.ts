@@ -162,7 +162,10 @@ function fromFlat(L: ZeroTensorLayout, i: number, f: Array): Array {
 }
 
 /** The optimizer's sharded-update context: slices are disjoint over (tensor, data), so partial sums psum over both. */
-function context(L: Omit<ZeroTensorLayout, "optSpecs" | "optSlots" | "paramSpecs">, inStep: boolean): ShardedUpdate {
+export function zeroTensorContext(
+  L: Omit<ZeroTensorLayout, "optSpecs" | "optSlots" | "paramSpecs">,
+  inStep: boolean,
+): ShardedUpdate {
   const base = shardedContext(L.stage, L.dataAxis, L.paramDef, L.shapes, inStep);
   return {
     where: `ZeRO stage ${L.stage} over mesh axes ${JSON.stringify([L.tensorAxis, L.dataAxis])}`,
@@ -193,7 +196,7 @@ export function zeroTensorShardState<Params>(
     base.paramDef,
     (leaves as Array[]).map((x, i) => toFlat(base, i, x)),
   ) as Params;
-  const st = withShardedUpdate(context(base, false), () => opt.init(flat));
+  const st = withShardedUpdate(zeroTensorContext(base, false), () => opt.init(flat));
   const [sl, sdef] = flatten(st);
   const flatLens = base.shardLen.map((k) => k * base.n * base.t);
   const optSlots = optStateSlots(flatten(opt.init(params))[0] as Array[], sl as Array[], base.shapes, flatLens);
@@ -407,7 +410,7 @@ export function makeZeroTensorTrainStep<Params, B extends unknown[]>(
           return unpackLocal(lax.dynamicSliceInDim(pAll, jnp.multiply(gIndex(gi), K), K, 0), ks);
         });
       }
-      const [u, next] = withShardedUpdate(context(L, true), () =>
+      const [u, next] = withShardedUpdate(zeroTensorContext(L, true), () =>
         opt.update(unflatten(paramDef, gs), s, unflatten(paramDef, ps)),
       );
       const np = flatten(optim.applyUpdates(unflatten(paramDef, ps), u))[0] as Array[];

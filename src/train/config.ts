@@ -19,6 +19,11 @@ export interface TrainConfig {
     microbatches: number;
     /** Pipeline schedule: GPipe (autodiff of the forward) or 1F1B (activations bounded by the stage count). */
     schedule: "gpipe" | "1f1b";
+    /**
+     * Overlap communication with compute in the ZeRO engine (asynchronous collectives on a communication thread per
+     * device; same values). Needs a spare core per device to pay: on a host without one it is slower.
+     */
+    overlap: boolean;
   };
   sharding_spec: { embeddings: SpecList; attention: SpecList; mlp: SpecList };
   model: { d_model: number; heads: number; layers: number; ff: number; tied_embeddings: boolean };
@@ -56,6 +61,7 @@ export const DEFAULTS: TrainConfig = {
     zero_stage: 0,
     microbatches: 0,
     schedule: "gpipe",
+    overlap: false,
   },
   sharding_spec: { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] },
   model: { d_model: 64, heads: 4, layers: 2, ff: 256, tied_embeddings: true },
@@ -153,6 +159,7 @@ const SCHEMA: Record<keyof TrainConfig, Record<string, Field>> = {
     zero_stage: "int",
     microbatches: "seed",
     schedule: ["gpipe", "1f1b"],
+    overlap: "bool",
   },
   sharding_spec: { embeddings: "spec", attention: "spec", mlp: "spec" },
   model: { d_model: "posint", heads: "posint", layers: "posint", ff: "posint", tied_embeddings: "bool" },
@@ -227,6 +234,8 @@ function checkField(key: string, f: Field, v: unknown): unknown {
 /** What validation needs besides the config: the device count (and the task's vocabulary and length). */
 export interface ValidateContext {
   devices: number;
+  /** The SPMD runtime the job will run on (config.spmdRuntime); overlap needs "devices". Unchecked when absent. */
+  spmdRuntime?: string;
 }
 
 /** The shapes the specs describe, from a resolved config. */
@@ -246,8 +255,8 @@ export const paddedVocab = (taskVocab: number): number => Math.ceil(taskVocab / 
  * Checks a resolved config against the devices (before any work): the parallel sizes' product is the device count,
  * the specs name only mesh axes, are no longer than their arrays' ranks, use the tensor axis only where the model
  * splits (attention heads, MLP hidden units), and every sharded dimension, the heads, the MLP width and the batch
- * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism; ZeRO x pipeline is
- * refused.
+ * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism, ZeRO 1-2 with the pipeline
+ * (without tensor parallelism); ZeRO-3 x pipeline is refused.
  */
 export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab = 12): void {
   const ps = c.parallel_strategy;
@@ -259,10 +268,28 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage !== 0 && pp !== 1)
+  if (ps.zero_stage === 3 && pp !== 1)
     fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp}: ZeRO x pipeline is not implemented; use pipeline_stages: 1 (ZeRO then shards over data_parallel, and over data_parallel x tensor_parallel with tensor parallelism) or zero_stage: 0 (the pipeline then keeps each stage's optimizer state on its devices)`,
+      `parallel_strategy.zero_stage 3 with pipeline_stages ${pp}: ZeRO-3 x pipeline is not implemented; use zero_stage: 1 or 2 (each stage's optimizer state, and at 2 its gradients, sharded over data_parallel within the stage) or pipeline_stages: 1 (ZeRO-3 then shards the parameters over data_parallel)`,
     );
+  if (ps.zero_stage !== 0 && pp !== 1 && tp !== 1)
+    fail(
+      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp} and tensor_parallel ${tp}: ZeRO x pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO x pipeline), zero_stage: 0 (pipeline x tensor) or pipeline_stages: 1 (ZeRO x tensor)`,
+    );
+  if (ps.overlap) {
+    // overlap reaches only the ZeRO engine (zero.ts: data-only mesh); elsewhere it would silently do nothing
+    const why =
+      ctx.spmdRuntime === "emulation"
+        ? `the ${ctx.spmdRuntime} SPMD runtime has no asynchronous collectives (unset JAXTS_SPMD_RUNTIME to run on the device runtime)`
+        : dp === 1
+          ? `data_parallel is 1, so the step has no data-parallel collectives to overlap`
+          : tp !== 1
+            ? `tensor_parallel ${tp}: the ZeRO x tensor engine has no overlap; use tensor_parallel: 1`
+            : pp !== 1
+              ? `pipeline_stages ${pp}: the pipeline's transfers run inside its schedule's scan, which keeps synchronous collectives; use pipeline_stages: 1`
+              : null;
+    if (why !== null) fail(`parallel_strategy.overlap: true has no effect here: ${why}; or set overlap: false`);
+  }
   if (ps.schedule === "1f1b" && pp === 1)
     fail(
       `parallel_strategy.schedule '1f1b' needs pipeline_stages > 1 (it orders the pipeline's microbatches); set pipeline_stages or drop schedule`,

@@ -38,6 +38,7 @@ import {
   optStateToStacked,
   toLayered,
 } from "./engines.js";
+import { makeGptZeroPipelineStep, zeroPipelineShardState } from "./zero-pipeline.js";
 import {
   type ZeroTensorState,
   makeZeroTensorTrainStep,
@@ -127,7 +128,7 @@ export function makeOptimizer(c: TrainConfig): optim.GradientTransformation {
  * must already exist (config numCpuDevices = the product of the parallel sizes; prepareDevices does it).
  */
 export function setupJob(c: TrainConfig, devices: number): JobSetup {
-  validateConfig(c, { devices }, ADDITION_VOCAB);
+  validateConfig(c, { devices, spmdRuntime: jaxConfig.spmdRuntime }, ADDITION_VOCAB);
   const ps = c.parallel_strategy;
   const task = new AdditionTask(c.data.digits, c.data.seed, c.data.held_out);
   const model: GptConfig = {
@@ -212,7 +213,13 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   // ZeRO over 'data' alone (zero.ts) or ZeRO x tensor parallel (zero-tensor.ts: each Megatron block sharded again)
   let zs: ZeroState<LayeredGpt> | null = null;
   let zt: ZeroTensorState<LayeredGpt> | null = null;
-  if (zero && tp === 1) {
+  // ZeRO x pipeline (zero-pipeline.ts): each stage's blocks and every optimizer-state leaf sharded within the stage
+  let zp: ZeroTensorState<GptParams> | null = null;
+  if (zero && ps.pipeline_stages > 1) {
+    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2);
+    if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
+  } else if ((zero || ps.overlap) && tp === 1) {
+    // with overlap, stage 0 also runs on the ZeRO engine (its gradient all-reduce bucketed per layer and overlapped)
     const layered = toLayered(params);
     zs = zeroShardState(layered, opt, mesh, { stage: zero });
     if (opts.resume) {
@@ -233,14 +240,25 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   }
   const remat = c.run.remat;
   const microbatches = ps.microbatches || ps.pipeline_stages;
-  const plainStep = zero
-    ? null
-    : jit(
-        ps.pipeline_stages > 1
-          ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
-          : makeGptTrainStep(model, opt, mesh, spec, { remat }),
-      );
-  const zeroStep = zs ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero }) : null;
+  const zeroPipeStep = zp
+    ? makeGptZeroPipelineStep(model, opt, zp.layout, {
+        stage: zero as 1 | 2,
+        microbatches,
+        schedule: ps.schedule,
+        remat,
+      })
+    : null;
+  const plainStep =
+    zs || zt || zp
+      ? null
+      : jit(
+          ps.pipeline_stages > 1
+            ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
+            : makeGptTrainStep(model, opt, mesh, spec, { remat }),
+        );
+  const zeroStep = zs
+    ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero, overlap: ps.overlap })
+    : null;
   const zeroTpStep = zt
     ? makeZeroTensorTrainStep<LayeredGpt, [Array, Array, Array]>(
         gptLayeredLoss(model, "model") as LayeredLoss<unknown, unknown, [Array, Array, Array]>,
@@ -251,7 +269,13 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     : null;
   /** The full parameters in the GPT's layout (ZeRO: gathered). */
   const fullParams = (): GptParams =>
-    zs ? fromLayered(zeroGatherParams(zs)) : zt ? fromLayered(zeroTensorGatherParams(zt)) : params;
+    zs
+      ? fromLayered(zeroGatherParams(zs))
+      : zt
+        ? fromLayered(zeroTensorGatherParams(zt))
+        : zp
+          ? zeroTensorGatherParams(zp)
+          : params;
   /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
   const fullOptState = (): optim.OptState => {
     if (zs) {
@@ -259,6 +283,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       return optStateToStacked(opt, zeroFullOptState(zs, opt, layered).full, layered);
     }
     if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
+    if (zp) return zeroTensorFullOptState(zp);
     return state;
   };
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
@@ -270,7 +295,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const nParams = Object.values(flatSizes(fullParams())).reduce((a, b) => a + b, 0);
   out.line(
     `jaxts train: ${c.data.digits}-digit addition, GPT d_model ${model.dModel} x ${model.layers} layers (${nParams} params), ` +
-      `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}` +
+      `mesh ${meshText(mesh)} on ${mesh.size} CPU device${mesh.size === 1 ? "" : "s"}${zero ? `, ZeRO stage ${zero}` : ""}${ps.overlap ? ", communication overlapped" : ""}` +
       `${ps.pipeline_stages > 1 ? `, ${ps.pipeline_stages} pipeline stages x ${microbatches} microbatches (${ps.schedule})` : ""}, batch ${c.data.batch_size}, ${c.run.steps} steps -> ${opts.out}`,
   );
   const mib = (b: number) => (b / 2 ** 20).toFixed(2);
@@ -301,6 +326,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
       if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
+      else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
       else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);

@@ -1,0 +1,149 @@
+/**
+ * @file ZeRO stages 1-2 x pipeline on a 2x2 pipe x data mesh (4 CPU devices, device runtime): losses and parameters
+ * over 3 adamw steps (clipByGlobalNorm in the chain) equal the unsharded-optimizer pipelined run and the unpipelined model,
+ * for GPipe and 1F1B; each device holds a quarter of the optimizer state (of the pipelined run's without ZeRO) and
+ * only its stage's blocks; a checkpointed
+ * run resumes with the uninterrupted run's losses.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Array } from "../../src/core/array.js";
+import { flatten } from "../../src/core/tree.js";
+import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
+import { type TrainConfig, resolveConfig } from "../../src/train/config.js";
+import { gptParamSpecs, initGpt } from "../../src/models/gpt.js";
+import { jit } from "../../src/transforms/api.js";
+import { placeOnMesh } from "../../src/train/checkpoint.js";
+import type { Shard } from "../../src/parallel/device-put.js";
+import { makeGptZeroPipelineStep, zeroPipelineShardState } from "../../src/train/zero-pipeline.js";
+import { makeGptPipelineStep, makeJobBatches } from "../../src/train/engines.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+
+prepareDevices(4);
+const skip = deviceRuntimeUnavailable() ?? false;
+
+const quiet: JobOutput = { line: () => {}, bar: null };
+const tmp = mkdtempSync(join(tmpdir(), "jaxts-zero-pipe-"));
+process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
+let runs = 0;
+
+/** A tiny 2-layer job, with clipByGlobalNorm in the chain (its norm sums every device's slices). */
+function tiny(ps: Partial<TrainConfig["parallel_strategy"]>, steps: number): TrainConfig {
+  return resolveConfig({
+    parallel_strategy: { tensor_parallel: 1, ...ps },
+    sharding_spec: { embeddings: [null, null], attention: [null, null, null], mlp: [null, null] },
+    model: { d_model: 16, heads: 2, layers: 2, ff: 32 },
+    optimizer: { lr: 1e-2, warmup: 2, clip: 0.05 },
+    data: { digits: 2, batch_size: 8, held_out: 16 },
+    run: { steps, eval_every: 1000, checkpoint_every: 1000, trace_steps: 0, predictions: 0 },
+  });
+}
+function run(c: TrainConfig, opts: { resume?: string; stopAfter?: number; out?: string } = {}) {
+  const ps = c.parallel_strategy;
+  return runJob(c, setupJob(c, ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages), {
+    out: opts.out ?? join(tmp, `run${runs++}`),
+    output: quiet,
+    ...opts,
+  });
+}
+const relErr = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
+/** The largest |a - b| over every parameter leaf. */
+const paramErr = (a: unknown, b: unknown): number => {
+  const [la] = flatten(a),
+    [lb] = flatten(b);
+  assert.equal(la.length, lb.length);
+  return Math.max(
+    ...la.map((x, i) => {
+      const u = (x as Array).tolist() as unknown as number[],
+        v = (lb[i] as Array).tolist() as unknown as number[];
+      return Math.max(...[u].flat(Infinity).map((e, j) => Math.abs((e as number) - ([v].flat(Infinity)[j] as number))));
+    }),
+  );
+};
+const pipe = (extra: Partial<TrainConfig["parallel_strategy"]>) => ({
+  data_parallel: 2,
+  pipeline_stages: 2,
+  microbatches: 2,
+  ...extra,
+});
+
+test(
+  "ZeRO-1/2 x pipeline (GPipe, 1F1B) equal the pipelined run without ZeRO and the unpipelined model",
+  { skip },
+  () => {
+    const ref = run(tiny({ data_parallel: 2 }, 3));
+    for (const schedule of ["gpipe", "1f1b"] as const) {
+      const plain = run(tiny(pipe({ schedule }), 3));
+      assert.ok(relErr(plain.losses, ref.losses) < 1e-4, `${schedule}: ${plain.losses} vs ${ref.losses}`);
+      for (const zero_stage of schedule === "gpipe" ? [1, 2] : [2]) {
+        const z = run(tiny(pipe({ schedule, zero_stage }), 3));
+        const what = `ZeRO-${zero_stage} x ${schedule}`;
+        assert.ok(relErr(z.losses, plain.losses) < 1e-6, `${what}: ${z.losses} vs ${plain.losses}`);
+        assert.ok(relErr(z.losses, ref.losses) < 1e-4, `${what}: ${z.losses} vs unpipelined ${ref.losses}`);
+        const e = paramErr(z.params, plain.params);
+        assert.ok(e < 1e-6, `${what}: parameters differ from the pipelined run by ${e}`);
+        const u = paramErr(z.params, ref.params);
+        assert.ok(u < 1e-4, `${what}: parameters differ from the unpipelined run by ${u}`);
+      }
+    }
+  },
+);
+
+test("a ZeRO-2 x 1F1B run resumes from its checkpoint with the uninterrupted losses and parameters", { skip }, () => {
+  const c = tiny(pipe({ schedule: "1f1b", zero_stage: 2 }), 4);
+  const full = run(c);
+  const dir = join(tmp, "interrupted");
+  run(c, { out: dir, stopAfter: 2 });
+  const rest = run(c, { resume: dir });
+  assert.equal(rest.losses.length, 4);
+  assert.ok(relErr(rest.losses, full.losses) < 1e-6, `${rest.losses} vs ${full.losses}`);
+  assert.ok(paramErr(rest.params, full.params) < 1e-6);
+  // the checkpoint's optimizer state is full-shaped: the pipelined run without ZeRO resumes from it too
+  const plain = run(tiny(pipe({ schedule: "1f1b" }), 4), { resume: dir });
+  assert.ok(relErr(plain.losses, full.losses) < 1e-5, `${plain.losses} vs ${full.losses}`);
+});
+
+test("ZeRO-1 x pipeline: a quarter of the optimizer state per device, blocks only on their stage", { skip }, () => {
+  const c = tiny(pipe({ zero_stage: 1 }), 3);
+  const { model, mesh, opt, task, spec } = setupJob(c, 4);
+  const params = initGpt(model, 0);
+  let st = zeroPipelineShardState(params, opt, mesh, 1);
+  const step = makeGptZeroPipelineStep(model, opt, st.layout, { stage: 1, microbatches: 2 });
+  const b = makeJobBatches(task, mesh, 8, 1).next();
+  [, st] = step(st, b.tokens, b.targets, b.mask);
+  // the pipelined step without ZeRO, as the job runs it (parameters placed by sharding_spec, one jit)
+  const placed = placeOnMesh(params, gptParamSpecs(model, spec), mesh);
+  const plainStep = jit(makeGptPipelineStep(model, opt, mesh, { microbatches: 2, spec }));
+  const [, , plainState] = plainStep(placed, opt.init(placed), b.tokens, b.targets, b.mask);
+  const perDevice = (tree: unknown): Map<number, number> => {
+    const m = new Map<number, number>();
+    for (const leaf of flatten(tree)[0] as Array[])
+      for (const s of leaf.addressableShards as Shard[])
+        m.set(s.device.id, (m.get(s.device.id) ?? 0) + s.data.size * 4); // float32 and int32 leaves only
+    return m;
+  };
+  const nParams = (flatten(params)[0] as Array[]).reduce((a, x) => a + x.size, 0);
+  const full = 2 * nParams * 4 + 4; // adam's mu and nu + its count, unsharded (what each device holds without ZeRO)
+  const k = st.layout.shardLen.reduce((a, x) => a + x, 0);
+  const held = perDevice(st.optState);
+  const plainHeld = perDevice(plainState);
+  assert.equal(held.size, 4);
+  // without ZeRO the jitted update leaves the whole state on one device (SingleDeviceSharding); with it every device
+  // holds 1 / (stages x data_parallel) of every leaf, so at most 1 / data_parallel of the pipelined run's largest
+  const plainMax = Math.max(...plainHeld.values());
+  for (const [d, bytes] of held) {
+    const ratio = bytes / plainMax;
+    assert.ok(ratio <= 0.5 && Math.abs(ratio - 0.25) < 0.02, `device ${d}: ${ratio} of the pipelined run's bytes`);
+  }
+  for (const [d, bytes] of held) {
+    // clip and adamw keep no per-parameter state besides mu and nu; counts are replicated int32 scalars
+    assert.ok(bytes >= 2 * k * 4 && bytes <= 2 * k * 4 + 16, `device ${d}: ${bytes} bytes, expected ~${2 * k * 4}`);
+    assert.ok(Math.abs(bytes / full - 0.25) < 0.02, `device ${d}: ${bytes / full} of the unsharded state`);
+  }
+  // each device's block of a stacked block leaf is its stage's layer (of 2): [1, ...]
+  for (const s of st.params.blocks.wq.addressableShards as Shard[]) assert.equal(s.data.shape[0], 1);
+  for (const s of st.params.wte.addressableShards as Shard[]) assert.deepEqual(s.data.shape, [...params.wte.shape]);
+});
