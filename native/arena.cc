@@ -33,12 +33,19 @@ struct Arena {
   size_t max_free = size_t(256) << 20;
   double ratio = 2.0;
   size_t floor = 0;
-  uint64_t fresh = 0, reused = 0, returned = 0, unmapped = 0;
+  uint64_t fresh = 0, reused = 0, returned = 0, unmapped = 0, reserved = 0;
 };
 // never destroyed: deleters may still run while the process exits
 Arena* const g_arena = new Arena();
 
 size_t BlockSize(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+
+// True when `size` more free bytes stay within the free list's bounds (caller holds the mutex).
+bool FitsLocked(const Arena* a, size_t size) {
+  const double cap = std::max(a->ratio * double(a->in_use_bytes), double(a->floor));
+  const double after = double(a->free_bytes + size);
+  return after <= cap && a->free_bytes + size <= a->max_free;
+}
 
 // Unmaps free blocks until the free list is within its bounds (caller holds the mutex).
 void TrimLocked(Arena* a) {
@@ -118,14 +125,51 @@ napi_value ArenaAlloc(napi_env env, napi_callback_info info) {
   return reinterpret_cast<napi_value>(*ab);
 }
 
-// arenaStats() -> [freeBytes, inUseBytes, fresh, reused, returned, unmapped]
+// arenaReserve(bytes, count) -> blocks mapped: until the free list holds `count` blocks for `bytes`-byte buffers, maps
+// one, writes one byte per page (the first-touch page faults are taken now, not by a later output) and frees it; stops
+// at the free list's bounds (a block beyond them would be unmapped again)
+napi_value ArenaReserve(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  double want = 0, count = 0;
+  if (argc < 2 || napi_get_value_double(env, argv[0], &want) != napi_ok || napi_get_value_double(env, argv[1], &count) != napi_ok ||
+      !(want > 0) || !(count >= 0)) {
+    napi_throw_type_error(env, nullptr, "jaxts-ort: arenaReserve(bytes, count) expects a positive byte count and a non-negative count");
+    return nullptr;
+  }
+  const size_t size = BlockSize(size_t(want));
+  Arena* a = g_arena;
+  double mapped = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lock(a->mu);
+      auto it = a->free.find(size);
+      if ((it != a->free.end() && double(it->second.size()) >= count) || !FitsLocked(a, size)) break;
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) break;
+    // volatile: the stores must reach the pages (fresh anonymous pages read as zero, so zero is what they hold)
+    volatile unsigned char* b = static_cast<unsigned char*>(p);
+    for (size_t off = 0; off < size; off += kPage) b[off] = 0;
+    std::lock_guard<std::mutex> lock(a->mu);
+    a->free[size].push_back(p);
+    a->free_bytes += size;
+    a->fresh++;
+    a->reserved++;
+    mapped++;
+  }
+  return Num(env, mapped);
+}
+
+// arenaStats() -> [freeBytes, inUseBytes, fresh, reused, returned, unmapped, reserved]
 napi_value ArenaStats(napi_env env, napi_callback_info) {
   Arena* a = g_arena;
   std::lock_guard<std::mutex> lock(a->mu);
-  const double v[] = {double(a->free_bytes), double(a->in_use_bytes), double(a->fresh), double(a->reused), double(a->returned), double(a->unmapped)};
+  const double v[] = {double(a->free_bytes), double(a->in_use_bytes), double(a->fresh), double(a->reused), double(a->returned), double(a->unmapped), double(a->reserved)};
   napi_value arr;
-  napi_create_array_with_length(env, 6, &arr);
-  for (uint32_t i = 0; i < 6; i++) napi_set_element(env, arr, i, Num(env, v[i]));
+  napi_create_array_with_length(env, 7, &arr);
+  for (uint32_t i = 0; i < 7; i++) napi_set_element(env, arr, i, Num(env, v[i]));
   return arr;
 }
 
@@ -155,6 +199,7 @@ void RegisterArena(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"arenaAlloc", nullptr, ArenaAlloc, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"arenaStats", nullptr, ArenaStats, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"arenaReserve", nullptr, ArenaReserve, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"arenaLimits", nullptr, ArenaLimits, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);

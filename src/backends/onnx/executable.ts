@@ -6,7 +6,7 @@ import { logCompile } from "../../core/compile-log.js";
 import type { JaxprEqn } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
 import type { OnnxStep, Program } from "../../compiler/compile.js";
-import { own, ownsStorage } from "./buffer-pool.js";
+import { own, ownsStorage, reserveOutputs } from "./buffer-pool.js";
 import { donatedOutput } from "./donation.js";
 import { type JaxprParts, interpretedProgram, warnOnce } from "./fallback.js";
 import type { Fused } from "./fusion.js";
@@ -19,6 +19,15 @@ import { type ReadyStep, prepareStep, releaseSession, runStep } from "./sessions
 function rewrap(v: ArrayImpl, want: ShapedArray): ArrayImpl {
   if (v.aval.weakType === want.weakType) return v;
   return new ArrayImpl(want, ownsStorage(v) ? v.buffer.slice() : v.buffer);
+}
+
+/** The storage of outputs that own fresh pool memory (not an input's storage, as donated outputs are). */
+function freshOutputs(res: readonly ArrayImpl[], inputs: readonly ArrayImpl[]): ArrayImpl["buffer"][] {
+  const given = new Set<ArrayBufferLike>();
+  for (const a of inputs) if (!a.isDisposed && !a.external) given.add(a.buffer.buffer);
+  const out: ArrayImpl["buffer"][] = [];
+  for (const r of res) if (ownsStorage(r) && !given.has(r.buffer.buffer)) out.push(r.buffer);
+  return out;
 }
 
 /**
@@ -45,6 +54,8 @@ export class Executable {
   private ready: (ReadyStep | null)[];
   /** runClock at the latest run (orders executables for releasing sessions). */
   lastRun = 0;
+  /** Set after the first run of a jitted program readied memory for the next calls' outputs. */
+  private reserved = false;
   constructor(
     public program: Program,
     private readonly jit: boolean,
@@ -97,11 +108,18 @@ export class Executable {
   // execution would hide it and make every later call slow.
   run(inputs: readonly ArrayImpl[], donate?: readonly boolean[]): ArrayImpl[] {
     this.lastRun = ++runClock;
+    let res: ArrayImpl[];
     try {
-      return this.fused ? this.runFused(this.fused, inputs, donate) : this.runPlan(inputs);
+      res = this.fused ? this.runFused(this.fused, inputs, donate) : this.runPlan(inputs);
     } catch (e) {
       throw runError(e, `jit(${this.program.name})`, inputs);
     }
+    // a loop that donates its parameters recycles them into the next outputs: nothing to ready
+    if (this.jit && !this.reserved && !donate?.includes(true)) {
+      this.reserved = true;
+      reserveOutputs(freshOutputs(res, inputs));
+    }
+    return res;
   }
   private runPlan(inputs: readonly ArrayImpl[]): ArrayImpl[] {
     const p = this.program;

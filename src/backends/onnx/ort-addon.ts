@@ -54,6 +54,7 @@ interface AddonModule {
   trimMemory(): boolean;
   arenaAlloc?(bytes: number): ArrayBuffer | null;
   arenaStats?(): number[];
+  arenaReserve?(bytes: number, count: number): number;
   arenaLimits?(maxFreeBytes: number, ratio: number, floor: number): void;
 }
 
@@ -242,8 +243,21 @@ export function trimNativeHeap(): boolean {
 export interface NativeArena {
   /** An ArrayBuffer of exactly `bytes` (contents unspecified), or null when the memory cannot be mapped. */
   alloc(bytes: number): ArrayBuffer | null;
-  /** Free-list bytes, bytes of blocks in use (not yet collected), fresh mappings, reuses, blocks returned by the collector, blocks unmapped. */
-  stats(): { freeBytes: number; inUseBytes: number; fresh: number; reused: number; returned: number; unmapped: number };
+  /** Free-list bytes, bytes of blocks in use (not yet collected), fresh mappings, reuses, blocks returned by the collector, blocks unmapped, blocks reserved. */
+  stats(): {
+    freeBytes: number;
+    inUseBytes: number;
+    fresh: number;
+    reused: number;
+    returned: number;
+    unmapped: number;
+    reserved: number;
+  };
+  /**
+   * Maps blocks for `bytes`-byte buffers, their pages already touched, onto the free list until it holds `count` of
+   * them (as far as its bounds allow); returns how many were mapped (0 from an addon built before this entry point).
+   */
+  reserve(bytes: number, count: number): number;
   /** Bounds the free list: at most `maxFreeBytes`, and at most max(`ratio` times the bytes in use, `floor`). */
   limits(maxFreeBytes: number, ratio: number, floor: number): void;
 }
@@ -253,12 +267,14 @@ export function nativeArena(): NativeArena | null {
   const a = addon();
   if (!a || typeof a.arenaAlloc !== "function" || !a.arenaStats || !a.arenaLimits) return null;
   const { arenaAlloc, arenaStats, arenaLimits } = a as Required<AddonModule>;
+  const arenaReserve = a.arenaReserve;
   return {
     alloc: arenaAlloc,
     stats() {
-      const [freeBytes, inUseBytes, fresh, reused, returned, unmapped] = arenaStats();
-      return { freeBytes, inUseBytes, fresh, reused, returned, unmapped };
+      const [freeBytes, inUseBytes, fresh, reused, returned, unmapped, reserved = 0] = arenaStats();
+      return { freeBytes, inUseBytes, fresh, reused, returned, unmapped, reserved };
     },
+    reserve: (bytes, count) => (arenaReserve ? arenaReserve(bytes, count) : 0),
     limits: arenaLimits,
   };
 }

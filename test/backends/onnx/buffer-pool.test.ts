@@ -1,9 +1,15 @@
-/** @file The buffer pool's native arena: outputs of a training loop that never yields and never donates reuse the memory of collected arrays, and the arena's free list holds at most twice the bytes in use. */
+/** @file The buffer pool's native arena: outputs of a training loop that never yields and never donates reuse the memory of collected arrays, the arena's free list holds at most twice the bytes in use, and a jitted program's compiling call readies blocks for its next outputs. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as jax from "../../../src/index.js";
 import { type Array, numpy as jnp } from "../../../src/index.js";
-import { bufferPoolOptions, bufferPoolStats } from "../../../src/backends/onnx/buffer-pool.js";
+import {
+  acquire,
+  bufferPoolOptions,
+  bufferPoolStats,
+  clearBufferPool,
+  reserveOutputs,
+} from "../../../src/backends/onnx/buffer-pool.js";
 import { nativeArena } from "../../../src/backends/onnx/ort-runtime.js";
 
 test(
@@ -82,5 +88,118 @@ test(
     const z = f(x); // the disposed storage serves the next output through the JS pool
     assert.equal(bufferPoolStats().arenaAllocated, before + 1);
     assert.equal(z.dataSync()[7], 15);
+  },
+);
+
+const noArena = nativeArena() === null && "no native arena (addon not built)";
+
+test(
+  "reserveOutputs tops the arena's free list up to ceil(budget / bytes per call) + 2 blocks per output",
+  { skip: noArena },
+  () => {
+    const saved = { ...bufferPoolOptions };
+    // a collection every 64 MiB: the budget is that (the bytes in use here are far below twice it)
+    bufferPoolOptions.arenaGcBytes = 64 * 1024 * 1024;
+    try {
+      // 67 pages (above the arena's 256 KiB threshold, a block size no other test uses): 64 MiB / 274,432 B is far
+      // above reserveSets, so sets = reserveSets
+      const n = 67 * 1024;
+      bufferPoolOptions.reserveSets = 3;
+      const out = acquire(Float32Array, n);
+      const s0 = bufferPoolStats();
+      assert.equal(reserveOutputs([out]), 3);
+      const s1 = bufferPoolStats();
+      assert.equal(s1.reservedBlocks - s0.reservedBlocks, 3);
+      assert.equal(s1.arenaFresh - s0.arenaFresh, 3, "three fresh mappings");
+      assert.equal(s1.gcRequested - s0.gcRequested, 1, "one young-generation collection");
+      assert.ok(s1.arenaFreeBytes >= 3 * 67 * 4096, `free list ${s1.arenaFreeBytes} B`);
+      // already there: a second reservation maps nothing
+      assert.equal(reserveOutputs([out]), 0);
+      // two outputs of the same size: the bucket is topped up to 2 x 3 blocks
+      const out2 = acquire(Float32Array, n);
+      assert.equal(reserveOutputs([out, out2]), 4); // out2 took one of the three
+      // the next outputs of that size come from the reserved blocks, not from fresh memory
+      const s2 = bufferPoolStats();
+      const held = [];
+      for (let i = 0; i < 6; i++) held.push(acquire(Float32Array, n));
+      const s3 = bufferPoolStats();
+      assert.equal(s3.arenaFresh - s2.arenaFresh, 0);
+      assert.equal(s3.arenaReused - s2.arenaReused, 6);
+      assert.equal(held.length, 6);
+      // below the arena's threshold, or 0 sets: nothing
+      assert.equal(reserveOutputs([acquire(Float32Array, 1024)]), 0);
+      bufferPoolOptions.reserveSets = 0;
+      assert.equal(reserveOutputs([acquire(Float32Array, n)]), 0);
+    } finally {
+      Object.assign(bufferPoolOptions, saved);
+    }
+  },
+);
+
+/**
+ * 40 steps of w <- w - 0.01 x^T (x w - y) / 64 without donation after the compiling call, w 256 x `cols` float32
+ * (~300 KiB: through the arena), from an empty free list as a script starts: the fresh arena mappings in those steps.
+ */
+function freshInLoop(cols: number): { fresh: number; reserved: number; first: number; last: number } {
+  const step = jax.jit((w: Array, x: Array, y: Array): [Array, Array] => {
+    const r = jnp.subtract(jnp.matmul(x, w), y);
+    const loss = jnp.mean(jnp.multiply(r, r));
+    return [loss, jnp.subtract(w, jnp.multiply(jnp.matmul(jnp.transpose(x), r), 0.01 / 64))];
+  });
+  const x = jnp.divide(jnp.reshape(jnp.arange(64 * 256, undefined, undefined, "float32"), [64, 256]), 64 * 256);
+  const y = jnp.ones([64, cols]);
+  let w = jnp.zeros([256, cols]);
+  clearBufferPool(); // the earlier tests' free blocks would take the room the free list's bounds allow
+  const s0 = bufferPoolStats();
+  let loss: Array;
+  [loss, w] = step(w, x, y); // trace, compile, first run
+  const s1 = bufferPoolStats();
+  const first = loss.item() as number;
+  for (let i = 0; i < 40; i++) {
+    const [l, next] = step(w, x, y);
+    l.dispose();
+    w = next;
+  }
+  const s2 = bufferPoolStats();
+  const last = step(w, x, y)[0].item() as number;
+  return { fresh: s2.arenaFresh - s1.arenaFresh, reserved: s1.reservedBlocks - s0.reservedBlocks, first, last };
+}
+
+test(
+  "a jitted loop without donation: blocks readied by the compiling call serve the next steps' outputs",
+  { skip: noArena },
+  () => {
+    const saved = bufferPoolOptions.reserveSets;
+    let off: ReturnType<typeof freshInLoop>;
+    try {
+      bufferPoolOptions.reserveSets = 0;
+      off = freshInLoop(301);
+    } finally {
+      bufferPoolOptions.reserveSets = saved;
+    }
+    const on = freshInLoop(300);
+    // ceil(max(4 MiB, half the arena bytes in use) / 300 KiB) + 2 >= 16 blocks; without them every output until the first requested collection
+    // (~13 steps) is fresh memory; with them at most a few (the collector's sweeper returns blocks on its own thread)
+    assert.equal(off.reserved, 0);
+    assert.ok(on.reserved >= 16 && on.reserved <= 32, `${on.reserved} blocks reserved`);
+    assert.ok(off.fresh >= 10, `without reservation ${off.fresh} fresh mappings in 40 steps`);
+    assert.ok(on.fresh <= 4, `with reservation ${on.fresh} fresh mappings in 40 steps`);
+    // the values: mean(y^2) = 1 at w = 0, then the least-squares loss decreases
+    for (const r of [off, on]) {
+      assert.equal(r.first, 1);
+      assert.ok(r.last < r.first, `loss ${r.first} -> ${r.last}`);
+    }
+  },
+);
+
+test(
+  "a jitted call with donated arguments reserves nothing (its outputs reuse the donated storage)",
+  { skip: noArena },
+  () => {
+    const f = jax.jit((w: Array) => jnp.add(jnp.matmul(w, w), 1), { donateArgnums: 0 });
+    const s0 = bufferPoolStats();
+    const out = f(jnp.ones([300, 300]));
+    assert.equal(bufferPoolStats().reservedBlocks, s0.reservedBlocks);
+    assert.equal((out.tolist() as number[][])[3][5], 301);
   },
 );
