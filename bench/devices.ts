@@ -287,6 +287,7 @@ const feeds = { [m.inputNames[0]]: new ort.Tensor("float32", new Float32Array(16
 // interleaved: one pmap call, then one raw run, per round; the pmap call's launch is broken down by its stamps
 const tp: number[] = [],
   to: number[] = [],
+  tpBlock: number[] = [],
   beforeUs: number[] = [],
   launchUs: number[] = [],
   spanUs: number[] = [];
@@ -311,6 +312,14 @@ for (let i = 0; i < R(300); i++) {
   t = performance.now();
   await session.run(feeds);
   to.push(performance.now() - t);
+  // the same call with idle executors blocking at once (no polling), for the polling's effect side by side
+  const spin = rt.setExecutorSpinUs(0);
+  pf(xs).blockUntilReady();
+  t = performance.now();
+  pf(xs).blockUntilReady();
+  tpBlock.push(performance.now() - t);
+  rt.setExecutorSpinUs(spin);
+  pf(xs).blockUntilReady();
 }
 await session.release();
 const tPmap = median(tp),
@@ -322,6 +331,11 @@ rows.push([
   "pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run",
   `${us(tPmap)}${inside} vs ${us(tOrt)} (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`,
   verdict(onDevices && tPmap / tOrt <= 3, "<= 3x"),
+]);
+rows.push([
+  "  the same pmap calls with idle executors blocking at once (setExecutorSpinUs(0))",
+  `${us(median(tpBlock))} (${(median(tpBlock) / tOrt).toFixed(2)}x; polling saves ${us(median(tpBlock) - tPmap)})`,
+  "recorded",
 ]);
 config.update("deviceIntraOpThreads", saved);
 config.update("spmdRuntime", "emulation");
