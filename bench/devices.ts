@@ -112,12 +112,24 @@ const bytes = 16 << 20;
 {
   const ps = launcher(2, bytes / 4, true),
     id = launcher(2, bytes / 4, false);
-  const span: number[] = [];
+  const span: number[] = [],
+    met: number[] = [],
+    kernel: number[] = [];
+  // the launch's recorded collective: when the last peer arrived (from the first rank's start) and the reduction itself
+  const prevObserver = rt.setLaunchObserver((r) => {
+    const c = r.collectives.map((cs) => cs[0]).filter((x) => x !== undefined);
+    if (c.length !== 2 || c.some((x) => x.kind !== "AllReduce")) return;
+    const ready = Math.max(...c.map((x) => x.ready));
+    met.push(ready - Math.min(...r.timeline.map((t) => t.start)));
+    kernel.push(Math.max(...c.map((x) => x.end)) - ready);
+  });
   const [tPsum, tId] = interleaved([withSpan(ps.run, span), id.run], R(15));
+  rt.setLaunchObserver(prevObserver);
   const gbps = bytes / 1e9 / (tPsum / 1e3);
+  const ms = (u: number[]) => (median(u) / 1000).toFixed(2);
   rows.push([
     "psum 16 MiB float32, 2 devices",
-    `${tPsum.toFixed(2)} ms per launch (device ${(median(span) / 1000).toFixed(2)} ms; Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${((100 * gbps) / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`,
+    `${tPsum.toFixed(2)} ms per launch (device ${ms(span)} ms: peers met after ${ms(met)}, reduction ${ms(kernel)} ms; Identity program ${tId.toFixed(2)} ms); ${gbps.toFixed(2)} GB/s = ${((100 * gbps) / ANCHORS.streamTriadGBps).toFixed(1)}% of the ${ANCHORS.streamTriadGBps} GB/s STREAM triad`,
     verdict(gbps >= 0.25 * ANCHORS.streamTriadGBps, ">= 25%"),
   ]);
   ps.free();
@@ -344,6 +356,7 @@ const feeds = { [m.inputNames[0]]: new ort.Tensor("float32", new Float32Array(16
 // interleaved: one pmap call, then one raw run, per round; the pmap call's launch is broken down by its stamps
 const tp: number[] = [],
   to: number[] = [],
+  tpBlock: number[] = [],
   beforeUs: number[] = [],
   launchUs: number[] = [],
   spanUs: number[] = [];
@@ -368,6 +381,14 @@ for (let i = 0; i < R(300); i++) {
   t = performance.now();
   await session.run(feeds);
   to.push(performance.now() - t);
+  // the same call with idle executors blocking at once (no polling), for the polling's effect side by side
+  const spin = rt.setExecutorSpinUs(0);
+  pf(xs).blockUntilReady();
+  t = performance.now();
+  pf(xs).blockUntilReady();
+  tpBlock.push(performance.now() - t);
+  rt.setExecutorSpinUs(spin);
+  pf(xs).blockUntilReady();
 }
 await session.release();
 const tPmap = median(tp),
@@ -379,6 +400,11 @@ rows.push([
   "pmap of a tiny function (2x16 float32), 2 devices vs 1 raw ORT run",
   `${us(tPmap)}${inside} vs ${us(tOrt)} (${(tPmap / tOrt).toFixed(2)}x)${onDevices ? "" : " [ran on the emulation!]"}`,
   verdict(onDevices && tPmap / tOrt <= 3, "<= 3x"),
+]);
+rows.push([
+  "  the same pmap calls with idle executors blocking at once (setExecutorSpinUs(0))",
+  `${us(median(tpBlock))} (${(median(tpBlock) / tOrt).toFixed(2)}x; polling saves ${us(median(tpBlock) - tPmap)})`,
+  "recorded",
 ]);
 config.update("deviceIntraOpThreads", saved);
 config.update("spmdRuntime", "emulation");

@@ -12,6 +12,7 @@
 //             returning: a blocking launch then wakes one executor fewer and starts rank 0 without a hand-off)
 //   devWait(launch) -> result (blocks the calling thread until every device finished)
 //   devOpenRendezvous() -> number of open rendezvous (tests)
+//   devSetExecutorSpin(us) -> previous value: how long an idle executor polls its queue before blocking (0: never)
 // result: { errors: (string|null)[], start: number[], end: number[], threads: number[], enter, submitted, complete,
 // woke, callerRank } (times in microseconds of the steady clock; threads: the native thread each rank ran on; enter:
 // devLaunch called, submitted: every rank handed to its executor, complete: the last rank finished, woke: devWait
@@ -19,6 +20,7 @@
 
 #include <node_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -83,6 +85,21 @@ double NowUs() {
 }
 
 // ------------------------------------------------------------------ executors
+// How long an executor that finished its work polls its queue before it blocks on its condition variable
+// (microseconds; devSetExecutorSpin changes it, 0: block at once). A blocked executor is woken by a futex call and a
+// reschedule, 20-60 us on this VM, longer than a tiny program's whole run; an executor still polling when the next
+// launch arrives starts it within a microsecond. At most MaxSpinners() executors poll at once (one core is left to the
+// JS thread), so more devices than cores never spin each other out: the others block as before.
+std::atomic<int> g_spin_us{250};
+std::atomic<int> g_spinners{0};
+// Polling stops until this steady-clock time (us) once a poller was descheduled for more than kPreemptedUs.
+std::atomic<int64_t> g_backoff_until_us{0};
+constexpr int64_t kPreemptedUs = 40, kBackoffUs = 20000;
+int MaxSpinners() {
+  static const int n = std::max(0, int(std::thread::hardware_concurrency()) - 1);
+  return n;
+}
+
 class Executor {
  public:
   Executor() { std::thread([this] { Loop(); }).detach(); }
@@ -90,8 +107,9 @@ class Executor {
     {
       std::lock_guard<std::mutex> lock(mu_);
       queue_.push_back(std::move(task));
+      queued_.fetch_add(1, std::memory_order_release);
     }
-    cv_.notify_one();
+    cv_.notify_one();  // no system call when the executor is polling rather than waiting
   }
   /** Nothing queued or running: work the caller runs itself now cannot overtake this stream's earlier work. */
   bool Idle() {
@@ -100,21 +118,62 @@ class Executor {
   }
 
  private:
+  // Polls the queue for up to g_spin_us when a spinning slot is free and the host is not contended; true when work
+  // arrived meanwhile. A poller that finds itself descheduled (a gap between two of its clock reads) is on an
+  // oversubscribed host, where polling only burns its time slice and a futex wake-up gets the core sooner (the
+  // scheduler favours a thread that slept): then every executor blocks at once for the next kBackoffUs.
+  bool Spin() {
+    const int us = g_spin_us.load(std::memory_order_relaxed);
+    if (us <= 0 || queued_.load(std::memory_order_acquire) > 0) return true;
+    auto now = std::chrono::steady_clock::now();
+    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+    if (now_us < g_backoff_until_us.load(std::memory_order_relaxed)) return false;
+    int k = g_spinners.load(std::memory_order_relaxed);
+    do {
+      if (k >= MaxSpinners()) return false;
+    } while (!g_spinners.compare_exchange_weak(k, k + 1, std::memory_order_acq_rel));
+    const auto until = now + std::chrono::microseconds(us);
+    bool got = false;
+    for (int i = 1;; i++) {
+      if (queued_.load(std::memory_order_acquire) > 0) {
+        got = true;
+        break;
+      }
+      if ((i & 127) == 0) {
+        const auto t = std::chrono::steady_clock::now();
+        if (t - now > std::chrono::microseconds(kPreemptedUs)) {
+          const int64_t t_us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+          g_backoff_until_us.store(t_us + kBackoffUs, std::memory_order_relaxed);
+          break;
+        }
+        if (t > until) break;
+        now = t;
+      }
+      CpuRelax();
+    }
+    g_spinners.fetch_sub(1, std::memory_order_acq_rel);
+    return got;
+  }
   void Loop() {
     for (;;) {
       std::function<void()> task;
+      Spin();
       {
         std::unique_lock<std::mutex> lock(mu_);
-        running_ = false;
         cv_.wait(lock, [&] { return !queue_.empty(); });
         task = std::move(queue_.front());
         queue_.pop_front();
+        queued_.fetch_sub(1, std::memory_order_relaxed);
         running_ = true;
       }
       task();
+      task = nullptr;  // the launch it held is released before this executor idles
+      std::lock_guard<std::mutex> lock(mu_);
+      running_ = false;
     }
   }
   bool running_ = false;
+  std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex (polling)
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;
@@ -569,6 +628,18 @@ napi_value WaitFn(napi_env env, napi_callback_info info) {
   return Result(env, L);
 }
 
+// devSetExecutorSpin(us) -> the previous value: how long idle executors poll before blocking (0: never)
+napi_value SetExecutorSpinFn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int32_t us = 0;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &us) != napi_ok) return Throw(env, "devSetExecutorSpin expects a number of microseconds");
+  napi_value v;
+  napi_create_int32(env, g_spin_us.exchange(std::max(0, std::min(us, 100000))), &v);
+  return v;
+}
+
 napi_value OpenRendezvousFn(napi_env env, napi_callback_info) {
   napi_value v;
   napi_create_double(env, double(ShmWorld::OpenRendezvous()), &v);
@@ -583,6 +654,7 @@ void RegisterDevices(napi_env env, napi_value exports) {
       {"devLaunch", nullptr, LaunchFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devWait", nullptr, WaitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devOpenRendezvous", nullptr, OpenRendezvousFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devSetExecutorSpin", nullptr, SetExecutorSpinFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
 }

@@ -271,7 +271,7 @@ const TABLE: Map<string, Row> = new Map([
     "makeArrayFromCallback", "makeArrayFromProcessLocalData", "makeArrayFromSingleDeviceArrays", "saveSharded", "loadSharded", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
     "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
     "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",
-    "runtime.setLaunchObserver", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
+    "runtime.setLaunchObserver", "runtime.setExecutorSpinUs", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
     "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
     "debug.callbackContext",
   ]),

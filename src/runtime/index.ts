@@ -29,6 +29,7 @@ export {
   nowUs,
   openRendezvous,
   PendingLaunch,
+  setExecutorSpinUs,
   setLaunchObserver,
   synchronize,
   type CollectiveTiming,

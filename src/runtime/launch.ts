@@ -347,6 +347,16 @@ export function setInlineRunUs(us: number): number {
 }
 
 /**
+ * Sets how long (microseconds) an idle device executor polls for its next launch before it blocks (0: block at once;
+ * the default 250 keeps a tight loop of small launches free of thread wake-ups); returns the previous value, or -1
+ * when the addon cannot change it.
+ */
+export function setExecutorSpinUs(us: number): number {
+  const f = api().devSetExecutorSpin;
+  return f ? f(Math.max(0, Math.round(us))) : -1;
+}
+
+/**
  * A dispatched launch: its output buffers exist at once (pending until the devices finish: each device's stream runs
  * its programs in submission order, so a later launch on the same devices may consume them without a wait).
  */

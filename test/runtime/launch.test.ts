@@ -13,6 +13,7 @@ import {
   launchSync,
   openRendezvous,
   runtimeDevice,
+  setExecutorSpinUs,
   type DeviceProgram,
 } from "../../src/runtime/index.js";
 import { setInlineRunUs } from "../../src/runtime/launch.js";
@@ -624,6 +625,38 @@ test(
     } finally {
       setInlineRunUs(saved);
       inputs.flat().forEach((x) => x.free());
+    }
+    assert.equal(openRendezvous(), 0);
+  },
+);
+
+test(
+  "setExecutorSpinUs: idle executors poll or block; launches on 2 and 8 devices give the same sums either way",
+  { skip },
+  () => {
+    const saved = setExecutorSpinUs(0);
+    assert.ok(saved >= 0, "this addon can change the polling time");
+    try {
+      assert.equal(setExecutorSpinUs(250), 0, "returns the previous value");
+      for (const n of [2, 8]) {
+        const p = allReduceProgram(n, "int32", 5);
+        const inputs = ids(n).map((r) => [filled(r, "int32", [r, 1, 2, 3, -r])]);
+        const want = [(n * (n - 1)) / 2, n, 2 * n, 3 * n, -(n * (n - 1)) / 2];
+        for (const spin of [0, 250, 0, 250]) {
+          setExecutorSpinUs(spin);
+          // back to back, as a loop of small launches runs them: the executors find the next launch while polling
+          for (let k = 0; k < 20; k++) {
+            const r = launchSync(p, ids(n), inputs);
+            r.outputs.forEach((os) => {
+              assert.deepEqual(Array.from(os[0].data as Int32Array), want, `${n} devices, spin ${spin} us`);
+              os[0].free();
+            });
+          }
+        }
+        inputs.flat().forEach((x) => x.free());
+      }
+    } finally {
+      setExecutorSpinUs(saved);
     }
     assert.equal(openRendezvous(), 0);
   },

@@ -147,6 +147,8 @@ export interface DeviceAddon {
   ): object;
   devWait(launch: object): DeviceLaunchResult;
   devOpenRendezvous(): number;
+  /** Sets how long (us) an idle executor polls its queue before blocking (0: never); returns the previous value. Older addons lack it. */
+  devSetExecutorSpin?(us: number): number;
 }
 /** A launch spanning processes: its number (equal on every process), this process, the global rank of each local device, the process of each global rank. */
 export interface ProcessLaunch {
