@@ -622,13 +622,15 @@ class ProcessCommunicator : public Communicator {
       return e;
     };
     if (kind != kAllGather) {
-      // own segment: acc = partial, then every other process's partial folded in as its pieces arrive
-      if (partial != acc)
-        for (const auto& r : seg[size_t(s)]) std::memcpy(acc + r.first, partial + r.first, r.second);
+      // own segment: acc = partial op (the first other process's piece), then the others folded in as they arrive
+      // (every process's pieces of one round cover the same bytes, and arrive in process order)
       for (int j : remote) xs.push_back({procs[size_t(j)], packed(partial, j), bytes(j), nullptr, bytes(s)});
       err = Xchg(xs, 0, c, min_rank, 1, deadline, what + " timed out during the data exchange", nullptr,
-                 [&](size_t, size_t off, const char* src, size_t len) {
-                   scatter(s, off, src, len, [&](size_t at, const char* p, size_t l) { FoldBytes(acc + at, p, l / w, type, op); });
+                 [&](size_t i, size_t off, const char* src, size_t len) {
+                   scatter(s, off, src, len, [&](size_t at, const char* p, size_t l) {
+                     const void* ins[2] = {i == 0 ? partial + at : acc + at, p};
+                     ReduceBuffers(ins, 2, acc + at, l / w, type, op);
+                   });
                  });
       if (!err.empty()) return named(err);
     }
