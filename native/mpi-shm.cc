@@ -1,6 +1,7 @@
 /** @file Same-host transport for MPI jobs: a POSIX shared-memory segment of mailboxes with futex waits (see mpi-shm.h), and the addon's mpiShmSetup / mpiShmInfo. */
-// Segment layout: a header, then for each process one bell (a futex word every change of its state rings) and
-// kSlots mailboxes. A mailbox: a seqlock-published key, the round counter `ready` (rounds written), the counter
+// Segment layout: a header, then for each process one bell (a futex word every change of its state rings) and one
+// mailbox per device of the process with the most devices (a leading device thread uses its local index's mailbox,
+// so concurrent groups never share one). A mailbox: a seqlock-published key, the round counter `ready` (rounds written), the counter
 // `consumed` (peer reads of its rounds) and the data area, cut in one slice per process (slice q: the bytes for q).
 // One exchange on process p with peers Q: publish the key (after every earlier round of the mailbox was consumed),
 // find each peer's mailbox holding the same key, then per round r: wait until p's round r-1 was consumed by the
@@ -24,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -39,7 +41,6 @@ namespace mpishm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kSlots = 4;
 constexpr uint32_t kMagic = 0x4a58534d;  // "JXSM"
 
 struct alignas(64) Bell {
@@ -62,12 +63,12 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t
 struct State {
   char* base = nullptr;
   size_t bytes = 0, slice = 0, mailbox_stride = 0;
-  int nproc = 0, self = 0;
+  int nproc = 0, self = 0, slots = 1;  // slots: mailboxes per process (the most devices any process has)
   bool enabled = false;
   std::string reason = "distributed.initialize was not called";
   // per own mailbox (process-private): consumptions owed by peers, and the lock serializing its exchanges
-  uint32_t owed[kSlots] = {0};
-  std::mutex slot_mu[kSlots];
+  std::vector<uint32_t> owed;
+  std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
 };
 State& S() {
@@ -79,7 +80,7 @@ Bell* BellOf(int p) { return reinterpret_cast<Bell*>(S().base + sizeof(SegHeader
 Mailbox* BoxOf(int p, int j) {
   State& s = S();
   char* boxes = s.base + sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc);
-  return reinterpret_cast<Mailbox*>(boxes + s.mailbox_stride * (size_t(p) * kSlots + size_t(j)));
+  return reinterpret_cast<Mailbox*>(boxes + s.mailbox_stride * (size_t(p) * size_t(s.slots) + size_t(j)));
 }
 char* SliceOf(Mailbox* m, int q) { return reinterpret_cast<char*>(m) + sizeof(Mailbox) + S().slice * size_t(q); }
 
@@ -181,9 +182,12 @@ std::string Allgather(const void* mine, size_t n, std::vector<char>* all, int ta
 
 bool Enabled() { return S().enabled; }
 
-std::string Setup(int64_t timeout_ms) {
+std::string Setup(int64_t timeout_ms, int slots) {
   State& s = S();
   if (s.enabled) return "";
+  s.slots = std::max(1, std::min(slots, 256));
+  s.owed.assign(size_t(s.slots), 0);
+  s.slot_mu.reset(new std::mutex[size_t(s.slots)]);
   s.nproc = mpi::Size();
   s.self = mpi::Rank();
   if (!mpi::Ready()) return s.reason = "MPI is not initialized";
@@ -203,13 +207,13 @@ std::string Setup(int64_t timeout_ms) {
     if (!h.want) return s.reason = "JAXTS_MPI_SHM=0 on process " + std::to_string(q);
     if (h.host != hello.host) return s.reason = "process " + std::to_string(q) + " runs on another host (hierarchical shared memory is not implemented: MPI for every process)";
   }
-  // the segment: mailboxes of kSlots per process, each a header and one slice per process
+  // the segment: `slots` mailboxes per process, each a header and one slice per process
   const char* mb = std::getenv("JAXTS_MPI_SHM_BYTES");  // per mailbox (tests: tiny, many rounds)
   const long long want_bytes = mb ? std::atoll(mb) : 0;
   const size_t mailbox_data = want_bytes > 0 ? size_t(want_bytes) : size_t(4) << 20;
   s.slice = std::max<size_t>(64, mailbox_data / size_t(s.nproc) / 64 * 64);
   s.mailbox_stride = sizeof(Mailbox) + s.slice * size_t(s.nproc);
-  s.bytes = sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc) + s.mailbox_stride * size_t(s.nproc) * kSlots;
+  s.bytes = sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc) + s.mailbox_stride * size_t(s.nproc) * size_t(s.slots);
   struct Name {
     char name[56];
     uint32_t ok, pad;
@@ -236,7 +240,7 @@ std::string Setup(int64_t timeout_ms) {
         h->total_bytes = s.bytes;
         for (int q = 0; q < s.nproc; q++) {
           new (BellOf(q)) Bell();
-          for (int j = 0; j < kSlots; j++) new (BoxOf(q, j)) Mailbox();
+          for (int j = 0; j < s.slots; j++) new (BoxOf(q, j)) Mailbox();
         }
         std::atomic_thread_fence(std::memory_order_release);
         h->magic = kMagic;
@@ -292,7 +296,7 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
                      const std::function<std::string()>& check, const std::function<void(size_t, size_t, const char*, size_t)>& on_recv) {
   State& s = S();
   if (!s.enabled) return what + ": the shared-memory transport is not set up";
-  const int j = ((slot % kSlots) + kSlots) % kSlots;
+  const int j = ((slot % s.slots) + s.slots) % s.slots;
   std::lock_guard<std::mutex> slot_lock(s.slot_mu[j]);
   Mailbox* mine = BoxOf(s.self, j);
   const size_t n = peers.size(), slice = s.slice;
@@ -366,7 +370,7 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       const int q = peers[i].peer;
       if (!theirs[i]) {
         w = WaitOn(q, [&] {
-              for (int k = 0; k < kSlots; k++)
+              for (int k = 0; k < s.slots; k++)
                 if (Holds(BoxOf(q, k), key, &base[i])) {
                   theirs[i] = BoxOf(q, k);
                   return true;
@@ -393,14 +397,16 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
 }
 
 namespace {
-// mpiShmSetup(timeoutMs) -> "" when enabled, else why not (every process must call it)
+// mpiShmSetup(timeoutMs, maxLocalDevices) -> "" when enabled, else why not (every process must call it)
 napi_value SetupFn(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1];
+  size_t argc = 2;
+  napi_value argv[2];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   int64_t timeout = 30000;
+  int32_t slots = 1;
   if (argc >= 1) napi_get_value_int64(env, argv[0], &timeout);
-  const std::string why = Setup(timeout);
+  if (argc >= 2) napi_get_value_int32(env, argv[1], &slots);
+  const std::string why = Setup(timeout, slots);
   napi_value out;
   napi_create_string_utf8(env, why.c_str(), why.size(), &out);
   return out;

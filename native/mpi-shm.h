@@ -7,8 +7,8 @@
 // JAXTS_MPI_SHM=0) process 0 creates the segment, the others map it, and it is unlinked once all mapped it. MPI then
 // only carries the abort messages and the host-side exchanges (processAllgather).
 // Exchange() has mpi::Exchange's semantics (every listed peer sends its bytes to this process and receives this
-// process's bytes for it, bounded by the deadline, same error texts) over mailboxes: each process owns a few
-// mailboxes (one per concurrently leading device thread), publishes a key (launch, seq, group, step) in one, and
+// process's bytes for it, bounded by the deadline, same error texts) over mailboxes: each process owns one mailbox
+// per device (the leading device thread's), publishes a key (launch, seq, group, step) in one, and
 // moves its bytes in rounds of at most one mailbox slice per peer: write the round, ring, read the peers' rounds,
 // mark them consumed. Waits spin briefly, then sleep on a futex in the segment, and check the deadline.
 
@@ -23,8 +23,11 @@
 namespace jaxts {
 namespace mpishm {
 
-/** Sets up the segment (every process of the job must call it, after mpi::Init); "" when enabled, else why not. */
-std::string Setup(int64_t timeout_ms);
+/**
+ * Sets up the segment (every process of the job must call it, after mpi::Init, with the same `slots`: the most devices
+ * any process has, one mailbox each); "" when enabled, else why not.
+ */
+std::string Setup(int64_t timeout_ms, int slots);
 /** Whether the shared-memory transport is in use. */
 bool Enabled();
 

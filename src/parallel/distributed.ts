@@ -101,7 +101,7 @@ export function initialize(opts: InitializeOpts = {}): void {
     .map((b) => new Int32Array(b.buffer, b.byteOffset, 1)[0]);
   setProcessDevices(counts, st.self);
   // processes on one host exchange collectives' bytes through a shared-memory segment (JAXTS_MPI_SHM=0: MPI only)
-  shmReason = api.mpiShmSetup(config.collectiveTimeoutMs);
+  shmReason = api.mpiShmSetup(config.collectiveTimeoutMs, Math.max(...counts));
 }
 
 let shmReason = "distributed.initialize was not called";
