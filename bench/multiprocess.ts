@@ -2,7 +2,9 @@
  * @file Multi-process benchmarks (`node dist/bench/multiprocess.js [--quick]`, also run by `npm run bench` when mpirun
  * exists): the data-parallel MLP step (784-512-10, global batch 256) on 2 processes x 1 device against 1 process x 1
  * device (one intra-op thread each), and a psum of 16 MiB float32 across 2 processes against a plain MPI_Allreduce
- * of the same buffer measured in the same job (the addon's probe). Without mpirun it prints why and exits 0.
+ * of the same buffer measured in the same job (the addon's probe). The 2-process jobs run twice per round, over the
+ * same-host shared-memory transport (the default) and over MPI only (JAXTS_MPI_SHM=0), interleaved with the
+ * single-process job. Without mpirun it prints why and exits 0.
  * Roles: no flag = the driver (spawns the jobs, prints the rows); --role=single / --role=mp = one job's process.
  */
 import { spawnSync } from "node:child_process";
@@ -22,6 +24,8 @@ interface JobResult {
   stepMs: number[];
   psumMs?: number[];
   probeMs?: number[];
+  /** The transport the cross-process collectives used ("shm" or "mpi"). */
+  transport?: string;
 }
 
 if (role === "driver") {
@@ -43,36 +47,55 @@ if (role === "driver") {
       );
     return JSON.parse(line) as JobResult;
   };
-  const mpArgs = ["--allow-run-as-root", "--oversubscribe", "-np", "2", process.execPath, self, "--role=mp", ...q];
+  const mpArgs = (shm: boolean) => [
+    "--allow-run-as-root",
+    "--oversubscribe",
+    "-x",
+    `JAXTS_MPI_SHM=${shm ? "1" : "0"}`,
+    "-np",
+    "2",
+    process.execPath,
+    self,
+    "--role=mp",
+    ...q,
+  ];
   const loadBefore = load();
   const t0 = Date.now();
-  // alternate the jobs (single, mp, single, mp) so a load change on a shared host hits both sides alike
-  const single: number[] = [],
-    mp: number[] = [],
-    psum: number[] = [],
+  // alternate the jobs (single, mp over shared memory, mp over MPI, ...) so a load change on a shared host hits all alike
+  const single: number[] = [];
+  const mp = { shm: [] as number[], mpi: [] as number[] },
+    psum = { shm: [] as number[], mpi: [] as number[] },
     probeMs: number[] = [];
   for (let round = 0; round < 2; round++) {
     single.push(...run(process.execPath, [self, "--role=single", ...q]).stepMs);
-    const m = run("mpirun", mpArgs);
-    mp.push(...m.stepMs);
-    psum.push(...(m.psumMs ?? []));
-    probeMs.push(...(m.probeMs ?? []));
+    for (const t of ["shm", "mpi"] as const) {
+      const m = run("mpirun", mpArgs(t === "shm"));
+      if (m.transport !== t) throw new Error(`bench/multiprocess: the ${t} job used ${m.transport}`);
+      mp[t].push(...m.stepMs);
+      psum[t].push(...(m.psumMs ?? []));
+      probeMs.push(...(m.probeMs ?? []));
+    }
   }
-  const [t1, t2, tp, tm] = [single, mp, psum, probeMs].map(median);
+  const t1 = median(single),
+    tm = median(probeMs);
   const gb = (ms: number) => ((16 << 20) / 1e9 / (ms / 1e3)).toFixed(2);
   const verdict = (ok: boolean, target: string) => `target ${target}: ${ok ? "met" : "NOT met"}`;
-  const rows = [
-    [
-      "MLP step 784-512-10, batch 256: 2 processes x 1 device vs 1 process x 1 device (1 intra-op thread each)",
-      `${t2.toFixed(2)} ms vs ${t1.toFixed(2)} ms (${(t1 / t2).toFixed(2)}x)`,
-      verdict(t1 / t2 >= 1.7, ">= 1.7x"),
-    ],
-    [
-      "psum 16 MiB float32 across 2 processes vs plain MPI_Allreduce (same job)",
-      `${tp.toFixed(2)} ms (${gb(tp)} GB/s) vs ${tm.toFixed(2)} ms (${gb(tm)} GB/s) (${(tm / tp).toFixed(2)}x)`,
-      verdict(tm / tp >= 0.8, ">= 0.8x"),
-    ],
-  ];
+  const rows = (["shm", "mpi"] as const).flatMap((t) => {
+    const [t2, tp] = [median(mp[t]), median(psum[t])];
+    const via = t === "shm" ? "shared memory" : "MPI only";
+    return [
+      [
+        `MLP step 784-512-10, batch 256: 2 processes x 1 device (${via}) vs 1 process x 1 device (1 intra-op thread each)`,
+        `${t2.toFixed(2)} ms vs ${t1.toFixed(2)} ms (${(t1 / t2).toFixed(2)}x)`,
+        verdict(t1 / t2 >= 1.7, ">= 1.7x"),
+      ],
+      [
+        `psum 16 MiB float32 across 2 processes (${via}) vs plain MPI_Allreduce (same jobs)`,
+        `${tp.toFixed(2)} ms (${gb(tp)} GB/s) vs ${tm.toFixed(2)} ms (${gb(tm)} GB/s) (${(tm / tp).toFixed(2)}x)`,
+        verdict(tm / tp >= 0.8, ">= 0.8x"),
+      ],
+    ];
+  });
   console.log(
     `multi-process (mpirun -np 2, Open MPI; medians${quick ? ", quick" : ""}; ${new Date(t0).toISOString()}, ${((Date.now() - t0) / 1000).toFixed(0)} s; /proc/loadavg before ${loadBefore}, after ${load()})`,
   );
@@ -103,6 +126,7 @@ const { NamedSharding, P } = sharding;
 const why = rt.deviceRuntimeUnavailable();
 if (why) throw new Error(`bench/multiprocess: the device runtime is unavailable: ${why}`);
 if (role === "mp") distributed.initialize();
+const { transportInfo } = await import("../src/parallel/distributed.js");
 const nproc = processCount(),
   me = processIndex();
 const mesh = makeMesh([nproc], ["data"]);
@@ -137,7 +161,7 @@ const timed = (f: () => void): number => {
   f();
   return performance.now() - t;
 };
-const result: JobResult = { stepMs: [] };
+const result: JobResult = { stepMs: [], transport: transportInfo().transport };
 for (let i = 0; i < 3; i++) runStep();
 if (rt.lastLaunchTimeline().length !== 1) throw new Error("bench/multiprocess: the MLP step did not run on one device");
 for (let i = 0; i < R(20); i++) result.stepMs.push(timed(runStep));

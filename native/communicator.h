@@ -69,6 +69,12 @@ class ShmWorld {
   static size_t OpenRendezvous();
 };
 
+/**
+ * out[i] = op over ins[0..n)[i] for i < count (a left fold in input order, with the shared-memory communicator's
+ * kernels; out may be ins[0]); false for a reduction the type does not have (a bool sum).
+ */
+bool ReduceBuffers(const void* const* ins, size_t n, void* out, size_t count, int type, ReduceOp op);
+
 /** A communicator for `rank` of a launch of `size` ranks over shared memory (the caller owns it). */
 Communicator* NewShmCommunicator(int rank, int size);
 

@@ -30,6 +30,7 @@
 #include <type_traits>
 
 #include "mpi-loader.h"
+#include "mpi-shm.h"
 #include "napi-util.h"
 
 namespace jaxts {
@@ -240,6 +241,16 @@ class ProcessCommunicator : public Communicator {
     return v;
   }
 
+  /** The leader's exchange with other processes: through the same-host shared-memory segment when set up, else MPI. */
+  std::string Xchg(const std::vector<mpi::Transfer>& xs, int tag, const CollectiveCall& c, int min_rank, int step, Clock::time_point deadline,
+                   const std::string& what, const std::function<std::string()>& check = nullptr,
+                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr) {
+    if (!mpishm::Enabled()) return mpi::Exchange(xs, tag, deadline, what, check);
+    // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
+    const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
+    return mpishm::Exchange(xs, {pm_->global_launch, c.seq, min_rank, step}, int(it - pm_->local_ranks.begin()), deadline, what, check, on_recv);
+  }
+
   std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
                   const std::vector<std::pair<int, int>>& pairs) {
     const int n = int(c.group.size());
@@ -346,14 +357,14 @@ class ProcessCommunicator : public Communicator {
     // a device failure here or on another process of the launch ends the wait for headers at once
     std::string abort_why;
     const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
-    std::string err = mpi::Exchange(xs, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
     // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one
     for (int again = 0; err.empty() && again < 64; again++) {
       std::vector<mpi::Transfer> stale;
       for (size_t i = 0; i < remote.size(); i++)
         if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
       if (stale.empty()) break;
-      err = mpi::Exchange(stale, tag, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
     }
     if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
@@ -381,6 +392,7 @@ class ProcessCommunicator : public Communicator {
     std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
     if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {
       if (!AllReducible(kind, op, type, local.size())) return what + ": unsupported reduction for element type " + TypeName(type);
+      if (mpishm::Enabled()) return ShmRing(c, kind, op, count, type, procs, members, local, lr, min_rank, deadline, what);
       return Ring(c, kind, op, count, type, procs, members, local, lr, tag, deadline, what);
     }
     if (kind == kAllToAll) {
@@ -395,7 +407,7 @@ class ProcessCommunicator : public Communicator {
         recvs[i].resize(local.size() * ms.size() * cb);
         xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
       }
-      if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+      if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return err;
       for (int q : local)
         for (int s : local) std::memcpy(out_chunk(q, s), in_chunk(s, q), cb);
       for (size_t i = 0; i < remote.size(); i++) {
@@ -423,7 +435,7 @@ class ProcessCommunicator : public Communicator {
       recvs[i].resize(incoming * cb);
       xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
     }
-    if (!(err = mpi::Exchange(xs, tag, deadline, what + " timed out during the data exchange")).empty()) return err;
+    if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return err;
     std::vector<size_t> off(remote.size(), 0);
     for (const auto& pr : pairs) {
       const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
@@ -533,6 +545,104 @@ class ProcessCommunicator : public Communicator {
       for (int pr : procs)
         if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
       return err;
+    }
+    for (int q : local) {
+      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
+      else if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
+    }
+    return "";
+  }
+
+  // All-reduce, reduce-scatter and all-gather through the same-host segment: segments as in Ring (segment j = what
+  // process j's members own; all-reduce: an even split). Reduce-scatter phase: every process sends segment q of its
+  // partial to process q and folds the pieces it receives straight from the segment into its own segment s; all-gather
+  // phase: it sends its reduced segment s to every process and receives segment q from q. Every segment is reduced on
+  // one process and copied, so all processes hold the same bits (fold order: own partial, then the others in order).
+  std::string ShmRing(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
+                      std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int min_rank, Clock::time_point deadline,
+                      const std::string& what) {
+    const size_t w = ElementBytes(type), cb = count * w;
+    const int n = int(c.group.size()), P = int(procs.size());
+    const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
+    std::vector<std::vector<std::pair<size_t, size_t>>> seg(static_cast<size_t>(P));
+    if (kind == kAllReduce) {
+      for (int j = 0; j < P; j++) {
+        const size_t lo = count * size_t(j) / size_t(P), hi = count * size_t(j + 1) / size_t(P);
+        if (hi > lo) seg[size_t(j)].push_back({lo * w, (hi - lo) * w});
+      }
+    } else {
+      for (int j = 0; j < P; j++)
+        for (int q : members[procs[size_t(j)]]) seg[size_t(j)].push_back({size_t(q) * cb, cb});
+    }
+    const auto bytes = [&](int j) {
+      size_t b = 0;
+      for (const auto& r : seg[size_t(j)]) b += r.second;
+      return b;
+    };
+    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
+    const char* in0 = static_cast<const char*>(lr.ins[size_t(local[0])]);
+    char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
+    thread_local std::vector<char> scratch;
+    if (kind == kReduceScatter && scratch.size() < total) scratch.resize(total);
+    char* acc = kind == kReduceScatter ? scratch.data() : out0;
+    const char* partial = in0;
+    if (kind == kAllGather) {
+      for (int q : local) std::memcpy(acc + size_t(q) * cb, lr.ins[size_t(q)], cb);
+    } else if (local.size() > 1) {
+      if (in0 != acc) std::memcpy(acc, in0, total);
+      for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
+      partial = acc;
+    }
+    // segment j of buf as one contiguous run (a pointer into buf, or packed into `tmp`)
+    std::vector<std::vector<char>> packs(static_cast<size_t>(P));
+    const auto packed = [&](const char* buf, int j) -> const char* {
+      if (seg[size_t(j)].size() == 1) return buf + seg[size_t(j)][0].first;
+      std::vector<char>& v = packs[size_t(j)];
+      v.clear();
+      for (const auto& r : seg[size_t(j)]) v.insert(v.end(), buf + r.first, buf + r.first + r.second);
+      return v.data();
+    };
+    // calls f(position in buf, source, length) for the packed bytes [off, off + len) of segment j
+    const auto scatter = [&](int j, size_t off, const char* src, size_t len, const std::function<void(size_t, const char*, size_t)>& f) {
+      size_t at = 0;
+      for (const auto& r : seg[size_t(j)]) {
+        const size_t lo = std::max(off, at), hi = std::min(off + len, at + r.second);
+        if (hi > lo) f(r.first + (lo - at), src + (lo - off), hi - lo);
+        at += r.second;
+      }
+    };
+    std::vector<int> remote;
+    for (int j = 0; j < P; j++)
+      if (j != s) remote.push_back(j);
+    std::vector<mpi::Transfer> xs;
+    std::string err;
+    const auto named = [&](std::string e) {
+      for (int pr : procs)
+        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+      return e;
+    };
+    if (kind != kAllGather) {
+      // own segment: acc = partial op (the first other process's piece), then the others folded in as they arrive
+      // (every process's pieces of one round cover the same bytes, and arrive in process order)
+      for (int j : remote) xs.push_back({procs[size_t(j)], packed(partial, j), bytes(j), nullptr, bytes(s)});
+      err = Xchg(xs, 0, c, min_rank, 1, deadline, what + " timed out during the data exchange", nullptr,
+                 [&](size_t i, size_t off, const char* src, size_t len) {
+                   scatter(s, off, src, len, [&](size_t at, const char* p, size_t l) {
+                     const void* ins[2] = {i == 0 ? partial + at : acc + at, p};
+                     ReduceBuffers(ins, 2, acc + at, l / w, type, op);
+                   });
+                 });
+      if (!err.empty()) return named(err);
+    }
+    if (kind != kReduceScatter) {
+      xs.clear();
+      const char* mine = packed(acc, s);
+      for (int j : remote) xs.push_back({procs[size_t(j)], mine, bytes(s), nullptr, bytes(j)});
+      err = Xchg(xs, 0, c, min_rank, 2, deadline, what + " timed out during the data exchange", nullptr,
+                 [&](size_t i, size_t off, const char* src, size_t len) {
+                   scatter(remote[i], off, src, len, [&](size_t at, const char* p, size_t l) { std::memcpy(acc + at, p, l); });
+                 });
+      if (!err.empty()) return named(err);
     }
     for (int q : local) {
       if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
@@ -689,6 +799,8 @@ napi_value ProbeAllreduceFn(napi_env env, napi_callback_info info) {
 
 Communicator* NewProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm) { return new ProcessCommunicator(rank, std::move(pm)); }
 
+void RegisterMpiShm(napi_env env, napi_value exports);  // native/mpi-shm.cc
+
 void RegisterMpi(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"mpiInit", nullptr, InitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
@@ -698,6 +810,7 @@ void RegisterMpi(napi_env env, napi_value exports) {
       {"mpiProbeAllreduce", nullptr, ProbeAllreduceFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+  RegisterMpiShm(env, exports);
 }
 
 }  // namespace jaxts

@@ -347,6 +347,8 @@ std::string ProbeAllreduce(size_t count, int iters, std::vector<double>* seconds
   return "";
 }
 
+void MarkPeerSilent() { g_peer_silent = true; }
+
 namespace {
 // messages Post sent and MPI has not finished sending (their bytes stay alive until then)
 struct Posted {

@@ -68,6 +68,9 @@ std::string RunStream(const Stream& s, int tag, std::chrono::steady_clock::time_
  */
 std::string ProbeAllreduce(size_t count, int iters, std::vector<double>* seconds);
 
+/** Records that a process went silent (another transport timed out waiting for it): Finalize then does not wait for it. */
+void MarkPeerSilent();
+
 /** Sends `bytes` to process `peer` with `tag` without waiting (the bytes are copied and kept until sent). */
 void Post(int peer, int tag, const void* bytes, size_t n);
 /** Receives a message of exactly `n` bytes from `peer` with `tag` if one is waiting (MPI_Iprobe); false otherwise. */

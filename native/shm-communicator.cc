@@ -491,4 +491,11 @@ size_t ShmWorld::OpenRendezvous() {
 
 Communicator* NewShmCommunicator(int rank, int size) { return new ShmCommunicator(rank, size); }
 
+bool ReduceBuffers(const void* const* ins, size_t n, void* out, size_t count, int type, ReduceOp op) {
+  std::vector<Member> m(n);
+  for (size_t q = 0; q < n; q++) m[q].in = ins[q];
+  char* dst = static_cast<char*>(out);
+  return ReduceInto(m, type, op, 0, 0, count, &dst, 1, 0);
+}
+
 }  // namespace jaxts

@@ -25,6 +25,7 @@ const sources = [
   "async-collective-ops.cc",
   "mpi-loader.cc",
   "mpi-communicator.cc",
+  "mpi-shm.cc",
 ].map((f) => join(root, "native", f));
 const headers = [
   "cpu-level.h",
@@ -41,6 +42,7 @@ const headers = [
   "napi-util.h",
   "mpi-loader.h",
   "mpi-communicator.h",
+  "mpi-shm.h",
 ].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);
 const prebuild = argv.includes("--prebuild");
@@ -92,7 +94,7 @@ function main() {
   // and GCC >= 12's libstdc++, e.g. Ubuntu 22.04); a static libstdc++ would pull in glibc 2.36's arc4random instead.
   // Where it does not load, jaxts tries the source build, then onnxruntime-node's binding.
   if (prebuild) args.push("-s");
-  args.push(...sources, "-o", tmp, "-ldl", "-lpthread");
+  args.push(...sources, "-o", tmp, "-ldl", "-lpthread", "-lrt");
   const res = spawnSync(cxx, args, { encoding: "utf8" });
   if (res.error || res.status !== 0) {
     rmSync(tmp, { force: true });

@@ -100,6 +100,19 @@ export function initialize(opts: InitializeOpts = {}): void {
     .mpiAllgather(new Uint8Array(mine.buffer), config.collectiveTimeoutMs, "distributed.initialize (device counts)")
     .map((b) => new Int32Array(b.buffer, b.byteOffset, 1)[0]);
   setProcessDevices(counts, st.self);
+  // processes on one host exchange collectives' bytes through a shared-memory segment (JAXTS_MPI_SHM=0: MPI only)
+  shmReason = api.mpiShmSetup(config.collectiveTimeoutMs, Math.max(...counts));
+}
+
+let shmReason = "distributed.initialize was not called";
+
+/**
+ * @internal Which transport carries this job's cross-process collectives: "shm" (a shared-memory segment, every
+ * process on this host) or "mpi" with the reason, and the shared-memory exchanges so far (tests, the bench).
+ */
+export function transportInfo(): { transport: "shm" | "mpi"; reason: string; exchanges: number; bytes: number } {
+  const info = state?.api?.mpiShmInfo() ?? { enabled: false, reason: shmReason, exchanges: 0, bytes: 0 };
+  return { transport: info.enabled ? "shm" : "mpi", reason: info.reason, exchanges: info.exchanges, bytes: info.bytes };
 }
 
 /** jax.distributed.shutdown: finalizes MPI (collectives across processes fail afterwards). */

@@ -10,6 +10,14 @@ export interface MpiAddon {
   mpiExchange(sends: Uint8Array[], recvBytes: number[], timeoutMs: number, what: string): Uint8Array[];
   /** The bench probe: seconds of each of `iters` plain MPI_Allreduce (float32 sum, all processes) of `count` floats. */
   mpiProbeAllreduce(count: number, iters: number): Float64Array;
+  /**
+   * Sets up the same-host shared-memory transport (every process calls it once, after mpiInit, with the most devices
+   * any process has: one mailbox each): "" when cross-process
+   * collectives will use it, else why not (another host, JAXTS_MPI_SHM=0, a segment that could not be mapped).
+   */
+  mpiShmSetup(timeoutMs: number, maxLocalDevices: number): string;
+  /** Which transport cross-process collectives use, and the shared-memory exchanges and bytes received so far. */
+  mpiShmInfo(): { enabled: boolean; reason: string; exchanges: number; bytes: number };
 }
 
 /** The addon's MPI functions, or the reason they are unavailable. */

@@ -2,7 +2,8 @@
  * @file Multi-process meshes on MPI: `mpirun -np 2` (2 devices each) and `-np 3` (1 device each) of
  * test/parallel/mpi-worker.ts; every collective across processes equals the single-process emulation, a data-parallel
  * MLP grad step on 2 processes equals the whole batch in 1, processAllgather, a shape mismatch and an early exit each
- * fail naming the processes. Skipped, with the reason, where mpirun or the device runtime is absent.
+ * fail naming the processes; the jobs use the same-host shared-memory transport, and two run with MPI only
+ * (JAXTS_MPI_SHM=0) and must agree. Skipped, with the reason, where mpirun or the device runtime is absent.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -73,6 +74,7 @@ interface Result {
   killed?: string;
   killedMs?: number;
   afterKill?: number[][];
+  transport?: { transport: string; reason: string; exchanges: number; bytes: number };
   loaded?: {
     w: number[];
     r: number[];
@@ -147,9 +149,14 @@ const ckptEnv = { JAXTS_TEST_CKPT_DIR: ckptDir };
 const jobs = skip
   ? null
   : {
+      // the processes share this host: the shared-memory transport (the default)
       two: mpirun(2, "collectives", 2),
-      // ring pieces of 4 bytes: every ring step of every collective is pipelined element by element
-      three: mpirun(3, "basic", 1, { JAXTS_MPI_PIECE_BYTES: "4" }),
+      // mailboxes of 192 bytes (a 64-byte slice per process): every exchange runs in many rounds
+      three: mpirun(3, "basic", 1, { JAXTS_MPI_SHM_BYTES: "192" }),
+      // MPI only: ring pieces of 4 bytes, every ring step of every collective pipelined element by element
+      threeMpi: mpirun(3, "basic", 1, { JAXTS_MPI_SHM: "0", JAXTS_MPI_PIECE_BYTES: "4" }),
+      // MPI only: the mismatch, a device failure, a raise and an early exit
+      faultsMpi: mpirun(2, "faults", 1, { JAXTS_MPI_SHM: "0" }),
       // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
       killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
@@ -187,6 +194,24 @@ function checkCases(r: Result, what: string): void {
 }
 const find = (r: Result, name: string): Case =>
   r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
+
+/**
+ * The transport the job's cross-process collectives used: the shared-memory segment (processes on this host, counted
+ * exchanges) or MPI (JAXTS_MPI_SHM=0, no shared-memory exchange).
+ */
+function checkTransport(r: Result, want: "shm" | "mpi"): void {
+  const t = r.transport ?? assert.fail(`process ${r.processIndex}: no transport info`);
+  assert.equal(t.transport, want, `process ${r.processIndex}: transport (${t.reason})`);
+  if (want === "shm") {
+    assert.ok(
+      t.exchanges > 0 && t.bytes > 0,
+      `process ${r.processIndex}: shared-memory exchanges ${JSON.stringify(t)}`,
+    );
+  } else {
+    assert.match(t.reason, /JAXTS_MPI_SHM=0 on process \d/);
+    assert.equal(t.exchanges, 0, `process ${r.processIndex}: no shared-memory exchange`);
+  }
+}
 
 /** jit with shardings over the global mesh: host inputs (outputs assembled) and global arrays (outputs global). */
 function checkJit(r: Result): void {
@@ -351,6 +376,7 @@ test(
       assert.equal(find(r, "2-d psum over p+d").shape.join(","), "2,3");
       checkGlobal(r, 4, 2);
       checkJit(r);
+      checkTransport(r, "shm");
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");
@@ -450,8 +476,76 @@ test(
       ]);
       checkGlobal(r, 3, 1);
       checkJit(r);
+      checkTransport(r, "shm");
     }
     checkReshard(results, 3, 1);
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "3 processes x 1 device over MPI only (JAXTS_MPI_SHM=0): every collective equals the emulation and the shared-memory job",
+  { skip, timeout: 260_000 },
+  async () => {
+    const [mpi, shm] = [await jobs!.threeMpi, await jobs!.three];
+    assert.equal(mpi.results.length, 3, `three results expected:\n${mpi.log.slice(-3000)}`);
+    assert.equal(shm.results.length, 3);
+    for (const r of mpi.results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      checkCases(r, `process ${r.processIndex} (MPI)`);
+      checkGlobal(r, 3, 1);
+      checkTransport(r, "mpi");
+      // the same cases as the shared-memory job: bit-identical for int32 and data moves, within rounding for sums
+      const other = shm.results[r.processIndex];
+      assert.deepEqual(
+        r.cases.map((c) => c.name),
+        other.cases.map((c) => c.name),
+      );
+      r.cases.forEach((c, k) => {
+        const o = other.cases[k].got;
+        if (c.dtype === "float32" && /psum|Scatter|pmean|jit/.test(c.name))
+          c.got.forEach((v, i) => assert.ok(Math.abs(v - o[i]) <= 1e-6 * Math.max(1, Math.abs(v)), `${c.name}[${i}]`));
+        else assert.deepEqual(c.got, o, `${c.name}: the MPI and the shared-memory transports agree`);
+      });
+    }
+    assert.equal(mpi.status, 0, `mpirun exit status:\n${mpi.log.slice(-2000)}`);
+  },
+);
+
+test(
+  "2 processes x 1 device over MPI only: a mismatch, a device failure, a raise and an early exit fail naming the process",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.faultsMpi;
+    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      checkTransport(r, "mpi");
+      assert.deepEqual(r.after, [2, 2], "a collective after the mismatch works");
+      assert.deepEqual(r.afterFail, [2, 2], "a collective after the device failure works");
+      assert.ok(r.deviceFailMs! < 30_000, `process ${r.processIndex}: the device failure took ${r.deviceFailMs} ms`);
+    }
+    const [r0, r1] = results;
+    assert.match(
+      r0.mismatch!,
+      /psum over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 0: processes disagree: process 1 \(ranks \[1\]\) called AllReduce of float32\[4,3\], this process AllReduce of float32\[2,3\]/,
+    );
+    assert.match(
+      r1.mismatch!,
+      /on process 1: processes disagree: process 0 \(ranks \[0\]\) called AllReduce of float32\[2,3\]/,
+    );
+    assert.match(r0.deviceFail!, /device 0 \(rank 0\): test hook: device failure injected before the program ran/);
+    assert.match(
+      r1.deviceFail!,
+      /on process 1: released early: process 0 failed: device 0 \(rank 0\): test hook: device failure injected/,
+    );
+    assert.equal(r1.raised, "user error on process 1");
+    for (const what of [r0.raised!, r0.early!])
+      assert.match(
+        what,
+        /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[1\]/,
+      );
+    assert.ok(r0.earlyMs! < 20_000 && r0.raisedMs! < 20_000, `${r0.earlyMs} / ${r0.raisedMs} ms (timeout 1500 ms)`);
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );
@@ -466,7 +560,10 @@ test(
       3,
       `three results expected (process 2 reports before it is killed):\n${log.slice(-3000)}`,
     );
-    for (const r of results) assert.deepEqual(r.before, [3, 3], `process ${r.processIndex}: the psum before the kill`);
+    for (const r of results) {
+      assert.deepEqual(r.before, [3, 3], `process ${r.processIndex}: the psum before the kill`);
+      checkTransport(r, "shm");
+    }
     assert.equal(results[2].killed, undefined, "process 2 was killed before its second psum");
     for (const r of results.slice(0, 2)) {
       assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);

@@ -1,7 +1,8 @@
 /**
  * @file The program test/parallel/distributed.test.ts starts under `mpirun -np N` (N processes of `devs` devices):
  * (scenario "collectives": also 2-d meshes, an MLP grad step, a mismatch and an early exit; "basic": collectives only;
- * "sigkill": the last process is SIGKILLed while the others wait for it in a psum)
+ * "faults": the mismatch and the failures only; "sigkill": the last process is SIGKILLed while the others wait for it
+ * in a psum); every result carries the transport the cross-process collectives used (shared memory or MPI)
  * runs collectives over meshes spanning the processes on the device runtime and the same calls on the single-process
  * emulation, and writes its results as JSON to <outDir>/result-<processIndex>.json (or prints them without outDir).
  * Usage: node mpi-worker.js <scenario> <devicesPerProcess> [outDir].
@@ -38,7 +39,7 @@ import {
   tree,
 } from "../../src/index.js";
 import { Mesh } from "../../src/parallel/mesh.js";
-import { exchangeBytes } from "../../src/parallel/distributed.js";
+import { exchangeBytes, transportInfo } from "../../src/parallel/distributed.js";
 import { reshardCases, reshardPrograms } from "./mpi-reshard-cases.js";
 import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
 import {
@@ -52,7 +53,7 @@ const JSArray = globalThis.Array;
 
 /** Writes this process's results (once). */
 function report(): void {
-  const text = JSON.stringify({ ...out, cases });
+  const text = JSON.stringify({ ...out, cases, transport: transportInfo() });
   if (outDir) writeFileSync(join(outDir, `result-${processIndex()}.json`), text);
   else console.log(text);
 }
@@ -106,7 +107,7 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
   const n = mesh.axisSize(ax);
   const sm = (f: (b: Array) => Array, i: sharding.PartitionSpec, o: sharding.PartitionSpec, x: Array) => () =>
     shardMap(f, { mesh, inSpecs: i, outSpecs: o })(x);
-  // every collective on int32 (exact); the reductions on float32 too (equal within rounding)
+  // every collective on int32 (exact) and float32 (the reductions equal within rounding, the moves exactly)
   for (const dt of ["float32", "int32"] as const) {
     const x = values([2 * n, 3], dt);
     both(
@@ -121,7 +122,6 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
       `${tag} psumScatter ${dt}`,
       sm((b) => lax.psumScatter(b, ax, { tiled: true }), P(null, ax), P(ax), values([2 * n, 4 * n], dt)),
     );
-    if (dt === "float32") continue;
     both(
       `${tag} allGather ${dt}`,
       sm((b) => lax.allGather(b, ax, { tiled: true }), P(ax), P(), x),
@@ -333,6 +333,94 @@ function globalArrays(): Record<string, unknown> {
   return res;
 }
 
+/** A collective whose shapes differ between processes (every process fails naming both sides), then one that works. */
+function mismatch(all: ReturnType<typeof devices>): void {
+  // a collective whose shapes differ between processes: every process fails naming the kinds and shapes
+  const mesh = makeMesh([all.length], ["i"]);
+  config.update("spmdRuntime", "devices");
+  try {
+    shardMap((b: Array) => lax.psum(me === 0 ? b : jnp.concatenate([b, b]), "i"), {
+      mesh,
+      inSpecs: P("i"),
+      outSpecs: P(),
+    })(values([2 * all.length, 3], "float32"));
+    out.mismatch = "no error";
+  } catch (e) {
+    out.mismatch = (e as Error).message;
+  }
+  // the next collective works again
+  out.after = flat(
+    shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+      jnp.ones([all.length, 2], { dtype: "int32" }),
+    ),
+  );
+}
+
+/**
+ * A device failing on process 0, process 1 raising in its shardMap body, then process 1 leaving early: each fails
+ * naming the process and ranks (at once, or within the 1500 ms timeout); the collective after the device failure works.
+ */
+function failures(all: ReturnType<typeof devices>): void {
+  const mesh = makeMesh([all.length], ["i"]);
+  config.update("spmdRuntime", "devices");
+  // a device failing on process 0 (its rank 0, the leader there): every process fails at once, well before the
+  // 60 s timeout, naming the failed device and rank; the next collective works
+  config.update("collectiveTimeoutMs", 60_000);
+  if (me === 0) failNextLaunch(0);
+  const tf = Date.now();
+  try {
+    shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
+    out.deviceFail = "no error";
+  } catch (e) {
+    out.deviceFail = (e as Error).message;
+  }
+  out.deviceFailMs = Date.now() - tf;
+  out.afterFail = flat(
+    shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
+      jnp.ones([all.length, 2], { dtype: "int32" }),
+    ),
+  );
+  // process 1 raises (in its shardMap body) and never launches: process 0 fails at its timeout naming process 1
+  config.update("collectiveTimeoutMs", 1500);
+  const tr = Date.now();
+  try {
+    shardMap(
+      (b: Array) => {
+        if (me === 1) throw new Error("user error on process 1");
+        return lax.psum(b, "i");
+      },
+      { mesh, inSpecs: P("i"), outSpecs: P() },
+    )(jnp.ones([all.length, 2]));
+    out.raised = "no error";
+  } catch (e) {
+    out.raised = (e as Error).message;
+  }
+  out.raisedMs = Date.now() - tr;
+  // process 1 leaves early; the others' next collective fails naming it within the timeout
+  if (me === 1) {
+    report();
+    process.exit(0);
+  }
+  config.update("collectiveTimeoutMs", 1500);
+  const t0 = Date.now();
+  try {
+    shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
+    out.early = "no error";
+  } catch (e) {
+    out.early = (e as Error).message;
+  }
+  out.earlyMs = Date.now() - t0;
+  // resharding with process 1 gone: devicePut (its agreement step) and the point-to-point exchange itself fail at
+  // the timeout naming process 1
+  const gx = makeArrayFromCallback([2 * all.length, 3], new NamedSharding(mesh, P("i")), () => jnp.ones([2, 3]));
+  const t1 = Date.now();
+  out.reshardDead = [
+    catchMessage(() => devicePut(gx, new NamedSharding(mesh, P()))),
+    catchMessage(() => exchangeBytes([new Uint8Array(0), new Uint8Array(8)], [0, 8], "reshard exchange")),
+  ];
+  out.reshardDeadMs = Date.now() - t1;
+}
+
 try {
   const all = devices();
   if (scenario === "basic") {
@@ -431,25 +519,7 @@ try {
     multihostUtils.syncGlobalDevices("after collectives");
     out.global = globalArrays();
     out.reshard = { ...reshardCases(), programs: reshardPrograms() };
-    // a collective whose shapes differ between processes: every process fails naming the kinds and shapes
-    const mesh = makeMesh([all.length], ["i"]);
-    config.update("spmdRuntime", "devices");
-    try {
-      shardMap((b: Array) => lax.psum(me === 0 ? b : jnp.concatenate([b, b]), "i"), {
-        mesh,
-        inSpecs: P("i"),
-        outSpecs: P(),
-      })(values([2 * all.length, 3], "float32"));
-      out.mismatch = "no error";
-    } catch (e) {
-      out.mismatch = (e as Error).message;
-    }
-    // the next collective works again
-    out.after = flat(
-      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
-        jnp.ones([all.length, 2], { dtype: "int32" }),
-      ),
-    );
+    mismatch(all);
     // a data x tensor parallel Transformer step over a global (2, 2) mesh (data across the processes, model within
     // each) vs the single-device step in this process alone
     {
@@ -476,62 +546,10 @@ try {
       cases.push({ name: "transformer dxt step", dtype: "float32", shape: [got.length], got, want, ranOn: ranOnT });
       config.update("spmdRuntime", "devices");
     }
-    // a device failing on process 0 (its rank 0, the leader there): every process fails at once, well before the
-    // 60 s timeout, naming the failed device and rank; the next collective works
-    config.update("collectiveTimeoutMs", 60_000);
-    if (me === 0) failNextLaunch(0);
-    const tf = Date.now();
-    try {
-      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
-      out.deviceFail = "no error";
-    } catch (e) {
-      out.deviceFail = (e as Error).message;
-    }
-    out.deviceFailMs = Date.now() - tf;
-    out.afterFail = flat(
-      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(
-        jnp.ones([all.length, 2], { dtype: "int32" }),
-      ),
-    );
-    // process 1 raises (in its shardMap body) and never launches: process 0 fails at its timeout naming process 1
-    config.update("collectiveTimeoutMs", 1500);
-    const tr = Date.now();
-    try {
-      shardMap(
-        (b: Array) => {
-          if (me === 1) throw new Error("user error on process 1");
-          return lax.psum(b, "i");
-        },
-        { mesh, inSpecs: P("i"), outSpecs: P() },
-      )(jnp.ones([all.length, 2]));
-      out.raised = "no error";
-    } catch (e) {
-      out.raised = (e as Error).message;
-    }
-    out.raisedMs = Date.now() - tr;
-    // process 1 leaves early; the others' next collective fails naming it within the timeout
-    if (me === 1) {
-      report();
-      process.exit(0);
-    }
-    config.update("collectiveTimeoutMs", 1500);
-    const t0 = Date.now();
-    try {
-      shardMap((b: Array) => lax.psum(b, "i"), { mesh, inSpecs: P("i"), outSpecs: P() })(jnp.ones([all.length, 2]));
-      out.early = "no error";
-    } catch (e) {
-      out.early = (e as Error).message;
-    }
-    out.earlyMs = Date.now() - t0;
-    // resharding with process 1 gone: devicePut (its agreement step) and the point-to-point exchange itself fail at
-    // the timeout naming process 1
-    const gx = makeArrayFromCallback([2 * all.length, 3], new NamedSharding(mesh, P("i")), () => jnp.ones([2, 3]));
-    const t1 = Date.now();
-    out.reshardDead = [
-      catchMessage(() => devicePut(gx, new NamedSharding(mesh, P()))),
-      catchMessage(() => exchangeBytes([new Uint8Array(0), new Uint8Array(8)], [0, 8], "reshard exchange")),
-    ];
-    out.reshardDeadMs = Date.now() - t1;
+    failures(all);
+  } else if (scenario === "faults") {
+    mismatch(all);
+    failures(all);
   } else if (scenario === "sigkill") {
     // the last process is killed (SIGKILL, by a shell timer) while the others wait for it in a psum: they fail at
     // their 1500 ms timeout naming it and its rank, then a psum over the survivors still works

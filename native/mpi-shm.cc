@@ -1,0 +1,441 @@
+/** @file Same-host transport for MPI jobs: a POSIX shared-memory segment of mailboxes with futex waits (see mpi-shm.h), and the addon's mpiShmSetup / mpiShmInfo. */
+// Segment layout: a header, then for each process one bell (a futex word every change of its state rings) and one
+// mailbox per device of the process with the most devices (a leading device thread uses its local index's mailbox,
+// so concurrent groups never share one). A mailbox: a seqlock-published key, the round counter `ready` (rounds written), the counter
+// `consumed` (peer reads of its rounds) and the data area, cut in one slice per process (slice q: the bytes for q).
+// One exchange on process p with peers Q: publish the key (after every earlier round of the mailbox was consumed),
+// find each peer's mailbox holding the same key, then per round r: wait until p's round r-1 was consumed by the
+// peers that read it, write slice q of round r for each q still sending, ready++, ring; then for each q still
+// sending to p wait until q's ready passed r, take slice p of it, consumed++ on q's mailbox, ring q's bell.
+// The rounds of a pair = max(1, bytes either way / slice bytes): a zero-byte exchange is still a handshake.
+
+#include "mpi-shm.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <node_api.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "cpu-level.h"
+
+#ifdef JAXTS_X86
+#include <immintrin.h>
+#endif
+
+namespace jaxts {
+namespace mpishm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr uint32_t kMagic = 0x4a58534d;  // "JXSM"
+
+struct alignas(64) Bell {
+  std::atomic<uint32_t> word{0}, sleepers{0};
+};
+struct alignas(64) Mailbox {
+  std::atomic<uint32_t> pub{0};  // seqlock: odd while the key is being written
+  std::atomic<uint64_t> launch{0}, seq{0};
+  std::atomic<int32_t> group{0}, step{0};
+  std::atomic<uint32_t> base{0};  // `ready` when the key was published
+  alignas(64) std::atomic<uint32_t> ready{0};
+  alignas(64) std::atomic<uint32_t> consumed{0};
+};
+struct alignas(64) SegHeader {
+  uint32_t magic = 0, nproc = 0;
+  uint64_t slice_bytes = 0, total_bytes = 0;
+};
+static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free, "process-shared atomics need lock-free atomics");
+
+struct State {
+  char* base = nullptr;
+  size_t bytes = 0, slice = 0, mailbox_stride = 0;
+  int nproc = 0, self = 0, slots = 1;  // slots: mailboxes per process (the most devices any process has)
+  bool enabled = false;
+  std::string reason = "distributed.initialize was not called";
+  // per own mailbox (process-private): consumptions owed by peers, and the lock serializing its exchanges
+  std::vector<uint32_t> owed;
+  std::unique_ptr<std::mutex[]> slot_mu;
+  std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
+};
+State& S() {
+  static State* s = new State();  // never destroyed: device threads may outlive static destructors
+  return *s;
+}
+
+Bell* BellOf(int p) { return reinterpret_cast<Bell*>(S().base + sizeof(SegHeader)) + p; }
+Mailbox* BoxOf(int p, int j) {
+  State& s = S();
+  char* boxes = s.base + sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc);
+  return reinterpret_cast<Mailbox*>(boxes + s.mailbox_stride * (size_t(p) * size_t(s.slots) + size_t(j)));
+}
+char* SliceOf(Mailbox* m, int q) { return reinterpret_cast<char*>(m) + sizeof(Mailbox) + S().slice * size_t(q); }
+
+long Futex(std::atomic<uint32_t>* w, int op, uint32_t val, const timespec* ts) {
+  // the segment is shared between processes: no FUTEX_PRIVATE_FLAG
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(w), op, val, ts, nullptr, 0);
+}
+void Ring(int p) {
+  Bell* b = BellOf(p);
+  b->word.fetch_add(1, std::memory_order_seq_cst);
+  if (b->sleepers.load(std::memory_order_seq_cst) > 0) Futex(&b->word, FUTEX_WAKE, INT_MAX, nullptr);
+}
+inline void Pause() {
+#ifdef JAXTS_X86
+  _mm_pause();
+#endif
+}
+
+/**
+ * Waits until done() or the deadline, watching process `p`'s bell: spins ~20 us, yields to ~200 us, then sleeps on
+ * the futex in slices of at most 1 ms; `check` (the abort poll) runs every ~1 ms. Returns "" when done, "timeout",
+ * or the check's answer.
+ */
+template <typename F>
+std::string WaitOn(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check) {
+  if (done()) return "";
+  const auto t0 = Clock::now();
+  auto last_check = t0;
+  Bell* b = BellOf(p);
+  for (uint64_t i = 0;; i++) {
+    const uint32_t seen = b->word.load(std::memory_order_acquire);
+    if (done()) return "";
+    const auto now = (i & 63) == 0 || i > 4096 ? Clock::now() : t0;
+    if (now >= deadline) return done() ? "" : "timeout";
+    if (check && now - last_check >= std::chrono::milliseconds(1)) {
+      last_check = now;
+      std::string why = check();
+      if (!why.empty()) return why;
+    }
+    const auto idle = now - t0;
+    if (i < 4096 || idle < std::chrono::microseconds(20)) {
+      Pause();
+    } else if (idle < std::chrono::microseconds(200)) {
+      std::this_thread::yield();
+    } else {
+      b->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      if (!done() && b->word.load(std::memory_order_seq_cst) == seen) {
+        const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
+        const long long ns = std::max<long long>(1000, std::min<long long>(left, 1000000));
+        timespec ts{time_t(ns / 1000000000), long(ns % 1000000000)};
+        Futex(&b->word, FUTEX_WAIT, seen, &ts);
+      }
+      b->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+}
+
+/** Whether mailbox m currently holds key k; its base round when it does. */
+bool Holds(Mailbox* m, const Key& k, uint32_t* base) {
+  const uint32_t v1 = m->pub.load(std::memory_order_acquire);
+  if (v1 & 1) return false;
+  const bool same = m->launch.load(std::memory_order_relaxed) == k.launch && m->seq.load(std::memory_order_relaxed) == k.seq &&
+                    m->group.load(std::memory_order_relaxed) == k.group && m->step.load(std::memory_order_relaxed) == k.step;
+  const uint32_t b = m->base.load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (!same || m->pub.load(std::memory_order_relaxed) != v1) return false;
+  *base = b;
+  return true;
+}
+
+/** The host identity: hostname, boot id and /dev/shm's device and inode (containers with their own /dev/shm differ). */
+uint64_t HostId() {
+  std::string id;
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  id += host;
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string line;
+  if (std::getline(boot, line)) id += "|" + line;
+  struct stat st {};
+  if (stat("/dev/shm", &st) == 0) id += "|" + std::to_string(uint64_t(st.st_dev)) + ":" + std::to_string(uint64_t(st.st_ino));
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+/** Every process's `mine` (fixed size), over MPI: the setup's allgather. */
+std::string Allgather(const void* mine, size_t n, std::vector<char>* all, int tag, Clock::time_point deadline, const std::string& what) {
+  State& s = S();
+  all->assign(n * size_t(s.nproc), 0);
+  std::memcpy(all->data() + n * size_t(s.self), mine, n);
+  std::vector<mpi::Transfer> xs;
+  for (int q = 0; q < s.nproc; q++)
+    if (q != s.self) xs.push_back({q, mine, n, all->data() + n * size_t(q), n});
+  return mpi::Exchange(xs, tag, deadline, what);
+}
+
+}  // namespace
+
+bool Enabled() { return S().enabled; }
+
+std::string Setup(int64_t timeout_ms, int slots) {
+  State& s = S();
+  if (s.enabled) return "";
+  s.slots = std::max(1, std::min(slots, 256));
+  s.owed.assign(size_t(s.slots), 0);
+  s.slot_mu.reset(new std::mutex[size_t(s.slots)]);
+  s.nproc = mpi::Size();
+  s.self = mpi::Rank();
+  if (!mpi::Ready()) return s.reason = "MPI is not initialized";
+  if (s.nproc < 2) return s.reason = "a single process";
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms < 1 ? 1 : timeout_ms);
+  const char* env = std::getenv("JAXTS_MPI_SHM");
+  struct Hello {
+    uint64_t host;
+    uint32_t want, pad;
+  } hello{HostId(), env && std::strcmp(env, "0") == 0 ? 0u : 1u, 0};
+  std::vector<char> all;
+  std::string err = Allgather(&hello, sizeof hello, &all, 30001, deadline, "distributed.initialize (host identities)");
+  if (!err.empty()) return s.reason = err;
+  for (int q = 0; q < s.nproc; q++) {
+    Hello h;
+    std::memcpy(&h, all.data() + sizeof(Hello) * size_t(q), sizeof h);
+    if (!h.want) return s.reason = "JAXTS_MPI_SHM=0 on process " + std::to_string(q);
+    if (h.host != hello.host) return s.reason = "process " + std::to_string(q) + " runs on another host (hierarchical shared memory is not implemented: MPI for every process)";
+  }
+  // the segment: `slots` mailboxes per process, each a header and one slice per process
+  const char* mb = std::getenv("JAXTS_MPI_SHM_BYTES");  // per mailbox (tests: tiny, many rounds)
+  const long long want_bytes = mb ? std::atoll(mb) : 0;
+  const size_t mailbox_data = want_bytes > 0 ? size_t(want_bytes) : size_t(4) << 20;
+  s.slice = std::max<size_t>(64, mailbox_data / size_t(s.nproc) / 64 * 64);
+  s.mailbox_stride = sizeof(Mailbox) + s.slice * size_t(s.nproc);
+  s.bytes = sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc) + s.mailbox_stride * size_t(s.nproc) * size_t(s.slots);
+  struct Name {
+    char name[56];
+    uint32_t ok, pad;
+  } name{};
+  std::string local_err;
+  if (s.self == 0) {
+    std::random_device rd;
+    std::snprintf(name.name, sizeof name.name, "/jaxts-%d-%08x%08x", int(getpid()), unsigned(rd()), unsigned(rd()));
+    const int fd = shm_open(name.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      local_err = std::string("shm_open(") + name.name + ") failed: " + std::strerror(errno);
+    } else {
+      if (ftruncate(fd, off_t(s.bytes)) != 0) local_err = std::string("ftruncate failed: ") + std::strerror(errno);
+      void* p = local_err.empty() ? mmap(nullptr, s.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+      close(fd);
+      if (p == MAP_FAILED) {
+        if (local_err.empty()) local_err = std::string("mmap failed: ") + std::strerror(errno);
+        shm_unlink(name.name);
+      } else {
+        s.base = static_cast<char*>(p);
+        SegHeader* h = new (s.base) SegHeader();
+        h->nproc = uint32_t(s.nproc);
+        h->slice_bytes = s.slice;
+        h->total_bytes = s.bytes;
+        for (int q = 0; q < s.nproc; q++) {
+          new (BellOf(q)) Bell();
+          for (int j = 0; j < s.slots; j++) new (BoxOf(q, j)) Mailbox();
+        }
+        std::atomic_thread_fence(std::memory_order_release);
+        h->magic = kMagic;
+      }
+    }
+    name.ok = local_err.empty();
+  }
+  err = Allgather(&name, sizeof name, &all, 30002, deadline, "distributed.initialize (shared-memory segment)");
+  if (!err.empty()) return s.reason = err;
+  Name root;
+  std::memcpy(&root, all.data(), sizeof root);
+  root.name[sizeof root.name - 1] = 0;
+  if (s.self != 0 && root.ok) {
+    const int fd = shm_open(root.name, O_RDWR, 0600);
+    if (fd < 0) {
+      local_err = std::string("shm_open(") + root.name + ") failed: " + std::strerror(errno);
+    } else {
+      void* p = mmap(nullptr, s.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      close(fd);
+      if (p == MAP_FAILED) local_err = std::string("mmap failed: ") + std::strerror(errno);
+      else s.base = static_cast<char*>(p);
+      const SegHeader* h = reinterpret_cast<const SegHeader*>(s.base);
+      if (s.base && (h->magic != kMagic || h->total_bytes != s.bytes)) local_err = "the segment's layout differs (JAXTS_MPI_SHM_BYTES differs between processes?)";
+    }
+  }
+  // everyone says whether it mapped the segment; then process 0 unlinks the name (the mappings stay)
+  struct Mapped {
+    uint32_t ok;
+    char why[124];
+  } mapped{};
+  mapped.ok = root.ok && local_err.empty();
+  std::strncpy(mapped.why, local_err.c_str(), sizeof mapped.why - 1);
+  err = Allgather(&mapped, sizeof mapped, &all, 30003, deadline, "distributed.initialize (shared-memory segment mapped)");
+  if (s.self == 0 && root.ok) shm_unlink(root.name);
+  std::string why = err;
+  for (int q = 0; q < s.nproc && why.empty(); q++) {
+    Mapped m;
+    std::memcpy(&m, all.data() + sizeof(Mapped) * size_t(q), sizeof m);
+    m.why[sizeof m.why - 1] = 0;
+    if (!m.ok) why = "process " + std::to_string(q) + ": " + (m.why[0] ? m.why : "the segment was not created");
+  }
+  if (!why.empty()) {
+    if (s.base) munmap(s.base, s.bytes);
+    s.base = nullptr;
+    return s.reason = why;
+  }
+  s.enabled = true;
+  s.reason = "";
+  return "";
+}
+
+std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, int slot, Clock::time_point deadline, const std::string& what,
+                     const std::function<std::string()>& check, const std::function<void(size_t, size_t, const char*, size_t)>& on_recv) {
+  State& s = S();
+  if (!s.enabled) return what + ": the shared-memory transport is not set up";
+  const int j = ((slot % s.slots) + s.slots) % s.slots;
+  std::lock_guard<std::mutex> slot_lock(s.slot_mu[j]);
+  Mailbox* mine = BoxOf(s.self, j);
+  const size_t n = peers.size(), slice = s.slice;
+  s.exchanges.fetch_add(1, std::memory_order_relaxed);
+  // rounds per pair, and this process's rounds
+  std::vector<size_t> rounds(n);
+  size_t total = 1;
+  for (size_t i = 0; i < n; i++) {
+    const size_t sb = peers[i].no_send ? 0 : peers[i].send_bytes;
+    rounds[i] = std::max<size_t>(1, (std::max(sb, peers[i].recv_bytes) + slice - 1) / slice);
+    total = std::max(total, rounds[i]);
+  }
+  std::vector<Mailbox*> theirs(n, nullptr);
+  std::vector<uint32_t> base(n, 0);
+  uint32_t& owed = s.owed[j];
+  // on failure: forgive what peers still owe this mailbox (a dead or released peer never reads it), name the late
+  const auto fail = [&](const std::string& why, const std::vector<size_t>& late) {
+    owed = mine->consumed.load(std::memory_order_acquire);
+    if (why != "timeout") return what + ": " + why;
+    std::string list;
+    for (size_t i : late) list += std::string(list.empty() ? "" : ", ") + std::to_string(peers[i].peer);
+    mpi::MarkPeerSilent();
+    return what + ": no answer from process(es) [" + list + "] before the deadline";
+  };
+  const auto consumed_all = [&] { return int32_t(mine->consumed.load(std::memory_order_acquire) - owed) >= 0; };
+  const auto all_peers = [&] {
+    std::vector<size_t> v;
+    for (size_t i = 0; i < n; i++) v.push_back(i);
+    return v;
+  };
+  // 0. the previous exchange's last round must have been read before the key changes
+  std::string w = WaitOn(s.self, consumed_all, deadline, check);
+  if (!w.empty()) return fail(w, all_peers());
+  {
+    const uint32_t v = mine->pub.load(std::memory_order_relaxed);
+    mine->pub.store(v + 1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_release);
+    mine->launch.store(key.launch, std::memory_order_relaxed);
+    mine->seq.store(key.seq, std::memory_order_relaxed);
+    mine->group.store(key.group, std::memory_order_relaxed);
+    mine->step.store(key.step, std::memory_order_relaxed);
+    mine->base.store(mine->ready.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    mine->pub.store(v + 2, std::memory_order_release);
+    Ring(s.self);
+  }
+  const uint32_t my_base = mine->base.load(std::memory_order_relaxed);
+  for (size_t r = 0; r < total; r++) {
+    // 1. this round's slices (after the peers read the previous round)
+    if (r > 0) {
+      w = WaitOn(s.self, consumed_all, deadline, check);
+      if (!w.empty()) {
+        std::vector<size_t> late;
+        for (size_t i = 0; i < n; i++)
+          if (r - 1 < rounds[i]) late.push_back(i);
+        return fail(w, late);
+      }
+    }
+    uint32_t readers = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (r >= rounds[i]) continue;
+      readers++;
+      const size_t sb = peers[i].no_send ? 0 : peers[i].send_bytes, lo = std::min(sb, r * slice), len = std::min(sb, lo + slice) - lo;
+      if (len) std::memcpy(SliceOf(mine, peers[i].peer), static_cast<const char*>(peers[i].send) + lo, len);
+    }
+    owed += readers;
+    mine->ready.store(my_base + uint32_t(r + 1), std::memory_order_release);
+    Ring(s.self);
+    // 2. the peers' slices for this process
+    for (size_t i = 0; i < n; i++) {
+      if (r >= rounds[i]) continue;
+      const int q = peers[i].peer;
+      if (!theirs[i]) {
+        w = WaitOn(q, [&] {
+              for (int k = 0; k < s.slots; k++)
+                if (Holds(BoxOf(q, k), key, &base[i])) {
+                  theirs[i] = BoxOf(q, k);
+                  return true;
+                }
+              return false;
+            }, deadline, check);
+        if (!w.empty()) return fail(w, {i});
+      }
+      Mailbox* m = theirs[i];
+      const uint32_t want = base[i] + uint32_t(r + 1);
+      w = WaitOn(q, [&] { return int32_t(m->ready.load(std::memory_order_acquire) - want) >= 0; }, deadline, check);
+      if (!w.empty()) return fail(w, {i});
+      const size_t rb = peers[i].recv_bytes, lo = std::min(rb, r * slice), len = std::min(rb, lo + slice) - lo;
+      if (len) {
+        if (on_recv) on_recv(i, lo, SliceOf(m, s.self), len);
+        else std::memcpy(static_cast<char*>(peers[i].recv) + lo, SliceOf(m, s.self), len);
+        s.bytes_moved.fetch_add(len, std::memory_order_relaxed);
+      }
+      m->consumed.fetch_add(1, std::memory_order_acq_rel);
+      Ring(q);
+    }
+  }
+  return "";
+}
+
+namespace {
+// mpiShmSetup(timeoutMs, maxLocalDevices) -> "" when enabled, else why not (every process must call it)
+napi_value SetupFn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int64_t timeout = 30000;
+  int32_t slots = 1;
+  if (argc >= 1) napi_get_value_int64(env, argv[0], &timeout);
+  if (argc >= 2) napi_get_value_int32(env, argv[1], &slots);
+  const std::string why = Setup(timeout, slots);
+  napi_value out;
+  napi_create_string_utf8(env, why.c_str(), why.size(), &out);
+  return out;
+}
+// mpiShmInfo() -> { enabled, reason, exchanges, bytes }: which transport cross-process collectives use, and its counters
+napi_value InfoFn(napi_env env, napi_callback_info) {
+  State& s = S();
+  napi_value obj, v;
+  napi_create_object(env, &obj);
+  napi_get_boolean(env, s.enabled, &v);
+  napi_set_named_property(env, obj, "enabled", v);
+  napi_create_string_utf8(env, s.reason.c_str(), s.reason.size(), &v);
+  napi_set_named_property(env, obj, "reason", v);
+  napi_create_double(env, double(s.exchanges.load()), &v);
+  napi_set_named_property(env, obj, "exchanges", v);
+  napi_create_double(env, double(s.bytes_moved.load()), &v);
+  napi_set_named_property(env, obj, "bytes", v);
+  return obj;
+}
+}  // namespace
+
+}  // namespace mpishm
+
+void RegisterMpiShm(napi_env env, napi_value exports) {
+  const napi_property_descriptor props[] = {
+      {"mpiShmSetup", nullptr, mpishm::SetupFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"mpiShmInfo", nullptr, mpishm::InfoFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
+}
+
+}  // namespace jaxts

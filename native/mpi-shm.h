@@ -1,0 +1,50 @@
+/** @file The same-host transport between processes of an MPI job: a POSIX shared-memory segment of mailboxes, process-shared atomics and futexes. */
+#pragma once
+
+// Processes on one host exchange the bytes of cross-process collectives through a shared segment instead of MPI
+// messages (as NCCL and Open MPI's own vader do). Setup() runs once at distributed.initialize on every process: the
+// host identities are exchanged over MPI, and when every process of the job shares the host (and none set
+// JAXTS_MPI_SHM=0) process 0 creates the segment, the others map it, and it is unlinked once all mapped it. MPI then
+// only carries the abort messages and the host-side exchanges (processAllgather).
+// Exchange() has mpi::Exchange's semantics (every listed peer sends its bytes to this process and receives this
+// process's bytes for it, bounded by the deadline, same error texts) over mailboxes: each process owns one mailbox
+// per device (the leading device thread's), publishes a key (launch, seq, group, step) in one, and
+// moves its bytes in rounds of at most one mailbox slice per peer: write the round, ring, read the peers' rounds,
+// mark them consumed. Waits spin briefly, then sleep on a futex in the segment, and check the deadline.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "mpi-loader.h"
+
+namespace jaxts {
+namespace mpishm {
+
+/**
+ * Sets up the segment (every process of the job must call it, after mpi::Init, with the same `slots`: the most devices
+ * any process has, one mailbox each); "" when enabled, else why not.
+ */
+std::string Setup(int64_t timeout_ms, int slots);
+/** Whether the shared-memory transport is in use. */
+bool Enabled();
+
+/** What identifies one exchange on every process (the group's first rank and a step within the collective). */
+struct Key {
+  uint64_t launch = 0, seq = 0;
+  int32_t group = 0, step = 0;
+};
+
+/**
+ * Exchanges bytes with `peers` through the segment (peer = MPI rank), as mpi::Exchange does. `slot` picks this
+ * process's mailbox (the leading device thread's local index; calls on one slot are serialized). `on_recv`, when set,
+ * receives each arriving piece (peer index in `peers`, byte offset, bytes, length) instead of a copy into recv.
+ */
+std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, int slot, std::chrono::steady_clock::time_point deadline,
+                     const std::string& what, const std::function<std::string()>& check = nullptr,
+                     const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr);
+
+}  // namespace mpishm
+}  // namespace jaxts
