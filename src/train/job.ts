@@ -216,7 +216,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   // ZeRO x pipeline (zero-pipeline.ts): each stage's blocks and every optimizer-state leaf sharded within the stage
   let zp: ZeroTensorState<GptParams> | null = null;
   if (zero && ps.pipeline_stages > 1) {
-    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2);
+    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2 | 3);
     if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
   } else if ((zero || ps.overlap) && tp === 1) {
     // with overlap, stage 0 also runs on the ZeRO engine (its gradient all-reduce bucketed per layer and overlapped)
@@ -242,7 +242,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const microbatches = ps.microbatches || ps.pipeline_stages;
   const zeroPipeStep = zp
     ? makeGptZeroPipelineStep(model, opt, zp.layout, {
-        stage: zero as 1 | 2,
+        stage: zero as 1 | 2 | 3,
         microbatches,
         schedule: ps.schedule,
         remat,

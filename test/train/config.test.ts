@@ -162,12 +162,6 @@ const BAD: [string, Record<string, unknown>, number, RegExp][] = [
   ["an axis twice", { "sharding_spec.attention": ["data", "model", "data"] }, 4, /uses mesh axis 'data' twice/],
   ["zero_stage out of range", { "parallel_strategy.zero_stage": 4 }, 4, /zero_stage must be 0, 1, 2 or 3, got 4/],
   [
-    "ZeRO-3 with pipeline stages",
-    { "parallel_strategy.zero_stage": 3, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
-    4,
-    /zero_stage 3 with pipeline_stages 2: ZeRO-3 x pipeline is not implemented; use zero_stage: 1 or 2 .*or pipeline_stages: 1/,
-  ],
-  [
     "ZeRO x pipeline x tensor parallelism",
     { "parallel_strategy.zero_stage": 1, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
     4,
