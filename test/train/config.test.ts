@@ -43,11 +43,12 @@ test("configs/zero3.yaml is ZeRO stage 3 on 4 devices (data_parallel 4) and vali
   validateConfig(c, { devices: 4 });
 });
 
-test("configs/zero3-tp.yaml, pipeline-1f1b.yaml, pipeline-zero2.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
+test("configs/zero3-tp.yaml, pipeline-1f1b.yaml, pipeline-zero2.yaml, pipeline-zero3.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
   for (const [file, dp, tp, pp, zero, devices] of [
     ["zero3-tp", 2, 2, 1, 3, 4],
     ["pipeline-1f1b", 1, 2, 2, 0, 4],
     ["pipeline-zero2", 2, 1, 2, 2, 4],
+    ["pipeline-zero3", 2, 1, 2, 3, 4],
     ["seed-8x8-zero3", 8, 8, 1, 3, 64],
   ] as const) {
     const c = configFromText(readFileSync(`configs/${file}.yaml`, "utf8"));
