@@ -268,10 +268,6 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage !== 0 && pp !== 1 && tp !== 1)
-    fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp} and tensor_parallel ${tp}: ZeRO x pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO x pipeline), zero_stage: 0 (pipeline x tensor) or pipeline_stages: 1 (ZeRO x tensor)`,
-    );
   if (ps.overlap) {
     // overlap reaches only the ZeRO engine (zero.ts: data-only mesh); elsewhere it would silently do nothing
     const why =
