@@ -255,8 +255,8 @@ export const paddedVocab = (taskVocab: number): number => Math.ceil(taskVocab / 
  * Checks a resolved config against the devices (before any work): the parallel sizes' product is the device count,
  * the specs name only mesh axes, are no longer than their arrays' ranks, use the tensor axis only where the model
  * splits (attention heads, MLP hidden units), and every sharded dimension, the heads, the MLP width and the batch
- * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism, ZeRO 1-2 with the pipeline
- * (without tensor parallelism); ZeRO-3 x pipeline is refused.
+ * divide evenly. ZeRO combines with tensor parallelism, the pipeline with data and tensor parallelism, ZeRO 1-3 with the pipeline
+ * (without tensor parallelism); ZeRO x pipeline x tensor parallelism is refused.
  */
 export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab = 12): void {
   const ps = c.parallel_strategy;
@@ -268,14 +268,6 @@ export function validateConfig(c: TrainConfig, ctx: ValidateContext, taskVocab =
     );
   if (ps.zero_stage < 0 || ps.zero_stage > 3)
     fail(`parallel_strategy.zero_stage must be 0, 1, 2 or 3, got ${ps.zero_stage}`);
-  if (ps.zero_stage === 3 && pp !== 1)
-    fail(
-      `parallel_strategy.zero_stage 3 with pipeline_stages ${pp}: ZeRO-3 x pipeline is not implemented; use zero_stage: 1 or 2 (each stage's optimizer state, and at 2 its gradients, sharded over data_parallel within the stage) or pipeline_stages: 1 (ZeRO-3 then shards the parameters over data_parallel)`,
-    );
-  if (ps.zero_stage !== 0 && pp !== 1 && tp !== 1)
-    fail(
-      `parallel_strategy.zero_stage ${ps.zero_stage} with pipeline_stages ${pp} and tensor_parallel ${tp}: ZeRO x pipeline x tensor parallelism is not implemented; use tensor_parallel: 1 (ZeRO x pipeline), zero_stage: 0 (pipeline x tensor) or pipeline_stages: 1 (ZeRO x tensor)`,
-    );
   if (ps.overlap) {
     // overlap reaches only the ZeRO engine (zero.ts: data-only mesh); elsewhere it would silently do nothing
     const why =

@@ -40,6 +40,14 @@ import {
 } from "./engines.js";
 import { makeGptZeroPipelineStep, zeroPipelineShardState } from "./zero-pipeline.js";
 import {
+  type ZeroPipelineTensorState,
+  makeGptZeroPipelineTensorStep,
+  zeroPipelineTensorFullOptState,
+  zeroPipelineTensorGatherParams,
+  zeroPipelineTensorRestore,
+  zeroPipelineTensorShardState,
+} from "./zero-pipeline-tensor.js";
+import {
   type ZeroTensorState,
   makeZeroTensorTrainStep,
   zeroFullOptState,
@@ -215,8 +223,13 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   let zt: ZeroTensorState<LayeredGpt> | null = null;
   // ZeRO x pipeline (zero-pipeline.ts): each stage's blocks and every optimizer-state leaf sharded within the stage
   let zp: ZeroTensorState<GptParams> | null = null;
-  if (zero && ps.pipeline_stages > 1) {
-    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2);
+  // ZeRO x pipeline x tensor parallel (zero-pipeline-tensor.ts): each stage's Megatron blocks sharded over 'data'
+  let zq: ZeroPipelineTensorState | null = null;
+  if (zero && ps.pipeline_stages > 1 && tp > 1) {
+    zq = zeroPipelineTensorShardState(params, opt, mesh, model, spec, zero as 1 | 2 | 3);
+    if (opts.resume) zq = zeroPipelineTensorRestore(zq.layout, params, state);
+  } else if (zero && ps.pipeline_stages > 1) {
+    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2 | 3);
     if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
   } else if ((zero || ps.overlap) && tp === 1) {
     // with overlap, stage 0 also runs on the ZeRO engine (its gradient all-reduce bucketed per layer and overlapped)
@@ -242,14 +255,22 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const microbatches = ps.microbatches || ps.pipeline_stages;
   const zeroPipeStep = zp
     ? makeGptZeroPipelineStep(model, opt, zp.layout, {
-        stage: zero as 1 | 2,
+        stage: zero as 1 | 2 | 3,
+        microbatches,
+        schedule: ps.schedule,
+        remat,
+      })
+    : null;
+  const zeroPipeTpStep = zq
+    ? makeGptZeroPipelineTensorStep(model, opt, zq.layout, {
+        stage: zero as 1 | 2 | 3,
         microbatches,
         schedule: ps.schedule,
         remat,
       })
     : null;
   const plainStep =
-    zs || zt || zp
+    zs || zt || zp || zq
       ? null
       : jit(
           ps.pipeline_stages > 1
@@ -275,7 +296,9 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         ? fromLayered(zeroTensorGatherParams(zt))
         : zp
           ? zeroTensorGatherParams(zp)
-          : params;
+          : zq
+            ? zeroPipelineTensorGatherParams(zq)
+            : params;
   /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
   const fullOptState = (): optim.OptState => {
     if (zs) {
@@ -284,6 +307,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     }
     if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
     if (zp) return zeroTensorFullOptState(zp);
+    if (zq) return zeroPipelineTensorFullOptState(zq);
     return state;
   };
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
@@ -327,6 +351,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
       else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
+      else if (zq && zeroPipeTpStep) [loss, zq] = zeroPipeTpStep(zq, b.tokens, b.targets, b.mask);
       else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);

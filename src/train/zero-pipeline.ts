@@ -1,6 +1,6 @@
 /**
- * @file ZeRO stages 1-2 x pipeline parallelism for the GPT on a pipe x data (x model of size 1) mesh: each stage's
- * blocks, gradients and optimizer state are sharded over 'data' within the stage; the outer parameters over both axes.
+ * @file ZeRO stages 1-3 x pipeline parallelism for the GPT on a pipe x data (x model of size 1) mesh: each stage's
+ * optimizer state, gradients (2-3) and blocks (3) are sharded over 'data' within the stage; outer leaves over both axes.
  */
 import { type Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
@@ -36,8 +36,11 @@ import type { GptOuter } from "./engines.js";
 
 /** The pipelined ZeRO options. */
 export interface ZeroPipelineOptions {
-  /** 1: optimizer state sharded over 'data' within each stage; 2: + gradients reduce-scattered instead of summed. */
-  stage: 1 | 2;
+  /**
+   * 1: optimizer state sharded over 'data' within each stage; 2: + gradients reduce-scattered instead of summed;
+   * 3: + parameters sharded too (each stage's blocks all-gathered over 'data' before its schedule runs).
+   */
+  stage: 1 | 2 | 3;
   microbatches: number;
   schedule?: "gpipe" | "1f1b";
   remat?: RematPolicy;
@@ -54,13 +57,13 @@ export function zeroPipelineShardState(
   params: GptParams,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  stage: 1 | 2,
+  stage: 1 | 2 | 3,
 ): ZeroTensorState<GptParams> {
   const fn = "zeroPipelineShardState";
   if (!mesh.axisNames.includes("pipe") || !mesh.axisNames.includes("data"))
     throw new Error(`${fn}: the mesh ${mesh.toString()} needs axes 'pipe' and 'data'`);
-  if (stage !== 1 && stage !== 2)
-    throw new RangeError(`${fn}: stage must be 1 or 2 (ZeRO-3 x pipeline is not implemented), got ${String(stage)}`);
+  if (stage !== 1 && stage !== 2 && stage !== 3)
+    throw new RangeError(`${fn}: stage must be 1, 2 or 3, got ${String(stage)}`);
   const { blocks, ...outer } = params;
   const tensorSpecs = {
     ...Object.fromEntries(Object.keys(outer).map((k) => [k, P()])),
@@ -81,6 +84,10 @@ const mapLeaves = <T>(t: T, f: (x: Array) => Array): T => {
  * reduce-scatter), updates this device's slice of every parameter (the outer parameters' gradients, computed outside
  * the pipeline, are sliced over both axes), and all-gathers the updated slices back: blocks over 'data' within the
  * stage, outer leaves over ('pipe', 'data'). Global norms in the optimizer psum over both axes (slices are disjoint).
+ * Stage 3 keeps every parameter as its flat slice (the optimizer state's layout): a first shardMap all-gathers each
+ * stage's blocks over 'data' into that stage's copies (and the outer leaves over both axes) just before the schedule,
+ * which holds them until its backward pass; the block gradients are reduce-scattered as at stage 2, and the updated
+ * slices stay where they are (no gather back).
  */
 export function makeGptZeroPipelineStep(
   cfg: GptConfig,
@@ -132,7 +139,7 @@ export function makeGptZeroPipelineStep(
         gSize[g],
       );
       const local =
-        g === 0 && reduceBlocks && stage === 2
+        g === 0 && reduceBlocks && stage >= 2
           ? lax.psumScatter(G, "data", { tiled: true })
           : lax.dynamicSliceInDim(g === 0 && reduceBlocks ? lax.psum(G, "data") : G, jnp.multiply(gIndex(g), K), K, 0);
       unpackLocal(local, ks).forEach((x, q) => (out[at[q]] = x));
@@ -163,12 +170,13 @@ export function makeGptZeroPipelineStep(
       const [gl, gdef] = flatten(g);
       if (!gdef.equals(paramDef)) throw new Error(`${fn}: gradient tree ${gdef.toString()} is not the parameters'`);
       const gs = slices(gl as Array[], true);
-      const ps = slices(flatten(p)[0] as Array[], false);
+      // stage 3: the parameters already are this device's slices
+      const ps = stage === 3 ? (flatten(p)[0] as Array[]) : slices(flatten(p)[0] as Array[], false);
       const [u, next] = withShardedUpdate(zeroTensorContext(L, true), () =>
         opt.update(unflatten(paramDef, gs), s, unflatten(paramDef, ps)),
       );
       const np = flatten(optim.applyUpdates(unflatten(paramDef, ps), u))[0] as Array[];
-      return [unflatten(paramDef, gatherBack(np)) as GptParams, next];
+      return [unflatten(paramDef, stage === 3 ? np : gatherBack(np)) as GptParams, next];
     },
     {
       mesh,
@@ -177,13 +185,28 @@ export function makeGptZeroPipelineStep(
       checkVma: false, // the outer parameters are equal over both axes by construction
     },
   );
+  // stage 3: this device's flat slices -> its stage's blocks as its copy [1, 1, L/S, ...] and the full outer leaves
+  const gather = shardMap(
+    (p: GptParams): [GptLayer, GptOuter] => {
+      const full = unflatten(paramDef, gatherBack(flatten(p)[0] as Array[])) as GptParams;
+      const { blocks, ...outer } = full;
+      return [mapLeaves(blocks as unknown as GptLayer, (x) => jnp.expandDims(x, [0, 1])), outer];
+    },
+    { mesh, inSpecs: [L.paramSpecs], outSpecs: [copySpecs as SpecTree, outerSpecs as SpecTree], checkVma: false },
+  );
   const step = jit((params: GptParams, s: optim.OptState, tokens: Array, targets: Array, mask: Array) => {
-    const { blocks, ...outer } = params;
+    const { blocks, ...rest } = params;
     // one copy of each stage's layers per data shard: the gradient of a copy is that shard's share, unreduced
-    const copies = mapLeaves(blocks as unknown as GptLayer, (x) => {
-      const st = [S, x.shape[0] / S, ...x.shape.slice(1)];
-      return jnp.broadcastTo(jnp.expandDims(jnp.reshape(x, st), 1), [S, n, ...st.slice(1)]);
-    });
+    const [copies, outer] =
+      stage === 3
+        ? (gather(params) as [GptLayer, GptOuter])
+        : [
+            mapLeaves(blocks as unknown as GptLayer, (x) => {
+              const st = [S, x.shape[0] / S, ...x.shape.slice(1)];
+              return jnp.broadcastTo(jnp.expandDims(jnp.reshape(x, st), 1), [S, n, ...st.slice(1)]);
+            }),
+            rest as GptOuter,
+          ];
     const [l, [go, gb]] = valueAndGrad(loss, { argnums: [0, 1] })(outer, copies, tokens, targets, mask) as [
       Array,
       [GptOuter, GptLayer],

@@ -43,11 +43,13 @@ test("configs/zero3.yaml is ZeRO stage 3 on 4 devices (data_parallel 4) and vali
   validateConfig(c, { devices: 4 });
 });
 
-test("configs/zero3-tp.yaml, pipeline-1f1b.yaml, pipeline-zero2.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
+test("configs/zero3-tp.yaml, pipeline-1f1b.yaml, pipeline-zero2.yaml, pipeline-zero3.yaml, pipeline-zero3-tp.yaml and seed-8x8-zero3.yaml are the combined engines and validate", () => {
   for (const [file, dp, tp, pp, zero, devices] of [
     ["zero3-tp", 2, 2, 1, 3, 4],
     ["pipeline-1f1b", 1, 2, 2, 0, 4],
     ["pipeline-zero2", 2, 1, 2, 2, 4],
+    ["pipeline-zero3", 2, 1, 2, 3, 4],
+    ["pipeline-zero3-tp", 2, 2, 2, 3, 8],
     ["seed-8x8-zero3", 8, 8, 1, 3, 64],
   ] as const) {
     const c = configFromText(readFileSync(`configs/${file}.yaml`, "utf8"));
@@ -161,18 +163,6 @@ const BAD: [string, Record<string, unknown>, number, RegExp][] = [
   ],
   ["an axis twice", { "sharding_spec.attention": ["data", "model", "data"] }, 4, /uses mesh axis 'data' twice/],
   ["zero_stage out of range", { "parallel_strategy.zero_stage": 4 }, 4, /zero_stage must be 0, 1, 2 or 3, got 4/],
-  [
-    "ZeRO-3 with pipeline stages",
-    { "parallel_strategy.zero_stage": 3, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
-    4,
-    /zero_stage 3 with pipeline_stages 2: ZeRO-3 x pipeline is not implemented; use zero_stage: 1 or 2 .*or pipeline_stages: 1/,
-  ],
-  [
-    "ZeRO x pipeline x tensor parallelism",
-    { "parallel_strategy.zero_stage": 1, "parallel_strategy.pipeline_stages": 2, "parallel_strategy.data_parallel": 1 },
-    4,
-    /zero_stage 1 with pipeline_stages 2 and tensor_parallel 2: ZeRO x pipeline x tensor parallelism is not implemented/,
-  ],
   [
     "a 1F1B schedule without a pipeline",
     { "parallel_strategy.schedule": "1f1b" },

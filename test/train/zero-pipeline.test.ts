@@ -147,3 +147,65 @@ test("ZeRO-1 x pipeline: a quarter of the optimizer state per device, blocks onl
   for (const s of st.params.blocks.wq.addressableShards as Shard[]) assert.equal(s.data.shape[0], 1);
   for (const s of st.params.wte.addressableShards as Shard[]) assert.deepEqual(s.data.shape, [...params.wte.shape]);
 });
+
+test("ZeRO-3 x pipeline (GPipe, 1F1B) equals ZeRO-2 x pipeline and the unpipelined model", { skip }, () => {
+  const ref = run(tiny({ data_parallel: 2 }, 3));
+  for (const schedule of ["gpipe", "1f1b"] as const) {
+    const z2 = run(tiny(pipe({ schedule, zero_stage: 2 }), 3));
+    const z3 = run(tiny(pipe({ schedule, zero_stage: 3 }), 3));
+    const what = `ZeRO-3 x ${schedule}`;
+    assert.ok(relErr(z3.losses, z2.losses) < 1e-6, `${what}: ${z3.losses} vs ZeRO-2 ${z2.losses}`);
+    assert.ok(relErr(z3.losses, ref.losses) < 1e-4, `${what}: ${z3.losses} vs unpipelined ${ref.losses}`);
+    const e = paramErr(z3.params, z2.params);
+    assert.ok(e < 1e-6, `${what}: parameters differ from ZeRO-2 x pipeline by ${e}`);
+    const u = paramErr(z3.params, ref.params);
+    assert.ok(u < 1e-4, `${what}: parameters differ from the unpipelined run by ${u}`);
+  }
+});
+
+test("a ZeRO-3 x pipeline run resumes (at stage 3 and at stage 2) with the uninterrupted losses", { skip }, () => {
+  const c = tiny(pipe({ zero_stage: 3 }), 4);
+  const full = run(c);
+  const dir = join(tmp, "interrupted3");
+  run(c, { out: dir, stopAfter: 2 });
+  const rest = run(c, { resume: dir });
+  assert.equal(rest.losses.length, 4);
+  assert.ok(relErr(rest.losses, full.losses) < 1e-6, `${rest.losses} vs ${full.losses}`);
+  assert.ok(paramErr(rest.params, full.params) < 1e-6);
+  // the checkpoint is in the full layout: ZeRO-2 x pipeline resumes from it (resharded) with the same losses
+  const z2 = run(tiny(pipe({ zero_stage: 2 }), 4), { resume: dir });
+  assert.ok(relErr(z2.losses, full.losses) < 1e-5, `${z2.losses} vs ${full.losses}`);
+  assert.ok(paramErr(z2.params, full.params) < 1e-5);
+});
+
+test("ZeRO-3 x pipeline: each device holds a quarter of the parameter and optimizer bytes", { skip }, () => {
+  const c = tiny(pipe({ zero_stage: 3 }), 3);
+  const { model, mesh, opt, task } = setupJob(c, 4);
+  const params = initGpt(model, 0);
+  let st = zeroPipelineShardState(params, opt, mesh, 3);
+  const step = makeGptZeroPipelineStep(model, opt, st.layout, { stage: 3, microbatches: 2 });
+  const b = makeJobBatches(task, mesh, 8, 1).next();
+  [, st] = step(st, b.tokens, b.targets, b.mask);
+  const perDevice = (tree: unknown): Map<number, number> => {
+    const m = new Map<number, number>();
+    for (const leaf of flatten(tree)[0] as Array[])
+      for (const s of leaf.addressableShards as Shard[])
+        m.set(s.device.id, (m.get(s.device.id) ?? 0) + s.data.size * 4); // float32 and int32 leaves only
+    return m;
+  };
+  const nParams = (flatten(params)[0] as Array[]).reduce((a, x) => a + x.size, 0);
+  const total = 3 * nParams * 4; // parameters + adam's mu and nu, unsharded
+  const k = st.layout.shardLen.reduce((a, x) => a + x, 0);
+  const p = perDevice(st.params),
+    o = perDevice(st.optState);
+  assert.equal(p.size, 4);
+  for (const [d, bytes] of p) {
+    assert.equal(bytes, k * 4, `device ${d}: ${bytes} parameter bytes, expected its ${k} flat elements`);
+    const all = bytes + o.get(d)!;
+    // the shards cover the total exactly once (plus padding and the replicated counts)
+    assert.ok(Math.abs(all / total - 0.25) < 0.02, `device ${d}: ${all / total} of the unsharded bytes`);
+  }
+  // no device holds a whole leaf: every shard is a flat 1 / (stages x data_parallel) slice
+  for (const s of st.params.blocks.wq.addressableShards as Shard[]) assert.equal(s.data.ndim, 1);
+  for (const s of st.params.wte.addressableShards as Shard[]) assert.ok(s.data.size * 4 <= params.wte.size + 4);
+});
