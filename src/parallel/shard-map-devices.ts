@@ -183,10 +183,9 @@ export function shardMapOnDevices(
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
   const key = [
-    mesh.toString(),
-    mesh.deviceIds.join(","),
+    mesh.cacheKey,
     String(def),
-    inSpecs.map(String).join(";"),
+    specsKey(inSpecs),
     config.enableX64,
     config.spmdShardUpdates,
     checkVma,
@@ -249,6 +248,18 @@ export function shardMapOnDevices(
   }
   const outs = bind(shardMapP, leaves, entry.params);
   return { value: unflatten(entry.outDef, outs) };
+}
+
+const specTexts = new WeakMap<Spec, string>();
+/** The specs as text (each spec's text memoized: a PartitionSpec is immutable). */
+function specsKey(specs: readonly Spec[]): string {
+  let s = "";
+  for (const sp of specs) {
+    let t = specTexts.get(sp);
+    if (t === undefined) specTexts.set(sp, (t = String(sp)));
+    s += t + ";";
+  }
+  return s;
 }
 
 /** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */
