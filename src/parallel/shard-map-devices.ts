@@ -124,7 +124,7 @@ export const shardMapP: Primitive<SMP> = new Primitive<SMP>(
       transpose: "installed by shard-map-rules.ts (a shard_map of the body's transpose)",
     },
   },
-  { multipleResults: true },
+  { multipleResults: true, dispatchesItself: true },
 );
 
 /** The jvp of a shard_map through its emulation (what the rules fall back to). */
