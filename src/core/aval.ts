@@ -22,8 +22,11 @@ export class ShapedArray {
     return prod(this.shape);
   }
   /** JAX's short form, e.g. f32[3,4]. */
+  // str() and key() are memoized (the fields are frozen): call-signature caches build them on every call
+  #str?: string;
+  #key?: string;
   str(): string {
-    return `${shortName(this.dtype)}[${this.shape.join(",")}]`;
+    return (this.#str ??= `${shortName(this.dtype)}[${this.shape.join(",")}]`);
   }
   toString(): string {
     return this.str();
@@ -42,7 +45,7 @@ export class ShapedArray {
     return this.weakType ? new ShapedArray(this.shape, this.dtype, false) : this;
   }
   key(): string {
-    return `${this.dtype}${this.weakType ? "~" : ""}[${this.shape.join(",")}]`;
+    return (this.#key ??= `${this.dtype}${this.weakType ? "~" : ""}[${this.shape.join(",")}]`);
   }
 }
 

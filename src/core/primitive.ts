@@ -84,6 +84,11 @@ export interface PrimitiveFacts {
    */
   callJaxprParam?: "jaxpr" | "call_jaxpr";
   /**
+   * Its impl dispatches its own work (shard_map on the device runtime): the eager ONNX path calls it directly, with no
+   * per-call cache key and no eager cache entry holding its params.
+   */
+  dispatchesItself?: boolean;
+  /**
    * Its lowering does not depend on operand shapes (only dtypes and ranks): an eager ONNX session declares unknown
    * dimensions, so one session serves every shape.
    */

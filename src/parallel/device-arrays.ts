@@ -67,6 +67,13 @@ const contains = (outer: Index, inner: Index) => inner.every(([s, e], d) => s >=
 
 /** Spec entries as lists of axis names, trailing replicated dims dropped (P("x") and P("x", null) are one sharding). */
 function normSpec(spec: PartitionSpecImpl, rank: number): string {
+  // memoized per spec object and rank (a PartitionSpec is immutable)
+  let byRank = normSpecs.get(spec);
+  if (!byRank) normSpecs.set(spec, (byRank = []));
+  return (byRank[rank] ??= normSpecText(spec, rank));
+}
+const normSpecs = new WeakMap<PartitionSpecImpl, string[]>();
+function normSpecText(spec: PartitionSpecImpl, rank: number): string {
   const e: string[][] = [];
   for (let d = 0; d < Math.max(rank, spec.length); d++) e.push(spec.names(d));
   while (e.length && e[e.length - 1].length === 0) e.pop();
@@ -76,6 +83,7 @@ function normSpec(spec: PartitionSpecImpl, rank: number): string {
 export function sameSharding(a: NamedShardingImpl, b: NamedShardingImpl, rank: number): boolean {
   return (
     a === b ||
+    (a.mesh === b.mesh && a.spec === b.spec) ||
     (same(a.mesh.deviceIds, b.mesh.deviceIds) &&
       same(a.mesh.dims, b.mesh.dims) &&
       a.mesh.axisNames.join() === b.mesh.axisNames.join() &&

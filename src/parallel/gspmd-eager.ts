@@ -25,6 +25,8 @@ let inside = 0;
 
 registerEagerPlaced((prim, args, params) => {
   if (inside > 0) return null;
+  // which ops are partitioned first: it is the cheaper test (shard_map and collectives stop here)
+  if (!PARTITIONED.has(prim.name) && !elementwise(prim, args, params)) return null;
   const named = args.map((a) => (a.placement instanceof NamedShardingImpl ? a.placement : null));
   const mesh = named.find((s) => s && s.mesh.size > 1 && !s.isFullyReplicated)?.mesh;
   if (!mesh) return null;
@@ -32,7 +34,6 @@ registerEagerPlaced((prim, args, params) => {
     named.some((s) => s && (s.mesh.toString() !== mesh.toString() || s.mesh.deviceIds.join() !== mesh.deviceIds.join()))
   )
     return null;
-  if (!PARTITIONED.has(prim.name) && !elementwise(prim, args, params)) return null;
   let pkey: string;
   try {
     pkey = `${prim.name}|${JSON.stringify(params)}`;

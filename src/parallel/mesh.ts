@@ -144,8 +144,15 @@ export class Mesh {
     }
     return c;
   }
+  #text?: string;
+  #key?: string;
   toString(): string {
-    return `Mesh(${this.axisNames.map((n, i) => `'${n}': ${this.dims[i]}`).join(", ")})`;
+    // memoized: every field is frozen at construction
+    return (this.#text ??= `Mesh(${this.axisNames.map((n, i) => `'${n}': ${this.dims[i]}`).join(", ")})`);
+  }
+  /** @internal Axis names, sizes and device ids in one string (call-signature caches; memoized). */
+  get cacheKey(): string {
+    return (this.#key ??= `${this.toString()}@${this.deviceIds.join(",")}`);
   }
 }
 

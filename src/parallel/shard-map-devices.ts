@@ -124,7 +124,7 @@ export const shardMapP: Primitive<SMP> = new Primitive<SMP>(
       transpose: "installed by shard-map-rules.ts (a shard_map of the body's transpose)",
     },
   },
-  { multipleResults: true },
+  { multipleResults: true, dispatchesItself: true },
 );
 
 /** The jvp of a shard_map through its emulation (what the rules fall back to). */
@@ -183,10 +183,9 @@ export function shardMapOnDevices(
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
   const key = [
-    mesh.toString(),
-    mesh.deviceIds.join(","),
+    mesh.cacheKey,
     String(def),
-    inSpecs.map(String).join(";"),
+    specsKey(inSpecs),
     config.enableX64,
     config.spmdShardUpdates,
     checkVma,
@@ -249,6 +248,18 @@ export function shardMapOnDevices(
   }
   const outs = bind(shardMapP, leaves, entry.params);
   return { value: unflatten(entry.outDef, outs) };
+}
+
+const specTexts = new WeakMap<Spec, string>();
+/** The specs as text (each spec's text memoized: a PartitionSpec is immutable). */
+function specsKey(specs: readonly Spec[]): string {
+  let s = "";
+  for (const sp of specs) {
+    let t = specTexts.get(sp);
+    if (t === undefined) specTexts.set(sp, (t = String(sp)));
+    s += t + ";";
+  }
+  return s;
 }
 
 /** The device path of one call on concrete arguments: the flat outputs, or null (said once) for the emulation. */

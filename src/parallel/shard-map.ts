@@ -5,11 +5,13 @@
  */
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
+import { ArrayImpl } from "../core/array-impl.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { devicePut } from "./device-put.js";
+import { shardedStorage } from "./device-arrays.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
 import { getMesh } from "./context-mesh.js";
@@ -54,6 +56,14 @@ function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullI
   };
   rec(specs, tree, "");
   return out;
+}
+
+/** Whether y is a concrete array placed with exactly NamedSharding(mesh, spec) (the same objects: nothing to check). */
+function placedAs(y: Array, mesh: Mesh, spec: Spec): boolean {
+  const s = y instanceof ArrayImpl ? y.placement : null;
+  return (
+    s instanceof NamedShardingImpl && s.mesh === mesh && s.spec === spec && shardedStorage(y as ArrayImpl) !== null
+  );
 }
 
 /** Every axis a spec names must be a manual mesh axis (JAX: "must refer to an axis marked as manual"). */
@@ -202,9 +212,14 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
       if (real) {
         const [outs, od] = flatten(real.value);
         const specs = outSpecsOf(real.value);
+        // the device path's outputs are already placed per these specs (same mesh and spec objects): kept as they are
         return unflatten(
           od,
-          outs.map((y, k) => (y instanceof Array ? devicePut(y, new NamedShardingImpl(mesh, specs[k])) : y)),
+          outs.map((y, k) =>
+            !(y instanceof Array) || placedAs(y, mesh, specs[k])
+              ? y
+              : devicePut(y, new NamedShardingImpl(mesh, specs[k])),
+          ),
         ) as R;
       }
     }

@@ -171,51 +171,64 @@ function prepare(
     throw new Error(`${fn}: ${deviceIds.length} devices given; the program was created for ${p.numDevices}`);
   if (new Set(deviceIds).size !== deviceIds.length)
     throw new Error(`${fn}: device ids [${deviceIds.join(", ")}] repeat a device`);
-  const devs = deviceIds.map((id) => runtimeDevice(id));
-  inputs.forEach((ins, r) => {
+  // plain loops, no per-call closures: this runs once per launch on the JS thread before the devices start
+  const devs: RuntimeDevice[] = [];
+  const inData: HostArray[][] = [],
+    inShapes: (readonly number[])[][] = [];
+  for (let r = 0; r < deviceIds.length; r++) {
+    const dev = runtimeDevice(deviceIds[r]);
+    devs.push(dev);
+    const ins = inputs[r];
     if (ins.length !== sig.inputNames.length)
       throw new Error(
         `${fn}: device ${deviceIds[r]} (rank ${r}) has ${ins.length} inputs; the program takes ${sig.inputNames.length}`,
       );
-    ins.forEach((b, k) => {
+    const ds: HostArray[] = [],
+      ss: (readonly number[])[] = [];
+    for (let k = 0; k < ins.length; k++) {
+      const b = ins[k];
       if (b.dtype !== sig.inputDTypes[k])
         throw new TypeError(
           `${fn}: input ${k} (${sig.inputNames[k]}) of device ${deviceIds[r]} is ${b.dtype}; the program expects ${sig.inputDTypes[k]}`,
         );
-      if (b.device !== devs[r])
+      if (b.device !== dev)
         throw new Error(`${fn}: input ${k} of rank ${r} lives on device ${b.device.id}, not on device ${deviceIds[r]}`);
-    });
-  });
+      ds.push(b.data as HostArray);
+      ss.push(b.shape);
+    }
+    inData.push(ds);
+    inShapes.push(ss);
+  }
   // ORT writes every element of each output
   const outs: DeviceBuffer[][] = [];
+  const outData: HostArray[][] = [];
+  const { outputDTypes, outputShapes } = sig;
   try {
     for (const d of devs) {
-      const os: DeviceBuffer[] = [];
+      const os: DeviceBuffer[] = [],
+        ds: HostArray[] = [];
       outs.push(os);
-      sig.outputDTypes.forEach((dt, k) => os.push(DeviceBuffer.uninitialized(d, dt, sig.outputShapes[k])));
+      outData.push(ds);
+      for (let k = 0; k < outputDTypes.length; k++) {
+        const b = DeviceBuffer.uninitialized(d, outputDTypes[k], outputShapes[k]);
+        os.push(b);
+        ds.push(b.data as HostArray);
+      }
     }
   } catch (e) {
     // past a device's bytesLimit: nothing allocated for this launch stays accounted
     for (const os of outs) for (const b of os) b.free();
     throw e;
   }
-  const timeoutMs = opts.timeoutMs ?? config.collectiveTimeoutMs;
   const failRank = opts.failRank ?? failNext;
   failNext = undefined;
-  const args: Prepared["args"] = [
-    p.handle,
-    deviceIds,
-    inputs.map((ins) => ins.map((b) => b.data as HostArray)),
-    inputs.map((ins) => ins.map((b) => b.shape)),
-    outs.map((os) => os.map((b) => b.data as HostArray)),
-    outs.map((os) => os.map((b) => b.shape)),
-    {
-      timeoutMs,
-      ...(failRank !== undefined ? { failRank } : {}),
-      ...(observer ? { recordCollectives: 1 } : {}),
-      ...(opts.process ? { process: opts.process } : {}),
-    },
-  ];
+  const o: Prepared["args"][6] = { timeoutMs: opts.timeoutMs ?? config.collectiveTimeoutMs };
+  if (failRank !== undefined) o.failRank = failRank;
+  if (observer) o.recordCollectives = 1;
+  if (opts.process) o.process = opts.process;
+  // every rank's output shapes are the program's (one list shared by the ranks)
+  const outShapes = devs.map(() => outputShapes);
+  const args: Prepared["args"] = [p.handle, deviceIds, inData, inShapes, outData, outShapes, o];
   return { devs, inputs, outs, args };
 }
 
@@ -383,8 +396,14 @@ export class PendingLaunch implements PendingWork {
     this.#deps = deps;
     this.#handle = handle;
     // the launch holds a reference to every buffer it reads or writes until it settles
-    this.#held = [...prep.inputs.flat(), ...prep.outs.flat()].map((b) => b.retain());
-    for (const os of prep.outs) for (const b of os) b.setWriter(this);
+    const held: DeviceBuffer[] = [];
+    for (const ins of prep.inputs) for (const b of ins) held.push(b.retain());
+    for (const os of prep.outs)
+      for (const b of os) {
+        held.push(b.retain());
+        b.setWriter(this);
+      }
+    this.#held = held;
     this.dispatchedAt = nowUs();
   }
   get settled(): boolean {
@@ -448,16 +467,16 @@ export function dispatch(
   opts: LaunchOptions = {},
 ): PendingLaunch {
   while (inFlight.length >= MAX_IN_FLIGHT) inFlight[0].settle();
-  const deps = new Set<PendingWork>();
+  const deps: PendingWork[] = [];
   for (const ins of inputs)
     for (const b of ins) {
       const w = b.writer;
-      if (w) deps.add(w);
+      if (w && !deps.includes(w)) deps.push(w);
     }
   const prep = prepare(program, deviceIds, inputs, opts);
   if (program.lastRunUs < inlineRunUs) prep.args[6].callerRuns = 1;
   const h = api().devLaunch(...prep.args);
-  const p = new PendingLaunch(program, deviceIds, prep, h, [...deps]);
+  const p = new PendingLaunch(program, deviceIds, prep, h, deps);
   inFlight.push(p);
   return p;
 }

@@ -20,7 +20,7 @@ import {
 } from "../../src/index.js";
 import { ArrayImpl } from "../../src/core/array-impl.js";
 import { Mesh } from "../../src/parallel/mesh.js";
-import { shardedStorage } from "../../src/parallel/device-arrays.js";
+import { sameSharding, shardedStorage } from "../../src/parallel/device-arrays.js";
 import {
   deviceRuntimeUnavailable,
   runtimeDevice,
@@ -335,3 +335,30 @@ test(
     );
   },
 );
+
+test("memoized sharding comparisons and mesh keys (the per-call host path's caches) still tell layouts apart", () => {
+  const ds = devices();
+  const m01 = makeMesh([2], ["x"], { devices: [ds[0], ds[1]] }),
+    m10 = makeMesh([2], ["x"], { devices: [ds[1], ds[0]] }),
+    my = makeMesh([2], ["y"], { devices: [ds[0], ds[1]] });
+  // same text, other device order or axis name: other keys (each asked twice: the memo must not conflate them)
+  for (let k = 0; k < 2; k++) {
+    assert.equal(String(m01), String(m10));
+    assert.notEqual(m01.cacheKey, m10.cacheKey);
+    assert.notEqual(m01.cacheKey, my.cacheKey);
+    assert.equal(m01.cacheKey, makeMesh([2], ["x"], { devices: [ds[0], ds[1]] }).cacheKey);
+  }
+  const S = (m: Mesh, ...e: (string | null)[]) => new NamedSharding(m, P(...e)) as sharding.NamedSharding;
+  const px = P("x");
+  type NS = Parameters<typeof sameSharding>[0];
+  const same = (a: unknown, b: unknown, rank: number) => sameSharding(a as NS, b as NS, rank);
+  for (let k = 0; k < 2; k++) {
+    // one spec object compared at ranks 1 and 2 (memoized per rank), trailing nulls equal, moved axes not
+    assert.equal(same(new NamedSharding(m01, px), new NamedSharding(m01, px), 1), true);
+    assert.equal(same(new NamedSharding(m01, px), S(m01, "x", null), 2), true);
+    assert.equal(same(new NamedSharding(m01, px), S(m01, null, "x"), 2), false);
+    assert.equal(same(new NamedSharding(m01, px), new NamedSharding(m10, px), 1), false);
+    assert.equal(same(new NamedSharding(m01, px), S(my, "y"), 1), false);
+    assert.equal(same(S(m01, "x"), S(makeMesh([2], ["x"], { devices: [ds[0], ds[1]] }), "x"), 1), true);
+  }
+});

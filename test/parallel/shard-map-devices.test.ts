@@ -451,3 +451,61 @@ test("without the native addon (JAXTS_NATIVE=0) spmdRuntime 'devices' runs the e
   assert.equal(notes.length, 1, res.stderr);
   assert.match(notes[0], /device runtime is unavailable \(disabled by JAXTS_NATIVE=0\)/);
 });
+
+test(
+  "one shardMap called with other avals, residency and meshes equals the emulation each time; eager calls hold no cache entry; a disposed argument is refused",
+  { skip },
+  async () => {
+    const { eagerStats } = await import("../../src/backends/onnx/eager-cache.js");
+    const { devicePut } = await import("../../src/index.js");
+    const { NamedSharding } = sharding;
+    const m2 = makeMesh([2], ["x"]),
+      m2r = makeMesh([2], ["x"], { devices: [...m2.flatDevices].reverse() }),
+      m4 = makeMesh([4], ["x"]);
+    const f = (a: Array, b: Array) => jnp.add(lax.psum(jnp.multiply(a, b), "x"), b);
+    const sm = (mesh: Mesh) => shardMap(f, { mesh, inSpecs: [P("x"), P()], outSpecs: P() });
+    const calls: [string, Mesh, () => [Array, Array]][] = [
+      ["f32 host arguments", m2, () => [values([4, 3], "float32"), values([2, 3], "float32")]],
+      ["another shape", m2, () => [values([6, 2], "float32"), values([3, 2], "float32")]],
+      ["int32", m2, () => [values([4, 3], "int32"), values([2, 3], "int32")]],
+      [
+        "arguments resident with the in_specs' shardings",
+        m2,
+        () => [
+          devicePut(values([4, 3], "float32"), new NamedSharding(m2, P("x"))),
+          devicePut(values([2, 3], "float32"), new NamedSharding(m2, P())),
+        ],
+      ],
+      [
+        "arguments resident with other shardings",
+        m2,
+        () => [
+          devicePut(values([4, 3], "float32"), new NamedSharding(m2, P())),
+          devicePut(values([2, 3], "float32"), new NamedSharding(m2, P("x"))),
+        ],
+      ],
+      ["the same devices in reverse order", m2r, () => [values([4, 3], "float32"), values([2, 3], "float32")]],
+      ["4 devices", m4, () => [values([8, 3], "float32"), values([2, 3], "float32")]],
+    ];
+    for (let round = 0; round < 2; round++)
+      for (const [what, mesh, args] of calls) {
+        const g = sm(mesh);
+        same(`${what} (round ${round})`, mesh, () => g(...args()));
+      }
+    // a disposed argument is refused, not read (the check is not skipped by the per-call caches)
+    config.update("spmdRuntime", "devices");
+    try {
+      // a body not called before: its first call on the devices must not add an eager cache entry either
+      const g = shardMap((x: Array, y: Array) => f(x, y), { mesh: m2, inSpecs: [P("x"), P()], outSpecs: P() });
+      const a = devicePut(values([4, 3], "float32"), new NamedSharding(m2, P("x")));
+      const b = devicePut(values([2, 3], "float32"), new NamedSharding(m2, P()));
+      const entries0 = eagerStats().eagerEntries;
+      for (let k = 0; k < 3; k++) g(a, b).blockUntilReady();
+      assert.equal(eagerStats().eagerEntries, entries0, "shard_map runs its impl with no eager cache entry");
+      a.dispose();
+      assert.throws(() => g(a, b).blockUntilReady(), /dispos|freed|deleted/i);
+    } finally {
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
+    }
+  },
+);

@@ -121,6 +121,16 @@ function compileEager(
 
 /** Runs a primitive through its cached eager session (or its reference impl: scalar shortcut, no lowering, a failure). */
 export function executeEager(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[] {
+  if (prim.opts.dispatchesItself && prim.rules.impl) {
+    // as an entry would: no outputs with elements, nothing to run
+    const outAvals = abstractEval(
+      prim,
+      args.map((a) => a.aval),
+      params,
+    );
+    if (outAvals.every((a) => a.size === 0)) return outAvals.map((a) => new ArrayImpl(a, allocate(a.dtype, 0)));
+    return prim.rules.impl(args, params, outAvals);
+  }
   let m = eagerCache.get(prim);
   if (!m) {
     m = new Map();
