@@ -33,6 +33,9 @@ import {
   gptLayeredLoss,
   layeredSpecs,
   makeGptPipelineStep,
+  gptPipelineParamSpecs,
+  keepShardings,
+  placeOptState,
   makeJobBatches,
   optStateToLayered,
   optStateToStacked,
@@ -91,6 +94,8 @@ export interface JobResult {
   checkpoint: string | null;
   out: string;
   params: GptParams;
+  /** The optimizer state after the last step, in the checkpoint's layout (the stacked GPT's shapes). */
+  optState: optim.OptState;
 }
 
 /** The job's model, mesh and step built from a validated config. */
@@ -234,6 +239,11 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       tensorSpecs: layeredSpecs(model, spec),
     });
     if (opts.resume) zt = zeroTensorRestore(zt.layout, layered, optStateToLayered(opt, state, params));
+  } else if (ps.pipeline_stages > 1) {
+    // each stage's devices hold its layers, and the optimizer state sits with its parameters
+    const pipeSpecs = gptPipelineParamSpecs(model, spec);
+    params = placeOnMesh(params, pipeSpecs, mesh);
+    state = placeOptState(opt, state, params, pipeSpecs, mesh);
   } else {
     // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards)
     params = placeOnMesh(params, specs, mesh);
@@ -327,7 +337,11 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
       else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
-      else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
+      else if (ps.pipeline_stages > 1) {
+        // the pipelined step is manual SPMD code, whose jit returns unplaced arrays: keep each leaf's sharding
+        const [l, p, st] = plainStep!(params, state, b.tokens, b.targets, b.mask);
+        [loss, params, state] = [l, keepShardings(params, p), keepShardings(state, st)];
+      } else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);
     }
@@ -404,6 +418,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     checkpoint,
     out: opts.out,
     params: fullParams(),
+    optState: fullOptState(),
   };
 }
 

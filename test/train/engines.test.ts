@@ -10,7 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
 import { type TrainConfig, resolveConfig, validateConfig } from "../../src/train/config.js";
-import { makeJobBatches } from "../../src/train/engines.js";
+import { gptPipelineParamSpecs, makeJobBatches } from "../../src/train/engines.js";
+import { type Array, tree } from "../../src/index.js";
+import { flatten } from "../../src/core/tree.js";
+import { NamedSharding, type PartitionSpec, PartitionSpecImpl } from "../../src/parallel/sharding.js";
+
+const isSpec = (x: unknown): boolean => x instanceof PartitionSpecImpl;
 import { AdditionTask } from "../../src/train/addition.js";
 import { makeMesh } from "../../src/parallel/mesh.js";
 
@@ -87,6 +92,39 @@ test("2 pipeline stages x 2 data shards give the unpipelined losses (1e-4)", () 
   assert.equal(pipe.losses.length, 3);
   const err = relErr(pipe.losses, ref.losses);
   assert.ok(err < 1e-4, `max relative difference ${err} (${pipe.losses} vs ${ref.losses})`);
+});
+
+/** Bytes of a tree's shards per device id. */
+function bytesPerDevice(t: unknown): Map<number, number> {
+  const m = new Map<number, number>();
+  for (const x of tree.leaves(t) as Array[])
+    for (const s of x.addressableShards as { device: { id: number }; data: Array }[])
+      m.set(s.device.id, (m.get(s.device.id) ?? 0) + s.data.size * 4);
+  return m;
+}
+
+test("the pipelined job without ZeRO keeps every parameter and optimizer-state leaf on its stage across steps", () => {
+  const c = tiny({ data_parallel: 1, pipeline_stages: 2, microbatches: 2 }, 2, 2);
+  const setup = setupJob(c, 2);
+  const r = runJob(c, setup, { out: join(tmp, `run${runs++}`), output: quiet });
+  const specs = gptPipelineParamSpecs(setup.model, c.sharding_spec);
+  const want = (flatten(specs, isSpec)[0] as PartitionSpec[]).map((s) => String(new NamedSharding(setup.mesh, s)));
+  assert.deepEqual(
+    (tree.leaves(r.params) as Array[]).map((x) => String(x.sharding)),
+    want,
+    "each parameter keeps its initial sharding (block layers over 'pipe')",
+  );
+  // adamw's moments: every leaf shaped like a parameter sits where that parameter does
+  const bySize = new Map((tree.leaves(r.params) as Array[]).map((x, i) => [x.shape.join(), want[i]]));
+  const moments = (tree.leaves(r.optState) as Array[]).filter((x) => x.ndim > 0);
+  assert.ok(moments.length >= 2 * want.length, `${moments.length} optimizer-state leaves`);
+  for (const x of moments) assert.equal(String(x.sharding), bySize.get(x.shape.join()), `state leaf [${x.shape}]`);
+  // per-device bytes: the block layers (and their moments) split over both pipe devices, not all on device 0
+  for (const t of [r.params.blocks, moments]) {
+    const per = bytesPerDevice(t);
+    assert.deepEqual([...per.keys()].sort(), [0, 1]);
+    assert.equal(per.get(0), per.get(1), `bytes per device ${[...per.entries()]}`);
+  }
 });
 
 test("the job's sharded batches equal the host-built ones, prefetched or not", () => {
