@@ -233,7 +233,7 @@ function shapeRuns(leaves: readonly Array[], shapes: readonly (readonly number[]
  * An optimizer state over one parameter structure re-expressed over another (`template`: opt.init of the other
  * structure): every per-parameter subtree converted with `convert`, the other leaves (counts) kept in order.
  */
-function convertOptState<A, B>(
+export function convertOptState<A, B>(
   state: optim.OptState,
   from: A,
   template: optim.OptState,
