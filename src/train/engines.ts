@@ -13,7 +13,6 @@ import type { Mesh } from "../parallel/mesh.js";
 import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
 import type { SpecTree } from "../parallel/shard-map.js";
 import { devicePut } from "../parallel/device-put.js";
-import { placeOnMesh } from "./checkpoint.js";
 import {
   type GptConfig,
   type GptLayer,
@@ -177,17 +176,6 @@ export function gptPipelineParamSpecs(cfg: GptConfig, spec: GptShardingSpec): Sp
     Object.entries(all.blocks).map(([k, ps]) => [k, P("pipe", ...ps.entries.slice(1))]),
   );
   return { ...all, blocks } as unknown as SpecTree;
-}
-
-/** An optimizer state with every per-parameter subtree placed like the parameters (`specs` over `mesh`). */
-export function placeOptState(
-  opt: optim.GradientTransformation,
-  state: optim.OptState,
-  params: GptParams,
-  specs: SpecTree,
-  mesh: Mesh,
-): optim.OptState {
-  return convertOptState(state, params, state, params, (p) => placeOnMesh(p, specs, mesh));
 }
 
 /**

@@ -10,8 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
 import { type TrainConfig, resolveConfig, validateConfig } from "../../src/train/config.js";
-import { gptPipelineParamSpecs, makeJobBatches } from "../../src/train/engines.js";
-import { type Array, tree } from "../../src/index.js";
+import { gptPipelineParamSpecs, makeGptPipelineStep, makeJobBatches } from "../../src/train/engines.js";
+import { gptEdgeLayout, gptPipeSpecs } from "../../src/train/pipeline-edges.js";
+import { placeOnMesh } from "../../src/train/checkpoint.js";
+import { initGpt } from "../../src/models/gpt.js";
+import { type Array, jit, numpy as jnp, type optim, tree } from "../../src/index.js";
 import { flatten } from "../../src/core/tree.js";
 import { NamedSharding, type PartitionSpec, PartitionSpecImpl } from "../../src/parallel/sharding.js";
 
@@ -107,24 +110,58 @@ test("the pipelined job without ZeRO keeps every parameter and optimizer-state l
   const c = tiny({ data_parallel: 1, pipeline_stages: 2, microbatches: 2 }, 2, 2);
   const setup = setupJob(c, 2);
   const r = runJob(c, setup, { out: join(tmp, `run${runs++}`), output: quiet });
-  const specs = gptPipelineParamSpecs(setup.model, c.sharding_spec);
+  assert.ok(r.pipeline, "the job ran the per-stage layout");
+  const { params, optState } = r.pipeline;
+  const specs = gptPipeSpecs(setup.model, c.sharding_spec);
   const want = (flatten(specs, isSpec)[0] as PartitionSpec[]).map((s) => String(new NamedSharding(setup.mesh, s)));
   assert.deepEqual(
-    (tree.leaves(r.params) as Array[]).map((x) => String(x.sharding)),
+    (tree.leaves(params) as Array[]).map((x) => String(x.sharding)),
     want,
-    "each parameter keeps its initial sharding (block layers over 'pipe')",
+    "each parameter keeps its initial sharding (block layers and edge rows over 'pipe')",
   );
   // adamw's moments: every leaf shaped like a parameter sits where that parameter does
-  const bySize = new Map((tree.leaves(r.params) as Array[]).map((x, i) => [x.shape.join(), want[i]]));
-  const moments = (tree.leaves(r.optState) as Array[]).filter((x) => x.ndim > 0);
+  const bySize = new Map((tree.leaves(params) as Array[]).map((x, i) => [x.shape.join(), want[i]]));
+  const moments = (tree.leaves(optState) as Array[]).filter((x) => x.ndim > 0);
   assert.ok(moments.length >= 2 * want.length, `${moments.length} optimizer-state leaves`);
   for (const x of moments) assert.equal(String(x.sharding), bySize.get(x.shape.join()), `state leaf [${x.shape}]`);
-  // per-device bytes: the block layers (and their moments) split over both pipe devices, not all on device 0
-  for (const t of [r.params.blocks, moments]) {
+  // per-device bytes: the block layers, the edge rows and their moments split evenly over both pipe devices
+  for (const t of [params, moments]) {
     const per = bytesPerDevice(t);
     assert.deepEqual([...per.keys()].sort(), [0, 1]);
     assert.equal(per.get(0), per.get(1), `bytes per device ${[...per.entries()]}`);
   }
+  // the embeddings only on stage 0's device, the final norm (and the tied embedding's copy) only on stage 1's
+  const layout = gptEdgeLayout(setup.model, 2);
+  const rows = (params.edges.addressableShards as { device: { id: number }; data: Array }[]).map((s) => s.data);
+  const full = r.params;
+  const wteWpe = jnp.concatenate([jnp.reshape(full.wte, [-1]), jnp.reshape(full.wpe, [-1])]);
+  assert.deepEqual((jnp.reshape(rows[0], [-1]).tolist() as number[]).slice(0, wteWpe.size), wteWpe.tolist());
+  assert.deepEqual(
+    (jnp.reshape(rows[1], [-1]).tolist() as number[]).slice(0, 16),
+    jnp.reshape(full.lnfg, [-1]).tolist(),
+  );
+  const outer = full.wte.size + full.wpe.size + full.lnfg.size + full.lnfb.size;
+  assert.ok(layout.k < outer, `each device holds ${layout.k} edge values, not all ${outer} outer ones`);
+});
+
+test("the pipelined job's losses equal the previous engine's (embeddings and head outside the pipeline), 1e-4", () => {
+  const c = tiny({ data_parallel: 2, pipeline_stages: 2, microbatches: 2, schedule: "1f1b" }, 3, 2, 1);
+  const setup = setupJob(c, 4);
+  const job = runJob(c, setup, { out: join(tmp, `run${runs++}`), output: quiet });
+  const { model, mesh, opt, task } = setup;
+  const step = jit(makeGptPipelineStep(model, opt, mesh, { microbatches: 2, schedule: "1f1b" }));
+  let params = placeOnMesh(initGpt(model, c.run.seed), gptPipelineParamSpecs(model, c.sharding_spec), mesh);
+  let state = opt.init(params) as optim.OptState;
+  const batches = makeJobBatches(task, mesh, c.data.batch_size, 1);
+  const old: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const b = batches.next();
+    let l: Array;
+    [l, params, state] = step(params, state, b.tokens, b.targets, b.mask);
+    old.push(l.item() as number);
+  }
+  const err = relErr(job.losses, old);
+  assert.ok(err < 1e-4, `max relative difference ${err} (${job.losses} vs ${old})`);
 });
 
 test("the job's sharded batches equal the host-built ones, prefetched or not", () => {
