@@ -12,6 +12,7 @@ import { flatten, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
 import type { SpecTree } from "../parallel/shard-map.js";
+import { devicePut } from "../parallel/device-put.js";
 import {
   type GptConfig,
   type GptLayer,
@@ -165,6 +166,37 @@ export function makeJobBatches(
   );
 }
 
+/**
+ * The pipelined GPT's parameter specs: gptParamSpecs with each block leaf's layer dim split over 'pipe' (contiguous
+ * chunks of L/S layers, so the pipeline's [S, L/S, ...] view of a block leaf is already where its stage runs).
+ */
+export function gptPipelineParamSpecs(cfg: GptConfig, spec: GptShardingSpec): SpecTree {
+  const all = gptParamSpecs(cfg, spec) as Record<string, unknown> & { blocks: Record<string, PartitionSpec> };
+  const blocks = Object.fromEntries(
+    Object.entries(all.blocks).map(([k, ps]) => [k, P("pipe", ...ps.entries.slice(1))]),
+  );
+  return { ...all, blocks } as unknown as SpecTree;
+}
+
+/**
+ * `after` (a step's outputs, same structure as `before`) with every leaf given the sharding of `before`'s leaf: a
+ * jitted step whose body is manual SPMD code (a shardMap) returns unplaced arrays, which would otherwise leave the
+ * parameters and the optimizer state on one device from the first step on.
+ */
+export function keepShardings<T>(before: T, after: T): T {
+  const [bl] = flatten(before);
+  const [al, def] = flatten(after);
+  if (bl.length !== al.length)
+    throw new Error(`keepShardings: ${al.length} leaves after the step, ${bl.length} before`);
+  return unflatten(
+    def,
+    (al as Array[]).map((a, i) => {
+      const s = (bl[i] as Array).sharding;
+      return (a.sharding as { toString(): string }).toString() === String(s) ? a : devicePut(a, s as never);
+    }),
+  ) as T;
+}
+
 /** The layered GPT's tensor-parallel specs: the GPT's specs with each layer's leading (layer) dim dropped. */
 export function layeredSpecs(cfg: GptConfig, spec: GptShardingSpec): SpecTree {
   const all = gptParamSpecs(cfg, spec) as Record<string, unknown> & { blocks: Record<string, PartitionSpec> };
@@ -189,7 +221,7 @@ function shapeRuns(leaves: readonly Array[], shapes: readonly (readonly number[]
  * An optimizer state over one parameter structure re-expressed over another (`template`: opt.init of the other
  * structure): every per-parameter subtree converted with `convert`, the other leaves (counts) kept in order.
  */
-function convertOptState<A, B>(
+export function convertOptState<A, B>(
   state: optim.OptState,
   from: A,
   template: optim.OptState,

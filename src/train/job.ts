@@ -32,12 +32,22 @@ import {
   fromLayered,
   gptLayeredLoss,
   layeredSpecs,
-  makeGptPipelineStep,
+  convertOptState,
+  keepShardings,
   makeJobBatches,
   optStateToLayered,
   optStateToStacked,
   toLayered,
 } from "./engines.js";
+import {
+  type EdgeLayout,
+  type GptPipeParams,
+  gptEdgeLayout,
+  gptFromPipe,
+  gptPipeSpecs,
+  gptToPipe,
+  makeGptPipeEdgeStep,
+} from "./pipeline-edges.js";
 import { makeGptZeroPipelineStep, zeroPipelineShardState } from "./zero-pipeline.js";
 import {
   type ZeroPipelineTensorState,
@@ -99,6 +109,10 @@ export interface JobResult {
   checkpoint: string | null;
   out: string;
   params: GptParams;
+  /** The optimizer state after the last step, in the checkpoint's layout (the stacked GPT's shapes). */
+  optState: optim.OptState;
+  /** The pipelined job without ZeRO: its parameters and optimizer state in the per-stage layout, as placed. */
+  pipeline?: { params: GptPipeParams; optState: optim.OptState };
 }
 
 /** The job's model, mesh and step built from a validated config. */
@@ -225,6 +239,8 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   let zp: ZeroTensorState<GptParams> | null = null;
   // ZeRO x pipeline x tensor parallel (zero-pipeline-tensor.ts): each stage's Megatron blocks sharded over 'data'
   let zq: ZeroPipelineTensorState | null = null;
+  // the pipeline without ZeRO: parameters and optimizer state in the per-stage layout (pipeline-edges.ts)
+  let pipe: { layout: EdgeLayout; params: GptPipeParams; state: optim.OptState } | null = null;
   if (zero && ps.pipeline_stages > 1 && tp > 1) {
     zq = zeroPipelineTensorShardState(params, opt, mesh, model, spec, zero as 1 | 2 | 3);
     if (opts.resume) zq = zeroPipelineTensorRestore(zq.layout, params, state);
@@ -247,6 +263,14 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       tensorSpecs: layeredSpecs(model, spec),
     });
     if (opts.resume) zt = zeroTensorRestore(zt.layout, layered, optStateToLayered(opt, state, params));
+  } else if (ps.pipeline_stages > 1) {
+    // each stage's devices hold its layers, stage 0's the embeddings, the last stage's the final norm and head (the
+    // checkpoint's GptParams layout packed per stage), and the optimizer state sits with its parameters
+    const layout = gptEdgeLayout(model, ps.pipeline_stages);
+    const pipeSpecs = gptPipeSpecs(model, spec);
+    const toPipe = (p: GptParams) => placeOnMesh(gptToPipe(layout, p), pipeSpecs, mesh);
+    const pp = toPipe(params);
+    pipe = { layout, params: pp, state: convertOptState(state, params, opt.init(pp), pp, toPipe) };
   } else {
     // each device holds its block of the parameters in this mesh's layout (a checkpoint from another mesh reshards)
     params = placeOnMesh(params, specs, mesh);
@@ -269,14 +293,10 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         remat,
       })
     : null;
-  const plainStep =
-    zs || zt || zp || zq
-      ? null
-      : jit(
-          ps.pipeline_stages > 1
-            ? makeGptPipelineStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule })
-            : makeGptTrainStep(model, opt, mesh, spec, { remat }),
-        );
+  const plainStep = zs || zt || zp || zq || pipe ? null : jit(makeGptTrainStep(model, opt, mesh, spec, { remat }));
+  const pipeStep = pipe
+    ? jit(makeGptPipeEdgeStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule }))
+    : null;
   const zeroStep = zs
     ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero, overlap: ps.overlap })
     : null;
@@ -298,7 +318,9 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
           ? zeroTensorGatherParams(zp)
           : zq
             ? zeroPipelineTensorGatherParams(zq)
-            : params;
+            : pipe
+              ? gptFromPipe(pipe.layout, pipe.params)
+              : params;
   /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
   const fullOptState = (): optim.OptState => {
     if (zs) {
@@ -308,6 +330,11 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
     if (zp) return zeroTensorFullOptState(zp);
     if (zq) return zeroPipelineTensorFullOptState(zq);
+    if (pipe) {
+      const { layout, params: pp } = pipe;
+      const full = gptFromPipe(layout, pp);
+      return convertOptState(pipe.state, pp, opt.init(full), full, (p) => gptFromPipe(layout, p));
+    }
     return state;
   };
   const predict = jit((p: GptParams, t: Array) => jnp.argmax(gptForward(model, p, t), -1).astype("int32"));
@@ -352,7 +379,11 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
       else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
       else if (zq && zeroPipeTpStep) [loss, zq] = zeroPipeTpStep(zq, b.tokens, b.targets, b.mask);
-      else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
+      else if (pipe && pipeStep) {
+        // the pipelined step is manual SPMD code, whose jit returns unplaced arrays: keep each leaf's sharding
+        const [l, p, st] = pipeStep(pipe.params, pipe.state, b.tokens, b.targets, b.mask);
+        [loss, pipe] = [l, { ...pipe, params: keepShardings(pipe.params, p), state: keepShardings(pipe.state, st) }];
+      } else [loss, params, state] = plainStep!(params, state, b.tokens, b.targets, b.mask);
       if (i < end) batches.prefetch(); // the dispatch is asynchronous: build the next batch meanwhile
       losses.push(loss.item() as number);
     }
@@ -429,6 +460,8 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
     checkpoint,
     out: opts.out,
     params: fullParams(),
+    optState: fullOptState(),
+    ...(pipe ? { pipeline: { params: pipe.params, optState: pipe.state } } : {}),
   };
 }
 

@@ -10,7 +10,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
 import { type TrainConfig, resolveConfig, validateConfig } from "../../src/train/config.js";
-import { makeJobBatches } from "../../src/train/engines.js";
+import { gptPipelineParamSpecs, makeGptPipelineStep, makeJobBatches } from "../../src/train/engines.js";
+import { gptEdgeLayout, gptPipeSpecs } from "../../src/train/pipeline-edges.js";
+import { placeOnMesh } from "../../src/train/checkpoint.js";
+import { initGpt } from "../../src/models/gpt.js";
+import { type Array, jit, numpy as jnp, type optim, tree } from "../../src/index.js";
+import { flatten } from "../../src/core/tree.js";
+import { NamedSharding, type PartitionSpec, PartitionSpecImpl } from "../../src/parallel/sharding.js";
+
+const isSpec = (x: unknown): boolean => x instanceof PartitionSpecImpl;
 import { AdditionTask } from "../../src/train/addition.js";
 import { makeMesh } from "../../src/parallel/mesh.js";
 
@@ -87,6 +95,73 @@ test("2 pipeline stages x 2 data shards give the unpipelined losses (1e-4)", () 
   assert.equal(pipe.losses.length, 3);
   const err = relErr(pipe.losses, ref.losses);
   assert.ok(err < 1e-4, `max relative difference ${err} (${pipe.losses} vs ${ref.losses})`);
+});
+
+/** Bytes of a tree's shards per device id. */
+function bytesPerDevice(t: unknown): Map<number, number> {
+  const m = new Map<number, number>();
+  for (const x of tree.leaves(t) as Array[])
+    for (const s of x.addressableShards as { device: { id: number }; data: Array }[])
+      m.set(s.device.id, (m.get(s.device.id) ?? 0) + s.data.size * 4);
+  return m;
+}
+
+test("the pipelined job without ZeRO keeps every parameter and optimizer-state leaf on its stage across steps", () => {
+  const c = tiny({ data_parallel: 1, pipeline_stages: 2, microbatches: 2 }, 2, 2);
+  const setup = setupJob(c, 2);
+  const r = runJob(c, setup, { out: join(tmp, `run${runs++}`), output: quiet });
+  assert.ok(r.pipeline, "the job ran the per-stage layout");
+  const { params, optState } = r.pipeline;
+  const specs = gptPipeSpecs(setup.model, c.sharding_spec);
+  const want = (flatten(specs, isSpec)[0] as PartitionSpec[]).map((s) => String(new NamedSharding(setup.mesh, s)));
+  assert.deepEqual(
+    (tree.leaves(params) as Array[]).map((x) => String(x.sharding)),
+    want,
+    "each parameter keeps its initial sharding (block layers and edge rows over 'pipe')",
+  );
+  // adamw's moments: every leaf shaped like a parameter sits where that parameter does
+  const bySize = new Map((tree.leaves(params) as Array[]).map((x, i) => [x.shape.join(), want[i]]));
+  const moments = (tree.leaves(optState) as Array[]).filter((x) => x.ndim > 0);
+  assert.ok(moments.length >= 2 * want.length, `${moments.length} optimizer-state leaves`);
+  for (const x of moments) assert.equal(String(x.sharding), bySize.get(x.shape.join()), `state leaf [${x.shape}]`);
+  // per-device bytes: the block layers, the edge rows and their moments split evenly over both pipe devices
+  for (const t of [params, moments]) {
+    const per = bytesPerDevice(t);
+    assert.deepEqual([...per.keys()].sort(), [0, 1]);
+    assert.equal(per.get(0), per.get(1), `bytes per device ${[...per.entries()]}`);
+  }
+  // the embeddings only on stage 0's device, the final norm (and the tied embedding's copy) only on stage 1's
+  const layout = gptEdgeLayout(setup.model, 2);
+  const rows = (params.edges.addressableShards as { device: { id: number }; data: Array }[]).map((s) => s.data);
+  const full = r.params;
+  const wteWpe = jnp.concatenate([jnp.reshape(full.wte, [-1]), jnp.reshape(full.wpe, [-1])]);
+  assert.deepEqual((jnp.reshape(rows[0], [-1]).tolist() as number[]).slice(0, wteWpe.size), wteWpe.tolist());
+  assert.deepEqual(
+    (jnp.reshape(rows[1], [-1]).tolist() as number[]).slice(0, 16),
+    jnp.reshape(full.lnfg, [-1]).tolist(),
+  );
+  const outer = full.wte.size + full.wpe.size + full.lnfg.size + full.lnfb.size;
+  assert.ok(layout.k < outer, `each device holds ${layout.k} edge values, not all ${outer} outer ones`);
+});
+
+test("the pipelined job's losses equal the previous engine's (embeddings and head outside the pipeline), 1e-4", () => {
+  const c = tiny({ data_parallel: 2, pipeline_stages: 2, microbatches: 2, schedule: "1f1b" }, 3, 2, 1);
+  const setup = setupJob(c, 4);
+  const job = runJob(c, setup, { out: join(tmp, `run${runs++}`), output: quiet });
+  const { model, mesh, opt, task } = setup;
+  const step = jit(makeGptPipelineStep(model, opt, mesh, { microbatches: 2, schedule: "1f1b" }));
+  let params = placeOnMesh(initGpt(model, c.run.seed), gptPipelineParamSpecs(model, c.sharding_spec), mesh);
+  let state = opt.init(params) as optim.OptState;
+  const batches = makeJobBatches(task, mesh, c.data.batch_size, 1);
+  const old: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const b = batches.next();
+    let l: Array;
+    [l, params, state] = step(params, state, b.tokens, b.targets, b.mask);
+    old.push(l.item() as number);
+  }
+  const err = relErr(job.losses, old);
+  assert.ok(err < 1e-4, `max relative difference ${err} (${job.losses} vs ${old})`);
 });
 
 test("the job's sharded batches equal the host-built ones, prefetched or not", () => {
