@@ -244,11 +244,11 @@ class ProcessCommunicator : public Communicator {
   /** The leader's exchange with other processes: through the same-host shared-memory segment when set up, else MPI. */
   std::string Xchg(const std::vector<mpi::Transfer>& xs, int tag, const CollectiveCall& c, int min_rank, int step, Clock::time_point deadline,
                    const std::string& what, const std::function<std::string()>& check = nullptr,
-                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr) {
+                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr, const std::string& desc = "") {
     if (!mpishm::Enabled()) return mpi::Exchange(xs, tag, deadline, what, check);
     // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
     const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
-    return mpishm::Exchange(xs, {pm_->global_launch, c.seq, min_rank, step}, int(it - pm_->local_ranks.begin()), deadline, what, check, on_recv);
+    return mpishm::Exchange(xs, {pm_->global_launch, c.seq, min_rank, step, desc}, int(it - pm_->local_ranks.begin()), deadline, what, check, on_recv);
   }
 
   std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
@@ -354,17 +354,25 @@ class ProcessCommunicator : public Communicator {
     std::vector<mpi::Transfer> xs;
     for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
     const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+    auto describe = [&](const Header& h) {
+      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
+    };
     // a device failure here or on another process of the launch ends the wait for headers at once
     std::string abort_why;
     const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
-    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+                           nullptr, describe(mine));
+    // shared memory: a peer waiting for this process at another collective (the segment's out-of-step check)
+    if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
     // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one
     for (int again = 0; err.empty() && again < 64; again++) {
       std::vector<mpi::Transfer> stale;
       for (size_t i = 0; i < remote.size(); i++)
         if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
       if (stale.empty()) break;
-      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+                 nullptr, describe(mine));
+      if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
     }
     if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
@@ -372,9 +380,6 @@ class ProcessCommunicator : public Communicator {
       for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
       return err;
     }
-    auto describe = [&](const Header& h) {
-      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
-    };
     for (size_t i = 0; i < remote.size(); i++) {
       const Header& h = theirs[i];
       const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + List(RanksOf(c, remote[i])) + ")";

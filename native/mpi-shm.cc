@@ -42,6 +42,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x4a58534d;  // "JXSM"
+constexpr int kOutOfStepMs = 100;  // how long a peer must wait at another collective before it counts as out of step
 
 struct alignas(64) Bell {
   std::atomic<uint32_t> word{0}, sleepers{0};
@@ -51,6 +52,9 @@ struct alignas(64) Mailbox {
   std::atomic<uint64_t> launch{0}, seq{0};
   std::atomic<int32_t> group{0}, step{0};
   std::atomic<uint32_t> base{0};  // `ready` when the key was published
+  std::atomic<uint32_t> active{0};  // 1 while an exchange of the key runs (set with the key, cleared on return)
+  std::atomic<uint64_t> peers[4] = {};  // the exchange's peers (bit q: process q; processes >= 256 are not listed)
+  char desc[64] = {0};  // the key's collective ("AllReduce of float32[2,3]"), written under the seqlock
   alignas(64) std::atomic<uint32_t> ready{0};
   alignas(64) std::atomic<uint32_t> consumed{0};
 };
@@ -148,6 +152,24 @@ bool Holds(Mailbox* m, const Key& k, uint32_t* base) {
   std::atomic_thread_fence(std::memory_order_acquire);
   if (!same || m->pub.load(std::memory_order_relaxed) != v1) return false;
   *base = b;
+  return true;
+}
+
+/** A consistent copy of mailbox m's key while it is active and lists process `who` as a peer; false otherwise. */
+bool ActiveFor(Mailbox* m, int who, Key* k) {
+  const uint32_t v1 = m->pub.load(std::memory_order_acquire);
+  if ((v1 & 1) || !m->active.load(std::memory_order_acquire)) return false;
+  if (who < 0 || who >= 256 || !((m->peers[who / 64].load(std::memory_order_relaxed) >> (who % 64)) & 1)) return false;
+  k->launch = m->launch.load(std::memory_order_relaxed);
+  k->seq = m->seq.load(std::memory_order_relaxed);
+  k->group = m->group.load(std::memory_order_relaxed);
+  k->step = m->step.load(std::memory_order_relaxed);
+  char d[sizeof m->desc];
+  std::memcpy(d, m->desc, sizeof d);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (m->pub.load(std::memory_order_relaxed) != v1 || !m->active.load(std::memory_order_relaxed)) return false;
+  d[sizeof d - 1] = 0;
+  k->desc = d;
   return true;
 }
 
@@ -315,6 +337,11 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   // on failure: forgive what peers still owe this mailbox (a dead or released peer never reads it), name the late
   const auto fail = [&](const std::string& why, const std::vector<size_t>& late) {
     owed = mine->consumed.load(std::memory_order_acquire);
+    // out of step: the mailbox stays marked (2) until its next key, so the peer detects it too
+    const bool step_err = why.rfind(kOutOfStep, 0) == 0;
+    mine->active.store(step_err ? 2 : 0, std::memory_order_release);
+    Ring(s.self);
+    if (step_err) return why;
     if (why != "timeout") return what + ": " + why;
     std::string list;
     for (size_t i : late) list += std::string(list.empty() ? "" : ", ") + std::to_string(peers[i].peer);
@@ -339,6 +366,13 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
     mine->group.store(key.group, std::memory_order_relaxed);
     mine->step.store(key.step, std::memory_order_relaxed);
     mine->base.store(mine->ready.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    uint64_t bits[4] = {0, 0, 0, 0};
+    for (const auto& x : peers)
+      if (x.peer >= 0 && x.peer < 256) bits[x.peer / 64] |= uint64_t(1) << (x.peer % 64);
+    for (int b = 0; b < 4; b++) mine->peers[b].store(bits[b], std::memory_order_relaxed);
+    std::strncpy(mine->desc, key.desc.c_str(), sizeof mine->desc - 1);
+    mine->desc[sizeof mine->desc - 1] = 0;
+    mine->active.store(1, std::memory_order_relaxed);
     mine->pub.store(v + 2, std::memory_order_release);
     Ring(s.self);
   }
@@ -369,14 +403,43 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       if (r >= rounds[i]) continue;
       const int q = peers[i].peer;
       if (!theirs[i]) {
+        // at a header (step 0): a peer waiting for this process at another collective of the same group, for
+        // kOutOfStepMs without change, is out of step (a peer merely behind or ahead moves on meanwhile)
+        Key other;
+        bool seen_other = false;
+        Clock::time_point other_since;
+        std::string step_err;
+        const auto out_of_step = [&] {
+          if (key.step != 0) return false;
+          for (int k = 0; k < s.slots; k++) {
+            Key o;
+            if (!ActiveFor(BoxOf(q, k), s.self, &o) || o.step != 0 || o.group != key.group || (o.launch == key.launch && o.seq == key.seq))
+              continue;
+            const auto now = Clock::now();
+            if (!seen_other || o.launch != other.launch || o.seq != other.seq) {
+              seen_other = true;
+              other = o;
+              other_since = now;
+              return false;
+            }
+            if (now - other_since < std::chrono::milliseconds(kOutOfStepMs)) return false;
+            step_err = std::string(kOutOfStep) + "process " + std::to_string(q) + " is at collective #" + std::to_string(o.seq) + " of launch #" +
+                       std::to_string(o.launch) + (o.desc.empty() ? "" : " (" + o.desc + ")") + ", this process at collective #" +
+                       std::to_string(key.seq) + " of launch #" + std::to_string(key.launch) + (key.desc.empty() ? "" : " (" + key.desc + ")");
+            return true;
+          }
+          seen_other = false;
+          return false;
+        };
         w = WaitOn(q, [&] {
               for (int k = 0; k < s.slots; k++)
                 if (Holds(BoxOf(q, k), key, &base[i])) {
                   theirs[i] = BoxOf(q, k);
                   return true;
                 }
-              return false;
+              return out_of_step();
             }, deadline, check);
+        if (w.empty() && !step_err.empty()) w = step_err;
         if (!w.empty()) return fail(w, {i});
       }
       Mailbox* m = theirs[i];
@@ -393,6 +456,7 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       Ring(q);
     }
   }
+  mine->active.store(0, std::memory_order_release);
   return "";
 }
 

@@ -35,10 +35,17 @@ bool Enabled();
 struct Key {
   uint64_t launch = 0, seq = 0;
   int32_t group = 0, step = 0;
+  std::string desc;  // the collective as errors name it ("AllReduce of float32[2,3]"), published with the key
 };
 
+/** The prefix of Exchange's error when a peer waits for this process at another collective (callers add who). */
+constexpr const char* kOutOfStep = "processes are out of step: ";
+
 /**
- * Exchanges bytes with `peers` through the segment (peer = MPI rank), as mpi::Exchange does. `slot` picks this
+ * Exchanges bytes with `peers` through the segment (peer = MPI rank), as mpi::Exchange does. At a step-0 key (a
+ * collective's header), a peer that keeps waiting for this process at another collective of the same group (for
+ * kOutOfStepMs) ends the wait with kOutOfStep + "process q is at collective #s of launch #l (desc), this process at
+ * ..." instead of the timeout. `slot` picks this
  * process's mailbox (the leading device thread's local index; calls on one slot are serialized). `on_recv`, when set,
  * receives each arriving piece (peer index in `peers`, byte offset, bytes, length) instead of a copy into recv.
  */

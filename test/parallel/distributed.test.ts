@@ -74,6 +74,8 @@ interface Result {
   killed?: string;
   killedMs?: number;
   afterKill?: number[][];
+  outOfStep?: string;
+  outOfStepMs?: number;
   transport?: { transport: string; reason: string; exchanges: number; bytes: number };
   loaded?: {
     w: number[];
@@ -157,6 +159,8 @@ const jobs = skip
       threeMpi: mpirun(3, "basic", 1, { JAXTS_MPI_SHM: "0", JAXTS_MPI_PIECE_BYTES: "4" }),
       // MPI only: the mismatch, a device failure, a raise and an early exit
       faultsMpi: mpirun(2, "faults", 1, { JAXTS_MPI_SHM: "0" }),
+      // shared memory: process 0 runs two psums in a program where process 1 runs one, then an allGather
+      outOfStep: mpirun(2, "outofstep", 1),
       // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
       killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
@@ -546,6 +550,34 @@ test(
         /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[1\]/,
       );
     assert.ok(r0.earlyMs! < 20_000 && r0.raisedMs! < 20_000, `${r0.earlyMs} / ${r0.raisedMs} ms (timeout 1500 ms)`);
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "2 processes x 1 device over shared memory: processes at different collectives fail naming both positions, not by timeout",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.outOfStep;
+    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.equal(r.transport?.transport, "shm", `process ${r.processIndex}: ${JSON.stringify(r.transport)}`);
+      // the collective timeout is 20 s: the check fires after the peer waited 100 ms at the other collective
+      assert.ok(r.outOfStepMs! < 10_000, `process ${r.processIndex}: out of step reported after ${r.outOfStepMs} ms`);
+    }
+    const [r0, r1] = results;
+    assert.match(
+      r0.outOfStep!,
+      /psum over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 0: processes are out of step: process 1 is at collective #0 of launch #(\d+) \(AllGather of float32\[1,3\]\), this process at collective #1 of launch #(\d+) \(AllReduce of int32\[1,2\]\); process 1 runs ranks \[1\]$/,
+    );
+    assert.match(
+      r1.outOfStep!,
+      /all_gather over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 1: processes are out of step: process 0 is at collective #1 of launch #\d+ \(AllReduce of int32\[1,2\]\), this process at collective #0 of launch #\d+ \(AllGather of float32\[1,3\]\); process 0 runs ranks \[0\]$/,
+    );
+    // process 1 is one launch ahead of process 0
+    const [, l1, l0] = /launch #(\d+) .*launch #(\d+)/.exec(r0.outOfStep!)!;
+    assert.equal(Number(l1), Number(l0) + 1);
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );
