@@ -28,8 +28,18 @@ namespace mpishm {
  * any process has, one mailbox each); "" when enabled, else why not.
  */
 std::string Setup(int64_t timeout_ms, int slots);
-/** Whether the shared-memory transport is in use. */
+/** Whether the shared-memory transport is in use (another process of the job runs on this host). */
 bool Enabled();
+/** Whether process q (MPI rank) runs on this host and is reached through the segment. */
+bool SameHost(int q);
+/** The index of process q's host (equal on every process), when the segment is in use. */
+int HostOf(int q);
+/** Whether every process of the job runs on this host (and the segment is in use). */
+bool AllSameHost();
+/** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
+void CountMpi(size_t bytes);
+/** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */
+void CountLevel(bool ring, bool hier);
 
 /** What identifies one exchange on every process (the group's first rank and a step within the collective). */
 struct Key {

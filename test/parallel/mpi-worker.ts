@@ -58,6 +58,9 @@ function report(): void {
   else console.log(text);
 }
 
+// tests of the two-level transport on one machine: process r claims host "h<r mod k>" (JAXTS_HOST_ID, read at initialize)
+if (process.env.JAXTS_TEST_HOST_MOD)
+  process.env.JAXTS_HOST_ID = `h${Number(process.env.OMPI_COMM_WORLD_RANK ?? 0) % Number(process.env.JAXTS_TEST_HOST_MOD)}`;
 distributed.initialize();
 const me = processIndex();
 const out: Record<string, unknown> = {
