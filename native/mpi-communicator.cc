@@ -244,11 +244,33 @@ class ProcessCommunicator : public Communicator {
   /** The leader's exchange with other processes: through the same-host shared-memory segment when set up, else MPI. */
   std::string Xchg(const std::vector<mpi::Transfer>& xs, int tag, const CollectiveCall& c, int min_rank, int step, Clock::time_point deadline,
                    const std::string& what, const std::function<std::string()>& check = nullptr,
-                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr) {
-    if (!mpishm::Enabled()) return mpi::Exchange(xs, tag, deadline, what, check);
-    // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
-    const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
-    return mpishm::Exchange(xs, {pm_->global_launch, c.seq, min_rank, step}, int(it - pm_->local_ranks.begin()), deadline, what, check, on_recv);
+                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr, const std::string& desc = "") {
+    // peers on this host through the segment first, then the others over MPI (every process in that order)
+    std::vector<mpi::Transfer> near, far;
+    std::vector<size_t> near_i;
+    for (size_t i = 0; i < xs.size(); i++) {
+      if (mpishm::SameHost(xs[i].peer)) {
+        near.push_back(xs[i]);
+        near_i.push_back(i);
+      } else {
+        far.push_back(xs[i]);
+      }
+    }
+    if (!near.empty()) {
+      // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
+      const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
+      std::function<void(size_t, size_t, const char*, size_t)> recv_near;
+      if (on_recv) recv_near = [&](size_t i, size_t off, const char* src, size_t len) { on_recv(near_i[i], off, src, len); };
+      const std::string err =
+          mpishm::Exchange(near, {pm_->global_launch, c.seq, min_rank, step, desc}, int(it - pm_->local_ranks.begin()), deadline, what, check, recv_near);
+      if (!err.empty()) return err;
+    }
+    if (far.empty()) return "";
+    if (on_recv) return what + ": internal error: a streamed receive from another host";  // ShmRing: same host only
+    size_t bytes = 0;
+    for (const auto& x : far) bytes += (x.no_send ? 0 : x.send_bytes) + x.recv_bytes;
+    mpishm::CountMpi(bytes);
+    return mpi::Exchange(far, tag, deadline, what, check);
   }
 
   std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
@@ -354,17 +376,25 @@ class ProcessCommunicator : public Communicator {
     std::vector<mpi::Transfer> xs;
     for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
     const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+    auto describe = [&](const Header& h) {
+      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
+    };
     // a device failure here or on another process of the launch ends the wait for headers at once
     std::string abort_why;
     const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
-    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+                           nullptr, describe(mine));
+    // shared memory: a peer waiting for this process at another collective (the segment's out-of-step check)
+    if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
     // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one
     for (int again = 0; err.empty() && again < 64; again++) {
       std::vector<mpi::Transfer> stale;
       for (size_t i = 0; i < remote.size(); i++)
         if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
       if (stale.empty()) break;
-      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted);
+      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+                 nullptr, describe(mine));
+      if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
     }
     if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
@@ -372,9 +402,6 @@ class ProcessCommunicator : public Communicator {
       for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
       return err;
     }
-    auto describe = [&](const Header& h) {
-      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
-    };
     for (size_t i = 0; i < remote.size(); i++) {
       const Header& h = theirs[i];
       const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + List(RanksOf(c, remote[i])) + ")";
@@ -392,7 +419,12 @@ class ProcessCommunicator : public Communicator {
     std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
     if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {
       if (!AllReducible(kind, op, type, local.size())) return what + ": unsupported reduction for element type " + TypeName(type);
-      if (mpishm::Enabled()) return ShmRing(c, kind, op, count, type, procs, members, local, lr, min_rank, deadline, what);
+      // the same choice on every process: one host (the segment), some hosts with several processes (two levels), or
+      // every process on its own host (the ring over MPI)
+      std::map<int, int> per_host;
+      for (int pr : procs) per_host[mpishm::HostOf(pr)]++;
+      if (per_host.size() == 1) return ShmRing(c, kind, op, count, type, procs, members, local, lr, min_rank, deadline, what);
+      if (per_host.size() < procs.size()) return Hier(c, kind, op, count, type, procs, members, local, lr, tag, min_rank, deadline, what);
       return Ring(c, kind, op, count, type, procs, members, local, lr, tag, deadline, what);
     }
     if (kind == kAllToAll) {
@@ -461,7 +493,7 @@ class ProcessCommunicator : public Communicator {
   // soon as it was received and folded, while the rest of the step is still moving.
   std::string Ring(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
                    std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int tag, Clock::time_point deadline,
-                   const std::string& what) {
+                   const std::string& what, const std::vector<int>* write = nullptr) {
     const size_t w = ElementBytes(type), cb = count * w;
     const int n = int(c.group.size()), P = int(procs.size());
     const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
@@ -540,15 +572,155 @@ class ProcessCommunicator : public Communicator {
       const auto& r = rpieces[k];
       FoldInto(acc + r.first, partial + r.first, rbuf + r.first, r.second / w, type, op);
     };
+    size_t streamed = 0;
+    for (const auto& x : st.sends) streamed += x.second;
+    for (const auto& x : st.recvs) streamed += x.second;
+    mpishm::CountMpi(streamed);
+    mpishm::CountLevel(true, false);
     std::string err = mpi::RunStream(st, tag, deadline, what + " timed out during the data exchange");
     if (!err.empty()) {
       for (int pr : procs)
         if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
       return err;
     }
-    for (int q : local) {
+    for (int q : write ? *write : local) {
       if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
       else if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
+    }
+    return "";
+  }
+
+  // All-reduce, reduce-scatter and all-gather when some of the group's processes share a host and others do not (two
+  // levels): 1. within each host, every process sends its part (the partial reduction of its members, or their chunks)
+  // to the host's first process in group order, which folds them in group order (or places the chunks); 2. those host
+  // leaders run Ring among themselves over MPI (segment of a host = the chunks of all its processes' members); 3. each
+  // host leader sends the result to its host's processes (all-reduce / all-gather: all of it; reduce-scatter: the
+  // chunks of each one's members). Integers are exact; floats are reduced in another order than the flat ring.
+  std::string Hier(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
+                   std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int tag, int min_rank,
+                   Clock::time_point deadline, const std::string& what) {
+    const size_t w = ElementBytes(type), cb = count * w;
+    const int n = int(c.group.size());
+    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
+    const auto named = [&](std::string e) {
+      for (int pr : procs)
+        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+      return e;
+    };
+    // this host's processes of the group (group order; the first leads) and the host leaders
+    std::vector<int> host, leaders;
+    std::map<int, int> leader_of_host;  // host index -> its first process in group order
+    std::map<int, std::vector<int>> leader_members;  // host leader -> the chunk positions of its host's processes
+    for (int pr : procs) {
+      if (mpishm::HostOf(pr) == mpishm::HostOf(pm_->self)) host.push_back(pr);
+      auto f = leader_of_host.find(mpishm::HostOf(pr));
+      if (f == leader_of_host.end()) {
+        f = leader_of_host.emplace(mpishm::HostOf(pr), pr).first;
+        leaders.push_back(pr);
+      }
+      std::vector<int>& lm = leader_members[f->second];
+      lm.insert(lm.end(), members[pr].begin(), members[pr].end());
+    }
+    for (auto& [l, lm] : leader_members) std::sort(lm.begin(), lm.end());
+    const bool lead = host[0] == pm_->self;
+    mpishm::CountLevel(false, true);
+    // this process's part: its members' partial reduction (all-reduce, reduce-scatter: total bytes) or their chunks
+    thread_local std::vector<char> part_buf, host_buf, res_buf;
+    const auto grow = [](std::vector<char>& v, size_t b) -> char* {
+      if (v.size() < b) v.resize(b);
+      return v.data();
+    };
+    const size_t part_bytes = kind == kAllGather ? cb * local.size() : total;
+    const char* part = static_cast<const char*>(lr.ins[size_t(local[0])]);
+    if (kind == kAllGather || local.size() > 1) {
+      char* pb = grow(part_buf, part_bytes);
+      if (kind == kAllGather) {
+        for (size_t j = 0; j < local.size(); j++) std::memcpy(pb + j * cb, lr.ins[size_t(local[j])], cb);
+      } else {
+        std::memcpy(pb, part, total);
+        for (size_t j = 1; j < local.size(); j++) FoldBytes(pb, lr.ins[size_t(local[j])], total / w, type, op);
+      }
+      part = pb;
+    }
+    // the chunk positions of the members of a set of processes (ascending)
+    const auto positions = [&](const std::vector<int>& ps) {
+      std::vector<int> v;
+      for (int pr : ps) v.insert(v.end(), members[pr].begin(), members[pr].end());
+      std::sort(v.begin(), v.end());
+      return v;
+    };
+    const std::vector<int> host_pos = positions(host);
+    char* res = grow(res_buf, total);  // the result of the whole group (reduce-scatter: this host's chunks)
+    std::vector<mpi::Transfer> xs;
+    std::string err;
+    if (!lead) {
+      // 1. the part to the host leader; 3. the result back
+      xs.push_back({host[0], part, part_bytes, nullptr, 0});
+      if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return named(err);
+      const size_t back = kind == kReduceScatter ? cb * local.size() : total;
+      xs.assign(1, {host[0], nullptr, 0, res, back});
+      if (!(err = Xchg(xs, tag, c, min_rank, 2, deadline, what + " timed out during the data exchange")).empty()) return named(err);
+      for (size_t j = 0; j < local.size(); j++) {
+        const int q = local[j];
+        if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], res + j * cb, cb);
+        else std::memcpy(lr.outs[size_t(q)], res, total);
+      }
+      return "";
+    }
+    // 1. the host's parts, folded in group order (all-gather: placed at their members' positions)
+    std::vector<std::vector<char>> parts(host.size());
+    xs.clear();
+    for (size_t h = 1; h < host.size(); h++) {
+      parts[h].resize(kind == kAllGather ? cb * members[host[h]].size() : total);
+      xs.push_back({host[h], nullptr, 0, parts[h].data(), parts[h].size()});
+    }
+    if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return named(err);
+    char* hb = grow(host_buf, total);
+    if (kind == kAllGather) {
+      for (size_t j = 0; j < local.size(); j++) std::memcpy(hb + size_t(local[j]) * cb, part + j * cb, cb);
+      for (size_t h = 1; h < host.size(); h++)
+        for (size_t j = 0; j < members[host[h]].size(); j++) std::memcpy(hb + size_t(members[host[h]][j]) * cb, parts[h].data() + j * cb, cb);
+    } else {
+      std::memcpy(hb, part, total);
+      for (size_t h = 1; h < host.size(); h++) FoldBytes(hb, parts[h].data(), total / w, type, op);
+    }
+    // 2. the ring between host leaders: a Local whose inputs are the host's (chunks or partial), outputs in `res`
+    Local hl;
+    hl.ins.assign(size_t(n), nullptr);
+    hl.outs.assign(size_t(n), nullptr);
+    std::vector<int> ring_local, write;
+    if (kind == kAllGather) {
+      ring_local = host_pos;
+      for (int q : host_pos) {
+        hl.ins[size_t(q)] = hb + size_t(q) * cb;
+        hl.outs[size_t(q)] = res;
+      }
+    } else {
+      ring_local = {host_pos[0]};
+      hl.ins[size_t(host_pos[0])] = hb;
+      hl.outs[size_t(host_pos[0])] = res;
+      if (kind == kReduceScatter) {
+        write = host_pos;
+        for (int q : host_pos) hl.outs[size_t(q)] = res + size_t(q) * cb;
+      }
+    }
+    err = Ring(c, kind, op, count, type, leaders, leader_members, ring_local, hl, tag, deadline, what, kind == kReduceScatter ? &write : nullptr);
+    if (!err.empty()) return named(err);
+    // 3. the result to the host's other processes, and this process's outputs
+    std::vector<std::vector<char>> backs(host.size());
+    xs.clear();
+    for (size_t h = 1; h < host.size(); h++) {
+      if (kind == kReduceScatter) {
+        for (int q : members[host[h]]) backs[h].insert(backs[h].end(), res + size_t(q) * cb, res + size_t(q) * cb + cb);
+        xs.push_back({host[h], backs[h].data(), backs[h].size(), nullptr, 0});
+      } else {
+        xs.push_back({host[h], res, total, nullptr, 0});
+      }
+    }
+    if (!(err = Xchg(xs, tag, c, min_rank, 2, deadline, what + " timed out during the data exchange")).empty()) return named(err);
+    for (int q : local) {
+      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], res + size_t(q) * cb, cb);
+      else std::memcpy(lr.outs[size_t(q)], res, total);
     }
     return "";
   }

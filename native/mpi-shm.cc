@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdlib>
@@ -42,6 +43,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x4a58534d;  // "JXSM"
+constexpr int kOutOfStepMs = 100;  // how long a peer must wait at another collective before it counts as out of step
 
 struct alignas(64) Bell {
   std::atomic<uint32_t> word{0}, sleepers{0};
@@ -51,6 +53,10 @@ struct alignas(64) Mailbox {
   std::atomic<uint64_t> launch{0}, seq{0};
   std::atomic<int32_t> group{0}, step{0};
   std::atomic<uint32_t> base{0};  // `ready` when the key was published
+  std::atomic<uint32_t> active{0};  // 1 while an exchange of the key runs (set with the key, cleared on return)
+  std::atomic<uint64_t> peers[4] = {};  // the exchange's peers (bit q: process q; processes >= 256 are not listed)
+  std::atomic<uint64_t> gave_up_launch{0}, gave_up_seq{0};  // the last key whose exchange failed here (launch + 1; 0: none)
+  char desc[64] = {0};  // the key's collective ("AllReduce of float32[2,3]"), written under the seqlock
   alignas(64) std::atomic<uint32_t> ready{0};
   alignas(64) std::atomic<uint32_t> consumed{0};
 };
@@ -64,25 +70,32 @@ struct State {
   char* base = nullptr;
   size_t bytes = 0, slice = 0, mailbox_stride = 0;
   int nproc = 0, self = 0, slots = 1;  // slots: mailboxes per process (the most devices any process has)
-  bool enabled = false;
+  // the segment serves this host's processes: lidx[q] = q's index among them (-1: another host), hn of them
+  std::vector<int> lidx, host_of;  // host_of[q]: index of q's host (first appearance in rank order), on every process
+  int hn = 0, hosts = 0;
+  bool enabled = false;  // this process has a segment (another process of the job runs on this host)
+  bool grouped = false;  // the setup succeeded on every process: host_of is valid everywhere (equal decisions)
   std::string reason = "distributed.initialize was not called";
   // per own mailbox (process-private): consumptions owed by peers, and the lock serializing its exchanges
   std::vector<uint32_t> owed;
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
+  std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
+  std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
 };
 State& S() {
   static State* s = new State();  // never destroyed: device threads may outlive static destructors
   return *s;
 }
 
-Bell* BellOf(int p) { return reinterpret_cast<Bell*>(S().base + sizeof(SegHeader)) + p; }
+// p, q: MPI ranks of processes on this host (their index in the segment: lidx)
+Bell* BellOf(int p) { return reinterpret_cast<Bell*>(S().base + sizeof(SegHeader)) + S().lidx[size_t(p)]; }
 Mailbox* BoxOf(int p, int j) {
   State& s = S();
-  char* boxes = s.base + sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc);
-  return reinterpret_cast<Mailbox*>(boxes + s.mailbox_stride * (size_t(p) * size_t(s.slots) + size_t(j)));
+  char* boxes = s.base + sizeof(SegHeader) + sizeof(Bell) * size_t(s.hn);
+  return reinterpret_cast<Mailbox*>(boxes + s.mailbox_stride * (size_t(s.lidx[size_t(p)]) * size_t(s.slots) + size_t(j)));
 }
-char* SliceOf(Mailbox* m, int q) { return reinterpret_cast<char*>(m) + sizeof(Mailbox) + S().slice * size_t(q); }
+char* SliceOf(Mailbox* m, int q) { return reinterpret_cast<char*>(m) + sizeof(Mailbox) + S().slice * size_t(S().lidx[size_t(q)]); }
 
 long Futex(std::atomic<uint32_t>* w, int op, uint32_t val, const timespec* ts) {
   // the segment is shared between processes: no FUTEX_PRIVATE_FLAG
@@ -151,9 +164,32 @@ bool Holds(Mailbox* m, const Key& k, uint32_t* base) {
   return true;
 }
 
-/** The host identity: hostname, boot id and /dev/shm's device and inode (containers with their own /dev/shm differ). */
+/** A consistent copy of mailbox m's key while it is active and lists process `who` as a peer; false otherwise. */
+bool ActiveFor(Mailbox* m, int who, Key* k) {
+  const uint32_t v1 = m->pub.load(std::memory_order_acquire);
+  if ((v1 & 1) || !m->active.load(std::memory_order_acquire)) return false;
+  if (who < 0 || who >= 256 || !((m->peers[who / 64].load(std::memory_order_relaxed) >> (who % 64)) & 1)) return false;
+  k->launch = m->launch.load(std::memory_order_relaxed);
+  k->seq = m->seq.load(std::memory_order_relaxed);
+  k->group = m->group.load(std::memory_order_relaxed);
+  k->step = m->step.load(std::memory_order_relaxed);
+  char d[sizeof m->desc];
+  std::memcpy(d, m->desc, sizeof d);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  if (m->pub.load(std::memory_order_relaxed) != v1 || !m->active.load(std::memory_order_relaxed)) return false;
+  d[sizeof d - 1] = 0;
+  k->desc = d;
+  return true;
+}
+
+/**
+ * The host identity: hostname, boot id and /dev/shm's device and inode (containers with their own /dev/shm differ);
+ * $JAXTS_HOST_ID replaces it (tests and advanced use: processes with the same value form one "host").
+ */
 uint64_t HostId() {
   std::string id;
+  if (const char* forced = std::getenv("JAXTS_HOST_ID")) id = std::string("JAXTS_HOST_ID=") + forced;
+  else {
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   id += host;
@@ -162,6 +198,7 @@ uint64_t HostId() {
   if (std::getline(boot, line)) id += "|" + line;
   struct stat st {};
   if (stat("/dev/shm", &st) == 0) id += "|" + std::to_string(uint64_t(st.st_dev)) + ":" + std::to_string(uint64_t(st.st_ino));
+  }
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : id) h = (h ^ c) * 1099511628211ull;
   return h;
@@ -181,6 +218,24 @@ std::string Allgather(const void* mine, size_t n, std::vector<char>* all, int ta
 }  // namespace
 
 bool Enabled() { return S().enabled; }
+bool SameHost(int q) {
+  const State& s = S();
+  return s.enabled && q >= 0 && size_t(q) < s.lidx.size() && s.lidx[size_t(q)] >= 0;
+}
+int HostOf(int q) {
+  const State& s = S();
+  // without a successful setup every process is its own host (the flat ring over MPI)
+  return s.grouped && q >= 0 && size_t(q) < s.host_of.size() ? s.host_of[size_t(q)] : -1 - q;
+}
+void CountLevel(bool ring, bool hier) {
+  if (ring) S().rings.fetch_add(1, std::memory_order_relaxed);
+  if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
+}
+bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
+void CountMpi(size_t bytes) {
+  S().mpi_exchanges.fetch_add(1, std::memory_order_relaxed);
+  S().mpi_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
 
 std::string Setup(int64_t timeout_ms, int slots) {
   State& s = S();
@@ -201,25 +256,41 @@ std::string Setup(int64_t timeout_ms, int slots) {
   std::vector<char> all;
   std::string err = Allgather(&hello, sizeof hello, &all, 30001, deadline, "distributed.initialize (host identities)");
   if (!err.empty()) return s.reason = err;
+  // this host's processes (in rank order; the first creates the segment), and the number of hosts
+  std::vector<int> hm, host_of;
+  std::vector<uint64_t> ids;
+  s.lidx.assign(size_t(s.nproc), -1);
   for (int q = 0; q < s.nproc; q++) {
     Hello h;
     std::memcpy(&h, all.data() + sizeof(Hello) * size_t(q), sizeof h);
-    if (!h.want) return s.reason = "JAXTS_MPI_SHM=0 on process " + std::to_string(q);
-    if (h.host != hello.host) return s.reason = "process " + std::to_string(q) + " runs on another host (hierarchical shared memory is not implemented: MPI for every process)";
+    if (!h.want) {
+      s.lidx.clear();
+      return s.reason = "JAXTS_MPI_SHM=0 on process " + std::to_string(q);
+    }
+    if (std::find(ids.begin(), ids.end(), h.host) == ids.end()) ids.push_back(h.host);
+    host_of.push_back(int(std::find(ids.begin(), ids.end(), h.host) - ids.begin()));
+    if (h.host == hello.host) {
+      s.lidx[size_t(q)] = int(hm.size());
+      hm.push_back(q);
+    }
   }
+  s.hn = int(hm.size());
+  s.hosts = int(ids.size());
+  s.host_of = host_of;
+  const bool creator = s.hn >= 2 && hm[0] == s.self;
   // the segment: `slots` mailboxes per process, each a header and one slice per process
   const char* mb = std::getenv("JAXTS_MPI_SHM_BYTES");  // per mailbox (tests: tiny, many rounds)
   const long long want_bytes = mb ? std::atoll(mb) : 0;
   const size_t mailbox_data = want_bytes > 0 ? size_t(want_bytes) : size_t(4) << 20;
-  s.slice = std::max<size_t>(64, mailbox_data / size_t(s.nproc) / 64 * 64);
-  s.mailbox_stride = sizeof(Mailbox) + s.slice * size_t(s.nproc);
-  s.bytes = sizeof(SegHeader) + sizeof(Bell) * size_t(s.nproc) + s.mailbox_stride * size_t(s.nproc) * size_t(s.slots);
+  s.slice = std::max<size_t>(64, mailbox_data / size_t(std::max(1, s.hn)) / 64 * 64);
+  s.mailbox_stride = sizeof(Mailbox) + s.slice * size_t(s.hn);
+  s.bytes = sizeof(SegHeader) + sizeof(Bell) * size_t(s.hn) + s.mailbox_stride * size_t(s.hn) * size_t(s.slots);
   struct Name {
     char name[56];
     uint32_t ok, pad;
   } name{};
   std::string local_err;
-  if (s.self == 0) {
+  if (creator) {
     std::random_device rd;
     std::snprintf(name.name, sizeof name.name, "/jaxts-%d-%08x%08x", int(getpid()), unsigned(rd()), unsigned(rd()));
     const int fd = shm_open(name.name, O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -235,10 +306,10 @@ std::string Setup(int64_t timeout_ms, int slots) {
       } else {
         s.base = static_cast<char*>(p);
         SegHeader* h = new (s.base) SegHeader();
-        h->nproc = uint32_t(s.nproc);
+        h->nproc = uint32_t(s.hn);
         h->slice_bytes = s.slice;
         h->total_bytes = s.bytes;
-        for (int q = 0; q < s.nproc; q++) {
+        for (int q : hm) {
           new (BellOf(q)) Bell();
           for (int j = 0; j < s.slots; j++) new (BoxOf(q, j)) Mailbox();
         }
@@ -247,13 +318,17 @@ std::string Setup(int64_t timeout_ms, int slots) {
       }
     }
     name.ok = local_err.empty();
+  } else {
+    name.ok = 1;  // nothing to create here (every host's first process creates its host's segment)
   }
   err = Allgather(&name, sizeof name, &all, 30002, deadline, "distributed.initialize (shared-memory segment)");
   if (!err.empty()) return s.reason = err;
-  Name root;
-  std::memcpy(&root, all.data(), sizeof root);
+  // this host's segment: the one its first process created (none for a process alone on its host)
+  Name root{};
+  if (s.hn >= 2) std::memcpy(&root, all.data() + sizeof(Name) * size_t(hm[0]), sizeof root);
+  else root.ok = 1;
   root.name[sizeof root.name - 1] = 0;
-  if (s.self != 0 && root.ok) {
+  if (s.hn >= 2 && !creator && root.ok) {
     const int fd = shm_open(root.name, O_RDWR, 0600);
     if (fd < 0) {
       local_err = std::string("shm_open(") + root.name + ") failed: " + std::strerror(errno);
@@ -274,7 +349,7 @@ std::string Setup(int64_t timeout_ms, int slots) {
   mapped.ok = root.ok && local_err.empty();
   std::strncpy(mapped.why, local_err.c_str(), sizeof mapped.why - 1);
   err = Allgather(&mapped, sizeof mapped, &all, 30003, deadline, "distributed.initialize (shared-memory segment mapped)");
-  if (s.self == 0 && root.ok) shm_unlink(root.name);
+  if (creator && root.ok) shm_unlink(root.name);
   std::string why = err;
   for (int q = 0; q < s.nproc && why.empty(); q++) {
     Mapped m;
@@ -286,6 +361,11 @@ std::string Setup(int64_t timeout_ms, int slots) {
     if (s.base) munmap(s.base, s.bytes);
     s.base = nullptr;
     return s.reason = why;
+  }
+  s.grouped = true;
+  if (s.hn < 2) {
+    s.reason = "no other process runs on this host (" + std::to_string(s.hosts) + " hosts): MPI to every process";
+    return s.reason;
   }
   s.enabled = true;
   s.reason = "";
@@ -315,6 +395,16 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   // on failure: forgive what peers still owe this mailbox (a dead or released peer never reads it), name the late
   const auto fail = [&](const std::string& why, const std::vector<size_t>& late) {
     owed = mine->consumed.load(std::memory_order_acquire);
+    // out of step: the mailbox stays marked (2) until its next key, so the peer detects it too
+    const bool step_err = why.rfind(kOutOfStep, 0) == 0;
+    if (!step_err) {
+      // peers still waiting at this key must not take this process's later keys for an out-of-step program
+      mine->gave_up_seq.store(key.seq, std::memory_order_relaxed);
+      mine->gave_up_launch.store(key.launch + 1, std::memory_order_release);
+    }
+    mine->active.store(step_err ? 2 : 0, std::memory_order_release);
+    Ring(s.self);
+    if (step_err) return why;
     if (why != "timeout") return what + ": " + why;
     std::string list;
     for (size_t i : late) list += std::string(list.empty() ? "" : ", ") + std::to_string(peers[i].peer);
@@ -339,6 +429,13 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
     mine->group.store(key.group, std::memory_order_relaxed);
     mine->step.store(key.step, std::memory_order_relaxed);
     mine->base.store(mine->ready.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    uint64_t bits[4] = {0, 0, 0, 0};
+    for (const auto& x : peers)
+      if (x.peer >= 0 && x.peer < 256) bits[x.peer / 64] |= uint64_t(1) << (x.peer % 64);
+    for (int b = 0; b < 4; b++) mine->peers[b].store(bits[b], std::memory_order_relaxed);
+    std::strncpy(mine->desc, key.desc.c_str(), sizeof mine->desc - 1);
+    mine->desc[sizeof mine->desc - 1] = 0;
+    mine->active.store(1, std::memory_order_relaxed);
     mine->pub.store(v + 2, std::memory_order_release);
     Ring(s.self);
   }
@@ -369,14 +466,56 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       if (r >= rounds[i]) continue;
       const int q = peers[i].peer;
       if (!theirs[i]) {
+        // at a header (step 0): a peer waiting for this process at another collective of the same group, for
+        // kOutOfStepMs without change, is out of step (a peer merely behind or ahead moves on meanwhile)
+        Key other;
+        bool seen_other = false;
+        Clock::time_point other_since;
+        std::string step_err;
+        const auto out_of_step = [&] {
+          if (key.step != 0) return false;
+          for (int k = 0; k < s.slots; k++) {
+            Key o;
+            Mailbox* qm = BoxOf(q, k);
+            if (!ActiveFor(qm, s.self, &o) || o.step != 0 || o.group != key.group || (o.launch == key.launch && o.seq == key.seq))
+              continue;
+            // a peer ahead of this process counts (unless it gave up at this key or later: it moved on after a
+            // failure); a peer behind only once it declared itself out of step (it then waits for nothing)
+            const bool ahead = o.launch > key.launch || (o.launch == key.launch && o.seq > key.seq);
+            const uint64_t gl = qm->gave_up_launch.load(std::memory_order_acquire), gs = qm->gave_up_seq.load(std::memory_order_relaxed);
+            const bool gave_up = gl != 0 && (gl - 1 > key.launch || (gl - 1 == key.launch && gs >= key.seq));
+            const bool declared = qm->active.load(std::memory_order_acquire) == 2;
+            if (!(ahead ? !gave_up : declared)) continue;
+            if (declared) {
+              other = o;
+              other_since = Clock::now() - std::chrono::milliseconds(kOutOfStepMs);
+              seen_other = true;
+            }
+            const auto now = Clock::now();
+            if (!seen_other || o.launch != other.launch || o.seq != other.seq) {
+              seen_other = true;
+              other = o;
+              other_since = now;
+              return false;
+            }
+            if (now - other_since < std::chrono::milliseconds(kOutOfStepMs)) return false;
+            step_err = std::string(kOutOfStep) + "process " + std::to_string(q) + " is at collective #" + std::to_string(o.seq) + " of launch #" +
+                       std::to_string(o.launch) + (o.desc.empty() ? "" : " (" + o.desc + ")") + ", this process at collective #" +
+                       std::to_string(key.seq) + " of launch #" + std::to_string(key.launch) + (key.desc.empty() ? "" : " (" + key.desc + ")");
+            return true;
+          }
+          seen_other = false;
+          return false;
+        };
         w = WaitOn(q, [&] {
               for (int k = 0; k < s.slots; k++)
                 if (Holds(BoxOf(q, k), key, &base[i])) {
                   theirs[i] = BoxOf(q, k);
                   return true;
                 }
-              return false;
+              return out_of_step();
             }, deadline, check);
+        if (w.empty() && !step_err.empty()) w = step_err;
         if (!w.empty()) return fail(w, {i});
       }
       Mailbox* m = theirs[i];
@@ -393,6 +532,7 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       Ring(q);
     }
   }
+  mine->active.store(0, std::memory_order_release);
   return "";
 }
 
@@ -424,6 +564,18 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "exchanges", v);
   napi_create_double(env, double(s.bytes_moved.load()), &v);
   napi_set_named_property(env, obj, "bytes", v);
+  napi_create_double(env, double(s.mpi_exchanges.load()), &v);
+  napi_set_named_property(env, obj, "mpiExchanges", v);
+  napi_create_double(env, double(s.mpi_bytes.load()), &v);
+  napi_set_named_property(env, obj, "mpiBytes", v);
+  napi_create_double(env, double(s.rings.load()), &v);
+  napi_set_named_property(env, obj, "mpiRings", v);
+  napi_create_double(env, double(s.hier.load()), &v);
+  napi_set_named_property(env, obj, "twoLevel", v);
+  napi_create_int32(env, s.hosts, &v);
+  napi_set_named_property(env, obj, "hosts", v);
+  napi_create_int32(env, s.enabled ? s.hn : 1, &v);
+  napi_set_named_property(env, obj, "hostProcesses", v);
   return obj;
 }
 }  // namespace

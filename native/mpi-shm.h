@@ -28,17 +28,34 @@ namespace mpishm {
  * any process has, one mailbox each); "" when enabled, else why not.
  */
 std::string Setup(int64_t timeout_ms, int slots);
-/** Whether the shared-memory transport is in use. */
+/** Whether the shared-memory transport is in use (another process of the job runs on this host). */
 bool Enabled();
+/** Whether process q (MPI rank) runs on this host and is reached through the segment. */
+bool SameHost(int q);
+/** The index of process q's host (equal on every process), when the segment is in use. */
+int HostOf(int q);
+/** Whether every process of the job runs on this host (and the segment is in use). */
+bool AllSameHost();
+/** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
+void CountMpi(size_t bytes);
+/** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */
+void CountLevel(bool ring, bool hier);
 
 /** What identifies one exchange on every process (the group's first rank and a step within the collective). */
 struct Key {
   uint64_t launch = 0, seq = 0;
   int32_t group = 0, step = 0;
+  std::string desc;  // the collective as errors name it ("AllReduce of float32[2,3]"), published with the key
 };
 
+/** The prefix of Exchange's error when a peer waits for this process at another collective (callers add who). */
+constexpr const char* kOutOfStep = "processes are out of step: ";
+
 /**
- * Exchanges bytes with `peers` through the segment (peer = MPI rank), as mpi::Exchange does. `slot` picks this
+ * Exchanges bytes with `peers` through the segment (peer = MPI rank), as mpi::Exchange does. At a step-0 key (a
+ * collective's header), a peer that keeps waiting for this process at another collective of the same group (for
+ * kOutOfStepMs) ends the wait with kOutOfStep + "process q is at collective #s of launch #l (desc), this process at
+ * ..." instead of the timeout. `slot` picks this
  * process's mailbox (the leading device thread's local index; calls on one slot are serialized). `on_recv`, when set,
  * receives each arriving piece (peer index in `peers`, byte offset, bytes, length) instead of a copy into recv.
  */

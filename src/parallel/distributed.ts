@@ -108,11 +108,46 @@ let shmReason = "distributed.initialize was not called";
 
 /**
  * @internal Which transport carries this job's cross-process collectives: "shm" (a shared-memory segment, every
- * process on this host) or "mpi" with the reason, and the shared-memory exchanges so far (tests, the bench).
+ * process on this host), "hier" (a segment for this host's processes, MPI to other hosts: two-level collectives) or
+ * "mpi" with the reason; the exchanges and bytes so far over the segment and over MPI, the number of hosts and of
+ * processes sharing this one (tests, the bench). $JAXTS_HOST_ID (read at initialize) overrides the host identity.
  */
-export function transportInfo(): { transport: "shm" | "mpi"; reason: string; exchanges: number; bytes: number } {
-  const info = state?.api?.mpiShmInfo() ?? { enabled: false, reason: shmReason, exchanges: 0, bytes: 0 };
-  return { transport: info.enabled ? "shm" : "mpi", reason: info.reason, exchanges: info.exchanges, bytes: info.bytes };
+export function transportInfo(): {
+  transport: "shm" | "hier" | "mpi";
+  reason: string;
+  exchanges: number;
+  bytes: number;
+  mpiExchanges: number;
+  mpiBytes: number;
+  mpiRings: number;
+  twoLevel: number;
+  hosts: number;
+  hostProcesses: number;
+} {
+  const info = state?.api?.mpiShmInfo() ?? {
+    enabled: false,
+    reason: shmReason,
+    exchanges: 0,
+    bytes: 0,
+    mpiExchanges: 0,
+    mpiBytes: 0,
+    mpiRings: 0,
+    twoLevel: 0,
+    hosts: 1,
+    hostProcesses: 1,
+  };
+  return {
+    transport: info.enabled ? (info.hosts > 1 ? "hier" : "shm") : "mpi",
+    reason: info.reason,
+    exchanges: info.exchanges,
+    bytes: info.bytes,
+    mpiExchanges: info.mpiExchanges,
+    mpiBytes: info.mpiBytes,
+    mpiRings: info.mpiRings,
+    twoLevel: info.twoLevel,
+    hosts: info.hosts,
+    hostProcesses: info.hostProcesses,
+  };
 }
 
 /** jax.distributed.shutdown: finalizes MPI (collectives across processes fail afterwards). */

@@ -17,7 +17,18 @@ export interface MpiAddon {
    */
   mpiShmSetup(timeoutMs: number, maxLocalDevices: number): string;
   /** Which transport cross-process collectives use, and the shared-memory exchanges and bytes received so far. */
-  mpiShmInfo(): { enabled: boolean; reason: string; exchanges: number; bytes: number };
+  mpiShmInfo(): {
+    enabled: boolean;
+    reason: string;
+    exchanges: number;
+    bytes: number;
+    mpiExchanges: number;
+    mpiBytes: number;
+    mpiRings: number;
+    twoLevel: number;
+    hosts: number;
+    hostProcesses: number;
+  };
 }
 
 /** The addon's MPI functions, or the reason they are unavailable. */

@@ -74,7 +74,18 @@ interface Result {
   killed?: string;
   killedMs?: number;
   afterKill?: number[][];
-  transport?: { transport: string; reason: string; exchanges: number; bytes: number };
+  outOfStep?: string;
+  outOfStepMs?: number;
+  transport?: {
+    transport: string;
+    reason: string;
+    exchanges: number;
+    bytes: number;
+    mpiRings: number;
+    twoLevel: number;
+    hosts: number;
+    hostProcesses: number;
+  };
   loaded?: {
     w: number[];
     r: number[];
@@ -157,6 +168,12 @@ const jobs = skip
       threeMpi: mpirun(3, "basic", 1, { JAXTS_MPI_SHM: "0", JAXTS_MPI_PIECE_BYTES: "4" }),
       // MPI only: the mismatch, a device failure, a raise and an early exit
       faultsMpi: mpirun(2, "faults", 1, { JAXTS_MPI_SHM: "0" }),
+      // two "hosts" on this machine (JAXTS_HOST_ID = h<rank mod 2>): 2 x 2 processes (2 devices each), and 2 + 1
+      hier4: mpirun(4, "basic", 2, { JAXTS_TEST_HOST_MOD: "2" }),
+      hier3: mpirun(3, "basic", 1, { JAXTS_TEST_HOST_MOD: "2" }),
+      hierFaults: mpirun(3, "faults", 1, { JAXTS_TEST_HOST_MOD: "2" }),
+      // shared memory: process 0 runs two psums in a program where process 1 runs one, then an allGather
+      outOfStep: mpirun(2, "outofstep", 1),
       // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
       killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
@@ -546,6 +563,121 @@ test(
         /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[1\]/,
       );
     assert.ok(r0.earlyMs! < 20_000 && r0.raisedMs! < 20_000, `${r0.earlyMs} / ${r0.raisedMs} ms (timeout 1500 ms)`);
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+/**
+ * The two-level transport: processes r and r + 2 share "host" r mod 2; the first process of each host in group order
+ * (0 and 1) runs the ring over MPI, the others only reach their host's leader through the segment.
+ */
+function checkHier(r: Result, hostProcesses: number): void {
+  const t = r.transport ?? assert.fail(`process ${r.processIndex}: no transport info`);
+  const what = `process ${r.processIndex}: ${JSON.stringify(t)}`;
+  assert.equal(t.hosts, 2, what);
+  assert.equal(t.hostProcesses, hostProcesses, what);
+  assert.ok(t.twoLevel > 0, `${what}: two-level collectives`);
+  if (hostProcesses > 1) {
+    assert.equal(t.transport, "hier", what);
+    assert.ok(t.exchanges > 0 && t.bytes > 0, `${what}: shared-memory exchanges within the host`);
+  } else {
+    assert.equal(t.transport, "mpi", what);
+    assert.match(t.reason, /no other process runs on this host \(2 hosts\)/);
+    assert.equal(t.exchanges, 0, what);
+  }
+  if (r.processIndex < 2) assert.ok(t.mpiRings > 0, `${what}: the host leader runs the ring over MPI`);
+  else assert.equal(t.mpiRings, 0, `${what}: not a host leader: no ring over MPI`);
+}
+
+test(
+  "2 hosts x 2 processes x 2 devices (JAXTS_HOST_ID): every collective equals the emulation, in two levels",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.hier4;
+    assert.equal(results.length, 4, `four results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      // the meshes over some processes are built for 1 device per process: their values are checked, not where they ran
+      const some = [find(r, "psum within process 0"), find(r, "psum over processes 0 and 1")];
+      for (const c of some) assert.deepEqual(c.got, c.want, c.name);
+      checkCases({ ...r, cases: r.cases.filter((c) => !some.includes(c)) }, `process ${r.processIndex} (two levels)`);
+      checkHier(r, 2);
+    }
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "hosts of 2 + 1 processes: every collective equals the emulation and, for int32 and data moves, the MPI-only job",
+  { skip, timeout: 260_000 },
+  async () => {
+    const [hier, mpi] = [await jobs!.hier3, await jobs!.threeMpi];
+    assert.equal(hier.results.length, 3, `three results expected:\n${hier.log.slice(-3000)}`);
+    for (const r of hier.results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      checkCases(r, `process ${r.processIndex} (two levels)`);
+      checkHier(r, r.processIndex === 1 ? 1 : 2);
+      const other = mpi.results[r.processIndex];
+      r.cases.forEach((c, k) => {
+        assert.equal(c.name, other.cases[k].name);
+        if (c.dtype === "float32" && /psum|Scatter|pmean|jit/.test(c.name))
+          c.got.forEach((v, i) =>
+            assert.ok(Math.abs(v - other.cases[k].got[i]) <= 1e-6 * Math.max(1, Math.abs(v)), `${c.name}[${i}]`),
+          );
+        else assert.deepEqual(c.got, other.cases[k].got, `${c.name}: the two-level and the MPI-only transports agree`);
+      });
+    }
+    assert.equal(hier.status, 0, `mpirun exit status:\n${hier.log.slice(-2000)}`);
+  },
+);
+
+test(
+  "hosts of 2 + 1 processes: a mismatch, a device failure and the process on the other host leaving fail naming it",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.hierFaults;
+    assert.equal(results.length, 3, `three results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.match(r.mismatch!, /processes disagree: process \d \(ranks \[\d\]\) called AllReduce of float32\[\d,3\]/);
+      assert.deepEqual(r.after, [3, 3], "a collective after the mismatch works");
+      assert.deepEqual(r.afterFail, [3, 3], "a collective after the device failure works");
+    }
+    const [r0, , r2] = results;
+    assert.equal(results[1].raised, "user error on process 1");
+    // process 1 (alone on its host) leaves: the process whose 1500 ms timeout ends first names it, the other is
+    // released early by that failure (which names process 1 too)
+    for (const r of [r0, r2])
+      assert.match(r.early!, /no answer from process\(es\) \[1\] before the deadline;.* process 1 runs ranks \[1\]/);
+    for (const r of [r0, r2]) assert.ok(r.earlyMs! < 20_000, `process ${r.processIndex}: ${r.earlyMs} ms`);
+    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
+  },
+);
+
+test(
+  "2 processes x 1 device over shared memory: processes at different collectives fail naming both positions, not by timeout",
+  { skip, timeout: 260_000 },
+  async () => {
+    const { status, results, log } = await jobs!.outOfStep;
+    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
+    for (const r of results) {
+      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
+      assert.equal(r.transport?.transport, "shm", `process ${r.processIndex}: ${JSON.stringify(r.transport)}`);
+      // the collective timeout is 20 s: the check fires after the peer waited 100 ms at the other collective
+      assert.ok(r.outOfStepMs! < 10_000, `process ${r.processIndex}: out of step reported after ${r.outOfStepMs} ms`);
+    }
+    const [r0, r1] = results;
+    assert.match(
+      r0.outOfStep!,
+      /psum over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 0: processes are out of step: process 1 is at collective #0 of launch #(\d+) \(AllGather of float32\[1,3\]\), this process at collective #1 of launch #(\d+) \(AllReduce of int32\[1,2\]\); process 1 runs ranks \[1\]$/,
+    );
+    assert.match(
+      r1.outOfStep!,
+      /all_gather over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 1: processes are out of step: process 0 is at collective #1 of launch #\d+ \(AllReduce of int32\[1,2\]\), this process at collective #0 of launch #\d+ \(AllGather of float32\[1,3\]\); process 0 runs ranks \[0\]$/,
+    );
+    // process 1 is one launch ahead of process 0
+    const [, l1, l0] = /launch #(\d+) .*launch #(\d+)/.exec(r0.outOfStep!)!;
+    assert.equal(Number(l1), Number(l0) + 1);
     assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
   },
 );

@@ -58,6 +58,9 @@ function report(): void {
   else console.log(text);
 }
 
+// tests of the two-level transport on one machine: process r claims host "h<r mod k>" (JAXTS_HOST_ID, read at initialize)
+if (process.env.JAXTS_TEST_HOST_MOD)
+  process.env.JAXTS_HOST_ID = `h${Number(process.env.OMPI_COMM_WORLD_RANK ?? 0) % Number(process.env.JAXTS_TEST_HOST_MOD)}`;
 distributed.initialize();
 const me = processIndex();
 const out: Record<string, unknown> = {
@@ -550,6 +553,31 @@ try {
   } else if (scenario === "faults") {
     mismatch(all);
     failures(all);
+  } else if (scenario === "outofstep") {
+    // process 0's program has two psums, process 1's one psum and then (a second shardMap) an allGather: process 0
+    // waits at collective #1 of its launch, process 1 at collective #0 of the next launch. Both fail naming the
+    // other side's position (and kind) well before the 20 s timeout, instead of timing out.
+    config.update("spmdRuntime", "devices");
+    config.update("collectiveTimeoutMs", 20_000);
+    const mesh = makeMesh([all.length], ["i"]);
+    // global-array inputs: the outputs stay global (no host-side assembly after a launch)
+    const sh = new NamedSharding(mesh, P("i"));
+    const x = makeArrayFromProcessLocalData(sh, jnp.ones([1, 2], { dtype: "int32" }));
+    const y = makeArrayFromProcessLocalData(sh, jnp.ones([1, 3], { dtype: "float32" }));
+    const t0 = Date.now();
+    try {
+      shardMap((b: Array) => (me === 0 ? lax.psum(lax.psum(b, "i"), "i") : lax.psum(b, "i")), {
+        mesh,
+        inSpecs: P("i"),
+        outSpecs: P(),
+      })(x);
+      if (me !== 0)
+        shardMap((b: Array) => lax.allGather(b, "i", { tiled: true }), { mesh, inSpecs: P("i"), outSpecs: P() })(y);
+      out.outOfStep = "no error";
+    } catch (e) {
+      out.outOfStep = (e as Error).message;
+    }
+    out.outOfStepMs = Date.now() - t0;
   } else if (scenario === "sigkill") {
     // the last process is killed (SIGKILL, by a shell timer) while the others wait for it in a psum: they fail at
     // their 1500 ms timeout naming it and its rank, then a psum over the survivors still works
