@@ -6,7 +6,6 @@ import { type Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
 import * as lax from "../lax/index.js";
 import * as optim from "../optim/index.js";
-import { jit, valueAndGrad } from "../transforms/api.js";
 import { checkpoint } from "../transforms/checkpoint.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
@@ -39,7 +38,7 @@ import {
 } from "../models/zero.js";
 import { mapOptSlots, optStateSlots } from "../models/zero-tensor.js";
 import type { GptOuter } from "./engines.js";
-import type { ZeroPipelineOptions } from "./zero-pipeline.js";
+import { type ZeroPipelineOptions, zeroPipelineJitStep } from "./zero-pipeline.js";
 
 /**
  * Where each leaf lives: a flat [S * T * n * k] vector split over ('pipe', 'model', 'data'). Group 0 (a block leaf
@@ -387,35 +386,19 @@ export function makeGptZeroPipelineTensorStep(
       checkVma: false,
     },
   );
-  const gather = shardMap(
-    (p: GptParams): [GptLayer, GptOuter] => {
-      const { blocks, ...outer } = unflatten(paramDef, gatherBack(flatten(p)[0] as Array[])) as GptParams;
-      return [mapLeaves(blocks as unknown as GptLayer, (x) => jnp.expandDims(x, [0, 1])), outer];
-    },
-    { mesh, inSpecs: [L.paramSpecs], outSpecs: [L.copySpecs, outerSpecs], checkVma: false },
-  );
-  const step = jit((params: GptParams, s: optim.OptState, tokens: Array, targets: Array, mask: Array) => {
-    const { blocks, ...rest } = params;
-    const [copies, outer] =
-      stage === 3
-        ? (gather(params) as [GptLayer, GptOuter])
-        : [
-            mapLeaves(blocks as unknown as GptLayer, (x) => {
-              const st = [S, x.shape[0] / S, ...x.shape.slice(1)];
-              return jnp.broadcastTo(jnp.expandDims(jnp.reshape(x, st), 1), [S, n, ...st.slice(1)]);
-            }),
-            rest as GptOuter,
-          ];
-    const [l, [go, gb]] = valueAndGrad(loss, { argnums: [0, 1] })(outer, copies, tokens, targets, mask) as [
-      Array,
-      [GptOuter, GptLayer],
-    ];
-    const [np, ns] = update(params, s, gb, go);
-    return [l, np, ns] as [Array, GptParams, optim.OptState];
+  return zeroPipelineJitStep<ZeroPipelineTensorState>({
+    fn,
+    mesh,
+    layout: L,
+    paramSpecs: L.paramSpecs,
+    copySpecs: L.copySpecs,
+    outerSpecs,
+    paramDef,
+    gatherBack,
+    stage,
+    S,
+    n,
+    loss,
+    update,
   });
-  return (state, tokens, targets, mask) => {
-    if (state.layout !== L) throw new Error(`${fn}: the state was laid out for another layout; use this step's`);
-    const [l, p, s] = step(state.params, state.optState, tokens, targets, mask);
-    return [l, { params: p, optState: s, layout: L }];
-  };
 }

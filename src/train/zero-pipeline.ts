@@ -8,7 +8,7 @@ import * as lax from "../lax/index.js";
 import * as optim from "../optim/index.js";
 import { jit, valueAndGrad } from "../transforms/api.js";
 import { checkpoint } from "../transforms/checkpoint.js";
-import { flatten, unflatten } from "../core/tree.js";
+import { type TreeDef, flatten, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
@@ -185,18 +185,61 @@ export function makeGptZeroPipelineStep(
       checkVma: false, // the outer parameters are equal over both axes by construction
     },
   );
+  return zeroPipelineJitStep<ZeroTensorState<GptParams>>({
+    fn,
+    mesh,
+    layout: L,
+    paramSpecs: L.paramSpecs as SpecTree,
+    copySpecs: copySpecs as SpecTree,
+    outerSpecs: outerSpecs as SpecTree,
+    paramDef,
+    gatherBack,
+    stage,
+    S,
+    n,
+    loss,
+    update,
+  });
+}
+
+/** What zeroPipelineJitStep needs from a ZeRO x pipeline engine (zero-pipeline.ts, zero-pipeline-tensor.ts). */
+export interface ZeroPipelineStepParts<St extends { layout: unknown }> {
+  fn: string;
+  mesh: Mesh;
+  layout: St["layout"];
+  paramSpecs: SpecTree;
+  /** Specs of the per-data-shard copies of the stage blocks ([S, n, L/S, ...]). */
+  copySpecs: SpecTree;
+  outerSpecs: SpecTree;
+  paramDef: TreeDef;
+  /** This device's updated flat slices -> the full leaves (stages 1-2) or the gathered blocks (stage 3). */
+  gatherBack: (xs: Array[]) => Array[];
+  stage: number;
+  S: number;
+  n: number;
+  loss: (outer: GptOuter, copies: GptLayer, tokens: Array, targets: Array, mask: Array) => Array;
+  update: (p: GptParams, s: optim.OptState, gb: GptLayer, go: GptOuter) => [GptParams, optim.OptState];
+}
+
+/**
+ * The jitted step both ZeRO x pipeline engines share: the copies of each stage's blocks (stage 3: all-gathered from the
+ * flat slices; else the blocks broadcast per data shard, so each copy's gradient is that shard's, unreduced), the
+ * gradient of the pipelined loss, and the engine's sharded update.
+ */
+export function zeroPipelineJitStep<St extends { params: GptParams; optState: optim.OptState; layout: unknown }>(
+  o: ZeroPipelineStepParts<St>,
+): (state: St, tokens: Array, targets: Array, mask: Array) => [Array, St] {
+  const { fn, mesh, layout, paramDef, gatherBack, stage, S, n, loss, update } = o;
   // stage 3: this device's flat slices -> its stage's blocks as its copy [1, 1, L/S, ...] and the full outer leaves
   const gather = shardMap(
     (p: GptParams): [GptLayer, GptOuter] => {
-      const full = unflatten(paramDef, gatherBack(flatten(p)[0] as Array[])) as GptParams;
-      const { blocks, ...outer } = full;
+      const { blocks, ...outer } = unflatten(paramDef, gatherBack(flatten(p)[0] as Array[])) as GptParams;
       return [mapLeaves(blocks as unknown as GptLayer, (x) => jnp.expandDims(x, [0, 1])), outer];
     },
-    { mesh, inSpecs: [L.paramSpecs], outSpecs: [copySpecs as SpecTree, outerSpecs as SpecTree], checkVma: false },
+    { mesh, inSpecs: [o.paramSpecs], outSpecs: [o.copySpecs, o.outerSpecs], checkVma: false },
   );
   const step = jit((params: GptParams, s: optim.OptState, tokens: Array, targets: Array, mask: Array) => {
     const { blocks, ...rest } = params;
-    // one copy of each stage's layers per data shard: the gradient of a copy is that shard's share, unreduced
     const [copies, outer] =
       stage === 3
         ? (gather(params) as [GptLayer, GptOuter])
@@ -215,8 +258,8 @@ export function makeGptZeroPipelineStep(
     return [l, np, ns] as [Array, GptParams, optim.OptState];
   });
   return (state, tokens, targets, mask) => {
-    if (state.layout !== L) throw new Error(`${fn}: the state was laid out for another layout; use this step's`);
+    if (state.layout !== layout) throw new Error(`${fn}: the state was laid out for another layout; use this step's`);
     const [l, p, s] = step(state.params, state.optState, tokens, targets, mask);
-    return [l, { params: p, optState: s, layout: L }];
+    return [l, { ...state, params: p, optState: s }];
   };
 }
