@@ -38,7 +38,7 @@ import {
 } from "../models/zero.js";
 import { mapOptSlots, optStateSlots } from "../models/zero-tensor.js";
 import type { GptOuter } from "./engines.js";
-import { type ZeroPipelineOptions, zeroPipelineJitStep } from "./zero-pipeline.js";
+import { type ZeroPipelineOptions, mapLeaves, zeroPipelineJitStep } from "./zero-pipeline.js";
 
 /**
  * Where each leaf lives: a flat [S * T * n * k] vector split over ('pipe', 'model', 'data'). Group 0 (a block leaf
@@ -275,11 +275,6 @@ export function zeroPipelineTensorRestore(
   );
   return { params: placeParams(L, params), optState, layout: L };
 }
-
-const mapLeaves = <T>(t: T, f: (x: Array) => Array): T => {
-  const [ls, def] = flatten(t);
-  return unflatten(def, (ls as Array[]).map(f)) as T;
-};
 
 /**
  * A ZeRO x pipeline x tensor training step (jitted), zero-pipeline.ts's with a third group: the pipelined loss is

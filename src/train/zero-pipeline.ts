@@ -8,7 +8,7 @@ import * as lax from "../lax/index.js";
 import * as optim from "../optim/index.js";
 import { jit, valueAndGrad } from "../transforms/api.js";
 import { checkpoint } from "../transforms/checkpoint.js";
-import { type TreeDef, flatten, unflatten } from "../core/tree.js";
+import { type TreeDef, flatten, map as treeMap, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
@@ -72,10 +72,8 @@ export function zeroPipelineShardState(
   return zeroTensorShardState(params, opt, mesh, { stage, dataAxis: "data", tensorAxis: "pipe", tensorSpecs });
 }
 
-const mapLeaves = <T>(t: T, f: (x: Array) => Array): T => {
-  const [ls, def] = flatten(t);
-  return unflatten(def, (ls as Array[]).map(f)) as T;
-};
+/** tree.map over one tree of arrays, keeping its type. */
+export const mapLeaves = <T>(t: T, f: (x: Array) => Array): T => treeMap(f as (...xs: never[]) => unknown, t) as T;
 
 /**
  * A ZeRO x pipeline training step (jitted): the pipelined loss is differentiated with respect to one copy of each
