@@ -9,7 +9,7 @@ import { config } from "../core/config.js";
 import { allocate, type DType } from "../core/dtype.js";
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { flatten, unflatten } from "../core/tree.js";
-import { mpiAddon, type MpiAddon } from "../runtime/index.js";
+import { mpiAddon, type MpiAddon, type MpiShmInfo } from "../runtime/index.js";
 import { setProcessDevices } from "./mesh.js";
 
 /** jax.distributed.initialize's options: both optional under mpirun / mpiexec (read from the launcher). */
@@ -112,18 +112,7 @@ let shmReason = "distributed.initialize was not called";
  * "mpi" with the reason; the exchanges and bytes so far over the segment and over MPI, the number of hosts and of
  * processes sharing this one (tests, the bench). $JAXTS_HOST_ID (read at initialize) overrides the host identity.
  */
-export function transportInfo(): {
-  transport: "shm" | "hier" | "mpi";
-  reason: string;
-  exchanges: number;
-  bytes: number;
-  mpiExchanges: number;
-  mpiBytes: number;
-  mpiRings: number;
-  twoLevel: number;
-  hosts: number;
-  hostProcesses: number;
-} {
+export function transportInfo(): Omit<MpiShmInfo, "enabled"> & { transport: "shm" | "hier" | "mpi" } {
   const info = state?.api?.mpiShmInfo() ?? {
     enabled: false,
     reason: shmReason,

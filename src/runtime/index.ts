@@ -40,5 +40,5 @@ export {
   type ProgramSignature,
   type RankTiming,
 } from "./launch.js";
-export { mpiAddon, type MpiAddon } from "./mpi.js";
+export { mpiAddon, type MpiAddon, type MpiShmInfo } from "./mpi.js";
 export { resolvedSpmdRuntime, spmdRuntimeInfo, type SpmdRuntimeInfo } from "./spmd-runtime.js";

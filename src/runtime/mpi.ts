@@ -2,6 +2,20 @@
 import { deviceAddon } from "../backends/onnx/ort-runtime.js";
 
 /** What the addon's MPI entry points look like (native/mpi-communicator.cc). */
+/** Which transport cross-process collectives use, and the exchanges and bytes so far over the segment and over MPI. */
+export interface MpiShmInfo {
+  enabled: boolean;
+  reason: string;
+  exchanges: number;
+  bytes: number;
+  mpiExchanges: number;
+  mpiBytes: number;
+  mpiRings: number;
+  twoLevel: number;
+  hosts: number;
+  hostProcesses: number;
+}
+
 export interface MpiAddon {
   mpiInit(): { rank: number; size: number; threadLevel: number };
   mpiFinalize(): void;
@@ -17,18 +31,7 @@ export interface MpiAddon {
    */
   mpiShmSetup(timeoutMs: number, maxLocalDevices: number): string;
   /** Which transport cross-process collectives use, and the shared-memory exchanges and bytes received so far. */
-  mpiShmInfo(): {
-    enabled: boolean;
-    reason: string;
-    exchanges: number;
-    bytes: number;
-    mpiExchanges: number;
-    mpiBytes: number;
-    mpiRings: number;
-    twoLevel: number;
-    hosts: number;
-    hostProcesses: number;
-  };
+  mpiShmInfo(): MpiShmInfo;
 }
 
 /** The addon's MPI functions, or the reason they are unavailable. */
