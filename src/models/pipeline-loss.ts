@@ -11,7 +11,7 @@ import { P } from "../parallel/sharding.js";
 import { shardMap } from "../parallel/shard-map.js";
 import { vjp } from "../transforms/api.js";
 import { customVjp } from "../transforms/custom-derivatives.js";
-import { type PipelineOptions, pipelineStash } from "./pipeline.js";
+import { type PipelineOptions, pipelineSetup, pipelineStash } from "./pipeline.js";
 
 /**
  * A pipelined loss over the `pipeAxis` of `mesh`: `run(stacked, edges, batch)` is the sum over microbatches of
@@ -33,23 +33,8 @@ export function makePipelineLoss<SP, E>(
   opts: PipelineOptions,
 ): (stacked: SP, edges: E, batch: Array) => Array {
   const fn = "makePipelineLoss";
-  if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
-  const pipe = opts?.pipeAxis ?? "pipe";
-  if (!mesh.axisNames.includes(pipe))
-    throw new Error(
-      `${fn}: pipeAxis ${JSON.stringify(pipe)} is not an axis of ${mesh.toString()}; pass { pipeAxis } naming one of [${mesh.axisNames.join(", ")}]`,
-    );
-  const dataAxis = opts.dataAxis ?? null;
-  if (dataAxis !== null && (dataAxis === pipe || !mesh.axisNames.includes(dataAxis)))
-    throw new Error(
-      `${fn}: dataAxis ${JSON.stringify(dataAxis)} must be an axis of ${mesh.toString()} other than the pipe axis ${JSON.stringify(pipe)}`,
-    );
+  const { pipe, dataAxis, M, schedule } = pipelineSetup(fn, mesh, opts);
   if (opts.perDataParams) throw new Error(`${fn}: perDataParams is not supported with edge stages`);
-  const M = opts.microbatches;
-  if (!Number.isInteger(M) || M < 1) throw new RangeError(`${fn}: microbatches must be a positive integer, got ${M}`);
-  const schedule = opts.schedule ?? "gpipe";
-  if (schedule !== "gpipe" && schedule !== "1f1b")
-    throw new RangeError(`${fn}: schedule must be "gpipe" or "1f1b", got ${JSON.stringify(schedule)}`);
   const S = mesh.axisSize(pipe);
   const fwd = [...globalThis.Array(S - 1).keys()].map((i) => [i, i + 1] as [number, number]);
   const bwdPerm = fwd.map(([a, b]) => [b, a] as [number, number]);

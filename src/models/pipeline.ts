@@ -73,6 +73,31 @@ export function stackStages<L>(layers: readonly L[], stages: number): L {
   return unflatten(def, leaves) as L;
 }
 
+/** The checks every pipeline builder shares (the mesh, its pipe and data axes, microbatches, schedule), naming `fn`. */
+export function pipelineSetup(
+  fn: string,
+  mesh: Mesh,
+  opts: PipelineOptions,
+): { pipe: string; dataAxis: string | null; M: number; schedule: "gpipe" | "1f1b" } {
+  if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
+  const pipe = opts?.pipeAxis ?? "pipe";
+  if (!mesh.axisNames.includes(pipe))
+    throw new Error(
+      `${fn}: pipeAxis ${JSON.stringify(pipe)} is not an axis of ${mesh.toString()}; pass { pipeAxis } naming one of [${mesh.axisNames.join(", ")}]`,
+    );
+  const dataAxis = opts.dataAxis ?? null;
+  if (dataAxis !== null && (dataAxis === pipe || !mesh.axisNames.includes(dataAxis)))
+    throw new Error(
+      `${fn}: dataAxis ${JSON.stringify(dataAxis)} must be an axis of ${mesh.toString()} other than the pipe axis ${JSON.stringify(pipe)}`,
+    );
+  const M = opts.microbatches;
+  if (!Number.isInteger(M) || M < 1) throw new RangeError(`${fn}: microbatches must be a positive integer, got ${M}`);
+  const schedule = opts.schedule ?? "gpipe";
+  if (schedule !== "gpipe" && schedule !== "1f1b")
+    throw new RangeError(`${fn}: schedule must be "gpipe" or "1f1b", got ${JSON.stringify(schedule)}`);
+  return { pipe, dataAxis, M, schedule };
+}
+
 /**
  * A pipelined application of `stageFn` over the `pipeAxis` of `mesh`: `run(stacked, x)` equals applying every
  * stage's layers in order to x ([batch, ...]); `stacked` is stackStages' output (leaves [S, L/S, ...], split over
@@ -88,25 +113,10 @@ export function makePipeline<SP>(
   opts: PipelineOptions,
 ): (stacked: SP, x: Array) => Array {
   const fn = "makePipeline";
-  if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
-  const pipe = opts?.pipeAxis ?? "pipe";
-  if (!mesh.axisNames.includes(pipe))
-    throw new Error(
-      `${fn}: pipeAxis ${JSON.stringify(pipe)} is not an axis of ${mesh.toString()}; pass { pipeAxis } naming one of [${mesh.axisNames.join(", ")}]`,
-    );
-  const dataAxis = opts.dataAxis ?? null;
-  if (dataAxis !== null && (dataAxis === pipe || !mesh.axisNames.includes(dataAxis)))
-    throw new Error(
-      `${fn}: dataAxis ${JSON.stringify(dataAxis)} must be an axis of ${mesh.toString()} other than the pipe axis ${JSON.stringify(pipe)}`,
-    );
-  const M = opts.microbatches;
-  if (!Number.isInteger(M) || M < 1) throw new RangeError(`${fn}: microbatches must be a positive integer, got ${M}`);
+  const { pipe, dataAxis, M, schedule } = pipelineSetup(fn, mesh, opts);
   const S = mesh.axisSize(pipe);
   const fwd = [...globalThis.Array(S - 1).keys()].map((i) => [i, i + 1] as [number, number]);
 
-  const schedule = opts.schedule ?? "gpipe";
-  if (schedule !== "gpipe" && schedule !== "1f1b")
-    throw new RangeError(`${fn}: schedule must be "gpipe" or "1f1b", got ${JSON.stringify(schedule)}`);
   const perData = opts.perDataParams ?? false;
   if (perData && dataAxis === null)
     throw new Error(`${fn}: perDataParams needs a dataAxis (the copies of the stacked leaves are split over it)`);
