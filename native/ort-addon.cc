@@ -23,6 +23,7 @@ void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
 void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
 void RegisterMpi(napi_env env, napi_value exports);      // native/mpi-communicator.cc
 void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
+void RegisterReduceKernels(napi_env env, napi_value exports);  // native/reduce-kernels.cc
 }
 #include "cpu-level.h"
 #include "gemm-op.h"
@@ -576,5 +577,6 @@ NAPI_MODULE_INIT() {
   jaxts::RegisterDevices(env, exports);
   jaxts::RegisterMpi(env, exports);
   jaxts::RegisterArena(env, exports);
+  jaxts::RegisterReduceKernels(env, exports);
   return exports;
 }

@@ -23,10 +23,7 @@
 
 #include "communicator.h"
 #include "cpu-level.h"
-
-#ifdef JAXTS_X86
-#include <emmintrin.h>
-#endif
+#include "reduce-kernels.h"
 
 namespace jaxts {
 
@@ -119,162 +116,24 @@ bool WaitFor(Rendezvous& r, std::atomic<int>& counter, int n, bool failable, std
   return counter.load(std::memory_order_acquire) >= n;
 }
 
-// a + b, wrapping for integers (two's complement, as the emulation's int32 sums)
-template <typename T>
-T Add(T a, T b) {
-  if constexpr (std::is_integral<T>::value) return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
-  else return a + b;
-}
-// max / min that propagate NaN (as XLA's)
-template <typename T>
-T Max(T a, T b) { return a != a ? a : (b != b ? b : (b > a ? b : a)); }
-template <typename T>
-T Min(T a, T b) { return a != a ? a : (b != b ? b : (b < a ? b : a)); }
-
-// One block of a reduction: small enough to stay in L1 while it is combined and stored to every destination.
-constexpr size_t kBlockBytes = 4096;
 // Destinations at least this large are written with non-temporal (streaming) stores on x86: the bytes go to memory
 // without first reading each destination line into the cache (a third less traffic), and they do not evict the
 // inputs still to be read. Smaller outputs stay cached for the ops that read them next.
 constexpr size_t kStreamBytes = size_t(4) << 20;
 
-// acc[i] = op(acc[i], src[i]) for i < len. Restrict pointers and plain loops; Len > 0 fixes the trip count (a
-// whole block), which lets GCC's -O2 cost model vectorize the loop (it will not add a scalar epilogue).
-template <typename T, size_t Len>
-void Accumulate(T* __restrict acc, const T* __restrict src, size_t len, ReduceOp op) {
-  const size_t k = Len ? Len : len;
-  switch (op) {
-    case ReduceOp::kSum: for (size_t i = 0; i < k; i++) acc[i] = Add(acc[i], src[i]); break;
-    case ReduceOp::kMax: for (size_t i = 0; i < k; i++) acc[i] = Max(acc[i], src[i]); break;
-    case ReduceOp::kMin: for (size_t i = 0; i < k; i++) acc[i] = Min(acc[i], src[i]); break;
-  }
-}
-
-// Copies bytes to dst; with `stream`, the 16-byte-aligned middle of dst is written with non-temporal stores (the
-// caller fences before its peers may read dst). Portable builds copy normally.
-void Store(char* dst, const char* src, size_t bytes, bool stream) {
-#ifdef JAXTS_X86
-  if (stream && bytes >= 64) {
-    const size_t head = (16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15;
-    std::memcpy(dst, src, head);
-    size_t i = head;
-    for (; i + 64 <= bytes; i += 64) {
-      const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
-      const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
-      const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
-      _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
-    }
-    std::memcpy(dst + i, src + i, bytes - i);
-    return;
-  }
-#else
-  (void)stream;
-#endif
-  std::memcpy(dst, src, bytes);
-}
-
-// Makes streaming stores visible before the barrier that lets peers read them.
-void StoreFence() {
-#ifdef JAXTS_X86
-  _mm_sfence();
-#endif
-}
-
-// One 64-byte line at a time: the line is combined from every input (the same left fold) in registers and stored
-// to each destination at once (streamed when `stream`). Staging a 4 KiB block first (a copy of input 0, a pass per
-// further input, then the stores) took ~1.6x the CPU time per rank for 16 MiB float32 over 2 ranks and ~1.4x for
-// 1.6 MB (a standalone harness, side by side: 1.57-1.65 vs 0.97-1.00 ms minimum, as fast as one memcpy of the same
-// bytes). Streaming needs 16-byte aligned destinations; returns the elements done (whole lines only: the caller
-// finishes the rest), 0 when it cannot.
-template <typename T>
-size_t ReduceLines(const Member* m, size_t n, size_t in_off, size_t lo, size_t hi, ReduceOp op, char* const* dsts, size_t nd, bool stream) {
-  constexpr size_t L = 64 / sizeof(T);
-#ifdef JAXTS_X86
-  for (size_t d = 0; stream && d < nd; d++)
-    if (reinterpret_cast<uintptr_t>(dsts[d]) & 15) return 0;
-#else
-  if (stream) return 0;
-#endif
-  const size_t whole = (hi - lo) / L * L;
-  for (size_t i = 0; i < whole; i += L) {
-    alignas(64) T line[L];
-    const T* src0 = static_cast<const T*>(m[0].in) + in_off + lo + i;
-    for (size_t j = 0; j < L; j++) line[j] = src0[j];
-    for (size_t q = 1; q < n; q++) Accumulate<T, L>(line, static_cast<const T*>(m[q].in) + in_off + lo + i, L, op);
-#ifdef JAXTS_X86
-    if (stream) {
-      const __m128i* v = reinterpret_cast<const __m128i*>(line);
-      const __m128i a = _mm_load_si128(v), b = _mm_load_si128(v + 1), c = _mm_load_si128(v + 2), e = _mm_load_si128(v + 3);
-      for (size_t d = 0; d < nd; d++) {
-        __m128i* o = reinterpret_cast<__m128i*>(dsts[d] + i * sizeof(T));
-        _mm_stream_si128(o, a);
-        _mm_stream_si128(o + 1, b);
-        _mm_stream_si128(o + 2, c);
-        _mm_stream_si128(o + 3, e);
-      }
-      continue;
-    }
-#endif
-    for (size_t d = 0; d < nd; d++) std::memcpy(dsts[d] + i * sizeof(T), line, sizeof line);
-  }
-  return whole;
-}
-
-// Elements [lo, hi) (offset in_off into every member's input): acc = in_0, then acc = op(acc,
-// in_q) for q = 1.. in group order (a sum rounds as a left fold, the same on every rank), then acc is stored to
-// every destination (already offset to lo). One pass over the inputs, one store per destination element, no
-// allocation: the block lives on the stack.
-// Whole 64-byte lines go through ReduceLines; the rest (and unaligned streaming destinations) through blocks.
-template <typename T>
-void ReduceTyped(const Member* m, size_t n, size_t in_off, size_t lo, size_t hi, ReduceOp op, char* const* dsts, size_t nd, bool stream) {
-  if (nd > 0 && nd <= 64 && hi - lo >= 64 / sizeof(T)) {
-    const size_t done = ReduceLines<T>(m, n, in_off, lo, hi, op, dsts, nd, stream);
-    if (done) {
-      // the partial last line through the block path below (normal stores)
-      char* rest[64];
-      for (size_t d = 0; d < nd; d++) rest[d] = dsts[d] + done * sizeof(T);
-      if (done < hi - lo) ReduceTyped<T>(m, n, in_off, lo + done, hi, op, rest, nd, false);
-      if (stream) StoreFence();
-      return;
-    }
-  }
-  alignas(64) T acc[kBlockBytes / sizeof(T)];
-  constexpr size_t block = kBlockBytes / sizeof(T);
-  for (size_t b = lo; b < hi; b += block) {
-    const size_t len = std::min(hi - b, block);
-    std::memcpy(acc, static_cast<const T*>(m[0].in) + in_off + b, len * sizeof(T));
-    for (size_t q = 1; q < n; q++) {
-      const T* src = static_cast<const T*>(m[q].in) + in_off + b;
-      if (len == block) Accumulate<T, block>(acc, src, len, op);
-      else Accumulate<T, 0>(acc, src, len, op);
-    }
-    for (size_t d = 0; d < nd; d++) Store(dsts[d] + (b - lo) * sizeof(T), reinterpret_cast<const char*>(acc), len * sizeof(T), stream);
-  }
-  if (stream) StoreFence();
-}
-
 // Reduces elements [lo, hi) of every member's input (at element offset in_off) into each destination pointer
-// (already offset); false for a reduction the type does not have.
+// (already offset): acc = in_0, then acc = op(acc, in_q) for q = 1.. in group order (a sum rounds as a left fold, the
+// same on every rank), stored to every destination, with this CPU level's kernel (native/reduce-kernels.h); false
+// for a reduction the type does not have.
 bool ReduceInto(const std::vector<Member>& m, int type, ReduceOp op, size_t in_off, size_t lo, size_t hi, char* const* dsts, size_t nd,
                 size_t dst_bytes) {
-  const size_t n = m.size();
-  const bool stream = dst_bytes >= kStreamBytes;
-  switch (type) {
-    case kFloat32: ReduceTyped<float>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream); return true;
-    case kFloat64: ReduceTyped<double>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream); return true;
-    case kInt32: ReduceTyped<int32_t>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream); return true;
-    case kInt64: ReduceTyped<int64_t>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream); return true;
-    case kInt8: ReduceTyped<int8_t>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream); return true;
-    case kBool: case kUint8:
-      if (op == ReduceOp::kSum) return false;  // a bool sum is not closed; the lowering converts first
-      ReduceTyped<uint8_t>(m.data(), n, in_off, lo, hi, op, dsts, nd, stream);
-      return true;
-    default: return false;
-  }
+  const size_t n = m.size(), w = ElementBytes(type);
+  const void* small[8];
+  std::vector<const void*> many;
+  const void** ins = small;
+  if (n > 8) { many.resize(n); ins = many.data(); }
+  for (size_t q = 0; q < n; q++) ins[q] = static_cast<const char*>(m[q].in) + (in_off + lo) * w;
+  return ReduceElements(type, op, ins, n, dsts, nd, hi - lo, dst_bytes >= kStreamBytes);
 }
 
 class ShmCommunicator : public Communicator {

@@ -56,6 +56,19 @@ interface AddonModule {
   arenaStats?(): number[];
   arenaReserve?(bytes: number, count: number): number;
   arenaLimits?(maxFreeBytes: number, ratio: number, floor: number): void;
+  /**
+   * Tests only: the collectives' reduction kernel (native/reduce-kernels.cc) at a CPU level (lowered to this
+   * process's) into 64-byte-aligned scratch at byte offset dstOffset, copied to `outs`; returns the level that ran.
+   */
+  reduceKernel?(
+    level: string,
+    type: number,
+    op: number,
+    ins: readonly ArrayBufferView[],
+    outs: readonly ArrayBufferView[],
+    stream: boolean,
+    dstOffset: number,
+  ): string;
 }
 
 let addonModule: AddonModule | null | undefined;
