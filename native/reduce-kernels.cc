@@ -5,6 +5,7 @@
 
 #include "reduce-kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>

@@ -13,7 +13,8 @@ namespace jaxts {
  * order (the same rounding on every rank and at every level), integer sums wrapping, max / min NaN-propagating (the
  * first NaN of the fold wins; ties keep the earlier input, so max(+0, -0) = +0). A destination may be ins[0] (never
  * another input at an offset). With `stream` (destinations of at least 4 MiB) an x86 level writes with
- * non-temporal stores when every destination is aligned to its vector width, and fences before returning.
+ * non-temporal stores when every destination sits at one offset within its vector width (from the first aligned
+ * element on), and fences before returning.
  * `level` picks the kernel (default: this process's, native/cpu-level.h; a higher one than the CPU has is lowered).
  * False for a reduction the type does not have (a bool / uint8 sum) or an unknown type.
  */

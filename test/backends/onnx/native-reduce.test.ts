@@ -140,11 +140,12 @@ for (const level of ["avx512", "avx2", "sse2", "portable"]) {
           for (const len of LENGTHS) {
             const ins = Array.from({ length: n }, (_, q) => input(kind, len, q).subarray(0, len) as Arr);
             const want = reference(kind, op, ins, len);
-            // one output and three; aligned (streamed when asked) and at odd byte offsets (normal stores)
+            // one output and three; streamed from an aligned start, and from one element or 16 bytes in (a normal-store head)
             for (const [nd, stream, offset] of [
               [1, false, 0],
               [3, true, 0],
               [2, true, ins[0]!.BYTES_PER_ELEMENT],
+              [2, true, 16],
               [2, false, 16],
             ] as const) {
               const outs = Array.from({ length: nd }, () =>
