@@ -483,6 +483,24 @@ class ProcessCommunicator : public Communicator {
     return "";
   }
 
+  // Byte ranges of the whole buffer per segment j of a ring over `procs` (Ring and ShmRing): all-reduce, an even split
+  // of the count elements (segment j = elements [count j / P, count (j+1) / P), empty ones left out); otherwise the
+  // chunks (count elements each) of process j's members, in member order.
+  using Segments = std::vector<std::vector<std::pair<size_t, size_t>>>;
+  static Segments RingSegments(int kind, size_t count, size_t w, const std::vector<int>& procs, std::map<int, std::vector<int>>& members) {
+    const size_t P = procs.size(), cb = count * w;
+    Segments seg(P);
+    for (size_t j = 0; j < P; j++) {
+      if (kind == kAllReduce) {
+        const size_t lo = count * j / P, hi = count * (j + 1) / P;
+        if (hi > lo) seg[j].push_back({lo * w, (hi - lo) * w});
+      } else {
+        for (int q : members[procs[j]]) seg[j].push_back({size_t(q) * cb, cb});
+      }
+    }
+    return seg;
+  }
+
   // The ring over the group's processes (in group order) that all-reduce, reduce-scatter and all-gather use. The bytes
   // are cut in P segments, segment j = what process j's members own (all-reduce: an even split of the whole buffer).
   // Reduce-scatter phase: at step t process s sends segment s-t-1 to the next process and receives segment s-t-2 from
@@ -498,17 +516,7 @@ class ProcessCommunicator : public Communicator {
     const int n = int(c.group.size()), P = int(procs.size());
     const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
     const auto mod = [P](int i) { return ((i % P) + P) % P; };
-    // segment j as byte ranges of the whole buffer (all-reduce: count elements; otherwise n chunks of cb bytes)
-    std::vector<std::vector<std::pair<size_t, size_t>>> seg(static_cast<size_t>(P));
-    if (kind == kAllReduce) {
-      for (int j = 0; j < P; j++) {
-        const size_t lo = count * size_t(j) / size_t(P), hi = count * size_t(j + 1) / size_t(P);
-        if (hi > lo) seg[size_t(j)].push_back({lo * w, (hi - lo) * w});
-      }
-    } else {
-      for (int j = 0; j < P; j++)
-        for (int q : members[procs[size_t(j)]]) seg[size_t(j)].push_back({size_t(q) * cb, cb});
-    }
+    const Segments seg = RingSegments(kind, count, w, procs, members);
     const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
     const size_t piece_max = std::max<size_t>(w, PieceBytes() / w * w);
     const auto pieces = [&](int j) {
@@ -736,16 +744,7 @@ class ProcessCommunicator : public Communicator {
     const size_t w = ElementBytes(type), cb = count * w;
     const int n = int(c.group.size()), P = int(procs.size());
     const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
-    std::vector<std::vector<std::pair<size_t, size_t>>> seg(static_cast<size_t>(P));
-    if (kind == kAllReduce) {
-      for (int j = 0; j < P; j++) {
-        const size_t lo = count * size_t(j) / size_t(P), hi = count * size_t(j + 1) / size_t(P);
-        if (hi > lo) seg[size_t(j)].push_back({lo * w, (hi - lo) * w});
-      }
-    } else {
-      for (int j = 0; j < P; j++)
-        for (int q : members[procs[size_t(j)]]) seg[size_t(j)].push_back({size_t(q) * cb, cb});
-    }
+    const Segments seg = RingSegments(kind, count, w, procs, members);
     const auto bytes = [&](int j) {
       size_t b = 0;
       for (const auto& r : seg[size_t(j)]) b += r.second;
