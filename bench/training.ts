@@ -76,7 +76,10 @@ function zeroCase(name: string, n: number, stage: 0 | 3, overlap: false | "mailb
     devices: n,
     step: () => {
       const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
-      if (overlap === "thread") process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+      if (overlap === "thread") {
+        rt.synchronize(); // no launch in flight reads the environment while it changes
+        process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+      }
       try {
         const [l, next] = step(state, tokens, targets);
         l.item();

@@ -151,10 +151,9 @@ std::string MailboxPost(const CollectiveCall& c, int rank, int kind, int op, con
       s.kind = kind;
       s.op = op;
       s.posted = true;
-      if (b->posted.fetch_add(1, std::memory_order_acq_rel) + 1 == n) {
-        b->last_post_us = SteadyNowUs();
-        b->cv.notify_all();  // only pulls wait, and only for the last post
-      }
+      // posted changes only under mu; the time is written before the count a spinning puller reads (acquire)
+      if (b->posted.load() + 1 == n) b->last_post_us = SteadyNowUs();
+      if (b->posted.fetch_add(1, std::memory_order_acq_rel) + 1 == n) b->cv.notify_all();  // pulls wait for the last post only
     }
   }
   if (!err.empty()) {

@@ -20,7 +20,7 @@ enum MailboxKind : int { kMbAllReduce = 0, kMbAllGather = 1, kMbReduceScatter = 
 
 /**
  * Whether the async ops use mailboxes (the default) rather than a communication thread per device:
- * JAXTS_ASYNC_COLLECTIVES=thread selects the thread (read at each CollectiveStart).
+ * JAXTS_ASYNC_COLLECTIVES=thread selects the thread (read at each CollectiveStart: set it while no launch is in flight).
  */
 bool MailboxModeEnabled();
 
