@@ -1,19 +1,26 @@
-/** @file ONNX Runtime custom ops of domain jaxts.async: collectives started early and awaited late in a per-device program (CollectiveStart / CollectiveDone), served by one communication thread per device. */
+/** @file ONNX Runtime custom ops of domain jaxts.async: collectives started early and awaited late in a per-device program (CollectiveStart / CollectiveDone), one-sided over shared memory or served by a communication thread per device. */
 // A program whose collectives were split by src/parallel/overlap-collectives.ts holds, for each collective c:
-//   CollectiveStart(x, after: int64)    -> token: int64[1]   copies x, takes c's sequence number (program order, on
-//                                                              the device thread, so ranks still match), queues c
-//   CollectiveDone(x, tokens: int64)    -> y, done: int64[1] waits for c, copies its result into y
+//   CollectiveStart(x, after: int64)    -> token: int64[1]   takes c's sequence number (program order, on the device
+//                                                              thread, so ranks still match), posts or queues c
+//   CollectiveDone(x, tokens: int64)    -> y, done: int64[1] waits for c, writes its result into y
 // `after` and `tokens` carry only ordering (their values are ignored): the graph pass feeds a Start's token into an
 // earlier Done, which forces ORT's sequential executor to start c before the compute that follows that Done, and a
 // Done's `done` output into a later Start. The node attribute `id` pairs a Start with its Done; the other
 // attributes are those of the synchronous ops (native/collective-ops.cc): kind (0 AllReduce, 1 AllGather,
 // 2 ReduceScatter, 3 AllToAll, 4 CollectivePermute), groups, group_size, reduce, pairs, label, axes.
-// The communication thread of a device runs its queued collectives in order through the rank's communicator (the
-// shared-memory one accepts calls from two threads of a rank: its rendezvous are keyed by sequence number). A
-// communicator that does not (MPI) gets the collective run inline by Start. Start copies x, so a program that
-// fails while the collective is in flight never leaves a peer reading freed memory; the rank's run ends with
-// FinishAsyncCollectives, which waits for its collectives (bounded by the collective timeout) and reports a Start
-// whose Done never ran.
+// Two ways to run c:
+// - mailbox (the default where the communicator is OneSided: the shared-memory one): Start copies x into its slot
+//   of a mailbox and returns without waiting for anyone; Done waits until every member posted and computes its
+//   own result from the staged inputs on the device thread (native/mailbox-collectives.cc). No extra thread, no
+//   rendezvous: a device that is ahead never waits for a descheduled peer to arrive. All-reduces over
+//   kMailboxAllReduceMaxBytes keep the thread (a pull reduces every input whole).
+// - communication thread (JAXTS_ASYNC_COLLECTIVES=thread, or a large all-reduce): Start copies x and queues c to
+//   the device's communication thread, which runs it through the rank's communicator (the shared-memory one
+//   accepts calls from two threads of a rank: its rendezvous are keyed by sequence number). A communicator that
+//   does not (MPI) gets the collective run inline by Start. This pays where a core is free for the thread.
+// Start copies x either way, so a program that fails while the collective is in flight never leaves a peer reading
+// freed memory; the rank's run ends with FinishAsyncCollectives, which waits for its collectives (bounded by the
+// collective timeout) and reports a Start whose Done never ran.
 
 #include "async-collective-ops.h"
 
@@ -34,6 +41,7 @@
 
 #include "communicator.h"
 #include "device-context.h"
+#include "mailbox-collectives.h"
 #include "ort-api.h"
 
 struct OrtValue;
@@ -99,6 +107,9 @@ struct Pending {
   CollectiveCall call;
   std::vector<std::pair<int, int>> pairs;
   std::vector<char> in, out;  // owned copies: the program's buffers may go away while peers still read
+  size_t in_bytes = 0;
+  std::shared_ptr<Mailbox> box;  // set when posted to a mailbox (one-sided): Done pulls from it
+  int pos = 0;                   // this rank's position in the mailbox's group
   std::vector<int64_t> ydims;
   int type = 0;
   size_t count = 0, chunk = 0;
@@ -214,8 +225,13 @@ St StartCompute(const Kernel& k, OrtKernelContext* ctx, DeviceContext* dev, cons
   }
   size_t ycount = 1;
   for (int64_t d : p->ydims) ycount *= size_t(d);
-  p->in.assign(static_cast<const char*>(x.data), static_cast<const char*>(x.data) + x.count * w);
-  p->out.resize(ycount * w);
+  Communicator* comm = dev->comm;
+  p->in_bytes = x.count * w;
+  const bool mailbox = comm->OneSided() && MailboxModeEnabled() && !(k.kind == kAllReduce && p->in_bytes > kMailboxAllReduceMaxBytes);
+  if (!mailbox) {
+    p->in.assign(static_cast<const char*>(x.data), static_cast<const char*>(x.data) + x.count * w);
+    p->out.resize(ycount * w);
+  }
   for (size_t i = 0; i + 1 < k.pairs.size(); i += 2) p->pairs.emplace_back(int(k.pairs[i]), int(k.pairs[i + 1]));
   p->call.name = k.label;
   p->call.axes = k.axes;
@@ -235,7 +251,12 @@ St StartCompute(const Kernel& k, OrtKernelContext* ctx, DeviceContext* dev, cons
   Tensor tok;
   if (St s = Output(ctx, 0, {1}, &tok)) return s;
   *static_cast<int64_t*>(tok.data) = 0;
-  Communicator* comm = dev->comm;
+  if (mailbox) {
+    // one-sided: post and return (nothing runs in the background; Done pulls)
+    p->err = MailboxPost(p->call, dev->rank, k.kind, int(k.op), x.data, x.count, x.type, &p->box, &p->pos);
+    p->finished = true;
+    return p->err.empty() ? nullptr : Error("jaxts.async.CollectiveStart: " + p->err);
+  }
   if (comm->ConcurrentCalls()) ThreadFor(dev->device)->Submit([comm, p] { Execute(comm, *p); });
   else Execute(comm, *p);  // a transport that serves one thread per rank: run now (no overlap, same values)
   return nullptr;
@@ -256,6 +277,14 @@ St DoneCompute(const Kernel& k, OrtKernelContext* ctx, DeviceContext* dev, const
     p->cv.wait(lock, [&] { return p->finished; });  // bounded: the collective itself times out
     p->awaited = true;
   }
+  Tensor y, done;
+  const bool pulled = p->box && p->err.empty();
+  if (pulled) {
+    // one-sided: wait for the peers' posts, then compute this rank's result straight into y
+    if (St s = Output(ctx, 0, p->ydims, &y)) return s;
+    p->err = MailboxPull(p->call, p->box, p->pos, y.data, y.count, p->pairs, &p->ready);
+    p->box.reset();
+  }
   const double t1 = SteadyNowUs();
   if (dev->records) {
     CollectiveRecord rec;
@@ -263,18 +292,19 @@ St DoneCompute(const Kernel& k, OrtKernelContext* ctx, DeviceContext* dev, const
     rec.name = k.label;
     rec.axes = k.axes;
     rec.group_size = int(k.group_size);
-    rec.bytes = double(p->in.size());
+    rec.bytes = double(p->in_bytes);
     rec.start = p->t_start;  // CollectiveStart ran
     rec.end = t1;            // CollectiveDone returned (the transfer itself ended by then: p->t_end <= t1)
-    rec.ready = p->ready < 0 ? p->t_start : p->ready;
-    rec.wait = t1 - t0;
+    rec.ready = p->ready < 0 ? p->t_start : p->ready;  // every peer had arrived (mailbox: the last post)
+    rec.wait = t1 - t0;  // the device thread's time in the Done (mailbox: the wait for posts and the pull)
     dev->records->push_back(std::move(rec));
   }
   if (!p->err.empty()) return Error("jaxts.async.CollectiveDone: " + p->err);
-  Tensor y, done;
-  if (St s = Output(ctx, 0, p->ydims, &y)) return s;
-  if (y.count * ElementBytes(y.type) != p->out.size()) return Error(who + ": output size does not match the started collective");
-  if (!p->out.empty()) std::memcpy(y.data, p->out.data(), p->out.size());
+  if (!pulled) {  // the communication thread's result
+    if (St s = Output(ctx, 0, p->ydims, &y)) return s;
+    if (y.count * ElementBytes(y.type) != p->out.size()) return Error(who + ": output size does not match the started collective");
+    if (!p->out.empty()) std::memcpy(y.data, p->out.data(), p->out.size());
+  }
   if (St s = Output(ctx, 1, {1}, &done)) return s;
   *static_cast<int64_t*>(done.data) = 0;
   return nullptr;

@@ -54,6 +54,11 @@ class Communicator {
                                         const std::vector<std::pair<int, int>>& pairs) = 0;
   /** Whether two threads of this rank may call collectives at once (the async ops' communication thread). */
   virtual bool ConcurrentCalls() const { return false; }
+  /**
+   * Whether every rank of this communicator's groups shares this process's memory, so the async ops may run
+   * one-sided collectives (native/mailbox-collectives.cc: post at Start, pull at Done, no communication thread).
+   */
+  virtual bool OneSided() const { return false; }
   /** This rank's device failed (`why`): a communicator spanning processes tells the other processes (default: nothing). */
   virtual void DeviceFailed(const std::string& why) { (void)why; }
 };
@@ -65,7 +70,7 @@ class ShmWorld {
   static void Abort(uint64_t launch, const std::string& why);
   /** Forgets a finished launch (its abort mark and any rendezvous a failure left behind). */
   static void Forget(uint64_t launch);
-  /** Rendezvous still open (tests: 0 once every launch finished). */
+  /** Rendezvous and mailboxes (native/mailbox-collectives.cc) still open (tests: 0 once every launch finished). */
   static size_t OpenRendezvous();
 };
 

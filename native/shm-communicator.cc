@@ -24,6 +24,7 @@
 #include "communicator.h"
 #include "cpu-level.h"
 #include "reduce-kernels.h"
+#include "mailbox-collectives.h"
 
 namespace jaxts {
 
@@ -143,6 +144,8 @@ class ShmCommunicator : public Communicator {
   int size() const override { return size_; }
   // rendezvous are keyed by (launch, seq, group): calls of one rank from two threads meet their own peers
   bool ConcurrentCalls() const override { return true; }
+  // every rank of a launch is a thread of this process: the async ops post to and pull from mailboxes
+  bool OneSided() const override { return true; }
 
   std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
     return Run(c, kAllReduce, int(op), in, out, count, type, {});
@@ -330,6 +333,7 @@ void ShmWorld::Abort(uint64_t launch, const std::string& why) {
       if (std::get<0>(kv.first) == launch) hit.push_back(kv.second);
   }
   for (auto& r : hit) Fail(*r, "released because the launch failed: " + why);
+  MailboxAbort(launch, why);  // the one-sided async collectives' waits too
 }
 
 void ShmWorld::Forget(uint64_t launch) {
@@ -340,12 +344,13 @@ void ShmWorld::Forget(uint64_t launch) {
     if (std::get<0>(it->first) == launch) it = w.open.erase(it);
     else ++it;
   }
+  MailboxForget(launch);
 }
 
 size_t ShmWorld::OpenRendezvous() {
   World& w = TheWorld();
   std::lock_guard<std::mutex> lock(w.mu);
-  return w.open.size();
+  return w.open.size() + OpenMailboxes();
 }
 
 Communicator* NewShmCommunicator(int rank, int size) { return new ShmCommunicator(rank, size); }

@@ -1,9 +1,10 @@
 /**
  * @file Communication overlapped with compute: a rewrite of a lowered per-device program that splits each
  * jaxts.collectives node into jaxts.async CollectiveStart (issued as early as its input and its kind's previous
- * collective allow) and CollectiveDone (awaited just before the first use), so the device runtime's communication
- * thread moves bytes while the device thread computes (native/async-collective-ops.cc). The device runtime's
- * shardMap applies it under withCollectiveOverlap (src/parallel/overlap-collectives.ts).
+ * collective allow) and CollectiveDone (awaited just before the first use), so a device posts its input early and
+ * pulls its result late (one-sided, over shared memory) or a communication thread moves bytes, while the device
+ * thread computes (native/async-collective-ops.cc). The device runtime's shardMap applies it under
+ * withCollectiveOverlap (src/parallel/overlap-collectives.ts).
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
 import { readsOf } from "./optimize-graph.js";

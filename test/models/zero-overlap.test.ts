@@ -1,7 +1,8 @@
 /**
  * @file makeZeroTrainStep's `overlap` option: stage 3 (FSDP: per-layer gathers, rematerialized backward, gradient
  * reduce-scatters) and stage 0 (data parallel, one gradient bucket per layer) give exactly the losses and parameters
- * of the synchronous step over several adam steps on 2 and 4 devices, with every collective asynchronous.
+ * of the synchronous step over several adam steps on 2 and 4 devices, with every collective asynchronous, in both
+ * modes of the native ops (one-sided mailboxes, the default; a communication thread per device).
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -63,6 +64,18 @@ const batch = (s: number): [Array, Array] => [
   ),
 ];
 
+/** run() with the communication thread per device instead of the default mailboxes (JAXTS_ASYNC_COLLECTIVES). */
+function runThread(stage: ZeroStage, n: number) {
+  const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
+  process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+  try {
+    return run(stage, n, true);
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_COLLECTIVES;
+    else process.env.JAXTS_ASYNC_COLLECTIVES = saved;
+  }
+}
+
 /** Losses, final parameters (flat values) and the last step's collectives on rank 0. */
 function run(stage: ZeroStage, n: number, overlap: boolean) {
   const mesh = makeMesh([n], ["data"]);
@@ -91,14 +104,18 @@ function run(stage: ZeroStage, n: number, overlap: boolean) {
 for (const stage of [3, 0] as const)
   for (const n of [2, 4])
     test(
-      `ZeRO stage ${stage} on ${n} devices: overlap on gives exactly the losses and parameters of overlap off`,
+      `ZeRO stage ${stage} on ${n} devices: overlap on (mailbox or communication thread) gives exactly the losses and parameters of overlap off`,
       { skip },
       () => {
         const off = run(stage, n, false),
-          on = run(stage, n, true);
+          on = run(stage, n, true),
+          thread = runThread(stage, n);
         assert.ok(off.losses[STEPS - 1] < off.losses[0], `it trains: ${off.losses.join(", ")}`);
         assert.deepEqual(on.losses, off.losses);
         assert.deepEqual(on.params, off.params);
+        assert.deepEqual(thread.losses, off.losses, "communication thread");
+        assert.deepEqual(thread.params, off.params, "communication thread");
+        assert.ok(thread.colls.length > 0 && thread.colls.every((c) => c.wait >= 0), "thread: asynchronous");
         assert.ok(off.colls.length > 0 && off.colls.every((c) => c.wait === -1), "off: synchronous collectives");
         assert.ok(on.colls.length > 0 && on.colls.every((c) => c.wait >= 0), "on: asynchronous collectives");
         const count = (cs: readonly CollectiveTiming[], k: string) => cs.filter((c) => c.kind === k).length;

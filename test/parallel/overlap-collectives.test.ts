@@ -28,51 +28,95 @@ const { P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
 
-/** f's outputs with overlap off and on (device runtime), and the collectives each launch recorded on rank 0. */
-function offOn(f: () => Array | Array[]): { off: Float64Array[]; on: Float64Array[]; recs: LaunchRecord[][] } {
-  const saved = config.spmdRuntime;
-  config.update("spmdRuntime", "devices");
-  const recs: LaunchRecord[][] = [[], []];
-  const outs: Float64Array[][] = [];
+/** How a run executes its collectives: sync on the devices, overlapped (mailbox or communication thread), or the emulation. */
+type Mode = "off" | "mailbox" | "thread" | "emulation";
+const MODES: readonly Mode[] = ["off", "mailbox", "thread", "emulation"];
+
+/** Runs f under JAXTS_ASYNC_COLLECTIVES=thread (the native ops read it at each CollectiveStart), then restores it. */
+function withThreadMode<T>(f: () => T): T {
+  const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
+  process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
   try {
-    for (const on of [false, true]) {
-      const prev = setLaunchObserver((r) => recs[on ? 1 : 0].push(r));
+    const r = f();
+    synchronize();
+    return r;
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_COLLECTIVES;
+    else process.env.JAXTS_ASYNC_COLLECTIVES = saved;
+  }
+}
+
+/** f's outputs in each mode (`modes`), and the collectives each device launch recorded, per mode. */
+function runModes(
+  f: () => Array | Array[],
+  modes: readonly Mode[] = MODES,
+): { outs: Map<Mode, Float64Array[]>; recs: Map<Mode, LaunchRecord[]> } {
+  const saved = config.spmdRuntime;
+  const outs = new Map<Mode, Float64Array[]>(),
+    recs = new Map<Mode, LaunchRecord[]>();
+  try {
+    for (const mode of modes) {
+      config.update("spmdRuntime", mode === "emulation" ? "emulation" : "devices");
+      const rs: LaunchRecord[] = [];
+      const prev = setLaunchObserver((r) => rs.push(r));
       try {
-        const r = withCollectiveOverlap(on, f);
-        outs.push((globalThis.Array.isArray(r) ? r : [r]).map((a) => Float64Array.from(a.dataSync() as Float32Array)));
+        const call = () => withCollectiveOverlap(mode === "mailbox" || mode === "thread", f);
+        const r = mode === "thread" ? withThreadMode(call) : call();
+        outs.set(
+          mode,
+          (globalThis.Array.isArray(r) ? r : [r]).map((a) => Float64Array.from(a.dataSync() as Float32Array)),
+        );
         synchronize();
       } finally {
         setLaunchObserver(prev);
       }
+      recs.set(mode, rs);
     }
   } finally {
     config.update("spmdRuntime", saved);
   }
-  return { off: outs[0], on: outs[1], recs };
+  return { outs, recs };
 }
 
-/** Bit-identical outputs, the on-run's collectives all asynchronous (wait >= 0) and the off-run's synchronous. */
-function sameAsync(what: string, f: () => Array | Array[], expectAsync = true): void {
-  const { off, on, recs } = offOn(f);
-  assert.equal(on.length, off.length, what);
-  off.forEach((o, i) => assert.deepEqual(on[i], o, `${what}: output ${i}`));
-  const collsOff = recs[0].flatMap((r) => r.collectives.flat());
-  const collsOn = recs[1].flatMap((r) => r.collectives.flat());
+/** f's outputs with overlap off and on (device runtime, the default mailbox mode), and the records per launch. */
+function offOn(f: () => Array | Array[]): { off: Float64Array[]; on: Float64Array[]; recs: LaunchRecord[][] } {
+  const { outs, recs } = runModes(f, ["off", "mailbox"]);
+  return { off: outs.get("off")!, on: outs.get("mailbox")!, recs: [recs.get("off")!, recs.get("mailbox")!] };
+}
+
+/**
+ * Bit-identical outputs in every mode (the emulation's too; `emulation` false: not run), the overlapped runs'
+ * collectives all asynchronous (0 <= wait <= end - start, ready by the end) and the off-run's synchronous.
+ */
+function sameAsync(what: string, f: () => Array | Array[], expectAsync = true, emulation = true): void {
+  const { outs, recs } = runModes(f, emulation ? MODES : ["off", "mailbox", "thread"]);
+  const off = outs.get("off")!;
+  for (const mode of emulation ? (["mailbox", "thread", "emulation"] as const) : (["mailbox", "thread"] as const)) {
+    const got = outs.get(mode)!;
+    assert.equal(got.length, off.length, `${what} (${mode})`);
+    off.forEach((o, i) => assert.deepEqual(got[i], o, `${what} (${mode}): output ${i}`));
+  }
+  const colls = (m: Mode) => recs.get(m)!.flatMap((r) => r.collectives.flat());
+  const collsOff = colls("off");
   assert.ok(collsOff.length > 0, `${what}: the program ran collectives on the devices`);
   assert.ok(
     collsOff.every((c) => c.wait === -1),
     `${what}: synchronous without overlap`,
   );
   if (expectAsync)
-    assert.ok(
-      collsOn.length === collsOff.length && collsOn.every((c) => c.wait >= 0),
-      `${what}: asynchronous with overlap: ${collsOn.map((c) => `${c.kind}:${c.wait}`).join(" ")}`,
-    );
+    for (const mode of ["mailbox", "thread"] as const) {
+      const collsOn = colls(mode);
+      assert.ok(
+        collsOn.length === collsOff.length &&
+          collsOn.every((c) => c.wait >= 0 && c.wait <= c.end - c.start + 1e-3 && c.ready <= c.end + 1e-3),
+        `${what}: asynchronous with overlap (${mode}): ${collsOn.map((c) => `${c.kind}:${c.wait}`).join(" ")}`,
+      );
+    }
 }
 
-for (const n of [2, 4]) {
+for (const n of [2, 3, 4]) {
   test(
-    `every collective kind, float32 and int32, gives the same values asynchronously on ${n} devices`,
+    `every collective kind, float32 and int32, gives the same values asynchronously on ${n} devices (mailbox, thread, emulation)`,
     { skip },
     () => {
       const mesh = makeMesh([n], ["x"]);
@@ -218,6 +262,69 @@ test(
       config.update("spmdRuntime", saved[0]);
       config.update("collectiveTimeoutMs", saved[1]);
     }
+  },
+);
+
+test("an all-reduce over 1 MiB keeps the communication thread: the same values, still asynchronous", { skip }, () => {
+  // 4 x 70000 float32 per device = 1.12 MB (> kMailboxAllReduceMaxBytes); the small all-gather after it is pulled.
+  // Without the emulation (its values are checked on small inputs above)
+  const mesh = makeMesh([2], ["x"]);
+  const x = values([8, 70000], "float32");
+  sameAsync(
+    "large psum",
+    () =>
+      shardMap((b: Array) => [lax.psum(b, "x"), lax.allGather(jnp.sum(b, 1), "x")], {
+        mesh,
+        inSpecs: P("x"),
+        outSpecs: [P(), P()],
+      })(x) as Array[],
+    true,
+    false,
+  );
+});
+
+/** A hand-made program: one all-gather of x ([3] float32) over `group`, started and awaited at once. */
+function startDoneProgram(group: number[], launched: number) {
+  const g = new GraphBuilder("start_done");
+  const x = g.addInput("x", "float32", [3]);
+  const attrs = { kind: 1, id: 0, groups: group, group_size: group.length, label: "all_gather", axes: "mesh axis 'x'" };
+  const tok = g.addNode("CollectiveStart", [x, g.int64s([0])], 1, attrs, "jaxts.async")[0];
+  const [y] = g.addNode("CollectiveDone", [x, tok], 2, attrs, "jaxts.async");
+  g.addOutput(y, "float32", [group.length, 3]);
+  return deviceProgram(
+    g.toModelBytes(),
+    {
+      name: "start_done",
+      inputNames: ["x"],
+      inputDTypes: ["float32"],
+      outputNames: g.outputNames,
+      outputDTypes: ["float32"],
+      outputShapes: [[group.length, 3]],
+    },
+    launched,
+  );
+}
+
+test(
+  "a peer that never posts fails the waiting Dones with the collective timeout, naming who posted; the next call works",
+  { skip },
+  () => {
+    // the group names rank 2, but the launch has ranks 0 and 1 only: ranks 0 and 1 post, nobody posts for rank 2
+    const ins = () => [0, 1].map((d) => [DeviceBuffer.alloc(runtimeDevice(d), "float32", [3])]);
+    assert.throws(
+      () => launchSync(startDoneProgram([0, 1, 2], 2), [0, 1], ins(), { timeoutMs: 300 }),
+      /all_gather over mesh axis 'x' \(group of ranks \[0, 1, 2\]\) timed out after 300 ms waiting for its peers to post: ranks that posted \[0, 1\], missing \[2\]/,
+    );
+    assert.equal(openRendezvous(), 0, "no mailbox or rendezvous left behind");
+    // the same kind of program over a group that is all there: it runs, and gathers every rank's input
+    const p = startDoneProgram([0, 1], 2);
+    const bufs = [0, 1].map((d) => [
+      DeviceBuffer.copyOf(runtimeDevice(d), "float32", [3], Float32Array.from([d + 1, d + 2, d + 3])),
+    ]);
+    const { outputs } = launchSync(p, [0, 1], bufs, { timeoutMs: 300 });
+    for (const o of outputs)
+      assert.deepEqual(globalThis.Array.from(o[0].ready().data as Float32Array), [1, 2, 3, 2, 3, 4]);
+    assert.equal(openRendezvous(), 0);
   },
 );
 
