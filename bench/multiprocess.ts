@@ -19,9 +19,19 @@ const R = (n: number) => (quick ? Math.max(3, Math.ceil(n / 4)) : n);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 
-/** What one job prints (process 0 only), as JSON on its last line. */
+/** What one job's process prints, as JSON on a line of its own (every process prints one). */
 interface JobResult {
+  process: number;
+  /** The data-parallel step (with the psum of the gradients), wall ms per call. */
   stepMs: number[];
+  /** The same per-process program without the psum (no communication), interleaved with stepMs. */
+  indMs?: number[];
+  /** Per case ("step", "ind"): process CPU (every thread), JS thread CPU, the rank's device run, ms per call. */
+  cpu: Record<string, number[]>;
+  js: Record<string, number[]>;
+  rank: Record<string, number[]>;
+  /** The psum step's collectives on this process's rank (sum of start -> end of each), ms per call. */
+  coll?: Record<string, number[]>;
   psumMs?: number[];
   probeMs?: number[];
   /** The transport the cross-process collectives used ("shm" or "mpi"). */
@@ -38,18 +48,27 @@ if (role === "driver") {
   }
   const self = fileURLToPath(import.meta.url);
   const q = quick ? ["--quick"] : [];
-  const run = (cmd: string, args: string[]): JobResult => {
+  /** Every process's result line, in process order. */
+  const run = (cmd: string, args: string[]): JobResult[] => {
     const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 300_000 });
-    const line = (r.stdout ?? "").trim().split("\n").pop() ?? "";
-    if (r.status !== 0 || !line.startsWith("{"))
+    const lines = (r.stdout ?? "").split("\n").filter((l) => l.startsWith("{"));
+    if (r.status !== 0 || !lines.length)
       throw new Error(
         `bench/multiprocess: ${cmd} ${args.join(" ")} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").slice(-5).join(" | ")}`,
       );
-    return JSON.parse(line) as JobResult;
+    return lines.map((l) => JSON.parse(l) as JobResult).sort((a, b) => a.process - b.process);
   };
+  // A/B switches travel to the job's processes: every JAXTS_* variable of the caller (but the transport's own)
+  const passEnv = Object.keys(process.env)
+    .filter((k) => k.startsWith("JAXTS_") && k !== "JAXTS_MPI_SHM")
+    .flatMap((k) => ["-x", k]);
+  const bind = process.argv.find((a) => a.startsWith("--bind="))?.slice(7);
+  const transports = process.argv.includes("--shm-only") ? (["shm"] as const) : (["shm", "mpi"] as const);
   const mpArgs = (shm: boolean) => [
     "--allow-run-as-root",
     "--oversubscribe",
+    ...(bind ? ["--bind-to", bind] : []),
+    ...passEnv,
     "-x",
     `JAXTS_MPI_SHM=${shm ? "1" : "0"}`,
     "-np",
@@ -62,33 +81,61 @@ if (role === "driver") {
   const loadBefore = load();
   const t0 = Date.now();
   // alternate the jobs (single, mp over shared memory, mp over MPI, ...) so a load change on a shared host hits all alike
-  const single: number[] = [];
-  const mp = { shm: [] as number[], mpi: [] as number[] },
-    psum = { shm: [] as number[], mpi: [] as number[] },
-    probeMs: number[] = [];
+  const single: JobResult[] = [];
+  const jobs = { shm: [] as JobResult[][], mpi: [] as JobResult[][] };
   for (let round = 0; round < 2; round++) {
-    single.push(...run(process.execPath, [self, "--role=single", ...q]).stepMs);
-    for (const t of ["shm", "mpi"] as const) {
+    single.push(run(process.execPath, [self, "--role=single", ...q])[0]);
+    for (const t of transports) {
       const m = run("mpirun", mpArgs(t === "shm"));
-      if (m.transport !== t) throw new Error(`bench/multiprocess: the ${t} job used ${m.transport}`);
-      mp[t].push(...m.stepMs);
-      psum[t].push(...(m.psumMs ?? []));
-      probeMs.push(...(m.probeMs ?? []));
+      if (m.length !== 2 || m.some((r) => r.transport !== t))
+        throw new Error(`bench/multiprocess: the ${t} job printed ${m.length} results (${m.map((r) => r.transport)})`);
+      jobs[t].push(m);
     }
   }
-  const t1 = median(single),
-    tm = median(probeMs);
+  /** The median over jobs of field f's case k on process p (p = -1: the single-process job). */
+  const med = (rs: JobResult[], f: (r: JobResult) => number[] | undefined) => median(rs.flatMap((r) => f(r) ?? []));
+  const procs = (t: "shm" | "mpi", p: number) => jobs[t].map((m) => m[p]);
+  const t1 = med(single, (r) => r.stepMs),
+    tm = median(transports.flatMap((t) => procs(t, 0).flatMap((r) => r.probeMs ?? [])));
+  const cpu1 = med(single, (r) => r.cpu.step),
+    js1 = med(single, (r) => r.js.step);
   const gb = (ms: number) => ((16 << 20) / 1e9 / (ms / 1e3)).toFixed(2);
   const verdict = (ok: boolean, target: string) => `target ${target}: ${ok ? "met" : "NOT met"}`;
-  const rows = (["shm", "mpi"] as const).flatMap((t) => {
-    const [t2, tp] = [median(mp[t]), median(psum[t])];
+  // CPU per step of each process (and its JS thread, which also runs the rank in a multi-process launch: launchSync
+  // runs rank 0 on the calling thread); on 2 free cores a step takes at least half the CPU of both processes, and
+  // (mpirun binds each process to a core for -np 2) at least the CPU of the busier one: the bounds
+  const cpuOf = (t: "shm" | "mpi", k: string) => {
+    const c = [0, 1].map((p) => med(procs(t, p), (r) => r.cpu[k])),
+      j = [0, 1].map((p) => med(procs(t, p), (r) => r.js[k]));
+    const bound = (2 * cpu1) / (c[0] + c[1]),
+      core = cpu1 / Math.max(...c);
+    return `CPU per process ${c.map((v, i) => `${v.toFixed(2)} (JS ${j[i].toFixed(2)})`).join(" / ")} ms vs 1x1 ${cpu1.toFixed(2)} (JS ${js1.toFixed(2)}) ms; bound 2 x CPU(1x1) / CPU(both) ${bound.toFixed(2)}x, per bound core ${core.toFixed(2)}x`;
+  };
+  const rows = transports.flatMap((t) => {
+    const [t2, tp] = [med(procs(t, 0), (r) => r.stepMs), med(procs(t, 0), (r) => r.psumMs)];
     const via = t === "shm" ? "shared memory" : "MPI only";
+    const rank = med(procs(t, 0), (r) => r.rank.step),
+      coll = med(procs(t, 0), (r) => r.coll?.step);
     return [
       [
         `MLP step 784-512-10, batch 256: 2 processes x 1 device (${via}) vs 1 process x 1 device (1 intra-op thread each)`,
         `${t2.toFixed(2)} ms vs ${t1.toFixed(2)} ms (${(t1 / t2).toFixed(2)}x)`,
         verdict(t1 / t2 >= 1.7, ">= 1.7x"),
       ],
+      [
+        `  its split (process 0): all-reduce of the 4 gradients, the rest of the device program, host (JS) between runs`,
+        `${coll.toFixed(2)} + ${(rank - coll).toFixed(2)} + ${(t2 - rank).toFixed(2)} ms (1x1: device ${med(single, (r) => r.rank.step).toFixed(2)} + host ${(t1 - med(single, (r) => r.rank.step)).toFixed(2)} ms); ${cpuOf(t, "step")}`,
+        "recorded",
+      ],
+      ...(t === "shm"
+        ? [
+            [
+              "  ceiling: 2 processes x half batch without the psum (no communication) vs 1x1",
+              `${med(procs(t, 0), (r) => r.indMs).toFixed(2)} ms (device ${med(procs(t, 0), (r) => r.rank.ind).toFixed(2)} ms) vs ${t1.toFixed(2)} ms (${(t1 / med(procs(t, 0), (r) => r.indMs)).toFixed(2)}x); ${cpuOf(t, "ind")}`,
+              "recorded (what any 2-process step can reach here)",
+            ],
+          ]
+        : []),
       [
         `psum 16 MiB float32 across 2 processes (${via}) vs plain MPI_Allreduce (same jobs)`,
         `${tp.toFixed(2)} ms (${gb(tp)} GB/s) vs ${tm.toFixed(2)} ms (${gb(tm)} GB/s) (${(tm / tp).toFixed(2)}x)`,
@@ -97,7 +144,7 @@ if (role === "driver") {
     ];
   });
   console.log(
-    `multi-process (mpirun -np 2, Open MPI; medians${quick ? ", quick" : ""}; ${new Date(t0).toISOString()}, ${((Date.now() - t0) / 1000).toFixed(0)} s; /proc/loadavg before ${loadBefore}, after ${load()})`,
+    `multi-process (mpirun -np 2${bind ? ` --bind-to ${bind}` : ""}, Open MPI; medians${quick ? ", quick" : ""}; ${new Date(t0).toISOString()}, ${((Date.now() - t0) / 1000).toFixed(0)} s; /proc/loadavg before ${loadBefore}, after ${load()})`,
   );
   for (const [a, b, c] of rows) console.log(`  ${a}\n    ${b}  [${c}]`);
   process.exit(0);
@@ -161,10 +208,61 @@ const timed = (f: () => void): number => {
   f();
   return performance.now() - t;
 };
-const result: JobResult = { stepMs: [], transport: transportInfo().transport };
-for (let i = 0; i < 3; i++) runStep();
+const result: JobResult = { process: me, stepMs: [], transport: transportInfo().transport, cpu: {}, js: {}, rank: {} };
+// the ceiling case: the same per-process program without the psum (each process updates its own copy of the
+// parameters from its own half batch; no communication at all), interleaved with the psum step
+const independent = shardMap(
+  (q: Arr[], xx: Arr, yy: Arr) => {
+    const g = grad(loss)(q, xx, yy) as unknown as Arr[];
+    return q.map((w, i) => jnp.subtract(w, jnp.multiply(g[i], 0.1 / nproc)));
+  },
+  { mesh, inSpecs: [P(), P("data"), P("data")], outSpecs: P(), checkVma: false },
+);
+let pInd = params0.map((w) => place(w, P(), w));
+const runInd = (): void => {
+  const next = independent(pInd, x, y) as Arr[];
+  for (const o of next) o.blockUntilReady();
+  for (const w of pInd) w.dispose();
+  pInd = next;
+};
+// per call: CPU of the whole process (getrusage, every thread), of the JS thread (its schedstat), the rank's run
+// (first device start to end) and, for the psum step, its collectives (this rank's recorded start -> end)
+const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
+const round3 = (v: number) => Math.round(v * 1000) / 1000;
+const push = (m: Record<string, number[]>, k: string, v: number) => (m[k] ??= []).push(round3(v));
+let collUs = 0;
+rt.setLaunchObserver((r) => {
+  collUs = 0;
+  for (const cs of r.collectives) for (const c of cs) collUs += c.end - c.start;
+});
+const measured = (f: () => void, k: string) => (): number => {
+  const c0 = process.cpuUsage(),
+    j0 = jsNs(),
+    t = performance.now();
+  f();
+  const wall = performance.now() - t,
+    c1 = process.cpuUsage(c0);
+  push(result.cpu, k, (c1.user + c1.system) / 1e3);
+  push(result.js, k, (jsNs() - j0) / 1e6);
+  const tl = rt.lastLaunchTimeline();
+  push(result.rank, k, (Math.max(...tl.map((u) => u.end)) - Math.min(...tl.map((u) => u.start))) / 1e3);
+  if (k === "step") push((result.coll ??= {}), k, collUs / 1e3);
+  return wall;
+};
+const cases: [string, () => number][] = [
+  ["step", measured(runStep, "step")],
+  ["ind", measured(runInd, "ind")],
+];
+for (let i = 0; i < 3; i++) {
+  runStep();
+  runInd();
+}
 if (rt.lastLaunchTimeline().length !== 1) throw new Error("bench/multiprocess: the MLP step did not run on one device");
-for (let i = 0; i < R(20); i++) result.stepMs.push(timed(runStep));
+result.indMs = [];
+for (let i = 0; i < R(20); i++)
+  for (const [k, f] of i % 2 ? [...cases].reverse() : cases)
+    (k === "step" ? result.stepMs : result.indMs).push(round3(f()));
+rt.setLaunchObserver(null);
 
 if (nproc > 1) {
   // psum of 16 MiB float32 (4 Mi elements per process) and the plain MPI_Allreduce, interleaved
@@ -192,5 +290,6 @@ if (nproc > 1) {
     result.probeMs.push(1000 * api.mpiProbeAllreduce(n, 1)[0]);
   }
 }
-if (me === 0) console.log(JSON.stringify(result));
+// every process prints its line (the driver keeps process 0's times and every process's CPU)
+console.log(JSON.stringify(result));
 if (role === "mp") distributed.shutdown();

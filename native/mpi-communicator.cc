@@ -120,6 +120,18 @@ size_t PieceBytes() {
   return v;
 }
 
+/**
+ * All-reduces of at most this many bytes between processes of one host send their data with the header (one
+ * exchange instead of three: header, reduce-scatter, all-gather); $JAXTS_MPI_SHM_SMALL, default 64 KiB, 0: never.
+ */
+size_t SmallBytes() {
+  static const size_t v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_SMALL");
+    return e ? size_t(std::max(0LL, std::atoll(e))) : size_t(64) << 10;
+  }();
+  return v;
+}
+
 /** What the leaders compare before moving bytes. */
 struct Header {
   uint32_t magic = 0x4a58544d;  // "JXTM"
@@ -374,7 +386,30 @@ class ProcessCommunicator : public Communicator {
     mine.launch = pm_->global_launch;
     std::vector<Header> theirs(remote.size());
     std::vector<mpi::Transfer> xs;
-    for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
+    // a small all-reduce among processes of one host: this process's partial travels with its header (the same
+    // choice on every process that called the same collective; with another count the sizes differ but both fit one
+    // mailbox slice, so the exchange still ends and the header check below names the mismatch)
+    const size_t cb0 = count * w;
+    std::map<int, int> hosts0;
+    for (int pr : procs) hosts0[mpishm::HostOf(pr)]++;
+    const bool small = kind == kAllReduce && hosts0.size() == 1 && mpishm::AllSameHost() && AllReducible(kind, op, type, local.size()) &&
+                       cb0 <= SmallBytes() && sizeof(Header) + cb0 <= mpishm::SliceBytes();
+    std::vector<char> small_send;
+    std::vector<std::vector<char>> small_recv;
+    if (small) {
+      small_send.resize(sizeof(Header) + cb0);
+      std::memcpy(small_send.data(), &mine, sizeof(Header));
+      // this process's partial: its members' inputs folded in group order
+      std::vector<const void*> mins;
+      for (int q : local) mins.push_back(lr.ins[size_t(q)]);
+      if (mins.size() == 1) std::memcpy(small_send.data() + sizeof(Header), mins[0], cb0);
+      else if (!ReduceBuffers(mins.data(), mins.size(), small_send.data() + sizeof(Header), count, type, op))
+        return Where(c) + ": unsupported reduction for element type " + TypeName(type);
+      small_recv.assign(remote.size(), std::vector<char>(sizeof(Header) + cb0));
+      for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], small_send.data(), small_send.size(), small_recv[i].data(), small_recv[i].size()});
+    } else {
+      for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
+    }
     const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
     auto describe = [&](const Header& h) {
       return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
@@ -386,8 +421,10 @@ class ProcessCommunicator : public Communicator {
                            nullptr, describe(mine));
     // shared memory: a peer waiting for this process at another collective (the segment's out-of-step check)
     if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
-    // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one
-    for (int again = 0; err.empty() && again < 64; again++) {
+    for (size_t i = 0; small && i < remote.size(); i++) std::memcpy(&theirs[i], small_recv[i].data(), sizeof(Header));
+    // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one (MPI only: the
+    // segment's keys carry the launch, so the small path never sees a stale header)
+    for (int again = 0; err.empty() && !small && again < 64; again++) {
       std::vector<mpi::Transfer> stale;
       for (size_t i = 0; i < remote.size(); i++)
         if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
@@ -415,6 +452,17 @@ class ProcessCommunicator : public Communicator {
         return what + ": processes disagree: " + who + " called " + describe(h) + ", this process " + describe(mine);
     }
     // 2. data
+    if (small) {
+      // every process folds the partials in process order (the same bits everywhere)
+      std::vector<const void*> ins;
+      for (int pr : procs)
+        ins.push_back(pr == pm_->self ? static_cast<const void*>(small_send.data() + sizeof(Header))
+                                      : small_recv[size_t(std::find(remote.begin(), remote.end(), pr) - remote.begin())].data() + sizeof(Header));
+      char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
+      if (!ReduceBuffers(ins.data(), ins.size(), out0, count, type, op)) return what + ": unsupported reduction for element type " + TypeName(type);
+      for (size_t j = 1; j < local.size(); j++) std::memcpy(lr.outs[size_t(local[j])], out0, cb0);
+      return "";
+    }
     const size_t cb = count * w;  // bytes of one chunk / one input (AllReduce: the whole input)
     std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
     if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {

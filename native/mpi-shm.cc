@@ -232,6 +232,7 @@ void CountLevel(bool ring, bool hier) {
   if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
 }
 bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
+size_t SliceBytes() { return S().enabled ? S().slice : 0; }
 void CountMpi(size_t bytes) {
   S().mpi_exchanges.fetch_add(1, std::memory_order_relaxed);
   S().mpi_bytes.fetch_add(bytes, std::memory_order_relaxed);

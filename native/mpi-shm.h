@@ -36,6 +36,8 @@ bool SameHost(int q);
 int HostOf(int q);
 /** Whether every process of the job runs on this host (and the segment is in use). */
 bool AllSameHost();
+/** Bytes of one mailbox slice (what one exchange round carries to one peer; equal on every process of the host). */
+size_t SliceBytes();
 /** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
 void CountMpi(size_t bytes);
 /** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */

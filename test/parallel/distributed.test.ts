@@ -55,6 +55,8 @@ interface Result {
   allgather?: number[][];
   mismatch?: string;
   after?: number[];
+  /** Segment exchanges per psum: a small one, a large one (the collectives job). */
+  psumExchanges?: number[];
   early?: string;
   earlyMs?: number;
   reshardDead?: string[];
@@ -394,6 +396,11 @@ test(
       checkGlobal(r, 4, 2);
       checkJit(r);
       checkTransport(r, "shm");
+      assert.deepEqual(
+        r.psumExchanges,
+        [1, 3],
+        "segment exchanges: a small psum with its header, a large one in three",
+      );
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");

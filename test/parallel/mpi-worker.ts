@@ -464,6 +464,18 @@ try {
         );
       }
     }
+    // exchanges over the segment per psum across processes: a small one (<= 64 KiB) travels with its header (1), a
+    // larger one takes the header, the reduce-scatter and the all-gather (3); both equal the emulation
+    const m1 = makeMesh([all.length], ["i"]);
+    out.psumExchanges = [6, 20000].map((k) => {
+      const e0 = transportInfo().exchanges;
+      both(`psum of ${k} float32 per device`, () =>
+        shardMap((b: Array) => lax.psum(b, "i"), { mesh: m1, inSpecs: P("i"), outSpecs: P() })(
+          values([all.length * k], "float32"),
+        ),
+      );
+      return transportInfo().exchanges - e0;
+    });
     // data-parallel MLP grad step over one device per process vs the whole batch in this process
     const dp = new Mesh(
       JSArray.from({ length: processCount() }, (_, q) => all.find((d) => d.processIndex === q)!),
