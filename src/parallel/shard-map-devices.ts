@@ -9,7 +9,6 @@ import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import type { TypedArray } from "../core/dtype.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { type AxisData, type BDim, type MaybeZero, Primitive } from "../core/primitive.js";
 import { bind, getCurrentTrace, type Trace, withNamedAxis } from "../core/trace.js";
@@ -48,6 +47,7 @@ import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./devi
 import { blockIndex, localRanks, runMultiProcess } from "./shard-map-multiprocess.js";
 
 type Spec = PartitionSpecImpl;
+const JSArray = globalThis.Array;
 
 /** Says once per reason that shardMap runs on the emulation (a warning under "devices", a debug note under "auto"). */
 function fallback(why: string): null {
@@ -173,7 +173,7 @@ export function shardMapOnDevices(
   args: unknown[],
   emulation: (...args: unknown[]) => unknown,
   checkVma = true,
-): { value: unknown } | null {
+): { value: unknown; again: RepeatCall } | null {
   if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
   const loop = enclosingControlFlow();
   if (loop)
@@ -182,6 +182,8 @@ export function shardMapOnDevices(
     );
   const [leaves, def] = flattenArrays(fn, args, "argument");
   if (inSpecs.length !== leaves.length) return null; // the emulation reports the mismatch
+  // the closures below (kept with the entry) see the avals, never the arguments: they must not keep them alive
+  const avals = leaves.map((x) => x.aval);
   const key = [
     mesh.cacheKey,
     String(def),
@@ -190,7 +192,8 @@ export function shardMapOnDevices(
     config.spmdShardUpdates,
     checkVma,
     collectiveOverlapEnabled(),
-    ...leaves.map((x) => x.aval.str()),
+    // the weak type too (aval text omits it): a weak and a strong scalar give outputs of different weak types
+    ...avals.map((a) => (a.weakType ? `${a.str()}~weak` : a.str())),
   ].join("|");
   let perFn = entries.get(f);
   if (!perFn) {
@@ -207,11 +210,7 @@ export function shardMapOnDevices(
     };
     // the output avals, and the emulation's static errors (e.g. an output declared replicated over an axis it
     // varies over, even where the values happen to agree), from an abstract trace of the emulation
-    const { jaxpr } = traceToJaxpr(
-      asEmulation(emulate),
-      leaves.map((x) => x.aval),
-      "shard_map_check",
-    );
+    const { jaxpr } = traceToJaxpr(asEmulation(emulate), avals, "shard_map_check");
     let traced: TracedBody | string | undefined;
     const e: Entry = {
       overlap: collectiveOverlapEnabled(),
@@ -223,16 +222,7 @@ export function shardMapOnDevices(
         mesh,
         in_specs: inSpecs,
         check_vma: checkVma,
-        body: () =>
-          (traced ??= traceBody(
-            fn,
-            f,
-            mesh,
-            inSpecs,
-            outSpecsOf,
-            leaves.map((x) => x.aval),
-            def,
-          )),
+        body: () => (traced ??= traceBody(fn, f, mesh, inSpecs, outSpecsOf, avals, def)),
         describe: () => {
           e.compiled ??= compile(e.params.body(), mesh, inSpecs);
           return describeCompiled(e.compiled, mesh);
@@ -247,7 +237,50 @@ export function shardMapOnDevices(
     perFn.set(key, entry);
   }
   const outs = bind(shardMapP, leaves, entry.params);
-  return { value: unflatten(entry.outDef, outs) };
+  const again: RepeatCall = {
+    entry,
+    avals,
+    x64: config.enableX64,
+    shardUpdates: config.spmdShardUpdates,
+    overlap: entry.overlap,
+  };
+  return { value: unflatten(entry.outDef, outs), again };
+}
+
+/**
+ * What a later call of the same shardMap with the same argument structure may reuse (shardMap's per-closure fast
+ * path): the staged-call entry and what its key was made of besides the structure, mesh and specs (the leaves' avals,
+ * the config flags). It holds avals and the entry, never the arguments.
+ */
+export interface RepeatCall {
+  entry: Entry;
+  avals: ShapedArray[];
+  x64: boolean;
+  shardUpdates: boolean;
+  overlap: boolean;
+}
+
+/** Same shape, dtype and weak type (what the call signature's aval text says). */
+function sameAval(a: ShapedArray, b: ShapedArray): boolean {
+  if (a === b) return true;
+  if (a.dtype !== b.dtype || a.weakType !== b.weakType || a.shape.length !== b.shape.length) return false;
+  for (let d = 0; d < a.shape.length; d++) if (a.shape[d] !== b.shape[d]) return false;
+  return true;
+}
+
+/**
+ * shardMapOnDevices for a call whose structure, mesh and specs equal those of the call that made `c` (the caller
+ * checked them): binds the same entry when the leaves' avals and the config flags of its key are unchanged too, else
+ * returns null (the caller takes the full path, which makes or finds the right entry and raises its errors).
+ */
+export function repeatOnDevices(c: RepeatCall, leaves: Array[]): Array[] | null {
+  if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
+  if (config.enableX64 !== c.x64 || config.spmdShardUpdates !== c.shardUpdates) return null;
+  if (collectiveOverlapEnabled() !== c.overlap || leaves.length !== c.avals.length) return null;
+  if (enclosingControlFlow()) return null;
+  // reading a disposed leaf's aval raises the same error the full path's key would
+  for (let k = 0; k < leaves.length; k++) if (!sameAval(leaves[k].aval, c.avals[k])) return null;
+  return bind(shardMapP, leaves, c.entry.params);
 }
 
 const specTexts = new WeakMap<Spec, string>();
@@ -310,6 +343,10 @@ interface CallPlan {
   ids: number[];
   /** Program input slots fed by a constant or an argument, in inSlots order: [slot, const or argument index]. */
   feeds: { slot: number; konst: number; arg: number }[];
+  /** stepFeeds[j]: the feed (index into feeds) of the launch's input j. */
+  stepFeeds: number[];
+  /** outFrom[k]: the launch output that program output k is (-1: a feed passed through, or a host constant). */
+  outFrom: number[];
   /** Each argument's target sharding (NamedSharding(mesh, in_spec)). */
   inTargets: NamedShardingImpl[];
   /** Each output's global aval and sharding, whether it is replicated over some mesh axis, or why its spec is wrong. */
@@ -494,52 +531,60 @@ function run(
   const { program, consts } = c;
   const step = program.steps[0] as OnnxStep | undefined;
   const plan = c.plan?.mesh === mesh ? c.plan : (c.plan = callPlan(fn, mesh, c, inSpecs));
-  const { devs } = plan;
-  const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
-  const owned: DeviceBuffer[] = []; // this call's references (the launch and the outputs hold their own)
+  const { devs, feeds } = plan;
+  const n = devs.length;
+  // feedBufs[f][r]: feed f's buffer on rank r; this call holds one reference to each argument's (freed at the end)
+  const feedBufs = new JSArray<DeviceBuffer[]>(feeds.length);
+  let owned = 0;
+  let launched: DeviceBuffer[][] | null = null;
   const t0 = profiling() ? monotonicUs() : 0;
   const copied0 = t0 ? transferStats() : null;
   try {
-    for (const { slot, konst, arg } of plan.feeds) {
-      let bufs: DeviceBuffer[];
+    for (let f = 0; f < feeds.length; f++) {
+      const { konst, arg } = feeds[f];
       if (konst >= 0) {
         // closed-over constants: copied to every device once per compiled body, kept with it
         const x = consts[konst];
-        bufs = c.constBuffers.get(konst) ?? devs.map((dev) => DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer));
-        c.constBuffers.set(konst, bufs);
+        let bufs = c.constBuffers.get(konst);
+        if (!bufs)
+          c.constBuffers.set(konst, (bufs = devs.map((dev) => DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer))));
+        feedBufs[f] = bufs;
       } else {
         const x = leaves[arg],
           target = plan.inTargets[arg];
         const st = shardedStorage(x);
-        bufs =
-          st && sameSharding(st.sharding, target, x.ndim) ? st.buffers.map((b) => b.retain()) : placeBlocks(x, target);
-        owned.push(...bufs);
+        if (st && sameSharding(st.sharding, target, x.ndim)) {
+          const bufs = new JSArray<DeviceBuffer>(n);
+          for (let r = 0; r < n; r++) bufs[r] = st.buffers[r].retain();
+          feedBufs[f] = bufs;
+        } else feedBufs[f] = placeBlocks(x, target);
       }
-      for (let r = 0; r < bufs.length; r++) slotBuffers[r].set(slot, bufs[r]);
+      owned = f + 1;
     }
     if (copied0) reportTransfer("copy host -> devices", t0, copied0);
     if (step && c.device) {
-      const pl = dispatch(
-        c.device,
-        plan.ids,
-        devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)),
-      );
-      pl.outputs.forEach((os, r) =>
-        os.forEach((b, k) => {
-          owned.push(b);
-          slotBuffers[r].set(step.outputs[k], b);
-        }),
-      );
+      const ins = new JSArray<DeviceBuffer[]>(n);
+      for (let r = 0; r < n; r++) {
+        const row = new JSArray<DeviceBuffer>(plan.stepFeeds.length);
+        for (let j = 0; j < row.length; j++) row[j] = feedBufs[plan.stepFeeds[j]][r];
+        ins[r] = row;
+      }
+      launched = dispatch(c.device, plan.ids, ins).outputs;
     }
-    // callbacks read their operands on the host: they wait for this launch
-    const valueOf = (o: number | ArrayImpl, r: number): TypedArray =>
-      typeof o === "number" ? slotBuffers[r].get(o)!.ready().data : o.buffer;
-    // the hoisted debug callbacks, in program order, each once per device (rank order) with its mesh axis indices
+    // a program value's buffer on rank r: an output of the launch or a feed (an argument or constant passed through)
+    const bufferOf = (slot: number, r: number): DeviceBuffer => {
+      const k = step ? step.outputs.indexOf(slot) : -1;
+      if (k >= 0 && launched) return launched[r][k];
+      return feedBufs[feeds.findIndex((fd) => fd.slot === slot)][r];
+    };
+    // the hoisted debug callbacks, in program order, each once per device (rank order) with its mesh axis indices;
+    // they read their operands on the host: they wait for this launch
     for (const cb of c.callbacks) {
-      for (let r = 0; r < devs.length; r++) {
-        const vals = cb.avals.map(
-          (a, i) => new ArrayImpl(a, valueOf(program.outs[cb.first + i] as number | ArrayImpl, r).slice()),
-        );
+      for (let r = 0; r < n; r++) {
+        const vals = cb.avals.map((a, i) => {
+          const o = program.outs[cb.first + i] as number | ArrayImpl;
+          return new ArrayImpl(a, (typeof o === "number" ? bufferOf(o, r).ready().data : o.buffer).slice());
+        });
         const coords = mesh.coords(r);
         bind(debugCallbackP, vals, {
           ...cb.params,
@@ -552,23 +597,26 @@ function run(
       }
     }
     // each output stays on its devices, sharded per its out_spec
-    const outs: ArrayImpl[] = [];
-    for (let k = 0; k < c.outAvals.length; k++) {
+    const outs = new JSArray<ArrayImpl>(c.outAvals.length);
+    for (let k = 0; k < outs.length; k++) {
       const o = program.outs[k],
         info = plan.outs[k];
       if ("error" in info) throw new Error(info.error);
       const aval = c.outAvals[k];
-      const bufs =
-        typeof o === "number"
-          ? devs.map((_, r) => slotBuffers[r].get(o)!.retain())
-          : devs.map((dev) => DeviceBuffer.copyOf(dev, aval.dtype, aval.shape, o.buffer));
-      outs.push(
-        residentArray(
-          info.aval,
-          info.sharding,
-          bufs,
-          checkVma && !c.replicasCompared && info.replicated && typeof o === "number" ? { fn } : null,
-        ),
+      const src = plan.outFrom[k];
+      const bufs = new JSArray<DeviceBuffer>(n);
+      for (let r = 0; r < n; r++)
+        bufs[r] =
+          typeof o !== "number"
+            ? DeviceBuffer.copyOf(devs[r], aval.dtype, aval.shape, o.buffer)
+            : src >= 0 && launched
+              ? launched[r][src].retain()
+              : bufferOf(o, r).retain();
+      outs[k] = residentArray(
+        info.aval,
+        info.sharding,
+        bufs,
+        checkVma && !c.replicasCompared && info.replicated && typeof o === "number" ? { fn } : null,
       );
     }
     // the static check (the emulation's abstract trace) proved the replicated outputs equal on every call; their
@@ -577,7 +625,9 @@ function run(
     c.replicasCompared = true;
     return outs;
   } finally {
-    for (const b of owned) b.free();
+    // this call's references (the launch and the outputs hold their own)
+    for (let f = 0; f < owned; f++) if (feeds[f].konst < 0) for (const b of feedBufs[f]) b.free();
+    if (launched) for (const os of launched) for (const b of os) b.free();
   }
 }
 
@@ -616,11 +666,18 @@ function callPlan(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[]): CallPla
       replicated: mesh.axisNames.some((nm, a) => !used.has(nm) && mesh.dims[a] > 1),
     };
   });
+  const stepFeeds = (step ? step.inputs : []).map((sl) => {
+    const f = feeds.findIndex((fd) => fd.slot === sl);
+    if (f < 0) throw new Error(`${fn}: internal error: the device program reads slot ${sl}, which no argument feeds`);
+    return f;
+  });
   return {
     mesh,
     devs,
     ids: devs.map((d) => d.id),
     feeds,
+    stepFeeds,
+    outFrom: program.outs.map((o) => (typeof o === "number" && step ? step.outputs.indexOf(o) : -1)),
     inTargets: inSpecs.map((sp) => new NamedShardingImpl(mesh, sp)),
     outs,
   };

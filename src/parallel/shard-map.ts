@@ -15,7 +15,7 @@ import { shardedStorage } from "./device-arrays.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
 import { getMesh } from "./context-mesh.js";
-import { shardMapOnDevices } from "./shard-map-devices.js";
+import { type RepeatCall, repeatOnDevices, shardMapOnDevices } from "./shard-map-devices.js";
 import { installShardMapRules } from "./shard-map-rules.js";
 
 type Spec = PartitionSpecImpl;
@@ -64,6 +64,67 @@ function placedAs(y: Array, mesh: Mesh, spec: Spec): boolean {
   return (
     s instanceof NamedShardingImpl && s.mesh === mesh && s.spec === spec && shardedStorage(y as ArrayImpl) !== null
   );
+}
+
+/** x's leaves when its structure is exactly `def` and every leaf is an Array, else null (a registered class: null). */
+function leavesLike(def: TreeDef, x: unknown): Array[] | null {
+  const out: Array[] = [];
+  const rec = (d: TreeDef, v: unknown): boolean => {
+    switch (d.kind) {
+      case "leaf":
+        if (!(v instanceof Array)) return false;
+        out.push(v);
+        return true;
+      case "null":
+        return v === null;
+      case "undefined":
+        return v === undefined;
+      case "array": {
+        if (!JSArray.isArray(v) || v.length !== d.children.length) return false;
+        for (let i = 0; i < v.length; i++) if (!rec(d.children[i], v[i])) return false;
+        return true;
+      }
+      case "object": {
+        if (v === null || typeof v !== "object" || JSArray.isArray(v)) return false;
+        const proto = Object.getPrototypeOf(v);
+        if (proto !== Object.prototype && proto !== null) return false;
+        const keys = d.aux as string[];
+        if (Object.keys(v).length !== keys.length) return false;
+        for (let i = 0; i < keys.length; i++)
+          if (!Object.hasOwn(v, keys[i]) || !rec(d.children[i], (v as Record<string, unknown>)[keys[i]])) return false;
+        return true;
+      }
+      default:
+        return false;
+    }
+  };
+  return rec(def, x) ? out : null;
+}
+
+/** The device path's outputs kept where already placed per their out_specs, else put there (devicePut). */
+function placeOutputs(outs: unknown[], mesh: Mesh, specs: Spec[]): unknown[] {
+  const placed = new JSArray<unknown>(outs.length);
+  for (let k = 0; k < outs.length; k++) {
+    const y = outs[k];
+    placed[k] =
+      !(y instanceof Array) || placedAs(y, mesh, specs[k]) ? y : devicePut(y, new NamedShardingImpl(mesh, specs[k]));
+  }
+  return placed;
+}
+
+/**
+ * A shardMap closure's last device-path call, for the next call with the same mesh, options, argument structure and
+ * avals (a monomorphic cache: spec resolution, flatten, the call-signature key and out_specs are skipped).
+ */
+interface LastCall {
+  mesh: Mesh;
+  inSpecs: unknown;
+  outSpecs: unknown;
+  axisNames: unknown;
+  def: TreeDef;
+  outDef: TreeDef;
+  outSpecsFlat: Spec[];
+  again: RepeatCall;
 }
 
 /** Every axis a spec names must be a manual mesh axis (JAX: "must refer to an axis marked as manual"). */
@@ -168,12 +229,27 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
   checkArity(fn, arguments, 2, smForms);
   checkOptions(fn, opts, ["mesh", "inSpecs", "outSpecs", "axisNames", "checkVma", "checkRep"], smForms);
   const checkVma = opts.checkVma ?? opts.checkRep ?? true;
+  let last: LastCall | null = null;
   return (...args: A): R => {
     const mesh = opts.mesh ?? getMesh();
     if (!(mesh instanceof Mesh)) {
       throw new TypeError(
         `${fn}: a Mesh is required: pass { mesh } (from makeMesh or new Mesh) or set one with setMesh(mesh); got ${mesh === null || mesh === undefined ? "no mesh" : String(mesh)}`,
       );
+    }
+    // the same call as the last one on the devices (mesh, options, structure; avals and flags checked by
+    // repeatOnDevices): nothing below depends on anything else, so its checks passed already
+    const lc = last;
+    if (
+      lc &&
+      lc.mesh === mesh &&
+      lc.inSpecs === opts.inSpecs &&
+      lc.outSpecs === opts.outSpecs &&
+      lc.axisNames === opts.axisNames
+    ) {
+      const leaves = leavesLike(lc.def, args);
+      const outs = leaves && repeatOnDevices(lc.again, leaves);
+      if (outs) return unflatten(lc.outDef, placeOutputs(outs, mesh, lc.outSpecsFlat)) as R;
     }
     const manual = opts.axisNames === undefined ? [...mesh.axisNames] : [...new Set(opts.axisNames)];
     const unknown = manual.filter((a) => !mesh.axisNames.includes(a));
@@ -212,15 +288,22 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
       if (real) {
         const [outs, od] = flatten(real.value);
         const specs = outSpecsOf(real.value);
+        // out_specs given as a function (pmap's) are resolved on every call
+        last =
+          typeof opts.outSpecs === "function"
+            ? null
+            : {
+                mesh,
+                inSpecs: opts.inSpecs,
+                outSpecs: opts.outSpecs,
+                axisNames: opts.axisNames,
+                def: flatten(args)[1],
+                outDef: od,
+                outSpecsFlat: specs,
+                again: real.again,
+              };
         // the device path's outputs are already placed per these specs (same mesh and spec objects): kept as they are
-        return unflatten(
-          od,
-          outs.map((y, k) =>
-            !(y instanceof Array) || placedAs(y, mesh, specs[k])
-              ? y
-              : devicePut(y, new NamedShardingImpl(mesh, specs[k])),
-          ),
-        ) as R;
+        return unflatten(od, placeOutputs(outs, mesh, specs)) as R;
       }
     }
     const [allLeaves, def] = flatten(args);

@@ -29,10 +29,12 @@ export function deviceRuntimeUnavailable(): string | null {
   return api ? null : why || "the native addon is unavailable";
 }
 
+let loaded: DeviceAddon | null = null;
 function api(): DeviceAddon {
+  if (loaded) return loaded;
   const { api: a, why } = deviceAddon();
   if (!a) throw new Error(`device runtime: unavailable (${why})`);
-  return a;
+  return (loaded = a);
 }
 
 export interface ProgramSignature {
@@ -157,6 +159,13 @@ interface Prepared {
   args: Parameters<DeviceAddon["devLaunch"]>;
 }
 
+/** Whether some device id appears twice (pairwise for the usual few devices: no Set per launch). */
+function repeatsDevice(ids: readonly number[]): boolean {
+  if (ids.length > 16) return new Set(ids).size !== ids.length;
+  for (let i = 1; i < ids.length; i++) for (let j = 0; j < i; j++) if (ids[i] === ids[j]) return true;
+  return false;
+}
+
 function prepare(
   p: DeviceProgram,
   deviceIds: readonly number[],
@@ -169,8 +178,7 @@ function prepare(
     throw new Error(`${fn}: ${deviceIds.length} devices but ${inputs.length} input lists`);
   if (deviceIds.length > p.numDevices)
     throw new Error(`${fn}: ${deviceIds.length} devices given; the program was created for ${p.numDevices}`);
-  if (new Set(deviceIds).size !== deviceIds.length)
-    throw new Error(`${fn}: device ids [${deviceIds.join(", ")}] repeat a device`);
+  if (repeatsDevice(deviceIds)) throw new Error(`${fn}: device ids [${deviceIds.join(", ")}] repeat a device`);
   // plain loops, no per-call closures: this runs once per launch on the JS thread before the devices start
   const devs: RuntimeDevice[] = [];
   const inData: HostArray[][] = [],
@@ -267,22 +275,24 @@ function outcome(
   deviceIds: readonly number[],
   r: DeviceLaunchResult,
 ): { timeline: RankTiming[]; error: Error | null } {
-  const timeline = deviceIds.map((device, rank) => ({
-    rank,
-    device,
-    thread: r.threads[rank],
-    start: r.start[rank],
-    end: r.end[rank],
-  }));
+  // plain loops: this runs once per launch on the JS thread
+  const timeline: RankTiming[] = [];
+  let longest = 0,
+    failed = false;
+  for (let rank = 0; rank < deviceIds.length; rank++) {
+    const start = r.start[rank],
+      end = r.end[rank];
+    timeline.push({ rank, device: deviceIds[rank], thread: r.threads[rank], start, end });
+    if (end - start > longest) longest = end - start;
+    if (r.errors[rank]) failed = true;
+  }
   launches++;
-  let longest = 0;
-  for (let k = 0; k < r.start.length; k++) longest = Math.max(longest, r.end[k] - r.start[k]);
   p.lastRunUs = longest;
+  if (observer) observer({ program: p.sig.name, timeline, failed, collectives: r.collectives ?? [] });
+  if (!failed) return { timeline, error: null };
   const errs = r.errors
     .map((e, rank) => (e ? { rank, e } : null))
     .filter((x): x is { rank: number; e: string } => x !== null);
-  if (observer) observer({ program: p.sig.name, timeline, failed: errs.length > 0, collectives: r.collectives ?? [] });
-  if (!errs.length) return { timeline, error: null };
   // ORT wraps a failing node's message once per enclosing node (If, Loop): keep the innermost
   const clean = errs.map(({ rank, e }) => ({
     rank,
