@@ -166,12 +166,24 @@ export function zeroTensorContext(
   L: Omit<ZeroTensorLayout, "optSpecs" | "optSlots" | "paramSpecs">,
   inStep: boolean,
 ): ShardedUpdate {
-  const base = shardedContext(L.stage, L.dataAxis, L.paramDef, L.shapes, inStep);
+  return zeroAxesContext(L.stage, L.dataAxis, [L.tensorAxis, L.dataAxis], L.paramDef, L.shapes, inStep);
+}
+
+/** The sharded-update context of slices disjoint over mesh axes `axes` (ZeRO over `dataAxis`): partial sums psum. */
+export function zeroAxesContext(
+  stage: 1 | 2 | 3,
+  dataAxis: string,
+  axes: readonly string[],
+  paramDef: TreeDef,
+  shapes: readonly (readonly number[])[],
+  inStep: boolean,
+): ShardedUpdate {
+  const base = shardedContext(stage, dataAxis, paramDef, shapes, inStep);
   return {
-    where: `ZeRO stage ${L.stage} over mesh axes ${JSON.stringify([L.tensorAxis, L.dataAxis])}`,
+    where: `ZeRO stage ${stage} over mesh axes ${JSON.stringify(axes)}`,
     sum: (x: Array) => {
       base.sum(x); // raises outside the step (init must not sum over devices)
-      return lax.psum(x, [L.tensorAxis, L.dataAxis]);
+      return lax.psum(x, [...axes]);
     },
     fullShapes: base.fullShapes,
   };
