@@ -29,8 +29,15 @@ import {
 } from "../models/gpt.js";
 import { makePipeline } from "../models/pipeline.js";
 import { checkShardable, flatPad, packLocal, packRows, unflatPad, unpackLocal, unpackRows } from "../models/zero.js";
-import { mapOptSlots, optStateSlots, zeroAxesContext } from "../models/zero-tensor.js";
-import type { GptOuter } from "./engines.js";
+import {
+  gatherZeroParams,
+  mapOptSlots,
+  optStateSlots,
+  placeZeroOptState,
+  placeZeroParams,
+  zeroAxesContext,
+} from "../models/zero-tensor.js";
+import { type GptOuter, stageView } from "./engines.js";
 
 /** The pipelined ZeRO options. */
 export interface ZeroPipelineOptions {
@@ -170,16 +177,8 @@ const context = (L: LayoutBase, inStep: boolean) =>
   zeroAxesContext(L.stage, "data", groupAxes(L)[2], L.paramDef, L.shapes, inStep);
 
 /** Full parameters onto the layout. */
-function placeParams(L: ZeroPipelineTensorLayout, params: GptParams): GptParams {
-  const [ls] = flatten(params);
-  const [specs] = flatten(L.paramSpecs, isSpec);
-  return unflatten(
-    L.paramDef,
-    (ls as Array[]).map((x, i) =>
-      devicePut(L.stage === 3 ? toFlat(L, i, x) : x, NamedSharding(L.mesh, specs[i] as PartitionSpec)),
-    ),
-  ) as GptParams;
-}
+const placeParams = (L: ZeroPipelineTensorLayout, params: GptParams): GptParams =>
+  placeZeroParams(L, params, (i, x) => toFlat(L, i, x));
 
 /**
  * The layout and optimizer state on a mesh with axes 'pipe' and 'data' (and `tensorAxis`, with the blocks' tensor
@@ -309,13 +308,7 @@ export function zeroPipelineTensorShardState(
 
 /** The full parameters of a state. */
 export function zeroPipelineTensorGatherParams(state: ZeroPipelineTensorState): GptParams {
-  const L = state.layout;
-  if (L.stage !== 3) return state.params;
-  const [ls] = flatten(state.params);
-  return unflatten(
-    L.paramDef,
-    (ls as Array[]).map((f, i) => fromFlat(L, i, f)),
-  ) as GptParams;
+  return gatherZeroParams(state.layout, state.params, (i, f) => fromFlat(state.layout, i, f));
 }
 
 /** The optimizer state in the parameters' full shapes (the checkpoint's layout). */
@@ -330,14 +323,7 @@ export function zeroPipelineTensorRestore(
   params: GptParams,
   full: optim.OptState,
 ): ZeroPipelineTensorState {
-  const [specs] = flatten(L.optSpecs, isSpec);
-  const put = (x: Array, j: number) => devicePut(x, NamedSharding(L.mesh, specs[j] as PartitionSpec));
-  const optState = mapOptSlots(
-    full,
-    L.optSlots,
-    (i, leaf, j) => put(toFlat(L, i, leaf), j),
-    (leaf, j) => put(leaf, j),
-  );
+  const optState = placeZeroOptState(L, full, (i, x) => toFlat(L, i, x));
   return { params: placeParams(L, params), optState, layout: L };
 }
 
@@ -536,10 +522,9 @@ export function zeroPipelineStep(
       stage === 3
         ? (gather(params) as [GptLayer, GptOuter])
         : [
-            mapLeaves(blocks as unknown as GptLayer, (x) => {
-              const st = [S, x.shape[0] / S, ...x.shape.slice(1)];
-              return jnp.broadcastTo(jnp.expandDims(jnp.reshape(x, st), 1), [S, n, ...st.slice(1)]);
-            }),
+            mapLeaves(stageView(blocks as unknown as GptLayer, S), (x) =>
+              jnp.broadcastTo(jnp.expandDims(x, 1), [S, n, ...x.shape.slice(1)]),
+            ),
             rest as GptOuter,
           ];
     const [l, [go, gb]] = valueAndGrad(loss, { argnums: [0, 1] })(outer, copies, tokens, targets, mask) as [
