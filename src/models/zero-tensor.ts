@@ -166,12 +166,24 @@ export function zeroTensorContext(
   L: Omit<ZeroTensorLayout, "optSpecs" | "optSlots" | "paramSpecs">,
   inStep: boolean,
 ): ShardedUpdate {
-  const base = shardedContext(L.stage, L.dataAxis, L.paramDef, L.shapes, inStep);
+  return zeroAxesContext(L.stage, L.dataAxis, [L.tensorAxis, L.dataAxis], L.paramDef, L.shapes, inStep);
+}
+
+/** The sharded-update context of slices disjoint over mesh axes `axes` (ZeRO over `dataAxis`): partial sums psum. */
+export function zeroAxesContext(
+  stage: 1 | 2 | 3,
+  dataAxis: string,
+  axes: readonly string[],
+  paramDef: TreeDef,
+  shapes: readonly (readonly number[])[],
+  inStep: boolean,
+): ShardedUpdate {
+  const base = shardedContext(stage, dataAxis, paramDef, shapes, inStep);
   return {
-    where: `ZeRO stage ${L.stage} over mesh axes ${JSON.stringify([L.tensorAxis, L.dataAxis])}`,
+    where: `ZeRO stage ${stage} over mesh axes ${JSON.stringify(axes)}`,
     sum: (x: Array) => {
       base.sum(x); // raises outside the step (init must not sum over devices)
-      return lax.psum(x, [L.tensorAxis, L.dataAxis]);
+      return lax.psum(x, [...axes]);
     },
     fullShapes: base.fullShapes,
   };
@@ -212,13 +224,62 @@ export function zeroTensorShardState<Params>(
 
 /** Full parameters onto the layout (stage 3: flat and split; else with their tensor specs). */
 function placeParams<Params>(L: ZeroTensorLayout, params: Params): Params {
+  return placeZeroParams(L, params, (i, x) => toFlat(L, i, x));
+}
+
+/** The parts of a flat ZeRO layout that placing and gathering need (zero-tensor.ts's, the ZeRO x pipeline engine's). */
+export interface FlatZeroLayout {
+  readonly stage: 1 | 2 | 3;
+  readonly mesh: Mesh;
+  readonly paramDef: TreeDef;
+  readonly paramSpecs: SpecTree;
+  readonly optSpecs: SpecTree;
+  readonly optSlots: readonly (number | null)[];
+}
+
+/** Full parameters onto a flat layout: stage 3 each leaf `toFlat`, else as it is, placed with its spec. */
+export function placeZeroParams<Params>(
+  L: Omit<FlatZeroLayout, "optSpecs" | "optSlots">,
+  params: Params,
+  toFlat: (i: number, x: Array) => Array,
+): Params {
   const [ls] = flatten(params);
   const [specs] = flatten(L.paramSpecs, isSpec);
   return unflatten(
     L.paramDef,
     (ls as Array[]).map((x, i) =>
-      devicePut(L.stage === 3 ? toFlat(L, i, x) : x, NamedSharding(L.mesh, specs[i] as PartitionSpec)),
+      devicePut(L.stage === 3 ? toFlat(i, x) : x, NamedSharding(L.mesh, specs[i] as PartitionSpec)),
     ),
+  ) as Params;
+}
+
+/** A full-shaped optimizer state onto a flat layout: per-parameter leaves `toFlat`, every leaf placed with its spec. */
+export function placeZeroOptState(
+  L: Pick<FlatZeroLayout, "mesh" | "optSpecs" | "optSlots">,
+  full: optim.OptState,
+  toFlat: (i: number, x: Array) => Array,
+): optim.OptState {
+  const [specs] = flatten(L.optSpecs, isSpec);
+  const put = (x: Array, j: number) => devicePut(x, NamedSharding(L.mesh, specs[j] as PartitionSpec));
+  return mapOptSlots(
+    full,
+    L.optSlots,
+    (i, leaf, j) => put(toFlat(i, leaf), j),
+    (leaf, j) => put(leaf, j),
+  );
+}
+
+/** The full parameters of a flat layout's state (stage 3: each leaf `fromFlat`; else as they are). */
+export function gatherZeroParams<Params>(
+  L: Pick<FlatZeroLayout, "stage" | "paramDef">,
+  params: Params,
+  fromFlat: (i: number, f: Array) => Array,
+): Params {
+  if (L.stage !== 3) return params;
+  const [ls] = flatten(params);
+  return unflatten(
+    L.paramDef,
+    (ls as Array[]).map((f, i) => fromFlat(i, f)),
   ) as Params;
 }
 
@@ -279,13 +340,7 @@ function checkTensorOpts<Params>(
 
 /** The full parameters (original shapes) of a ZeRO x tensor state. */
 export function zeroTensorGatherParams<Params>(state: ZeroTensorState<Params>): Params {
-  const L = state.layout;
-  if (L.stage !== 3) return state.params;
-  const [ls] = flatten(state.params);
-  return unflatten(
-    L.paramDef,
-    (ls as Array[]).map((f, i) => fromFlat(L, i, f)),
-  ) as Params;
+  return gatherZeroParams(state.layout, state.params, (i, f) => fromFlat(state.layout, i, f));
 }
 
 /** The optimizer state with every per-parameter leaf in its parameter's full shape (the stage-0 layout). */
@@ -296,14 +351,7 @@ export function zeroTensorFullOptState(state: ZeroTensorState<unknown>): optim.O
 
 /** A stage-0-layout optimizer state (per-parameter leaves in full shapes) placed onto a ZeRO x tensor layout. */
 export function zeroTensorPlaceOptState(layout: ZeroTensorLayout, full: optim.OptState): optim.OptState {
-  const [specs] = flatten(layout.optSpecs, isSpec);
-  const put = (x: Array, j: number) => devicePut(x, NamedSharding(layout.mesh, specs[j] as PartitionSpec));
-  return mapOptSlots(
-    full,
-    layout.optSlots,
-    (i, leaf, j) => put(toFlat(layout, i, leaf), j),
-    (leaf, j) => put(leaf, j),
-  );
+  return placeZeroOptState(layout, full, (i, x) => toFlat(layout, i, x));
 }
 
 /** A ZeRO x tensor state from full parameters and a stage-0-layout optimizer state (a checkpoint): resharded. */

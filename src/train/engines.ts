@@ -74,6 +74,15 @@ export function fromLayered(l: LayeredGpt): GptParams {
   return p;
 }
 
+/** The stacked blocks ([L, ...] leaves) viewed per pipeline stage: [S, L/S, ...], stage s holding its L/S layers. */
+export const stageView = (blocks: GptLayer, S: number): GptLayer => {
+  const [ls, def] = flatten(blocks);
+  return unflatten(
+    def,
+    (ls as Array[]).map((x) => jnp.reshape(x, [S, x.shape[0] / S, ...x.shape.slice(1)])),
+  ) as GptLayer;
+};
+
 /**
  * The GPT loss as a LayeredLoss (ZeRO stage 3 gathers each layer's parameters just before the layer runs); with `tp`
  * the blocks are Megatron-sharded over that axis with gradients taken inside the body (ZeRO x tensor parallel).
@@ -124,11 +133,7 @@ export function makeGptPipelineLoss(
     schedule: opts.schedule ?? "gpipe",
   });
   return (params, tokens, targets, mask) => {
-    const [ls, def] = flatten(params.blocks);
-    const stacked = unflatten(
-      def,
-      (ls as Array[]).map((x) => jnp.reshape(x, [S, x.shape[0] / S, ...x.shape.slice(1)])),
-    ) as GptLayer;
+    const stacked = stageView(params.blocks, S);
     const h = run(stacked, gptEmbed(cfg, params, tokens));
     return gptMaskedXent(cfg, gptLogits(params, h), targets, mask);
   };

@@ -235,18 +235,17 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   // ZeRO over 'data' alone (zero.ts) or ZeRO x tensor parallel (zero-tensor.ts: each Megatron block sharded again)
   let zs: ZeroState<LayeredGpt> | null = null;
   let zt: ZeroTensorState<LayeredGpt> | null = null;
-  // ZeRO x pipeline (zero-pipeline.ts): each stage's blocks and every optimizer-state leaf sharded within the stage
-  let zp: ZeroTensorState<GptParams> | null = null;
-  // ZeRO x pipeline x tensor parallel (zero-pipeline-tensor.ts): each stage's Megatron blocks sharded over 'data'
+  // ZeRO x pipeline (x tensor parallel: zero-pipeline-tensor.ts, one engine): each stage's (Megatron) blocks and
+  // every optimizer-state leaf sharded over 'data' within the stage
   let zq: ZeroPipelineTensorState | null = null;
   // the pipeline without ZeRO: parameters and optimizer state in the per-stage layout (pipeline-edges.ts)
   let pipe: { layout: EdgeLayout; params: GptPipeParams; state: optim.OptState } | null = null;
-  if (zero && ps.pipeline_stages > 1 && tp > 1) {
-    zq = zeroPipelineTensorShardState(params, opt, mesh, model, spec, zero as 1 | 2 | 3);
+  if (zero && ps.pipeline_stages > 1) {
+    zq =
+      tp > 1
+        ? zeroPipelineTensorShardState(params, opt, mesh, model, spec, zero as 1 | 2 | 3)
+        : zeroPipelineShardState(params, opt, mesh, zero as 1 | 2 | 3);
     if (opts.resume) zq = zeroPipelineTensorRestore(zq.layout, params, state);
-  } else if (zero && ps.pipeline_stages > 1) {
-    zp = zeroPipelineShardState(params, opt, mesh, zero as 1 | 2 | 3);
-    if (opts.resume) zp = zeroTensorRestore(zp.layout, params, state);
   } else if ((zero || ps.overlap) && tp === 1) {
     // with overlap, stage 0 also runs on the ZeRO engine (its gradient all-reduce bucketed per layer and overlapped)
     const layered = toLayered(params);
@@ -277,23 +276,15 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   }
   const remat = c.run.remat;
   const microbatches = ps.microbatches || ps.pipeline_stages;
-  const zeroPipeStep = zp
-    ? makeGptZeroPipelineStep(model, opt, zp.layout, {
+  const zeroPipeStep = zq
+    ? (tp > 1 ? makeGptZeroPipelineTensorStep : makeGptZeroPipelineStep)(model, opt, zq.layout, {
         stage: zero as 1 | 2 | 3,
         microbatches,
         schedule: ps.schedule,
         remat,
       })
     : null;
-  const zeroPipeTpStep = zq
-    ? makeGptZeroPipelineTensorStep(model, opt, zq.layout, {
-        stage: zero as 1 | 2 | 3,
-        microbatches,
-        schedule: ps.schedule,
-        remat,
-      })
-    : null;
-  const plainStep = zs || zt || zp || zq || pipe ? null : jit(makeGptTrainStep(model, opt, mesh, spec, { remat }));
+  const plainStep = zs || zt || zq || pipe ? null : jit(makeGptTrainStep(model, opt, mesh, spec, { remat }));
   const pipeStep = pipe
     ? jit(makeGptPipeEdgeStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule }))
     : null;
@@ -314,13 +305,11 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       ? fromLayered(zeroGatherParams(zs))
       : zt
         ? fromLayered(zeroTensorGatherParams(zt))
-        : zp
-          ? zeroTensorGatherParams(zp)
-          : zq
-            ? zeroPipelineTensorGatherParams(zq)
-            : pipe
-              ? gptFromPipe(pipe.layout, pipe.params)
-              : params;
+        : zq
+          ? zeroPipelineTensorGatherParams(zq)
+          : pipe
+            ? gptFromPipe(pipe.layout, pipe.params)
+            : params;
   /** The optimizer state in the checkpoint's layout (the stacked GPT's shapes). */
   const fullOptState = (): optim.OptState => {
     if (zs) {
@@ -328,7 +317,6 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
       return optStateToStacked(opt, zeroFullOptState(zs, opt, layered).full, layered);
     }
     if (zt) return optStateToStacked(opt, zeroTensorFullOptState(zt), zeroTensorGatherParams(zt));
-    if (zp) return zeroTensorFullOptState(zp);
     if (zq) return zeroPipelineTensorFullOptState(zq);
     if (pipe) {
       const { layout, params: pp } = pipe;
@@ -377,8 +365,7 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         tracing && i >= traceFrom && i <= traceTo ? new profiler.StepTraceAnnotation("train", { stepNum: i }) : null;
       if (zs && zeroStep) [loss, zs] = zeroStep(zs, b.tokens, b.targets, b.mask);
       else if (zt && zeroTpStep) [loss, zt] = zeroTpStep(zt, b.tokens, b.targets, b.mask);
-      else if (zp && zeroPipeStep) [loss, zp] = zeroPipeStep(zp, b.tokens, b.targets, b.mask);
-      else if (zq && zeroPipeTpStep) [loss, zq] = zeroPipeTpStep(zq, b.tokens, b.targets, b.mask);
+      else if (zq && zeroPipeStep) [loss, zq] = zeroPipeStep(zq, b.tokens, b.targets, b.mask);
       else if (pipe && pipeStep) {
         // the pipelined step is manual SPMD code, whose jit returns unplaced arrays: keep each leaf's sharding
         const [l, p, st] = pipeStep(pipe.params, pipe.state, b.tokens, b.targets, b.mask);

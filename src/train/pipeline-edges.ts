@@ -27,7 +27,7 @@ import {
   gptLogits,
 } from "../models/gpt.js";
 import { makePipelineLoss } from "../models/pipeline-loss.js";
-import { gptPipelineParamSpecs } from "./engines.js";
+import { gptPipelineParamSpecs, stageView } from "./engines.js";
 
 /** The pipelined GPT's parameters: the blocks (layer dim over 'pipe') and the edge stages' flat rows [S, K]. */
 export interface GptPipeParams {
@@ -174,11 +174,7 @@ export function makeGptPipeEdgeLoss(
     schedule: opts.schedule ?? "gpipe",
   });
   return (pp, tokens, targets, mask) => {
-    const [ls, def] = flatten(pp.blocks);
-    const stacked = unflatten(
-      def,
-      (ls as Array[]).map((x) => jnp.reshape(x, [S, x.shape[0] / S, ...x.shape.slice(1)])),
-    ) as GptLayer;
+    const stacked = stageView(pp.blocks, S);
     const batch = jnp.stack([tokens.astype("float32"), targets.astype("float32"), mask.astype("float32")], -1);
     return jnp.divide(run(stacked, pp.edges, batch), jnp.sum(mask));
   };

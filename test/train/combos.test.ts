@@ -6,44 +6,15 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
-import { type TrainConfig, resolveConfig } from "../../src/train/config.js";
+import { prepareDevices } from "../../src/train/job.js";
+import { jobRunner, relErr, tinyJob } from "./tiny-job.js";
 
 prepareDevices(4);
 
 const lines: string[] = [];
-const quiet: JobOutput = { line: (s) => lines.push(s), bar: null };
-const tmp = mkdtempSync(join(tmpdir(), "jaxts-combos-"));
-process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
-let runs = 0;
-
-const MEGATRON = { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] };
-const NONE = { embeddings: [null, null], attention: [null, null, null], mlp: [null, null] };
-
-/** A tiny job: 2 layers, d_model 16, 2 heads, batch 8; clip 0.05 triggers (the global norm crosses devices). */
-function tiny(ps: Partial<TrainConfig["parallel_strategy"]>, steps: number): TrainConfig {
-  return resolveConfig({
-    parallel_strategy: { data_parallel: 1, tensor_parallel: 1, ...ps },
-    sharding_spec: (ps.tensor_parallel ?? 1) > 1 ? MEGATRON : NONE,
-    model: { d_model: 16, heads: 2, layers: 2, ff: 32 },
-    optimizer: { lr: 1e-2, warmup: 2, clip: 0.05 },
-    data: { digits: 2, batch_size: 8, held_out: 16 },
-    run: { steps, eval_every: 1000, checkpoint_every: 1000, trace_steps: 0, predictions: 0 },
-  });
-}
-function run(c: TrainConfig, opts: { resume?: string; stopAfter?: number; out?: string } = {}) {
-  const ps = c.parallel_strategy;
-  const out = opts.out ?? join(tmp, `run${runs++}`);
-  return runJob(c, setupJob(c, ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages), {
-    out,
-    output: quiet,
-    ...opts,
-  });
-}
-const relErr = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
+const { tmp, run } = jobRunner("jaxts-combos-", { line: (s) => lines.push(s), bar: null });
+const tiny = tinyJob;
 const ref = run(tiny({}, 4));
 
 test("ZeRO stages 1-3 x 2-way tensor parallel on a 2x2 mesh give the 1-device losses (1e-4)", () => {

@@ -5,60 +5,24 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Array } from "../../src/core/array.js";
 import { flatten } from "../../src/core/tree.js";
-import { type JobOutput, prepareDevices, runJob, setupJob } from "../../src/train/job.js";
-import { type TrainConfig, resolveConfig } from "../../src/train/config.js";
+import { prepareDevices, setupJob } from "../../src/train/job.js";
+import type { TrainConfig } from "../../src/train/config.js";
 import { initGpt } from "../../src/models/gpt.js";
-import type { Shard } from "../../src/parallel/device-put.js";
 import { makeGptZeroPipelineTensorStep, zeroPipelineTensorShardState } from "../../src/train/zero-pipeline-tensor.js";
 import { makeJobBatches } from "../../src/train/engines.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
+import { MEGATRON, bytesPerDevice, jobRunner, paramErr, relErr, tinyJob } from "./tiny-job.js";
 
 prepareDevices(8);
 const skip = deviceRuntimeUnavailable() ?? false;
 
-const quiet: JobOutput = { line: () => {}, bar: null };
-const tmp = mkdtempSync(join(tmpdir(), "jaxts-zero-pipe-tp-"));
-process.on("exit", () => rmSync(tmp, { recursive: true, force: true }));
-let runs = 0;
-
+const { tmp, run } = jobRunner("jaxts-zero-pipe-tp-");
 /** A tiny 2-layer job, heads and MLP units Megatron-sharded over 'model', clipByGlobalNorm in the chain. */
-function tiny(ps: Partial<TrainConfig["parallel_strategy"]>, steps: number): TrainConfig {
-  return resolveConfig({
-    parallel_strategy: { data_parallel: 1, tensor_parallel: 2, pipeline_stages: 2, microbatches: 2, ...ps },
-    sharding_spec: { embeddings: [null, null], attention: [null, "model", null], mlp: [null, "model"] },
-    model: { d_model: 16, heads: 2, layers: 2, ff: 32 },
-    optimizer: { lr: 1e-2, warmup: 2, clip: 0.05 },
-    data: { digits: 2, batch_size: 8, held_out: 16 },
-    run: { steps, eval_every: 1000, checkpoint_every: 1000, trace_steps: 0, predictions: 0 },
-  });
-}
-function run(c: TrainConfig, opts: { resume?: string; stopAfter?: number; out?: string } = {}) {
-  const ps = c.parallel_strategy;
-  return runJob(c, setupJob(c, ps.data_parallel * ps.tensor_parallel * ps.pipeline_stages), {
-    out: opts.out ?? join(tmp, `run${runs++}`),
-    output: quiet,
-    ...opts,
-  });
-}
-const relErr = (a: number[], b: number[]) => Math.max(...a.map((x, i) => Math.abs(x - b[i]) / Math.abs(b[i])));
-const paramErr = (a: unknown, b: unknown): number => {
-  const [la] = flatten(a),
-    [lb] = flatten(b);
-  assert.equal(la.length, lb.length);
-  return Math.max(
-    ...la.map((x, i) => {
-      const u = [(x as Array).tolist()].flat(Infinity) as number[],
-        v = [(lb[i] as Array).tolist()].flat(Infinity) as number[];
-      assert.equal(u.length, v.length);
-      return Math.max(...u.map((e, j) => Math.abs(e - v[j])));
-    }),
-  );
-};
+const tiny = (ps: Partial<TrainConfig["parallel_strategy"]>, steps: number): TrainConfig =>
+  tinyJob({ tensor_parallel: 2, pipeline_stages: 2, microbatches: 2, ...ps }, steps, { spec: MEGATRON });
 
 test("ZeRO-1/2/3 x pipeline x tensor (GPipe, 1F1B) equal pipeline x tensor and the unpipelined model", { skip }, () => {
   const ref = run(tiny({ tensor_parallel: 1, pipeline_stages: 1, microbatches: 0 }, 3));
@@ -104,13 +68,7 @@ test("ZeRO-3 x pipeline x tensor: each device holds a quarter of the parameter a
   const step = makeGptZeroPipelineTensorStep(model, opt, st.layout, { stage: 3, microbatches: 2 });
   const b = makeJobBatches(task, mesh, 8, 1).next();
   [, st] = step(st, b.tokens, b.targets, b.mask);
-  const perDevice = (tree: unknown): Map<number, number> => {
-    const m = new Map<number, number>();
-    for (const leaf of flatten(tree)[0] as Array[])
-      for (const s of leaf.addressableShards as Shard[])
-        m.set(s.device.id, (m.get(s.device.id) ?? 0) + s.data.size * 4); // float32 and int32 leaves only
-    return m;
-  };
+  const perDevice = bytesPerDevice;
   const nParams = (flatten(params)[0] as Array[]).reduce((a, x) => a + x.size, 0);
   const total = 3 * nParams * 4; // parameters + adam's mu and nu, unsharded
   const k = st.layout.shardLen.reduce((a, x) => a + x, 0);
