@@ -59,8 +59,7 @@ template <typename F>
 F fn(Slot s) { return ort::At<F>(g_api, s); }
 St Error(const std::string& msg) { return fn<St (*)(int, const char*)>(kCreateStatus)(2, msg.c_str()); }
 
-enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
-const char* const kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
+using Kind = CollectiveKind;
 
 // ------------------------------------------------------------------ communication threads
 class CommThread {
@@ -166,7 +165,7 @@ St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   k->group_size = KernelIntAttr(g_api, info, "group_size", 1);
   k->groups = KernelIntsAttr(g_api, info, "groups");
   k->pairs = KernelIntsAttr(g_api, info, "pairs");
-  k->label = KernelStringAttr(g_api, info, "label", kNames[k->kind]);
+  k->label = KernelStringAttr(g_api, info, "label", CollectiveKindName(k->kind));
   k->axes = KernelStringAttr(g_api, info, "axes", "its group");
   *out = k;
   return nullptr;
@@ -312,7 +311,7 @@ St DoneCompute(const Kernel& k, OrtKernelContext* ctx, DeviceContext* dev, const
 
 St Compute(void* kp, OrtKernelContext* ctx) {
   const Kernel& k = *static_cast<Kernel*>(kp);
-  const std::string who = std::string("jaxts.async.") + (k.start ? "CollectiveStart" : "CollectiveDone") + " of " + kNames[k.kind] +
+  const std::string who = std::string("jaxts.async.") + (k.start ? "CollectiveStart" : "CollectiveDone") + " of " + CollectiveKindName(k.kind) +
                           " (" + k.label + " over " + k.axes + ")";
   DeviceContext* dev = CurrentDevice();
   if (!dev || !dev->comm) return Error(who + ": runs only inside a device program launched on the device runtime");

@@ -39,8 +39,7 @@ F fn(Slot s) { return ort::At<F>(g_api, s); }
 
 St Error(const std::string& msg) { return fn<St (*)(int, const char*)>(kCreateStatus)(2, msg.c_str()); }  // ORT_INVALID_ARGUMENT
 
-enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute, kAxisIndex };
-const char* const kNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
+using Kind = CollectiveKind;
 
 struct Kernel {
   Kind kind;
@@ -63,7 +62,7 @@ St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   k->pairs = KernelIntsAttr(g_api, info, "pairs");
   k->dims = KernelIntsAttr(g_api, info, "dims");
   k->axis = IntAttr(info, "axis", 0);
-  k->label = KernelStringAttr(g_api, info, "label", kNames[K]);
+  k->label = KernelStringAttr(g_api, info, "label", CollectiveKindName(K));
   k->axes = KernelStringAttr(g_api, info, "axes", "its group");
   *out = k;
   return nullptr;
@@ -87,7 +86,7 @@ std::string ShapeStr(const std::vector<int64_t>& d) {
 
 St Compute(void* kp, OrtKernelContext* ctx) {
   const Kernel& k = *static_cast<Kernel*>(kp);
-  const std::string who = std::string("jaxts.collectives.") + kNames[k.kind] + " (" + k.label + " over " + k.axes + ")";
+  const std::string who = std::string("jaxts.collectives.") + CollectiveKindName(k.kind) + " (" + k.label + " over " + k.axes + ")";
   DeviceContext* dev = CurrentDevice();
   if (!dev || !dev->comm) return Error(who + ": runs only inside a device program launched on the device runtime");
   if (k.kind == kAxisIndex) {
@@ -174,7 +173,7 @@ St Compute(void* kp, OrtKernelContext* ctx) {
     rec.ready = ready < 0 ? t0 : ready;  // a group of one never waits
     dev->records->push_back(std::move(rec));
   }
-  if (!err.empty()) return Error("jaxts.collectives." + std::string(kNames[k.kind]) + ": " + err);
+  if (!err.empty()) return Error("jaxts.collectives." + std::string(CollectiveKindName(k.kind)) + ": " + err);
   return nullptr;
 }
 void ComputeV1(void* k, OrtKernelContext* ctx) {
@@ -185,7 +184,7 @@ void ComputeV1(void* k, OrtKernelContext* ctx) {
 }
 
 template <Kind K>
-const char* Name(const CustomOp*) { return kNames[K]; }
+const char* Name(const CustomOp*) { return CollectiveKindName(K); }
 const char* Ep(const CustomOp*) { return nullptr; }            // CPU execution provider
 int AnyType(const CustomOp*, size_t) { return 0; }             // UNDEFINED: one dynamically typed input, the output follows it
 int Int32Type(const CustomOp*, size_t) { return 6; }

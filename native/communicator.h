@@ -20,6 +20,15 @@ enum class ReduceOp : int { kSum = 0, kMax = 1, kMin = 2 };
 /** ONNX element types the collectives move (TensorProto.DataType codes). */
 enum ElemType : int { kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat64 = 11 };
 
+/**
+ * The collectives' kinds: one code for every collective op, communicator and launch record (the lowering's op names
+ * and src/compiler/async-collectives.ts's KINDS use the same order).
+ */
+enum CollectiveKind : int { kAllReduce = 0, kAllGather = 1, kReduceScatter = 2, kAllToAll = 3, kPermute = 4, kAxisIndex = 5 };
+/** The op name of a kind ("AllReduce", "CollectivePermute", ...); "?" out of range. */
+const char* CollectiveKindName(int kind);
+/** "[0, 1, 2]": a list of ranks (or processes) for error messages. */
+std::string RankList(const std::vector<int>& ranks);
 /** Bytes per element of an ONNX element type, 0 when the collectives do not move it. */
 size_t ElementBytes(int onnx_type);
 

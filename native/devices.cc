@@ -431,7 +431,6 @@ napi_value Result(napi_env env, Launch& L) {
   napi_set_named_property(env, obj, "threads", threads);
   if (L.record) {
     // collectives[rank]: { kind, name, axes, groupSize, bytes, start, ready, end } per collective, in the order run
-    static const char* const kKinds[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
     napi_value colls;
     napi_create_array_with_length(env, size_t(L.n), &colls);
     for (int r = 0; r < L.n; r++) {
@@ -442,7 +441,7 @@ napi_value Result(napi_env env, Launch& L) {
         const CollectiveRecord& c = recs[i];
         napi_value o, x;
         napi_create_object(env, &o);
-        napi_create_string_utf8(env, c.kind >= 0 && c.kind < 6 ? kKinds[c.kind] : "?", NAPI_AUTO_LENGTH, &x);
+        napi_create_string_utf8(env, CollectiveKindName(c.kind), NAPI_AUTO_LENGTH, &x);
         napi_set_named_property(env, o, "kind", x);
         napi_create_string_utf8(env, c.name.c_str(), NAPI_AUTO_LENGTH, &x);
         napi_set_named_property(env, o, "name", x);

@@ -29,6 +29,7 @@
 #include <tuple>
 
 #include "device-context.h"
+#include "meeting-registry.h"
 
 namespace jaxts {
 
@@ -51,54 +52,18 @@ struct Mailbox {
 
 namespace {
 
-using Key = std::tuple<uint64_t, uint64_t, int>;  // launch, seq, first rank of the group
-
-struct Registry {
-  std::mutex mu;
-  std::map<Key, std::shared_ptr<Mailbox>> open;
-  std::map<uint64_t, std::string> aborted;
-};
+using Registry = MeetingRegistry<Mailbox>;
 Registry& TheRegistry() {
   static Registry* r = new Registry();  // never destroyed: device threads may outlive static destructors
   return *r;
 }
 
-Key KeyOf(const CollectiveCall& c) { return Key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())}; }
-
-std::string List(const std::vector<int>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
 std::string Where(const CollectiveCall& c, int rank) {
-  return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on rank " + std::to_string(rank);
-}
-
-const char* KindName(int k) {
-  static const char* names[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
-  return k >= 0 && k <= 4 ? names[k] : "?";
+  return c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on rank " + std::to_string(rank);
 }
 
 // Fails the mailbox unless every member already posted (then its pulls complete normally): decided under mu.
-void Fail(Mailbox& b, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(b.mu);
-    if (!b.failed.load() && b.posted.load() < int(b.slots.size())) {
-      b.error = why;
-      b.failed.store(true);
-    }
-  }
-  b.cv.notify_all();
-}
-
-// Removes the mailbox under key if it is still b.
-void Remove(const Key& key, const Mailbox* b) {
-  Registry& reg = TheRegistry();
-  std::lock_guard<std::mutex> lock(reg.mu);
-  auto it = reg.open.find(key);
-  if (it != reg.open.end() && it->second.get() == b) reg.open.erase(it);
-}
+void Fail(Mailbox& b, const std::string& why) { FailMeeting(b, &Mailbox::posted, b.slots.size(), why); }
 
 }  // namespace
 
@@ -123,7 +88,7 @@ std::string MailboxPost(const CollectiveCall& c, int rank, int kind, int op, con
     std::lock_guard<std::mutex> lock(reg.mu);
     auto ab = reg.aborted.find(c.launch);
     if (ab != reg.aborted.end()) return Where(c, rank) + ": released because the launch failed: " + ab->second;
-    const Key key = KeyOf(c);
+    const CollectiveKey key = KeyOf(c);
     auto it = reg.open.find(key);
     if (it == reg.open.end()) {
       b = std::make_shared<Mailbox>();
@@ -141,7 +106,7 @@ std::string MailboxPost(const CollectiveCall& c, int rank, int kind, int op, con
     if (b->failed.load()) {
       err = Where(c, rank) + ": " + b->error;
     } else if (b->group != c.group) {
-      err = Where(c, rank) + ": peers disagree on the group (" + List(b->group) + " vs " + List(c.group) + ")";
+      err = Where(c, rank) + ": peers disagree on the group (" + RankList(b->group) + " vs " + RankList(c.group) + ")";
     } else if (s.posted) {
       err = Where(c, rank) + ": rank posted twice";
     } else {
@@ -185,9 +150,9 @@ std::string MailboxPull(const CollectiveCall& c, const std::shared_ptr<Mailbox>&
       std::lock_guard<std::mutex> lock(b.mu);
       for (int q = 0; q < n; q++) (b.slots[size_t(q)].posted ? came : missing).push_back(c.group[size_t(q)]);
     }
-    const std::string msg = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " +
-                            std::to_string(c.timeout_ms) + " ms waiting for its peers to post: ranks that posted " + List(came) +
-                            ", missing " + List(missing);
+    const std::string msg = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") timed out after " +
+                            std::to_string(c.timeout_ms) + " ms waiting for its peers to post: ranks that posted " + RankList(came) +
+                            ", missing " + RankList(missing);
     Fail(b, msg);  // no-op if the last member posted meanwhile: then the pull goes ahead after all
     if (b.posted.load(std::memory_order_acquire) < n) {
       std::string err;
@@ -206,8 +171,8 @@ std::string MailboxPull(const CollectiveCall& c, const std::shared_ptr<Mailbox>&
   for (int q = 0; q < n && err.empty(); q++) {
     const Mailbox::Slot& s = b.slots[size_t(q)];
     if (s.kind != me.kind || s.op != me.op || s.type != me.type || s.count != me.count)
-      err = Where(c, rank) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + KindName(s.kind) + " of " +
-            std::to_string(s.count) + " elements of type " + std::to_string(s.type) + ", this rank " + KindName(me.kind) + " of " +
+      err = Where(c, rank) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + CollectiveKindName(s.kind) + " of " +
+            std::to_string(s.count) + " elements of type " + std::to_string(s.type) + ", this rank " + CollectiveKindName(me.kind) + " of " +
             std::to_string(me.count) + " elements of type " + std::to_string(me.type);
   }
   const size_t w = ElementBytes(me.type), count = me.count;
@@ -251,36 +216,20 @@ std::string MailboxPull(const CollectiveCall& c, const std::shared_ptr<Mailbox>&
     }
   }
   // the last member to pull closes the mailbox (its staged inputs go with the last reference)
-  if (b.pulled.fetch_add(1, std::memory_order_acq_rel) + 1 == n) Remove(KeyOf(c), &b);
+  if (b.pulled.fetch_add(1, std::memory_order_acq_rel) + 1 == n) TheRegistry().Remove(KeyOf(c), &b);
   return err;
 }
 
 void MailboxAbort(uint64_t launch, const std::string& why) {
-  Registry& reg = TheRegistry();
-  std::vector<std::shared_ptr<Mailbox>> hit;
-  {
-    std::lock_guard<std::mutex> lock(reg.mu);
-    reg.aborted.emplace(launch, why);  // the first reason wins
-    for (auto& kv : reg.open)
-      if (std::get<0>(kv.first) == launch) hit.push_back(kv.second);
-  }
-  for (auto& b : hit) Fail(*b, "released because the launch failed: " + why);
+  for (auto& b : TheRegistry().Abort(launch, why)) Fail(*b, "released because the launch failed: " + why);
 }
 
 void MailboxForget(uint64_t launch) {
-  Registry& reg = TheRegistry();
-  std::lock_guard<std::mutex> lock(reg.mu);
-  reg.aborted.erase(launch);
-  for (auto it = reg.open.begin(); it != reg.open.end();) {
-    if (std::get<0>(it->first) == launch) it = reg.open.erase(it);
-    else ++it;
-  }
+  TheRegistry().Forget(launch);
 }
 
 size_t OpenMailboxes() {
-  Registry& reg = TheRegistry();
-  std::lock_guard<std::mutex> lock(reg.mu);
-  return reg.open.size();
+  return TheRegistry().Size();
 }
 
 }  // namespace jaxts

@@ -29,6 +29,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "meeting-registry.h"
 #include "mpi-loader.h"
 #include "mpi-shm.h"
 #include "napi-util.h"
@@ -37,8 +38,6 @@ namespace jaxts {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
-const char* const kKindNames[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
 
 std::string TypeName(int t) {
   switch (t) {
@@ -51,11 +50,6 @@ std::string TypeName(int t) {
     case kUint8: return "uint8";
     default: return "type " + std::to_string(t);
   }
-}
-std::string List(const std::vector<int>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 std::string Shape(const int64_t* d, int nd) {
   std::string s = "[";
@@ -181,9 +175,8 @@ struct Local {
   std::mutex mu;
   std::condition_variable cv;
 };
-using Key = std::tuple<uint64_t, uint64_t, int>;
 std::mutex g_local_mu;
-std::map<Key, std::shared_ptr<Local>>* g_locals = new std::map<Key, std::shared_ptr<Local>>();  // never destroyed
+std::map<CollectiveKey, std::shared_ptr<Local>>* g_locals = new std::map<CollectiveKey, std::shared_ptr<Local>>();  // never destroyed
 
 class ProcessCommunicator : public Communicator {
  public:
@@ -244,7 +237,7 @@ class ProcessCommunicator : public Communicator {
   /** Why this launch failed on a device of this process, or "". */
   std::string LocalAbort() const { return AbortOf(pm_->global_launch, {}); }
   std::string Where(const CollectiveCall& c) const {
-    return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+    return c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
   }
   std::vector<int> RanksOf(const CollectiveCall& c, int proc) const {
     std::vector<int> v;
@@ -294,7 +287,7 @@ class ProcessCommunicator : public Communicator {
     std::vector<int> local;  // group positions of this process's members
     for (int q = 0; q < n; q++)
       if (Proc(c.group[size_t(q)]) == pm_->self) local.push_back(q);
-    const Key key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())};
+    const CollectiveKey key = KeyOf(c);
     std::shared_ptr<Local> lr;
     {
       std::lock_guard<std::mutex> lock(g_local_mu);
@@ -331,8 +324,8 @@ class ProcessCommunicator : public Communicator {
         } else if (lr->arrived < int(local.size())) {
           std::vector<int> came, missing;
           for (int q : local) (lr->ins[size_t(q)] || lr->outs[size_t(q)] ? came : missing).push_back(c.group[size_t(q)]);
-          lr->error = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
-                      " ms on process " + std::to_string(pm_->self) + ": local ranks that arrived " + List(came) + ", missing " + List(missing);
+          lr->error = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
+                      " ms on process " + std::to_string(pm_->self) + ": local ranks that arrived " + RankList(came) + ", missing " + RankList(missing);
         } else {
           lock.unlock();
           std::string e = Lead(c, kind, op, count, type, pairs, local, *lr, deadline);
@@ -410,9 +403,9 @@ class ProcessCommunicator : public Communicator {
     } else {
       for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
     }
-    const std::string what = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on process " + std::to_string(pm_->self);
+    const std::string what = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
     auto describe = [&](const Header& h) {
-      return std::string(h.kind >= 0 && h.kind < 5 ? kKindNames[h.kind] : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
+      return std::string(h.kind >= 0 && h.kind <= kPermute ? CollectiveKindName(h.kind) : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
     };
     // a device failure here or on another process of the launch ends the wait for headers at once
     std::string abort_why;
@@ -436,12 +429,12 @@ class ProcessCommunicator : public Communicator {
     if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
       // name the ranks of the silent processes
-      for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+      for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
       return err;
     }
     for (size_t i = 0; i < remote.size(); i++) {
       const Header& h = theirs[i];
-      const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + List(RanksOf(c, remote[i])) + ")";
+      const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + RankList(RanksOf(c, remote[i])) + ")";
       if (h.magic != mine.magic) return what + ": " + who + " sent a malformed header";
       if (h.launch != mine.launch || h.seq != mine.seq)
         return what + ": processes are out of step: " + who + " is at collective #" + std::to_string(h.seq) + " of launch #" + std::to_string(h.launch) +
@@ -636,7 +629,7 @@ class ProcessCommunicator : public Communicator {
     std::string err = mpi::RunStream(st, tag, deadline, what + " timed out during the data exchange");
     if (!err.empty()) {
       for (int pr : procs)
-        if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+        if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
       return err;
     }
     for (int q : write ? *write : local) {
@@ -660,7 +653,7 @@ class ProcessCommunicator : public Communicator {
     const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
     const auto named = [&](std::string e) {
       for (int pr : procs)
-        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
       return e;
     };
     // this host's processes of the group (group order; the first leads) and the host leaders
@@ -837,7 +830,7 @@ class ProcessCommunicator : public Communicator {
     std::string err;
     const auto named = [&](std::string e) {
       for (int pr : procs)
-        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + List(RanksOf(c, pr));
+        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
       return e;
     };
     if (kind != kAllGather) {

@@ -25,6 +25,7 @@
 #include "cpu-level.h"
 #include "reduce-kernels.h"
 #include "mailbox-collectives.h"
+#include "meeting-registry.h"
 
 namespace jaxts {
 
@@ -37,13 +38,18 @@ size_t ElementBytes(int t) {
   }
 }
 
-namespace {
-
-enum Kind : int { kAllReduce, kAllGather, kReduceScatter, kAllToAll, kPermute };
-const char* KindName(int k) {
-  static const char* names[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"};
-  return names[k];
+const char* CollectiveKindName(int kind) {
+  static const char* const names[] = {"AllReduce", "AllGather", "ReduceScatter", "AllToAll", "CollectivePermute", "AxisIndex"};
+  return kind >= 0 && kind <= kAxisIndex ? names[kind] : "?";
 }
+
+std::string RankList(const std::vector<int>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+namespace {
 
 struct Member {
   const void* in = nullptr;
@@ -63,38 +69,17 @@ struct Rendezvous {
   std::condition_variable cv;
 };
 
-using Key = std::tuple<uint64_t, uint64_t, int>;  // launch, seq, first rank of the group
-
-struct World {
-  std::mutex mu;
-  std::map<Key, std::shared_ptr<Rendezvous>> open;
-  std::map<uint64_t, std::string> aborted;
-};
+using World = MeetingRegistry<Rendezvous>;
 World& TheWorld() {
   static World* w = new World();  // never destroyed: device threads may outlive static destructors
   return *w;
-}
-
-std::string List(const std::vector<int>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
 }
 
 // A rendezvous either completes (all members arrived) or fails before completing, never both: arrivals and
 // failures are decided under r.mu, so no member moves bytes into a peer that has already given up.
 
 // Fails the rendezvous unless every member already arrived (then its members complete normally).
-void Fail(Rendezvous& r, const std::string& why) {
-  {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (!r.failed.load() && r.arrived.load() < int(r.members.size())) {
-      r.error = why;
-      r.failed.store(true);
-    }
-  }
-  r.cv.notify_all();
-}
+void Fail(Rendezvous& r, const std::string& why) { FailMeeting(r, &Rendezvous::arrived, r.members.size(), why); }
 
 // Counts this member in (phase 1); false when the rendezvous already failed.
 bool Join(Rendezvous& r) {
@@ -166,7 +151,7 @@ class ShmCommunicator : public Communicator {
 
  private:
   std::string Where(const CollectiveCall& c) const {
-    return c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") on rank " + std::to_string(rank_);
+    return c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on rank " + std::to_string(rank_);
   }
 
   std::string Run(const CollectiveCall& c, int kind, int op, const void* in, void* out, size_t count, int type,
@@ -185,7 +170,7 @@ class ShmCommunicator : public Communicator {
       std::lock_guard<std::mutex> lock(world.mu);
       auto ab = world.aborted.find(c.launch);
       if (ab != world.aborted.end()) return Where(c) + ": released because the launch failed: " + ab->second;
-      const Key key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())};
+      const CollectiveKey key = KeyOf(c);
       auto it = world.open.find(key);
       if (it == world.open.end()) {
         r = std::make_shared<Rendezvous>();
@@ -196,7 +181,7 @@ class ShmCommunicator : public Communicator {
         r = it->second;
       }
       if (r->group != c.group) {
-        Fail(*r, Where(c) + ": peers disagree on the group (" + List(r->group) + " vs " + List(c.group) + ")");
+        Fail(*r, Where(c) + ": peers disagree on the group (" + RankList(r->group) + " vs " + RankList(c.group) + ")");
       } else if (r->members[size_t(p)].arrived) {
         Fail(*r, Where(c) + ": rank arrived twice");
       } else {
@@ -219,8 +204,8 @@ class ShmCommunicator : public Communicator {
         std::lock_guard<std::mutex> lock(world.mu);
         for (int q = 0; q < n; q++) (r->members[size_t(q)].arrived ? came : missing).push_back(c.group[size_t(q)]);
       }
-      const std::string msg = c.name + " over " + c.axes + " (group of ranks " + List(c.group) + ") timed out after " +
-                              std::to_string(c.timeout_ms) + " ms: ranks that arrived " + List(came) + ", missing " + List(missing);
+      const std::string msg = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") timed out after " +
+                              std::to_string(c.timeout_ms) + " ms: ranks that arrived " + RankList(came) + ", missing " + RankList(missing);
       Fail(*r, msg);  // no-op if the last member arrived meanwhile: then the rendezvous completes after all
       complete = r->arrived.load() >= n;
       if (!complete) {
@@ -237,8 +222,8 @@ class ShmCommunicator : public Communicator {
       for (int q = 0; q < n && err.empty(); q++) {
         const Member& m = r->members[size_t(q)];
         if (m.kind != kind || m.op != op || m.type != type || m.count != count)
-          err = Where(c) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + KindName(m.kind) +
-                " of " + std::to_string(m.count) + " elements of type " + std::to_string(m.type) + ", this rank " + KindName(kind) +
+          err = Where(c) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + CollectiveKindName(m.kind) +
+                " of " + std::to_string(m.count) + " elements of type " + std::to_string(m.type) + ", this rank " + CollectiveKindName(kind) +
                 " of " + std::to_string(count) + " elements of type " + std::to_string(type);
       }
       if (err.empty() && !Share(*r, kind, op, p, n, count, type, pairs)) err = Where(c) + ": unsupported reduction for element type " + std::to_string(type);
@@ -252,11 +237,7 @@ class ShmCommunicator : public Communicator {
       }
     }
     // the last member out closes the rendezvous (a failed one is closed by Forget when the launch ends)
-    if (r->left.fetch_add(1) + 1 == n) {
-      std::lock_guard<std::mutex> lock(world.mu);
-      auto it = world.open.find(Key{c.launch, c.seq, *std::min_element(c.group.begin(), c.group.end())});
-      if (it != world.open.end() && it->second == r) world.open.erase(it);
-    }
+    if (r->left.fetch_add(1) + 1 == n) world.Remove(KeyOf(c), r.get());
     return err;
   }
 
@@ -324,33 +305,17 @@ class ShmCommunicator : public Communicator {
 }  // namespace
 
 void ShmWorld::Abort(uint64_t launch, const std::string& why) {
-  World& w = TheWorld();
-  std::vector<std::shared_ptr<Rendezvous>> hit;
-  {
-    std::lock_guard<std::mutex> lock(w.mu);
-    w.aborted.emplace(launch, why);  // the first reason wins
-    for (auto& kv : w.open)
-      if (std::get<0>(kv.first) == launch) hit.push_back(kv.second);
-  }
-  for (auto& r : hit) Fail(*r, "released because the launch failed: " + why);
+  for (auto& r : TheWorld().Abort(launch, why)) Fail(*r, "released because the launch failed: " + why);
   MailboxAbort(launch, why);  // the one-sided async collectives' waits too
 }
 
 void ShmWorld::Forget(uint64_t launch) {
-  World& w = TheWorld();
-  std::lock_guard<std::mutex> lock(w.mu);
-  w.aborted.erase(launch);
-  for (auto it = w.open.begin(); it != w.open.end();) {
-    if (std::get<0>(it->first) == launch) it = w.open.erase(it);
-    else ++it;
-  }
+  TheWorld().Forget(launch);
   MailboxForget(launch);
 }
 
 size_t ShmWorld::OpenRendezvous() {
-  World& w = TheWorld();
-  std::lock_guard<std::mutex> lock(w.mu);
-  return w.open.size() + OpenMailboxes();
+  return TheWorld().Size() + OpenMailboxes();
 }
 
 Communicator* NewShmCommunicator(int rank, int size) { return new ShmCommunicator(rank, size); }

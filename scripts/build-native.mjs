@@ -44,6 +44,7 @@ const headers = [
   "collective-ops.h",
   "async-collective-ops.h",
   "mailbox-collectives.h",
+  "meeting-registry.h",
   "napi-util.h",
   "mpi-loader.h",
   "mpi-communicator.h",
