@@ -1,6 +1,7 @@
 /**
  * @file The JS thread's CPU per data-parallel MLP step (`node dist/bench/host-step.js [--devices=1|2] [--steps=N]`):
  * the bench's shardMap step in a loop that waits for every step, JS-thread CPU from its schedstat, no other work.
+ * `--pmap-tiny`: devices.js's pmap of a tiny function (2x16 float32) instead, with the median native stamps.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -13,7 +14,8 @@ config.update("numCpuDevices", Math.max(2, n));
 config.update("spmdRuntime", "devices");
 config.update("deviceIntraOpThreads", 1);
 const jaxts = await import("../src/index.js");
-const { devicePut, grad, lax, makeMesh, numpy: jnp, shardMap, sharding } = jaxts;
+const { devicePut, grad, lax, makeMesh, numpy: jnp, pmap, runtime: rt, shardMap, sharding } = jaxts;
+const tinyMode = process.argv.includes("--pmap-tiny");
 type Arr = import("../src/core/array.js").Array;
 const { NamedSharding, P } = sharding;
 const { params, xb, yb, loss } = mlpProblem(jaxts);
@@ -35,7 +37,22 @@ const jsUserSys = (): [number, number] => {
   return [Number(rest[11]) * 10, Number(rest[12]) * 10];
 };
 const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
+const tinyFn = pmap((v: Arr): Arr => jnp.add(jnp.multiply(jnp.sin(v), 2), 1), "i");
+const xs = jnp.reshape(jnp.arange(32, undefined, undefined, { dtype: "float32" }), [2, 16]);
+const launchUs: number[] = [],
+  wakeUs: number[] = [];
 const run = (k: number): void => {
+  if (tinyMode) {
+    for (let i = 0; i < k; i++) {
+      tinyFn(xs).blockUntilReady().dispose();
+      const st = rt.lastLaunchStamps();
+      if (st) {
+        launchUs.push(st.submitted - st.enter);
+        wakeUs.push(st.woke - st.complete);
+      }
+    }
+    return;
+  }
   for (let i = 0; i < k; i++) {
     config.update("spmdShardUpdates", false);
     const next = step(p, x, y) as Arr[];
@@ -45,6 +62,7 @@ const run = (k: number): void => {
   }
 };
 run(20);
+launchUs.length = wakeUs.length = 0;
 // --pause-ms=N: print the pid and sleep before the measured steps (time to attach `perf record -t PID`)
 const pause = Number(process.argv.find((a) => a.startsWith("--pause-ms="))?.slice(11) ?? 0);
 if (pause > 0) {
@@ -70,6 +88,12 @@ const u1 = jsUserSys();
 const [user, sys] = [(u1[0] - u0[0]) / steps, (u1[1] - u0[1]) / steps];
 if (session && profile) writeFileSync(profile, JSON.stringify((await session.post("Profiler.stop")).profile));
 const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
-console.log(
-  `${n}x1 step: JS ${js.toFixed(3)} ms (user ${user.toFixed(3)}, system ${sys.toFixed(3)}), wall ${wall.toFixed(3)} ms per step (${steps} steps, load ${load})`,
-);
+const med = (a: number[]): number => [...a].sort((u, v) => u - v)[a.length >> 1] ?? NaN;
+if (tinyMode)
+  console.log(
+    `pmap tiny: JS ${(js * 1000).toFixed(1)} us (user ${(user * 1000).toFixed(1)}), wall ${(wall * 1000).toFixed(1)} us per call; median devLaunch ${med(launchUs).toFixed(1)} us, complete->woke ${med(wakeUs).toFixed(1)} us (${steps} calls, load ${load})`,
+  );
+else
+  console.log(
+    `${n}x1 step: JS ${js.toFixed(3)} ms (user ${user.toFixed(3)}, system ${sys.toFixed(3)}), wall ${wall.toFixed(3)} ms per step (${steps} steps, load ${load})`,
+  );

@@ -11,6 +11,8 @@
 //             (callerRuns: 1, without a callback, runs rank 0 on the calling thread when its executor is idle, before
 //             returning: a blocking launch then wakes one executor fewer and starts rank 0 without a hand-off)
 //   devWait(launch) -> result (blocks the calling thread until every device finished)
+// devLaunch keeps the input and output lists alive with one reference each (not one per buffer): the caller must not
+// change those lists (nor their inner per-rank lists) until the launch completed.
 //   devOpenRendezvous() -> number of open rendezvous (tests)
 //   devSetExecutorSpin(us) -> previous value: how long an idle executor polls its queue before blocking (0: never)
 // result: { errors: (string|null)[], start: number[], end: number[], threads: number[], enter, submitted, complete,
@@ -69,7 +71,8 @@ std::string TakeError(St s) {
   return m;
 }
 
-// How long devWait polls before it blocks: a fraction of a tiny launch, negligible beside a long one.
+// How long devWait polls before it blocks: a fraction of a tiny launch. It polls only when the program's previous
+// launch says this one ends within that window: polling through a long launch burns the JS thread's CPU for nothing.
 constexpr int kWaitSpinUs = 30;
 
 void CpuRelax() {
@@ -194,6 +197,7 @@ struct Program {
   std::vector<std::string> in_names, out_names;
   std::vector<const char*> in_c, out_c;
   std::vector<int> in_types, out_types;
+  std::atomic<double> last_us{0};  // devLaunch entered -> last rank done, of the latest completed launch (0: none)
   ~Program() {
     for (OrtSession* s : sessions)
       if (s) fn<void (*)(OrtSession*)>(kReleaseSession)(s);
@@ -260,6 +264,14 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
         L->outs[size_t(r)].data());
     if (s) err = TakeError(s);
   }
+  // the rank's tensors only wrap memory JS owns: release them here (off the JS thread, which would otherwise do it in
+  // the launch handle's finalizer)
+  for (auto* vs : {&L->ins, &L->outs})
+    for (OrtValue*& x : (*vs)[size_t(r)])
+      if (x) {
+        fn<void (*)(OrtValue*)>(kReleaseValue)(x);
+        x = nullptr;
+      }
   if (err.empty()) err = FinishAsyncCollectives(L->id, grank);  // collectives started and not awaited
   L->end[size_t(r)] = NowUs();
   CurrentDevice() = nullptr;
@@ -273,6 +285,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   if (L->remaining.fetch_sub(1) == 1) {
     ShmWorld::Forget(L->id);
     L->t_complete = NowUs();
+    L->program->last_us.store(L->t_complete - L->t_enter, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(L->mu);
       L->complete = true;
@@ -312,38 +325,41 @@ napi_value At(napi_env env, napi_value arr, uint32_t i) {
   return v;
 }
 
-// A tensor of ONNX type `type` over a typed array's memory (no copy).
-bool Wrap(napi_env env, napi_value data, napi_value shape, int type, const std::string& what, OrtValue** out, std::vector<napi_ref>* refs) {
+// "input 3 of rank 1": built only for an error message (a launch wraps many buffers and most never fail)
+std::string What(bool output, uint32_t i, int r) {
+  return std::string(output ? "output " : "input ") + std::to_string(i) + " of rank " + std::to_string(r);
+}
+
+// A tensor of ONNX type `type` over a typed array's memory (no copy); the caller keeps the array alive.
+bool Wrap(napi_env env, napi_value data, napi_value shape, int type, bool output, uint32_t i, int r, OrtValue** out) {
   napi_typedarray_type tt;
-  size_t len = 0, off = 0;
+  size_t len = 0;
   void* ptr = nullptr;
-  napi_value ab;
-  if (napi_get_typedarray_info(env, data, &tt, &len, &ptr, &ab, &off) != napi_ok) {
-    Throw(env, what + " is not a typed array");
+  if (napi_get_typedarray_info(env, data, &tt, &len, &ptr, nullptr, nullptr) != napi_ok) {
+    Throw(env, What(output, i, r) + " is not a typed array");
     return false;
   }
   const size_t bytes = TypedArrayBytes(tt, len);
   const uint32_t nd = Length(env, shape);
-  std::vector<int64_t> dims(nd);
+  int64_t small[8];  // no allocation for the usual rank
+  std::vector<int64_t> big(nd > 8 ? nd : 0);
+  int64_t* dims = nd > 8 ? big.data() : small;
   size_t count = 1;
   for (uint32_t d = 0; d < nd; d++) {
     napi_get_value_int64(env, At(env, shape, d), &dims[d]);
     count *= size_t(dims[d]);
   }
   if (ElementBytes(type) && count * ElementBytes(type) != bytes) {
-    Throw(env, what + " holds " + std::to_string(bytes) + " bytes but its shape and type need " + std::to_string(count * ElementBytes(type)));
+    Throw(env, What(output, i, r) + " holds " + std::to_string(bytes) + " bytes but its shape and type need " + std::to_string(count * ElementBytes(type)));
     return false;
   }
   static uint64_t empty_storage = 0;
   St s = fn<St (*)(const void*, void*, size_t, const int64_t*, size_t, int, OrtValue**)>(kCreateTensorWithDataAsOrtValue)(
-      OrtCpuMemoryInfo(), ptr ? ptr : &empty_storage, bytes, dims.data(), nd, type, out);
+      OrtCpuMemoryInfo(), ptr ? ptr : &empty_storage, bytes, dims, nd, type, out);
   if (s) {
-    Throw(env, what + ": " + TakeError(s));
+    Throw(env, What(output, i, r) + ": " + TakeError(s));
     return false;
   }
-  napi_ref ref;
-  napi_create_reference(env, data, 1, &ref);  // the memory must outlive the device runs
-  refs->push_back(ref);
   return true;
 }
 
@@ -407,6 +423,28 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
   return handle;
 }
 
+// The result's property names as JS strings, made once per JS thread: napi_set_named_property looks each C string up
+// in V8's string table on every call (a third of the result's cost in perf).
+enum ResultKey { kErrors, kStart, kEnd, kThreads, kEnter, kSubmitted, kComplete, kWoke, kCallerRank, kNumKeys };
+napi_value KeyArray(napi_env env) {
+  static const char* const kNames[kNumKeys] = {"errors", "start", "end", "threads", "enter", "submitted", "complete", "woke", "callerRank"};
+  thread_local napi_env keys_env = nullptr;  // each JS thread (main, workers) has its own env
+  thread_local napi_ref keys = nullptr;      // an array of the names (Node 20 references objects only)
+  napi_value arr = nullptr, v = nullptr;
+  if (keys_env != env) {
+    keys_env = env;
+    napi_create_array_with_length(env, kNumKeys, &arr);
+    for (int i = 0; i < kNumKeys; i++) {
+      napi_create_string_utf8(env, kNames[i], NAPI_AUTO_LENGTH, &v);
+      napi_set_element(env, arr, uint32_t(i), v);
+    }
+    napi_create_reference(env, arr, 1, &keys);  // lives as long as the env (one small array)
+  } else {
+    napi_get_reference_value(env, keys, &arr);
+  }
+  return arr;
+}
+
 napi_value Result(napi_env env, Launch& L) {
   napi_value obj, errors, start, end, threads, v;
   napi_create_object(env, &obj);
@@ -425,10 +463,17 @@ napi_value Result(napi_env env, Launch& L) {
     napi_create_double(env, L.threads[size_t(r)], &v);
     napi_set_element(env, threads, uint32_t(r), v);
   }
-  napi_set_named_property(env, obj, "errors", errors);
-  napi_set_named_property(env, obj, "start", start);
-  napi_set_named_property(env, obj, "end", end);
-  napi_set_named_property(env, obj, "threads", threads);
+  const double stamps[] = {L.t_enter, L.t_submitted, L.t_complete, L.t_woke, double(L.caller_rank)};
+  napi_property_descriptor props[kNumKeys] = {};
+  const napi_value arrays[] = {errors, start, end, threads};
+  const napi_value keys = KeyArray(env);
+  for (int k = 0; k < kNumKeys; k++) {
+    napi_get_element(env, keys, uint32_t(k), &props[k].name);
+    props[k].attributes = napi_property_attributes(napi_writable | napi_enumerable | napi_configurable);
+    if (k < kEnter) props[k].value = arrays[k];
+    else napi_create_double(env, stamps[k - kEnter], &props[k].value);
+  }
+  napi_define_properties(env, obj, kNumKeys, props);  // one call for every property
   if (L.record) {
     // collectives[rank]: { kind, name, axes, groupSize, bytes, start, ready, end } per collective, in the order run
     napi_value colls;
@@ -458,12 +503,6 @@ napi_value Result(napi_env env, Launch& L) {
       napi_set_element(env, colls, uint32_t(r), arr);
     }
     napi_set_named_property(env, obj, "collectives", colls);
-  }
-  const std::pair<const char*, double> stamps[] = {{"enter", L.t_enter}, {"submitted", L.t_submitted}, {"complete", L.t_complete},
-                                                   {"woke", L.t_woke}, {"callerRank", double(L.caller_rank)}};
-  for (const auto& kv : stamps) {
-    napi_create_double(env, kv.second, &v);
-    napi_set_named_property(env, obj, kv.first, v);
   }
   return obj;
 }
@@ -530,11 +569,15 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
       return fail();
     }
     for (uint32_t i = 0; i < P.in_c.size(); i++)
-      if (!Wrap(env, At(env, ins, i), At(env, ishapes, i), P.in_types[i], "input " + std::to_string(i) + " of rank " + std::to_string(r), &L->ins[size_t(r)][i], &L->refs))
-        return fail();
+      if (!Wrap(env, At(env, ins, i), At(env, ishapes, i), P.in_types[i], false, i, r, &L->ins[size_t(r)][i])) return fail();
     for (uint32_t i = 0; i < P.out_c.size(); i++)
-      if (!Wrap(env, At(env, outs, i), At(env, oshapes, i), P.out_types[i], "output " + std::to_string(i) + " of rank " + std::to_string(r), &L->outs[size_t(r)][i], &L->refs))
-        return fail();
+      if (!Wrap(env, At(env, outs, i), At(env, oshapes, i), P.out_types[i], true, i, r, &L->outs[size_t(r)][i])) return fail();
+  }
+  // the buffers' memory must outlive the device runs: one reference to each list holds every array in it
+  for (int k : {2, 4}) {
+    napi_ref ref;
+    napi_create_reference(env, argv[k], 1, &ref);
+    L->refs.push_back(ref);
   }
   int64_t t = 30000, fr = -1, caller = 0;
   if (NumProp(env, argv[6], "timeoutMs", &t)) L->timeout_ms = t < 1 ? 1 : t;
@@ -613,8 +656,12 @@ napi_value WaitFn(napi_env env, napi_callback_info info) {
   Launch& L = **static_cast<std::shared_ptr<Launch>*>(p);
   // the calling thread has nothing else to do: poll briefly (peers often finish within microseconds of each other,
   // and a condition-variable wake-up costs a futex call and a reschedule), then block
-  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(kWaitSpinUs);
-  for (int i = 0; !L.done.load(std::memory_order_acquire); i++) {
+  // (only when the program's previous launch says this one ends within the polling window; the first one polls)
+  const auto t0 = std::chrono::steady_clock::now();
+  const double expected = L.program->last_us.load(std::memory_order_relaxed);
+  const bool poll = expected <= 0 || L.t_enter + expected <= NowUs() + kWaitSpinUs;
+  const auto until = t0 + std::chrono::microseconds(poll ? kWaitSpinUs : 0);
+  for (int i = 0; poll && !L.done.load(std::memory_order_acquire); i++) {
     if ((i & 63) == 63 && std::chrono::steady_clock::now() > until) break;
     CpuRelax();
   }

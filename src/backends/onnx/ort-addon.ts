@@ -142,6 +142,7 @@ export interface DeviceAddon {
     outTypes: readonly number[],
     options: { numDevices: number; intraOpNumThreads: number; graphOptimizationLevel?: number },
   ): object;
+  /** Keeps the input and output lists alive (one reference each) until waited for: do not change them before. */
   devLaunch(
     program: object,
     deviceIds: readonly number[],
