@@ -75,7 +75,7 @@ export function scheduleAsyncCollectives(
 ): number {
   const wide = opts.wide ?? false;
   if (!g.nodeList.some(isCollective)) return 0;
-  const nodes = hoistCollectiveInputs(g.nodeList);
+  const nodes = hoistCollectiveInputs(g.nodeList, wide);
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -235,9 +235,11 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * The nodes re-ordered (a topological order) so that what an all-reduce or reduce-scatter reads is computed as early
  * as its own inputs allow: a node's priority is the position of the first such collective it feeds (then its own
  * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
- * layer's gradients exist, while earlier layers' backward still runs.
+ * layer's gradients exist, while earlier layers' backward still runs. With `gathersToo` (the wide schedule) what an
+ * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
+ * forward and rematerialized backward, then all precede layer 0.
  */
-function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
+function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean): GraphNode[] {
   const n = nodes.length;
   const producer = new Map<string, number>();
   nodes.forEach((nd, i) => nd.outputs.forEach((o) => o && producer.set(o, i)));
@@ -248,12 +250,15 @@ function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
   });
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
-    if (!isCollective(nd) || nd.opType === "AllGather") return;
+    if (!isCollective(nd) || (nd.opType === "AllGather" && !gathersToo)) return;
+    // wide: what a gather reads comes first of all (-1: before every bucket's inputs too), so a rematerialized
+    // backward gather's input (the same parameter shard as the forward's) is not left behind the forward pass
+    const prio = nd.opType === "AllGather" ? -1 : c;
     const stack = deps[c].slice();
     while (stack.length) {
       const j = stack.pop()!;
-      if (key[j] <= c) continue;
-      key[j] = c;
+      if (key[j] <= prio) continue;
+      key[j] = prio;
       stack.push(...deps[j]);
     }
   });

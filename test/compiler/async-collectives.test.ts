@@ -205,3 +205,40 @@ test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the u
   const d0 = nn.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === narrow.e)!;
   assert.ok(nn.find((n) => n.outputs[0] === d0.inputs[1])!.inputs.includes(d1.outputs[1]), trace(narrow.g).join());
 });
+
+/** A gathered layer whose backward re-gathers the same pieces (remat), placed after the forward in program order. */
+function rematGraph(): { g: GraphBuilder; first: string; again: string } {
+  const g = new GraphBuilder("remat");
+  const h = g.addInput("h", "float32", [2, 2]);
+  const a = g.addInput("a", "float32", [1, 1]);
+  const b = g.addInput("b", "float32", [1, 1]);
+  const first = g.op("Concat", [a, b], { axis: 1 });
+  const fwd = g.addNode("AllGather", [first], 1, GATHER, "jaxts.collectives")[0];
+  const y = g.op("Tanh", [g.op("MatMul", [h, g.op("Reshape", [fwd, g.int64s([2, 2])])])]);
+  const rs = g.addNode("ReduceScatter", [g.op("Sin", [y])], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  const again = g.op("Concat", [a, b], { axis: 1 });
+  const bwd = g.addNode("AllGather", [again], 1, GATHER, "jaxts.collectives")[0];
+  g.addOutput(g.op("MatMul", [y, g.op("Reshape", [bwd, g.int64s([2, 2])])]), "float32", [2, 2]);
+  g.addOutput(g.op("Neg", [rs]), "float32", [2]);
+  return { g, first, again };
+}
+
+test("wide schedule: a rematerialized gather's input, computed after the forward in program order, moves to the top", () => {
+  const { g, first, again } = rematGraph();
+  assert.equal(scheduleAsyncCollectives(g, new Map(), { wide: true }), 3);
+  const t = trace(g);
+  // both gathers' pieces and Starts come before the forward's compute (the first gather's Done reads both tokens)
+  assert.deepEqual(t.slice(0, 6), [
+    "Concat",
+    `CollectiveStart(${first})`,
+    "Concat",
+    `CollectiveStart(${again})`,
+    "Concat",
+    `CollectiveDone(${first})`,
+  ]);
+  // the narrow schedule (thread mode) computes the backward's pieces after the forward, so its Start comes later
+  const narrow = rematGraph();
+  scheduleAsyncCollectives(narrow.g);
+  const u = trace(narrow.g);
+  assert.ok(u.indexOf(`CollectiveStart(${narrow.again})`) > u.indexOf("MatMul"), u.join(", "));
+});
