@@ -30,10 +30,14 @@ export type AsyncCollectivesMode = "mailbox" | "thread";
 export function asyncCollectivesMode(): AsyncCollectivesMode {
   return process.env.JAXTS_ASYNC_COLLECTIVES === "thread" ? "thread" : "mailbox";
 }
+/** The schedule the graph pass builds: "wide" (post early, await at the reader) or "narrow" (one gather ahead). */
+export type AsyncSchedule = "wide" | "narrow";
 /**
- * What selects a shardMap body's compiled program: false without overlap, else the native mode (the schedule is
- * wide for mailboxes, narrow for the communication thread, src/compiler/async-collectives.ts).
+ * What selects a shardMap body's compiled program: false without overlap, else its schedule: wide in mailbox mode
+ * (a Start stages only its input), narrow for the communication thread (a Start stages the whole output), and
+ * narrow in mailbox mode too under JAXTS_ASYNC_SCHEDULE=narrow (the A/B switch of bench/training.ts).
  */
-export function collectiveOverlapKey(): false | AsyncCollectivesMode {
-  return overlap > 0 ? asyncCollectivesMode() : false;
+export function collectiveOverlapKey(): false | AsyncSchedule {
+  if (overlap === 0) return false;
+  return asyncCollectivesMode() === "mailbox" && process.env.JAXTS_ASYNC_SCHEDULE !== "narrow" ? "wide" : "narrow";
 }

@@ -37,7 +37,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
-import { type AsyncCollectivesMode, collectiveOverlapKey } from "./overlap-collectives.js";
+import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.js";
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
@@ -149,8 +149,8 @@ export function vmapByEmulation(
 
 interface Entry {
   params: SMP;
-  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged), for this mode. */
-  overlap: false | AsyncCollectivesMode;
+  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged), this schedule. */
+  overlap: false | AsyncSchedule;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -257,7 +257,7 @@ export interface RepeatCall {
   avals: ShapedArray[];
   x64: boolean;
   shardUpdates: boolean;
-  overlap: false | AsyncCollectivesMode;
+  overlap: false | AsyncSchedule;
 }
 
 /** Same shape, dtype and weak type (what the call signature's aval text says). */
@@ -432,7 +432,7 @@ function compile(
   body: TracedBody | string,
   mesh: Mesh,
   inSpecs: Spec[],
-  overlap: false | AsyncCollectivesMode = false,
+  overlap: false | AsyncSchedule = false,
 ): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, outSpecs } = body;
@@ -454,7 +454,7 @@ function compile(
       name: "shard_map",
       // mailbox mode: the wide schedule (post every collective as early as its input allows, await at the reader)
       ...(overlap
-        ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes, { wide: overlap === "mailbox" }) }
+        ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }) }
         : {}),
     }),
   );

@@ -21,7 +21,7 @@ import {
   synchronize,
   type LaunchRecord,
 } from "../../src/runtime/index.js";
-import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
+import { collectiveOverlapKey, withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { values } from "./device-compare.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
@@ -381,4 +381,27 @@ test("a CollectiveStart whose CollectiveDone never runs fails its rank with an e
     /all_gather over mesh axis 'x' was started[^]*CollectiveDone never ran/,
   );
   assert.equal(openRendezvous(), 0);
+});
+
+test("the schedule that selects the compiled program follows the native switch (JAXTS_ASYNC_COLLECTIVES)", () => {
+  const saved = [process.env.JAXTS_ASYNC_COLLECTIVES, process.env.JAXTS_ASYNC_SCHEDULE];
+  try {
+    delete process.env.JAXTS_ASYNC_COLLECTIVES;
+    delete process.env.JAXTS_ASYNC_SCHEDULE;
+    assert.equal(collectiveOverlapKey(), false);
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
+    process.env.JAXTS_ASYNC_SCHEDULE = "narrow";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    delete process.env.JAXTS_ASYNC_SCHEDULE;
+    process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    assert.equal(withCollectiveOverlap(false, collectiveOverlapKey), false);
+  } finally {
+    for (const [k, v] of [
+      ["JAXTS_ASYNC_COLLECTIVES", saved[0]],
+      ["JAXTS_ASYNC_SCHEDULE", saved[1]],
+    ] as const)
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  }
 });
