@@ -78,12 +78,6 @@ function runModes(
   return { outs, recs };
 }
 
-/** f's outputs with overlap off and on (device runtime, the default mailbox mode), and the records per launch. */
-function offOn(f: () => Array | Array[]): { off: Float64Array[]; on: Float64Array[]; recs: LaunchRecord[][] } {
-  const { outs, recs } = runModes(f, ["off", "mailbox"]);
-  return { off: outs.get("off")!, on: outs.get("mailbox")!, recs: [recs.get("off")!, recs.get("mailbox")!] };
-}
-
 /**
  * Bit-identical outputs in every mode (the emulation's too; `emulation` false: not run), the overlapped runs'
  * collectives all asynchronous (0 <= wait <= end - start, ready by the end) and the off-run's synchronous.
