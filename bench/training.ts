@@ -64,10 +64,17 @@ interface Case {
   step: () => void;
 }
 /**
- * overlap "mailbox": the default one-sided asynchronous collectives (post at Start, pull at Done); "thread": the
- * communication thread per device (JAXTS_ASYNC_COLLECTIVES=thread, read by the native ops at each Start).
+ * overlap "mailbox": the default one-sided asynchronous collectives (post at Start, pull at Done) with the wide
+ * schedule; "narrow": mailboxes with the communication thread's schedule (JAXTS_ASYNC_SCHEDULE=narrow: the A/B of
+ * the wide schedule); "thread": the communication thread per device (JAXTS_ASYNC_COLLECTIVES=thread, read by the
+ * native ops at each Start and by the graph pass when it compiles).
  */
-function zeroCase(name: string, n: number, stage: 0 | 3, overlap: false | "mailbox" | "thread" = false): Case {
+function zeroCase(
+  name: string,
+  n: number,
+  stage: 0 | 3,
+  overlap: false | "mailbox" | "narrow" | "thread" = false,
+): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
   const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false });
@@ -75,19 +82,21 @@ function zeroCase(name: string, n: number, stage: 0 | 3, overlap: false | "mailb
     name,
     devices: n,
     step: () => {
-      const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
-      if (overlap === "thread") {
+      const env = overlap === "thread" ? "JAXTS_ASYNC_COLLECTIVES" : "JAXTS_ASYNC_SCHEDULE";
+      const switched = overlap === "thread" || overlap === "narrow";
+      const saved = process.env[env];
+      if (switched) {
         rt.synchronize(); // no launch in flight reads the environment while it changes
-        process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+        process.env[env] = overlap === "thread" ? "thread" : "narrow";
       }
       try {
         const [l, next] = step(state, tokens, targets);
         l.item();
         state = next;
-        if (overlap === "thread") rt.synchronize(); // every Start of the step ran under the switch
+        if (switched) rt.synchronize(); // every Start of the step ran under the switch
       } finally {
-        if (saved === undefined) delete process.env.JAXTS_ASYNC_COLLECTIVES;
-        else process.env.JAXTS_ASYNC_COLLECTIVES = saved;
+        if (saved === undefined) delete process.env[env];
+        else process.env[env] = saved;
       }
     },
   };
@@ -121,6 +130,8 @@ const cases = [
   zeroCase("ZeRO-3, 4 devices, overlap (comm thread)", 4, 3, "thread"),
   zeroCase("ZeRO-3, 2 devices, overlap (comm thread)", 2, 3, "thread"),
   zeroCase("2-way data parallel, overlap (comm thread)", 2, 0, "thread"),
+  zeroCase("ZeRO-3, 4 devices, overlap (mailbox, narrow schedule)", 4, 3, "narrow"),
+  zeroCase("ZeRO-3, 2 devices, overlap (mailbox, narrow schedule)", 2, 3, "narrow"),
 ];
 /** [off, on, label] of the overlap comparisons: the default (mailbox) rows keep their names. */
 const PAIRS: [number, number, string][] = [
@@ -130,6 +141,8 @@ const PAIRS: [number, number, string][] = [
   [3, 8, "overlap (comm thread)"],
   [5, 9, "overlap (comm thread)"],
   [1, 10, "overlap (comm thread)"],
+  [3, 11, "overlap (mailbox, narrow schedule)"],
+  [5, 12, "overlap (mailbox, narrow schedule)"],
 ];
 
 /** Per step and device (means over the devices): ms of compute, communication (transfers) and idle (waits, gaps). */

@@ -1,7 +1,7 @@
 /**
  * @file Communication overlapped with compute: a rewrite of a lowered per-device program that splits each
- * jaxts.collectives node into jaxts.async CollectiveStart (issued as early as its input and its kind's previous
- * collective allow) and CollectiveDone (awaited just before the first use), so a device posts its input early and
+ * jaxts.collectives node into jaxts.async CollectiveStart (issued as early as its input allows; in communication-thread
+ * mode also no earlier than its kind's previous collective) and CollectiveDone (awaited at the first use), so a device posts its input early and
  * pulls its result late (one-sided, over shared memory) or a communication thread moves bytes, while the device
  * thread computes (native/async-collective-ops.cc). The device runtime's shardMap applies it under
  * withCollectiveOverlap (src/parallel/overlap-collectives.ts).
@@ -34,22 +34,48 @@ interface Split {
   extra: string[];
 }
 
+/** How the native ops run the collectives the pass splits (native/mailbox-collectives.h, MailboxModeEnabled). */
+export interface AsyncScheduleOptions {
+  /**
+   * true (mailbox mode: a Start only copies its input into a mailbox, the result exists from its Done): the wide
+   * schedule, every Start right after its input's producer and every Done right before its first reader. false
+   * (communication-thread mode: a Start materializes the whole output in staging): one all-gather prefetched at a
+   * time and each Done no later than the next collective of its kind (bounded staging memory). Default false.
+   */
+  wide?: boolean;
+}
+
 /**
  * Rewrites the top-level node list of `g` in place (subgraphs keep synchronous collectives). Collective c with
- * input x (made by node p) at index i: Start at max(p + 1, previous collective of c's op type) (one collective of
- * a kind prefetched: a layer's parameters gather while the previous layer computes), Done at min(first reader of
- * c's output, next collective of c's op type) (a layer's gradient reduce-scatters while the next one computes).
+ * input x (made by node p) at index i:
+ * - narrow (thread mode): Start at max(p + 1, previous collective of c's op type) (one collective of a kind
+ *   prefetched: a layer's parameters gather while the previous layer computes), Done at min(first reader of c's
+ *   output, next collective of c's op type) (a layer's gradient reduce-scatters while the next one computes);
+ * - wide (mailbox mode): Start at p + 1 (ZeRO-3's parameter gathers, forward and rematerialized backward, all at the
+ *   top: each posts only this device's shard), Done at the first reader (a gradient's reduce-scatter is awaited
+ *   where the optimizer reads it).
  * ORT's sequential executor orders nodes by data dependencies only, so each Start's token also feeds the first
  * gating Done at or after its slot (the Start then runs before the compute that Done releases), and each
  * non-gating Done's done token feeds the next gating Done (its staging memory is released early). Returns how many
  * collectives were split.
+ *
+ * Deadlock freedom of the wide schedule (mailbox mode): every device runs this same graph in the same executor
+ * order E (one deterministic order of one graph; collective sequence numbers are taken at Starts, in E). A Start
+ * never blocks, and a Done (or a synchronous collective left in a subgraph) waits only for its own collective's
+ * posts, which each peer makes at its Start, and that Start precedes the Done in E (the Done reads its token). Take
+ * the device stalled at the earliest position d of E: every other device is stalled at a position >= d or finished,
+ * so it has run every node before d, in particular d's Start: d's wait is satisfied, a contradiction. So no set of
+ * devices waits forever; only a peer that never runs (a failed rank) stalls a Done, and the collective timeout ends
+ * that wait. Posting early changes none of this: it only moves Starts earlier in E.
  */
 export function scheduleAsyncCollectives(
   g: GraphBuilder,
   shapes: ReadonlyMap<string, readonly number[]> = new Map(),
+  opts: AsyncScheduleOptions = {},
 ): number {
+  const wide = opts.wide ?? false;
   if (!g.nodeList.some(isCollective)) return 0;
-  const nodes = hoistCollectiveInputs(g.nodeList);
+  const nodes = hoistCollectiveInputs(g.nodeList, wide);
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -67,12 +93,13 @@ export function scheduleAsyncCollectives(
       .reverse()
       .find((c) => c.nd.opType === nd.opType);
     const next = coll.slice(k + 1).find((c) => c.nd.opType === nd.opType);
-    // an all-gather's input is usually resident (parameters): prefetch one ahead only, which bounds the gathered
-    // copies alive at once; other kinds start as soon as their input exists
-    const bound = nd.opType === "AllGather" && prev ? prev.i : 0;
+    // narrow: an all-gather's input is usually resident (parameters): prefetch one ahead only, which bounds the
+    // gathered copies alive at once; other kinds start as soon as their input exists. wide: a Start stages only its
+    // input, so every collective starts as soon as its input exists
+    const bound = !wide && nd.opType === "AllGather" && prev ? prev.i : 0;
     const start = Math.max((producer.get(nd.inputs[0]) ?? -1) + 1, bound);
     const use = firstReader.get(nd.outputs[0]) ?? n;
-    const done = Math.min(use, next ? next.i : n);
+    const done = wide ? use : Math.min(use, next ? next.i : n);
     splits.set(i, {
       node: nd,
       start,
@@ -208,9 +235,11 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * The nodes re-ordered (a topological order) so that what an all-reduce or reduce-scatter reads is computed as early
  * as its own inputs allow: a node's priority is the position of the first such collective it feeds (then its own
  * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
- * layer's gradients exist, while earlier layers' backward still runs.
+ * layer's gradients exist, while earlier layers' backward still runs. With `gathersToo` (the wide schedule) what an
+ * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
+ * forward and rematerialized backward, then all precede layer 0.
  */
-function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
+function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean): GraphNode[] {
   const n = nodes.length;
   const producer = new Map<string, number>();
   nodes.forEach((nd, i) => nd.outputs.forEach((o) => o && producer.set(o, i)));
@@ -221,12 +250,15 @@ function hoistCollectiveInputs(nodes: readonly GraphNode[]): GraphNode[] {
   });
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
-    if (!isCollective(nd) || nd.opType === "AllGather") return;
+    if (!isCollective(nd) || (nd.opType === "AllGather" && !gathersToo)) return;
+    // wide: what a gather reads comes first of all (-1: before every bucket's inputs too), so a rematerialized
+    // backward gather's input (the same parameter shard as the forward's) is not left behind the forward pass
+    const prio = nd.opType === "AllGather" ? -1 : c;
     const stack = deps[c].slice();
     while (stack.length) {
       const j = stack.pop()!;
-      if (key[j] <= c) continue;
-      key[j] = c;
+      if (key[j] <= prio) continue;
+      key[j] = prio;
       stack.push(...deps[j]);
     }
   });

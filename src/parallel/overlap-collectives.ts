@@ -1,6 +1,7 @@
 /**
  * @file The switch for communication overlapped with compute: shardMap bodies staged inside withCollectiveOverlap
- * run on the device runtime with asynchronous collectives (the graph pass in src/compiler/async-collectives.ts).
+ * run on the device runtime with asynchronous collectives (the graph pass in src/compiler/async-collectives.ts),
+ * scheduled for the native mode the environment selects (collectiveOverlapKey).
  */
 export { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 
@@ -18,4 +19,25 @@ export function withCollectiveOverlap<T>(on: boolean, f: () => T): T {
 /** Whether shardMap bodies staged now get asynchronous collectives. */
 export function collectiveOverlapEnabled(): boolean {
   return overlap > 0;
+}
+
+/** How the native async ops run: "mailbox" (one-sided, the default) or "thread" (JAXTS_ASYNC_COLLECTIVES=thread). */
+export type AsyncCollectivesMode = "mailbox" | "thread";
+/**
+ * The mode the native ops will use, read from the same switch they read (native/mailbox-collectives.cc,
+ * MailboxModeEnabled: JAXTS_ASYNC_COLLECTIVES=thread selects the thread, anything else the mailbox).
+ */
+export function asyncCollectivesMode(): AsyncCollectivesMode {
+  return process.env.JAXTS_ASYNC_COLLECTIVES === "thread" ? "thread" : "mailbox";
+}
+/** The schedule the graph pass builds: "wide" (post early, await at the reader) or "narrow" (one gather ahead). */
+export type AsyncSchedule = "wide" | "narrow";
+/**
+ * What selects a shardMap body's compiled program: false without overlap, else its schedule: wide in mailbox mode
+ * (a Start stages only its input), narrow for the communication thread (a Start stages the whole output), and
+ * narrow in mailbox mode too under JAXTS_ASYNC_SCHEDULE=narrow (the A/B switch of bench/training.ts).
+ */
+export function collectiveOverlapKey(): false | AsyncSchedule {
+  if (overlap === 0) return false;
+  return asyncCollectivesMode() === "mailbox" && process.env.JAXTS_ASYNC_SCHEDULE !== "narrow" ? "wide" : "narrow";
 }

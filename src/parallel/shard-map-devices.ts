@@ -37,7 +37,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
-import { collectiveOverlapEnabled } from "./overlap-collectives.js";
+import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.js";
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
@@ -149,8 +149,8 @@ export function vmapByEmulation(
 
 interface Entry {
   params: SMP;
-  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged). */
-  overlap: boolean;
+  /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged), this schedule. */
+  overlap: false | AsyncSchedule;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -191,7 +191,7 @@ export function shardMapOnDevices(
     config.enableX64,
     config.spmdShardUpdates,
     checkVma,
-    collectiveOverlapEnabled(),
+    collectiveOverlapKey(),
     // the weak type too (aval text omits it): a weak and a strong scalar give outputs of different weak types
     ...avals.map((a) => (a.weakType ? `${a.str()}~weak` : a.str())),
   ].join("|");
@@ -213,7 +213,7 @@ export function shardMapOnDevices(
     const { jaxpr } = traceToJaxpr(asEmulation(emulate), avals, "shard_map_check");
     let traced: TracedBody | string | undefined;
     const e: Entry = {
-      overlap: collectiveOverlapEnabled(),
+      overlap: collectiveOverlapKey(),
       outDef: outDef!,
       params: {
         name: fn,
@@ -257,7 +257,7 @@ export interface RepeatCall {
   avals: ShapedArray[];
   x64: boolean;
   shardUpdates: boolean;
-  overlap: boolean;
+  overlap: false | AsyncSchedule;
 }
 
 /** Same shape, dtype and weak type (what the call signature's aval text says). */
@@ -276,7 +276,7 @@ function sameAval(a: ShapedArray, b: ShapedArray): boolean {
 export function repeatOnDevices(c: RepeatCall, leaves: Array[]): Array[] | null {
   if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
   if (config.enableX64 !== c.x64 || config.spmdShardUpdates !== c.shardUpdates) return null;
-  if (collectiveOverlapEnabled() !== c.overlap || leaves.length !== c.avals.length) return null;
+  if (collectiveOverlapKey() !== c.overlap || leaves.length !== c.avals.length) return null;
   if (enclosingControlFlow()) return null;
   // reading a disposed leaf's aval raises the same error the full path's key would
   for (let k = 0; k < leaves.length; k++) if (!sameAval(leaves[k].aval, c.avals[k])) return null;
@@ -428,7 +428,12 @@ function describeCompiled(c: Compiled | string, mesh: Mesh): string {
 }
 
 /** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
-function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[], overlap = false): Compiled | string {
+function compile(
+  body: TracedBody | string,
+  mesh: Mesh,
+  inSpecs: Spec[],
+  overlap: false | AsyncSchedule = false,
+): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, outSpecs } = body;
   for (const v of [...jaxpr.constvars, ...jaxpr.outvars])
@@ -447,7 +452,10 @@ function compile(body: TracedBody | string, mesh: Mesh, inSpecs: Spec[], overlap
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
     compileJaxpr(body2, {
       name: "shard_map",
-      ...(overlap ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes) } : {}),
+      // mailbox mode: the wide schedule (post every collective as early as its input allows, await at the reader)
+      ...(overlap
+        ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }) }
+        : {}),
     }),
   );
   if (program.steps.some((s) => s.kind === "host"))

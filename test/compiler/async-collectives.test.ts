@@ -98,3 +98,147 @@ test("a graph without collectives is left alone", () => {
   assert.equal(scheduleAsyncCollectives(g), 0);
   assert.deepEqual(trace(g), ["Sin"]);
 });
+
+/** Three gathered layers (the graph of the first test): h -> tanh(h @ reshape(all_gather(w_k))). */
+function gatheredLayers(): GraphBuilder {
+  const g = new GraphBuilder("layers");
+  let h = g.addInput("h", "float32", [2, 2]);
+  for (const w of ["w0", "w1", "w2"]) {
+    g.addInput(w, "float32", [1, 2]);
+    const full = g.addNode("AllGather", [w], 1, GATHER, "jaxts.collectives")[0];
+    h = g.op("Tanh", [g.op("MatMul", [h, g.op("Reshape", [full, g.int64s([2, 2])])])]);
+  }
+  g.addOutput(h, "float32", [2, 2]);
+  return g;
+}
+
+test("wide schedule (mailbox mode): every gather of a program input starts at the top, each Done right before its reader", () => {
+  const g = gatheredLayers();
+  assert.equal(scheduleAsyncCollectives(g, new Map(), { wide: true }), 3);
+  assert.deepEqual(trace(g), [
+    "CollectiveStart(w0)",
+    "CollectiveStart(w1)",
+    "CollectiveStart(w2)",
+    "Concat",
+    "CollectiveDone(w0)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+    "CollectiveDone(w1)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+    "CollectiveDone(w2)",
+    "Reshape",
+    "MatMul",
+    "Tanh",
+  ]);
+  const nodes = g.nodeList;
+  const tokenOf = (w: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!.outputs[0];
+  const doneOf = (w: string) => nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === w)!;
+  // ORT orders by data only: the first Done reads every Start's token, so all three post before layer 0 computes
+  const concat = nodes.find((n) => n.outputs[0] === doneOf("w0").inputs[1])!;
+  assert.deepEqual(concat.inputs, [tokenOf("w0"), tokenOf("w1"), tokenOf("w2")]);
+  assert.deepEqual(doneOf("w1").inputs, ["w1", tokenOf("w1")]);
+  assert.deepEqual(doneOf("w2").inputs, ["w2", tokenOf("w2")]);
+  // each Done's gathered output is read by the node right after it
+  nodes.forEach((n, i) => {
+    if (n.opType === "CollectiveDone") assert.ok(nodes[i + 1].inputs.includes(n.outputs[0]), `${n.name} -> its reader`);
+  });
+  // the default (communication-thread mode) keeps the one-ahead prefetch of the first test
+  const narrow = gatheredLayers();
+  scheduleAsyncCollectives(narrow);
+  assert.deepEqual(trace(narrow).slice(0, 4), [
+    "CollectiveStart(w0)",
+    "CollectiveStart(w1)",
+    "Concat",
+    "CollectiveDone(w0)",
+  ]);
+});
+
+/** Two layers' gradients reduce-scattered in backward order (layer 1, then layer 0), read by an update at the end. */
+function twoGradients(): { g: GraphBuilder; g1: string; e: string; x: string } {
+  const g = new GraphBuilder("grads2");
+  const x = g.addInput("x", "float32", [2, 2]);
+  const g1 = g.op("Sin", [x]);
+  const r1 = g.addNode("ReduceScatter", [g1], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  const e = g.op("Exp", [g.op("Cos", [x])]);
+  const r0 = g.addNode("ReduceScatter", [e], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  g.addOutput(g.op("Neg", [r1]), "float32", [2]);
+  g.addOutput(g.op("Abs", [r0]), "float32", [2]);
+  return { g, g1, e, x };
+}
+
+test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the update), not at the next reduce-scatter", () => {
+  const { g, g1, e, x } = twoGradients();
+  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true }), 2);
+  assert.deepEqual(trace(g), [
+    "Sin",
+    `CollectiveStart(${g1})`,
+    "Cast",
+    "Squeeze",
+    "Where",
+    "Cos",
+    "Exp",
+    `CollectiveStart(${e})`,
+    "Concat",
+    `CollectiveDone(${g1})`,
+    "Neg",
+    `CollectiveDone(${e})`,
+    "Abs",
+  ]);
+  // layer 1's Start is tied into layer 0's backward (Cos reads it through Where); layer 0's Start feeds the first Done
+  const nodes = g.nodeList;
+  const tokenOf = (v: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === v)!.outputs[0];
+  const where = nodes.find((n) => n.opType === "Where")!;
+  assert.equal(nodes.find((n) => n.opType === "Cos")!.inputs[0], where.outputs[0]);
+  const done1 = nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === g1)!;
+  assert.deepEqual(nodes.find((n) => n.outputs[0] === done1.inputs[1])!.inputs, [tokenOf(g1), tokenOf(e)]);
+  // nothing else orders the Dones: layer 0's Done reads only its own token
+  assert.deepEqual(nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === e)!.inputs, [e, tokenOf(e)]);
+  // narrow (thread mode): layer 1's Done is bounded by layer 0's reduce-scatter (not gating), and its done token
+  // feeds layer 0's Done, so ORT must run it before then
+  const narrow = twoGradients();
+  scheduleAsyncCollectives(narrow.g, new Map([[narrow.x, [2, 2]]]));
+  const nn = narrow.g.nodeList;
+  const d1 = nn.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === narrow.g1)!;
+  const d0 = nn.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === narrow.e)!;
+  assert.ok(nn.find((n) => n.outputs[0] === d0.inputs[1])!.inputs.includes(d1.outputs[1]), trace(narrow.g).join());
+});
+
+/** A gathered layer whose backward re-gathers the same pieces (remat), placed after the forward in program order. */
+function rematGraph(): { g: GraphBuilder; first: string; again: string } {
+  const g = new GraphBuilder("remat");
+  const h = g.addInput("h", "float32", [2, 2]);
+  const a = g.addInput("a", "float32", [1, 1]);
+  const b = g.addInput("b", "float32", [1, 1]);
+  const first = g.op("Concat", [a, b], { axis: 1 });
+  const fwd = g.addNode("AllGather", [first], 1, GATHER, "jaxts.collectives")[0];
+  const y = g.op("Tanh", [g.op("MatMul", [h, g.op("Reshape", [fwd, g.int64s([2, 2])])])]);
+  const rs = g.addNode("ReduceScatter", [g.op("Sin", [y])], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  const again = g.op("Concat", [a, b], { axis: 1 });
+  const bwd = g.addNode("AllGather", [again], 1, GATHER, "jaxts.collectives")[0];
+  g.addOutput(g.op("MatMul", [y, g.op("Reshape", [bwd, g.int64s([2, 2])])]), "float32", [2, 2]);
+  g.addOutput(g.op("Neg", [rs]), "float32", [2]);
+  return { g, first, again };
+}
+
+test("wide schedule: a rematerialized gather's input, computed after the forward in program order, moves to the top", () => {
+  const { g, first, again } = rematGraph();
+  assert.equal(scheduleAsyncCollectives(g, new Map(), { wide: true }), 3);
+  const t = trace(g);
+  // both gathers' pieces and Starts come before the forward's compute (the first gather's Done reads both tokens)
+  assert.deepEqual(t.slice(0, 6), [
+    "Concat",
+    `CollectiveStart(${first})`,
+    "Concat",
+    `CollectiveStart(${again})`,
+    "Concat",
+    `CollectiveDone(${first})`,
+  ]);
+  // the narrow schedule (thread mode) computes the backward's pieces after the forward, so its Start comes later
+  const narrow = rematGraph();
+  scheduleAsyncCollectives(narrow.g);
+  const u = trace(narrow.g);
+  assert.ok(u.indexOf(`CollectiveStart(${narrow.again})`) > u.indexOf("MatMul"), u.join(", "));
+});

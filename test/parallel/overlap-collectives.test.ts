@@ -21,7 +21,7 @@ import {
   synchronize,
   type LaunchRecord,
 } from "../../src/runtime/index.js";
-import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
+import { collectiveOverlapKey, withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { values } from "./device-compare.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
@@ -76,12 +76,6 @@ function runModes(
     config.update("spmdRuntime", saved);
   }
   return { outs, recs };
-}
-
-/** f's outputs with overlap off and on (device runtime, the default mailbox mode), and the records per launch. */
-function offOn(f: () => Array | Array[]): { off: Float64Array[]; on: Float64Array[]; recs: LaunchRecord[][] } {
-  const { outs, recs } = runModes(f, ["off", "mailbox"]);
-  return { off: outs.get("off")!, on: outs.get("mailbox")!, recs: [recs.get("off")!, recs.get("mailbox")!] };
 }
 
 /**
@@ -192,28 +186,50 @@ test("collectives inside scan keep their values (scan bodies stay synchronous)",
   sameAsync("scan", () => shardMap(body, { mesh, inSpecs: P("x"), outSpecs: [P("x"), P("x")] })(x) as Array[], false);
 });
 
-test("the pass starts the next gather before the previous layer's compute and awaits it after", { skip }, () => {
-  const mesh = makeMesh([2], ["x"]);
-  const w = values([4, 4], "float32"),
-    x = values([4, 4], "float32");
-  const three = shardMap(
-    (a: Array, b: Array, c: Array, h: Array) => {
-      for (const p of [a, b, c]) h = jnp.tanh(jnp.matmul(h, lax.allGather(p, "x", { tiled: true })));
-      return h;
-    },
-    { mesh, inSpecs: [P("x"), P("x"), P("x"), P("x")], outSpecs: P("x") },
-  );
-  const { recs } = offOn(() => three(w, jnp.multiply(w, 0.5), jnp.multiply(w, 0.25), jnp.multiply(x, 0.1)));
-  for (const rank of recs[1][0].collectives) {
-    assert.equal(rank.length, 3);
+test(
+  "the pass posts every gather before the first layer (mailbox) or one ahead (thread), values unchanged",
+  { skip },
+  () => {
+    const mesh = makeMesh([2], ["x"]);
+    const w = values([4, 4], "float32"),
+      x = values([4, 4], "float32");
+    const three = shardMap(
+      (a: Array, b: Array, c: Array, h: Array) => {
+        for (const p of [a, b, c]) h = jnp.tanh(jnp.matmul(h, lax.allGather(p, "x", { tiled: true })));
+        return h;
+      },
+      { mesh, inSpecs: [P("x"), P("x"), P("x"), P("x")], outSpecs: P("x") },
+    );
+    const { outs, recs } = runModes(
+      () => three(w, jnp.multiply(w, 0.5), jnp.multiply(w, 0.25), jnp.multiply(x, 0.1)),
+      ["off", "mailbox", "thread"],
+    );
+    for (const m of ["mailbox", "thread"] as const) assert.deepEqual(outs.get(m), outs.get("off"), m);
     // records come in Done order; start = when its CollectiveStart ran, end - wait ~ when its Done was reached
-    for (let k = 0; k + 1 < rank.length; k++)
+    for (const rank of recs.get("mailbox")![0].collectives) {
+      assert.equal(rank.length, 3);
+      // the wide schedule: all three posted before layer 0 computes (before gather 0's Done is reached)
+      for (let k = 1; k < 3; k++)
+        assert.ok(
+          rank[k].start <= rank[0].end - rank[0].wait,
+          `mailbox: gather ${k} posts before gather 0's Done: ${rank[k].start} vs ${rank[0].end - rank[0].wait}`,
+        );
+    }
+    for (const rank of recs.get("thread")![0].collectives) {
+      assert.equal(rank.length, 3);
+      // one gather prefetched: gather k + 1 starts before gather k's Done, gather 2 only after gather 0 ended
+      for (let k = 0; k + 1 < rank.length; k++)
+        assert.ok(
+          rank[k + 1].start <= rank[k].end - rank[k].wait,
+          `thread: gather ${k + 1} starts before gather ${k}'s Done (prefetch): ${rank[k + 1].start} vs ${rank[k].end - rank[k].wait}`,
+        );
       assert.ok(
-        rank[k + 1].start <= rank[k].end - rank[k].wait,
-        `gather ${k + 1} starts before gather ${k}'s Done (prefetch): ${rank[k + 1].start} vs ${rank[k].end - rank[k].wait}`,
+        rank[2].start >= rank[0].end,
+        `thread: gather 2 waits for gather 0: ${rank[2].start} vs ${rank[0].end}`,
       );
-  }
-});
+    }
+  },
+);
 
 test(
   "8 devices on this host's cores: asynchronous collectives finish (no livelock) with the same values",
@@ -359,4 +375,27 @@ test("a CollectiveStart whose CollectiveDone never runs fails its rank with an e
     /all_gather over mesh axis 'x' was started[^]*CollectiveDone never ran/,
   );
   assert.equal(openRendezvous(), 0);
+});
+
+test("the schedule that selects the compiled program follows the native switch (JAXTS_ASYNC_COLLECTIVES)", () => {
+  const saved = [process.env.JAXTS_ASYNC_COLLECTIVES, process.env.JAXTS_ASYNC_SCHEDULE];
+  try {
+    delete process.env.JAXTS_ASYNC_COLLECTIVES;
+    delete process.env.JAXTS_ASYNC_SCHEDULE;
+    assert.equal(collectiveOverlapKey(), false);
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
+    process.env.JAXTS_ASYNC_SCHEDULE = "narrow";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    delete process.env.JAXTS_ASYNC_SCHEDULE;
+    process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    assert.equal(withCollectiveOverlap(false, collectiveOverlapKey), false);
+  } finally {
+    for (const [k, v] of [
+      ["JAXTS_ASYNC_COLLECTIVES", saved[0]],
+      ["JAXTS_ASYNC_SCHEDULE", saved[1]],
+    ] as const)
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+  }
 });
