@@ -86,18 +86,9 @@ std::string MailboxPost(const CollectiveCall& c, int rank, int kind, int op, con
   std::shared_ptr<Mailbox> b;
   {
     std::lock_guard<std::mutex> lock(reg.mu);
-    auto ab = reg.aborted.find(c.launch);
-    if (ab != reg.aborted.end()) return Where(c, rank) + ": released because the launch failed: " + ab->second;
-    const CollectiveKey key = KeyOf(c);
-    auto it = reg.open.find(key);
-    if (it == reg.open.end()) {
-      b = std::make_shared<Mailbox>();
-      b->group = c.group;
-      b->slots.resize(size_t(n));
-      reg.open.emplace(key, b);
-    } else {
-      b = it->second;
-    }
+    const std::string* why = nullptr;
+    b = reg.OpenLocked(c, &why, [n](Mailbox& m) { m.slots.resize(size_t(n)); });
+    if (!b) return Where(c, rank) + ": released because the launch failed: " + *why;
   }
   std::string err;
   {

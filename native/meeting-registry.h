@@ -28,6 +28,26 @@ struct MeetingRegistry {
   std::map<CollectiveKey, std::shared_ptr<T>> open;
   std::map<uint64_t, std::string> aborted;
 
+  /**
+   * Under mu: the open meeting of c, made for c's group (init sizes its members) when c is the first member to come;
+   * null, with *aborted_why pointing at the reason, when c's launch was aborted.
+   */
+  template <typename Init>
+  std::shared_ptr<T> OpenLocked(const CollectiveCall& c, const std::string** aborted_why, Init init) {
+    auto ab = aborted.find(c.launch);
+    if (ab != aborted.end()) {
+      *aborted_why = &ab->second;
+      return nullptr;
+    }
+    const CollectiveKey key = KeyOf(c);
+    auto it = open.find(key);
+    if (it != open.end()) return it->second;
+    auto m = std::make_shared<T>();
+    m->group = c.group;
+    init(*m);
+    open.emplace(key, m);
+    return m;
+  }
   /** Marks the launch aborted and returns its open meetings, for the caller to fail outside mu. */
   std::vector<std::shared_ptr<T>> Abort(uint64_t launch, const std::string& why) {
     std::vector<std::shared_ptr<T>> hit;

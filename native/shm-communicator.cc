@@ -168,18 +168,9 @@ class ShmCommunicator : public Communicator {
     std::shared_ptr<Rendezvous> r;
     {
       std::lock_guard<std::mutex> lock(world.mu);
-      auto ab = world.aborted.find(c.launch);
-      if (ab != world.aborted.end()) return Where(c) + ": released because the launch failed: " + ab->second;
-      const CollectiveKey key = KeyOf(c);
-      auto it = world.open.find(key);
-      if (it == world.open.end()) {
-        r = std::make_shared<Rendezvous>();
-        r->group = c.group;
-        r->members.resize(size_t(n));
-        world.open.emplace(key, r);
-      } else {
-        r = it->second;
-      }
+      const std::string* why = nullptr;
+      r = world.OpenLocked(c, &why, [n](Rendezvous& m) { m.members.resize(size_t(n)); });
+      if (!r) return Where(c) + ": released because the launch failed: " + *why;
       if (r->group != c.group) {
         Fail(*r, Where(c) + ": peers disagree on the group (" + RankList(r->group) + " vs " + RankList(c.group) + ")");
       } else if (r->members[size_t(p)].arrived) {

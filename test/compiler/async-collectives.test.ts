@@ -10,6 +10,14 @@ function trace(g: GraphBuilder): string[] {
   return g.nodeList.map((n: GraphNode) => (n.domain === "jaxts.async" ? `${n.opType}(${n.inputs[0]})` : n.opType));
 }
 
+/** Lookups by the collective's input: its Start's token and its Done node. */
+function asyncNodes(nodes: readonly GraphNode[]): { tokenOf: (x: string) => string; doneOf: (x: string) => GraphNode } {
+  return {
+    tokenOf: (x) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === x)!.outputs[0],
+    doneOf: (x) => nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === x)!,
+  };
+}
+
 test("three layers of gathered weights: each gather starts before the previous layer and is awaited after it", () => {
   const g = new GraphBuilder("layers");
   let h = g.addInput("h", "float32", [2, 2]);
@@ -42,8 +50,7 @@ test("three layers of gathered weights: each gather starts before the previous l
     "Tanh",
   ]);
   const nodes = g.nodeList;
-  const tokenOf = (w: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!.outputs[0];
-  const doneOf = (w: string) => nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === w)!;
+  const { tokenOf, doneOf } = asyncNodes(nodes);
   const concatOf = (w: string) => nodes.find((n) => n.outputs[0] === doneOf(w).inputs[1])!;
   assert.deepEqual(concatOf("w0").inputs, [tokenOf("w0"), tokenOf("w1")]);
   assert.deepEqual(concatOf("w1").inputs, [tokenOf("w1"), tokenOf("w2")]);
@@ -134,8 +141,7 @@ test("wide schedule (mailbox mode): every gather of a program input starts at th
     "Tanh",
   ]);
   const nodes = g.nodeList;
-  const tokenOf = (w: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!.outputs[0];
-  const doneOf = (w: string) => nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === w)!;
+  const { tokenOf, doneOf } = asyncNodes(nodes);
   // ORT orders by data only: the first Done reads every Start's token, so all three post before layer 0 computes
   const concat = nodes.find((n) => n.outputs[0] === doneOf("w0").inputs[1])!;
   assert.deepEqual(concat.inputs, [tokenOf("w0"), tokenOf("w1"), tokenOf("w2")]);
@@ -189,7 +195,7 @@ test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the u
   ]);
   // layer 1's Start is tied into layer 0's backward (Cos reads it through Where); layer 0's Start feeds the first Done
   const nodes = g.nodeList;
-  const tokenOf = (v: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === v)!.outputs[0];
+  const { tokenOf } = asyncNodes(nodes);
   const where = nodes.find((n) => n.opType === "Where")!;
   assert.equal(nodes.find((n) => n.opType === "Cos")!.inputs[0], where.outputs[0]);
   const done1 = nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === g1)!;
