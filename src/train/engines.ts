@@ -98,17 +98,24 @@ export function gptLayeredLoss(
   };
 }
 
+/** Options of the pipelined GPT losses. */
+export interface GptPipelineOptions {
+  microbatches: number;
+  remat?: RematPolicy;
+  spec?: GptShardingSpec;
+  schedule?: "gpipe" | "1f1b";
+}
+
 /**
- * The GPT loss with its blocks run by the GPipe pipeline over the mesh's 'pipe' axis (the batch split over 'data',
- * each pipeline running its share in `microbatches` microbatches); embeddings and head run outside the pipeline.
- * Stage s holds layers s * L/S ... (s + 1) * L/S - 1 (the stacked blocks reshaped to [S, L/S, ...]).
+ * What every pipelined GPT loss runs per stage: its L/S blocks in a scan, each under the remat policy, Megatron-
+ * sharded over 'model' when the mesh has one (tp); and the stacked blocks' specs [S, L/S, ...] (stage dim over
+ * 'pipe', the rest as the blocks' specs, the layer dim unsplit).
  */
-export function makeGptPipelineLoss(
+export function gptPipelineStage(
   cfg: GptConfig,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
-): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
-  const S = mesh.axisSize("pipe");
+  opts: GptPipelineOptions,
+): { tp: "model" | null; stage: (p: GptLayer, h: Array) => Array; paramSpecs: SpecTree } {
   // pipeline x tensor parallelism: each stage's blocks are Megatron-sharded over 'model' (psum inside the block)
   const tp = mesh.axisNames.includes("model") && mesh.axisSize("model") > 1 ? "model" : null;
   const policy = REMAT_POLICIES[opts.remat ?? "none"];
@@ -117,13 +124,27 @@ export function makeGptPipelineLoss(
   const one = policy === null ? body : checkpoint(body, { policy });
   const stage = (p: GptLayer, h: Array): Array =>
     lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
-  // the stacked leaves [S, L/S, ...]: stage dim over 'pipe', the rest as the blocks' specs (layer dim unsplit)
   const blockSpecs = (gptParamSpecs(cfg, opts.spec ?? REPLICATED_SPEC) as { blocks: SpecTree }).blocks;
   const [bl, bdef] = flatten(blockSpecs, (x) => x instanceof PartitionSpecImpl);
   const paramSpecs = unflatten(
     bdef,
     (bl as PartitionSpec[]).map((ps) => P("pipe", ...ps.entries)),
   ) as SpecTree;
+  return { tp, stage, paramSpecs };
+}
+
+/**
+ * The GPT loss with its blocks run by the GPipe pipeline over the mesh's 'pipe' axis (the batch split over 'data',
+ * each pipeline running its share in `microbatches` microbatches); embeddings and head run outside the pipeline.
+ * Stage s holds layers s * L/S ... (s + 1) * L/S - 1 (the stacked blocks reshaped to [S, L/S, ...]).
+ */
+export function makeGptPipelineLoss(
+  cfg: GptConfig,
+  mesh: Mesh,
+  opts: GptPipelineOptions,
+): (params: GptParams, tokens: Array, targets: Array, mask: Array) => Array {
+  const S = mesh.axisSize("pipe");
+  const { tp, stage, paramSpecs } = gptPipelineStage(cfg, mesh, opts);
   const run = makePipeline(stage, mesh, {
     pipeAxis: "pipe",
     microbatches: opts.microbatches,
@@ -144,7 +165,7 @@ export function makeGptPipelineStep(
   cfg: GptConfig,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
+  opts: GptPipelineOptions,
 ): GptStep {
   const loss = makeGptPipelineLoss(cfg, mesh, opts);
   return (params, state, tokens, targets, mask) => {

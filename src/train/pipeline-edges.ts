@@ -7,27 +7,20 @@ import * as jnp from "../numpy/index.js";
 import * as lax from "../lax/index.js";
 import * as nn from "../nn/index.js";
 import * as optim from "../optim/index.js";
-import { checkpoint } from "../transforms/checkpoint.js";
 import { valueAndGrad } from "../transforms/api.js";
-import { flatten, unflatten } from "../core/tree.js";
 import type { Mesh } from "../parallel/mesh.js";
-import { P, type PartitionSpec, PartitionSpecImpl } from "../parallel/sharding.js";
+import { P } from "../parallel/sharding.js";
 import type { SpecTree } from "../parallel/shard-map.js";
 import {
   type GptBlocks,
   type GptConfig,
-  type GptLayer,
   type GptParams,
   type GptShardingSpec,
-  type RematPolicy,
-  REMAT_POLICIES,
-  REPLICATED_SPEC,
-  gptBlock,
   gptEmbed,
   gptLogits,
 } from "../models/gpt.js";
 import { makePipelineLoss } from "../models/pipeline-loss.js";
-import { gptPipelineParamSpecs, stageView } from "./engines.js";
+import { type GptPipelineOptions, gptPipelineParamSpecs, gptPipelineStage, stageView } from "./engines.js";
 
 /** The pipelined GPT's parameters: the blocks (layer dim over 'pipe') and the edge stages' flat rows [S, K]. */
 export interface GptPipeParams {
@@ -135,23 +128,11 @@ const segment = (edges: Array, s: number, o: number, n: number): Array =>
 export function makeGptPipeEdgeLoss(
   cfg: GptConfig,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
+  opts: GptPipelineOptions,
 ): (pp: GptPipeParams, tokens: Array, targets: Array, mask: Array) => Array {
   const S = mesh.axisSize("pipe");
   const layout = gptEdgeLayout(cfg, S);
-  const tp = mesh.axisNames.includes("model") && mesh.axisSize("model") > 1 ? "model" : null;
-  const policy = REMAT_POLICIES[opts.remat ?? "none"];
-  const body = (h: Array, p: GptLayer): Array => gptBlock(p, h, tp, opts.schedule === "1f1b");
-  const one = policy === null ? body : checkpoint(body, { policy });
-  const stage = (p: GptLayer, h: Array): Array =>
-    lax.scan((x: Array, q: GptLayer): [Array, null] => [one(x, q), null], h, p)[0];
-  const blockSpecs = (gptPipelineParamSpecs(cfg, opts.spec ?? REPLICATED_SPEC) as { blocks: SpecTree }).blocks;
-  const [bl, bdef] = flatten(blockSpecs, (x) => x instanceof PartitionSpecImpl);
-  // the stacked leaves [S, L/S, ...]: the stage dim over 'pipe', the layer dim whole
-  const paramSpecs = unflatten(
-    bdef,
-    (bl as PartitionSpec[]).map((ps) => P("pipe", null, ...ps.entries.slice(1))),
-  ) as SpecTree;
+  const { tp, stage, paramSpecs } = gptPipelineStage(cfg, mesh, opts);
   // the microbatch's columns: tokens, targets, mask (token ids are exact in float32)
   const col = (b: Array, j: number): Array => jnp.squeeze(lax.sliceInDim(b, j, j + 1, 1, 2), 2);
   const first = (e: Array, b: Array): Array => {
@@ -198,7 +179,7 @@ export function makeGptPipeEdgeStep(
   cfg: GptConfig,
   opt: optim.GradientTransformation,
   mesh: Mesh,
-  opts: { microbatches: number; remat?: RematPolicy; spec?: GptShardingSpec; schedule?: "gpipe" | "1f1b" },
+  opts: GptPipelineOptions,
 ): GptPipeStep {
   const loss = makeGptPipeEdgeLoss(cfg, mesh, opts);
   const S = mesh.axisSize("pipe");
