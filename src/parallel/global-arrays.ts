@@ -63,9 +63,13 @@ export class GlobalStorage implements ExternalStorage {
     readonly aval: ShapedArray,
     readonly positions: readonly number[],
     readonly buffers: readonly DeviceBuffer[],
+    indices?: Index[],
   ) {
-    const all = [...sharding.devicesIndicesMap(aval.shape).values()];
-    this.indices = positions.map((k) => all[k]);
+    if (indices) this.indices = indices;
+    else {
+      const all = [...sharding.devicesIndicesMap(aval.shape).values()];
+      this.indices = positions.map((k) => all[k]);
+    }
   }
   get isFreed(): boolean {
     return this.#freed;
@@ -117,14 +121,26 @@ export function globalStorage(x: unknown): GlobalStorage | null {
   return e instanceof GlobalStorage ? e : null;
 }
 
-/** A global array over this process's `buffers` (their references pass to it). */
-export function globalArray(aval: ShapedArray, s: NamedShardingImpl, buffers: DeviceBuffer[]): ArrayImpl {
-  const positions = addressablePositions(s);
+/**
+ * A global array over this process's `buffers` (their references pass to it); `known`: the addressable positions and
+ * their blocks' indices when the caller has them already (a repeated call's plan), else computed from the sharding.
+ */
+export function globalArray(
+  aval: ShapedArray,
+  s: NamedShardingImpl,
+  buffers: DeviceBuffer[],
+  known?: { positions: readonly number[]; indices: Index[] },
+): ArrayImpl {
+  const positions = known ? known.positions : addressablePositions(s);
   if (positions.length !== buffers.length)
     throw new Error(
       `globalArray: ${buffers.length} buffers for the ${positions.length} devices of this process in ${s.mesh}`,
     );
-  const out = new ArrayImpl(aval, new GlobalStorage(s, aval, positions, buffers), s.mesh.flatDevices[0]);
+  const out = new ArrayImpl(
+    aval,
+    new GlobalStorage(s, aval, positions, buffers, known?.indices),
+    s.mesh.flatDevices[0],
+  );
   out.placement = s;
   return out;
 }

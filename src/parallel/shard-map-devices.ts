@@ -44,7 +44,7 @@ import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.j
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
-import { blockIndex, localRanks, runMultiProcess } from "./shard-map-multiprocess.js";
+import { blockIndex, localRanks, localRanksOf, runMultiProcess } from "./shard-map-multiprocess.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -310,7 +310,7 @@ function runOnDevices(
   if (why) return fallback(`the device runtime is unavailable (${why})`);
   for (const x of leaves) if (!DEVICE_DTYPES.has(x.dtype)) return fallback(`an argument is ${x.dtype}`);
   // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
-  const ranks = localRanks(mesh);
+  const ranks = localRanksOf(mesh);
   if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
   if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);

@@ -8,10 +8,10 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
 import type { OnnxStep, Program } from "../compiler/compile.js";
-import { DeviceBuffer, type DeviceProgram, launchSync, runtimeDevice } from "../runtime/index.js";
+import { DeviceBuffer, type DeviceProgram, type RuntimeDevice, launchSync, runtimeDevice } from "../runtime/index.js";
 import { allgatherBytes, nextProcessLaunch, processCount, processIndex } from "./distributed.js";
 import type { Mesh } from "./mesh.js";
-import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
+import { type Index, NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { type GlobalStorage, globalArray, globalStorage, sameLayout } from "./global-arrays.js";
 import { reshardGlobal } from "./reshard-processes.js";
 
@@ -84,12 +84,132 @@ const sameData = (a: TypedArray, b: TypedArray): boolean => {
   return true;
 };
 
+/** Per mesh: this process's mesh ranks, for the process index and count they were computed under. */
+const rankCache = new WeakMap<Mesh, { self: number; count: number; ranks: readonly number[] }>();
+/** Mesh ranks whose devices belong to this process (memoized per mesh; the caller must not change the list). */
+export function localRanksOf(mesh: Mesh): readonly number[] {
+  const self = processIndex(),
+    count = processCount();
+  const hit = rankCache.get(mesh);
+  if (hit && hit.self === self && hit.count === count) return hit.ranks;
+  const ranks: number[] = [];
+  for (let r = 0; r < mesh.size; r++) if (count === 1 || mesh.flatDevices[r].processIndex === self) ranks.push(r);
+  rankCache.set(mesh, { self, count, ranks });
+  return ranks;
+}
+
 /** Mesh ranks (row-major positions) whose devices belong to this process: all of them in a single-process run. */
 export function localRanks(mesh: Mesh): number[] {
-  const self = processIndex();
-  return JSArray.from({ length: mesh.size }, (_, r) => r).filter(
-    (r) => processCount() === 1 || mesh.flatDevices[r].processIndex === self,
-  );
+  return [...localRanksOf(mesh)];
+}
+
+/** An output's representative ranks and layout (see callPlan). */
+type OutPlan = {
+  spec: Spec;
+  aval: ShapedArray;
+  used: Set<string>;
+  repOf: (r: number) => number;
+  /** The global aval and sharding of the output, and the indices of this process's blocks in it. */
+  gaval: ShapedArray;
+  sharding: NamedShardingImpl;
+  indices: Index[];
+};
+/**
+ * What runMultiProcess derives from the compiled body, the mesh object and this process alone (the leaves' avals are
+ * part of the compiled body's key): made at the first call, reused by every later call with the same mesh (a repeated
+ * training step pays no spec resolution, block shapes, sharding objects, rank lists or output plans).
+ */
+interface CallPlan {
+  mesh: Mesh;
+  self: number;
+  count: number;
+  ranks: readonly number[];
+  multi: boolean;
+  local: Map<number, number>;
+  devs: RuntimeDevice[];
+  ids: number[];
+  blockShapes: number[][];
+  /** Per argument: the NamedSharding its in_spec asks for, and per global sharding seen whether it is that layout. */
+  targets: NamedShardingImpl[];
+  layoutOk: WeakMap<NamedShardingImpl, boolean>[];
+  /** Program input slots read by the launch or passed through to an output: [slot, constant or argument index]. */
+  feeds: [number, number][];
+  rankProcess: number[];
+  /** Per output its plan, or the error its out_specs raise (thrown where the unplanned path threw it). */
+  outs: (OutPlan | { error: string })[];
+}
+const plans = new WeakMap<CompiledBody, CallPlan>();
+
+/** The call plan of compiled body `c` over `mesh` (see CallPlan). */
+function callPlan(fn: string, mesh: Mesh, c: CompiledBody, inSpecs: Spec[], leaves: ArrayImpl[]): CallPlan {
+  const self = processIndex(),
+    count = processCount();
+  const hit = plans.get(c);
+  if (hit && hit.mesh === mesh && hit.self === self && hit.count === count) return hit;
+  const { program, outSpecs } = c;
+  const step = program.steps[0] as OnnxStep | undefined;
+  const ranks = localRanksOf(mesh);
+  const blockShapes = leaves.map((x, k) => {
+    const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0));
+    return x.shape.map((s, d) => s / parts[d]);
+  });
+  const needed = new Set(step ? step.inputs : []);
+  for (const o of program.outs) if (typeof o === "number") needed.add(o);
+  const feeds: [number, number][] = [];
+  program.inSlots.forEach((slot, j) => {
+    if (needed.has(slot)) feeds.push([slot, j]);
+  });
+  const devs = ranks.map((r) => runtimeDevice(mesh.flatDevices[r].id));
+  // each output's representative ranks: the device with coordinate 0 on every axis its spec does not name
+  const outs = program.outs.slice(0, c.outAvals.length).map((_, k): OutPlan | { error: string } => {
+    const spec = outSpecs[k],
+      aval = c.outAvals[k];
+    if (spec.length > aval.ndim)
+      return {
+        error: `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
+      };
+    const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
+    for (const nm of used)
+      if (!mesh.axisNames.includes(nm))
+        return {
+          error: `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
+        };
+    const repOf = (r: number): number =>
+      mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
+    const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
+    const gaval = new ShapedArray(
+      aval.shape.map((s, d) => s * parts[d]),
+      aval.dtype,
+      aval.weakType,
+    );
+    const sharding = new NamedShardingImpl(mesh, spec);
+    const all = [...sharding.devicesIndicesMap(gaval.shape).values()];
+    return { spec, aval, used, repOf, gaval, sharding, indices: ranks.map((r) => all[r]) };
+  });
+  const plan: CallPlan = {
+    mesh,
+    self,
+    count,
+    ranks,
+    multi: ranks.length < mesh.size,
+    local: new Map(ranks.map((r, i) => [r, i])),
+    devs,
+    ids: devs.map((d) => d.id),
+    blockShapes,
+    targets: inSpecs.map((sp) => new NamedShardingImpl(mesh, sp)),
+    layoutOk: inSpecs.map(() => new WeakMap()),
+    feeds,
+    rankProcess: mesh.flatDevices.map((d) => d.processIndex),
+    outs,
+  };
+  plans.set(c, plan);
+  return plan;
+}
+
+/** The output plans, or the first out_specs error. */
+function outPlans(p: CallPlan): OutPlan[] {
+  for (const o of p.outs) if ("error" in o) throw new Error(o.error);
+  return p.outs as OutPlan[];
 }
 
 /**
@@ -110,80 +230,77 @@ export function runMultiProcess(
   leaves: ArrayImpl[],
   checkVma: boolean,
 ): ArrayImpl[] {
-  const blockShapes = leaves.map((x, k) => {
-    const { parts } = blockIndex(inSpecs[k], x.ndim, mesh, mesh.coords(0));
-    return x.shape.map((s, d) => s / parts[d]);
-  });
+  const plan = callPlan(fn, mesh, c, inSpecs, leaves);
+  const { ranks, multi, local, devs, blockShapes, feeds } = plan;
   // global arguments: passed as they are when their layout is the one the in_specs ask for; otherwise resharded for
   // this call (blocks move within and between processes: reshard-processes.ts) and the copies freed after it
   const temps: ArrayImpl[] = [];
-  const globals: (GlobalStorage | null)[] = leaves.map((x, k) => {
+  let globalOut = false;
+  const globals = new JSArray<GlobalStorage | null>(leaves.length);
+  for (let k = 0; k < leaves.length; k++) {
+    const x = leaves[k];
     const g = globalStorage(x);
-    if (!g) return null;
-    const target = new NamedShardingImpl(mesh, inSpecs[k]);
-    if (sameLayout(g.sharding, target, x.shape)) return g;
+    globals[k] = g;
+    if (!g) continue;
+    globalOut = true;
+    const target = plan.targets[k];
+    let ok = plan.layoutOk[k].get(g.sharding);
+    if (ok === undefined) plan.layoutOk[k].set(g.sharding, (ok = sameLayout(g.sharding, target, x.shape)));
+    if (ok) continue;
     try {
       const y = reshardGlobal(`${fn} (argument ${k})`, x, g, target);
       temps.push(y);
-      return globalStorage(y);
+      globals[k] = globalStorage(y);
     } catch (e) {
       for (const t of temps) t.dispose();
       throw e;
     }
-  });
-  const globalOut = globals.some((g) => g !== null);
-  const { program, consts, outSpecs } = c;
+  }
+  const { program, consts } = c;
   // debug callbacks hoisted out of the body add outputs past the body's own: not supported across processes
   const bodyOuts = program.outs.slice(0, c.outAvals.length);
   const n = mesh.size;
   const step = program.steps[0] as OnnxStep | undefined;
-  const ranks = localRanks(mesh),
-    self = processIndex();
-  const multi = ranks.length < n;
-  const local = new Map(ranks.map((r, i) => [r, i]));
   // per-device inputs: each device's blocks (copied into its memory) and the replicated consts
-  const devs = ranks.map((r) => runtimeDevice(mesh.flatDevices[r].id));
   const slotBuffers: Map<number, DeviceBuffer>[] = devs.map(() => new Map());
   const owned: DeviceBuffer[] = [];
   try {
-    const inVals: ArrayImpl[] = [...consts, ...leaves];
-    const inSpecsAll: (Spec | null)[] = [...consts.map(() => null), ...inSpecs];
-    const needed = new Set(step ? step.inputs : []);
-    for (const o of program.outs) if (typeof o === "number") needed.add(o);
-    program.inSlots.forEach((slot, j) => {
-      if (!needed.has(slot)) return;
-      const x = inVals[j],
-        spec = inSpecsAll[j];
+    for (const [slot, j] of feeds) {
+      const x = j < consts.length ? consts[j] : leaves[j - consts.length];
+      const spec = j < consts.length ? null : inSpecs[j - consts.length];
       const g = j >= consts.length ? globals[j - consts.length] : null;
-      devs.forEach((dev, r) => {
+      for (let r = 0; r < devs.length; r++) {
         let buf: DeviceBuffer;
         if (g) {
-          slotBuffers[r].set(slot, g.buffers[g.positions.indexOf(ranks[r])]);
-          return;
+          // the positions of a global storage are this process's mesh ranks in mesh order (its buffers' order)
+          const i = g.positions[r] === ranks[r] ? r : g.positions.indexOf(ranks[r]);
+          slotBuffers[r].set(slot, g.buffers[i]);
+          continue;
         }
-        if (!spec) buf = DeviceBuffer.copyOf(dev, x.dtype, x.shape, x.buffer);
+        if (!spec) buf = DeviceBuffer.copyOf(devs[r], x.dtype, x.shape, x.buffer);
         else {
           const { idx } = blockIndex(spec, x.ndim, mesh, mesh.coords(ranks[r]));
           const bshape = blockShapes[j - consts.length];
-          buf = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
+          buf = DeviceBuffer.uninitialized(devs[r], x.dtype, bshape);
           copyBlock(x.buffer, x.shape, buf.data, bshape, idx, true);
         }
         owned.push(buf);
         slotBuffers[r].set(slot, buf);
-      });
-    });
+      }
+    }
     // every process counts the launches over meshes spanning processes, also one that has no device in the mesh
     const process =
       step && multi
-        ? { launch: nextProcessLaunch(), self, ranks, rankProcess: mesh.flatDevices.map((d) => d.processIndex) }
+        ? { launch: nextProcessLaunch(), self: plan.self, ranks: ranks as number[], rankProcess: plan.rankProcess }
         : undefined;
     if (step && c.device && devs.length > 0) {
-      const res = launchSync(
-        c.device,
-        devs.map((d) => d.id),
-        devs.map((_, r) => step.inputs.map((sl) => slotBuffers[r].get(sl)!)),
-        process ? { process } : {},
-      );
+      const ins = new JSArray<DeviceBuffer[]>(devs.length);
+      for (let r = 0; r < devs.length; r++) {
+        const row = new JSArray<DeviceBuffer>(step.inputs.length);
+        for (let i = 0; i < row.length; i++) row[i] = slotBuffers[r].get(step.inputs[i])!;
+        ins[r] = row;
+      }
+      const res = launchSync(c.device, plan.ids, ins, process ? { process } : {});
       res.outputs.forEach((os, r) =>
         os.forEach((b, k) => {
           owned.push(b);
@@ -191,39 +308,21 @@ export function runMultiProcess(
         }),
       );
     }
-    // each output's representative ranks: the device with coordinate 0 on every axis its spec does not name
-    const plans = bodyOuts.map((_, k) => {
-      const spec = outSpecs[k],
-        aval = c.outAvals[k];
-      if (spec.length > aval.ndim)
-        throw new Error(
-          `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
-        );
-      const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
-      for (const nm of used)
-        if (!mesh.axisNames.includes(nm))
-          throw new Error(
-            `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
-          );
-      const repOf = (r: number): number =>
-        mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
-      return { spec, aval, used, repOf };
-    });
-    if (globalOut) return globalOutputs(fn, mesh, bodyOuts, plans, slotBuffers, ranks, checkVma);
+    const outPlan = outPlans(plan);
+    if (globalOut) return globalOutputs(fn, mesh, bodyOuts, outPlan, slotBuffers, ranks, checkVma);
     const remote = multi
-      ? exchangeBlocks(fn, mesh, bodyOuts, plans, slotBuffers, local)
+      ? exchangeBlocks(fn, mesh, bodyOuts, outPlan, slotBuffers, local)
       : new Map<string, TypedArray>();
     // assemble each output from its devices' blocks
     const outs = bodyOuts.map((o, k) => {
-      const { spec, aval, used, repOf } = plans[k];
+      const { spec, aval, used, repOf, gaval } = outPlan[k];
       const blockOf = (r: number): TypedArray =>
         typeof o !== "number"
           ? (o as ArrayImpl).buffer
           : local.has(r)
             ? slotBuffers[local.get(r)!].get(o)!.data
             : remote.get(`${k}:${r}`)!;
-      const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
-      const gshape = aval.shape.map((s, d) => s * parts[d]);
+      const gshape = gaval.shape;
       const global = allocate(
         aval.dtype,
         gshape.reduce((a, b) => a * b, 1),
@@ -259,19 +358,19 @@ function globalOutputs(
   fn: string,
   mesh: Mesh,
   outs: Program["outs"],
-  plans: { spec: Spec; aval: ShapedArray; used: Set<string>; repOf: (r: number) => number }[],
+  plans: OutPlan[],
   slotBuffers: Map<number, DeviceBuffer>[],
-  ranks: number[],
+  ranks: readonly number[],
   checkVma: boolean,
 ): ArrayImpl[] {
   return outs.map((o, k) => {
-    const { spec, aval, used, repOf } = plans[k];
+    const { aval, used, repOf, gaval, sharding, indices } = plans[k];
     const bufs = ranks.map((_, i) =>
       typeof o === "number"
         ? slotBuffers[i].get(o)!.retain()
         : DeviceBuffer.copyOf(runtimeDevice(mesh.flatDevices[ranks[i]].id), aval.dtype, aval.shape, o.buffer),
     );
-    if (checkVma && typeof o === "number")
+    if (checkVma && typeof o === "number" && ranks.length > 1)
       ranks.forEach((r, i) => {
         const rep = ranks.indexOf(repOf(r));
         if (rep < 0 || rep === i || sameData(bufs[i].ready().data, bufs[rep].ready().data)) return;
@@ -282,9 +381,7 @@ function globalOutputs(
           `${fn}: an output is declared replicated over mesh axis ${JSON.stringify(axis)} by its out_specs, but it varies over that axis; use a collective (e.g. psum over ${JSON.stringify(axis)}) or name the axis in out_specs`,
         );
       });
-    const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
-    const gshape = aval.shape.map((s, d) => s * parts[d]);
-    return globalArray(new ShapedArray(gshape, aval.dtype, aval.weakType), new NamedShardingImpl(mesh, spec), bufs);
+    return globalArray(gaval, sharding, bufs, { positions: ranks, indices });
   });
 }
 
@@ -296,7 +393,7 @@ function exchangeBlocks(
   fn: string,
   mesh: Mesh,
   outs: Program["outs"],
-  plans: { aval: ShapedArray; repOf: (r: number) => number }[],
+  plans: OutPlan[],
   slotBuffers: Map<number, DeviceBuffer>[],
   local: Map<number, number>,
 ): Map<string, TypedArray> {

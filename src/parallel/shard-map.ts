@@ -12,6 +12,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { devicePut } from "./device-put.js";
 import { shardedStorage } from "./device-arrays.js";
+import { globalStorage } from "./global-arrays.js";
 import { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpec, PartitionSpecImpl } from "./sharding.js";
 import { getMesh } from "./context-mesh.js";
@@ -58,11 +59,17 @@ function specsFor(fn: string, specs: unknown, tree: unknown, what: string, nullI
   return out;
 }
 
-/** Whether y is a concrete array placed with exactly NamedSharding(mesh, spec) (the same objects: nothing to check). */
+/**
+ * Whether y is a concrete array placed with exactly NamedSharding(mesh, spec) (the same objects: nothing to check),
+ * resident on this process's devices or a global array over processes.
+ */
 function placedAs(y: Array, mesh: Mesh, spec: Spec): boolean {
   const s = y instanceof ArrayImpl ? y.placement : null;
   return (
-    s instanceof NamedShardingImpl && s.mesh === mesh && s.spec === spec && shardedStorage(y as ArrayImpl) !== null
+    s instanceof NamedShardingImpl &&
+    s.mesh === mesh &&
+    s.spec === spec &&
+    (shardedStorage(y as ArrayImpl) !== null || globalStorage(y) !== null)
   );
 }
 

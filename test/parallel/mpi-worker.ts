@@ -326,6 +326,31 @@ function globalArrays(): Record<string, unknown> {
     () => psumPD(x3) as Array,
     () => psumPD(full2) as Array,
   );
+  // a training-like loop: one closure fed its own global outputs (a repeated call reuses its call plan and keeps the
+  // outputs as placed), once with an argument laid out otherwise (replicated: resharded for that call only)
+  const upd = shardMap((w: Array, b: Array) => [jnp.add(w, lax.psum(b, "i")), jnp.multiply(b, 0.5)], {
+    mesh,
+    inSpecs: [P(), P("i")],
+    outSpecs: [P(), P("i")],
+  });
+  const loop = (w0: Array, b0: Array, bOther: Array): Array => {
+    let [w, b] = [w0, b0];
+    for (let i = 0; i < 3; i++) [w, b] = upd(w, b) as Array[];
+    [w] = upd(w, bOther) as Array[];
+    for (let i = 0; i < 2; i++) [w, b] = upd(w, b) as Array[];
+    return w;
+  };
+  const w0 = values([2, 3], "float32");
+  bothGlobal(
+    "global shardMap psum, repeated calls",
+    () =>
+      loop(
+        makeArrayFromProcessLocalData(new NamedSharding(mesh, P()), w0),
+        x,
+        makeArrayFromProcessLocalData(new NamedSharding(mesh, P()), full),
+      ),
+    () => loop(w0, full, full),
+  );
   // a global array laid out otherwise than the in_specs ask: its blocks move between processes first
   const rep = shardMap((b: Array) => jnp.sin(b), { mesh, inSpecs: P(), outSpecs: P() });
   bothGlobal(
