@@ -426,6 +426,9 @@ class ProcessCommunicator : public Communicator {
                  nullptr, describe(mine));
       if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
     }
+    // every peer had arrived (its header is here): start -> ready is waiting for the other processes, ready -> end the
+    // data exchange (the small path's data came with the header)
+    if (err.empty() && c.ready_us) *c.ready_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
     if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
     if (!err.empty()) {
       // name the ranks of the silent processes
