@@ -12,6 +12,7 @@ import { shardMap } from "../parallel/shard-map.js";
 import { vjp } from "../transforms/api.js";
 import { customVjp } from "../transforms/custom-derivatives.js";
 import { type PipelineOptions, pipelineSetup, pipelineStash } from "./pipeline.js";
+import { clip, idx, oneFOneBScan } from "./pipeline-schedule.js";
 
 /**
  * A pipelined loss over the `pipeAxis` of `mesh`: `run(stacked, edges, batch)` is the sum over microbatches of
@@ -37,9 +38,6 @@ export function makePipelineLoss<SP, E>(
   if (opts.perDataParams) throw new Error(`${fn}: perDataParams is not supported with edge stages`);
   const S = mesh.axisSize(pipe);
   const fwd = [...globalThis.Array(S - 1).keys()].map((i) => [i, i + 1] as [number, number]);
-  const bwdPerm = fwd.map(([a, b]) => [b, a] as [number, number]);
-  const idx = (xs: Array, i: Array): Array => jnp.squeeze(lax.dynamicSliceInDim(xs, i, 1, 0), 0);
-  const clip = (i: Array, hi: number): Array => jnp.clip(i, 0, hi);
   const local = <T>(t: T): T => {
     const [ls, def] = flatten(t);
     return unflatten(
@@ -107,57 +105,33 @@ export function makePipelineLoss<SP, E>(
     const [el, edef] = flatten(e);
     const h0 = firstFn(e, idx(bs, jnp.array(0, { dtype: "int32" })));
     const zero = (a: Array) => jnp.zerosLike(a);
-    type Carry = [Array, Array, Array, Array[], Array[]];
-    const [, , , dp, de] = lax.scan(
-      ([fin, bin, stash, dps, des]: Carry, t: Array): [Carry, null] => {
-        const fm = jnp.subtract(t, me);
-        const fValid = jnp.logicalAnd(jnp.greaterEqual(fm, 0), jnp.less(fm, M));
-        const h = jnp.where(first, firstFn(e, idx(bs, clip(fm, M - 1))), fin);
-        const y = stageFn(p, h);
-        const st = jnp.where(
-          fValid,
-          lax.dynamicUpdateSliceInDim(stash, jnp.expandDims(h, 0), jnp.remainder(fm, R), 0),
-          stash,
-        );
-        const bm = jnp.subtract(t, jnp.subtract(2 * S - 2, me));
-        const bValid = jnp.logicalAnd(jnp.greaterEqual(bm, 0), jnp.less(bm, M));
+    const stage = { stageFn, p, pl: pl as Array[], pdef, pipe, S, M, R, me, first };
+    const [dp, de] = oneFOneBScan<SP, Array[]>(stage, zero(h0), {
+      input: (m) => firstFn(e, idx(bs, m)),
+      backward(bm, bValid, bin, stageVjp) {
         const b = idx(bs, clip(bm, M - 1));
-        const hb = idx(st, jnp.remainder(bm, R));
-        const [o, pullS] = vjp((q: Array[], v: Array) => stageFn(unflatten(pdef, q) as SP, v), pl as Array[], hb);
+        const [o, pullS] = stageVjp();
         // the last stage seeds the microbatch's cotangent from its loss; the others take the next stage's
         const [, pullL] = vjp((q: Array[], v: Array) => lastFn(unflatten(edef, q) as E, v, b), el as Array[], o);
         const [deL, dO] = pullL(ct) as [Array[], Array];
-        const [dq, dh] = pullS(jnp.where(last, dO, bin)) as [Array[], Array];
+        const [dq, dh] = pullS(jnp.where(last, dO, bin));
         // stage 0 backpropagates into its input layer
         const [, pullF] = vjp((q: Array[]) => firstFn(unflatten(edef, q) as E, b), el as Array[]);
         const [deF] = pullF(dh) as [Array[]];
         const useL = jnp.logicalAnd(last, bValid),
           useF = jnp.logicalAnd(first, bValid);
-        const nextDp = dps.map((a, i) => jnp.where(bValid, jnp.add(a, dq[i]), a));
-        const nextDe = des.map((a, i) =>
-          jnp.add(a, jnp.add(jnp.where(useL, deL[i], zero(deL[i])), jnp.where(useF, deF[i], zero(deF[i])))),
-        );
-        const send = jnp.where(bValid, dh, zero(dh));
-        return [
-          [
-            S > 1 ? lax.ppermute(y, pipe, fwd) : y,
-            S > 1 ? lax.ppermute(send, pipe, bwdPerm) : send,
-            st,
-            nextDp,
-            nextDe,
-          ],
-          null,
-        ];
+        const update = (des: Array[]) =>
+          des.map((a, i) =>
+            jnp.add(a, jnp.add(jnp.where(useL, deL[i], zero(deL[i])), jnp.where(useF, deF[i], zero(deF[i])))),
+          );
+        return { dq, dh, update };
       },
-      [
-        zero(h0),
-        zero(h0),
-        jnp.zeros([R, ...h0.shape], { dtype: h0.dtype }),
-        (pl as Array[]).map(zero),
-        (el as Array[]).map(zero),
-      ] as Carry,
-      jnp.arange(M + 2 * S - 2, { dtype: "int32" }),
-    )[0];
+      init: () => ({
+        stash: jnp.zeros([R, ...h0.shape], { dtype: h0.dtype }),
+        grads: (pl as Array[]).map(zero),
+        extra: (el as Array[]).map(zero),
+      }),
+    });
     // each data shard's gradient is its share of the batch's
     const back = (gs: Array[]) => gs.map((g) => jnp.expandDims(dataAxis === null ? g : lax.psum(g, dataAxis), 0));
     return [unflatten(pdef, back(dp)) as SP, unflatten(edef, back(de)) as E, jnp.zerosLike(batch)];

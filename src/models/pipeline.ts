@@ -9,8 +9,8 @@ import { flatten, unflatten } from "../core/tree.js";
 import { Mesh } from "../parallel/mesh.js";
 import { P } from "../parallel/sharding.js";
 import { type SpecTree, shardMap } from "../parallel/shard-map.js";
-import { vjp } from "../transforms/api.js";
 import { customVjp } from "../transforms/custom-derivatives.js";
+import { clip, idx, oneFOneBScan } from "./pipeline-schedule.js";
 
 export interface PipelineOptions {
   /** The mesh axis whose members are the stages (default "pipe"). */
@@ -122,9 +122,6 @@ export function makePipeline<SP>(
     throw new Error(`${fn}: perDataParams needs a dataAxis (the copies of the stacked leaves are split over it)`);
   /** This device's stage parameters from the stacked leaves' block ([1, L/S, ...], or [1, 1, L/S, ...] per data). */
   const localStage = (l: Array): Array => (perData ? jnp.squeeze(l, [0, 1]) : jnp.squeeze(l, 0));
-  const bwdPerm = fwd.map(([a, b]) => [b, a] as [number, number]);
-  const idx = (xs: Array, i: Array): Array => jnp.squeeze(lax.dynamicSliceInDim(xs, i, 1, 0), 0);
-  const clip = (i: Array, hi: number): Array => jnp.clip(i, 0, hi);
 
   /** 1F1B's backward: recompute and backpropagate each microbatch with at most 2S - 1 stage inputs stashed. */
   const oneFOneB = (p: SP, xs: Array, ct: Array): [SP, Array] => {
@@ -136,45 +133,28 @@ export function makePipeline<SP>(
     const [pl, pdef] = flatten(p);
     const zero = (a: Array) => jnp.zeros(a.shape, { dtype: a.dtype });
     const act = jnp.zeros([mb, ...rest], { dtype: xs.dtype });
-    type Carry = [Array, Array, Array, Array, Array[]];
-    const ticks = jnp.arange(M + 2 * S - 2, { dtype: "int32" });
-    const [, , , dx, dp] = lax.scan(
-      ([fin, bin, stash, dxs, dps]: Carry, t: Array): [Carry, null] => {
-        // forward slot: microbatch t - s enters this stage (stage 0 reads it, the others received it)
-        const fm = jnp.subtract(t, me);
-        const fValid = jnp.logicalAnd(jnp.greaterEqual(fm, 0), jnp.less(fm, M));
-        const h = jnp.where(first, idx(xs, clip(fm, M - 1)), fin);
-        const y = stageFn(p, h);
-        const slot = jnp.remainder(fm, R);
-        const st = jnp.where(fValid, lax.dynamicUpdateSliceInDim(stash, jnp.expandDims(h, 0), slot, 0), stash);
-        // backward slot: microbatch t - (2S - 2 - s) (the last stage: the one that just entered)
-        const bm = jnp.subtract(t, jnp.subtract(2 * S - 2, me));
-        const bValid = jnp.logicalAnd(jnp.greaterEqual(bm, 0), jnp.less(bm, M));
+    const stage = { stageFn, p, pl: pl as Array[], pdef, pipe, S, M, R, me, first };
+    const [dp, dx] = oneFOneBScan<SP, Array>(stage, act, {
+      input: (m) => idx(xs, m),
+      backward(bm, bValid, bin, stageVjp) {
+        // the last stage seeds microbatch bm's cotangent from ct; stage 0 keeps its input cotangent as dx
         const g = jnp.where(last, idx(ct, clip(bm, M - 1)), bin);
-        const hb = idx(st, jnp.remainder(bm, R));
-        const [, pull] = vjp((q: Array[], v: Array) => stageFn(unflatten(pdef, q) as SP, v), pl as Array[], hb);
-        const [dq, dh] = pull(g) as [Array[], Array];
-        const nextDp = dps.map((a, i) => jnp.where(bValid, jnp.add(a, dq[i]), a));
-        const nextDx = jnp.where(
-          jnp.logicalAnd(first, bValid),
-          lax.dynamicUpdateSliceInDim(dxs, jnp.expandDims(dh, 0), clip(bm, M - 1), 0),
-          dxs,
-        );
-        const send = jnp.where(bValid, dh, zero(dh));
-        return [
-          [
-            S > 1 ? lax.ppermute(y, pipe, fwd) : y,
-            S > 1 ? lax.ppermute(send, pipe, bwdPerm) : send,
-            st,
-            nextDx,
-            nextDp,
-          ],
-          null,
-        ];
+        const [, pull] = stageVjp();
+        const [dq, dh] = pull(g);
+        const update = (dxs: Array) =>
+          jnp.where(
+            jnp.logicalAnd(first, bValid),
+            lax.dynamicUpdateSliceInDim(dxs, jnp.expandDims(dh, 0), clip(bm, M - 1), 0),
+            dxs,
+          );
+        return { dq, dh, update };
       },
-      [act, act, jnp.zeros([R, mb, ...rest], { dtype: xs.dtype }), zero(xs), (pl as Array[]).map(zero)] as Carry,
-      ticks,
-    )[0];
+      init: () => ({
+        stash: jnp.zeros([R, mb, ...rest], { dtype: xs.dtype }),
+        extra: zero(xs),
+        grads: (pl as Array[]).map(zero),
+      }),
+    });
     return [unflatten(pdef, dp) as SP, dx];
   };
   const body = (stacked: SP, x: Array): Array => {

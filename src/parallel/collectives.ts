@@ -21,6 +21,28 @@ const unbound = (prim: string, axes: AxisNames) =>
   );
 const names = (x: string | string[]): AxisNames => (typeof x === "string" ? [x] : [...x]);
 
+let axisSubst: ReadonlyMap<string, readonly string[]> | null = null;
+/**
+ * Runs f with each name in `subst` standing for its tuple of axis names in the public collectives (xmap's resources:
+ * a named axis split over mesh axes, and over a local vmap when each device holds a block, is their row-major product).
+ */
+export function withAxisSubstitution<T>(subst: ReadonlyMap<string, readonly string[]>, f: () => T): T {
+  const saved = axisSubst;
+  axisSubst = subst;
+  try {
+    return f();
+  } finally {
+    axisSubst = saved;
+  }
+}
+/** The caller's axis name(s) with the substitution applied once (internal calls pass substituted names through). */
+function substNames(x: unknown): unknown {
+  if (!axisSubst || (typeof x !== "string" && !globalThis.Array.isArray(x))) return x;
+  const subst = axisSubst;
+  const ns = names(x as string | string[]);
+  return ns.some((n) => subst.has(n)) ? ns.flatMap((n) => subst.get(n) ?? [n]) : x;
+}
+
 let perDevice = 0;
 /**
  * Runs f with psum transposing to psum (y_i = sum_j x_j, so ct_x_j = sum_i ct_y_i), the rule of a body transposed
@@ -411,7 +433,9 @@ export const allToAllP: Primitive<ATA> = new Primitive<ATA>(
 /** A collective on one array, or mapped over the leaves of a pytree as JAX does (JS numbers become arrays). */
 export type TreeCollective<R extends unknown[]> = { (x: Array, ...rest: R): Array; <T>(x: T, ...rest: R): T };
 function overLeaves<R extends unknown[]>(fn: string, one: (x: Array, ...rest: R) => Array): TreeCollective<R> {
-  return ((x: unknown, ...rest: R): unknown => {
+  return ((x: unknown, ...given: R): unknown => {
+    // every wrapped collective takes its axis name(s) first after the operand
+    const rest = (axisSubst ? [substNames(given[0]), ...given.slice(1)] : given) as R;
     if (x instanceof Array) return one(x, ...rest);
     const [leaves, def] = flattenArrays(fn, x, "argument");
     return unflatten(
@@ -478,7 +502,7 @@ function memberView(
     });
   const n = combinedSize(fn, ns);
   const stack = ops.reshape(g, [n, ...x.shape]);
-  const idx = axisIndex(ns);
+  const idx = axisIndex1(ns);
   const col = (table: number[][]): Array[] => {
     const w = table[0].length;
     const row = ops.dynamicSlice(int32Const([n, w], table.flat()), [idx, scalarI32(0)], [1, w]);
@@ -512,7 +536,7 @@ function groupStack(
   groups: number[][] | null,
 ): { stacked: Array; pos: Array; size: number } {
   const v = memberView(fn, x, ns);
-  if (!groups) return { stacked: v.stack, pos: axisIndex(ns), size: v.n };
+  if (!groups) return { stacked: v.stack, pos: axisIndex1(ns), size: v.n };
   const t = groupTables(groups, v.n);
   const ks = v.col(t.members);
   return {
@@ -577,19 +601,21 @@ export const pmin = overLeaves(
   reduceWrapper("pmin", pminP, (x, a) => ops.reduceMin(x, a)),
 );
 /** lax.axisSize(name | names): the (combined) size of bound axes as a static number, like JAX's Python int. */
-export const axisSize = (axisName: string | string[]): number => combinedSize("axis_size", names(axisName));
+export const axisSize = (axisName: string | string[]): number =>
+  combinedSize("axis_size", names(substNames(axisName) as string | string[]));
 export const pmean = overLeaves("pmean", (x: Array, axisName: string | string[], opts: GroupOpts = {}): Array => {
   const n = psum1(ops.fullLike(x, 1), axisName, opts);
   return ops.div(psum1(x, axisName, opts), n);
 });
 /** lax.axisIndex(name | names): over several axes the index is row-major, sum_k idx(a_k) * prod(size(a_{k+1..})). */
-export const axisIndex = (axisName: string | string[]): Array => {
+export const axisIndex = (axisName: string | string[]): Array => axisIndex1(substNames(axisName) as string | string[]);
+function axisIndex1(axisName: string | string[]): Array {
   const ns = names(axisName);
   let r: Array = bind1(axisIndexP, [], { axis_name: ns[0] });
   for (const n of ns.slice(1))
     r = ops.add(ops.mul(r, axisSizeOf("axis_index", n)), bind1(axisIndexP, [], { axis_name: n }));
   return r;
-};
+}
 
 /** lax.allGather(x, axisName | names, { axis, tiled, axisIndexGroups }): every member's x, stacked (or concatenated) at `axis`. */
 function allGather1(

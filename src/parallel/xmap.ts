@@ -2,9 +2,10 @@
  * @file jax.xmap: a named-axis map. Arguments name some of their dimensions (["batch", "...", "model"] or { 0: "batch" });
  * f sees the arrays without those dimensions and can run collectives over the names; outAxes put the named
  * dimensions back. Runs as nested named vmaps (one per axis name); axisResources are validated against the mesh.
- * On the device runtime (config spmdRuntime "devices", or "auto" with the addon), named axes whose axisResources give them one mesh axis of their size run as a
- * shardMap over that mesh (its axis renamed to the named axis, one element per device); the other names stay vmaps
- * inside the per-device body. Other resource layouts run the emulation.
+ * On the device runtime (config spmdRuntime "devices", or "auto" with the addon), named axes with axisResources run as
+ * a shardMap over the mesh, split over the product of their mesh axes (a block of several elements per device is a
+ * vmap inside it); collectives over such a name are over its mesh axes (and local vmap). The other names stay vmaps
+ * inside the per-device body. A mesh axis serving two names runs the emulation.
  */
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
@@ -13,6 +14,7 @@ import { spmdFallbackNote } from "../runtime/spmd-runtime.js";
 import { flatten, unflatten, type TreeDef } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
 import { flattenArrays } from "../transforms/api-util.js";
+import { withAxisSubstitution } from "./collectives.js";
 import { vmapFlat } from "../transforms/vmap.js";
 import { getMesh } from "./context-mesh.js";
 import { Mesh } from "./mesh.js";
@@ -121,16 +123,25 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
       }
     });
     const mesh = opts.mesh ?? getMesh();
+    const resources = new Map<string, string[]>();
     for (const [n, r] of Object.entries(opts.axisResources ?? {})) {
       if (!mesh)
         throw new Error(
           `${fn}: axisResources map ${JSON.stringify(n)} to mesh axes but no mesh is set (pass { mesh } or call setMesh)`,
         );
-      for (const ax of typeof r === "string" ? [r] : r)
+      const axes = typeof r === "string" ? [r] : [...r];
+      for (const ax of axes)
         if (!mesh.axisNames.includes(ax))
           throw new Error(
             `${fn}: axis resource ${JSON.stringify(ax)} for ${JSON.stringify(n)} is not an axis of ${mesh}`,
           );
+      // JAX's rule: each device holds an equal block of the named axis
+      const total = axes.reduce((a, ax) => a * mesh.axisSize(ax), 1);
+      if (sizes.has(n) && sizes.get(n)! % total !== 0)
+        throw new Error(
+          `${fn}: size of axis ${JSON.stringify(n)} (${sizes.get(n)}) is not divisible by the total number of resources assigned to this axis (${JSON.stringify(axes)}, ${total} in total)`,
+        );
+      if (sizes.has(n) && axes.length) resources.set(n, axes);
     }
     // named dims first, in the global name order
     const moved = leaves.map((x, k) => {
@@ -140,19 +151,22 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
     let outDef: TreeDef | null = null;
     let outEntries: AxisSpecEntry[] = [];
     let outNamed: Map<string, number>[] = [];
-    // the names mapped onto mesh axes on the device runtime (empty: all names are vmaps)
-    const onMesh =
-      resolvedSpmdRuntime() === "devices" && mesh ? meshPlan(mesh, names, sizes, opts.axisResources ?? {}) : null;
-    if (!onMesh && mesh && Object.keys(opts.axisResources ?? {}).length && resolvedSpmdRuntime() === "devices")
-      spmdFallbackNote(
-        "xmap",
-        "its axisResources do not map each named axis to one mesh axis of its size (or a mesh axis shares a name)",
-      );
-    const vmapped = onMesh ? names.filter((n) => !onMesh.names.includes(n)) : names;
+    // the names split over mesh axes on the device runtime (null: every name is a vmap, on the emulation)
+    const plan =
+      resolvedSpmdRuntime() === "devices" && mesh && resources.size ? meshPlan(mesh, names, sizes, resources) : null;
+    if (typeof plan === "string") spmdFallbackNote("xmap", plan);
+    const onMesh = typeof plan === "string" ? null : plan;
+    // the vmaps, outermost first: every name on the emulation; on the devices the names without resources and, for a
+    // name whose devices hold blocks of several elements, a local vmap over the block
+    const vmaps: VmapLevel[] = names.flatMap((n) => {
+      if (!onMesh?.axes.has(n)) return [{ name: n, axisName: n, size: sizes.get(n)! }];
+      const local = onMesh.local.get(n);
+      return local ? [{ name: n, axisName: local, size: onMesh.block.get(n)! }] : [];
+    });
     const level =
       (a: number) =>
       (...xs: Array[]): Array[] => {
-        if (a === vmapped.length) {
+        if (a === vmaps.length) {
           const out = f(...(unflatten(def, xs) as A));
           const [ol, od] = flattenArrays(fn, out, "output");
           outDef = od;
@@ -167,13 +181,10 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
           });
           return ol;
         }
-        const n = vmapped[a];
+        const { name: n, axisName, size } = vmaps[a];
         const inDims = xs.map((_, k) => (named[k].has(n) ? 0 : null));
         try {
-          return vmapFlat(level(a + 1), xs, inDims, (i) => (outNamed[i]?.has(n) ? 0 : null), {
-            size: sizes.get(n)!,
-            name: n,
-          });
+          return vmapFlat(level(a + 1), xs, inDims, (i) => (outNamed[i]?.has(n) ? 0 : null), { size, name: axisName });
         } catch (e) {
           if (e instanceof Error && /outAxes=null/.test(e.message))
             throw new Error(
@@ -200,38 +211,63 @@ export function xmap<A extends unknown[], R>(f: (...args: A) => R, opts: XmapOpt
   };
 }
 
+/** One of xmap's nested vmaps: the named axis it serves, the vmap's own axis name and its size. */
+interface VmapLevel {
+  name: string;
+  axisName: string;
+  size: number;
+}
+
 interface MeshPlan {
   mesh: Mesh;
-  names: string[];
+  /** name -> its mesh axes (the name's index is their row-major product, the first axis major, as in JAX) */
+  axes: Map<string, string[]>;
+  /** name -> elements per device (size / product of its mesh axes) */
+  block: Map<string, number>;
+  /** name -> the local vmap's axis name, for names whose blocks hold several elements */
+  local: Map<string, string>;
+  /** what a collective over each name is over: its mesh axes, then its local vmap */
+  subst: Map<string, string[]>;
 }
 
 /**
- * The mesh to run on: every axis with a resource renamed to the xmap name it serves (one mesh axis per name, of the
- * named axis's size); null when the resources do not have that layout (the emulation runs).
+ * How the names with resources map onto `mesh`, as JAX lowers xmap: a name over mesh axes (x, y) splits into blocks
+ * of size / (|x| |y|) along x-major device order, and a collective over it is one over (x, y[, local vmap]). A string
+ * says why the emulation runs instead (a layout this path does not take).
  */
 function meshPlan(
   mesh: Mesh,
   names: readonly string[],
   sizes: ReadonlyMap<string, number>,
-  resources: Readonly<Record<string, string | string[]>>,
-): MeshPlan | null {
-  const rename = new Map<string, string>();
-  for (const [n, r] of Object.entries(resources)) {
-    const axes = typeof r === "string" ? [r] : r;
-    if (!names.includes(n) || axes.length !== 1 || rename.has(axes[0]) || mesh.axisSize(axes[0]) !== sizes.get(n))
-      return null;
-    rename.set(axes[0], n);
+  resources: ReadonlyMap<string, string[]>,
+): MeshPlan | string {
+  const owner = new Map<string, string>();
+  const plan: MeshPlan = { mesh, axes: new Map(), block: new Map(), local: new Map(), subst: new Map() };
+  for (const [n, axes] of resources) {
+    for (const ax of axes) {
+      if (owner.has(ax))
+        return `mesh axis ${JSON.stringify(ax)} is a resource of both ${JSON.stringify(owner.get(ax))} and ${JSON.stringify(n)}`;
+      owner.set(ax, n);
+    }
+    const block = sizes.get(n)! / axes.reduce((a, ax) => a * mesh.axisSize(ax), 1);
+    plan.axes.set(n, axes);
+    plan.block.set(n, block);
+    const local = `${n}(local block of xmap)`;
+    if (block > 1) plan.local.set(n, local);
+    const subst = block > 1 ? [...axes, local] : axes;
+    if (subst.length !== 1 || subst[0] !== n) plan.subst.set(n, subst);
   }
-  if (!rename.size) return null;
-  const axisNames = mesh.axisNames.map((a) => rename.get(a) ?? a);
-  if (new Set(axisNames).size !== axisNames.length || mesh.axisNames.some((a) => !rename.has(a) && names.includes(a)))
-    return null;
-  return { mesh: new Mesh(mesh.devices, axisNames), names: [...rename.values()] };
+  // a collective over a name must not be taken for one over a mesh axis of the same name
+  const clash = mesh.axisNames.find((a) => names.includes(a) && owner.get(a) !== a);
+  if (clash !== undefined)
+    return `mesh axis ${JSON.stringify(clash)} has the name of a named axis it is not the only resource of`;
+  return plan;
 }
 
 /**
- * xmap's nested vmaps (`inner`, over the names that stay vmaps) as the body of a shardMap over the plan's mesh: each
- * device gets element i of the mapped names (a block of size 1 there, squeezed), and outputs get it back.
+ * xmap's nested vmaps (`inner`) as the body of a shardMap over the mesh: each device gets its block of the names
+ * with resources (a single element is squeezed; a block of several is vmapped in `inner`), the collectives over
+ * those names are substituted by their mesh axes (and local vmap), and outputs get the blocks back.
  */
 function onDevices(
   plan: MeshPlan,
@@ -242,18 +278,24 @@ function onDevices(
   outNamed: () => Map<string, number>[],
 ): Array[] {
   const lead = (has: (n: string) => boolean) => names.filter(has);
-  const specOf = (ns: string[]) => new PartitionSpecImpl(...ns.map((n) => (plan.names.includes(n) ? n : null)));
+  const specOf = (ns: string[]) =>
+    new PartitionSpecImpl(
+      ...ns.map((n) => {
+        const axes = plan.axes.get(n);
+        return axes ? (axes.length === 1 ? axes[0] : axes) : null;
+      }),
+    );
+  // positions (among an array's leading named dims) of the names whose device block is one element
+  const single = (ns: string[]) => ns.map((n, i) => (plan.block.get(n) === 1 ? i : -1)).filter((i) => i >= 0);
   const inSpecs = moved.map((_, k) => specOf(lead((n) => named[k].has(n))));
   const body = (...blocks: Array[]): Array[] => {
     const xs = blocks.map((b, k) => {
-      const ns = lead((n) => named[k].has(n));
-      const drop = ns.map((n, i) => (plan.names.includes(n) ? i : -1)).filter((i) => i >= 0);
+      const drop = single(lead((n) => named[k].has(n)));
       return drop.length ? ops.squeeze(b, drop) : b;
     });
-    // outputs lead with their vmapped names (in name order); the mesh-mapped ones go back as size-1 dims
-    return inner(...xs).map((y, k) => {
-      const ns = lead((n) => outNamed()[k].has(n));
-      const add = ns.map((n, i) => (plan.names.includes(n) ? i : -1)).filter((i) => i >= 0);
+    const ys = plan.subst.size ? withAxisSubstitution(plan.subst, () => inner(...xs)) : inner(...xs);
+    return ys.map((y, k) => {
+      const add = single(lead((n) => outNamed()[k].has(n)));
       return add.length ? ops.expandDims(y, add) : y;
     });
   };
@@ -264,8 +306,10 @@ function onDevices(
       outSpecs: () => outNamed().map((m) => specOf(lead((n) => m.has(n)))),
     })(...moved) as Array[];
   } catch (e) {
-    const m = e instanceof Error ? /declared replicated over mesh axis ("[^"]*")/.exec(e.message) : null;
-    if (m) throw new Error(`xmap: an output varies over named axis ${m[1]} but its outAxes do not place it`);
+    const m = e instanceof Error ? /declared replicated over mesh axis "([^"]*)"/.exec(e.message) : null;
+    const n = m ? [...plan.axes].find(([, axes]) => axes.includes(m[1]))?.[0] : undefined;
+    if (n !== undefined)
+      throw new Error(`xmap: an output varies over named axis ${JSON.stringify(n)} but its outAxes do not place it`);
     throw e;
   }
 }

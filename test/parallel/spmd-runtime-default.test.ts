@@ -218,15 +218,15 @@ test(
         outSpecs: P(),
       })(x, 3),
     );
-    // xmap resources the device path does not map (two mesh axes for one name)
+    // xmap resources the device path does not map (one mesh axis serving two names)
     assert.equal(
-      sameAsEmulation("xmap over two mesh axes", () =>
-        xmap((v: Array) => lax.psum(v, "n"), {
+      sameAsEmulation("xmap with a mesh axis shared by two names", () =>
+        xmap((v: Array) => lax.psum(v, ["n", "m"]), {
           mesh: mesh2,
-          inAxes: ["n", "..."],
+          inAxes: ["n", "m", "..."],
           outAxes: {},
-          axisResources: { n: ["a", "b"] },
-        })(jnp.reshape(x, [4, 4])),
+          axisResources: { n: "a", m: "a" },
+        })(jnp.reshape(x, [2, 2, 4])),
       ),
       0,
     );
