@@ -13,6 +13,7 @@ import {
   copiesInFlight,
   deviceRuntimeUnavailable,
   failNextLaunch,
+  launchesInFlight,
   nativeBlockCopy,
   type PendingLaunch,
   runtimeDevice,
@@ -189,6 +190,8 @@ test(
       );
       const x = devicePut(jnp.multiply(values([128, 512], "float32"), 0.01), NamedSharding(mesh, P(null, "x")));
       const want = f(x).tolist();
+      synchronize();
+      const base = inUse(mesh.deviceIds);
       for (const [name, spec] of [
         ["P(None, 'x') -> P('x')", P("x")],
         ["-> replicated", P()],
@@ -204,12 +207,25 @@ test(
         assert.deepEqual(z.tolist(), want, `${name}: the values`);
         z.dispose();
       }
+      // disposed before anything waited: synchronize settles the launch and the copies, and every byte comes back
+      const y = f(x);
+      const z = devicePut(y, NamedSharding(mesh, P()));
+      y.dispose();
+      z.dispose();
+      assert.equal(launchesInFlight(), 1, "nothing waited for the launch");
+      assert.ok(
+        inUse(mesh.deviceIds).some((b, i) => b > base[i]),
+        "the pending work still holds its buffers",
+      );
+      synchronize();
+      assert.equal(copiesInFlight(), 0, "synchronize settles the copies");
+      assert.deepEqual(inUse(mesh.deviceIds), base, "the memory of both arrays is given back");
       // a copy of a failed launch's output fails with that cause when read
       failNextLaunch(1);
       const bad = f(x);
-      const z = devicePut(bad, NamedSharding(mesh, P("x")));
-      assert.throws(() => z.tolist(), /block copy read an output of a failed launch: .*device 1 \(rank 1\)/);
-      for (const a of [bad, z, x]) a.dispose();
+      const zb = devicePut(bad, NamedSharding(mesh, P("x")));
+      assert.throws(() => zb.tolist(), /block copy read an output of a failed launch: .*device 1 \(rank 1\)/);
+      for (const a of [bad, zb, x]) a.dispose();
     });
   },
 );
