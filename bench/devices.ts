@@ -1,7 +1,7 @@
 /**
  * @file Device runtime benchmarks (`node dist/bench/devices.js [--devices=8] [--quick]`, also run by `npm run bench`):
  * psum bandwidth and latency inside a device program, a data-parallel MLP training step on 1, 2 and 8 devices, and
- * pmap dispatch against one raw ORT session run; each row prints its ratio and whether the issue's target is met.
+ * pmap dispatch against one raw ORT session run, and resharding (native block copy vs the JS copy); each row prints its ratio and whether the issue's target is met.
  * Cases compared by a ratio run interleaved (one call of each in turn, medians over the rounds), so a load change on
  * a shared host hits both sides alike; each row also says where the time went, from the runtime's own stamps:
  * "device" = first rank start to last rank end, the rest is host work (marshalling, wake-ups, block copies).
@@ -406,6 +406,49 @@ rows.push([
   `${us(median(tpBlock))} (${(median(tpBlock) / tOrt).toFixed(2)}x; polling saves ${us(median(tpBlock) - tPmap)})`,
   "recorded",
 ]);
+
+// resharding a 64 MiB float32 array from P('x'): the native block copy (on the destination devices' executors) vs the
+// JS copy on the host thread (setNativeBlockCopy(false), as JAXTS_RESHARD_COPY=js starts), interleaved; GB/s of the
+// bytes the reshard copies (transferStats), reshard issued and waited for
+if (rt.nativeBlockCopy()) {
+  const big = jnp.zeros([4096, 4096], { dtype: "float32" });
+  for (const n of [2, 4].filter((k) => k <= maxDevices)) {
+    const mesh = makeMesh([n], ["x"]);
+    const x = devicePut(big, new NamedSharding(mesh, P("x")));
+    for (const [name, spec] of [
+      ["P(None, 'x')", P(null, "x")],
+      ["replicated", P()],
+    ] as const) {
+      const to = new NamedSharding(mesh, spec);
+      const t0 = rt.transferStats();
+      const once = () => devicePut(x, to).blockUntilReady().dispose();
+      once();
+      const bytes = rt.transferStats().bytesCopied - t0.bytesCopied;
+      const [tn, tj] = interleaved(
+        [
+          once,
+          () => {
+            const prev = rt.setNativeBlockCopy(false);
+            try {
+              once();
+            } finally {
+              rt.setNativeBlockCopy(prev);
+            }
+          },
+        ],
+        R(10),
+        1,
+      );
+      const gbs = (ms: number) => (bytes / ms / 1e6).toFixed(2);
+      rows.push([
+        `reshard 64 MiB float32 P('x') -> ${name}, ${n} devices: native vs JS copy`,
+        `${tn.toFixed(1)} ms (${gbs(tn)} GB/s) vs ${tj.toFixed(1)} ms (${gbs(tj)} GB/s) (${(tj / tn).toFixed(2)}x)`,
+        "recorded",
+      ]);
+    }
+    x.dispose();
+  }
+}
 config.update("deviceIntraOpThreads", saved);
 config.update("spmdRuntime", "emulation");
 

@@ -694,6 +694,9 @@ napi_value OpenRendezvousFn(napi_env env, napi_callback_info) {
 
 }  // namespace
 
+// Queues `task` on the device's executor behind the work already there (native/block-copy.cc's copies and fences).
+void SubmitToDevice(int device, std::function<void()> task) { ExecutorFor(device)->Submit(std::move(task)); }
+
 void RegisterDevices(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"devCreateProgram", nullptr, CreateProgram, nullptr, nullptr, nullptr, napi_default, nullptr},

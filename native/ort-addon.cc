@@ -24,6 +24,7 @@ void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
 void RegisterMpi(napi_env env, napi_value exports);      // native/mpi-communicator.cc
 void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
 void RegisterReduceKernels(napi_env env, napi_value exports);  // native/reduce-kernels.cc
+void RegisterBlockCopy(napi_env env, napi_value exports);      // native/block-copy.cc
 }
 #include "cpu-level.h"
 #include "gemm-op.h"
@@ -578,5 +579,6 @@ NAPI_MODULE_INIT() {
   jaxts::RegisterMpi(env, exports);
   jaxts::RegisterArena(env, exports);
   jaxts::RegisterReduceKernels(env, exports);
+  jaxts::RegisterBlockCopy(env, exports);
   return exports;
 }

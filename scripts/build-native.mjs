@@ -20,6 +20,7 @@ const sources = [
   "cpu-level.cc",
   "arena.cc",
   "devices.cc",
+  "block-copy.cc",
   "shm-communicator.cc",
   "reduce-kernels.cc",
   "collective-ops.cc",

@@ -242,7 +242,7 @@ const TABLE: Map<string, Row> = new Map([
     "Array", "ClosedJaxpr", "ConcretizationTypeError", "FloatingPointError", "Jaxpr", "OutOfMemoryError", "ShapeDtypeStruct", "ShapedArray",
     "UnexpectedTracerError", "numpy.IndexError", "numpy.NonConcreteBooleanIndexError", "numpy.linalg.EighResult", "numpy.linalg.QRResult",
     "numpy.linalg.SVDResult", "numpy.linalg.SlogdetResult", "numpy.linalg.EigResult", "profiler.TraceAnnotation", "profiler.StepTraceAnnotation",
-    "runtime.DeviceOutOfMemoryError", "runtime.PendingLaunch", "random.PRNGKeyArray", "runtime.DeviceBuffer",
+    "runtime.DeviceOutOfMemoryError", "runtime.PendingLaunch", "runtime.PendingCopy", "random.PRNGKeyArray", "runtime.DeviceBuffer",
     "runtime.DeviceProgram", "runtime.RuntimeDevice", "sharding.Mesh", "sharding.NamedSharding", "sharding.SingleDeviceSharding", "tree.TreeDef",
   ]),
   ...none("no arguments (a query or a reset); nothing to misread", [
@@ -250,7 +250,7 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read", "distributed.isInitialized",
     "distributed.shutdown", "profiler.isTracing", "runtime.allRuntimeDevices", "runtime.lastLaunchStamps", "runtime.launchCount",
     "runtime.launchesInFlight", "runtime.nowUs", "runtime.synchronize", "runtime.transferStats", "runtime.mpiAddon",
-    "runtime.resolvedSpmdRuntime", "runtime.spmdRuntimeInfo",
+    "runtime.resolvedSpmdRuntime", "runtime.spmdRuntimeInfo", "runtime.copiesInFlight", "runtime.nativeBlockCopy", "runtime.synchronizeCopies",
   ]),
   ...none("checkpoint policies are predicates or factories of name lists (JAX's jax.checkpoint_policies), not option takers", [
     "checkpointPolicies.checkpointDots", "checkpointPolicies.dotsSaveable", "checkpointPolicies.dotsWithNoBatchDimsSaveable",
@@ -273,7 +273,7 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",
     "runtime.setLaunchObserver", "runtime.setExecutorSpinUs", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
     "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
-    "debug.callbackContext",
+    "debug.callbackContext", "runtime.copyBlocks", "runtime.setNativeBlockCopy",
   ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",

@@ -7,14 +7,17 @@ import { Array } from "../core/array.js";
 import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, allocate } from "../core/dtype.js";
+import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
 import {
+  type BlockCopy,
+  copyBlocks,
   countTransfer,
   DEVICE_DTYPES,
   DeviceBuffer,
   deviceRuntimeUnavailable,
   resolvedSpmdRuntime,
   runtimeDevice,
+  type RuntimeDevice,
 } from "../runtime/index.js";
 import { type Index, NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 
@@ -64,6 +67,23 @@ const same = (a: readonly number[], b: readonly number[]) => a.length === b.leng
 const sameIndex = (a: Index, b: Index) =>
   a.length === b.length && a.every(([s, e], d) => s === b[d][0] && e === b[d][1]);
 const contains = (outer: Index, inner: Index) => inner.every(([s, e], d) => s >= outer[d][0] && e <= outer[d][1]);
+
+/** The intersection of two boxes, or null when empty. */
+function intersect(a: Index, b: Index): Index | null {
+  const out: Index = a.map(([s, e], d) => [Math.max(s, b[d][0]), Math.min(e, b[d][1])] as [number, number]);
+  return out.some(([s, e]) => s >= e) ? null : out;
+}
+/** For each distinct source block overlapping `ix`: the position of one holder (on `dev` when one is, else the first). */
+function overlapHolders(src: ShardedStorage, ix: Index, dev: RuntimeDevice): number[] {
+  const pick: number[] = [];
+  for (let j = 0; j < src.buffers.length; j++) {
+    if (!intersect(src.indices[j], ix)) continue;
+    const p = pick.findIndex((q) => sameIndex(src.indices[q], src.indices[j]));
+    if (p < 0) pick.push(j);
+    else if (src.buffers[j].device === dev && src.buffers[pick[p]].device !== dev) pick[p] = j;
+  }
+  return pick;
+}
 
 /** Spec entries as lists of axis names, trailing replicated dims dropped (P("x") and P("x", null) are one sharding). */
 function normSpec(spec: PartitionSpecImpl, rank: number): string {
@@ -248,58 +268,94 @@ export function residentUnavailable(dtype: ShapedArray["dtype"]): string | null 
  * The blocks of x laid out per `target` (one buffer per mesh device, each with one reference for the caller). A block
  * already on its device with the same index is shared (retained, counted as reused); one contained in a block of x's
  * current shards is copied from there (preferring the same device; another device's is a move); otherwise it is
- * copied from x's host value.
+ * copied from x's host value. The copies run as one native op on the destination devices' executors after the
+ * sources' producers (no wait here: the buffers are pending until then), or on this thread without the native op.
  */
 export function placeBlocks(x: ArrayImpl, target: NamedShardingImpl): DeviceBuffer[] {
   const shape = x.shape;
   const bshape = target.shardShape(shape);
+  const zero = bshape.map(() => 0);
   const indices = [...target.devicesIndicesMap(shape).values()];
   const src = shardedStorage(x);
   const devs = target.mesh.flatDevices;
   const srcBshape = src ? src.sharding.shardShape(shape) : null;
-  return indices.map((ix, k) => {
-    const dev = runtimeDevice(devs[k].id);
-    if (src && srcBshape) {
+  const copies: BlockCopy[] = [];
+  const out: DeviceBuffer[] = [];
+  try {
+    for (let k = 0; k < indices.length; k++) {
+      const ix = indices[k];
+      const dev = runtimeDevice(devs[k].id);
       let best = -1;
-      for (let j = 0; j < src.buffers.length; j++) {
-        if (!contains(src.indices[j], ix)) continue;
-        if (src.buffers[j].device === dev) {
-          if (sameIndex(src.indices[j], ix)) {
-            countTransfer(-1);
-            return src.buffers[j].retain();
-          }
-          best = j;
-        } else if (best < 0) best = j;
+      if (src && srcBshape) {
+        let reuse: DeviceBuffer | null = null;
+        for (let j = 0; j < src.buffers.length; j++) {
+          if (!contains(src.indices[j], ix)) continue;
+          if (src.buffers[j].device === dev) {
+            if (sameIndex(src.indices[j], ix)) {
+              reuse = src.buffers[j];
+              break;
+            }
+            best = j;
+          } else if (best < 0) best = j;
+        }
+        if (reuse) {
+          countTransfer(-1);
+          out.push(reuse.retain());
+          continue;
+        }
       }
-      if (best >= 0) {
-        const from = src.buffers[best].ready();
-        const b = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
-        copyRegion(
-          from.data,
-          srcBshape,
-          ix.map((r, d) => r[0] - src.indices[best][d][0]),
-          b.data,
-          bshape,
-          bshape.map(() => 0),
-          bshape,
-        );
+      const b = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
+      out.push(b);
+      if (src && srcBshape && best >= 0) {
+        const from = src.buffers[best];
+        const o = src.indices[best];
+        copies.push({
+          src: from,
+          srcShape: srcBshape,
+          srcOrigin: ix.map((r, d) => r[0] - o[d][0]),
+          dst: b,
+          dstOrigin: zero,
+          size: bshape,
+        });
         countTransfer(b.bytes, from.device !== dev);
-        return b;
+      } else if (src && srcBshape) {
+        // pieced together from the source blocks it overlaps (one holder each, this device's when it has one)
+        let movedBytes = 0;
+        for (const j of overlapHolders(src, ix, dev)) {
+          const o = src.indices[j],
+            part = intersect(o, ix)!;
+          const from = src.buffers[j];
+          const size = part.map(([a, e]) => e - a);
+          copies.push({
+            src: from,
+            srcShape: srcBshape,
+            srcOrigin: part.map((r, d) => r[0] - o[d][0]),
+            dst: b,
+            dstOrigin: part.map((r, d) => r[0] - ix[d][0]),
+            size,
+          });
+          if (from.device !== dev) movedBytes += itemsize(x.dtype) * size.reduce((p, q) => p * q, 1);
+        }
+        countTransfer(b.bytes, movedBytes > 0, movedBytes);
+      } else {
+        copies.push({
+          src: x.buffer,
+          srcShape: shape,
+          srcOrigin: ix.map((r) => r[0]),
+          dst: b,
+          dstOrigin: zero,
+          size: bshape,
+        });
+        countTransfer(b.bytes);
       }
     }
-    const b = DeviceBuffer.uninitialized(dev, x.dtype, bshape);
-    copyRegion(
-      x.buffer,
-      shape,
-      ix.map((r) => r[0]),
-      b.data,
-      bshape,
-      bshape.map(() => 0),
-      bshape,
-    );
-    countTransfer(b.bytes);
-    return b;
-  });
+    copyBlocks(copies);
+  } catch (e) {
+    // past a device's bytesLimit: nothing allocated for this placement stays accounted
+    for (const b of out) b.free();
+    throw e;
+  }
+  return out;
 }
 
 /** x as an array resident per `target`: x itself when it already has that sharding, else a new array (x is unchanged). */

@@ -122,9 +122,10 @@ export class RuntimeDevice {
     return d;
   }
   /** @internal */ give(dtype: DType, data: TypedArray): void {
-    const bytes = data.length * itemsize(dtype);
+    // keyed by element count as take() asks (a complex element spans two storage lanes)
+    const bytes = data.byteLength;
     if (this.#pooledBytes + bytes > POOL_BYTES) return; // let the garbage collector have it
-    const k = `${dtype}:${data.length}`;
+    const k = `${dtype}:${bytes / itemsize(dtype)}`;
     let list = this.#pool.get(k);
     if (!list) {
       list = [];
@@ -208,20 +209,26 @@ export interface TransferStats {
   blocksMoved: number;
   /** Blocks a placement found already on the right device and reused without a copy. */
   blocksReused: number;
+  /** Of bytesCopied, the bytes read from another device's buffer. */
+  bytesMoved: number;
 }
-const transfers: TransferStats = { blocksCopied: 0, bytesCopied: 0, blocksMoved: 0, blocksReused: 0 };
+const transfers: TransferStats = { blocksCopied: 0, bytesCopied: 0, blocksMoved: 0, blocksReused: 0, bytesMoved: 0 };
 /** A copy of the block-copy counters (monotonic; compare before/after). */
 export function transferStats(): TransferStats {
   return { ...transfers };
 }
-/** @internal Counts one block copy (`moved`: from another device) or, with bytes < 0, one reuse. */
-export function countTransfer(bytes: number, moved = false): void {
+/**
+ * @internal Counts one block copy (`moved`: some of it from another device, `movedBytes` of it, all by default) or,
+ * with bytes < 0, one reuse.
+ */
+export function countTransfer(bytes: number, moved = false, movedBytes = moved ? bytes : 0): void {
   if (bytes < 0) {
     transfers.blocksReused++;
     return;
   }
   transfers.blocksCopied++;
   transfers.bytesCopied += bytes;
+  transfers.bytesMoved += movedBytes;
   if (moved) transfers.blocksMoved++;
 }
 
@@ -248,7 +255,7 @@ export class DeviceBuffer {
     data: TypedArray,
   ) {
     this.#data = data;
-    this.bytes = data.length * itemsize(dtype);
+    this.bytes = data.byteLength;
     device.account(this.bytes);
     this.site = memoryTracking() ? userSite() : undefined;
     this.#ref = device.tracking ? device.track(this) : null;

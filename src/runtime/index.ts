@@ -40,5 +40,14 @@ export {
   type ProgramSignature,
   type RankTiming,
 } from "./launch.js";
+export {
+  copiesInFlight,
+  copyBlocks,
+  nativeBlockCopy,
+  PendingCopy,
+  setNativeBlockCopy,
+  synchronizeCopies,
+  type BlockCopy,
+} from "./block-copy.js";
 export { mpiAddon, type MpiAddon, type MpiShmInfo } from "./mpi.js";
 export { resolvedSpmdRuntime, spmdRuntimeInfo, type SpmdRuntimeInfo } from "./spmd-runtime.js";

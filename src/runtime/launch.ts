@@ -10,6 +10,7 @@ import {
 } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
+import { synchronizeCopies } from "./block-copy.js";
 import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
 /** The ONNX element types the device runtime moves (bfloat16/float16 programs stay on the emulation for now). */
@@ -491,9 +492,10 @@ export function dispatch(
   return p;
 }
 
-/** Waits for every launch in flight (errors stay with their launches' outputs). */
+/** Waits for every launch and block copy in flight (errors stay with their outputs). */
 export function synchronize(): void {
   while (inFlight.length) inFlight[0].settle();
+  synchronizeCopies();
 }
 /** Launches dispatched and not yet settled. */
 export function launchesInFlight(): number {

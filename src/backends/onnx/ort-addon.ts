@@ -163,6 +163,10 @@ export interface DeviceAddon {
   devOpenRendezvous(): number;
   /** Sets how long (us) an idle executor polls its queue before blocking (0: never); returns the previous value. Older addons lack it. */
   devSetExecutorSpin?(us: number): number;
+  /** Strided block copies on the destination devices' executors (native/block-copy.cc); older addons lack them. */
+  devCopyBlocks?(buffers: readonly HostArray[], plan: Float64Array, sync: number): object | undefined;
+  devCopyDone?(op: object): boolean;
+  devCopyWait?(op: object): void;
 }
 /** A launch spanning processes: its number (equal on every process), this process, the global rank of each local device, the process of each global rank. */
 export interface ProcessLaunch {
