@@ -4,7 +4,7 @@
  * set) a collective stays unlowerable, as before: vmap eliminates it.
  */
 import type { ShapedArray } from "../core/aval.js";
-import type { DType } from "../core/dtype.js";
+import { type DType, isComplex, realDType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
 import { allGatherP, allToAllP, axisIndexP, pmaxP, pminP, ppermuteP, psumP, psumScatterP } from "./collectives.js";
@@ -30,8 +30,25 @@ export function withSpmdMesh<T>(mesh: SpmdMesh, f: () => T): T {
 }
 
 const NOT_SPMD = "collectives are eliminated by vmap's batching rules; per-device lowering comes with shardMap/pmap";
-/** Element types the native collectives move. */
-const MOVABLE: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int64", "bool", "int8", "uint8"]);
+/** Element types the native collectives move (complex values lower to their float storage [..., 2] first). */
+const MOVABLE: ReadonlySet<DType> = new Set<DType>([
+  "float32",
+  "float64",
+  "float16",
+  "bfloat16",
+  "int32",
+  "int64",
+  "int16",
+  "int8",
+  "uint64",
+  "uint32",
+  "uint16",
+  "uint8",
+  "bool",
+]);
+// ONNX element types: a bfloat16 value is float32 in the graph and travels as bfloat16 (half the bytes; exact)
+const ONNX_FLOAT32 = 1,
+  ONNX_BFLOAT16 = 16;
 
 function meshOf(ctx: LoweringContext): SpmdMesh {
   if (!current) ctx.unsupported(NOT_SPMD);
@@ -103,7 +120,15 @@ function collectiveNode(
     axes: `mesh axis ${axes.map((a) => `'${a}'`).join(", ")}`,
     ...extra,
   };
-  return ctx.node(op, x === null ? [] : [x], attrs, 1, COLLECTIVES_DOMAIN)[0];
+  const bf16 = dtype === "bfloat16" && x !== null;
+  const y = ctx.node(
+    op,
+    x === null ? [] : [bf16 ? ctx.op("Cast", [x], { to: ONNX_BFLOAT16 }) : x],
+    attrs,
+    1,
+    COLLECTIVES_DOMAIN,
+  )[0];
+  return bf16 ? ctx.op("Cast", [y], { to: ONNX_FLOAT32 }) : y;
 }
 
 const perm = (ctx: LoweringContext, x: string, p: number[]): string =>
@@ -211,13 +236,31 @@ const axisIndexLower: PrimitiveRules<{ axis_name: string }>["lower"] = (ctx, _in
   ];
 };
 
-function install<P extends Record<string, unknown>>(p: Primitive<P>, lower: PrimitiveRules<P>["lower"]): void {
+/** The real value a complex one travels as in the graph: its float storage with a trailing (re, im) axis. */
+const storageAval = (a: ShapedArray): ShapedArray =>
+  isComplex(a.dtype) ? a.update({ dtype: realDType(a.dtype), shape: [...a.shape, 2] }) : a;
+
+function install<P extends Record<string, unknown>>(
+  p: Primitive<P>,
+  lower: PrimitiveRules<P>["lower"],
+  complex = true,
+): void {
   // the rule reads the mesh set by withSpmdMesh; without one it reports the old reason (see meshOf)
-  (p.rules as { lower?: PrimitiveRules<P>["lower"] }).lower = lower;
+  const rules = p.rules as { lower?: PrimitiveRules<P>["lower"]; lowerComplex?: PrimitiveRules<P>["lower"] };
+  rules.lower = lower;
+  // complex: the same rule on the [..., 2] float storage (moves move it; a sum adds re and im componentwise); the
+  // collectives' axes all precede the trailing lane axis, so their positions do not change
+  if (!complex || !lower) return;
+  rules.lowerComplex = (ctx, ins, params, inAvals, outAvals) =>
+    lower(ctx, ins, params, inAvals.map(storageAval), outAvals.map(storageAval));
+  // complex operands are fine (the emulation's batching rules already take them): no complex-operand guard
+  // (guardComplexOperands, run when the package has loaded, skips a primitive marked guarded)
+  (p.rules as { complexGuarded?: boolean }).complexGuarded = true;
 }
 install(psumP, reduceRule("psum", 0));
-install(pmaxP, reduceRule("pmax", 1));
-install(pminP, reduceRule("pmin", 2));
+// pmax / pmin of complex (JAX: lexicographic on (re, im)) are not lowered: such a body runs on the emulation
+install(pmaxP, reduceRule("pmax", 1), false);
+install(pminP, reduceRule("pmin", 2), false);
 install(allGatherP, allGatherLower);
 install(psumScatterP, psumScatterLower);
 install(allToAllP, allToAllLower);
