@@ -6,6 +6,7 @@ config.update("numCpuDevices", 4);
 import { type Array, grad, lax, makeMesh, nn, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
 import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { flat, sameOnDevices } from "./device-compare.js";
 const { P } = sharding;
 const JSArray = globalThis.Array;
@@ -98,6 +99,35 @@ for (const n of [2, 3, 4]) {
     },
   );
 }
+
+test(
+  "overlapped (asynchronous, one-sided mailbox) collectives: bfloat16 on the devices, float16 on the emulation",
+  { skip },
+  () => {
+    // (integer dtypes other than int32/int64/uint8 are not here: the overlap pass's ties pass an input through ORT's
+    // Where, which has no int16/uint16/uint32/uint64 kernel; src/compiler/async-collectives.ts)
+    const mesh = makeMesh([4], ["x"]);
+    for (const dt of ["bfloat16", "float16"] as const) {
+      const z = valuesOf([8, 16], dt); // blocks [8, 4]
+      // a reduction, a reduce-scatter and a gather, each with compute after it to overlap
+      const body = (b: Array) => {
+        const s = lax.psum(b, "x");
+        const r = lax.psumScatter(b, "x", { tiled: true });
+        const g = lax.allGather(jnp.multiply(r, 2), "x", { tiled: true });
+        return jnp.concatenate([jnp.add(s, b), jnp.multiply(g, b)], 0);
+      };
+      // float16: ORT's float16 cast insertion splits a Start/Done pair, so such a body keeps the emulation's values
+      withCollectiveOverlap(true, () =>
+        sameOnDevices(
+          `overlapped collectives of ${dt}`,
+          mesh.deviceIds,
+          () => shardMap(body, { mesh, inSpecs: P(null, "x"), outSpecs: P(null, "x") })(z),
+          dt === "bfloat16",
+        ),
+      );
+    }
+  },
+);
 
 test(
   "16-bit float sums round once: four float16 inputs whose float16 partial sums would round differently",
