@@ -49,6 +49,8 @@ const MOVABLE: ReadonlySet<DType> = new Set<DType>([
 ]);
 // ONNX element types: a bfloat16 value is float32 in the graph and travels as bfloat16 (half the bytes; exact)
 const ONNX_FLOAT32 = 1,
+  ONNX_UINT8 = 2,
+  ONNX_UINT16 = 4,
   ONNX_BFLOAT16 = 16;
 
 function meshOf(ctx: LoweringContext): SpmdMesh {
@@ -126,15 +128,25 @@ function collectiveNode(
   // widening them instead lets ORT drop the float16 rounding of the result
   if (dtype === "float16" && collectiveOverlapEnabled())
     ctx.unsupported(`${label} of float16 with overlapped collectives (withCollectiveOverlap)`);
-  const bf16 = dtype === "bfloat16" && x !== null;
+  // uint8 sums run in uint16 (the native kernels have no uint8 sum, shared with bool): (sum mod 2^16) mod 2^8 is the
+  // wrapped uint8 sum, and ONNX's narrowing Cast wraps
+  const u8sum = dtype === "uint8" && extra.reduce === 0 && (op === "AllReduce" || op === "ReduceScatter");
+  const [wire, back] =
+    x === null
+      ? [0, 0]
+      : dtype === "bfloat16"
+        ? [ONNX_BFLOAT16, ONNX_FLOAT32]
+        : u8sum
+          ? [ONNX_UINT16, ONNX_UINT8]
+          : [0, 0];
   const y = ctx.node(
     op,
-    x === null ? [] : [bf16 ? ctx.op("Cast", [x], { to: ONNX_BFLOAT16 }) : x],
+    x === null ? [] : [wire ? ctx.op("Cast", [x], { to: wire }) : x],
     attrs,
     1,
     COLLECTIVES_DOMAIN,
   )[0];
-  return bf16 ? ctx.op("Cast", [y], { to: ONNX_FLOAT32 }) : y;
+  return back ? ctx.op("Cast", [y], { to: back }) : y;
 }
 
 const perm = (ctx: LoweringContext, x: string, p: number[]): string =>

@@ -129,6 +129,28 @@ test(
   },
 );
 
+test("uint8 sums (psum, psum_scatter) wrap on the devices as on the emulation", { skip }, () => {
+  for (const n of [2, 4]) {
+    const mesh = makeMesh([n], ["x"]);
+    const x = jnp
+      .array(
+        JSArray.from({ length: 8 * n * n }, (_, i) => (i * 97 + 200) % 256),
+        { dtype: "uint8" },
+      )
+      .reshape([2 * n, 4 * n]);
+    sameOnDevices(`psum of uint8 on ${n} devices`, mesh.deviceIds, () =>
+      shardMap((b: Array) => lax.psum(b, "x"), { mesh, inSpecs: P("x"), outSpecs: P() })(x),
+    );
+    sameOnDevices(`psum_scatter of uint8 on ${n} devices`, mesh.deviceIds, () =>
+      shardMap((b: Array) => lax.psumScatter(b, "x", { tiled: true }), {
+        mesh,
+        inSpecs: P(null, "x"),
+        outSpecs: P("x"),
+      })(x),
+    );
+  }
+});
+
 test(
   "16-bit float sums round once: four float16 inputs whose float16 partial sums would round differently",
   { skip },
