@@ -18,7 +18,12 @@ namespace jaxts {
 enum class ReduceOp : int { kSum = 0, kMax = 1, kMin = 2 };
 
 /** ONNX element types the collectives move (TensorProto.DataType codes). */
-enum ElemType : int { kFloat32 = 1, kUint8 = 2, kInt8 = 3, kInt32 = 6, kInt64 = 7, kBool = 9, kFloat64 = 11 };
+enum ElemType : int {
+  kFloat32 = 1, kUint8 = 2, kInt8 = 3, kUint16 = 4, kInt16 = 5, kInt32 = 6, kInt64 = 7, kBool = 9,
+  kFloat16 = 10, kFloat64 = 11, kUint32 = 12, kUint64 = 13, kBfloat16 = 16
+};
+/** float16 / bfloat16: reductions widen to float32, fold every input in order, and round once to the storage type. */
+inline bool IsHalfFloat(int t) { return t == kFloat16 || t == kBfloat16; }
 
 /**
  * The collectives' kinds: one code for every collective op, communicator and launch record (the lowering's op names

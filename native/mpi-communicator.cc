@@ -29,6 +29,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "half-float.h"
 #include "meeting-registry.h"
 #include "mpi-loader.h"
 #include "mpi-shm.h"
@@ -48,6 +49,12 @@ std::string TypeName(int t) {
     case kBool: return "bool";
     case kInt8: return "int8";
     case kUint8: return "uint8";
+    case kInt16: return "int16";
+    case kUint16: return "uint16";
+    case kUint32: return "uint32";
+    case kUint64: return "uint64";
+    case kFloat16: return "float16";
+    case kBfloat16: return "bfloat16";
     default: return "type " + std::to_string(t);
   }
 }
@@ -79,6 +86,10 @@ bool FoldBytes(void* dst, const void* src, size_t n, int type, ReduceOp op) {
     case kInt32: Fold(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op); return true;
     case kInt64: Fold(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op); return true;
     case kInt8: Fold(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op); return true;
+    case kInt16: Fold(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), n, op); return true;
+    case kUint16: Fold(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op); return true;
+    case kUint32: Fold(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), n, op); return true;
+    case kUint64: Fold(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), n, op); return true;
     case kBool: case kUint8:
       if (op == ReduceOp::kSum) return false;  // a bool sum is not closed; the lowering converts first
       Fold(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
@@ -186,6 +197,7 @@ class ProcessCommunicator : public Communicator {
   int size() const override { return int(pm_->rank_process.size()); }
   std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
     if (Within(c)) return shm_->AllReduce(c, in, out, count, type, op);
+    if (IsHalfFloat(type)) return Widened(c, kAllReduce, op, in, out, count, count, type);
     return Run(c, kAllReduce, op, in, out, count, type, {});
   }
   std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
@@ -194,7 +206,20 @@ class ProcessCommunicator : public Communicator {
   }
   std::string ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
     if (Within(c)) return shm_->ReduceScatter(c, in, out, count, type, op);
+    if (IsHalfFloat(type)) return Widened(c, kReduceScatter, op, in, out, count * c.group.size(), count, type);
     return Run(c, kReduceScatter, op, in, out, count, type, {});
+  }
+  // float16 / bfloat16 across processes: the reduction runs in float32 (each process's partial and the exchange too,
+  // twice the bytes) and rounds once at the end, as the shared-memory fold and the emulation do
+  std::string Widened(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t in_count, size_t out_count, int type) {
+    std::vector<float> win(in_count), wout(out_count);
+    const uint16_t* s = static_cast<const uint16_t*>(in);
+    const bool bf = type == kBfloat16;
+    for (size_t i = 0; i < in_count; i++) win[i] = bf ? BfloatToFloat(s[i]) : HalfToFloat(s[i]);
+    std::string err = Run(c, kind, op, win.data(), wout.data(), out_count, kFloat32, {});
+    uint16_t* d = static_cast<uint16_t*>(out);
+    for (size_t i = 0; err.empty() && i < out_count; i++) d[i] = bf ? FloatToBfloat(wout[i]) : FloatToHalf(wout[i]);
+    return err;
   }
   std::string AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
     if (Within(c)) return shm_->AllToAll(c, in, out, count, type);

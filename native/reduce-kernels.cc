@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "half-float.h"
 #include "napi-util.h"
 
 #ifdef JAXTS_X86

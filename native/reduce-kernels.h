@@ -15,6 +15,7 @@ namespace jaxts {
  * another input at an offset). With `stream` (destinations of at least 4 MiB) an x86 level writes with
  * non-temporal stores when every destination sits at one offset within its vector width (from the first aligned
  * element on), and fences before returning.
+ * float16 / bfloat16 fold in float32 and round once per element (IsHalfFloat), at every level the same scalar code.
  * `level` picks the kernel (default: this process's, native/cpu-level.h; a higher one than the CPU has is lowered).
  * False for a reduction the type does not have (a bool / uint8 sum) or an unknown type.
  */

@@ -31,8 +31,9 @@ namespace jaxts {
 
 size_t ElementBytes(int t) {
   switch (t) {
-    case kFloat32: case kInt32: return 4;
-    case kFloat64: case kInt64: return 8;
+    case kFloat32: case kInt32: case kUint32: return 4;
+    case kFloat64: case kInt64: case kUint64: return 8;
+    case kFloat16: case kBfloat16: case kInt16: case kUint16: return 2;
     case kUint8: case kInt8: case kBool: return 1;
     default: return 0;
   }

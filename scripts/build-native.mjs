@@ -40,6 +40,7 @@ const headers = [
   "communicator.h",
   "reduce-kernels.h",
   "reduce-kernel.inc",
+  "half-float.h",
   "device-context.h",
   "ort-globals.h",
   "collective-ops.h",

@@ -6,6 +6,7 @@ import type { DType } from "../core/dtype.js";
 import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
+import { ONNX_TYPE } from "./lower-util.js";
 import { nativeGemmKernel } from "../backends/onnx/ort-runtime.js";
 import { fuseGraphElementwise } from "./fuse-graph.js";
 import { optimizeGraph } from "./optimize-graph.js";
@@ -70,6 +71,11 @@ export interface CompileOptions {
   portable?: boolean;
   /** A last rewrite of each lowered graph before it is serialized (e.g. the device runtime's asynchronous collectives). */
   rewriteGraph?: (g: GraphBuilder, shapes: ReadonlyMap<string, readonly number[]>) => void;
+  /**
+   * bfloat16 graph inputs and outputs as ONNX bfloat16 tensors (the device runtime's storage: raw bits), cast to and
+   * from the float32 the graph computes bfloat16 in; without it they travel as float32 (the host backend's wire).
+   */
+  bfloat16Bits?: boolean;
 }
 
 /** Elements touched by an equation (outputs, plus contraction work for dot_general). */
@@ -181,16 +187,20 @@ function buildSegment(
     if (n !== undefined) return n;
     // a value from outside this segment becomes a graph input
     const w = ctx.wire(a.aval.dtype, dims(a.aval.shape));
-    const nm = g.addInput(`in${inputs.length}`, w.dtype as GDType, w.shape);
+    const bits = opts.bfloat16Bits === true && a.aval.dtype === "bfloat16";
+    const nm = g.addInput(`in${inputs.length}`, bits ? "bfloat16" : (w.dtype as GDType), w.shape);
+    const v = bits ? ctx.op("Cast", [nm], { to: ONNX_TYPE.float32 }) : nm;
     if (!opts.dynamicShapes) {
       ctx.shapes.set(nm, w.shape as number[]);
-      ctx.dtypes.set(nm, w.dtype);
+      ctx.dtypes.set(nm, bits ? "bfloat16" : w.dtype);
+      ctx.shapes.set(v, w.shape as number[]);
+      ctx.dtypes.set(v, w.dtype);
     }
     inputs.push(slotOf(a));
     inputNames.push(nm);
     inputDTypes.push(a.aval.dtype);
-    env.set(a, nm);
-    return nm;
+    env.set(a, v);
+    return v;
   };
   let work = 0;
   for (let k = start; k < end; k++) {
@@ -223,10 +233,17 @@ function buildSegment(
   for (const v of defined) {
     if ((lastUse.get(v) ?? -1) < end) continue;
     let nm = env.get(v)!;
-    if (!ctx.produced.has(nm) || used.has(nm) || inputNames.includes(nm)) nm = ctx.op("Identity", [nm]);
-    used.add(nm);
     const w = ctx.wire(v.aval.dtype, dims(v.aval.shape));
-    g.addOutput(nm, w.dtype as GDType, w.shape);
+    const bits = opts.bfloat16Bits === true && v.aval.dtype === "bfloat16";
+    if (bits) {
+      nm = ctx.op("Cast", [nm], { to: ONNX_TYPE.bfloat16 });
+      if (!opts.dynamicShapes) {
+        ctx.shapes.set(nm, w.shape as number[]);
+        ctx.dtypes.set(nm, "bfloat16");
+      }
+    } else if (!ctx.produced.has(nm) || used.has(nm) || inputNames.includes(nm)) nm = ctx.op("Identity", [nm]);
+    used.add(nm);
+    g.addOutput(nm, bits ? "bfloat16" : (w.dtype as GDType), w.shape);
     outputs.push(slotOf(v));
     outputNames.push(nm);
     outAvals.push(v.aval);

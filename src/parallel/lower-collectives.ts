@@ -4,9 +4,10 @@
  * set) a collective stays unlowerable, as before: vmap eliminates it.
  */
 import type { ShapedArray } from "../core/aval.js";
-import type { DType } from "../core/dtype.js";
+import { type DType, isComplex, realDType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
+import { collectiveOverlapEnabled } from "./overlap-collectives.js";
 import { allGatherP, allToAllP, axisIndexP, pmaxP, pminP, ppermuteP, psumP, psumScatterP } from "./collectives.js";
 
 export const COLLECTIVES_DOMAIN = "jaxts.collectives";
@@ -30,8 +31,27 @@ export function withSpmdMesh<T>(mesh: SpmdMesh, f: () => T): T {
 }
 
 const NOT_SPMD = "collectives are eliminated by vmap's batching rules; per-device lowering comes with shardMap/pmap";
-/** Element types the native collectives move. */
-const MOVABLE: ReadonlySet<DType> = new Set<DType>(["float32", "float64", "int32", "int64", "bool", "int8", "uint8"]);
+/** Element types the native collectives move (complex values lower to their float storage [..., 2] first). */
+const MOVABLE: ReadonlySet<DType> = new Set<DType>([
+  "float32",
+  "float64",
+  "float16",
+  "bfloat16",
+  "int32",
+  "int64",
+  "int16",
+  "int8",
+  "uint64",
+  "uint32",
+  "uint16",
+  "uint8",
+  "bool",
+]);
+// ONNX element types: a bfloat16 value is float32 in the graph and travels as bfloat16 (half the bytes; exact)
+const ONNX_FLOAT32 = 1,
+  ONNX_UINT8 = 2,
+  ONNX_UINT16 = 4,
+  ONNX_BFLOAT16 = 16;
 
 function meshOf(ctx: LoweringContext): SpmdMesh {
   if (!current) ctx.unsupported(NOT_SPMD);
@@ -103,7 +123,30 @@ function collectiveNode(
     axes: `mesh axis ${axes.map((a) => `'${a}'`).join(", ")}`,
     ...extra,
   };
-  return ctx.node(op, x === null ? [] : [x], attrs, 1, COLLECTIVES_DOMAIN)[0];
+  // overlapped float16 collectives stay on the emulation: ORT's float16 cast insertion (around its float16-less CPU
+  // kernels) can move a CollectiveDone into float32 while its CollectiveStart stays float16 (wrong bytes), and
+  // widening them instead lets ORT drop the float16 rounding of the result
+  if (dtype === "float16" && collectiveOverlapEnabled())
+    ctx.unsupported(`${label} of float16 with overlapped collectives (withCollectiveOverlap)`);
+  // uint8 sums run in uint16 (the native kernels have no uint8 sum, shared with bool): (sum mod 2^16) mod 2^8 is the
+  // wrapped uint8 sum, and ONNX's narrowing Cast wraps
+  const u8sum = dtype === "uint8" && extra.reduce === 0 && (op === "AllReduce" || op === "ReduceScatter");
+  const [wire, back] =
+    x === null
+      ? [0, 0]
+      : dtype === "bfloat16"
+        ? [ONNX_BFLOAT16, ONNX_FLOAT32]
+        : u8sum
+          ? [ONNX_UINT16, ONNX_UINT8]
+          : [0, 0];
+  const y = ctx.node(
+    op,
+    x === null ? [] : [wire ? ctx.op("Cast", [x], { to: wire }) : x],
+    attrs,
+    1,
+    COLLECTIVES_DOMAIN,
+  )[0];
+  return back ? ctx.op("Cast", [y], { to: back }) : y;
 }
 
 const perm = (ctx: LoweringContext, x: string, p: number[]): string =>
@@ -211,13 +254,31 @@ const axisIndexLower: PrimitiveRules<{ axis_name: string }>["lower"] = (ctx, _in
   ];
 };
 
-function install<P extends Record<string, unknown>>(p: Primitive<P>, lower: PrimitiveRules<P>["lower"]): void {
+/** The real value a complex one travels as in the graph: its float storage with a trailing (re, im) axis. */
+const storageAval = (a: ShapedArray): ShapedArray =>
+  isComplex(a.dtype) ? a.update({ dtype: realDType(a.dtype), shape: [...a.shape, 2] }) : a;
+
+function install<P extends Record<string, unknown>>(
+  p: Primitive<P>,
+  lower: PrimitiveRules<P>["lower"],
+  complex = true,
+): void {
   // the rule reads the mesh set by withSpmdMesh; without one it reports the old reason (see meshOf)
-  (p.rules as { lower?: PrimitiveRules<P>["lower"] }).lower = lower;
+  const rules = p.rules as { lower?: PrimitiveRules<P>["lower"]; lowerComplex?: PrimitiveRules<P>["lower"] };
+  rules.lower = lower;
+  // complex: the same rule on the [..., 2] float storage (moves move it; a sum adds re and im componentwise); the
+  // collectives' axes all precede the trailing lane axis, so their positions do not change
+  if (!complex || !lower) return;
+  rules.lowerComplex = (ctx, ins, params, inAvals, outAvals) =>
+    lower(ctx, ins, params, inAvals.map(storageAval), outAvals.map(storageAval));
+  // complex operands are fine (the emulation's batching rules already take them): no complex-operand guard
+  // (guardComplexOperands, run when the package has loaded, skips a primitive marked guarded)
+  (p.rules as { complexGuarded?: boolean }).complexGuarded = true;
 }
 install(psumP, reduceRule("psum", 0));
-install(pmaxP, reduceRule("pmax", 1));
-install(pminP, reduceRule("pmin", 2));
+// pmax / pmin of complex (JAX: lexicographic on (re, im)) are not lowered: such a body runs on the emulation
+install(pmaxP, reduceRule("pmax", 1), false);
+install(pminP, reduceRule("pmin", 2), false);
 install(allGatherP, allGatherLower);
 install(psumScatterP, psumScatterLower);
 install(allToAllP, allToAllLower);

@@ -452,6 +452,7 @@ function compile(
   const program = withSpmdMesh({ axisNames: mesh.axisNames, dims: mesh.dims }, () =>
     compileJaxpr(body2, {
       name: "shard_map",
+      bfloat16Bits: true,
       // mailbox mode: the wide schedule (post every collective as early as its input allows, await at the reader)
       ...(overlap
         ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }) }

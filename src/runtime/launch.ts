@@ -13,7 +13,7 @@ import type { DType } from "../core/dtype.js";
 import { synchronizeCopies } from "./block-copy.js";
 import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
-/** The ONNX element types the device runtime moves (bfloat16/float16 programs stay on the emulation for now). */
+/** The ONNX element types the device runtime moves (bfloat16 as its bits: programs compiled with bfloat16Bits). */
 export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
   "float32",
   "float64",
@@ -22,6 +22,12 @@ export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
   "bool",
   "int8",
   "uint8",
+  "float16",
+  "bfloat16",
+  "int16",
+  "uint16",
+  "uint32",
+  "uint64",
 ]);
 
 /** Why the device runtime is unavailable, or null when it is available. */

@@ -139,6 +139,17 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
       sm((b) => lax.ppermute(b, ax, shift), P(ax), P(ax), x),
     );
   }
+  // mixed precision: float16 / bfloat16 sums (float32 accumulation, one rounding, on every transport) and an int16
+  // gather, each exact
+  for (const dt of ["float16", "bfloat16"] as const)
+    both(
+      `${tag} psum ${dt}`,
+      sm((b) => lax.psum(b, ax), P(ax), P(), jnp.astype(values([2 * n, 3], "float32"), dt)),
+    );
+  both(
+    `${tag} allGather int16`,
+    sm((b) => lax.allGather(b, ax, { tiled: true }), P(ax), P(), jnp.astype(values([2 * n, 3], "int32"), "int16")),
+  );
 }
 
 /**
@@ -501,6 +512,12 @@ try {
       );
       return transportInfo().exchanges - e0;
     });
+    // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
+    both("psum of 40000 bfloat16 per device", () =>
+      shardMap((b: Array) => lax.psum(b, "i"), { mesh: m1, inSpecs: P("i"), outSpecs: P() })(
+        jnp.astype(values([all.length * 40000], "int32"), "bfloat16"),
+      ),
+    );
     // data-parallel MLP grad step over one device per process vs the whole batch in this process
     const dp = new Mesh(
       JSArray.from({ length: processCount() }, (_, q) => all.find((d) => d.processIndex === q)!),

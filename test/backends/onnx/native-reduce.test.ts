@@ -1,7 +1,8 @@
-/** @file The collectives' reduction kernels (native/reduce-kernels.cc) at every CPU level this machine has: bit for bit the scalar left fold (wrapping integer sums, NaN-winning max/min, ties to the earlier input) over types x ops x 2-4 inputs x lengths around the vector, step and alignment boundaries. */
+/** @file The collectives' reduction kernels (native/reduce-kernels.cc) at every CPU level this machine has: bit for bit the scalar left fold (wrapping integer sums, NaN-winning max/min, ties to the earlier input) over types (16-bit floats: a float32 fold rounded once) x ops x 2-4 inputs x lengths around the vector, step and alignment boundaries. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { addon } from "../../../src/backends/onnx/ort-addon.js";
+import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from "../../../src/core/float16.js";
 
 const LEVELS = ["portable", "sse2", "avx2", "avx512"];
 const mod = addon();
@@ -9,12 +10,42 @@ const reduceKernel = mod?.reduceKernel?.bind(mod) ?? null;
 const best = mod?.fusedIsa() ?? null;
 const levels = best === null ? [] : LEVELS.slice(0, LEVELS.indexOf(best) + 1);
 
-type Kind = "f32" | "f64" | "i32" | "i64" | "i8" | "u8" | "bool";
+type Kind = "f32" | "f64" | "i32" | "i64" | "i8" | "u8" | "bool" | "i16" | "u16" | "u32" | "u64" | "f16" | "bf16";
 // ONNX element type codes (native/communicator.h)
-const ONNX: Record<Kind, number> = { f32: 1, f64: 11, i32: 6, i64: 7, i8: 3, u8: 2, bool: 9 };
+const ONNX: Record<Kind, number> = {
+  f32: 1,
+  f64: 11,
+  i32: 6,
+  i64: 7,
+  i8: 3,
+  u8: 2,
+  bool: 9,
+  i16: 5,
+  u16: 4,
+  u32: 12,
+  u64: 13,
+  f16: 10,
+  bf16: 16,
+};
+// float16 / bfloat16 arrays hold bits: decoded to their (exact) float32 values, encoded rounding to nearest even
+const HALF = {
+  f16: { from: fromFloat16Bits, to: toFloat16Bits, nan: 0x7e00, specials: [0x7bff, 0xfbff, 0x0001, 0x83ff] },
+  bf16: { from: fromBFloat16Bits, to: toBFloat16Bits, nan: 0x7fc0, specials: [0x7f7f, 0xff7f, 0x0001, 0x807f] },
+} as const;
+const isHalf = (k: Kind): k is "f16" | "bf16" => k === "f16" || k === "bf16";
 const OPS = ["sum", "max", "min"] as const;
 type Op = (typeof OPS)[number];
-type Arr = Float32Array | Float64Array | Int32Array | BigInt64Array | Int8Array | Uint8Array;
+type Arr =
+  | Float32Array
+  | Float64Array
+  | Int32Array
+  | BigInt64Array
+  | Int8Array
+  | Uint8Array
+  | Int16Array
+  | Uint16Array
+  | Uint32Array
+  | BigUint64Array;
 
 let seed = 20261201;
 function rnd(): number {
@@ -63,6 +94,40 @@ function input(kind: Kind, len: number, q: number): Arr {
       for (let i = 0; i < len + 1; i++) a[i] = Math.floor(rnd() * 256) - 128;
       return a.subarray(q % 2);
     }
+    case "i16":
+    case "u16":
+    case "u32": {
+      const a =
+        kind === "i16" ? new Int16Array(len + 1) : kind === "u16" ? new Uint16Array(len + 1) : new Uint32Array(len + 1);
+      const top = kind === "u32" ? 2 ** 32 : 2 ** 16;
+      const lo = kind === "i16" ? -(2 ** 15) : 0;
+      for (let i = 0; i < len + 1; i++)
+        a[i] = rnd() < 0.3 ? pick([lo, lo + top - 1, lo + top - 2, 0, 1]) : lo + Math.floor(rnd() * top);
+      return a.subarray(q % 2);
+    }
+    case "u64": {
+      const a = new BigUint64Array(len + 1);
+      for (let i = 0; i < len + 1; i++)
+        a[i] =
+          rnd() < 0.3
+            ? pick([18446744073709551615n, 18446744073709000000n, 9223372036854775808n, 1n, 0n])
+            : BigInt(Math.floor(rnd() * 2 ** 53)) * 2048n + BigInt(Math.floor(rnd() * 2048));
+      return a.subarray(q % 2);
+    }
+    case "f16":
+    case "bf16": {
+      // bits: quiet NaNs whose payload names their input, signed zeros and infinities, the largest finite values
+      // (sums overflow), subnormals, and small values with many ties
+      const h = HALF[kind];
+      const a = new Uint16Array(len + 1);
+      for (let i = 0; i < len + 1; i++) {
+        const r = rnd();
+        if (r < 0.08) a[i] = h.nan | (q + 1);
+        else if (r < 0.3) a[i] = pick([0, 0x8000, h.to(Infinity), h.to(-Infinity), ...h.specials]);
+        else a[i] = h.to(Math.round((rnd() - 0.5) * 64) / 8);
+      }
+      return a.subarray(q % 2);
+    }
     case "u8":
     case "bool": {
       const a = new Uint8Array(len + 1);
@@ -81,13 +146,22 @@ function winner(op: "max" | "min", a: number | bigint, b: number | bigint): 0 | 
 }
 
 // the expected output: max/min copy the winning input's element (its exact bits); sums fold in input order
+// (16-bit floats: the fold in float32 over the decoded values, one rounding at the end)
 function reference(kind: Kind, op: Op, ins: Arr[], len: number): Arr {
   const out = new (ins[0]!.constructor as new (n: number) => Arr)(len);
+  const val = (q: number, i: number): number | bigint =>
+    isHalf(kind) ? HALF[kind].from(ins[q]![i] as number) : ins[q]![i]!;
   for (let i = 0; i < len; i++) {
     if (op !== "sum") {
       let w = 0;
-      for (let q = 1; q < ins.length; q++) if (winner(op, ins[w]![i]!, ins[q]![i]!) === 1) w = q;
+      for (let q = 1; q < ins.length; q++) if (winner(op, val(w, i), val(q, i)) === 1) w = q;
       out[i] = ins[w]![i]!;
+      continue;
+    }
+    if (isHalf(kind)) {
+      let acc = val(0, i) as number;
+      for (let q = 1; q < ins.length; q++) acc = Math.fround(acc + (val(q, i) as number));
+      out[i] = HALF[kind].to(acc);
       continue;
     }
     let acc = ins[0]![i]!;
@@ -97,6 +171,10 @@ function reference(kind: Kind, op: Op, ins: Arr[], len: number): Arr {
       else if (kind === "f64") acc = (acc as number) + (x as number);
       else if (kind === "i32") acc = ((acc as number) + (x as number)) | 0;
       else if (kind === "i8") acc = (((acc as number) + (x as number)) << 24) >> 24;
+      else if (kind === "i16") acc = (((acc as number) + (x as number)) << 16) >> 16;
+      else if (kind === "u16") acc = ((acc as number) + (x as number)) & 0xffff;
+      else if (kind === "u32") acc = ((acc as number) + (x as number)) >>> 0;
+      else if (kind === "u64") acc = BigInt.asUintN(64, (acc as bigint) + (x as bigint));
       else acc = BigInt.asIntN(64, (acc as bigint) + (x as bigint));
     }
     out[i] = acc;
@@ -108,12 +186,13 @@ function reference(kind: Kind, op: Op, ins: Arr[], len: number): Arr {
 const bytes = (a: Arr): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
 
 // first element where `got` differs from `want` in its bits (a sum's NaN: any NaN, its payload is the CPU's), or -1
-function firstMismatch(op: Op, got: Arr, want: Arr): number {
+function firstMismatch(kind: Kind, op: Op, got: Arr, want: Arr): number {
   const w = got.BYTES_PER_ELEMENT;
   const g = bytes(got),
     e = bytes(want);
+  const nan = (x: number | bigint) => (isHalf(kind) ? isNan(HALF[kind].from(x as number)) : isNan(x));
   for (let i = 0; i < got.length; i++) {
-    if (op === "sum" && isNan(got[i]!) && isNan(want[i]!)) continue;
+    if (op === "sum" && nan(got[i]!) && nan(want[i]!)) continue;
     for (let b = 0; b < w; b++) if (g[i * w + b] !== e[i * w + b]) return i;
   }
   return -1;
@@ -150,13 +229,13 @@ for (const level of ["avx512", "avx2", "sse2", "portable"]) {
             ] as const) {
               const outs = Array.from({ length: nd }, () =>
                 new (ins[0]!.constructor as new (k: number) => Arr)(len).fill(
-                  kind === "i64" ? (7n as never) : (7 as never),
+                  kind === "i64" || kind === "u64" ? (7n as never) : (7 as never),
                 ),
               );
               const ran = reduceKernel(level, ONNX[kind], OPS.indexOf(op), ins, outs, stream, offset);
               assert.equal(ran, level);
               outs.forEach((got, d) => {
-                const at = firstMismatch(op, got, want);
+                const at = firstMismatch(kind, op, got, want);
                 if (at >= 0)
                   failures.push(
                     `${kind} ${op} n=${n} len=${len} out ${d}/${nd} stream=${stream} offset=${offset}: [${at}] = ${got[at]}, ` +
@@ -175,10 +254,10 @@ test("reduction kernels: every level gives the portable level's bits, NaN payloa
     t.skip("needs the native addon on an x86 CPU");
     return;
   }
-  for (const kind of ["f32", "f64"] as const)
+  for (const kind of ["f32", "f64", "f16", "bf16"] as const)
     for (const len of [5, 64, 1031]) {
       const ins = [0, 1, 2].map((q) => input(kind, len, q).subarray(0, len) as Arr);
-      const outs = levels.map(() => (kind === "f32" ? new Float32Array(len) : new Float64Array(len)));
+      const outs = levels.map(() => new (ins[0]!.constructor as new (k: number) => Arr)(len));
       levels.forEach((l, i) => reduceKernel(l, ONNX[kind], 0, ins, [outs[i]!], true, 0));
       for (let i = 1; i < outs.length; i++)
         assert.deepEqual(bytes(outs[i]!), bytes(outs[0]!), `${kind} sum at ${levels[i]}`);
