@@ -69,7 +69,11 @@ export interface CompileOptions {
   /** Standard ONNX operators only (exportOnnx): no jaxts custom ops, which only jaxts's native runner provides. */
   portable?: boolean;
   /** A last rewrite of each lowered graph before it is serialized (e.g. the device runtime's asynchronous collectives). */
-  rewriteGraph?: (g: GraphBuilder, shapes: ReadonlyMap<string, readonly number[]>) => void;
+  rewriteGraph?: (
+    g: GraphBuilder,
+    shapes: ReadonlyMap<string, readonly number[]>,
+    dtypes: ReadonlyMap<string, string>,
+  ) => void;
 }
 
 /** Elements touched by an equation (outputs, plus contraction work for dot_general). */
@@ -237,7 +241,7 @@ function buildSegment(
     optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
     if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
   }
-  opts.rewriteGraph?.(g, ctx.shapes);
+  opts.rewriteGraph?.(g, ctx.shapes, ctx.dtypes);
   return {
     kind: "onnx",
     model: g.toModelBytes({ opset }),
