@@ -70,7 +70,11 @@ export interface CompileOptions {
   /** Standard ONNX operators only (exportOnnx): no jaxts custom ops, which only jaxts's native runner provides. */
   portable?: boolean;
   /** A last rewrite of each lowered graph before it is serialized (e.g. the device runtime's asynchronous collectives). */
-  rewriteGraph?: (g: GraphBuilder, shapes: ReadonlyMap<string, readonly number[]>) => void;
+  rewriteGraph?: (
+    g: GraphBuilder,
+    shapes: ReadonlyMap<string, readonly number[]>,
+    dtypes: ReadonlyMap<string, string>,
+  ) => void;
   /**
    * bfloat16 graph inputs and outputs as ONNX bfloat16 tensors (the device runtime's storage: raw bits), cast to and
    * from the float32 the graph computes bfloat16 in; without it they travel as float32 (the host backend's wire).
@@ -254,7 +258,7 @@ function buildSegment(
     optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
     if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
   }
-  opts.rewriteGraph?.(g, ctx.shapes);
+  opts.rewriteGraph?.(g, ctx.shapes, ctx.dtypes);
   return {
     kind: "onnx",
     model: g.toModelBytes({ opset }),

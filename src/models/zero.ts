@@ -367,11 +367,13 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       );
     /** The local loss of params as the body holds them (stage 3: shards). */
     const localLoss = zeroLocalLoss<Params, B>(lossFn, paramDef, positions, stage === 3, remat, gatherLeaves);
-    // stage 0's gradient buckets: one (every leaf) without overlap; with it, one per layer, last layer first (the
-    // backward produces it first, so its all-reduce runs while earlier layers' backward does), then the rest
+    // stage 0's gradient all-reduces: a layered loss's one per layer, last layer first (the backward produces it
+    // first, so with overlap its all-reduce runs while earlier layers' backward does), then the rest; else one of
+    // every leaf. The same with overlap on and off (the programs differ only in where communication waits); the
+    // device runtime's bucketing (config collectiveCombineBytes) then combines them up to its threshold
     const bucketsOf = (pos: typeof positions): number[][] => {
       const all = posOf(pos);
-      if (!opts.overlap || !isLayered(lossFn)) return [all];
+      if (!isLayered(lossFn)) return [all];
       const layers = (pos.layers ?? []).map((l) => posOf(l)).reverse();
       const inLayers = new Set(layers.flat());
       return [...layers, all.filter((i) => !inLayers.has(i))].filter((b) => b.length > 0);
@@ -381,7 +383,7 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
       // means over the data axis as psum / n (pmean would also psum a vector of ones to count the members)
       const loss = jnp.divide(lax.psum(l, dataAxis), n);
       if (stage === 0) {
-        // one all-reduce of every gradient packed into a single vector (a bucket), then split back
+        // an all-reduce per bucket of gradients packed into one vector, then split back
         const [gl0] = flatten(g);
         const gm = unflatten(paramDef, allReduceBuckets(gl0 as Array[], bucketsOf(positions), dataAxis, n)) as Params;
         const [u, next] = opt.update(gm, s, p);

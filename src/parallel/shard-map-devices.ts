@@ -39,6 +39,7 @@ import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
 import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.js";
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
+import { combineCollectives } from "../compiler/combine-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
 import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
 import type { Mesh } from "./mesh.js";
@@ -151,6 +152,8 @@ interface Entry {
   params: SMP;
   /** Collectives split into start/done around compute (withCollectiveOverlap, when the call was staged), this schedule. */
   overlap: false | AsyncSchedule;
+  /** Gradient bucketing's threshold when the call was staged (config collectiveCombineBytes; 0: off). */
+  combineBytes: number;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -192,6 +195,7 @@ export function shardMapOnDevices(
     config.spmdShardUpdates,
     checkVma,
     collectiveOverlapKey(),
+    config.collectiveCombineBytes,
     // the weak type too (aval text omits it): a weak and a strong scalar give outputs of different weak types
     ...avals.map((a) => (a.weakType ? `${a.str()}~weak` : a.str())),
   ].join("|");
@@ -214,6 +218,7 @@ export function shardMapOnDevices(
     let traced: TracedBody | string | undefined;
     const e: Entry = {
       overlap: collectiveOverlapKey(),
+      combineBytes: config.collectiveCombineBytes,
       outDef: outDef!,
       params: {
         name: fn,
@@ -224,7 +229,7 @@ export function shardMapOnDevices(
         check_vma: checkVma,
         body: () => (traced ??= traceBody(fn, f, mesh, inSpecs, outSpecsOf, avals, def)),
         describe: () => {
-          e.compiled ??= compile(e.params.body(), mesh, inSpecs);
+          e.compiled ??= compile(e.params.body(), mesh, inSpecs, false, e.combineBytes);
           return describeCompiled(e.compiled, mesh);
         },
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
@@ -243,6 +248,7 @@ export function shardMapOnDevices(
     x64: config.enableX64,
     shardUpdates: config.spmdShardUpdates,
     overlap: entry.overlap,
+    combineBytes: entry.combineBytes,
   };
   return { value: unflatten(entry.outDef, outs), again };
 }
@@ -258,6 +264,7 @@ export interface RepeatCall {
   x64: boolean;
   shardUpdates: boolean;
   overlap: false | AsyncSchedule;
+  combineBytes: number;
 }
 
 /** Same shape, dtype and weak type (what the call signature's aval text says). */
@@ -277,6 +284,7 @@ export function repeatOnDevices(c: RepeatCall, leaves: Array[]): Array[] | null 
   if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
   if (config.enableX64 !== c.x64 || config.spmdShardUpdates !== c.shardUpdates) return null;
   if (collectiveOverlapKey() !== c.overlap || leaves.length !== c.avals.length) return null;
+  if (config.collectiveCombineBytes !== c.combineBytes) return null;
   if (enclosingControlFlow()) return null;
   // reading a disposed leaf's aval raises the same error the full path's key would
   for (let k = 0; k < leaves.length; k++) if (!sameAval(leaves[k].aval, c.avals[k])) return null;
@@ -312,7 +320,8 @@ function runOnDevices(
   // a mesh wholly on another process: nothing to launch or exchange here; this process computes the same values alone
   const ranks = localRanksOf(mesh);
   if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
-  if (entry.compiled === undefined) entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap);
+  if (entry.compiled === undefined)
+    entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap, entry.combineBytes);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   // a mesh spanning processes runs synchronously with host-assembled outputs (shard-map-multiprocess.ts)
   if (ranks.length < mesh.size) return runMultiProcess(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
@@ -433,6 +442,7 @@ function compile(
   mesh: Mesh,
   inSpecs: Spec[],
   overlap: false | AsyncSchedule = false,
+  combineBytes = config.collectiveCombineBytes,
 ): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, outSpecs } = body;
@@ -453,10 +463,13 @@ function compile(
     compileJaxpr(body2, {
       name: "shard_map",
       bfloat16Bits: true,
-      // mailbox mode: the wide schedule (post every collective as early as its input allows, await at the reader)
-      ...(overlap
-        ? { rewriteGraph: (g, shapes) => void scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }) }
-        : {}),
+      // gradient bucketing first (each bucket then becomes one Start/Done); with overlap, the asynchronous
+      // collectives: in mailbox mode the wide schedule (post every collective as early as its input allows, await at
+      // the reader)
+      rewriteGraph: (g, shapes, dtypes) => {
+        combineCollectives(g, shapes, dtypes, { thresholdBytes: combineBytes });
+        if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" });
+      },
     }),
   );
   if (program.steps.some((s) => s.kind === "host"))

@@ -9,6 +9,8 @@ import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
+// the per-layer collectives and their schedule are the subject: no gradient bucketing, except where a test says so
+config.update("collectiveCombineBytes", 0);
 import { type Array, makeMesh, nn, numpy as jnp, optim, random, tree } from "../../src/index.js";
 import {
   deviceRuntimeUnavailable,
@@ -155,8 +157,8 @@ for (const stage of [3, 0] as const)
             "thread: one gather prefetched at a time",
           );
         } else {
-          // data parallel: one bucket (+ the loss) without overlap; with it one bucket per layer and one for the rest
-          assert.equal(count(off.colls, "AllReduce"), 2);
+          // data parallel, overlap on or off: the loss, one bucket per layer and one for the rest
+          assert.equal(count(off.colls, "AllReduce"), 2 + LAYERS);
           assert.equal(count(on.colls, "AllReduce"), 2 + LAYERS);
         }
       },
@@ -169,3 +171,30 @@ test("a non-boolean overlap option is refused naming the function", { skip }, ()
     /makeZeroTrainStep: overlap must be true or false, got yes/,
   );
 });
+
+test(
+  "gradient bucketing under overlap: stage 0's all-reduces become one bucket, the same bits on and off",
+  { skip },
+  () => {
+    const plain = run(0, 2, false);
+    config.update("collectiveCombineBytes", 4 << 20);
+    try {
+      const off = run(0, 2, false),
+        on = run(0, 2, true);
+      const reduces = (cs: readonly CollectiveTiming[]) => cs.filter((c) => c.kind === "AllReduce").length;
+      // the loss and the LAYERS + 1 buckets: one combined all-reduce (one Start/Done with overlap)
+      assert.equal(reduces(off.colls), 1);
+      assert.equal(reduces(on.colls), 1);
+      assert.ok(
+        on.colls.every((c) => c.wait >= 0),
+        "on: asynchronous",
+      );
+      assert.deepEqual(off.losses, plain.losses);
+      assert.deepEqual(off.params, plain.params);
+      assert.deepEqual(on.losses, plain.losses);
+      assert.deepEqual(on.params, plain.params);
+    } finally {
+      config.update("collectiveCombineBytes", 0);
+    }
+  },
+);

@@ -219,11 +219,20 @@ test("bad options are rejected with the function and the fix named", { skip }, (
 });
 
 test(
-  "the collectives each stage runs: one bucket per step, stage 3 one gather per layer (again in the backward)",
+  "the collectives each stage runs: a bucket per layer or one, stage 3 one gather per layer (again in the backward)",
   { skip },
   () => {
     const mesh = makeMesh([4], ["data"]);
-    const kinds = (stage: ZeroStage): string[] => {
+    const kinds = (stage: ZeroStage, combine = 0): string[] => {
+      const saved = config.collectiveCombineBytes;
+      config.update("collectiveCombineBytes", combine); // 0: each collective the step emits, uncombined
+      try {
+        return kindsNow(stage);
+      } finally {
+        config.update("collectiveCombineBytes", saved);
+      }
+    };
+    const kindsNow = (stage: ZeroStage): string[] => {
       const o = opt();
       const st = zeroShardState(init(0), o, mesh, { stage });
       const step = makeZeroTrainStep(model, o, mesh, { stage });
@@ -240,8 +249,13 @@ test(
       return recs[0].collectives[0].map((c) => c.kind);
     };
     const count = (ks: string[], k: string) => ks.filter((x) => x === k).length;
-    // stage 0: the loss and the packed gradients, each one all-reduce
-    assert.deepEqual(kinds(0).sort(), ["AllReduce", "AllReduce"]);
+    // stage 0: the loss, one bucket of packed gradients per layer and one for the rest, each one all-reduce; gradient
+    // bucketing (the default threshold) combines them into one
+    assert.deepEqual(
+      kinds(0),
+      globalThis.Array.from({ length: LAYERS + 2 }, () => "AllReduce"),
+    );
+    assert.deepEqual(kinds(0, 4 << 20), ["AllReduce"]);
     // stage 1: packed gradients all-reduced, the updated slices all-gathered (plus the loss)
     assert.deepEqual(kinds(1).sort(), ["AllGather", "AllReduce", "AllReduce"]);
     // stage 2: the gradients reduce-scattered instead

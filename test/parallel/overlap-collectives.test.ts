@@ -200,10 +200,19 @@ test(
       },
       { mesh, inSpecs: [P("x"), P("x"), P("x"), P("x")], outSpecs: P("x") },
     );
-    const { outs, recs } = runModes(
-      () => three(w, jnp.multiply(w, 0.5), jnp.multiply(w, 0.25), jnp.multiply(x, 0.1)),
-      ["off", "mailbox", "thread"],
-    );
+    // the three gathers stay three (gradient bucketing would combine them: the subject here is their schedule)
+    const savedCombine = config.collectiveCombineBytes;
+    config.update("collectiveCombineBytes", 0);
+    let ran: ReturnType<typeof runModes>;
+    try {
+      ran = runModes(
+        () => three(w, jnp.multiply(w, 0.5), jnp.multiply(w, 0.25), jnp.multiply(x, 0.1)),
+        ["off", "mailbox", "thread"],
+      );
+    } finally {
+      config.update("collectiveCombineBytes", savedCombine);
+    }
+    const { outs, recs } = ran;
     for (const m of ["mailbox", "thread"] as const) assert.deepEqual(outs.get(m), outs.get("off"), m);
     // records come in Done order; start = when its CollectiveStart ran, end - wait ~ when its Done was reached
     for (const rank of recs.get("mailbox")![0].collectives) {

@@ -3,6 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
+// the psums weight-update sharding rewrites are counted one by one: no gradient bucketing (combine-collectives.test.ts)
+config.update("collectiveCombineBytes", 0);
 import { type Array, grad, jit, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
 import type { Mesh } from "../../src/parallel/mesh.js";

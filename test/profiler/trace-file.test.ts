@@ -7,6 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
+// each psum is its own traced collective (gradient bucketing would combine them: combine-collectives.test.ts)
+config.update("collectiveCombineBytes", 0);
 import {
   type Array,
   jit,
