@@ -32,6 +32,11 @@ interface Split {
   doneToken: string;
   /** Ordering-only inputs of the Done: tokens of Starts (and done tokens of Dones) that must run before it. */
   extra: string[];
+  /**
+   * The Start reads another collective's result that its Done yields in this same slot: it is emitted after that
+   * slot's Dones, and its token may only feed a Done of a later slot (feeding one of this slot would close a cycle).
+   */
+  late: boolean;
 }
 
 /** How the native ops run the collectives the pass splits (native/mailbox-collectives.h, MailboxModeEnabled). */
@@ -72,6 +77,7 @@ export function scheduleAsyncCollectives(
   g: GraphBuilder,
   shapes: ReadonlyMap<string, readonly number[]> = new Map(),
   opts: AsyncScheduleOptions = {},
+  dtypes?: ReadonlyMap<string, string>,
 ): number {
   const wide = opts.wide ?? false;
   if (!g.nodeList.some(isCollective)) return 0;
@@ -97,7 +103,10 @@ export function scheduleAsyncCollectives(
     // gathered copies alive at once; other kinds start as soon as their input exists. wide: a Start stages only its
     // input, so every collective starts as soon as its input exists
     const bound = !wide && nd.opType === "AllGather" && prev ? prev.i : 0;
-    const start = Math.max((producer.get(nd.inputs[0]) ?? -1) + 1, bound);
+    const src = producer.get(nd.inputs[0]);
+    // a collective's result exists only from its Done: a collective reading it starts no earlier than that slot
+    const srcDone = src === undefined ? undefined : splits.get(src)?.done;
+    const start = Math.max((src ?? -1) + 1, bound, srcDone ?? 0);
     const use = firstReader.get(nd.outputs[0]) ?? n;
     const done = wide ? use : Math.min(use, next ? next.i : n);
     splits.set(i, {
@@ -108,22 +117,26 @@ export function scheduleAsyncCollectives(
       token: g.fresh("async_token"),
       doneToken: g.fresh("async_done"),
       extra: [],
+      late: srcDone === start,
     });
   });
   const all = [...splits.values()];
-  const gatingAtOrAfter = (slot: number, not: Split): Split | undefined =>
-    all.filter((s) => s !== not && s.gating && s.done >= slot).sort((a, b) => a.done - b.done)[0];
+  const gatingAtOrAfter = (slot: number, not: Split, strictly = false): Split | undefined =>
+    all
+      .filter((s) => s !== not && s.gating && (strictly ? s.done > slot : s.done >= slot))
+      .sort((a, b) => a.done - b.done)[0];
   // ties: original node index -> [input position, token] (the input becomes Where(token, input, input))
   const ties = new Map<number, [number, string][]>();
   for (const s of all) {
-    const t = gatingAtOrAfter(s.start, s);
-    const tie = tieTarget(nodes, splits, shapes, s.start, Math.min(t?.done ?? n, s.done));
+    const t = gatingAtOrAfter(s.start, s, s.late);
+    const tie = tieTarget(nodes, splits, shapes, dtypes, s.start, Math.min(t?.done ?? n, s.done));
     if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], s.token]]);
     else if (t && t.done < s.done) t.extra.push(s.token);
     if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
   }
   const noDeps = g.int64s([0]);
   const startsAt = new Map<number, GraphNode[]>(),
+    lateStartsAt = new Map<number, GraphNode[]>(),
     donesAt = new Map<number, GraphNode[]>();
   const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
     m.set(slot, [...(m.get(slot) ?? []), ...x]);
@@ -135,7 +148,7 @@ export function scheduleAsyncCollectives(
       ["id", { kind: "int", value: id }],
     ];
     const name = `${s.node.name}_${id++}`;
-    push(startsAt, s.start, [
+    push(s.late ? lateStartsAt : startsAt, s.start, [
       {
         opType: "CollectiveStart",
         inputs: [s.node.inputs[0], noDeps],
@@ -172,6 +185,7 @@ export function scheduleAsyncCollectives(
   const out: GraphNode[] = [];
   for (let i = 0; i <= n; i++) {
     out.push(...(startsAt.get(i) ?? []), ...(donesAt.get(i * 2) ?? []), ...(donesAt.get(i * 2 + 1) ?? []));
+    out.push(...(lateStartsAt.get(i) ?? []));
     if (i < n && !splits.has(i)) {
       for (const [k, token] of ties.get(i) ?? []) {
         // an exact identity of a small input that reads the token: the node cannot run before the Start
@@ -203,6 +217,8 @@ export function scheduleAsyncCollectives(
 
 /** Largest input (elements) a tie copies: ties gate compute on a Start by passing one small input through Where. */
 const TIE_MAX_ELEMENTS = 1 << 16;
+/** Element types ORT's CPU Where kernel takes (it has none for 16-bit, uint32 or uint64 tensors). */
+const TIE_DTYPES: ReadonlySet<string> = new Set(["float32", "float64", "int32", "int64", "uint8", "bool"]);
 
 /**
  * The first original node in [from, before) (not a collective) with an input of known small size: [node index,
@@ -212,6 +228,7 @@ function tieTarget(
   nodes: readonly GraphNode[],
   splits: ReadonlyMap<number, Split>,
   shapes: ReadonlyMap<string, readonly number[]>,
+  dtypes: ReadonlyMap<string, string> | undefined,
   from: number,
   before: number,
 ): [number, number] | null {
@@ -221,6 +238,8 @@ function tieTarget(
       size = Infinity;
     nodes[i].inputs.forEach((x, k) => {
       const sh = x ? shapes.get(x) : undefined;
+      const dt = x && dtypes ? dtypes.get(x) : undefined;
+      if (dtypes && (dt === undefined || !TIE_DTYPES.has(dt))) return;
       const m = sh ? sh.reduce((a, b) => a * b, 1) : Infinity;
       if (m <= TIE_MAX_ELEMENTS && m < size) [best, size] = [k, m];
     });

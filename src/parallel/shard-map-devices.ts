@@ -468,7 +468,7 @@ function compile(
       // the reader)
       rewriteGraph: (g, shapes, dtypes) => {
         combineCollectives(g, shapes, dtypes, { thresholdBytes: combineBytes });
-        if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" });
+        if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }, dtypes);
       },
     }),
   );

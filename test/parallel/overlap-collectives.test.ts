@@ -408,3 +408,30 @@ test("the schedule that selects the compiled program follows the native switch (
       else process.env[k] = v;
   }
 });
+
+test(
+  "a collective reading another's result directly, and int16 bodies (no Where kernel for ties): the same values with overlap",
+  { skip },
+  () => {
+    for (const n of [2, 4]) {
+      const mesh = makeMesh([n], ["x"]);
+      // psum_scatter -> all_gather -> psum: each Start reads the previous Done's result (it used to close a cycle)
+      const chain = shardMap(
+        (a: Array) => lax.psum(lax.allGather(lax.psumScatter(a, "x", { tiled: true }), "x", { tiled: true }), "x"),
+        { mesh, inSpecs: [P()], outSpecs: P(), checkVma: false },
+      );
+      const x = jnp.arange(8 * n).astype("float32");
+      sameAsync(`chained collectives on ${n} devices`, () => chain(x));
+      // compute between an int16 psum's Start and its Done: the tie that orders them must not be an int16 Where
+      const mixed = shardMap(
+        (a: Array) => jnp.add(lax.psum(a, "x"), jnp.add(jnp.multiply(a, a), jnp.ones([1, 16], "int16"))),
+        { mesh, inSpecs: [P("x")], outSpecs: P("x"), checkVma: false },
+      );
+      const xi = jnp
+        .arange(16 * n)
+        .astype("int16")
+        .reshape([n, 16]);
+      sameAsync(`an int16 psum beside int16 compute on ${n} devices`, () => mixed(xi));
+    }
+  },
+);
