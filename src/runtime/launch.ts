@@ -156,6 +156,8 @@ export function failNextLaunch(rank: number): void {
 let delayNext: number | undefined;
 /** Test hook: every rank of the next launch sleeps `ms` before running, as delayMs does (none runs on the caller). */
 export function delayNextLaunch(ms: number): void {
+  if (!(Number.isInteger(ms) && ms >= 0 && ms <= 60_000))
+    throw new RangeError(`delayNextLaunch: expected an integer number of milliseconds in [0, 60000], got ${ms}`);
   delayNext = ms;
 }
 

@@ -214,6 +214,10 @@ test(
           assert.equal(got[4 * i + 3], b);
         }
         assert.equal(await callbacksBackTo(base), base, "the callback was released");
+        assert.throws(
+          () => delayNextLaunch(-1),
+          /delayNextLaunch: expected an integer number of milliseconds in \[0, 60000\], got -1/,
+        );
         a.dispose();
         b.dispose();
       });
