@@ -11,6 +11,9 @@
 //             (callerRuns: 1, without a callback, runs rank 0 on the calling thread when its executor is idle, before
 //             returning: a blocking launch then wakes one executor fewer and starts rank 0 without a hand-off)
 //   devWait(launch) -> result (blocks the calling thread until every device finished)
+//   devNotify(launch, callback) -> true: callback() runs once on the JS thread when every device finished (a
+//             threadsafe function made for this launch only, released after that call); false: already finished
+//   devLiveNotifies() -> completion callbacks made by devNotify and not yet finalized (tests: none leak)
 // devLaunch keeps the input and output lists alive with one reference each (not one per buffer): the caller must not
 // change those lists (nor their inner per-rank lists) until the launch completed.
 //   devOpenRendezvous() -> number of open rendezvous (tests)
@@ -216,6 +219,7 @@ struct Launch {
   std::vector<double> threads;
   int64_t timeout_ms = 30000;
   int fail_rank = -1;  // test hook: this rank fails before running
+  int64_t delay_ms = 0;  // test hook: every rank sleeps this long before running (a launch that stays pending)
   bool record = false;  // each rank records its collectives (the profiler asks for it)
   std::vector<std::vector<CollectiveRecord>> colls;
   int caller_rank = -1;  // the rank the launching thread runs itself (-1: none)
@@ -229,6 +233,7 @@ struct Launch {
   // JS-thread state
   std::vector<napi_ref> refs;
   napi_threadsafe_function tsfn = nullptr;
+  napi_threadsafe_function notify = nullptr;  // devNotify's callback (guarded by mu; taken by the last rank)
   bool collected = false;
   ~Launch() {
     for (auto* vs : {&ins, &outs})
@@ -255,6 +260,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
   L->threads[size_t(r)] = double(std::hash<std::thread::id>()(std::this_thread::get_id()) & ((uint64_t(1) << 52) - 1));
   L->start[size_t(r)] = NowUs();
   std::string err;
+  if (L->delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(L->delay_ms));
   if (r == L->fail_rank) {
     err = "test hook: device failure injected before the program ran";
   } else {
@@ -286,13 +292,20 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
     ShmWorld::Forget(L->id);
     L->t_complete = NowUs();
     L->program->last_us.store(L->t_complete - L->t_enter, std::memory_order_relaxed);
+    napi_threadsafe_function notify = nullptr;
     {
       std::lock_guard<std::mutex> lock(L->mu);
       L->complete = true;
       L->done.store(true, std::memory_order_release);
+      std::swap(notify, L->notify);
     }
     L->cv.notify_all();
     if (L->tsfn) napi_call_threadsafe_function(L->tsfn, nullptr, napi_tsfn_blocking);
+    if (notify) {
+      // queued first, then released: Node runs the queued call before it finalizes the function
+      napi_call_threadsafe_function(notify, nullptr, napi_tsfn_blocking);
+      napi_release_threadsafe_function(notify, napi_tsfn_release);
+    }
   }
 }
 
@@ -586,6 +599,8 @@ napi_value LaunchFn(napi_env env, napi_callback_info info) {
   if (NumProp(env, argv[6], "recordCollectives", &rec) && rec) L->record = true;
   L->colls.assign(size_t(L->n), {});
   NumProp(env, argv[6], "callerRuns", &caller);
+  int64_t delay = 0;
+  if (NumProp(env, argv[6], "delayMs", &delay) && delay > 0) L->delay_ms = std::min<int64_t>(delay, 60000);
   napi_value mp = Prop(env, argv[6], "process");
   napi_valuetype mpt = napi_undefined;
   if (mp) napi_typeof(env, mp, &mpt);
@@ -674,6 +689,61 @@ napi_value WaitFn(napi_env env, napi_callback_info info) {
   return Result(env, L);
 }
 
+// devNotify's callbacks made and not yet finalized (the finalizer runs on the JS thread once the call was made)
+std::atomic<int64_t> g_live_notifies{0};
+void FinalizeNotify(napi_env, void*, void*) { g_live_notifies.fetch_sub(1); }
+void CallNotify(napi_env env, napi_value callback, void*, void*) {
+  if (!env) return;  // the environment is going away
+  napi_value undefined;
+  napi_get_undefined(env, &undefined);
+  napi_call_function(env, undefined, callback, 0, nullptr, nullptr);
+}
+
+// devNotify(launch, callback) -> boolean: made only when JS awaits a launch, so a launch nobody awaits (the synchronous
+// fast path) pays nothing; the threadsafe function keeps the event loop alive until its one call
+napi_value NotifyFn(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* p = nullptr;
+  napi_valuetype t = napi_undefined;
+  if (argc < 2 || napi_get_value_external(env, argv[0], &p) != napi_ok || !p || napi_typeof(env, argv[1], &t) != napi_ok || t != napi_function)
+    return Throw(env, "devNotify(launch, callback) expects a launch handle and a function");
+  Launch& L = **static_cast<std::shared_ptr<Launch>*>(p);
+  napi_value result;
+  if (L.done.load(std::memory_order_acquire)) {
+    napi_get_boolean(env, false, &result);
+    return result;
+  }
+  {
+    std::lock_guard<std::mutex> lock(L.mu);
+    if (L.notify) return Throw(env, "devNotify: the launch already has a completion callback");
+  }
+  napi_value name;
+  napi_create_string_utf8(env, "jaxts-device-ready", NAPI_AUTO_LENGTH, &name);
+  napi_threadsafe_function f = nullptr;
+  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, 0, 1, nullptr, FinalizeNotify, nullptr, CallNotify, &f) != napi_ok)
+    return Throw(env, "devNotify: cannot create the completion callback");
+  g_live_notifies.fetch_add(1);
+  bool armed = false;
+  {
+    std::lock_guard<std::mutex> lock(L.mu);
+    if (!L.complete) {
+      L.notify = f;
+      armed = true;
+    }
+  }
+  if (!armed) napi_release_threadsafe_function(f, napi_tsfn_release);  // finished meanwhile: never called
+  napi_get_boolean(env, armed, &result);
+  return result;
+}
+
+napi_value LiveNotifiesFn(napi_env env, napi_callback_info) {
+  napi_value v;
+  napi_create_double(env, double(g_live_notifies.load()), &v);
+  return v;
+}
+
 // devSetExecutorSpin(us) -> the previous value: how long idle executors poll before blocking (0: never)
 napi_value SetExecutorSpinFn(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -702,6 +772,8 @@ void RegisterDevices(napi_env env, napi_value exports) {
       {"devCreateProgram", nullptr, CreateProgram, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devLaunch", nullptr, LaunchFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devWait", nullptr, WaitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devNotify", nullptr, NotifyFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devLiveNotifies", nullptr, LiveNotifiesFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devOpenRendezvous", nullptr, OpenRendezvousFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devSetExecutorSpin", nullptr, SetExecutorSpinFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

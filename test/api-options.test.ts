@@ -251,6 +251,7 @@ const TABLE: Map<string, Row> = new Map([
     "distributed.shutdown", "profiler.isTracing", "runtime.allRuntimeDevices", "runtime.lastLaunchStamps", "runtime.launchCount",
     "runtime.launchesInFlight", "runtime.nowUs", "runtime.synchronize", "runtime.transferStats", "runtime.mpiAddon",
     "runtime.resolvedSpmdRuntime", "runtime.spmdRuntimeInfo", "runtime.copiesInFlight", "runtime.nativeBlockCopy", "runtime.synchronizeCopies",
+    "runtime.liveCompletionCallbacks",
   ]),
   ...none("checkpoint policies are predicates or factories of name lists (JAX's jax.checkpoint_policies), not option takers", [
     "checkpointPolicies.checkpointDots", "checkpointPolicies.dotsSaveable", "checkpointPolicies.dotsWithNoBatchDimsSaveable",
@@ -270,7 +271,7 @@ const TABLE: Map<string, Row> = new Map([
     "addressableData", "debug.visualizeArraySharding", "devicePutReplicated", "devicePutSharded", "exportOnnx", "sharding.reshard",
     "makeArrayFromCallback", "makeArrayFromProcessLocalData", "makeArrayFromSingleDeviceArrays", "saveSharded", "loadSharded", "setCompileLogSink", "setMesh", "profiler.annotateFunction", "profiler.startTrace",
     "profiler.stopTrace", "runtime.deviceIntraOpThreads", "runtime.deviceProgram", "runtime.launch", "runtime.launchSync",
-    "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch",
+    "runtime.openRendezvous", "runtime.runtimeDevice", "finfo", "runtime.countTransfer", "runtime.dispatch", "runtime.failNextLaunch", "runtime.delayNextLaunch",
     "runtime.setLaunchObserver", "runtime.setExecutorSpinUs", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
     "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
     "debug.callbackContext", "runtime.copyBlocks", "runtime.setNativeBlockCopy",

@@ -54,6 +54,8 @@ export interface ExternalStorage {
   read(): TypedArray;
   /** Waits for pending work (throws its error). */
   wait(): void;
+  /** wait() without blocking the thread: resolves once pending work finished, rejects with its error (absent: wait()). */
+  whenReady?(): Promise<void>;
   /** Releases what this storage owns (idempotent). */
   free(): void;
 }
@@ -115,6 +117,12 @@ export class ArrayImpl extends Array {
   }
   override blockUntilReady(): this {
     if (!this.#disposed) this.#external?.wait();
+    return this;
+  }
+  override async ready(): Promise<this> {
+    const ext = this.external;
+    if (ext?.whenReady) await ext.whenReady();
+    else ext?.wait();
     return this;
   }
   override dispose(): void {

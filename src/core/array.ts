@@ -89,11 +89,18 @@ export abstract class Array {
   abstract dataSync(): TypedArray;
   abstract tolist(): unknown;
   abstract item(): number | boolean | bigint | Complex;
+  /** dataSync() once the device work producing the array finished, awaited without blocking the JS thread. */
   async data(): Promise<TypedArray> {
+    await this.ready();
     return this.dataSync();
   }
+  /** JAX's block_until_ready: waits (blocking the thread) for the device work producing the array; throws its error. */
   blockUntilReady(): this {
     return this;
+  }
+  /** blockUntilReady without blocking the JS thread: resolves to the array once its device work finished, rejects with its error. */
+  async ready(): Promise<this> {
+    return this.blockUntilReady();
   }
   dispose(): void {}
   [Symbol.dispose](): void {

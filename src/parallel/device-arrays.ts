@@ -181,6 +181,12 @@ export class ShardedStorage implements ExternalStorage {
       this.#check = null;
     }
   }
+  /** wait() without blocking the thread: every device's buffer, then the replica check (which then waits no more). */
+  async whenReady(): Promise<void> {
+    this.#live("ready");
+    await Promise.all(this.buffers.map((b) => b.whenReady()));
+    this.wait();
+  }
   read(): TypedArray {
     if (this.#host) return this.#host;
     this.wait();
@@ -246,6 +252,9 @@ export class BufferView implements ExternalStorage {
   }
   wait(): void {
     this.buffer.ready();
+  }
+  async whenReady(): Promise<void> {
+    await this.buffer.whenReady();
   }
   free(): void {}
 }

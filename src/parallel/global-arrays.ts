@@ -90,6 +90,11 @@ export class GlobalStorage implements ExternalStorage {
     this.#live("blockUntilReady");
     for (const b of this.buffers) b.ready();
   }
+  /** wait() without blocking the thread (this process's buffers). */
+  async whenReady(): Promise<void> {
+    this.#live("ready");
+    await Promise.all(this.buffers.map((b) => b.whenReady()));
+  }
   /** This process's shards (views of the buffers, disposed with this storage). */
   shards(): GlobalShard[] {
     this.#live("addressableShards");

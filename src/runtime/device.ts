@@ -198,6 +198,8 @@ export interface PendingWork {
   readonly error: Error | null;
   /** Waits for the run; throws its error (naming the devices and the program). */
   wait(): void;
+  /** Resolves once the run finished without blocking the thread; rejects with wait()'s error (absent: use wait()). */
+  ready?(): Promise<void>;
 }
 
 /** Counters of block copies into device memory (tests check that placement copies only what it must). */
@@ -303,6 +305,13 @@ export class DeviceBuffer {
   /** Waits until no launch is writing this buffer (throws the launch's error); returns this. */
   ready(): this {
     this.writer?.wait();
+    return this;
+  }
+  /** ready() without blocking the thread: resolves once no launch is writing this buffer, rejects with its error. */
+  async whenReady(): Promise<this> {
+    const w = this.writer;
+    if (w?.ready) await w.ready();
+    else w?.wait();
     return this;
   }
   /** Adds a reference (another owner, or an in-flight launch); each is dropped by free(). */

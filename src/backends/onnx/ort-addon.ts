@@ -155,11 +155,17 @@ export interface DeviceAddon {
       failRank?: number;
       recordCollectives?: number;
       callerRuns?: number;
+      /** Test hook: every rank sleeps this long before running. */
+      delayMs?: number;
       process?: ProcessLaunch;
     },
     callback?: (r: DeviceLaunchResult) => void,
   ): object;
   devWait(launch: object): DeviceLaunchResult;
+  /** Calls `callback` once on the JS thread when the launch finished (true), or returns false when it already had. Older addons lack it. */
+  devNotify?(launch: object, callback: () => void): boolean;
+  /** devNotify callbacks made and not yet finalized (tests: none leak). */
+  devLiveNotifies?(): number;
   devOpenRendezvous(): number;
   /** Sets how long (us) an idle executor polls its queue before blocking (0: never); returns the previous value. Older addons lack it. */
   devSetExecutorSpin?(us: number): number;
