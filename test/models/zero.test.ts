@@ -250,7 +250,7 @@ test(
     };
     const count = (ks: string[], k: string) => ks.filter((x) => x === k).length;
     // stage 0: the loss, one bucket of packed gradients per layer and one for the rest, each one all-reduce; gradient
-    // bucketing (the default threshold) combines them into one
+    // bucketing (a 4 MiB threshold) combines them into one
     assert.deepEqual(
       kinds(0),
       globalThis.Array.from({ length: LAYERS + 2 }, () => "AllReduce"),
