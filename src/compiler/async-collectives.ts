@@ -8,6 +8,7 @@
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
 import { readsOf } from "./optimize-graph.js";
+import { nodeDependencies, orderNodes } from "./node-order.js";
 
 /** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
 const COLLECTIVES_DOMAIN = "jaxts.collectives";
@@ -260,13 +261,7 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  */
 function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean): GraphNode[] {
   const n = nodes.length;
-  const producer = new Map<string, number>();
-  nodes.forEach((nd, i) => nd.outputs.forEach((o) => o && producer.set(o, i)));
-  const deps = nodes.map((nd) => {
-    const reads = new Set<string>();
-    readsOf(nd, reads);
-    return [...new Set([...reads].map((r) => producer.get(r)).filter((j): j is number => j !== undefined))];
-  });
+  const deps = nodeDependencies(nodes);
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
     if (!isCollective(nd) || (nd.opType === "AllGather" && !gathersToo)) return;
@@ -281,48 +276,7 @@ function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean)
       stack.push(...deps[j]);
     }
   });
-  const users: number[][] = nodes.map(() => []);
-  const missing = deps.map((d, i) => {
-    for (const j of d) users[j].push(i);
-    return d.length;
-  });
-  // a binary heap of ready nodes by (key, position)
-  const heap: number[] = [];
+  // the ready nodes by (key, position)
   const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
-  const pushHeap = (i: number) => {
-    heap.push(i);
-    for (let k = heap.length - 1; k > 0;) {
-      const p = (k - 1) >> 1;
-      if (!less(heap[k], heap[p])) break;
-      [heap[k], heap[p]] = [heap[p], heap[k]];
-      k = p;
-    }
-  };
-  const popHeap = (): number => {
-    const top = heap[0],
-      last = heap.pop()!;
-    if (heap.length) {
-      heap[0] = last;
-      for (let k = 0; ;) {
-        const l = 2 * k + 1,
-          r = l + 1;
-        let m = k;
-        if (l < heap.length && less(heap[l], heap[m])) m = l;
-        if (r < heap.length && less(heap[r], heap[m])) m = r;
-        if (m === k) break;
-        [heap[k], heap[m]] = [heap[m], heap[k]];
-        k = m;
-      }
-    }
-    return top;
-  };
-  missing.forEach((m, i) => m === 0 && pushHeap(i));
-  const out: GraphNode[] = [];
-  while (heap.length) {
-    const i = popHeap();
-    out.push(nodes[i]);
-    for (const u of users[i]) if (--missing[u] === 0) pushHeap(u);
-  }
-  if (out.length !== n) throw new Error("scheduleAsyncCollectives: the lowered graph has a cycle");
-  return out;
+  return orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)");
 }

@@ -6,6 +6,7 @@
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
 import { readsOf } from "./optimize-graph.js";
+import { nodeDependencies, orderNodes } from "./node-order.js";
 
 /** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
 const COLLECTIVES_DOMAIN = "jaxts.collectives";
@@ -221,54 +222,9 @@ const labelOf = (nd: GraphNode): string => {
   return a?.kind === "string" ? a.value : nd.opType;
 };
 
-/** Kahn's order of the nodes, the smallest (position, insertion) first among the ready ones. */
+/** A topological order of the nodes, the smallest (position, insertion) first among the ready ones. */
 function stableTopologicalOrder(placed: readonly { node: GraphNode; pos: number }[]): GraphNode[] {
-  const producer = new Map<string, number>();
-  placed.forEach(({ node }, i) => node.outputs.forEach((o) => o && producer.set(o, i)));
-  const users: number[][] = placed.map(() => []);
-  const missing = placed.map(({ node }, i) => {
-    const reads = new Set<string>();
-    readsOf(node, reads);
-    const ds = new Set([...reads].map((r) => producer.get(r)).filter((j): j is number => j !== undefined && j !== i));
-    for (const j of ds) users[j].push(i);
-    return ds.size;
-  });
+  const nodes = placed.map((p) => p.node);
   const less = (a: number, b: number) => placed[a].pos < placed[b].pos || (placed[a].pos === placed[b].pos && a < b);
-  const heap: number[] = [];
-  const push = (i: number) => {
-    heap.push(i);
-    for (let k = heap.length - 1; k > 0;) {
-      const p = (k - 1) >> 1;
-      if (!less(heap[k], heap[p])) break;
-      [heap[k], heap[p]] = [heap[p], heap[k]];
-      k = p;
-    }
-  };
-  const pop = (): number => {
-    const top = heap[0],
-      last = heap.pop()!;
-    if (heap.length) {
-      heap[0] = last;
-      for (let k = 0; ;) {
-        const l = 2 * k + 1,
-          r = l + 1;
-        let m = k;
-        if (l < heap.length && less(heap[l], heap[m])) m = l;
-        if (r < heap.length && less(heap[r], heap[m])) m = r;
-        if (m === k) break;
-        [heap[k], heap[m]] = [heap[m], heap[k]];
-        k = m;
-      }
-    }
-    return top;
-  };
-  missing.forEach((m, i) => m === 0 && push(i));
-  const out: GraphNode[] = [];
-  while (heap.length) {
-    const i = pop();
-    out.push(placed[i].node);
-    for (const u of users[i]) if (--missing[u] === 0) push(u);
-  }
-  if (out.length !== placed.length) throw new Error("combineCollectives: combining made a cycle (a bug)");
-  return out;
+  return orderNodes(nodes, nodeDependencies(nodes), less, "combineCollectives (a bug: combining made a cycle)");
 }
