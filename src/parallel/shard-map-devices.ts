@@ -45,7 +45,7 @@ import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.j
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
-import { blockIndex, localRanks, localRanksOf, runMultiProcess } from "./shard-map-multiprocess.js";
+import { blockIndex, localRanks, localRanksOf, outputLayout, runMultiProcess } from "./shard-map-multiprocess.js";
 
 type Spec = PartitionSpecImpl;
 const JSArray = globalThis.Array;
@@ -666,26 +666,12 @@ function callPlan(fn: string, mesh: Mesh, c: Compiled, inSpecs: Spec[]): CallPla
       feeds.push({ slot, konst: j < consts.length ? j : -1, arg: j < consts.length ? -1 : j - consts.length });
   });
   const outs = c.outAvals.map((aval, k): CallPlan["outs"][number] => {
-    const spec = outSpecs[k];
-    if (spec.length > aval.ndim)
-      return {
-        error: `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
-      };
-    const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
-    for (const nm of used)
-      if (!mesh.axisNames.includes(nm))
-        return {
-          error: `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
-        };
-    const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
+    const lay = outputLayout(fn, k, outSpecs[k], aval, mesh);
+    if ("error" in lay) return lay;
     return {
-      aval: new ShapedArray(
-        aval.shape.map((s, d) => s * parts[d]),
-        aval.dtype,
-        aval.weakType,
-      ),
-      sharding: new NamedShardingImpl(mesh, spec),
-      replicated: mesh.axisNames.some((nm, a) => !used.has(nm) && mesh.dims[a] > 1),
+      aval: lay.gaval,
+      sharding: lay.sharding,
+      replicated: mesh.axisNames.some((nm, a) => !lay.used.has(nm) && mesh.dims[a] > 1),
     };
   });
   const stepFeeds = (step ? step.inputs : []).map((sl) => {

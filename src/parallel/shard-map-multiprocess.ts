@@ -27,6 +27,36 @@ export interface CompiledBody {
   device: DeviceProgram | null;
 }
 
+/**
+ * Output k's layout, common to the single- and multi-process launch plans: the mesh axes its spec names, its global
+ * aval (the per-device block `aval` times the parts of each dim) and sharding; or the error its spec makes.
+ */
+export function outputLayout(
+  fn: string,
+  k: number,
+  spec: Spec,
+  aval: ShapedArray,
+  mesh: Mesh,
+): { used: Set<string>; gaval: ShapedArray; sharding: NamedShardingImpl } | { error: string } {
+  if (spec.length > aval.ndim)
+    return {
+      error: `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
+    };
+  const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
+  for (const nm of used)
+    if (!mesh.axisNames.includes(nm))
+      return {
+        error: `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
+      };
+  const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
+  const gaval = new ShapedArray(
+    aval.shape.map((s, d) => s * parts[d]),
+    aval.dtype,
+    aval.weakType,
+  );
+  return { used, gaval, sharding: new NamedShardingImpl(mesh, spec) };
+}
+
 /** Block index of each dim of an array with `spec` on the device at mesh coordinates `coords`. */
 export function blockIndex(spec: Spec, rank: number, mesh: Mesh, coords: number[]): { idx: number[]; parts: number[] } {
   const idx: number[] = [],
@@ -164,25 +194,11 @@ function callPlan(fn: string, mesh: Mesh, c: CompiledBody, inSpecs: Spec[], leav
   const outs = program.outs.slice(0, c.outAvals.length).map((_, k): OutPlan | { error: string } => {
     const spec = outSpecs[k],
       aval = c.outAvals[k];
-    if (spec.length > aval.ndim)
-      return {
-        error: `${fn}: out_specs[${k}] ${spec} has ${spec.length} entries but the output block has rank ${aval.ndim}`,
-      };
-    const used = new Set(spec.entries.flatMap((_, d) => spec.names(d)));
-    for (const nm of used)
-      if (!mesh.axisNames.includes(nm))
-        return {
-          error: `${fn}: out_specs[${k}] ${spec} names axis ${JSON.stringify(nm)}, which is not an axis of the mesh ${mesh}`,
-        };
+    const lay = outputLayout(fn, k, spec, aval, mesh);
+    if ("error" in lay) return lay;
+    const { used, gaval, sharding } = lay;
     const repOf = (r: number): number =>
       mesh.coords(r).reduce((acc, c, a) => acc * mesh.dims[a] + (used.has(mesh.axisNames[a]) ? c : 0), 0);
-    const { parts } = blockIndex(spec, aval.ndim, mesh, mesh.coords(0));
-    const gaval = new ShapedArray(
-      aval.shape.map((s, d) => s * parts[d]),
-      aval.dtype,
-      aval.weakType,
-    );
-    const sharding = new NamedShardingImpl(mesh, spec);
     const all = [...sharding.devicesIndicesMap(gaval.shape).values()];
     return { spec, aval, used, repOf, gaval, sharding, indices: ranks.map((r) => all[r]) };
   });
