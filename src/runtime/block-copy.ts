@@ -2,7 +2,7 @@
 import { deviceAddon } from "../backends/onnx/ort-runtime.js";
 import type { HostArray } from "../backends/onnx/graph-builder.js";
 import { itemsize, type TypedArray } from "../core/dtype.js";
-import { DeviceBuffer, type PendingWork } from "./device.js";
+import { DeviceBuffer, failedDependency, type PendingWork } from "./device.js";
 
 /**
  * One rectangular copy: the region `size` at `srcOrigin` of `src` (row-major, shape srcShape) into `dst` at
@@ -123,17 +123,10 @@ export class PendingCopy implements PendingWork {
     if (!op) return;
     this.api.devCopyWait(op);
     this.#op = null;
-    // a copy of a failed launch's output holds garbage: it fails with that cause
-    for (const d of this.#deps) {
-      try {
-        d.wait();
-      } catch (e) {
-        this.#error = new Error(
-          `device runtime: a block copy read an output of a failed launch: ${(e as Error).message}`,
-        );
-        break;
-      }
-    }
+    this.#error = failedDependency(
+      this.#deps,
+      (m) => `device runtime: a block copy read an output of a failed launch: ${m}`,
+    );
     this.#deps = [];
     for (const b of this.#held) b.free();
     this.#held = [];

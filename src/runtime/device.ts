@@ -202,6 +202,21 @@ export interface PendingWork {
   ready?(): Promise<void>;
 }
 
+/**
+ * Waits for each of `deps` in order and returns the first failure as a new Error with `describe(its message)`, or
+ * null: work that read an output of a failed run computed on garbage and fails with that cause.
+ */
+export function failedDependency(deps: readonly PendingWork[], describe: (cause: string) => string): Error | null {
+  for (const d of deps) {
+    try {
+      d.wait();
+    } catch (e) {
+      return new Error(describe((e as Error).message));
+    }
+  }
+  return null;
+}
+
 /** Counters of block copies into device memory (tests check that placement copies only what it must). */
 export interface TransferStats {
   /** Blocks copied into a device buffer (from host storage or from another buffer). */

@@ -11,7 +11,7 @@ import {
 import { config } from "../core/config.js";
 import type { DType } from "../core/dtype.js";
 import { synchronizeCopies } from "./block-copy.js";
-import { DeviceBuffer, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
+import { DeviceBuffer, failedDependency, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
 /** The ONNX element types the device runtime moves (bfloat16 as its bits: programs compiled with bfloat16Bits). */
 export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
@@ -461,19 +461,13 @@ export class PendingLaunch implements PendingWork {
     this.#timeline = timeline;
     lastTimeline = timeline;
     this.#stamps = stampsOf(r);
-    // a launch that consumed the outputs of a failed one computed on garbage: it fails with that cause
-    for (const d of this.#deps) {
-      try {
-        d.wait();
-      } catch (e) {
-        this.#error = new Error(
-          `device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${(e as Error).message}`,
-        );
-        break;
-      }
-    }
+    const depError = failedDependency(
+      this.#deps,
+      (m) =>
+        `device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${m}`,
+    );
     this.#deps = []; // settled: no chain of earlier launches stays reachable
-    if (error) this.#error = error;
+    this.#error = error ?? depError;
     for (const b of this.#held) b.free();
     this.#held = [];
     const i = inFlight.indexOf(this);
