@@ -95,6 +95,7 @@ export class PendingCopy implements PendingWork {
   #held: DeviceBuffer[];
   #deps: PendingWork[];
   #error: Error | null = null;
+  #ready: Promise<void> | undefined;
   /** @internal */
   constructor(
     readonly api: CopyApi,
@@ -136,6 +137,21 @@ export class PendingCopy implements PendingWork {
   wait(): void {
     this.settle();
     if (this.#error) throw this.#error;
+  }
+  /**
+   * Resolves on the JS thread once the copies finished, without blocking it: the sources' producers are awaited first,
+   * then the op is polled on each event-loop turn (every millisecond after the first turns); rejects with wait()'s error.
+   */
+  ready(): Promise<void> {
+    return (this.#ready ??= this.#whenSettled());
+  }
+  async #whenSettled(): Promise<void> {
+    // the producers' errors become this copy's at settle(); awaiting them first keeps settle() from blocking on them
+    const deps = this.#deps.filter((d) => !d.settled);
+    if (deps.length) await Promise.allSettled(deps.map((d) => d.ready?.()));
+    for (let turn = 0; !this.poll(); turn++)
+      await new Promise<void>((resolve) => (turn < 16 ? setImmediate(resolve) : setTimeout(resolve, 1)));
+    this.wait();
   }
 }
 

@@ -11,10 +11,12 @@ import { type NamedShardingImpl, type Index } from "../../src/parallel/sharding.
 import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import {
   copiesInFlight,
+  delayNextLaunch,
   deviceRuntimeUnavailable,
   failNextLaunch,
   launchesInFlight,
   nativeBlockCopy,
+  PendingCopy,
   type PendingLaunch,
   runtimeDevice,
   setNativeBlockCopy,
@@ -227,5 +229,52 @@ test(
       assert.throws(() => zb.tolist(), /block copy read an output of a failed launch: .*device 1 \(rank 1\)/);
       for (const a of [bad, zb, x]) a.dispose();
     });
+  },
+);
+
+test(
+  "await ready()/data() on a resharded pending array lets the event loop run until its copies finish; values equal the sync read; a failed source rejects with its cause",
+  { skip },
+  async () => {
+    const mesh = makeMesh([2], ["x"]);
+    const f = shardMap((b: Array) => jnp.tanh(jnp.matmul(b, jnp.transpose(b))), {
+      mesh,
+      inSpecs: P("x"),
+      outSpecs: P("x"),
+    });
+    const x = jnp.multiply(values([64, 32], "float32"), 0.01);
+    config.update("spmdRuntime", "devices");
+    try {
+      const want = devicePut(f(x), NamedSharding(mesh, P(null, "x"))).dataSync();
+      synchronize();
+      delayNextLaunch(100); // the source's launch sleeps, so the copies after it stay pending for many turns
+      const z = devicePut(f(x), NamedSharding(mesh, P(null, "x")));
+      const copy = shardedStorage(z)!.buffers[0].writer as PendingCopy | null;
+      assert.ok(copy instanceof PendingCopy, "the resharded block is written by a pending copy");
+      let turns = 0,
+        on = true;
+      const tick = () => {
+        if (!on) return;
+        turns++;
+        setImmediate(tick);
+      };
+      setImmediate(tick);
+      assert.equal(await z.ready(), z, "ready() resolves to the array");
+      on = false;
+      assert.ok(turns > 0, "event-loop turns ran while the copies waited for their source");
+      assert.ok(copy.settled, "and the copy settled");
+      assert.deepEqual(await z.data(), want);
+      z.dispose();
+      // the copy of a failed launch's output rejects with that cause, and the sync read throws the same text
+      delayNextLaunch(20);
+      failNextLaunch(1);
+      const bad = devicePut(f(x), NamedSharding(mesh, P(null, "x")));
+      await assert.rejects(bad.data(), /block copy read an output of a failed launch: .*device 1 \(rank 1\)/);
+      assert.throws(() => bad.dataSync(), /block copy read an output of a failed launch/);
+      bad.dispose();
+      assert.equal(copiesInFlight(), 0, "every copy settled");
+    } finally {
+      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
+    }
   },
 );
