@@ -7,19 +7,10 @@
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
 import { readsOf } from "./optimize-graph.js";
 import { nodeDependencies, orderNodes } from "./node-order.js";
+import { isDType, itemsize } from "../core/dtype.js";
 
 /** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
 const COLLECTIVES_DOMAIN = "jaxts.collectives";
-/** Bytes per element of the types the device runtime moves. */
-const ELEMENT_BYTES: ReadonlyMap<string, number> = new Map([
-  ["float32", 4],
-  ["int32", 4],
-  ["float64", 8],
-  ["int64", 8],
-  ["int8", 1],
-  ["uint8", 1],
-  ["bool", 1],
-]);
 /**
  * The kinds combined. The native ops move leading-axis blocks only (native/collective-ops.cc), so every layout
  * splits exactly: AllReduce x -> y (same shape), AllGather x -> [n, ...x], ReduceScatter [n, ...r] -> r.
@@ -130,7 +121,7 @@ export function combineCollectives(
     if (nd.opType === "ReduceScatter") inShape ??= outShape && [n, ...outShape];
     if (nd.opType === "ReduceScatter") outShape ??= inShape?.[0] === n ? inShape.slice(1) : undefined;
     const dtype = dtypes.get(x) ?? dtypes.get(y);
-    const w = dtype ? ELEMENT_BYTES.get(dtype) : undefined;
+    const w = isDType(dtype) ? itemsize(dtype) : undefined;
     if (!inShape || !outShape || !w || !(n > 0) || size(inShape) === 0) continue;
     if (nd.opType === "ReduceScatter" && (inShape[0] !== n || size(inShape) !== n * size(outShape))) continue;
     if (nd.opType === "AllGather" && (outShape[0] !== n || size(outShape) !== n * size(inShape))) continue;

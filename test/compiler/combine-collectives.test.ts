@@ -205,6 +205,26 @@ for (const n of [2, 3, 4]) {
   );
 }
 
+test(
+  "16-bit collectives combine by their element size: two float16 and two int16 psums become one per dtype, same bits",
+  { skip },
+  () => {
+    const mesh = makeMesh([2], ["x"]);
+    const f = shardMap((a: Array, b: Array, c: Array, d: Array) => [a, b, c, d].map((v) => lax.psum(v, "x")), {
+      mesh,
+      inSpecs: [P("x"), P("x"), P("x"), P("x")],
+      outSpecs: [P(), P(), P(), P()],
+    }) as unknown as (...a: Array[]) => Array[];
+    const args = [
+      values([4, 3], "float32").astype("float16"),
+      values([2, 5], "float32").astype("float16"),
+      values([4, 2], "int32").astype("int16"),
+      values([2, 3], "int32").astype("int16"),
+    ];
+    exact("float16/int16", f, args, { AllReduce: 2 }, { AllReduce: 4 });
+  },
+);
+
 test("the MLP grad step's 4 psums become 1 below the threshold, 2 at a threshold between", { skip }, () => {
   const mesh = makeMesh([2], ["data"]);
   const loss = (p: Array[], x: Array, y: Array): Array => {
