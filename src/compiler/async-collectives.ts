@@ -11,7 +11,8 @@ import { readsOf } from "./optimize-graph.js";
 import { nodeDependencies, orderNodes } from "./node-order.js";
 
 /** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
-const COLLECTIVES_DOMAIN = "jaxts.collectives";
+/** The domain of the synchronous collective custom ops (src/parallel/lower-collectives.ts lowers to it). */
+export const COLLECTIVES_DOMAIN = "jaxts.collectives";
 export const ASYNC_DOMAIN = "jaxts.async";
 /** The collective ops that have an asynchronous form, with their kind code (native/async-collective-ops.cc). */
 const KINDS: ReadonlyMap<string, number> = new Map([

@@ -7,10 +7,9 @@
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
 import { readsOf } from "./optimize-graph.js";
 import { nodeDependencies, orderNodes } from "./node-order.js";
+import { COLLECTIVES_DOMAIN } from "./async-collectives.js";
 import { isDType, itemsize } from "../core/dtype.js";
 
-/** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
-const COLLECTIVES_DOMAIN = "jaxts.collectives";
 /**
  * The kinds combined. The native ops move leading-axis blocks only (native/collective-ops.cc), so every layout
  * splits exactly: AllReduce x -> y (same shape), AllGather x -> [n, ...x], ReduceScatter [n, ...r] -> r.

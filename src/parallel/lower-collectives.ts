@@ -7,10 +7,9 @@ import type { ShapedArray } from "../core/aval.js";
 import { type DType, isComplex, realDType } from "../core/dtype.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
+import { COLLECTIVES_DOMAIN } from "../compiler/async-collectives.js";
 import { collectiveOverlapEnabled } from "./overlap-collectives.js";
 import { allGatherP, allToAllP, axisIndexP, pmaxP, pminP, ppermuteP, psumP, psumScatterP } from "./collectives.js";
-
-export const COLLECTIVES_DOMAIN = "jaxts.collectives";
 
 /** The mesh a per-device program is lowered for: ranks are row-major over `dims`. */
 export interface SpmdMesh {
