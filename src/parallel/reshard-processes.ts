@@ -6,7 +6,7 @@
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
-import { countTransfer, DeviceBuffer, runtimeDevice } from "../runtime/index.js";
+import { type BlockCopy, copyBlocks, countTransfer, DeviceBuffer, runtimeDevice } from "../runtime/index.js";
 import { copyRegion } from "./device-arrays.js";
 import { allgatherBytes, exchangeBytes, processCount, processIndex } from "./distributed.js";
 import { type GlobalStorage, addressablePositions, globalArray, sameLayout } from "./global-arrays.js";
@@ -175,6 +175,8 @@ export function reshardGlobal(fn: string, x: ArrayImpl, g: GlobalStorage, target
       }
   });
   // this process's target blocks: kept when already on their device, else assembled from local and received slices
+  // (one copyBlocks call: local pieces on the destination devices' executors after their producers, received ones now)
+  const copies: BlockCopy[] = [];
   const bufs = addressablePositions(target).map((t) => {
     const ix = dstIdx[t],
       devId = target.mesh.flatDevices[t].id;
@@ -189,37 +191,23 @@ export function reshardGlobal(fn: string, x: ArrayImpl, g: GlobalStorage, target
     for (const s of srcBlocks) {
       const region = intersect(s.index, ix);
       if (!region) continue;
-      const rshape = region.map(([a0, e]) => e - a0);
-      const at = region.map(([a0], d) => a0 - ix[d][0]);
+      const size = region.map(([a0, e]) => e - a0);
+      const dstOrigin = region.map(([a0], d) => a0 - ix[d][0]);
       // a local holder, preferring this very device
       const holders = s.holders.filter((k) => srcProc[k] === self);
       if (holders.length) {
         const k = holders.find((h) => src.mesh.flatDevices[h].id === devId) ?? holders[0];
-        copyRegion(
-          bufOf(k).ready().data,
-          srcBshape,
-          region.map(([a0], d) => a0 - srcIdx[k][d][0]),
-          out.data,
-          bshape,
-          at,
-          rshape,
-        );
+        const srcOrigin = region.map(([a0], d) => a0 - srcIdx[k][d][0]);
+        copies.push({ src: bufOf(k), srcShape: srcBshape, srcOrigin, dst: out, dstOrigin, size });
         countTransfer(sizeOf(region) * isz, src.mesh.flatDevices[k].id !== devId);
         continue;
       }
       const r = received.get(`${s.key}|${keyOf(ix)}`);
       if (!r) throw new Error(`${fn}: internal error: the slice ${keyOf(region)} of ${what} was not received`);
-      copyRegion(
-        r,
-        rshape,
-        rshape.map(() => 0),
-        out.data,
-        bshape,
-        at,
-        rshape,
-      );
+      copies.push({ src: r, srcShape: size, srcOrigin: size.map(() => 0), dst: out, dstOrigin, size });
     }
     return out;
   });
+  copyBlocks(copies);
   return globalArray(new ShapedArray([...shape], dtype, x.aval.weakType), target, bufs);
 }
