@@ -58,6 +58,8 @@ export interface ExternalStorage {
   whenReady?(): Promise<void>;
   /** Releases what this storage owns (idempotent). */
   free(): void;
+  /** Whether read() returns memory this storage only borrows (a device buffer reused once its owner is disposed). */
+  readonly borrowed?: boolean;
 }
 
 export class ArrayImpl extends Array {
@@ -111,6 +113,14 @@ export class ArrayImpl extends Array {
         `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
       );
     return this.#data ?? this.#external!.read();
+  }
+  /**
+   * The storage for a new array over the same value: the storage itself (immutable, so sharing is safe), or a copy when
+   * it is borrowed memory (a shard's device buffer, which its parent's disposal hands to other arrays).
+   */
+  get shareableBuffer(): TypedArray {
+    const b = this.buffer;
+    return this.#external?.borrowed ? b.slice() : b;
   }
   get isDisposed(): boolean {
     return this.#disposed;

@@ -243,6 +243,8 @@ export class BufferView implements ExternalStorage {
     readonly owner: { readonly isFreed: boolean },
     readonly kind = "sharded",
   ) {}
+  /** read() is the device buffer itself, reused once the owner is disposed: arrays made from it copy it. */
+  readonly borrowed = true;
   read(): TypedArray {
     if (this.owner.isFreed)
       throw new Error(

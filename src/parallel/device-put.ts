@@ -95,7 +95,7 @@ export function devicePut<T>(x: T, where?: Device | Sharding): T {
     const t0 = profiling() ? monotonicUs() : 0;
     s.shardShape(a.shape); // validates divisibility and rank with a clear error
     if (s instanceof NamedShardingImpl && residentUnavailable(a.dtype) === null) return placeOnDevices(a, s);
-    const out = new ArrayImpl(a.aval, a.buffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
+    const out = new ArrayImpl(a.aval, a.shareableBuffer, s instanceof SingleDeviceShardingImpl ? s.device : a.device);
     out.placement = s;
     if (t0)
       reportSpan({

@@ -280,7 +280,7 @@ export function makeArrayFromProcessLocalData(
       `${fn}: this process's devices hold the region ${box.map(([a, b]) => `${a}:${b}`).join(", ")} of the global shape ${shapeStr(gshape)}, of shape ${shapeStr(box.map(([a, b]) => b - a))}; localData has shape ${shapeStr(x.shape)}`,
     );
   const aval = new ShapedArray(gshape, x.dtype, x.aval.weakType);
-  if (isFullyAddressable(s)) return place(new ArrayImpl(aval, x.buffer), s);
+  if (isFullyAddressable(s)) return place(new ArrayImpl(aval, x.shareableBuffer), s);
   deviceReady(fn, x.dtype);
   const origin = whole || !box ? gshape.map(() => 0) : box.map((r) => r[0]);
   return globalArray(aval, s, blocksFrom(s, gshape, x.buffer, x.shape, origin, x.dtype));

@@ -254,7 +254,7 @@ export const dynamicSliceP = new Primitive<{ slice_sizes: number[] }>(
         s,
         s.map((v, i) => v + slice_sizes[i]),
       ) as ArrayImpl;
-      return [new ArrayImpl(out, r.buffer)];
+      return [new ArrayImpl(out, r.shareableBuffer)];
     },
     jvp([x, ...starts], [t], p) {
       const y = ops.dynamicSlice(x, starts, p.slice_sizes);

@@ -362,3 +362,24 @@ test("memoized sharding comparisons and mesh keys (the per-call host path's cach
     assert.equal(same(S(m01, "x"), S(makeMesh([2], ["x"], { devices: [ds[0], ds[1]] }), "x"), 1), true);
   }
 });
+
+test(
+  "an array made from a shard (devicePut to one device) keeps its values after the sharded parent is disposed and its memory reused",
+  { skip },
+  () => {
+    onDevices(() => {
+      const mesh = makeMesh([2], ["x"]);
+      const sh = NamedSharding(mesh, P("x"));
+      const x = devicePut(values([8, 4], "float32"), sh);
+      const shard = (x.addressableShards as Shard[])[0].data;
+      const made: [string, Array][] = [["devicePut to one device", devicePut(shard, devices()[0])]];
+      const want = made.map(([, a]) => a.dataSync());
+      x.dispose();
+      // the freed blocks go back to the devices' pools: new arrays of the same size take them over
+      const others = [0, 1, 2].map((i) => devicePut(jnp.full([8, 4], 1000 + i, { dtype: "float32" }), sh));
+      for (const o of others) o.blockUntilReady();
+      made.forEach(([what, a], i) => assert.deepEqual(a.dataSync(), want[i], `${what}: its values survive the parent`));
+      for (const a of [...others, ...made.map(([, a]) => a)]) a.dispose();
+    });
+  },
+);

@@ -18,7 +18,7 @@ import { type ReadyStep, prepareStep, releaseSession, runStep } from "./sessions
 /** An array over `v`'s storage with aval `want` (a copy when the storage is pooled: it has one owner). */
 function rewrap(v: ArrayImpl, want: ShapedArray): ArrayImpl {
   if (v.aval.weakType === want.weakType) return v;
-  return new ArrayImpl(want, ownsStorage(v) ? v.buffer.slice() : v.buffer);
+  return new ArrayImpl(want, ownsStorage(v) ? v.buffer.slice() : v.shareableBuffer);
 }
 
 /** The storage of outputs that own fresh pool memory (not an input's storage, as donated outputs are). */
