@@ -25,6 +25,7 @@ import {
   type TransferStats,
 } from "../../src/runtime/index.js";
 import { values } from "./device-compare.js";
+import { countTurns } from "../helpers/event-loop.js";
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? (nativeBlockCopy() ? false : "the addon has no native block copy");
@@ -251,17 +252,9 @@ test(
       const z = devicePut(f(x), NamedSharding(mesh, P(null, "x")));
       const copy = shardedStorage(z)!.buffers[0].writer as PendingCopy | null;
       assert.ok(copy instanceof PendingCopy, "the resharded block is written by a pending copy");
-      let turns = 0,
-        on = true;
-      const tick = () => {
-        if (!on) return;
-        turns++;
-        setImmediate(tick);
-      };
-      setImmediate(tick);
+      const stop = countTurns();
       assert.equal(await z.ready(), z, "ready() resolves to the array");
-      on = false;
-      assert.ok(turns > 0, "event-loop turns ran while the copies waited for their source");
+      assert.ok(stop() > 0, "event-loop turns ran while the copies waited for their source");
       assert.ok(copy.settled, "and the copy settled");
       assert.deepEqual(await z.data(), want);
       z.dispose();

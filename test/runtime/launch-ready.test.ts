@@ -17,6 +17,7 @@ import {
 } from "../../src/runtime/index.js";
 import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import { values } from "../parallel/device-compare.js";
+import { countTurns } from "../helpers/event-loop.js";
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
@@ -32,21 +33,6 @@ async function onDevices<T>(f: () => Promise<T>): Promise<T> {
 /** The pending launch writing an array's first device buffer (null once settled). */
 const writerOf = (x: Array) => shardedStorage(x)!.buffers[0].writer as PendingLaunch | null;
 
-/** Counts event-loop turns (setImmediate callbacks) until the returned function is called; it returns the count. */
-function countTurns(): () => number {
-  let n = 0,
-    on = true;
-  const tick = () => {
-    if (!on) return;
-    n++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  return () => {
-    on = false;
-    return n;
-  };
-}
 /** Lets the event loop run until liveCompletionCallbacks() is back to `base` (the finalizers run on later turns); bounded. */
 async function callbacksBackTo(base: number): Promise<number> {
   for (let i = 0; i < 1000 && liveCompletionCallbacks() !== base; i++) await new Promise((r) => setImmediate(r));
