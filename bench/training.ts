@@ -8,6 +8,7 @@
  * the share of the communication it could hide that it hid. Both sides of an overlap pair are one program but for
  * where communication waits: the same collectives, bucketed at OVERLAP_BUCKET_BYTES (per-layer buckets stay apart).
  */
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { config } from "../src/core/config.js";
 
@@ -76,6 +77,7 @@ function zeroCase(
   stage: 0 | 3,
   overlap: false | "mailbox" | "narrow" | "thread" = false,
   combineBytes = config.collectiveCombineBytes,
+  spin?: string,
 ): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
@@ -84,12 +86,17 @@ function zeroCase(
     name,
     devices: n,
     step: () => {
-      const env = overlap === "thread" ? "JAXTS_ASYNC_COLLECTIVES" : "JAXTS_ASYNC_SCHEDULE";
-      const switched = overlap === "thread" || overlap === "narrow";
+      const env =
+        spin !== undefined
+          ? "JAXTS_MAILBOX_SPIN"
+          : overlap === "thread"
+            ? "JAXTS_ASYNC_COLLECTIVES"
+            : "JAXTS_ASYNC_SCHEDULE";
+      const switched = spin !== undefined || overlap === "thread" || overlap === "narrow";
       const saved = process.env[env];
       if (switched) {
         rt.synchronize(); // no launch in flight reads the environment while it changes
-        process.env[env] = overlap === "thread" ? "thread" : "narrow";
+        process.env[env] = spin ?? (overlap === "thread" ? "thread" : "narrow");
       }
       const savedCombine = config.collectiveCombineBytes;
       config.update("collectiveCombineBytes", combineBytes); // read when the step is staged (part of its key)
@@ -142,12 +149,17 @@ const cases = [
   zeroCase(`ZeRO-3, 2 devices, buckets ${B >> 10} KiB, overlap`, 2, 3, "mailbox", B),
   zeroCase(`2-way data parallel, buckets ${B >> 10} KiB`, 2, 0, false, B),
   zeroCase(`2-way data parallel, buckets ${B >> 10} KiB, overlap`, 2, 0, "mailbox", B),
+  // the Dones' previous wait (2000 polls, yielding after 64: JAXTS_MAILBOX_SPIN=y2000) against the default
+  zeroCase(`ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, Done yields`, 4, 3, "mailbox", B, "y2000"),
+  zeroCase(`ZeRO-3, 2 devices, buckets ${B >> 10} KiB, overlap, Done yields`, 2, 3, "mailbox", B, "y2000"),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
 const PAIRS: [number, number, string][] = [
   [5, 6, "overlap"],
   [7, 8, "overlap"],
   [9, 10, "overlap"],
+  [5, 11, "overlap (Done yields)"],
+  [7, 12, "overlap (Done yields)"],
 ];
 
 /** Per step and device (means over the devices): ms of compute, communication (transfers) and idle (waits, gaps). */
@@ -157,13 +169,35 @@ interface Split {
   idle: number;
   /** The device thread's time inside collectives (synchronous: the whole call; overlapped: blocked in its Done). */
   blocked: number;
+  /** ms of CPU the process's threads other than the JS thread ran (device threads, executors), and ms they waited runnable for a core; NaN off Linux. */
+  cpu: number;
+  runq: number;
+}
+/** [on-CPU ns, runqueue-wait ns] summed over this process's threads other than the JS thread (Linux schedstat). */
+function threadTimes(): [number, number] {
+  if (!existsSync("/proc/self/task")) return [NaN, NaN];
+  let run = 0,
+    wait = 0;
+  for (const t of readdirSync("/proc/self/task")) {
+    if (t === String(process.pid)) continue;
+    try {
+      const [a, b] = readFileSync(`/proc/self/task/${t}/schedstat`, "utf8").split(" ").map(Number);
+      run += a;
+      wait += b;
+    } catch {
+      // the thread ended meanwhile
+    }
+  }
+  return [run, wait];
 }
 function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecord[]): { ms: number; split: Split } {
   records.length = 0;
+  const s0 = threadTimes();
   const t0 = performance.now();
   c.step();
   rt.synchronize();
   const ms = performance.now() - t0;
+  const s1 = threadTimes();
   let compute = 0,
     comm = 0,
     blocked = 0;
@@ -189,7 +223,14 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
     });
   }
   const per = (us: number) => us / 1000 / c.devices;
-  const split = { compute: per(compute), comm: per(comm), idle: 0, blocked: per(blocked) };
+  const split = {
+    compute: per(compute),
+    comm: per(comm),
+    idle: 0,
+    blocked: per(blocked),
+    cpu: (s1[0] - s0[0]) / 1e6,
+    runq: (s1[1] - s0[1]) / 1e6,
+  };
   split.idle = Math.max(0, ms - split.compute - split.comm);
   return { ms, split };
 }
@@ -223,12 +264,20 @@ for (const [off, on, label] of PAIRS) {
     tOn = median(samples[on].map((x) => x.ms));
   const hide = median(samples[off].map((x) => x.split.blocked)),
     left = median(samples[on].map((x) => x.split.blocked));
+  // what the step's threads really ran (a device thread's "compute" above is wall time, descheduled time included)
+  const [cpuOff, cpuOn, rqOff, rqOn] = [
+    [off, "cpu"],
+    [on, "cpu"],
+    [off, "runq"],
+    [on, "runq"],
+  ].map(([k, f]) => median(samples[k as number].map((x) => x.split[f as "cpu" | "runq"])));
   rows.push([
     `${label}: ${cases[off].name}`,
     `${tOff.toFixed(2)} -> ${tOn.toFixed(2)} ms/step`,
     `hid ${(((tOff - tOn) / hide) * 100).toFixed(0)}% (step time: (off - on) / exposed)`,
     `exposed ${hide.toFixed(2)} ms per device, still stalled ${left.toFixed(2)} ms ` +
-      `(timestamps: 1 - stalled / exposed = ${((1 - left / hide) * 100).toFixed(0)}%)`,
+      `(timestamps: 1 - stalled / exposed = ${((1 - left / hide) * 100).toFixed(0)}%); ` +
+      `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms`,
   ]);
 }
 const widths = [0, 1, 2].map((j) => Math.max(...rows.map((r) => r[j].length)));

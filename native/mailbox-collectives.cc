@@ -65,11 +65,68 @@ std::string Where(const CollectiveCall& c, int rank) {
 // Fails the mailbox unless every member already posted (then its pulls complete normally): decided under mu.
 void Fail(Mailbox& b, const std::string& why) { FailMeeting(b, &Mailbox::posted, b.slots.size(), why); }
 
+// Why a Done polls only briefly, one at a time, and not at all when descheduled: a waiting Done that yields in a
+// loop stays runnable and takes time slices from the very peers it waits for whenever device threads outnumber cores
+// (notes/training-parallel.md "ovlstep": less thread CPU per ZeRO-3 step than the yielding wait). A blocked puller
+// is woken by the last post's notify (a futex call) instead. Same shape as the executors' poll
+// (native/devices.cc): at most cores - 1 pollers, and a poller that finds itself descheduled backs every poller off.
+std::atomic<int> g_pollers{0};
+std::atomic<int64_t> g_poll_backoff_until_us{0};
+constexpr int64_t kPollPreemptedUs = 40, kPollBackoffUs = 20000;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+int64_t NowUsInt() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Polls settled() for up to `us` microseconds when a polling slot is free and no poller was recently descheduled.
+template <typename F>
+void PollBriefly(const F& settled, int us) {
+  static const int max_pollers = std::max(1, int(std::thread::hardware_concurrency()) - 1);
+  if (us <= 0 || settled()) return;
+  int64_t now = NowUsInt();
+  if (now < g_poll_backoff_until_us.load(std::memory_order_relaxed)) return;
+  int k = g_pollers.load(std::memory_order_relaxed);
+  do {
+    if (k >= max_pollers) return;
+  } while (!g_pollers.compare_exchange_weak(k, k + 1, std::memory_order_acq_rel));
+  const int64_t until = now + us;
+  for (int i = 1; !settled(); i++) {
+    if ((i & 63) == 0) {
+      const int64_t t = NowUsInt();
+      if (t - now > kPollPreemptedUs) {  // descheduled between two reads: the host is oversubscribed
+        g_poll_backoff_until_us.store(t + kPollBackoffUs, std::memory_order_relaxed);
+        break;
+      }
+      if (t > until) break;
+      now = t;
+    }
+    CpuRelax();
+  }
+  g_pollers.fetch_sub(1, std::memory_order_acq_rel);
+}
+
 }  // namespace
 
 bool MailboxModeEnabled() {
   const char* mode = std::getenv("JAXTS_ASYNC_COLLECTIVES");
   return !(mode && std::strcmp(mode, "thread") == 0);
+}
+
+MailboxSpin MailboxSpinPolicy() {
+  // read per call (cheap next to a pull) so a benchmark can A/B it within one process
+  const char* v = std::getenv("JAXTS_MAILBOX_SPIN");
+  if (!v || !*v) return {false, kMailboxSpinUs};
+  const bool yields = v[0] == 'y';
+  const long n = std::strtol(v + (yields ? 1 : 0), nullptr, 10);
+  return {yields, n < 0 ? 0 : n > 1000000 ? 1000000 : int(n)};
 }
 
 std::string MailboxPost(const CollectiveCall& c, int rank, int kind, int op, const void* in, size_t count, int type,
@@ -128,9 +185,14 @@ std::string MailboxPull(const CollectiveCall& c, const std::shared_ptr<Mailbox>&
   const int rank = c.group[size_t(pos)];
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(c.timeout_ms);
   auto settled = [&] { return b.posted.load(std::memory_order_acquire) >= n || b.failed.load(); };
-  // the peers usually posted long ago; if not, spin briefly, then block (more device threads than cores progress)
-  for (int i = 0; i < 2000 && !settled(); i++)
-    if (i > 64) std::this_thread::yield();
+  // the peers usually posted long ago; if not, poll briefly when a core is free, then block
+  const MailboxSpin spin = MailboxSpinPolicy();
+  if (spin.yields) {
+    for (int i = 0; i < spin.amount && !settled(); i++)  // the previous policy (an A/B switch): polls, then yields
+      if (i > 64) std::this_thread::yield();
+  } else {
+    PollBriefly(settled, spin.amount);
+  }
   if (!settled()) {
     std::unique_lock<std::mutex> lock(b.mu);
     b.cv.wait_until(lock, deadline, settled);

@@ -23,6 +23,18 @@ enum MailboxKind : int { kMbAllReduce = 0, kMbAllGather = 1, kMbReduceScatter = 
  * JAXTS_ASYNC_COLLECTIVES=thread selects the thread (read at each CollectiveStart: set it while no launch is in flight).
  */
 bool MailboxModeEnabled();
+/** How long a Done polls for its peers' posts before it blocks (microseconds, when a core is free), by default. */
+constexpr int kMailboxSpinUs = 50;
+/**
+ * How a Done waits for its peers' posts before it blocks: JAXTS_MAILBOX_SPIN (read per Done, an A/B switch) = "<us>"
+ * polls up to that long (0: block at once; default kMailboxSpinUs), "y<count>" is the previous policy (count polls,
+ * yielding the core after 64; "y2000" was the default).
+ */
+struct MailboxSpin {
+  bool yields;
+  int amount;
+};
+MailboxSpin MailboxSpinPolicy();
 
 /** All-reduces of more bytes than this keep the communication thread (a pull reads all n inputs whole: n x the reads). */
 constexpr size_t kMailboxAllReduceMaxBytes = size_t(1) << 20;

@@ -83,7 +83,7 @@ export function scheduleAsyncCollectives(
 ): number {
   const wide = opts.wide ?? false;
   if (!g.nodeList.some(isCollective)) return 0;
-  const nodes = hoistCollectiveInputs(g.nodeList, wide);
+  const { nodes, feedsGather } = hoistCollectiveInputs(g.nodeList, wide);
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -127,15 +127,39 @@ export function scheduleAsyncCollectives(
     all
       .filter((s) => s !== not && s.gating && (strictly ? s.done > slot : s.done >= slot))
       .sort((a, b) => a.done - b.done)[0];
+  // the Starts in emitted order (by slot; a late Start after its slot's Dones), each reading the previous one's token
+  // (its `after` input, ordering only): ORT then runs a run of Starts in this order, so only the last Start before
+  // the compute that must follow them needs a tie (a tie on every Start put a Where into each next gather's input
+  // chain, which kept ORT from merging the rematerialized backward's copy of it with the forward's)
+  const chain = [...all].sort((a, b) => a.start - b.start || Number(a.late) - Number(b.late));
+  const after = new Map<Split, string>();
+  chain.forEach((s, k) => k > 0 && after.set(s, chain[k - 1].token));
   // ties: original node index -> [input position, token] (the input becomes Where(token, input, input))
   const ties = new Map<number, [number, string][]>();
-  for (const s of all) {
+  // by the slot of which original node a Start has surely run: its tie's node, the gating Done fed its token, its Done
+  const runBy = new Map<Split, number>();
+  for (let k = chain.length - 1; k >= 0; k--) {
+    const s = chain[k];
     const t = gatingAtOrAfter(s.start, s, s.late);
-    const tie = tieTarget(nodes, splits, shapes, dtypes, s.start, Math.min(t?.done ?? n, s.done));
+    const limit = Math.min(t?.done ?? n, s.done);
+    const tie = tieTarget(nodes, splits, shapes, dtypes, s.start, limit);
+    const own = tie ? tie[0] : t && t.done < s.done ? t.done : s.done;
+    const next = k + 1 < chain.length ? runBy.get(chain[k + 1]) : undefined;
+    // covered by the next Start (it reads this one's token) when that runs by this one's deadline and only the
+    // preparation of gathers' inputs (slices of resident parameter shards, wide schedule) comes between
+    if (
+      next !== undefined &&
+      (next <= own ||
+        (next <= limit && nodes.slice(own, next).every((x, j) => splits.has(own + j) || feedsGather.has(x))))
+    ) {
+      runBy.set(s, next);
+      continue;
+    }
+    runBy.set(s, own);
     if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], s.token]]);
     else if (t && t.done < s.done) t.extra.push(s.token);
-    if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
   }
+  for (const s of all) if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
   const noDeps = g.int64s([0]);
   const startsAt = new Map<number, GraphNode[]>(),
     lateStartsAt = new Map<number, GraphNode[]>(),
@@ -153,7 +177,7 @@ export function scheduleAsyncCollectives(
     push(s.late ? lateStartsAt : startsAt, s.start, [
       {
         opType: "CollectiveStart",
-        inputs: [s.node.inputs[0], noDeps],
+        inputs: [s.node.inputs[0], after.get(s) ?? noDeps],
         outputs: [s.token],
         attrs,
         domain: ASYNC_DOMAIN,
@@ -260,7 +284,10 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
  * forward and rematerialized backward, then all precede layer 0.
  */
-function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean): GraphNode[] {
+function hoistCollectiveInputs(
+  nodes: readonly GraphNode[],
+  gathersToo: boolean,
+): { nodes: GraphNode[]; feedsGather: Set<GraphNode> } {
   const n = nodes.length;
   const deps = nodeDependencies(nodes);
   const key = new Array<number>(n).fill(Infinity);
@@ -279,5 +306,6 @@ function hoistCollectiveInputs(nodes: readonly GraphNode[], gathersToo: boolean)
   });
   // the ready nodes by (key, position)
   const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
-  return orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)");
+  const feedsGather = new Set(nodes.filter((_, j) => key[j] === -1));
+  return { nodes: orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)"), feedsGather };
 }

@@ -436,6 +436,22 @@ function describeCompiled(c: Compiled | string, mesh: Mesh): string {
   ].join("\n");
 }
 
+/** A compiled per-device ONNX model and how it was staged (bench/overlap-step-profile.ts profiles these per node). */
+export interface DeviceProgramInfo {
+  model: Uint8Array;
+  overlap: false | AsyncSchedule;
+  combineBytes: number;
+}
+let programObserver: ((p: DeviceProgramInfo) => void) | null = null;
+/** Sets the observer called with every per-device program shardMap compiles (null: none); returns the previous one. */
+export function setDeviceProgramObserver(
+  f: ((p: DeviceProgramInfo) => void) | null,
+): ((p: DeviceProgramInfo) => void) | null {
+  const prev = programObserver;
+  programObserver = f;
+  return prev;
+}
+
 /** Compiles the traced body for the mesh; a string says why it cannot run on devices. */
 function compile(
   body: TracedBody | string,
@@ -475,6 +491,7 @@ function compile(
   if (program.steps.some((s) => s.kind === "host"))
     return `the body needs the interpreter for ${program.notes.join("; ")}`;
   const step = program.steps[0] as OnnxStep | undefined;
+  if (step && programObserver) programObserver({ model: step.model, overlap, combineBytes });
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d)))
     return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
   // complex values lower to ONNX (as float [..., 2]) but the device runtime does not carry them

@@ -142,9 +142,13 @@ test("wide schedule (mailbox mode): every gather of a program input starts at th
   ]);
   const nodes = g.nodeList;
   const { tokenOf, doneOf } = asyncNodes(nodes);
-  // ORT orders by data only: the first Done reads every Start's token, so all three post before layer 0 computes
+  // ORT orders by data only: each Start reads the previous one's token (its `after` input) and the first Done reads
+  // the last one's, so all three post before layer 0 computes
+  const startOf = (w: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === w)!;
+  assert.equal(startOf("w1").inputs[1], tokenOf("w0"));
+  assert.equal(startOf("w2").inputs[1], tokenOf("w1"));
   const concat = nodes.find((n) => n.outputs[0] === doneOf("w0").inputs[1])!;
-  assert.deepEqual(concat.inputs, [tokenOf("w0"), tokenOf("w1"), tokenOf("w2")]);
+  assert.deepEqual(concat.inputs, [tokenOf("w0"), tokenOf("w2")]);
   assert.deepEqual(doneOf("w1").inputs, ["w1", tokenOf("w1")]);
   assert.deepEqual(doneOf("w2").inputs, ["w2", tokenOf("w2")]);
   // each Done's gathered output is read by the node right after it
@@ -247,4 +251,35 @@ test("wide schedule: a rematerialized gather's input, computed after the forward
   scheduleAsyncCollectives(narrow.g);
   const u = trace(narrow.g);
   assert.ok(u.indexOf(`CollectiveStart(${narrow.again})`) > u.indexOf("MatMul"), u.join(", "));
+});
+
+test("wide schedule: Starts with only gathers' input preparation between them are chained, not tied into it", () => {
+  const { g, first, again } = rematGraph();
+  scheduleAsyncCollectives(
+    g,
+    new Map([
+      ["a", [1, 1]],
+      ["b", [1, 1]],
+      ["h", [2, 2]],
+    ]),
+    { wide: true },
+  );
+  const nodes = g.nodeList;
+  const { tokenOf } = asyncNodes(nodes);
+  // the backward's Concat(a, b) reads a and b themselves (a tie would make it Concat(Where(token, a, a), b), which
+  // ORT could no longer merge with the forward's identical Concat): the second Start reads the first's token instead
+  assert.equal(nodes.filter((n) => n.opType === "Where").length, 0, trace(g).join(", "));
+  const concats = nodes.filter((n) => n.opType === "Concat" && n.inputs[0] === "a");
+  assert.deepEqual(
+    concats.map((n) => n.inputs),
+    [
+      ["a", "b"],
+      ["a", "b"],
+    ],
+  );
+  const startOf = (x: string) => nodes.find((n) => n.opType === "CollectiveStart" && n.inputs[0] === x)!;
+  assert.equal(startOf(again).inputs[1], tokenOf(first));
+  // the first Done still reads the last Start's token, so both post before the forward's compute
+  const done = nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === first)!;
+  assert.ok(nodes.find((n) => n.outputs[0] === done.inputs[1])!.inputs.includes(tokenOf(again)));
 });

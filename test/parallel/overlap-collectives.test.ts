@@ -435,3 +435,36 @@ test(
     }
   },
 );
+
+test(
+  "every wait policy of a Done (JAXTS_MAILBOX_SPIN: poll briefly, block at once, the yielding loop) gives the same values on 8 devices",
+  { skip },
+  () => {
+    const mesh = makeMesh([8], ["x"]);
+    const x = values([128, 5], "float32");
+    const f = () =>
+      shardMap(
+        (b: Array) => {
+          let h = b;
+          for (let i = 0; i < 4; i++) h = jnp.add(jnp.sin(h), lax.psum(h, "x"));
+          return [h, lax.allGather(h, "x", { tiled: true }), lax.psumScatter(h, "x", { tiled: true })];
+        },
+        { mesh, inSpecs: P("x"), outSpecs: [P("x"), P(), P("x")] },
+      )(x) as Array[];
+    const want = runModes(f, ["off"]).outs.get("off")!;
+    const saved = process.env.JAXTS_MAILBOX_SPIN;
+    try {
+      for (const spin of [undefined, "0", "1000000", "y2000", "y0"]) {
+        if (spin === undefined) delete process.env.JAXTS_MAILBOX_SPIN;
+        else process.env.JAXTS_MAILBOX_SPIN = spin; // read by each Done
+        const { outs, recs } = runModes(f, ["mailbox"]);
+        assert.deepEqual(outs.get("mailbox"), want, `JAXTS_MAILBOX_SPIN=${spin}`);
+        const colls = recs.get("mailbox")!.flatMap((r) => r.collectives.flat());
+        assert.ok(colls.length >= 8 * 6 && colls.every((c) => c.wait >= 0), `JAXTS_MAILBOX_SPIN=${spin}: asynchronous`);
+      }
+    } finally {
+      if (saved === undefined) delete process.env.JAXTS_MAILBOX_SPIN;
+      else process.env.JAXTS_MAILBOX_SPIN = saved;
+    }
+  },
+);
