@@ -228,7 +228,8 @@ test("the MLP grad step's 4 psums become 1 below the threshold, 2 at a threshold
     jnp.multiply(values([12, 301], "float32"), 0.1),
     jnp.multiply(values([12, 5], "float32"), 0.1),
   ];
-  exact("mlp", f, args, { AllReduce: 1 }, { AllReduce: 4 });
+  // unbucketed, each psum and its update become one AllReduceEpilogue (compiler/collective-epilogues.ts)
+  exact("mlp", f, args, { AllReduce: 1, AllReduceEpilogue: 0 }, { AllReduce: 0, AllReduceEpilogue: 4 });
   // 310,000 bytes: w1 + b1 (309,248) fit, w2 does not: it starts the next bucket, with b2
   const mid = run(310_000, f, args);
   assert.equal(mid.counts.AllReduce, 2, mid.line);

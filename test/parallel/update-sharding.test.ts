@@ -116,7 +116,9 @@ for (const n of [2, 3, 4]) {
       assert.equal(on.counts.ReduceScatter, 2, on.line);
       assert.equal(on.counts.AllGather, 2, on.line);
       assert.match(on.line, /4 psums -> reduce-scatter \+ 8 update ops on 1\//);
-      assert.equal(off.counts.AllReduce, 4, off.line);
+      // unsharded, each psum and its update are one AllReduceEpilogue (compiler/collective-epilogues.ts)
+      assert.equal(off.counts.AllReduceEpilogue, 4, off.line);
+      assert.equal(off.counts.AllReduce ?? 0, 0, off.line);
       assert.equal(off.counts.ReduceScatter ?? 0, 0, off.line);
       assert.match(off.line, /weight-update sharding: none/);
     },
