@@ -296,7 +296,7 @@ void EvalEpilogue(const CollectiveEpilogue& e, const float* reduced, size_t lo, 
 }
 
 std::string Communicator::AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) {
-  std::vector<float> reduced(count);
+  std::vector<float> reduced(count ? count : 1);  // never a null buffer, even for no elements
   std::string err = AllReduce(c, in, reduced.data(), count, kFloat32, op);
   if (err.empty() && count) EvalEpilogue(e, reduced.data(), 0, count, e.outs.data());
   return err;
