@@ -11,6 +11,7 @@ import { availableParallelism } from "node:os";
 import * as ort from "onnxruntime-node";
 import { GraphBuilder } from "../src/backends/onnx/graph-builder.js";
 import { config } from "../src/core/config.js";
+import { compileOptions } from "../src/compiler/compile.js";
 import { mlpProblem } from "./mlp-problem.js";
 import { ANCHORS } from "./harness.js";
 
@@ -158,6 +159,7 @@ const { params, xb, yb, loss } = mlpProblem(await import("../src/index.js"));
  * `independent`: the same per-device program without the psum (each device updates its own copy of the parameters
  * from its own half batch; no communication at all): the ceiling of any data-parallel step on this host.
  * `chain`: each call runs that many steps and waits only for the last (a training loop that does not read every step).
+ * `epilogues` false: the psum and the SGD update stay separate nodes (compileOptions.collectiveEpilogues).
  */
 function makeStep(
   n: number,
@@ -166,8 +168,10 @@ function makeStep(
   shardUpdates = false,
   independent = false,
   chain = 1,
+  epilogues = true,
 ): () => void {
   config.update("spmdShardUpdates", shardUpdates);
+  compileOptions.collectiveEpilogues = epilogues;
   const mesh = makeMesh([n], ["data"]);
   // each device's loss is the mean over its block: the global mean's gradient is psum(g) / n
   const step = shardMap(
@@ -189,6 +193,7 @@ function makeStep(
   const run = (): void => {
     // the flag is part of the call signature: each case runs the program it was compiled with
     config.update("spmdShardUpdates", shardUpdates);
+    compileOptions.collectiveEpilogues = epilogues;
     for (let k = 0; k < chain; k++) {
       const next = step(p, x, y) as Arr[];
       if (k === chain - 1) for (const o of next) o.blockUntilReady();
@@ -199,6 +204,7 @@ function makeStep(
   run();
   config.update("deviceIntraOpThreads", 1);
   config.update("spmdShardUpdates", false);
+  compileOptions.collectiveEpilogues = true;
   if (rt.lastLaunchTimeline() === before || rt.lastLaunchTimeline().length !== n)
     throw new Error(`bench/devices: the ${n}-device MLP step did not run on the device runtime`);
   return withSpan(run, spans);
@@ -242,10 +248,10 @@ if (maxDevices >= 8)
 // host's load the way wall time does: on 2 free cores a step takes at least CPU / 2, so 2 x CPU(1x1) / CPU(case) is
 // the speed-up bound that the work itself sets.
 {
-  const sp = [[], [], []] as number[][],
-    rk = [[], [], []] as number[][],
-    cpu = [[], [], []] as number[][],
-    js = [[], [], []] as number[][];
+  const sp = [[], [], [], [], []] as number[][],
+    rk = [[], [], [], [], []] as number[][],
+    cpu = [[], [], [], [], []] as number[][],
+    js = [[], [], [], [], []] as number[][];
   const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
   const measured = (f: () => void, k: number) => () => {
     const c0 = process.cpuUsage(),
@@ -260,8 +266,12 @@ if (maxDevices >= 8)
     measured(makeStep(1, 1, sp[0]), 0),
     measured(makeStep(2, 1, sp[1], false, true), 1),
     measured(makeStep(2, 1, sp[2]), 2),
+    // the same 1x1 and psum steps with the update a separate pass after each all-reduce (the programs before the
+    // all-reduce epilogues)
+    measured(makeStep(1, 1, sp[3], false, false, 1, false), 3),
+    measured(makeStep(2, 1, sp[4], false, false, 1, false), 4),
   ];
-  const [c1, cInd, c2] = interleaved(fs, R(40));
+  const [c1, cInd, c2, c1u, c2u] = interleaved(fs, R(40));
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cpu1 = median(cpu[0]);
   const d = (k: number) =>
@@ -274,6 +284,11 @@ if (maxDevices >= 8)
   rows.push([
     "  the psum step measured the same way",
     `${c2.toFixed(2)} ms (${d(2)}): ${(c1 / c2).toFixed(2)}x`,
+    "recorded",
+  ]);
+  rows.push([
+    "  without all-reduce epilogues: 1x1, psum step",
+    `${c1u.toFixed(2)} ms (${d(3)}); ${c2u.toFixed(2)} ms (${d(4)}): ${(c1u / c2u).toFixed(2)}x; fused psum step ${(c2u / c2).toFixed(2)}x of this`,
     "recorded",
   ]);
   // a loop that dispatches step k+1 while the devices run step k (both sides alike): 8 steps per call, one wait

@@ -9,6 +9,9 @@
 //   AllToAll          x[n, ...] -> y[n, ...]          y[q] = member q's x[p]
 //   CollectivePermute x -> y (same shape)             attr pairs: (source, destination) group positions; others zeros
 //   AxisIndex         () -> int32 scalar              attrs dims (mesh shape), axis: this rank's coordinate
+//   AllReduceEpilogue x, operands..., scalars... -> outputs (float32, x's shape): a fused elementwise program
+//                     (attrs program, num_inputs, num_scalars as jaxts.Fused's; its input 0 = AllReduce(x), inputs
+//                     1.. = the operands, replicated over the group) applied to the all-reduce of x
 // Inputs and outputs are one dynamically typed tensor (float32, float64, int32, int64, bool, int8, uint8).
 
 #include "collective-ops.h"
@@ -21,6 +24,7 @@
 
 #include "communicator.h"
 #include "device-context.h"
+#include "fused.h"
 #include "ort-api.h"
 
 struct OrtValue;
@@ -48,6 +52,12 @@ struct Kernel {
   std::vector<int64_t> groups, pairs, dims;
   int64_t axis = 0;
   std::string label, axes;  // for errors: what the user called ("psum") and over what ("mesh axis 'x'")
+  // AllReduceEpilogue: its program (nullptr and `error` when malformed) and input counts
+  bool epilogue = false;
+  FusedProgram* prog = nullptr;
+  int64_t num_inputs = 0, num_scalars = 0;
+  std::string error;
+  ~Kernel() { if (prog) FreeFused(prog); }
 };
 
 int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) { return KernelIntAttr(g_api, info, name, dflt); }
@@ -66,6 +76,23 @@ St Create(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   k->axes = KernelStringAttr(g_api, info, "axes", "its group");
   *out = k;
   return nullptr;
+}
+St CreateEpilogue(const CustomOp* op, const void* api, const OrtKernelInfo* info, void** out) {
+  Create<kAllReduce>(op, api, info, out);
+  auto* k = static_cast<Kernel*>(*out);
+  k->epilogue = true;
+  k->num_inputs = IntAttr(info, "num_inputs", 0);
+  k->num_scalars = IntAttr(info, "num_scalars", 0);
+  const std::vector<int64_t> code64 = KernelIntsAttr(g_api, info, "program");
+  const std::vector<int32_t> code(code64.begin(), code64.end());
+  if (k->num_inputs < 1 || k->num_scalars < 0) k->error = "num_inputs must be at least 1 and num_scalars at least 0";
+  else k->prog = ParseFused(code.data(), code.size(), int(k->num_inputs), int(k->num_scalars), &k->error);
+  return nullptr;
+}
+void* CreateEpilogueV1(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  CreateEpilogue(op, api, info, &k);
+  return k;
 }
 template <Kind K>
 void* CreateV1(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
@@ -106,6 +133,37 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   Tensor x;
   if (St s = Describe(in, &x)) return s;
   if (!ElementBytes(x.type)) return Error(who + ": element type " + std::to_string(x.type) + " is not supported");
+  // AllReduceEpilogue: the operands and scalars after x, the program's outputs of x's shape
+  CollectiveEpilogue epi;
+  if (k.epilogue) {
+    const std::string ew = "jaxts.collectives.AllReduceEpilogue (" + k.label + " over " + k.axes + ")";
+    if (!k.prog) return Error(ew + ": malformed program: " + k.error);
+    size_t nin = 0;
+    fn<St (*)(const OrtKernelContext*, size_t*)>(kKernelContextGetInputCount)(ctx, &nin);
+    if (nin != size_t(k.num_inputs + k.num_scalars))
+      return Error(ew + ": expected " + std::to_string(k.num_inputs + k.num_scalars) + " inputs, got " + std::to_string(nin));
+    if (x.type != kFloat32) return Error(ew + ": input 0 must be float32, got element type " + std::to_string(x.type));
+    epi.program = k.prog;
+    for (size_t i = 1; i < nin; i++) {
+      const OrtValue* v = nullptr;
+      if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &v)) return s;
+      Tensor t;
+      if (St s = Describe(v, &t)) return s;
+      const bool scalar = i >= size_t(k.num_inputs);
+      if (t.type != kFloat32 || t.count != (scalar ? 1 : x.count))
+        return Error(ew + ": input " + std::to_string(i) + " " + ShapeStr(t.dims) + " of element type " + std::to_string(t.type) +
+                     " must be float32 with " + (scalar ? std::string("one element") : std::to_string(x.count) + " elements like input 0 " + ShapeStr(x.dims)));
+      if (scalar) epi.scalars.push_back(*static_cast<const float*>(t.data));
+      else epi.operands.push_back(static_cast<const float*>(t.data));
+    }
+    for (size_t j = 0; j < FusedOutputCount(k.prog); j++) {
+      OrtValue* o = nullptr;
+      if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, j, x.dims.data(), x.dims.size(), &o)) return s;
+      Tensor t;
+      if (St s = Describe(o, &t)) return s;
+      epi.outs.push_back(static_cast<float*>(t.data));
+    }
+  }
   // this rank's group
   const int64_t n = k.group_size;
   std::vector<int> group;
@@ -128,10 +186,12 @@ St Compute(void* kp, OrtKernelContext* ctx) {
     chunk = n ? x.count / size_t(n) : 0;
     if (k.kind == kReduceScatter) ydims.erase(ydims.begin());
   }
-  OrtValue* o = nullptr;
-  if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, ydims.data(), ydims.size(), &o)) return s;
   Tensor y;
-  if (St s = Describe(o, &y)) return s;
+  if (!k.epilogue) {
+    OrtValue* o = nullptr;
+    if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, ydims.data(), ydims.size(), &o)) return s;
+    if (St s = Describe(o, &y)) return s;
+  }
   CollectiveCall call;
   call.name = k.label;
   call.axes = k.axes;
@@ -149,7 +209,9 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   void* dst = y.data ? y.data : empty;
   std::string err;
   switch (k.kind) {
-    case kAllReduce: err = dev->comm->AllReduce(call, src, dst, x.count, x.type, k.op); break;
+    case kAllReduce:
+      err = k.epilogue ? dev->comm->AllReduceEpilogue(call, src, x.count, k.op, epi) : dev->comm->AllReduce(call, src, dst, x.count, x.type, k.op);
+      break;
     case kAllGather: err = dev->comm->AllGather(call, src, dst, x.count, x.type); break;
     case kReduceScatter: err = dev->comm->ReduceScatter(call, src, dst, chunk, x.type, k.op); break;
     case kAllToAll: err = dev->comm->AllToAll(call, src, dst, chunk, x.type); break;
@@ -173,7 +235,7 @@ St Compute(void* kp, OrtKernelContext* ctx) {
     rec.ready = ready < 0 ? t0 : ready;  // a group of one never waits
     dev->records->push_back(std::move(rec));
   }
-  if (!err.empty()) return Error("jaxts.collectives." + std::string(CollectiveKindName(k.kind)) + ": " + err);
+  if (!err.empty()) return Error("jaxts.collectives." + std::string(k.epilogue ? "AllReduceEpilogue" : CollectiveKindName(k.kind)) + ": " + err);
   return nullptr;
 }
 void ComputeV1(void* k, OrtKernelContext* ctx) {
@@ -200,7 +262,13 @@ constexpr CustomOp MakeOp() {
                   ComputeV1, Destroy, Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, Create<K>, Compute,
                   {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
 }
-CustomOp g_ops[] = {MakeOp<kAllReduce>(), MakeOp<kAllGather>(), MakeOp<kReduceScatter>(), MakeOp<kAllToAll>(), MakeOp<kPermute>(), MakeOp<kAxisIndex>()};
+const char* EpilogueName(const CustomOp*) { return "AllReduceEpilogue"; }
+int FloatType(const CustomOp*, size_t) { return 1; }
+int Variadic(const CustomOp*, size_t) { return 2; }  // INPUT_OUTPUT_VARIADIC: any number of float32 tensors
+CustomOp g_ops[] = {MakeOp<kAllReduce>(), MakeOp<kAllGather>(), MakeOp<kReduceScatter>(), MakeOp<kAllToAll>(), MakeOp<kPermute>(), MakeOp<kAxisIndex>(),
+                    CustomOp{16, CreateEpilogueV1, EpilogueName, Ep, FloatType, One, FloatType, One, ComputeV1, Destroy, Variadic, Variadic,
+                             DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateEpilogue, Compute,
+                             {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}}};
 
 }  // namespace
 
@@ -218,5 +286,20 @@ bool RegisterCollectiveOps(const void* const* api) {
 }
 
 OrtStatus* AddCollectiveOpDomain(OrtSessionOptions* options) { return AddOpDomain(g_api, options, g_domain); }
+
+void EvalEpilogue(const CollectiveEpilogue& e, const float* reduced, size_t lo, size_t n, float* const* dsts) {
+  std::vector<const float*> ins(1 + e.operands.size());
+  ins[0] = reduced;
+  for (size_t k = 0; k < e.operands.size(); k++) ins[k + 1] = e.operands[k] + lo;
+  const int64_t chunk = FusedChunkElements();
+  for (int64_t c = 0; c * chunk < int64_t(n); c++) RunFusedChunk(e.program, ins.data(), e.scalars.data(), dsts, int64_t(n), c);
+}
+
+std::string Communicator::AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) {
+  std::vector<float> reduced(count ? count : 1);  // never a null buffer, even for no elements
+  std::string err = AllReduce(c, in, reduced.data(), count, kFloat32, op);
+  if (err.empty() && count) EvalEpilogue(e, reduced.data(), 0, count, e.outs.data());
+  return err;
+}
 
 }  // namespace jaxts

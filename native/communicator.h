@@ -49,6 +49,23 @@ struct CollectiveCall {
   std::vector<int64_t> shape;  // the caller's input shape (compared across processes on entry)
 };
 
+struct FusedProgram;  // native/fused.h
+
+/**
+ * The elementwise epilogue of an all-reduce (AllReduceEpilogue): a fused float32 program whose input 0 is the reduced
+ * value and inputs 1.. are `operands` (count elements each, replicated over the group: every rank passes the same
+ * bytes), then `scalars`; its outputs go to `outs` (count elements each). The result is what running the program on
+ * the all-reduce's output gives, bit for bit.
+ */
+struct CollectiveEpilogue {
+  const FusedProgram* program = nullptr;
+  std::vector<const float*> operands;
+  std::vector<float> scalars;
+  std::vector<float*> outs;
+};
+/** Evaluates elements [lo, lo + n) of the epilogue on this thread; `reduced` and every `dsts[j]` point at element lo. */
+void EvalEpilogue(const CollectiveEpilogue& e, const float* reduced, size_t lo, size_t n, float* const* dsts);
+
 /** The collectives of one rank. Each returns "" on success, else an error message that names the call. */
 class Communicator {
  public:
@@ -66,6 +83,12 @@ class Communicator {
   /** pairs (source position, destination position): out of each destination = in of its source; others get zeros. */
   virtual std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
                                         const std::vector<std::pair<int, int>>& pairs) = 0;
+  /**
+   * out = the epilogue applied to the all-reduce of in (float32, count elements). The default reduces into scratch
+   * with AllReduce and evaluates the whole epilogue locally; the shared-memory communicator applies it once per
+   * element on the rank that reduces it and writes the results into every peer's outputs.
+   */
+  virtual std::string AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e);
   /** Whether two threads of this rank may call collectives at once (the async ops' communication thread). */
   virtual bool ConcurrentCalls() const { return false; }
   /**

@@ -57,6 +57,7 @@ struct Member {
   void* out = nullptr;
   size_t count = 0;
   int type = 0, kind = 0, op = 0;
+  const CollectiveEpilogue* epi = nullptr;  // AllReduceEpilogue: the member's epilogue (its outputs are written here)
   bool arrived = false;
 };
 
@@ -136,6 +137,9 @@ class ShmCommunicator : public Communicator {
   std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
     return Run(c, kAllReduce, int(op), in, out, count, type, {});
   }
+  std::string AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) override {
+    return Run(c, kAllReduce, int(op), in, nullptr, count, kFloat32, {}, &e);
+  }
   std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
     return Run(c, kAllGather, 0, in, out, count, type, {});
   }
@@ -156,13 +160,17 @@ class ShmCommunicator : public Communicator {
   }
 
   std::string Run(const CollectiveCall& c, int kind, int op, const void* in, void* out, size_t count, int type,
-                  const std::vector<std::pair<int, int>>& pairs) {
+                  const std::vector<std::pair<int, int>>& pairs, const CollectiveEpilogue* epi = nullptr) {
     const int n = int(c.group.size());
     const auto pos_it = std::find(c.group.begin(), c.group.end(), rank_);
     if (pos_it == c.group.end()) return Where(c) + ": this rank is not in the group";
     const int p = int(pos_it - c.group.begin());
     const size_t w = ElementBytes(type);
     if (!w) return Where(c) + ": element type " + std::to_string(type) + " is not supported";
+    if (n == 1 && epi) {
+      if (count) EvalEpilogue(*epi, static_cast<const float*>(in), 0, count, epi->outs.data());  // the reduction of one input is itself
+      return "";
+    }
     if (n == 1) return Local(kind, op, in, out, count, type, pairs, c);
     // phase 0: join the rendezvous
     World& world = TheWorld();
@@ -184,6 +192,7 @@ class ShmCommunicator : public Communicator {
         me.type = type;
         me.kind = kind;
         me.op = op;
+        me.epi = epi;
         me.arrived = true;
       }
     }
@@ -213,7 +222,8 @@ class ShmCommunicator : public Communicator {
       // every member checks the same thing, so all fail together when the peers disagree
       for (int q = 0; q < n && err.empty(); q++) {
         const Member& m = r->members[size_t(q)];
-        if (m.kind != kind || m.op != op || m.type != type || m.count != count)
+        if (m.kind != kind || m.op != op || m.type != type || m.count != count || !m.epi != !epi ||
+            (epi && m.epi->outs.size() != epi->outs.size()))
           err = Where(c) + ": peers disagree: rank " + std::to_string(c.group[size_t(q)]) + " called " + CollectiveKindName(m.kind) +
                 " of " + std::to_string(m.count) + " elements of type " + std::to_string(m.type) + ", this rank " + CollectiveKindName(kind) +
                 " of " + std::to_string(count) + " elements of type " + std::to_string(type);
@@ -237,6 +247,7 @@ class ShmCommunicator : public Communicator {
   static bool Share(Rendezvous& r, int kind, int op, int p, int n, size_t count, int type, const std::vector<std::pair<int, int>>& pairs) {
     const size_t w = ElementBytes(type);
     std::vector<Member>& m = r.members;
+    if (kind == kAllReduce && m[size_t(p)].epi) return ShareEpilogue(m, ReduceOp(op), p, n, count);
     switch (kind) {
       case kAllReduce: {
         // reduce elements [lo, hi) across every input; write the result into every member's output
@@ -274,6 +285,30 @@ class ShmCommunicator : public Communicator {
       }
     }
     return false;
+  }
+
+  // AllReduceEpilogue's share: elements [lo, hi) (split as AllReduce's) reduced a tile at a time into scratch, the
+  // epilogue evaluated once on the tile into this member's outputs, and the results copied into every peer's outputs
+  // (the epilogue's operands are replicated, so this member's serve all).
+  static bool ShareEpilogue(std::vector<Member>& m, ReduceOp op, int p, int n, size_t count) {
+    const size_t line = 16, lines = (count + line - 1) / line;
+    const size_t lo = std::min(count, lines * size_t(p) / size_t(n) * line), hi = std::min(count, lines * size_t(p + 1) / size_t(n) * line);
+    const CollectiveEpilogue& e = *m[size_t(p)].epi;
+    constexpr size_t kTile = 4096;  // 16 KiB of float32: the tile stays in L1 between the reduction and the epilogue
+    thread_local std::vector<float> tmp;
+    tmp.resize(kTile);
+    std::vector<float*> own(e.outs.size());
+    for (size_t t = lo; t < hi; t += kTile) {
+      const size_t len = std::min(kTile, hi - t);
+      char* dst = reinterpret_cast<char*>(tmp.data());
+      if (!ReduceInto(m, kFloat32, op, 0, t, t + len, &dst, 1, 0)) return false;
+      for (size_t j = 0; j < own.size(); j++) own[j] = e.outs[j] + t;
+      EvalEpilogue(e, tmp.data(), t, len, own.data());
+      for (int q = 0; q < n; q++)
+        if (q != p)
+          for (size_t j = 0; j < own.size(); j++) std::memcpy(m[size_t(q)].epi->outs[j] + t, own[j], len * sizeof(float));
+    }
+    return true;
   }
 
   // A group of one: no peers to meet.

@@ -18,6 +18,11 @@ export const LOWERING_FAILED = "its lowering failed";
 export const compileOptions = {
   /** Fuse float32 elementwise nodes of ONNX programs into jaxts.Fused nodes (native runner only). */
   fuseInGraph: true,
+  /**
+   * Let the device runtime fuse an all-reduce with the replicated elementwise update that reads it (one
+   * AllReduceEpilogue node; see collective-epilogues.ts).
+   */
+  collectiveEpilogues: true,
 };
 
 /** A value read by a step: a slot of the environment or a literal. */
@@ -74,6 +79,8 @@ export interface CompileOptions {
     g: GraphBuilder,
     shapes: ReadonlyMap<string, readonly number[]>,
     dtypes: ReadonlyMap<string, string>,
+    /** The jaxpr value a graph value holds (graph inputs and equation results that survived the optimizations). */
+    valueVar: (name: string) => Var | undefined,
   ) => void;
   /**
    * bfloat16 graph inputs and outputs as ONNX bfloat16 tensors (the device runtime's storage: raw bits), cast to and
@@ -258,7 +265,11 @@ function buildSegment(
     optimizeGraph(g, ctx.shapes, ctx.dtypes, { nativeGemm: native });
     if (native && compileOptions.fuseInGraph) fuseGraphElementwise(g, ctx.shapes, ctx.dtypes);
   }
-  opts.rewriteGraph?.(g, ctx.shapes, ctx.dtypes);
+  if (opts.rewriteGraph) {
+    const vars = new Map<string, Var>();
+    for (const [v, nm] of env) if (!vars.has(nm)) vars.set(nm, v);
+    opts.rewriteGraph(g, ctx.shapes, ctx.dtypes, (nm) => vars.get(nm));
+  }
   return {
     kind: "onnx",
     model: g.toModelBytes({ opset }),

@@ -14,7 +14,7 @@ import { type AxisData, type BDim, type MaybeZero, Primitive } from "../core/pri
 import { bind, getCurrentTrace, type Trace, withNamedAxis } from "../core/trace.js";
 import { unflatten, type TreeDef } from "../core/tree.js";
 import { type Atom, Jaxpr } from "../core/jaxpr.js";
-import { compileJaxpr, type OnnxStep, type Program } from "../compiler/compile.js";
+import { compileJaxpr, compileOptions, type OnnxStep, type Program } from "../compiler/compile.js";
 import { summarizeOnnx } from "../compiler/summary.js";
 import { installProgramLowerings } from "../lowerings/index.js";
 import { type DebugCallbackParams, debugCallbackP } from "../primitives/debug-callback.js";
@@ -41,7 +41,8 @@ import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { combineCollectives } from "../compiler/combine-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
-import { shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
+import { replicatedInGroups, shardWeightUpdates, type UpdateShardingInfo } from "./update-sharding.js";
+import { fuseCollectiveEpilogues } from "../compiler/collective-epilogues.js";
 import type { Mesh } from "./mesh.js";
 import { NamedShardingImpl, type PartitionSpecImpl } from "./sharding.js";
 import { placeBlocks, residentArray, sameSharding, shardedStorage } from "./device-arrays.js";
@@ -154,6 +155,8 @@ interface Entry {
   overlap: false | AsyncSchedule;
   /** Gradient bucketing's threshold when the call was staged (config collectiveCombineBytes; 0: off). */
   combineBytes: number;
+  /** All-reduce epilogues (compileOptions.collectiveEpilogues when the call was staged). */
+  epilogues: boolean;
   outDef: TreeDef;
   compiled?: Compiled | string;
 }
@@ -196,6 +199,7 @@ export function shardMapOnDevices(
     checkVma,
     collectiveOverlapKey(),
     config.collectiveCombineBytes,
+    compileOptions.collectiveEpilogues,
     // the weak type too (aval text omits it): a weak and a strong scalar give outputs of different weak types
     ...avals.map((a) => (a.weakType ? `${a.str()}~weak` : a.str())),
   ].join("|");
@@ -219,6 +223,7 @@ export function shardMapOnDevices(
     const e: Entry = {
       overlap: collectiveOverlapKey(),
       combineBytes: config.collectiveCombineBytes,
+      epilogues: compileOptions.collectiveEpilogues,
       outDef: outDef!,
       params: {
         name: fn,
@@ -229,7 +234,7 @@ export function shardMapOnDevices(
         check_vma: checkVma,
         body: () => (traced ??= traceBody(fn, f, mesh, inSpecs, outSpecsOf, avals, def)),
         describe: () => {
-          e.compiled ??= compile(e.params.body(), mesh, inSpecs, false, e.combineBytes);
+          e.compiled ??= compile(e.params.body(), mesh, inSpecs, false, e.combineBytes, e.epilogues);
           return describeCompiled(e.compiled, mesh);
         },
         run: (xs: ArrayImpl[]): ArrayImpl[] => {
@@ -249,6 +254,7 @@ export function shardMapOnDevices(
     shardUpdates: config.spmdShardUpdates,
     overlap: entry.overlap,
     combineBytes: entry.combineBytes,
+    epilogues: entry.epilogues,
   };
   return { value: unflatten(entry.outDef, outs), again };
 }
@@ -265,6 +271,7 @@ export interface RepeatCall {
   shardUpdates: boolean;
   overlap: false | AsyncSchedule;
   combineBytes: number;
+  epilogues: boolean;
 }
 
 /** Same shape, dtype and weak type (what the call signature's aval text says). */
@@ -284,7 +291,8 @@ export function repeatOnDevices(c: RepeatCall, leaves: Array[]): Array[] | null 
   if (emulating > 0 || resolvedSpmdRuntime() !== "devices") return null;
   if (config.enableX64 !== c.x64 || config.spmdShardUpdates !== c.shardUpdates) return null;
   if (collectiveOverlapKey() !== c.overlap || leaves.length !== c.avals.length) return null;
-  if (config.collectiveCombineBytes !== c.combineBytes) return null;
+  if (config.collectiveCombineBytes !== c.combineBytes || compileOptions.collectiveEpilogues !== c.epilogues)
+    return null;
   if (enclosingControlFlow()) return null;
   // reading a disposed leaf's aval raises the same error the full path's key would
   for (let k = 0; k < leaves.length; k++) if (!sameAval(leaves[k].aval, c.avals[k])) return null;
@@ -321,7 +329,7 @@ function runOnDevices(
   const ranks = localRanksOf(mesh);
   if (ranks.length === 0 && new Set(mesh.flatDevices.map((d) => d.processIndex)).size === 1) return null;
   if (entry.compiled === undefined)
-    entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap, entry.combineBytes);
+    entry.compiled = compile(entry.params.body(), mesh, inSpecs, entry.overlap, entry.combineBytes, entry.epilogues);
   if (typeof entry.compiled === "string") return fallback(entry.compiled);
   // a mesh spanning processes runs synchronously with host-assembled outputs (shard-map-multiprocess.ts)
   if (ranks.length < mesh.size) return runMultiProcess(fn, mesh, entry.compiled, inSpecs, leaves, checkVma);
@@ -459,6 +467,7 @@ function compile(
   inSpecs: Spec[],
   overlap: false | AsyncSchedule = false,
   combineBytes = config.collectiveCombineBytes,
+  epilogues = compileOptions.collectiveEpilogues,
 ): Compiled | string {
   if (typeof body === "string") return body;
   const { jaxpr, outSpecs } = body;
@@ -482,8 +491,13 @@ function compile(
       // gradient bucketing first (each bucket then becomes one Start/Done); with overlap, the asynchronous
       // collectives: in mailbox mode the wide schedule (post every collective as early as its input allows, await at
       // the reader)
-      rewriteGraph: (g, shapes, dtypes) => {
+      rewriteGraph: (g, shapes, dtypes, valueVar) => {
         combineCollectives(g, shapes, dtypes, { thresholdBytes: combineBytes });
+        // the replicated update fused into its all-reduce (synchronous programs only: the async pass leaves it alone)
+        if (!overlap && epilogues && body2.invars.length === invarAxes.length) {
+          const replicated = replicatedInGroups(body2, invarAxes, mesh);
+          fuseCollectiveEpilogues(g, dtypes, (nm, groups) => replicated(valueVar(nm), groups));
+        }
         if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }, dtypes);
       },
     }),

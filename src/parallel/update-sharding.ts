@@ -88,6 +88,26 @@ function varying(j: Jaxpr, invarAxes: readonly Axes[], all: Axes): Map<Var, Axes
   return vary;
 }
 
+/**
+ * Whether the value of jaxpr variable `v` (of `j`, whose invars vary over `invarAxes`) holds the same bytes on every
+ * rank of each group: no two members of a group differ in their coordinate along an axis the value varies over
+ * (an unknown variable varies over every axis). For the all-reduce epilogues (compiler/collective-epilogues.ts).
+ */
+export function replicatedInGroups(
+  j: Jaxpr,
+  invarAxes: readonly Axes[],
+  mesh: SpmdMesh,
+): (v: Var | undefined, groups: readonly (readonly number[])[]) => boolean {
+  const all = new Set(mesh.axisNames);
+  const vary = varying(j, invarAxes, all);
+  const stride = mesh.dims.map((_, d) => mesh.dims.slice(d + 1).reduce((x, y) => x * y, 1));
+  const coord = (r: number, d: number): number => Math.floor(r / stride[d]) % mesh.dims[d];
+  return (v, groups) => {
+    const axes = [...((v && vary.get(v)) ?? all)].map((a) => mesh.axisNames.indexOf(a));
+    return groups.every((g) => axes.every((d) => d < 0 || g.every((r) => coord(r, d) === coord(g[0], d))));
+  };
+}
+
 const size = (a: ShapedArray): number => a.shape.reduce((x, y) => x * y, 1);
 
 /**

@@ -150,6 +150,15 @@ function collectives(mesh: Mesh, ax: string, tag: string): void {
     `${tag} allGather int16`,
     sm((b) => lax.allGather(b, ax, { tiled: true }), P(ax), P(), jnp.astype(values([2 * n, 3], "int32"), "int16")),
   );
+  // a psum read only by a replicated update: one AllReduceEpilogue (the cross-process communicator's default: reduce,
+  // then the update on every process)
+  both(`${tag} psum + SGD update float32`, () =>
+    shardMap((w: Array, b: Array) => jnp.subtract(w, jnp.multiply(lax.psum(b, ax), 0.5)), {
+      mesh,
+      inSpecs: [P(), P(ax)],
+      outSpecs: P(),
+    })(values([2, 3], "float32"), values([2 * n, 3], "float32")),
+  );
 }
 
 /**
