@@ -70,8 +70,9 @@ size_t MailboxBytes();
 
 /**
  * fold(ins, n, dsts, nd, bytes): every dsts[d][0, bytes) = the left fold of ins[0..n)[0, bytes) (ins[0] op ins[1] op
- * ...), with non-temporal stores when `stream`; false when the reduction is unsupported. The one place a reduced segment passes through: an epilogue (say a
- * fused SGD update of the reduced gradient) would apply here, to every destination alike.
+ * ...), with non-temporal stores when `stream`; false when the reduction is unsupported. The one place a reduced
+ * share passes through: an epilogue (say a fused SGD update of the reduced gradient) would apply here, to dsts[0]
+ * (`out`) and, when nd is 2, dsts[1] (the mailbox; with nd 1 the mailbox gets a copy of `out` afterwards).
  */
 using FoldFn = std::function<bool(const char* const* ins, size_t n, char* const* dsts, size_t nd, size_t bytes, bool stream)>;
 
