@@ -233,6 +233,7 @@ const runStep = (): void => {
   for (const w of p) w.dispose();
   p = next;
 };
+const round3Ms = (f: () => void): number => Math.round(timed(f) * 1000) / 1000;
 const timed = (f: () => void): number => {
   const t = performance.now();
   f();
@@ -332,7 +333,7 @@ if (nproc > 1) {
   result.psumW1Ms = [];
   for (let i = 0; i < R(60); i++)
     result.psumW1Ms.push(
-      timed(() =>
+      round3Ms(() =>
         profiled("w1", () => {
           const o = ps(g1) as Arr;
           o.blockUntilReady();
@@ -347,6 +348,8 @@ if (nproc > 1) {
     result.probeMs.push(1000 * api.mpiProbeAllreduce(n, 1)[0]);
   }
 }
-// every process prints its line (the driver keeps process 0's times and every process's CPU)
+// every process prints its line (the driver keeps process 0's times and every process's CPU); the profile as its
+// medians only (mpirun forwards the processes' stdout in chunks: long lines of two processes would interleave)
+if (result.prof) for (const m of Object.values(result.prof)) for (const n of Object.keys(m)) m[n] = [median(m[n])];
 console.log(JSON.stringify(result));
 if (role === "mp") distributed.shutdown();
