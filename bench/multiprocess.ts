@@ -34,6 +34,14 @@ interface JobResult {
   coll?: Record<string, number[]>;
   psumMs?: number[];
   probeMs?: number[];
+  /** psum of the W1 gradient's size (784 x 512 float32) alone, ms per call. */
+  psumW1Ms?: number[];
+  /**
+   * Per call of the psum step ("step") and of the W1-sized psum ("w1"): the shared-memory exchanges' time (us) copying
+   * into the mailbox (put), folding (fold), taking the peers' bytes (take), waiting (wait), and waits that yielded or
+   * slept on the futex (mpiShmInfo().profile deltas).
+   */
+  prof?: Record<string, Record<string, number[]>>;
   /** The transport the cross-process collectives used ("shm" or "mpi"). */
   transport?: string;
 }
@@ -99,7 +107,12 @@ if (role === "driver") {
     tm = median(transports.flatMap((t) => procs(t, 0).flatMap((r) => r.probeMs ?? [])));
   const cpu1 = med(single, (r) => r.cpu.step),
     js1 = med(single, (r) => r.js.step);
-  const gb = (ms: number) => ((16 << 20) / 1e9 / (ms / 1e3)).toFixed(2);
+  const gbOf = (bytes: number, ms: number) => (bytes / 1e9 / (ms / 1e3)).toFixed(2);
+  const gb = (ms: number) => gbOf(16 << 20, ms);
+  const profRow = (t: "shm" | "mpi", k: string) => {
+    const f = (name: string) => med(procs(t, 0), (r) => r.prof?.[k]?.[name]);
+    return `${f("putUs").toFixed(0)} + ${f("foldUs").toFixed(0)} + ${f("takeUs").toFixed(0)} us of work, ${f("waitUs").toFixed(0)} us waiting; ${f("yields")} yields, ${f("sleeps")} futex sleeps`;
+  };
   const verdict = (ok: boolean, target: string) => `target ${target}: ${ok ? "met" : "NOT met"}`;
   // CPU per step of each process (and its JS thread, which also runs the rank in a multi-process launch: launchSync
   // runs rank 0 on the calling thread); on 2 free cores a step takes at least half the CPU of both processes, and
@@ -133,6 +146,23 @@ if (role === "driver") {
               "  ceiling: 2 processes x half batch without the psum (no communication) vs 1x1",
               `${med(procs(t, 0), (r) => r.indMs).toFixed(2)} ms (device ${med(procs(t, 0), (r) => r.rank.ind).toFixed(2)} ms) vs ${t1.toFixed(2)} ms (${(t1 / med(procs(t, 0), (r) => r.indMs)).toFixed(2)}x); ${cpuOf(t, "ind")}`,
               "recorded (what any 2-process step can reach here)",
+            ],
+          ]
+        : []),
+      ...(t === "shm"
+        ? [
+            [
+              "  the shared-memory exchanges per step (process 0, us): work (put + fold + take), waiting; waits that yielded / slept",
+              profRow(t, "step"),
+              "recorded",
+            ],
+            [
+              "psum of the W1 gradient's size alone (784 x 512 float32 = 1.6 MB) across 2 processes",
+              `${med(procs(t, 0), (r) => r.psumW1Ms).toFixed(3)} ms (${gbOf(
+                784 * 512 * 4,
+                med(procs(t, 0), (r) => r.psumW1Ms),
+              )} GB/s); ${profRow(t, "w1")}`,
+              "recorded",
             ],
           ]
         : []),
@@ -203,6 +233,7 @@ const runStep = (): void => {
   for (const w of p) w.dispose();
   p = next;
 };
+const round3Ms = (f: () => void): number => Math.round(timed(f) * 1000) / 1000;
 const timed = (f: () => void): number => {
   const t = performance.now();
   f();
@@ -231,6 +262,16 @@ const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/s
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 const push = (m: Record<string, number[]>, k: string, v: number) => (m[k] ??= []).push(round3(v));
 let collUs = 0;
+const shmApi = nproc > 1 ? rt.mpiAddon().api : null;
+type Prof = NonNullable<ReturnType<NonNullable<typeof shmApi>["mpiShmInfo"]>["profile"]>;
+/** Runs f and records the shared-memory profile's deltas under result.prof[k]. */
+const profiled = <T>(k: string, f: () => T): T => {
+  const a = shmApi?.mpiShmInfo().profile;
+  const out = f();
+  const b = shmApi?.mpiShmInfo().profile;
+  if (a && b) for (const n of Object.keys(b) as (keyof Prof)[]) push(((result.prof ??= {})[k] ??= {}), n, b[n] - a[n]);
+  return out;
+};
 rt.setLaunchObserver((r) => {
   collUs = 0;
   for (const cs of r.collectives) for (const c of cs) collUs += c.end - c.start;
@@ -250,7 +291,7 @@ const measured = (f: () => void, k: string) => (): number => {
   return wall;
 };
 const cases: [string, () => number][] = [
-  ["step", measured(runStep, "step")],
+  ["step", measured(() => profiled("step", runStep), "step")],
   ["ind", measured(runInd, "ind")],
 ];
 for (let i = 0; i < 3; i++) {
@@ -283,6 +324,23 @@ if (nproc > 1) {
   check.dispose();
   const api = rt.mpiAddon().api!;
   api.mpiProbeAllreduce(n, 2);
+  // the W1 gradient's size alone (what dominates the step's all-reduces)
+  const n1 = 784 * 512;
+  const g1 = makeArrayFromProcessLocalData(new NamedSharding(mesh, P("data")), jnp.add(jnp.zeros([n1]), me + 1), [
+    n1 * nproc,
+  ]);
+  for (let i = 0; i < 3; i++) (ps(g1) as Arr).dispose();
+  result.psumW1Ms = [];
+  for (let i = 0; i < R(60); i++)
+    result.psumW1Ms.push(
+      round3Ms(() =>
+        profiled("w1", () => {
+          const o = ps(g1) as Arr;
+          o.blockUntilReady();
+          o.dispose();
+        }),
+      ),
+    );
   result.psumMs = [];
   result.probeMs = [];
   for (let i = 0; i < R(20); i++) {
@@ -290,6 +348,8 @@ if (nproc > 1) {
     result.probeMs.push(1000 * api.mpiProbeAllreduce(n, 1)[0]);
   }
 }
-// every process prints its line (the driver keeps process 0's times and every process's CPU)
+// every process prints its line (the driver keeps process 0's times and every process's CPU); the profile as its
+// medians only (mpirun forwards the processes' stdout in chunks: long lines of two processes would interleave)
+if (result.prof) for (const m of Object.values(result.prof)) for (const n of Object.keys(m)) m[n] = [median(m[n])];
 console.log(JSON.stringify(result));
 if (role === "mp") distributed.shutdown();

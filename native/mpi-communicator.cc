@@ -34,6 +34,7 @@
 #include "mpi-loader.h"
 #include "mpi-shm.h"
 #include "napi-util.h"
+#include "reduce-kernels.h"
 
 namespace jaxts {
 namespace {
@@ -133,6 +134,18 @@ size_t SmallBytes() {
   static const size_t v = [] {
     const char* e = std::getenv("JAXTS_MPI_SHM_SMALL");
     return e ? size_t(std::max(0LL, std::atoll(e))) : size_t(64) << 10;
+  }();
+  return v;
+}
+
+/**
+ * Whether an all-reduce among this host's processes whose buffer fits one mailbox takes the direct two-phase exchange
+ * (mpishm::DirectAllReduce) instead of the reduce-scatter and all-gather exchanges; $JAXTS_MPI_SHM_DIRECT=0: never.
+ */
+bool DirectOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_DIRECT");
+    return !(e && std::string(e) == "0");
   }();
   return v;
 }
@@ -832,6 +845,27 @@ class ProcessCommunicator : public Communicator {
       if (in0 != acc) std::memcpy(acc, in0, total);
       for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
       partial = acc;
+    }
+    if (kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn()) {
+      // the whole buffer fits a mailbox: one exchange of two phases (mpishm::DirectAllReduce), same fold order
+      std::vector<std::pair<size_t, size_t>> flat;
+      for (const auto& sj : seg) flat.push_back(sj.empty() ? std::make_pair(size_t(0), size_t(0)) : sj[0]);
+      const auto mine = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
+      const std::string err = mpishm::DirectAllReduce(
+          procs, size_t(s), {pm_->global_launch, c.seq, min_rank, 1, ""}, int(mine - pm_->local_ranks.begin()), deadline,
+          what + " timed out during the data exchange", partial, acc, flat,
+          [&](const char* const* ins, size_t k, char* const* dsts, size_t nd, size_t b, bool stream) {
+            return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
+          });
+      if (!err.empty()) {
+        std::string e = err;
+        for (int pr : procs)
+          if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
+        return e;
+      }
+      for (int q : local)
+        if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
+      return "";
     }
     // segment j of buf as one contiguous run (a pointer into buf, or packed into `tmp`)
     std::vector<std::vector<char>> packs(static_cast<size_t>(P));

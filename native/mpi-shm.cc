@@ -8,6 +8,8 @@
 // peers that read it, write slice q of round r for each q still sending, ready++, ring; then for each q still
 // sending to p wait until q's ready passed r, take slice p of it, consumed++ on q's mailbox, ring q's bell.
 // The rounds of a pair = max(1, bytes either way / slice bytes): a zero-byte exchange is still a handshake.
+// DirectAllReduce uses the whole data area as one buffer (every process's share at its offset) in one key of two
+// phases (ready = base + 1: the peers' shares of the partial; base + 2: the own share reduced), consumed once per peer.
 
 #include "mpi-shm.h"
 
@@ -43,7 +45,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uint32_t kMagic = 0x4a58534d;  // "JXSM"
-constexpr int kOutOfStepMs = 100;  // how long a peer must wait at another collective before it counts as out of step
+constexpr int kOutOfStepMs = 100;
+constexpr size_t kStreamShare = size_t(2) << 20;  // DirectAllReduce: from this share size on, the fold streams its stores  // how long a peer must wait at another collective before it counts as out of step
 
 struct alignas(64) Bell {
   std::atomic<uint32_t> word{0}, sleepers{0};
@@ -82,6 +85,9 @@ struct State {
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
   std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
+  // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
+  // bytes (copy or fold), and the waits that yielded / slept on the futex
+  std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
 };
 State& S() {
   static State* s = new State();  // never destroyed: device threads may outlive static destructors
@@ -118,9 +124,7 @@ inline void Pause() {
  * or the check's answer.
  */
 template <typename F>
-std::string WaitOn(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check) {
-  if (done()) return "";
-  const auto t0 = Clock::now();
+std::string WaitOnImpl(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check, Clock::time_point t0) {
   auto last_check = t0;
   Bell* b = BellOf(p);
   for (uint64_t i = 0;; i++) {
@@ -137,8 +141,10 @@ std::string WaitOn(int p, F done, Clock::time_point deadline, const std::functio
     if (i < 4096 || idle < std::chrono::microseconds(20)) {
       Pause();
     } else if (idle < std::chrono::microseconds(200)) {
+      S().yields.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::yield();
     } else {
+      S().sleeps.fetch_add(1, std::memory_order_relaxed);
       b->sleepers.fetch_add(1, std::memory_order_seq_cst);
       if (!done() && b->word.load(std::memory_order_seq_cst) == seen) {
         const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count();
@@ -150,6 +156,15 @@ std::string WaitOn(int p, F done, Clock::time_point deadline, const std::functio
     }
   }
 }
+template <typename F>
+std::string WaitOn(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check) {
+  if (done()) return "";
+  const auto t0 = Clock::now();
+  std::string r = WaitOnImpl(p, done, deadline, check, t0);
+  S().ns_wait.fetch_add(uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()), std::memory_order_relaxed);
+  return r;
+}
+inline uint64_t NsSince(Clock::time_point t0) { return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count()); }
 
 /** Whether mailbox m currently holds key k; its base round when it does. */
 bool Holds(Mailbox* m, const Key& k, uint32_t* base) {
@@ -213,6 +228,51 @@ std::string Allgather(const void* mine, size_t n, std::vector<char>* all, int ta
   for (int q = 0; q < s.nproc; q++)
     if (q != s.self) xs.push_back({q, mine, n, all->data() + n * size_t(q), n});
   return mpi::Exchange(xs, tag, deadline, what);
+}
+
+
+/**
+ * Ends a failed exchange on mailbox `mine`: forgives what peers still owe it (a dead or released peer never reads it),
+ * marks the key given up (or, out of step, the mailbox stays marked 2 until its next key so the peer detects it too)
+ * and names the late processes.
+ */
+std::string Fail(Mailbox* mine, uint32_t* owed, const Key& key, const std::string& what, const std::string& why, const std::vector<int>& late) {
+  *owed = mine->consumed.load(std::memory_order_acquire);
+  const bool step_err = why.rfind(kOutOfStep, 0) == 0;
+  if (!step_err) {
+    // peers still waiting at this key must not take this process's later keys for an out-of-step program
+    mine->gave_up_seq.store(key.seq, std::memory_order_relaxed);
+    mine->gave_up_launch.store(key.launch + 1, std::memory_order_release);
+  }
+  mine->active.store(step_err ? 2 : 0, std::memory_order_release);
+  Ring(S().self);
+  if (step_err) return why;
+  if (why != "timeout") return what + ": " + why;
+  std::string list;
+  for (int q : late) list += std::string(list.empty() ? "" : ", ") + std::to_string(q);
+  mpi::MarkPeerSilent();
+  return what + ": no answer from process(es) [" + list + "] before the deadline";
+}
+
+/** Publishes key k in mailbox `mine` (seqlock), active, with its peers (MPI ranks), and rings this process's bell. */
+void Publish(Mailbox* mine, const Key& key, const std::vector<int>& peers) {
+  const uint32_t v = mine->pub.load(std::memory_order_relaxed);
+  mine->pub.store(v + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  mine->launch.store(key.launch, std::memory_order_relaxed);
+  mine->seq.store(key.seq, std::memory_order_relaxed);
+  mine->group.store(key.group, std::memory_order_relaxed);
+  mine->step.store(key.step, std::memory_order_relaxed);
+  mine->base.store(mine->ready.load(std::memory_order_relaxed), std::memory_order_relaxed);
+  uint64_t bits[4] = {0, 0, 0, 0};
+  for (int q : peers)
+    if (q >= 0 && q < 256) bits[q / 64] |= uint64_t(1) << (q % 64);
+  for (int b = 0; b < 4; b++) mine->peers[b].store(bits[b], std::memory_order_relaxed);
+  std::strncpy(mine->desc, key.desc.c_str(), sizeof mine->desc - 1);
+  mine->desc[sizeof mine->desc - 1] = 0;
+  mine->active.store(1, std::memory_order_relaxed);
+  mine->pub.store(v + 2, std::memory_order_release);
+  Ring(S().self);
 }
 
 }  // namespace
@@ -282,6 +342,8 @@ std::string Setup(int64_t timeout_ms, int slots) {
   // the segment: `slots` mailboxes per process, each a header and one slice per process
   const char* mb = std::getenv("JAXTS_MPI_SHM_BYTES");  // per mailbox (tests: tiny, many rounds)
   const long long want_bytes = mb ? std::atoll(mb) : 0;
+  // default 4 MiB (a direct all-reduce takes buffers up to that; 16 MiB mailboxes for 2 processes made the 16 MiB
+  // psum slower in interleaved bench runs, 8.3-8.6 vs 5.0-5.4 ms: the ring's 2 MiB slices stay in cache)
   const size_t mailbox_data = want_bytes > 0 ? size_t(want_bytes) : size_t(4) << 20;
   s.slice = std::max<size_t>(64, mailbox_data / size_t(std::max(1, s.hn)) / 64 * 64);
   s.mailbox_stride = sizeof(Mailbox) + s.slice * size_t(s.hn);
@@ -393,24 +455,10 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   std::vector<Mailbox*> theirs(n, nullptr);
   std::vector<uint32_t> base(n, 0);
   uint32_t& owed = s.owed[j];
-  // on failure: forgive what peers still owe this mailbox (a dead or released peer never reads it), name the late
   const auto fail = [&](const std::string& why, const std::vector<size_t>& late) {
-    owed = mine->consumed.load(std::memory_order_acquire);
-    // out of step: the mailbox stays marked (2) until its next key, so the peer detects it too
-    const bool step_err = why.rfind(kOutOfStep, 0) == 0;
-    if (!step_err) {
-      // peers still waiting at this key must not take this process's later keys for an out-of-step program
-      mine->gave_up_seq.store(key.seq, std::memory_order_relaxed);
-      mine->gave_up_launch.store(key.launch + 1, std::memory_order_release);
-    }
-    mine->active.store(step_err ? 2 : 0, std::memory_order_release);
-    Ring(s.self);
-    if (step_err) return why;
-    if (why != "timeout") return what + ": " + why;
-    std::string list;
-    for (size_t i : late) list += std::string(list.empty() ? "" : ", ") + std::to_string(peers[i].peer);
-    mpi::MarkPeerSilent();
-    return what + ": no answer from process(es) [" + list + "] before the deadline";
+    std::vector<int> who;
+    for (size_t i : late) who.push_back(peers[i].peer);
+    return Fail(mine, &owed, key, what, why, who);
   };
   const auto consumed_all = [&] { return int32_t(mine->consumed.load(std::memory_order_acquire) - owed) >= 0; };
   const auto all_peers = [&] {
@@ -422,23 +470,9 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   std::string w = WaitOn(s.self, consumed_all, deadline, check);
   if (!w.empty()) return fail(w, all_peers());
   {
-    const uint32_t v = mine->pub.load(std::memory_order_relaxed);
-    mine->pub.store(v + 1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_release);
-    mine->launch.store(key.launch, std::memory_order_relaxed);
-    mine->seq.store(key.seq, std::memory_order_relaxed);
-    mine->group.store(key.group, std::memory_order_relaxed);
-    mine->step.store(key.step, std::memory_order_relaxed);
-    mine->base.store(mine->ready.load(std::memory_order_relaxed), std::memory_order_relaxed);
-    uint64_t bits[4] = {0, 0, 0, 0};
-    for (const auto& x : peers)
-      if (x.peer >= 0 && x.peer < 256) bits[x.peer / 64] |= uint64_t(1) << (x.peer % 64);
-    for (int b = 0; b < 4; b++) mine->peers[b].store(bits[b], std::memory_order_relaxed);
-    std::strncpy(mine->desc, key.desc.c_str(), sizeof mine->desc - 1);
-    mine->desc[sizeof mine->desc - 1] = 0;
-    mine->active.store(1, std::memory_order_relaxed);
-    mine->pub.store(v + 2, std::memory_order_release);
-    Ring(s.self);
+    std::vector<int> ranks;
+    for (const auto& x : peers) ranks.push_back(x.peer);
+    Publish(mine, key, ranks);
   }
   const uint32_t my_base = mine->base.load(std::memory_order_relaxed);
   for (size_t r = 0; r < total; r++) {
@@ -453,12 +487,14 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       }
     }
     uint32_t readers = 0;
+    const auto t_put = Clock::now();
     for (size_t i = 0; i < n; i++) {
       if (r >= rounds[i]) continue;
       readers++;
       const size_t sb = peers[i].no_send ? 0 : peers[i].send_bytes, lo = std::min(sb, r * slice), len = std::min(sb, lo + slice) - lo;
       if (len) std::memcpy(SliceOf(mine, peers[i].peer), static_cast<const char*>(peers[i].send) + lo, len);
     }
+    s.ns_put.fetch_add(NsSince(t_put), std::memory_order_relaxed);
     owed += readers;
     mine->ready.store(my_base + uint32_t(r + 1), std::memory_order_release);
     Ring(s.self);
@@ -525,13 +561,100 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
       if (!w.empty()) return fail(w, {i});
       const size_t rb = peers[i].recv_bytes, lo = std::min(rb, r * slice), len = std::min(rb, lo + slice) - lo;
       if (len) {
+        const auto t_take = Clock::now();
         if (on_recv) on_recv(i, lo, SliceOf(m, s.self), len);
         else std::memcpy(static_cast<char*>(peers[i].recv) + lo, SliceOf(m, s.self), len);
+        s.ns_take.fetch_add(NsSince(t_take), std::memory_order_relaxed);
         s.bytes_moved.fetch_add(len, std::memory_order_relaxed);
       }
       m->consumed.fetch_add(1, std::memory_order_acq_rel);
       Ring(q);
     }
+  }
+  mine->active.store(0, std::memory_order_release);
+  return "";
+}
+
+size_t MailboxBytes() { return S().enabled ? S().slice * size_t(S().hn) : 0; }
+
+std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, Clock::time_point deadline, const std::string& what,
+                            const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg, const FoldFn& fold) {
+  State& s = S();
+  if (!s.enabled) return what + ": the shared-memory transport is not set up";
+  const size_t P = procs.size();
+  size_t end = 0;
+  for (const auto& r : seg) end = std::max(end, r.first + r.second);
+  if (seg.size() != P || self >= P || end > MailboxBytes()) return what + ": internal error: a direct all-reduce that does not fit the mailbox";
+  const int j = ((slot % s.slots) + s.slots) % s.slots;
+  std::lock_guard<std::mutex> slot_lock(s.slot_mu[j]);
+  Mailbox* mine = BoxOf(s.self, j);
+  char* my_data = reinterpret_cast<char*>(mine) + sizeof(Mailbox);
+  s.exchanges.fetch_add(1, std::memory_order_relaxed);
+  uint32_t& owed = s.owed[j];
+  std::vector<int> peers;
+  for (size_t i = 0; i < P; i++)
+    if (i != self) peers.push_back(procs[i]);
+  const auto consumed_all = [&] { return int32_t(mine->consumed.load(std::memory_order_acquire) - owed) >= 0; };
+  // 0. every peer read this mailbox's previous exchange
+  std::string w = WaitOn(s.self, consumed_all, deadline, nullptr);
+  if (!w.empty()) return Fail(mine, &owed, key, what, w, peers);
+  Publish(mine, key, peers);
+  const uint32_t my_base = mine->base.load(std::memory_order_relaxed);
+  // 1. every peer's share of this process's partial, at its offset in the mailbox (this process's own share stays put)
+  auto t0 = Clock::now();
+  for (size_t i = 0; i < P; i++)
+    if (i != self && seg[i].second) std::memcpy(my_data + seg[i].first, partial + seg[i].first, seg[i].second);
+  s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
+  owed += uint32_t(peers.size());  // each peer consumes once, after its last read (phase 3)
+  mine->ready.store(my_base + 1, std::memory_order_release);
+  Ring(s.self);
+  // 2. the peers' mailboxes of this key, their partials published; fold this process's share reading them in place
+  std::vector<Mailbox*> theirs(P, nullptr);
+  std::vector<uint32_t> base(P, 0);
+  for (size_t i = 0; i < P; i++) {
+    if (i == self) continue;
+    const int q = procs[i];
+    w = WaitOn(q, [&] {
+          for (int k = 0; k < s.slots; k++)
+            if (Holds(BoxOf(q, k), key, &base[i])) {
+              theirs[i] = BoxOf(q, k);
+              return true;
+            }
+          return false;
+        }, deadline, nullptr);
+    if (w.empty()) w = WaitOn(q, [&] { return int32_t(theirs[i]->ready.load(std::memory_order_acquire) - (base[i] + 1)) >= 0; }, deadline, nullptr);
+    if (!w.empty()) return Fail(mine, &owed, key, what, w, {q});
+  }
+  const size_t lo = seg[self].first, len = seg[self].second;
+  t0 = Clock::now();
+  if (len) {
+    // own partial first, then the peers in group order (the ring's fold order: the same bits as before)
+    std::vector<const char*> ins{partial + lo};
+    for (size_t i = 0; i < P; i++)
+      if (i != self) ins.push_back(reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + lo);
+    char* dsts[2] = {out + lo, my_data + lo};
+    // a share of a few MiB: one pass with non-temporal stores into both (nobody reads them from this core's cache
+    // soon); smaller: fold into `out` alone and copy it to the mailbox (a fold storing into the mailbox while it loads
+    // from the peer's, at the same offsets within a page, runs at half speed: 4K aliasing)
+    const bool big = len >= kStreamShare;
+    if (!fold(ins.data(), ins.size(), dsts, big ? 2 : 1, len, big)) return Fail(mine, &owed, key, what, "unsupported reduction", peers);
+    if (!big) std::memcpy(my_data + lo, out + lo, len);
+  }
+  s.ns_fold.fetch_add(NsSince(t0), std::memory_order_relaxed);
+  mine->ready.store(my_base + 2, std::memory_order_release);
+  Ring(s.self);
+  // 3. the peers' reduced shares into the output
+  for (size_t i = 0; i < P; i++) {
+    if (i == self) continue;
+    const int q = procs[i];
+    w = WaitOn(q, [&] { return int32_t(theirs[i]->ready.load(std::memory_order_acquire) - (base[i] + 2)) >= 0; }, deadline, nullptr);
+    if (!w.empty()) return Fail(mine, &owed, key, what, w, {q});
+    t0 = Clock::now();
+    if (seg[i].second) std::memcpy(out + seg[i].first, reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + seg[i].first, seg[i].second);
+    s.ns_take.fetch_add(NsSince(t0), std::memory_order_relaxed);
+    s.bytes_moved.fetch_add(seg[i].second + len, std::memory_order_relaxed);
+    theirs[i]->consumed.fetch_add(1, std::memory_order_acq_rel);
+    Ring(q);
   }
   mine->active.store(0, std::memory_order_release);
   return "";
@@ -575,6 +698,16 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "twoLevel", v);
   napi_create_int32(env, s.hosts, &v);
   napi_set_named_property(env, obj, "hosts", v);
+  napi_value prof;
+  napi_create_object(env, &prof);
+  const std::pair<const char*, double> fields[] = {{"putUs", double(s.ns_put.load()) / 1e3}, {"waitUs", double(s.ns_wait.load()) / 1e3},
+                                                   {"takeUs", double(s.ns_take.load()) / 1e3}, {"foldUs", double(s.ns_fold.load()) / 1e3}, {"yields", double(s.yields.load())},
+                                                   {"sleeps", double(s.sleeps.load())}};
+  for (const auto& f : fields) {
+    napi_create_double(env, f.second, &v);
+    napi_set_named_property(env, prof, f.first, v);
+  }
+  napi_set_named_property(env, obj, "profile", prof);
   napi_create_int32(env, s.enabled ? s.hn : 1, &v);
   napi_set_named_property(env, obj, "hostProcesses", v);
   return obj;

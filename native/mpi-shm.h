@@ -65,5 +65,29 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
                      const std::string& what, const std::function<std::string()>& check = nullptr,
                      const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr);
 
+/** Bytes of one mailbox's data area (the largest buffer DirectAllReduce takes); 0 without the segment. */
+size_t MailboxBytes();
+
+/**
+ * fold(ins, n, dsts, nd, bytes): every dsts[d][0, bytes) = the left fold of ins[0..n)[0, bytes) (ins[0] op ins[1] op
+ * ...), with non-temporal stores when `stream`; false when the reduction is unsupported. The one place a reduced
+ * share passes through: an epilogue (say a fused SGD update of the reduced gradient) would apply here, to dsts[0]
+ * (`out`) and, when nd is 2, dsts[1] (the mailbox; with nd 1 the mailbox gets a copy of `out` afterwards).
+ */
+using FoldFn = std::function<bool(const char* const* ins, size_t n, char* const* dsts, size_t nd, size_t bytes, bool stream)>;
+
+/**
+ * An all-reduce among `procs` (MPI ranks in group order, all on this host; this process is procs[self]) whose whole
+ * buffer fits one mailbox (MailboxBytes), in one exchange of two phases instead of the reduce-scatter and all-gather
+ * exchanges' rounds: publish the key and copy every peer's share seg[i] of `partial` into the mailbox at its offset,
+ * ready = base + 1; fold own share seg[self] reading the peers' mailboxes in place (own partial first, then the peers
+ * in group order), writing `out` and the mailbox, ready = base + 2; copy every peer's reduced share from its mailbox
+ * into `out`, consumed++ on it. seg[i] = (byte offset, bytes) of process i's share; `partial` may equal `out`.
+ * Errors as Exchange's ("no answer from process(es) [q] before the deadline").
+ */
+std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, std::chrono::steady_clock::time_point deadline,
+                            const std::string& what, const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg,
+                            const FoldFn& fold);
+
 }  // namespace mpishm
 }  // namespace jaxts

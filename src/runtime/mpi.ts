@@ -14,6 +14,11 @@ export interface MpiShmInfo {
   twoLevel: number;
   hosts: number;
   hostProcesses: number;
+  /**
+   * Where the shared-memory exchanges spent their time so far (us): copying into the own mailbox (put), waiting for
+   * peers, taking the peers' bytes (copies, ring folds), the direct all-reduce's fold; waits that yielded / slept.
+   */
+  profile?: { putUs: number; waitUs: number; takeUs: number; foldUs: number; yields: number; sleeps: number };
 }
 
 export interface MpiAddon {

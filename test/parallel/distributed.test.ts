@@ -398,9 +398,15 @@ test(
       checkTransport(r, "shm");
       assert.deepEqual(
         r.psumExchanges,
-        [1, 3],
-        "segment exchanges: a small psum with its header, a large one in three",
+        [1, 2],
+        "segment exchanges: a small psum with its header, a large one in two (header, direct all-reduce)",
       );
+      for (const name of [
+        "direct psum of 20001 float32 per device",
+        "direct pmax of 20001 float32 per device",
+        "direct psum of 30001 int32 per device",
+      ])
+        assert.deepEqual(find(r, name).got, find(r, name).want, `${name}: the emulation's bits`);
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");

@@ -510,7 +510,7 @@ try {
       }
     }
     // exchanges over the segment per psum across processes: a small one (<= 64 KiB) travels with its header (1), a
-    // larger one takes the header, the reduce-scatter and the all-gather (3); both equal the emulation
+    // larger one that fits a mailbox takes the header and one direct exchange (2); both equal the emulation
     const m1 = makeMesh([all.length], ["i"]);
     out.psumExchanges = [6, 20000].map((k) => {
       const e0 = transportInfo().exchanges;
@@ -521,6 +521,23 @@ try {
       );
       return transportInfo().exchanges - e0;
     });
+    // the direct all-reduce (past the small size, within a mailbox) with odd counts: shares at unaligned offsets;
+    // float values on a 1/4 grid (every sum exact in any order) so the test compares bits
+    for (const [name, k, dtype] of [
+      ["direct psum", 20001, "float32"],
+      ["direct pmax", 20001, "float32"],
+      ["direct psum", 30001, "int32"],
+    ] as const) {
+      const v = values([all.length * k], dtype);
+      const x = dtype === "float32" ? jnp.divide(jnp.round(jnp.multiply(v, 4)), 4) : v;
+      both(`${name} of ${k} ${dtype} per device`, () =>
+        shardMap((b: Array) => (name === "direct pmax" ? lax.pmax(b, "i") : lax.psum(b, "i")), {
+          mesh: m1,
+          inSpecs: P("i"),
+          outSpecs: P(),
+        })(x),
+      );
+    }
     // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
     both("psum of 40000 bfloat16 per device", () =>
       shardMap((b: Array) => lax.psum(b, "i"), { mesh: m1, inSpecs: P("i"), outSpecs: P() })(
