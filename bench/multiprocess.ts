@@ -8,7 +8,9 @@
  * Roles: no flag = the driver (spawns the jobs, prints the rows); --role=single / --role=mp = one job's process.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { config } from "../src/core/config.js";
 import { mlpProblem } from "./mlp-problem.js";
@@ -56,15 +58,23 @@ if (role === "driver") {
   }
   const self = fileURLToPath(import.meta.url);
   const q = quick ? ["--quick"] : [];
-  /** Every process's result line, in process order. */
+  // each process writes its result to a file of its own here (mpirun forwards the processes' stdout in chunks, so
+  // long lines of two processes interleave); JAXTS_BENCH_OUT travels to the jobs with the other JAXTS_* variables
+  const outDir = mkdtempSync(join(tmpdir(), "jaxts-bench-mp-"));
+  process.env.JAXTS_BENCH_OUT = outDir;
+  process.on("exit", () => rmSync(outDir, { recursive: true, force: true }));
+  /** Every process's result, in process order. */
   const run = (cmd: string, args: string[]): JobResult[] => {
+    for (const f of readdirSync(outDir)) rmSync(join(outDir, f));
     const r = spawnSync(cmd, args, { encoding: "utf8", timeout: 300_000 });
-    const lines = (r.stdout ?? "").split("\n").filter((l) => l.startsWith("{"));
-    if (r.status !== 0 || !lines.length)
+    const files = readdirSync(outDir).filter((f) => /^result-\d+\.json$/.test(f));
+    if (r.status !== 0 || !files.length)
       throw new Error(
         `bench/multiprocess: ${cmd} ${args.join(" ")} failed (${r.error?.message ?? `exit ${r.status}`}): ${(r.stderr ?? "").trim().split("\n").slice(-5).join(" | ")}`,
       );
-    return lines.map((l) => JSON.parse(l) as JobResult).sort((a, b) => a.process - b.process);
+    return files
+      .map((f) => JSON.parse(readFileSync(join(outDir, f), "utf8")) as JobResult)
+      .sort((a, b) => a.process - b.process);
   };
   // A/B switches travel to the job's processes: every JAXTS_* variable of the caller (but the transport's own)
   const passEnv = Object.keys(process.env)
@@ -203,6 +213,9 @@ const { NamedSharding, P } = sharding;
 const why = rt.deviceRuntimeUnavailable();
 if (why) throw new Error(`bench/multiprocess: the device runtime is unavailable: ${why}`);
 if (role === "mp") distributed.initialize();
+// A/B switch: JAXTS_BENCH_EPILOGUES=0 keeps the psum and the SGD update separate nodes (compileOptions.collectiveEpilogues)
+if (process.env.JAXTS_BENCH_EPILOGUES === "0")
+  (await import("../src/compiler/compile.js")).compileOptions.collectiveEpilogues = false;
 const { transportInfo } = await import("../src/parallel/distributed.js");
 const nproc = processCount(),
   me = processIndex();
@@ -348,8 +361,14 @@ if (nproc > 1) {
     result.probeMs.push(1000 * api.mpiProbeAllreduce(n, 1)[0]);
   }
 }
-// every process prints its line (the driver keeps process 0's times and every process's CPU); the profile as its
-// medians only (mpirun forwards the processes' stdout in chunks: long lines of two processes would interleave)
+// every process writes its result (the driver keeps process 0's times and every process's CPU); the profile as its
+// medians only
 if (result.prof) for (const m of Object.values(result.prof)) for (const n of Object.keys(m)) m[n] = [median(m[n])];
-console.log(JSON.stringify(result));
+const outDir = process.env.JAXTS_BENCH_OUT;
+if (outDir) {
+  // written whole, then renamed: the driver never reads half a file
+  const file = join(outDir, `result-${result.process}.json`);
+  writeFileSync(`${file}.tmp`, JSON.stringify(result));
+  renameSync(`${file}.tmp`, file);
+} else console.log(JSON.stringify(result));
 if (role === "mp") distributed.shutdown();
