@@ -22,45 +22,13 @@ import {
 
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
-const { makeMesh, nn, numpy: jnp, optim } = await import("../src/index.js");
-const tr = await import("../src/models/transformer.js");
+const { makeMesh } = await import("../src/index.js");
 const zero = await import("../src/models/zero.js");
 const smd = await import("../src/parallel/shard-map-devices.js");
-type Arr = import("../src/core/array.js").Array;
-type Block = import("../src/models/transformer.js").Block;
 
 const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) ?? 100);
 const only = process.argv.find((a) => a.startsWith("--case="))?.slice(7);
-const cfg = { vocab: 32, dModel: 64, heads: 4, layers: 4, seq: 32, ff: 256 };
-const BATCH = 16;
-const opt = optim.adamw(1e-3);
-const tokens = jnp.array(
-  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3) % cfg.vocab)),
-  { dtype: "int32" },
-);
-const targets = jnp.array(
-  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3 + 5) % cfg.vocab)),
-  { dtype: "int32" },
-);
-interface Outer {
-  embed: Arr;
-  pos: Arr;
-  lnf: Arr;
-}
-const layered: import("../src/models/zero.js").LayeredLoss<Outer, Block, [Arr, Arr]> = {
-  embed: (o, x) => jnp.add(jnp.take(o.embed, x, 0), o.pos),
-  layer: (p, h) => tr.block(cfg, p, h),
-  head: (o, h, _x, y) => {
-    const n = jnp.multiply(nn.standardize(h, -1, { epsilon: 1e-5 }), o.lnf);
-    const logp = nn.logSoftmax(jnp.matmul(n, jnp.transpose(o.embed)), -1);
-    return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(y, cfg.vocab)), -1)));
-  },
-};
-const p0 = tr.initParams(cfg, 0);
-const asLayered = (p: import("../src/models/transformer.js").Params) => ({
-  outer: { embed: p.embed, pos: p.pos, lnf: p.lnf },
-  layers: p.blocks,
-});
+const { asLayered, layered, opt, p0, targets, tokens } = await import("./transformer-problem.js");
 
 /** The per-device model one step of this case compiles (the largest one, should there be several). */
 function programOf(n: number, stage: 0 | 3, overlap: boolean): Uint8Array {

@@ -15,13 +15,10 @@ import { config } from "../src/core/config.js";
 const quick = process.argv.includes("--quick");
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
-const { jit, makeMesh, nn, numpy: jnp, optim } = await import("../src/index.js");
+const { jit, makeMesh } = await import("../src/index.js");
 const rt = await import("../src/runtime/index.js");
 const tr = await import("../src/models/transformer.js");
 const zero = await import("../src/models/zero.js");
-type Arr = import("../src/core/array.js").Array;
-type Params = import("../src/models/transformer.js").Params;
-type Block = import("../src/models/transformer.js").Block;
 
 const why = rt.deviceRuntimeUnavailable();
 if (why) {
@@ -29,36 +26,8 @@ if (why) {
   process.exit(0);
 }
 
-const cfg = { vocab: 32, dModel: 64, heads: 4, layers: 4, seq: 32, ff: 256 };
-const BATCH = 16;
+const { BATCH, asLayered, cfg, layered, opt, p0, targets, tokens } = await import("./transformer-problem.js");
 const tokensPerStep = BATCH * cfg.seq;
-const opt = optim.adamw(1e-3);
-const tokens = jnp.array(
-  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3) % cfg.vocab)),
-  { dtype: "int32" },
-);
-const targets = jnp.array(
-  Array.from({ length: BATCH }, (_, b) => Array.from({ length: cfg.seq }, (_, i) => (b * 7 + i * 3 + 5) % cfg.vocab)),
-  { dtype: "int32" },
-);
-
-// the Transformer as a layered loss (outer = embeddings and final norm, layers = blocks) for the ZeRO steps
-interface Outer {
-  embed: Arr;
-  pos: Arr;
-  lnf: Arr;
-}
-const layered: import("../src/models/zero.js").LayeredLoss<Outer, Block, [Arr, Arr]> = {
-  embed: (o, x) => jnp.add(jnp.take(o.embed, x, 0), o.pos),
-  layer: (p, h) => tr.block(cfg, p, h),
-  head: (o, h, _x, y) => {
-    const n = jnp.multiply(nn.standardize(h, -1, { epsilon: 1e-5 }), o.lnf);
-    const logp = nn.logSoftmax(jnp.matmul(n, jnp.transpose(o.embed)), -1);
-    return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(logp, nn.oneHot(y, cfg.vocab)), -1)));
-  },
-};
-const p0 = tr.initParams(cfg, 0);
-const asLayered = (p: Params) => ({ outer: { embed: p.embed, pos: p.pos, lnf: p.lnf }, layers: p.blocks });
 
 interface Case {
   name: string;
