@@ -8,15 +8,16 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
-import { type Array, grad, jit, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
+import { type Array, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { GraphBuilder, type GraphNode } from "../../src/backends/onnx/graph-builder.js";
 import { encodeFused } from "../../src/backends/onnx/native-fused.js";
 import { fuseCollectiveEpilogues } from "../../src/compiler/collective-epilogues.js";
 import { compileOptions } from "../../src/compiler/compile.js";
-import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
+import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
 import { clearTraceCaches } from "../../src/transforms/jit.js";
 import { nativeGemmKernel } from "../../src/backends/onnx/ort-runtime.js";
 import { values } from "../parallel/device-compare.js";
+import { countsAndValues } from "../helpers/per-device-program.js";
 const { P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
@@ -151,18 +152,7 @@ function run(on: boolean, f: (...a: Array[]) => Array[], args: Array[]) {
   compileOptions.collectiveEpilogues = on;
   clearTraceCaches(); // jit's traces hold the staged shard_map (compiled with the flag of its first call)
   try {
-    const text = jit(f)
-      .lower(...args)
-      .compile()
-      .asText();
-    const line = text.split("\n").find((l) => l.startsWith("// shard_map on"));
-    assert.ok(line, `no per-device program in:\n${text.slice(0, 400)}`);
-    const counts: Record<string, number> = {};
-    for (const m of line.matchAll(/(\w+) x(\d+)/g)) counts[m[1]] = Number(m[2]);
-    const before = lastLaunchTimeline();
-    const vals = f(...args).map((o) => globalThis.Array.from(o.dataSync() as Float32Array));
-    assert.notEqual(lastLaunchTimeline(), before, "ran on the devices");
-    return { counts, line, vals };
+    return countsAndValues(f, args);
   } finally {
     config.update("spmdRuntime", "emulation");
     compileOptions.collectiveEpilogues = saved;

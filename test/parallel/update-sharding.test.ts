@@ -5,10 +5,11 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 // the psums weight-update sharding rewrites are counted one by one: no gradient bucketing (combine-collectives.test.ts)
 config.update("collectiveCombineBytes", 0);
-import { type Array, grad, jit, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
+import { type Array, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 import { values } from "./device-compare.js";
+import { perDeviceCounts } from "../helpers/per-device-program.js";
 import { compileOptions } from "../../src/compiler/compile.js";
 import { nativeGemmKernel } from "../../src/backends/onnx/ort-runtime.js";
 const { P } = sharding;
@@ -42,14 +43,7 @@ function header(
   config.update("spmdRuntime", "devices");
   config.update("spmdShardUpdates", shard);
   try {
-    const text = jit(f)
-      .lower(...args)
-      .compile()
-      .asText();
-    const line = text.split("\n").find((l) => l.startsWith("// shard_map on"));
-    assert.ok(line, `no per-device program in:\n${text.slice(0, 400)}`);
-    const counts: Record<string, number> = {};
-    for (const m of line.matchAll(/(\w+) x(\d+)/g)) counts[m[1]] = Number(m[2]);
+    const { counts, line } = perDeviceCounts(f, args);
     return { counts, line };
   } finally {
     config.update("spmdRuntime", "emulation");
