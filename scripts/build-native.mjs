@@ -28,6 +28,7 @@ const sources = [
   "mailbox-collectives.cc",
   "mpi-loader.cc",
   "mpi-communicator.cc",
+  "mpi-napi.cc",
   "mpi-shm.cc",
 ].map((f) => join(root, "native", f));
 const headers = [
