@@ -1,6 +1,6 @@
 /** @file Resharding through the native block copy (spmdRuntime "devices"): every same-process path on 2, 4 and 8 devices equals the JS path bit for bit, with the planned counters and memory, and without waiting for the source's launch. */
 import { test } from "node:test";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { onDevices, onDevicesAsync, writerOf } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -17,7 +17,6 @@ import {
   launchesInFlight,
   nativeBlockCopy,
   PendingCopy,
-  type PendingLaunch,
   runtimeDevice,
   setNativeBlockCopy,
   synchronize,
@@ -30,14 +29,6 @@ const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? (nativeBlockCopy() ? false : "the addon has no native block copy");
 
-function onDevices<T>(f: () => T): T {
-  config.update("spmdRuntime", "devices");
-  try {
-    return f();
-  } finally {
-    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-  }
-}
 const bytesOf = (t: TypedArray) => new Uint8Array(t.buffer, t.byteOffset, t.byteLength);
 const delta = (a: TransferStats, b: TransferStats): TransferStats => ({
   blocksCopied: b.blocksCopied - a.blocksCopied,
@@ -173,9 +164,6 @@ test(
   },
 );
 
-/** The pending launch writing an array's first device buffer (null once settled). */
-const writerOf = (x: Array) => shardedStorage(x)!.buffers[0].writer as PendingLaunch | null;
-
 test(
   "a reshard right after a launch returns while the launch is pending, reads the right values, and survives disposing its source",
   { skip },
@@ -244,8 +232,7 @@ test(
       outSpecs: P("x"),
     });
     const x = jnp.multiply(values([64, 32], "float32"), 0.01);
-    config.update("spmdRuntime", "devices");
-    try {
+    await onDevicesAsync(async () => {
       const want = devicePut(f(x), NamedSharding(mesh, P(null, "x"))).dataSync();
       synchronize();
       delayNextLaunch(100); // the source's launch sleeps, so the copies after it stay pending for many turns
@@ -266,8 +253,6 @@ test(
       assert.throws(() => bad.dataSync(), /block copy read an output of a failed launch/);
       bad.dispose();
       assert.equal(copiesInFlight(), 0, "every copy settled");
-    } finally {
-      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-    }
+    });
   },
 );

@@ -1,6 +1,6 @@
 /** @file Arrays resident on devices (spmdRuntime "devices"): real shards, memoryStats, counted resharding, shardMap chains without host copies. */
 import { test } from "node:test";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { onDevices } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -48,15 +48,6 @@ interface Case {
   blocks: { index: [number, number][]; data: unknown }[];
 }
 
-/** f with spmdRuntime "devices" (restored to the emulation afterwards). */
-function onDevices<T>(f: () => T): T {
-  config.update("spmdRuntime", "devices");
-  try {
-    return f();
-  } finally {
-    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-  }
-}
 const inUse = (ids: readonly number[]) => ids.map((id) => runtimeDevice(id).memoryStats().bytesInUse);
 const delta = (a: TransferStats, b: TransferStats) => ({
   blocksCopied: b.blocksCopied - a.blocksCopied,

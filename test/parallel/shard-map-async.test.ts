@@ -1,16 +1,14 @@
 /** @file shardMap with async dispatch (spmdRuntime "devices"): results as the emulation, errors at block time, overlap of host and devices, no leak over 2,000 steps. */
 import { test } from "node:test";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { INITIAL_SPMD_RUNTIME, onDevices, writerOf } from "../helpers/spmd-runtime.js";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, devicePut, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
-import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import {
   deviceRuntimeUnavailable,
   failNextLaunch,
   launchesInFlight,
-  type PendingLaunch,
   runtimeDevice,
   synchronize,
 } from "../../src/runtime/index.js";
@@ -18,17 +16,6 @@ import { sameOnDevices, values } from "./device-compare.js";
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
-
-function onDevices<T>(f: () => T): T {
-  config.update("spmdRuntime", "devices");
-  try {
-    return f();
-  } finally {
-    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-  }
-}
-/** The pending launch writing an array's first device buffer (null once settled). */
-const writerOf = (x: Array) => shardedStorage(x)!.buffers[0].writer as PendingLaunch | null;
 
 test(
   "async shardMap: calls return pending arrays at once; chained results equal the emulation on 1, 2, 4 and 8 devices",

@@ -4,34 +4,21 @@ import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, devicePut, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
-import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import {
   delayNextLaunch,
   deviceRuntimeUnavailable,
   failNextLaunch,
   launchesInFlight,
   liveCompletionCallbacks,
-  type PendingLaunch,
   runtimeDevice,
   synchronize,
 } from "../../src/runtime/index.js";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { onDevicesAsync, writerOf } from "../helpers/spmd-runtime.js";
 import { values } from "../parallel/device-compare.js";
 import { countTurns } from "../helpers/event-loop.js";
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
-
-async function onDevices<T>(f: () => Promise<T>): Promise<T> {
-  config.update("spmdRuntime", "devices");
-  try {
-    return await f();
-  } finally {
-    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-  }
-}
-/** The pending launch writing an array's first device buffer (null once settled). */
-const writerOf = (x: Array) => shardedStorage(x)!.buffers[0].writer as PendingLaunch | null;
 
 /** Lets the event loop run until liveCompletionCallbacks() is back to `base` (the finalizers run on later turns); bounded. */
 async function callbacksBackTo(base: number): Promise<number> {
@@ -51,7 +38,7 @@ test(
       outSpecs: P(null, "x"),
     });
     const x = jnp.multiply(values([128, 256], "float32"), 0.01);
-    await onDevices(async () => {
+    await onDevicesAsync(async () => {
       const xs = devicePut(x, NamedSharding(mesh, P(null, "x")));
       f(xs).dispose(); // compiled
       synchronize();
@@ -95,7 +82,7 @@ test(
         outSpecs: P("x"),
       });
       const x = values([2 * n, 3], "float32");
-      await onDevices(async () => {
+      await onDevicesAsync(async () => {
         const want = f(x).dataSync();
         synchronize();
         delayNextLaunch(100);
@@ -133,7 +120,7 @@ test(
     const mesh = makeMesh([2], ["x"]);
     const f = shardMap((b: Array) => jnp.multiply(b, 3), { mesh, inSpecs: P("x"), outSpecs: P("x") });
     const x = values([4, 2], "float32");
-    await onDevices(async () => {
+    await onDevicesAsync(async () => {
       f(x).blockUntilReady();
       delayNextLaunch(50);
       failNextLaunch(1);
@@ -173,7 +160,7 @@ test(
         outSpecs: [P("x"), P("x")],
       });
       const x = values([n, 4], "float32");
-      await onDevices(async () => {
+      await onDevicesAsync(async () => {
         const [wa, wb] = (f(x) as Array[]).map((a) => a.dataSync());
         synchronize();
         const base = await callbacksBackTo(liveCompletionCallbacks());
@@ -223,7 +210,7 @@ test(
       inSpecs: P("x"),
       outSpecs: P("x"),
     });
-    await onDevices(async () => {
+    await onDevicesAsync(async () => {
       synchronize();
       const base = await callbacksBackTo(liveCompletionCallbacks());
       const bytes0 = inUse();
