@@ -43,6 +43,25 @@ napi_value FinalizeFn(napi_env env, napi_callback_info) {
 
 uint64_t g_host_ops = 0;  // host-side exchanges (JS thread only), in the same order on every process
 
+/** A new Uint8Array of n bytes; *data points at them. */
+napi_value NewBytes(napi_env env, size_t n, void** data) {
+  napi_value ab, arr;
+  napi_create_arraybuffer(env, n, data, &ab);
+  napi_create_typedarray(env, napi_uint8_array, n, ab, 0, &arr);
+  return arr;
+}
+/** A JS array of `values`, in order. */
+napi_value ArrayOf(napi_env env, const std::vector<napi_value>& values) {
+  napi_value out;
+  napi_create_array_with_length(env, values.size(), &out);
+  for (size_t q = 0; q < values.size(); q++) napi_set_element(env, out, uint32_t(q), values[q]);
+  return out;
+}
+/** What a host-side exchange that missed its deadline says. */
+std::string TimedOut(const std::string& what, int self, int64_t timeout) {
+  return what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms";
+}
+
 // mpiAllgather(bytes: Uint8Array, timeoutMs, what) -> Uint8Array[] (one per process, sizes may differ)
 napi_value AllgatherFn(napi_env env, napi_callback_info info) {
   size_t argc = 3;
@@ -64,26 +83,19 @@ napi_value AllgatherFn(napi_env env, napi_callback_info info) {
   std::vector<mpi::Transfer> xs;
   for (int q = 0; q < P; q++)
     if (q != self) xs.push_back({q, &mine, 8, &sizes[size_t(q)], 8});
-  std::string err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+  std::string err = mpi::Exchange(xs, tag, deadline, TimedOut(what, self, timeout));
   if (!err.empty()) return Throw(env, err);
   sizes[size_t(self)] = mine;
   std::vector<napi_value> arrays(static_cast<size_t>(P));
   std::vector<void*> ptrs(static_cast<size_t>(P));
-  for (int q = 0; q < P; q++) {
-    napi_value ab;
-    napi_create_arraybuffer(env, size_t(sizes[size_t(q)]), &ptrs[size_t(q)], &ab);
-    napi_create_typedarray(env, napi_uint8_array, size_t(sizes[size_t(q)]), ab, 0, &arrays[size_t(q)]);
-  }
+  for (int q = 0; q < P; q++) arrays[size_t(q)] = NewBytes(env, size_t(sizes[size_t(q)]), &ptrs[size_t(q)]);
   if (len) std::memcpy(ptrs[size_t(self)], data, len);
   xs.clear();
   for (int q = 0; q < P; q++)
     if (q != self) xs.push_back({q, data, len, ptrs[size_t(q)], size_t(sizes[size_t(q)])});
-  err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+  err = mpi::Exchange(xs, tag, deadline, TimedOut(what, self, timeout));
   if (!err.empty()) return Throw(env, err);
-  napi_value out;
-  napi_create_array_with_length(env, size_t(P), &out);
-  for (int q = 0; q < P; q++) napi_set_element(env, out, uint32_t(q), arrays[size_t(q)]);
-  return out;
+  return ArrayOf(env, arrays);
 }
 
 // mpiExchange(sends: Uint8Array[], recvBytes: number[], timeoutMs, what) -> Uint8Array[]: point to point with the
@@ -115,21 +127,16 @@ napi_value ExchangeFn(napi_env env, napi_callback_info info) {
     if (!GetUint8Array(env, sv, &send, &send_len) || napi_get_value_int64(env, rv, &recv_len) != napi_ok || recv_len < 0)
       return Throw(env, what + ": mpiExchange: entry " + std::to_string(q) + " is not a Uint8Array and a byte count");
     void* recv = nullptr;
-    napi_value ab;
     const size_t rn = q == self ? 0 : size_t(recv_len);
-    napi_create_arraybuffer(env, rn, &recv, &ab);
-    napi_create_typedarray(env, napi_uint8_array, rn, ab, 0, &arrays[size_t(q)]);
+    arrays[size_t(q)] = NewBytes(env, rn, &recv);
     if (q != self && (send_len || rn)) xs.push_back({q, send, send_len, recv, rn});
   }
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout < 1 ? 1 : timeout);
   if (!xs.empty()) {
-    const std::string err = mpi::Exchange(xs, tag, deadline, what + " on process " + std::to_string(self) + " timed out after " + std::to_string(timeout) + " ms");
+    const std::string err = mpi::Exchange(xs, tag, deadline, TimedOut(what, self, timeout));
     if (!err.empty()) return Throw(env, err);
   }
-  napi_value out;
-  napi_create_array_with_length(env, size_t(P), &out);
-  for (int q = 0; q < P; q++) napi_set_element(env, out, uint32_t(q), arrays[size_t(q)]);
-  return out;
+  return ArrayOf(env, arrays);
 }
 
 // mpiProbeAllreduce(count, iters) -> Float64Array of seconds per MPI_Allreduce of count float32 (bench/multiprocess.ts)
