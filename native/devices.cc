@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "async-collective-ops.h"
+#include "bounded-poll.h"
 #include "collective-ops.h"
 #include "communicator.h"
 #include "cpu-level.h"
@@ -78,14 +79,6 @@ std::string TakeError(St s) {
 // launch says this one ends within that window: polling through a long launch burns the JS thread's CPU for nothing.
 constexpr int kWaitSpinUs = 30;
 
-void CpuRelax() {
-#ifdef JAXTS_X86
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -97,10 +90,7 @@ double NowUs() {
 // launch arrives starts it within a microsecond. At most MaxSpinners() executors poll at once (one core is left to the
 // JS thread), so more devices than cores never spin each other out: the others block as before.
 std::atomic<int> g_spin_us{250};
-std::atomic<int> g_spinners{0};
-// Polling stops until this steady-clock time (us) once a poller was descheduled for more than kPreemptedUs.
-std::atomic<int64_t> g_backoff_until_us{0};
-constexpr int64_t kPreemptedUs = 40, kBackoffUs = 20000;
+PollGate g_executor_polls;  // the executors polling their queues (native/bounded-poll.h)
 int MaxSpinners() {
   static const int n = std::max(0, int(std::thread::hardware_concurrency()) - 1);
   return n;
@@ -124,41 +114,12 @@ class Executor {
   }
 
  private:
-  // Polls the queue for up to g_spin_us when a spinning slot is free and the host is not contended; true when work
-  // arrived meanwhile. A poller that finds itself descheduled (a gap between two of its clock reads) is on an
-  // oversubscribed host, where polling only burns its time slice and a futex wake-up gets the core sooner (the
-  // scheduler favours a thread that slept): then every executor blocks at once for the next kBackoffUs.
+  // Polls the queue for up to g_spin_us when a polling slot is free and the host is not contended (PollBounded: a
+  // poller that finds itself descheduled backs every executor off); true when work arrived meanwhile.
   bool Spin() {
     const int us = g_spin_us.load(std::memory_order_relaxed);
     if (us <= 0 || queued_.load(std::memory_order_acquire) > 0) return true;
-    auto now = std::chrono::steady_clock::now();
-    const int64_t now_us = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-    if (now_us < g_backoff_until_us.load(std::memory_order_relaxed)) return false;
-    int k = g_spinners.load(std::memory_order_relaxed);
-    do {
-      if (k >= MaxSpinners()) return false;
-    } while (!g_spinners.compare_exchange_weak(k, k + 1, std::memory_order_acq_rel));
-    const auto until = now + std::chrono::microseconds(us);
-    bool got = false;
-    for (int i = 1;; i++) {
-      if (queued_.load(std::memory_order_acquire) > 0) {
-        got = true;
-        break;
-      }
-      if ((i & 127) == 0) {
-        const auto t = std::chrono::steady_clock::now();
-        if (t - now > std::chrono::microseconds(kPreemptedUs)) {
-          const int64_t t_us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-          g_backoff_until_us.store(t_us + kBackoffUs, std::memory_order_relaxed);
-          break;
-        }
-        if (t > until) break;
-        now = t;
-      }
-      CpuRelax();
-    }
-    g_spinners.fetch_sub(1, std::memory_order_acq_rel);
-    return got;
+    return PollBounded(g_executor_polls, us, MaxSpinners(), 127, [&] { return queued_.load(std::memory_order_acquire) > 0; });
   }
   void Loop() {
     for (;;) {

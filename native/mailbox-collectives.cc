@@ -28,6 +28,7 @@
 #include <thread>
 #include <tuple>
 
+#include "bounded-poll.h"
 #include "device-context.h"
 #include "meeting-registry.h"
 
@@ -68,49 +69,16 @@ void Fail(Mailbox& b, const std::string& why) { FailMeeting(b, &Mailbox::posted,
 // Why a Done polls only briefly, one at a time, and not at all when descheduled: a waiting Done that yields in a
 // loop stays runnable and takes time slices from the very peers it waits for whenever device threads outnumber cores
 // (notes/training-parallel.md "ovlstep": less thread CPU per ZeRO-3 step than the yielding wait). A blocked puller
-// is woken by the last post's notify (a futex call) instead. Same shape as the executors' poll
-// (native/devices.cc): at most cores - 1 pollers, and a poller that finds itself descheduled backs every poller off.
-std::atomic<int> g_pollers{0};
-std::atomic<int64_t> g_poll_backoff_until_us{0};
-constexpr int64_t kPollPreemptedUs = 40, kPollBackoffUs = 20000;
-
-void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
-int64_t NowUsInt() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+// is woken by the last post's notify (a futex call) instead. The executors' policy (native/bounded-poll.h, with a gate
+// of its own): at most cores - 1 pollers, and a poller that finds itself descheduled backs every poller off.
+PollGate g_done_polls;  // the Dones polling their mailboxes (native/bounded-poll.h)
 
 // Polls settled() for up to `us` microseconds when a polling slot is free and no poller was recently descheduled.
 template <typename F>
 void PollBriefly(const F& settled, int us) {
   static const int max_pollers = std::max(1, int(std::thread::hardware_concurrency()) - 1);
   if (us <= 0 || settled()) return;
-  int64_t now = NowUsInt();
-  if (now < g_poll_backoff_until_us.load(std::memory_order_relaxed)) return;
-  int k = g_pollers.load(std::memory_order_relaxed);
-  do {
-    if (k >= max_pollers) return;
-  } while (!g_pollers.compare_exchange_weak(k, k + 1, std::memory_order_acq_rel));
-  const int64_t until = now + us;
-  for (int i = 1; !settled(); i++) {
-    if ((i & 63) == 0) {
-      const int64_t t = NowUsInt();
-      if (t - now > kPollPreemptedUs) {  // descheduled between two reads: the host is oversubscribed
-        g_poll_backoff_until_us.store(t + kPollBackoffUs, std::memory_order_relaxed);
-        break;
-      }
-      if (t > until) break;
-      now = t;
-    }
-    CpuRelax();
-  }
-  g_pollers.fetch_sub(1, std::memory_order_acq_rel);
+  PollBounded(g_done_polls, us, max_pollers, 63, settled);
 }
 
 }  // namespace

@@ -47,6 +47,7 @@ const headers = [
   "collective-ops.h",
   "async-collective-ops.h",
   "mailbox-collectives.h",
+  "bounded-poll.h",
   "meeting-registry.h",
   "napi-util.h",
   "mpi-loader.h",
