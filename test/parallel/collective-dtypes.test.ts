@@ -5,7 +5,7 @@ import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
 import { type Array, grad, lax, makeMesh, nn, numpy as jnp, shardMap, sharding } from "../../src/index.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { onDevices } from "../helpers/spmd-runtime.js";
 import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { flat, sameOnDevices } from "./device-compare.js";
 const { P } = sharding;
@@ -220,14 +220,8 @@ test(
     const run = () => shardMap(step, { mesh, inSpecs: [P(), P(), P("x"), P("x")], outSpecs: P() })(w1, w2, xs, ys);
     config.update("spmdRuntime", "emulation");
     const want = run();
-    config.update("spmdRuntime", "devices");
     const before = lastLaunchTimeline();
-    let got: Array;
-    try {
-      got = run();
-    } finally {
-      config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-    }
+    const got = onDevices(run);
     assert.notEqual(lastLaunchTimeline(), before, "the grad step ran on the device runtime");
     assert.equal(got.dtype, "bfloat16");
     assert.deepEqual(got.shape, want.shape);

@@ -1,6 +1,6 @@
 /** @file Helpers of the device-runtime tests: deterministic inputs and the emulation-vs-devices comparison. */
 import assert from "node:assert/strict";
-import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
+import { onDevices } from "../helpers/spmd-runtime.js";
 import { config } from "../../src/core/config.js";
 import { type Array, numpy as jnp } from "../../src/index.js";
 import { lastLaunchTimeline } from "../../src/runtime/index.js";
@@ -33,14 +33,8 @@ export function sameOnDevices(
 ): Array {
   config.update("spmdRuntime", "emulation");
   const want = g();
-  config.update("spmdRuntime", "devices");
   const before = lastLaunchTimeline();
-  let got: Array;
-  try {
-    got = g();
-  } finally {
-    config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);
-  }
+  const got = onDevices(g);
   const tl = lastLaunchTimeline();
   if (launches) {
     assert.notEqual(tl, before, `${what}: the device runtime did not run (fell back to the emulation)`);
