@@ -6,9 +6,9 @@
  * Exact: the same reduction fold and the same float32 program, once per element instead of once per rank.
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
-import { readsOf } from "./optimize-graph.js";
+import { COLLECTIVES_DOMAIN } from "./async-collectives.js";
+import { intAttr, readsOf } from "./optimize-graph.js";
 
-const COLLECTIVES_DOMAIN = "jaxts.collectives";
 /** Attributes of the AllReduce kept on the fused node (the group, the reduction and the names for errors). */
 const KEPT = new Set(["groups", "group_size", "reduce", "label", "axes"]);
 
@@ -16,15 +16,11 @@ const KEPT = new Set(["groups", "group_size", "reduce", "label", "axes"]);
 export type ReplicatedIn = (name: string, groups: readonly (readonly number[])[]) => boolean;
 
 const attr = (n: GraphNode, name: string): TaggedAttr | undefined => n.attrs.find(([k]) => k === name)?.[1];
-const intAttr = (n: GraphNode, name: string): number => {
-  const a = attr(n, name);
-  return a?.kind === "int" ? a.value : -1;
-};
 
 /** Groups of ranks of a collective node's `groups` / `group_size` attributes. */
 function groupsOf(n: GraphNode): number[][] | null {
   const flat = attr(n, "groups"),
-    size = intAttr(n, "group_size");
+    size = intAttr(n, "group_size", -1);
   if (flat?.kind !== "ints" || size <= 0 || flat.value.length % size) return null;
   const out: number[][] = [];
   for (let i = 0; i < flat.value.length; i += size) out.push(flat.value.slice(i, i + size));
@@ -59,8 +55,8 @@ export function fuseCollectiveEpilogues(
     if (rs.length !== 1 || dropped.has(rs[0]) || replaced.has(rs[0])) return;
     const f = nodes[rs[0]];
     const program = attr(f, "program"),
-      ni = intAttr(f, "num_inputs"),
-      ns = intAttr(f, "num_scalars");
+      ni = intAttr(f, "num_inputs", -1),
+      ns = intAttr(f, "num_scalars", -1);
     if (f.domain !== "jaxts" || f.opType !== "Fused" || program?.kind !== "ints" || ni < 1 || ns < 0) return;
     if (f.inputs.length !== ni + ns || f.inputs.slice(ni).includes(y) || !f.inputs.slice(0, ni).includes(y)) return;
     // every other operand: a constant or replicated over the group, so one rank's result serves them all

@@ -5,7 +5,7 @@
  * a byte threshold. It runs before the asynchronous-collectives pass, so each bucket becomes one Start/Done.
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
-import { readsOf } from "./optimize-graph.js";
+import { intAttr, readsOf } from "./optimize-graph.js";
 import { nodeDependencies, orderNodes } from "./node-order.js";
 import { COLLECTIVES_DOMAIN } from "./async-collectives.js";
 import { isDType, itemsize } from "../core/dtype.js";
@@ -203,10 +203,7 @@ function bucketNodes(g: GraphBuilder, members: readonly Member[]): GraphNode[] {
   return out;
 }
 
-const groupSize = (nd: GraphNode): number => {
-  const a = nd.attrs.find(([k]) => k === "group_size")?.[1];
-  return a?.kind === "int" ? a.value : 0;
-};
+const groupSize = (nd: GraphNode): number => intAttr(nd, "group_size", 0);
 const labelOf = (nd: GraphNode): string => {
   const a = nd.attrs.find(([k]) => k === "label")?.[1];
   return a?.kind === "string" ? a.value : nd.opType;

@@ -91,7 +91,8 @@ function broadcastShapes(shapes: readonly Shape[]): Shape | undefined {
 export const sameShape = (a: Shape | undefined, b: Shape | undefined): boolean =>
   !!a && !!b && a.length === b.length && a.every((v, i) => v === b[i]);
 
-function intAttr(n: GraphNode, name: string, dflt: number): number {
+/** A node's int attribute, or `dflt` when it has none of that name and kind. */
+export function intAttr(n: GraphNode, name: string, dflt: number): number {
   const a = n.attrs.find(([k]) => k === name)?.[1];
   return a && a.kind === "int" ? a.value : dflt;
 }
