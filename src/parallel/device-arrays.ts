@@ -8,6 +8,7 @@ import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
 import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { stridesOf } from "../core/shape.js";
 import {
   type BlockCopy,
   copyBlocks,
@@ -42,9 +43,8 @@ export function copyRegion(
     return;
   }
   if (size.some((n) => n === 0)) return;
-  const stride = (sh: readonly number[]) => sh.map((_, i) => sh.slice(i + 1).reduce((a, b) => a * b, 1));
-  const ss = stride(sshape),
-    ds = stride(dshape);
+  const ss = stridesOf(sshape),
+    ds = stridesOf(dshape);
   const inner = size[r - 1];
   const outer = size.slice(0, r - 1).reduce((a, b) => a * b, 1);
   const c = new JSArray<number>(r - 1).fill(0);

@@ -5,6 +5,7 @@
  */
 import type { ShapedArray } from "../core/aval.js";
 import { type DType, isComplex, realDType } from "../core/dtype.js";
+import { stridesOf } from "../core/shape.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
 import { COLLECTIVES_DOMAIN } from "../compiler/async-collectives.js";
@@ -73,7 +74,7 @@ export function collectiveGroups(
       throw new Error(`collective over axis ${JSON.stringify(a)}: the mesh has axes ${JSON.stringify(mesh.axisNames)}`);
     return i;
   });
-  const strides = mesh.dims.map((_, i) => mesh.dims.slice(i + 1).reduce((x, y) => x * y, 1));
+  const strides = stridesOf(mesh.dims);
   const others = mesh.dims.map((_, i) => i).filter((i) => !pos.includes(i));
   const count = (ix: number[]) => ix.reduce((a, i) => a * mesh.dims[i], 1);
   // row-major enumeration of coordinates over the listed mesh dims

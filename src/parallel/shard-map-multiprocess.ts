@@ -7,6 +7,7 @@
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { stridesOf } from "../core/shape.js";
 import type { OnnxStep, Program } from "../compiler/compile.js";
 import { DeviceBuffer, type DeviceProgram, type RuntimeDevice, launchSync, runtimeDevice } from "../runtime/index.js";
 import { allgatherBytes, nextProcessLaunch, processCount, processIndex } from "./distributed.js";
@@ -91,7 +92,7 @@ function copyBlock(
     else global[0] = block[0];
     return;
   }
-  const gstr = gshape.map((_, i) => gshape.slice(i + 1).reduce((a, b) => a * b, 1));
+  const gstr = stridesOf(gshape);
   const inner = bshape[r - 1];
   const outer = bshape.slice(0, r - 1).reduce((a, b) => a * b, 1);
   const c = new JSArray<number>(r - 1).fill(0);

@@ -8,6 +8,7 @@
 import type { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
 import { isFloat } from "../core/dtype.js";
+import { stridesOf } from "../core/shape.js";
 import { ClosedJaxpr, Jaxpr, type JaxprEqn, Literal, type Atom, type Var } from "../core/jaxpr.js";
 import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { ArrayImpl } from "../core/array-impl.js";
@@ -100,7 +101,7 @@ export function replicatedInGroups(
 ): (v: Var | undefined, groups: readonly (readonly number[])[]) => boolean {
   const all = new Set(mesh.axisNames);
   const vary = varying(j, invarAxes, all);
-  const stride = mesh.dims.map((_, d) => mesh.dims.slice(d + 1).reduce((x, y) => x * y, 1));
+  const stride = stridesOf(mesh.dims);
   const coord = (r: number, d: number): number => Math.floor(r / stride[d]) % mesh.dims[d];
   return (v, groups) => {
     const axes = [...((v && vary.get(v)) ?? all)].map((a) => mesh.axisNames.indexOf(a));

@@ -2,6 +2,7 @@
 import { deviceAddon } from "../backends/onnx/ort-runtime.js";
 import type { HostArray } from "../backends/onnx/graph-builder.js";
 import { itemsize, type TypedArray } from "../core/dtype.js";
+import { stridesOf } from "../core/shape.js";
 import { DeviceBuffer, failedDependency, type PendingWork } from "./device.js";
 
 /**
@@ -41,15 +42,6 @@ export function nativeBlockCopy(): boolean {
   return nativeApi() !== null;
 }
 
-const rowStrides = (sh: readonly number[]): number[] => {
-  const st = new globalThis.Array<number>(sh.length);
-  let m = 1;
-  for (let d = sh.length - 1; d >= 0; d--) {
-    st[d] = m;
-    m *= sh[d];
-  }
-  return st;
-};
 const offsetOf = (origin: readonly number[], st: readonly number[]) => origin.reduce((o, v, d) => o + v * st[d], 0);
 
 /** The region copy on the host thread (offset of element i = sum_d (origin_d + i_d) * stride_d; last-dim rows contiguous). */
@@ -59,8 +51,8 @@ function copyJs(c: BlockCopy, src: TypedArray): void {
     dst = c.dst.data;
   // storage lanes per element (complex: 2)
   const lanes = itemsize(c.dst.dtype) / dst.BYTES_PER_ELEMENT;
-  const ss = rowStrides(c.srcShape).map((v) => v * lanes),
-    ds = rowStrides(c.dst.shape).map((v) => v * lanes);
+  const ss = stridesOf(c.srcShape).map((v) => v * lanes),
+    ds = stridesOf(c.dst.shape).map((v) => v * lanes);
   if (size.some((n) => n === 0)) return;
   if (r === 0) {
     (dst as Float64Array).set((src as Float64Array).subarray(0, lanes));
@@ -216,8 +208,8 @@ function encode(copies: readonly BlockCopy[], hostDev: number): [HostArray[], Fl
   for (const c of copies) {
     const r = c.size.length;
     const src = c.src instanceof DeviceBuffer ? c.src.data : c.src;
-    const ss = rowStrides(c.srcShape),
-      ds = rowStrides(c.dst.shape);
+    const ss = stridesOf(c.srcShape),
+      ds = stridesOf(c.dst.shape);
     nums.push(
       at(src),
       at(c.dst.data),
