@@ -179,6 +179,13 @@ bool Holds(Mailbox* m, const Key& k, uint32_t* base) {
   return true;
 }
 
+/** The mailbox of process q holding key k (its `base` into *base), or nullptr when none of q's mailboxes does. */
+Mailbox* BoxHolding(int q, const Key& k, uint32_t* base) {
+  for (int j = 0; j < S().slots; j++)
+    if (Holds(BoxOf(q, j), k, base)) return BoxOf(q, j);
+  return nullptr;
+}
+
 /** A consistent copy of mailbox m's key while it is active and lists process `who` as a peer; false otherwise. */
 bool ActiveFor(Mailbox* m, int who, Key* k) {
   const uint32_t v1 = m->pub.load(std::memory_order_acquire);
@@ -544,14 +551,7 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
           seen_other = false;
           return false;
         };
-        w = WaitOn(q, [&] {
-              for (int k = 0; k < s.slots; k++)
-                if (Holds(BoxOf(q, k), key, &base[i])) {
-                  theirs[i] = BoxOf(q, k);
-                  return true;
-                }
-              return out_of_step();
-            }, deadline, check);
+        w = WaitOn(q, [&] { return (theirs[i] = BoxHolding(q, key, &base[i])) != nullptr || out_of_step(); }, deadline, check);
         if (w.empty() && !step_err.empty()) w = step_err;
         if (!w.empty()) return fail(w, {i});
       }
@@ -614,14 +614,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   for (size_t i = 0; i < P; i++) {
     if (i == self) continue;
     const int q = procs[i];
-    w = WaitOn(q, [&] {
-          for (int k = 0; k < s.slots; k++)
-            if (Holds(BoxOf(q, k), key, &base[i])) {
-              theirs[i] = BoxOf(q, k);
-              return true;
-            }
-          return false;
-        }, deadline, nullptr);
+    w = WaitOn(q, [&] { return (theirs[i] = BoxHolding(q, key, &base[i])) != nullptr; }, deadline, nullptr);
     if (w.empty()) w = WaitOn(q, [&] { return int32_t(theirs[i]->ready.load(std::memory_order_acquire) - (base[i] + 1)) >= 0; }, deadline, nullptr);
     if (!w.empty()) return Fail(mine, &owed, key, what, w, {q});
   }
