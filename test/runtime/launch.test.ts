@@ -386,7 +386,13 @@ test(
     // it on every stream. On a loaded host the executor may finish before launchSync looks; then the caller may run
     // rank 0, but only after the async launch ended on device 0. Retry until the busy case is seen.
     const slow = allReduceProgram(n, "float32", 512, 0, 4);
-    const slowIn = ids(n).map((r) => [filled(r, "float32", ids(512).map((i) => ((i % 7) - 3 - r) / 32))]);
+    const slowIn = ids(n).map((r) => [
+      filled(
+        r,
+        "float32",
+        ids(512).map((i) => ((i % 7) - 3 - r) / 32),
+      ),
+    ]);
     const slowWant = ids(512).map((i) => ids(n).reduce((s, r) => s + ((i % 7) - 3 - r) / 32, 0));
     let busy: typeof idle | undefined;
     for (let k = 0; k < 10 && busy === undefined; k++) {
