@@ -12,7 +12,7 @@ import { checkArity } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, allocate } from "../core/dtype.js";
+import { type DType, allocate, lanes } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
 import { copyRegion } from "../parallel/device-arrays.js";
 import { makeArrayFromCallback } from "../parallel/device-put.js";
@@ -164,6 +164,7 @@ export function loadSharded<T = unknown>(dir: string, like?: unknown): T {
           rshape,
           lo.map((v, d) => v - ix[d][0]),
           lo.map((v, d) => hi[d] - v),
+          lanes(dtype),
         );
       }
       return new ArrayImpl(new ShapedArray(rshape, dtype), out);

@@ -7,7 +7,7 @@ import { Array } from "../core/array.js";
 import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config } from "../core/config.js";
-import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { type TypedArray, allocate, itemsize, lanes } from "../core/dtype.js";
 import { stridesOf } from "../core/shape.js";
 import {
   type BlockCopy,
@@ -26,7 +26,8 @@ const JSArray = globalThis.Array;
 
 /**
  * Copies the region `size` (row-major) from `src` (shape sshape) at origin `so` into `dst` (shape dshape) at `dOrigin`.
- * A block's offset is sum_d (origin_d + i_d) * stride_d; rows along the last dim are contiguous in both.
+ * A block's offset is sum_d (origin_d + i_d) * stride_d; rows along the last dim are contiguous in both. `lanes`:
+ * storage slots per element (complex: 2, its interleaved (re, im)).
  */
 export function copyRegion(
   src: TypedArray,
@@ -36,16 +37,17 @@ export function copyRegion(
   dshape: readonly number[],
   dOrigin: readonly number[],
   size: readonly number[],
+  lanes = 1,
 ): void {
   const r = size.length;
   if (r === 0) {
-    dst[0] = src[0];
+    for (let l = 0; l < lanes; l++) dst[l] = src[l];
     return;
   }
   if (size.some((n) => n === 0)) return;
   const ss = stridesOf(sshape),
     ds = stridesOf(dshape);
-  const inner = size[r - 1];
+  const inner = size[r - 1] * lanes;
   const outer = size.slice(0, r - 1).reduce((a, b) => a * b, 1);
   const c = new JSArray<number>(r - 1).fill(0);
   for (let o = 0; o < outer; o++) {
@@ -55,7 +57,7 @@ export function copyRegion(
       s += (so[k] + c[k]) * ss[k];
       d += (dOrigin[k] + c[k]) * ds[k];
     }
-    (dst as Float64Array).set((src as Float64Array).subarray(s, s + inner), d);
+    (dst as Float64Array).set((src as Float64Array).subarray(s * lanes, s * lanes + inner), d * lanes);
     for (let k = r - 2; k >= 0; k--) {
       if (++c[k] < size[k]) break;
       c[k] = 0;
@@ -206,6 +208,7 @@ export class ShardedStorage implements ExternalStorage {
         shape,
         ix.map((r) => r[0]),
         bshape,
+        lanes(this.aval.dtype),
       );
     });
     this.#host = g;

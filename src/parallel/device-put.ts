@@ -8,15 +8,14 @@ import { checkArity } from "../core/check-args.js";
 import { Array, registerShardingHooks } from "../core/array.js";
 import { ArrayImpl, type Device, HOST_DEVICE } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { fromNumbers } from "../core/convert.js";
-import { itemsize } from "../core/dtype.js";
+import { allocate, itemsize, lanes } from "../core/dtype.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import { Tracer } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import { unflatten } from "../core/tree.js";
 import { flattenArrays } from "../transforms/api-util.js";
 import { Mesh } from "./mesh.js";
-import { placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
+import { copyRegion, placeOnDevices, residentUnavailable, shardedStorage } from "./device-arrays.js";
 import { globalFromCallback, globalStorage, isFullyAddressable, reshardError, setPlacer } from "./global-arrays.js";
 import { reshardGlobal } from "./reshard-processes.js";
 import {
@@ -135,35 +134,31 @@ export function makeArrayFromCallback(
   // a mesh spanning processes: the callback runs for this process's devices only, whose blocks stay on them
   if (s instanceof NamedShardingImpl && !isFullyAddressable(s)) return globalFromCallback(shape, s, blockOfCb);
   const n = shape.reduce((a, b) => a * b, 1);
-  let dtype: ShapedArray["dtype"] | null = null;
+  let g: ArrayImpl | null = null;
   const done = new Set<string>();
-  let vals: Float64Array | null = null;
   for (const index of idx.values()) {
     const key = JSON.stringify(index);
     if (done.has(key)) continue;
     done.add(key);
     const blk = blockOfCb(index);
-    dtype ??= blk.dtype;
-    vals ??= new Float64Array(n);
-    const bv = Float64Array.from(blk.dataSync() as ArrayLike<number>);
-    // scatter the block into the global row-major buffer
-    const bs = blockShape,
-      nd = shape.length,
-      pos = new globalThis.Array<number>(nd).fill(0);
-    for (let k = 0; k < bv.length; k++) {
-      let off = 0;
-      for (let d = 0; d < nd; d++) off = off * shape[d] + index[d][0] + pos[d];
-      vals[off] = bv[k];
-      for (let d = nd - 1; d >= 0; d--) {
-        if (++pos[d] < bs[d]) break;
-        pos[d] = 0;
-      }
-    }
+    g ??= new ArrayImpl(new ShapedArray(shape, blk.dtype), allocate(blk.dtype, n));
+    if (blk.dtype !== g.dtype)
+      throw new TypeError(
+        `makeArrayFromCallback: the callback returned ${blk.dtype} for index ${JSON.stringify(index)}, and ${g.dtype} before (every block must have one dtype)`,
+      );
+    // the block's storage copied into the global row-major buffer (every dtype exactly; complex as its (re, im) lanes)
+    copyRegion(
+      blk.buffer,
+      blockShape,
+      blockShape.map(() => 0),
+      g.buffer,
+      shape,
+      index.map((r) => r[0]),
+      blockShape,
+      lanes(blk.dtype),
+    );
   }
-  const out = new ArrayImpl(
-    new ShapedArray(shape, dtype ?? "float32"),
-    fromNumbers(vals ?? new Float64Array(n), dtype ?? "float32"),
-  );
+  const out = g ?? new ArrayImpl(new ShapedArray(shape, "float32"), new Float32Array(n));
   if (s instanceof NamedShardingImpl && residentUnavailable(out.dtype) === null) return placeOnDevices(out, s);
   out.placement = s;
   return out;

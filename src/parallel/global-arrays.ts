@@ -7,7 +7,7 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl, type Device, type ExternalStorage } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { type DType, type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { type DType, type TypedArray, allocate, itemsize, lanes } from "../core/dtype.js";
 import { DEVICE_DTYPES, DeviceBuffer, deviceRuntimeUnavailable, runtimeDevice } from "../runtime/index.js";
 import { BufferView, copyRegion, sameSharding } from "./device-arrays.js";
 import { allgatherBytes, processIndex, setGlobalGather } from "./distributed.js";
@@ -204,6 +204,7 @@ function blocksFrom(
       bshape,
       bshape.map(() => 0),
       bshape,
+      lanes(dtype),
     );
     return b;
   });
@@ -350,6 +351,7 @@ export function makeArrayFromSingleDeviceArrays(
         globalShape,
         all[k].map((r) => r[0]),
         bshape,
+        lanes(dtype),
       ),
     );
     return place(new ArrayImpl(aval, g), s);
@@ -430,6 +432,7 @@ export function gatherGlobal(x: GlobalStorage, what: string): ArrayImpl {
         aval.shape,
         all[k].map((r) => r[0]),
         bshape,
+        lanes(aval.dtype),
       );
     });
   });

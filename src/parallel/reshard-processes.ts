@@ -5,7 +5,7 @@
  */
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { type TypedArray, allocate, itemsize } from "../core/dtype.js";
+import { type TypedArray, allocate, itemsize, lanes } from "../core/dtype.js";
 import { type BlockCopy, copyBlocks, countTransfer, DeviceBuffer, runtimeDevice } from "../runtime/index.js";
 import { copyRegion } from "./device-arrays.js";
 import { allgatherBytes, exchangeBytes, processCount, processIndex } from "./distributed.js";
@@ -118,7 +118,8 @@ export function reshardGlobal(fn: string, x: ArrayImpl, g: GlobalStorage, target
       }
     }
   const dtype = x.dtype,
-    isz = itemsize(dtype);
+    isz = itemsize(dtype),
+    nl = lanes(dtype); // storage slots per element (complex: 2)
   const srcBshape = src.shardShape(shape);
   const bufOf = (k: number): DeviceBuffer => g.buffers[g.positions.indexOf(k)];
   // pack what this process sends, per destination process
@@ -135,10 +136,11 @@ export function reshardGlobal(fn: string, x: ArrayImpl, g: GlobalStorage, target
         bufOf(pc.srcPos).ready().data,
         srcBshape,
         pc.region.map(([s], d) => s - srcIdx[pc.srcPos][d][0]),
-        data.subarray(off, off + pc.elems),
+        data.subarray(off * nl, (off + pc.elems) * nl),
         rshape,
         rshape.map(() => 0),
         rshape,
+        nl,
       );
       off += pc.elems;
     }
@@ -170,7 +172,7 @@ export function reshardGlobal(fn: string, x: ArrayImpl, g: GlobalStorage, target
     let off = 0;
     for (const pc of pieces)
       if (pc.from === q && pc.to === self) {
-        received.set(pc.key, new Ctor(copy.buffer, copy.byteOffset + off * isz, pc.elems));
+        received.set(pc.key, new Ctor(copy.buffer, copy.byteOffset + off * isz, pc.elems * nl));
         off += pc.elems;
       }
   });

@@ -128,6 +128,9 @@ export const shardMapP: Primitive<SMP> = new Primitive<SMP>(
   },
   { multipleResults: true, dispatchesItself: true },
 );
+// a call: complex operands pass through to the body, whose own primitives accept or refuse them when it is traced
+// (guardComplexOperands skips a primitive marked guarded)
+(shardMapP.rules as { complexGuarded?: boolean }).complexGuarded = true;
 
 /** The jvp of a shard_map through its emulation (what the rules fall back to). */
 export function jvpByEmulation(primals: Array[], tangents: MaybeZero[], p: SMP): [Array[], MaybeZero[]] {
@@ -508,7 +511,6 @@ function compile(
   if (step && programObserver) programObserver({ model: step.model, overlap, combineBytes });
   if (step && step.inputDTypes.some((d) => !DEVICE_DTYPES.has(d)))
     return `a program input is ${step.inputDTypes.find((d) => !DEVICE_DTYPES.has(d))}`;
-  // complex values lower to ONNX (as float [..., 2]) but the device runtime does not carry them
   if (step && step.outAvals.some((a) => !DEVICE_DTYPES.has(a.dtype)))
     return `a program output is ${step.outAvals.find((a) => !DEVICE_DTYPES.has(a.dtype))!.dtype}`;
   const device = step

@@ -9,11 +9,14 @@ import {
   type ProcessLaunch,
 } from "../backends/onnx/ort-runtime.js";
 import { config } from "../core/config.js";
-import type { DType } from "../core/dtype.js";
+import { type DType, isComplex, realDType } from "../core/dtype.js";
 import { synchronizeCopies } from "./block-copy.js";
 import { DeviceBuffer, failedDependency, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
 
-/** The ONNX element types the device runtime moves (bfloat16 as its bits: programs compiled with bfloat16Bits). */
+/**
+ * The dtypes the device runtime moves (bfloat16 as its bits: programs compiled with bfloat16Bits; complex as its
+ * interleaved (re, im) storage, a float tensor of shape [..., 2] to the ONNX program, as the lowering declares it).
+ */
 export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
   "float32",
   "float64",
@@ -28,7 +31,14 @@ export const DEVICE_DTYPES: ReadonlySet<DType> = new Set<DType>([
   "uint16",
   "uint32",
   "uint64",
+  "complex64",
+  "complex128",
 ]);
+
+/** The ONNX element type of dtype d at the program's boundary (complex: its float parts). */
+const wireType = (d: DType): number => ONNX_DTYPE[realDType(d) as GDType];
+/** The shape of a dtype-d value of shape s at the program's boundary (complex: a trailing (re, im) axis). */
+const wireShape = (d: DType, s: readonly number[]): readonly number[] => (isComplex(d) ? [...s, 2] : s);
 
 /** Why the device runtime is unavailable, or null when it is available. */
 export function deviceRuntimeUnavailable(): string | null {
@@ -58,6 +68,8 @@ export class DeviceProgram {
   /** @internal */ readonly handle: object;
   /** The longest rank run (microseconds) of this program's latest settled launch (Infinity before any). */
   lastRunUs = Infinity;
+  /** @internal The output shapes the ONNX program sees (complex outputs with their (re, im) axis). */
+  readonly wireOutputShapes: readonly (readonly number[])[];
   constructor(
     readonly model: Uint8Array,
     readonly sig: ProgramSignature,
@@ -70,12 +82,13 @@ export class DeviceProgram {
           `DeviceProgram ${sig.name}: dtype ${d} is not supported by the device runtime (supported: ${[...DEVICE_DTYPES].join(", ")})`,
         );
     }
+    this.wireOutputShapes = sig.outputShapes.map((sh, k) => wireShape(sig.outputDTypes[k], sh));
     this.handle = api().devCreateProgram(
       model,
       sig.inputNames,
-      sig.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
+      sig.inputDTypes.map(wireType),
       sig.outputNames,
-      sig.outputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
+      sig.outputDTypes.map(wireType),
       { numDevices, intraOpNumThreads: intraOpThreads },
     );
   }
@@ -218,7 +231,7 @@ function prepare(
       if (b.device !== dev)
         throw new Error(`${fn}: input ${k} of rank ${r} lives on device ${b.device.id}, not on device ${deviceIds[r]}`);
       ds.push(b.data as HostArray);
-      ss.push(b.shape);
+      ss.push(wireShape(b.dtype, b.shape));
     }
     inData.push(ds);
     inShapes.push(ss);
@@ -227,6 +240,7 @@ function prepare(
   const outs: DeviceBuffer[][] = [];
   const outData: HostArray[][] = [];
   const { outputDTypes, outputShapes } = sig;
+  const wireOutShapes = p.wireOutputShapes;
   try {
     for (const d of devs) {
       const os: DeviceBuffer[] = [],
@@ -254,7 +268,7 @@ function prepare(
   if (observer) o.recordCollectives = 1;
   if (opts.process) o.process = opts.process;
   // every rank's output shapes are the program's (one list shared by the ranks)
-  const outShapes = devs.map(() => outputShapes);
+  const outShapes = devs.map(() => wireOutShapes);
   const args: Prepared["args"] = [p.handle, deviceIds, inData, inShapes, outData, outShapes, o];
   return { devs, inputs, outs, args };
 }

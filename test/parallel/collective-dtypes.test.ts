@@ -3,12 +3,24 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
-import { type Array, grad, lax, makeMesh, nn, numpy as jnp, shardMap, sharding } from "../../src/index.js";
+import {
+  type Array,
+  devicePut,
+  grad,
+  lax,
+  makeMesh,
+  nn,
+  numpy as jnp,
+  pmap,
+  shardMap,
+  sharding,
+} from "../../src/index.js";
+import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
 import { onDevices } from "../helpers/spmd-runtime.js";
 import { withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { flat, sameOnDevices } from "./device-compare.js";
-const { P } = sharding;
+const { NamedSharding, P } = sharding;
 const JSArray = globalThis.Array;
 
 const skip = deviceRuntimeUnavailable() ?? false;
@@ -189,6 +201,72 @@ test("collectives of complex64 values inside the body run on the devices ([..., 
       );
   }
 });
+
+test(
+  "complex64 and complex128 arguments and results cross launches: chained shardMaps, pmap, shards, resharding",
+  { skip },
+  () => {
+    const cplx = (shape: number[], seed: number) => {
+      const re = jnp.sin(
+        jnp.add(
+          jnp.reshape(
+            jnp.arange(
+              shape.reduce((p, q) => p * q, 1),
+              { dtype: "float32" },
+            ),
+            shape,
+          ),
+          seed,
+        ),
+      );
+      return lax.complex(re, jnp.multiply(jnp.cos(re), 0.5));
+    };
+    for (const n of [2, 4]) {
+      const mesh = makeMesh([n], ["x"]);
+      const z = cplx([2 * n, 3], n);
+      // psum(b) * b: the product mixes re and im, so a swapped or dropped lane changes every value
+      const f = shardMap((b: Array) => jnp.multiply(lax.psum(b, "x"), b), { mesh, inSpecs: P("x"), outSpecs: P("x") });
+      const y = sameOnDevices(`psum(b) * b of complex64 on ${n} devices`, mesh.deviceIds, () => f(z));
+      assert.equal(y.dtype, "complex64");
+      assert.notEqual(shardedStorage(y), null, "the complex result stays resident on the devices");
+      // each shard holds its block's (re, im) pairs: rank r's shard is rows [2r, 2r + 2) of the global value
+      const whole = y.tolist() as { re: number; im: number }[][];
+      (y.addressableShards as { data: Array }[]).forEach((sh, r) =>
+        assert.deepEqual(sh.data.tolist(), whole.slice(2 * r, 2 * r + 2), `shard ${r}`),
+      );
+      // the resident complex output feeds the next launch directly
+      sameOnDevices(`a chain of two complex shardMaps on ${n} devices`, mesh.deviceIds, () => f(f(z)));
+      // collectives whose results are complex
+      sameOnDevices(`all_gather of complex64 on ${n} devices`, mesh.deviceIds, () =>
+        shardMap((b: Array) => lax.allGather(b, "x", { axis: 1, tiled: true }), {
+          mesh,
+          inSpecs: P("x"),
+          outSpecs: P("x"),
+        })(z),
+      );
+      // resharding a resident complex array moves (re, im) pairs: rows split -> replicated -> columns split
+      const zs = devicePut(z, new NamedSharding(mesh, P("x")));
+      assert.deepEqual(devicePut(zs, new NamedSharding(mesh, P())).tolist(), z.tolist());
+      const zt = devicePut(cplx([2 * n, 2 * n], 1), new NamedSharding(mesh, P(null, "x")));
+      assert.deepEqual(devicePut(zt, new NamedSharding(mesh, P("x", null))).tolist(), cplx([2 * n, 2 * n], 1).tolist());
+      // pmap of a complex function
+      sameOnDevices(`pmap of complex64 on ${n} devices`, mesh.deviceIds, () =>
+        pmap((b: Array) => jnp.multiply(lax.psum(b, "i"), jnp.conj(b)), { axisName: "i" })(cplx([n, 3], 2)),
+      );
+    }
+    // complex128 (x64): exactly the emulation's values
+    config.update("enableX64", true);
+    try {
+      const mesh = makeMesh([2], ["x"]);
+      const z = jnp.astype(cplx([4, 2], 3), "complex128");
+      const f = shardMap((b: Array) => jnp.multiply(lax.psum(b, "x"), b), { mesh, inSpecs: P("x"), outSpecs: P("x") });
+      const y = sameOnDevices("psum(b) * b of complex128 on 2 devices", mesh.deviceIds, () => f(f(z)));
+      assert.equal(y.dtype, "complex128");
+    } finally {
+      config.update("enableX64", false);
+    }
+  },
+);
 
 test(
   "a bfloat16 data-parallel MLP grad step (psum of bfloat16 grads) on 2 devices equals the emulation",

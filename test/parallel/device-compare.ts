@@ -48,9 +48,14 @@ export function sameOnDevices(
   }
   assert.deepEqual(got.shape, want.shape, `${what}: shape`);
   assert.equal(got.dtype, want.dtype, `${what}: dtype`);
-  const a = flat(got.tolist()),
-    b = flat(want.tolist());
-  if (want.dtype === "float32")
+  // complex elements ({re, im}) compare as their two parts
+  const parts = (v: unknown): unknown[] =>
+    flat(v).flatMap((e) =>
+      typeof e === "object" && e !== null ? [(e as { re: number }).re, (e as { im: number }).im] : [e],
+    );
+  const a = parts(got.tolist()) as number[],
+    b = parts(want.tolist()) as number[];
+  if (want.dtype === "float32" || want.dtype === "complex64")
     a.forEach((v, i) =>
       assert.ok(Math.abs(v - b[i]) <= rtol * Math.max(1, Math.abs(b[i])), `${what}[${i}]: ${v} vs ${b[i]}`),
     );

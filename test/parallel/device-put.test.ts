@@ -67,6 +67,35 @@ test("make_array_from_callback_2x4 (golden)", () => {
   assert.equal(once, 1, "a fully replicated array calls the callback once");
 });
 
+test("makeArrayFromCallback copies each block's storage exactly: complex (re, im) pairs, int64 past 2^53, one dtype", () => {
+  const mesh = makeMesh([2, 4], ["x", "y"]);
+  const re = jnp.reshape(jnp.arange(32, { dtype: "float32" }), [4, 8]);
+  const z = jnp.complex(re, jnp.negative(jnp.multiply(re, 0.25)));
+  const block = (a: Array, idx: [number, number][]) => a.get(`${idx[0][0]}:${idx[0][1]}`, `${idx[1][0]}:${idx[1][1]}`);
+  const zc = makeArrayFromCallback([4, 8], NamedSharding(mesh, P("x", "y")), (idx) => block(z, idx));
+  assert.equal(zc.dtype, "complex64");
+  assert.deepEqual(zc.tolist(), z.tolist());
+  config.update("enableX64", true);
+  try {
+    // 2^53 + 1 and its neighbours are not float64 numbers: a copy through float64 would round them
+    const big = jnp.add(jnp.reshape(jnp.arange(32, { dtype: "int64" }), [4, 8]), 2n ** 53n + 1n);
+    const bc = makeArrayFromCallback([4, 8], NamedSharding(mesh, P("x", "y")), (idx) => block(big, idx));
+    assert.equal(bc.dtype, "int64");
+    assert.deepEqual(bc.tolist(), big.tolist());
+    assert.equal((bc.tolist() as bigint[][])[0][0], 2n ** 53n + 1n);
+  } finally {
+    config.update("enableX64", false);
+  }
+  let k = 0;
+  assert.throws(
+    () =>
+      makeArrayFromCallback([4, 8], NamedSharding(mesh, P("x", "y")), (idx) =>
+        k++ === 0 ? block(re, idx) : jnp.astype(block(re, idx), "int32"),
+      ),
+    /makeArrayFromCallback: the callback returned int32 for index .* and float32 before/,
+  );
+});
+
 test("visualizeArraySharding draws the block grid (golden 1-D case)", () => {
   const x = devicePut(jnp.zeros([5]), NamedSharding(makeMesh([1], ["x"]), P("x")));
   assert.equal(debug.visualizeArraySharding(x, { print: false }), "┌───────┐\n│ CPU 0 │\n└───────┘");
