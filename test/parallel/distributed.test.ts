@@ -296,7 +296,7 @@ function checkGlobal(r: Result, n: number, k: number): void {
 function checkReshard(results: Result[], n: number, k: number): void {
   const np = results.length;
   const names = results[0].reshard?.cases.map((c) => c.name) ?? assert.fail("no resharding results");
-  assert.equal(names.length, n === 4 ? 14 : 12, `resharding cases: ${names.join("; ")}`);
+  assert.equal(names.length, n === 4 ? 16 : 14, `resharding cases: ${names.join("; ")}`);
   for (const [i, name] of names.entries()) {
     const per = results.map((r) => r.reshard!.cases[i]);
     for (const [p, c] of per.entries()) {

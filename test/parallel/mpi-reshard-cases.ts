@@ -44,7 +44,13 @@ export interface ReshardCase {
   error?: string;
 }
 
-const flat = (x: Array): number[] => [x.tolist()].flat(Infinity) as number[];
+// complex elements ({re, im}) flatten to their two parts
+const flat = (x: Array): number[] =>
+  ([x.tolist()].flat(Infinity) as unknown[]).flatMap((e) =>
+    typeof e === "object" && e !== null ? [(e as { re: number }).re, (e as { im: number }).im] : [e as number],
+  );
+const cvalues = (shape: number[]): Array =>
+  lax.complex(values(shape, "float32"), jnp.astype(values(shape, "int32"), "float32"));
 const values = (shape: number[], dtype: "float32" | "int32"): Array => {
   const n = shape.reduce((a, b) => a * b, 1);
   const v = globalThis.Array.from({ length: n }, (_, i) =>
@@ -104,7 +110,7 @@ function record(name: string, y: Array, host: Array, sent: number, min: number, 
 }
 
 /** devicePut of a global array built with sharding `a` to sharding `b`. */
-function put(name: string, host: Array, a: Sh, b: Sh): ReshardCase {
+function put(name: string, host: Array, a: Sh, b: Sh, bytes = 4): ReshardCase {
   const x = makeArrayFromCallback(host.shape, a, (ix) => slice(host, ix as Index));
   const t0 = processTransferStats().bytesSent;
   let y: Array;
@@ -114,7 +120,7 @@ function put(name: string, host: Array, a: Sh, b: Sh): ReshardCase {
     return { ...record(name, x, host, 0, 0, false), error: (e as Error).message };
   }
   const sent = processTransferStats().bytesSent - t0;
-  return record(name, y, host, sent, minBytes(a, b, [...host.shape], 4), y === x);
+  return record(name, y, host, sent, minBytes(a, b, [...host.shape], bytes), y === x);
 }
 
 /** Every resharding case of this job (every process calls them in the same order). */
@@ -149,6 +155,11 @@ export function reshardCases(): { cases: ReshardCase[]; errors: Record<string, s
     }
     cases.push(put(`same sharding ${dt}`, v, S(mesh, "x"), S(mesh, "x")));
   }
+  // complex64: blocks and the packed messages carry (re, im) pairs (8 bytes an element)
+  const csq = cvalues([2 * n, 2 * n]);
+  cases.push(put("(x,none)->(none,x) complex64", csq, S(mesh, "x", null), S(mesh, null, "x"), 8));
+  const mc = makeMesh([np, k], ["a", "b"]);
+  cases.push(put("2-d (a,b)->(b,a) complex64", csq, S(mc, ["a", "b"]), S(mc, "b", "a"), 8));
   const errors: Record<string, string> = {};
   const x = makeArrayFromCallback([2 * n, 3], S(mesh, "x"), (ix) => slice(values([2 * n, 3], "float32"), ix as Index));
   const catchMsg = (f: () => unknown): string => {
