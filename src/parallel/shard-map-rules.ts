@@ -7,7 +7,7 @@
  */
 import type { Array } from "../core/array.js";
 import type { ShapedArray } from "../core/aval.js";
-import { isFloat } from "../core/dtype.js";
+import { isInexact } from "../core/dtype.js";
 import { Jaxpr, evalJaxpr } from "../core/jaxpr.js";
 import { type AxisData, type BDim, type MaybeZero, UndefinedPrimal, Zero } from "../core/primitive.js";
 import { withNamedAxis } from "../core/trace.js";
@@ -73,7 +73,7 @@ function jvpParts(sm: ShardMapFn, p: SMP, b: TracedBody, live: boolean[]): JvpPa
   const { mesh } = p;
   const n = b.blockAvals.length,
     nOut = b.jaxpr.outvars.length;
-  const outFloat = b.jaxpr.outvars.map((v) => isFloat(v.aval.dtype));
+  const outFloat = b.jaxpr.outvars.map((v) => isInexact(v.aval.dtype)); // float or complex: has tangents
   const tAvals = b.blockAvals.filter((_, i) => live[i]).map((a) => a.strongly());
   const J = traceBound(
     mesh,
@@ -129,7 +129,7 @@ function jvpParts(sm: ShardMapFn, p: SMP, b: TracedBody, live: boolean[]): JvpPa
 function jvpRule(sm: ShardMapFn, primals: Array[], tangents: MaybeZero[], p: SMP): [Array[], MaybeZero[]] {
   const b = usable(p);
   if (!b) return jvpByEmulation(primals, tangents, p);
-  const live = tangents.map((t, i) => !(t instanceof Zero) && isFloat(primals[i].dtype));
+  const live = tangents.map((t, i) => !(t instanceof Zero) && isInexact(primals[i].dtype));
   const parts = cached(p, `jvp:${live.map(Number).join("")}`, () => jvpParts(sm, p, b, live));
   const k = parts.known(...primals);
   const primalOut = k.slice(0, parts.nOut);

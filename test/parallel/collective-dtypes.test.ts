@@ -1,4 +1,4 @@
-/** @file Collectives of float16, bfloat16, int16, uint16, uint32, uint64 and complex64 on the device runtime equal the emulation on 2, 3 and 4 devices, and a bfloat16 data-parallel MLP grad step too. */
+/** @file Collectives of float16, bfloat16, int16, uint16, uint32, uint64 and complex64 on the device runtime equal the emulation on 2, 3 and 4 devices; complex arguments and results crossing launches (with derivatives); and a bfloat16 data-parallel MLP grad step. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { config } from "../../src/core/config.js";
@@ -7,6 +7,7 @@ import {
   type Array,
   devicePut,
   grad,
+  jvp,
   lax,
   makeMesh,
   nn,
@@ -14,6 +15,7 @@ import {
   pmap,
   shardMap,
   sharding,
+  vjp,
 } from "../../src/index.js";
 import { shardedStorage } from "../../src/parallel/device-arrays.js";
 import { deviceRuntimeUnavailable, lastLaunchTimeline } from "../../src/runtime/index.js";
@@ -249,6 +251,28 @@ test(
       assert.deepEqual(devicePut(zs, new NamedSharding(mesh, P())).tolist(), z.tolist());
       const zt = devicePut(cplx([2 * n, 2 * n], 1), new NamedSharding(mesh, P(null, "x")));
       assert.deepEqual(devicePut(zt, new NamedSharding(mesh, P("x", null))).tolist(), cplx([2 * n, 2 * n], 1).tolist());
+      // derivatives: the tangent of a complex output and the cotangent of a complex input are complex (not zero)
+      const g = shardMap(
+        (b: Array) => jnp.multiply(lax.psum(b, "x"), lax.complex(jnp.real(b), jnp.multiply(jnp.real(b), 2))),
+        {
+          mesh,
+          inSpecs: P("x"),
+          outSpecs: P("x"),
+        },
+      );
+      sameOnDevices(
+        `jvp of a complex shardMap on ${n} devices`,
+        mesh.deviceIds,
+        () => jvp(g, [z], [jnp.conj(z)])[1] as Array,
+      );
+      sameOnDevices(`vjp of a complex shardMap on ${n} devices`, mesh.deviceIds, () => {
+        const [, pull] = vjp(g, z);
+        return (pull(jnp.multiply(z, 0.5)) as Array[])[0];
+      });
+      const re = jnp.reshape(jnp.arange(2 * n * 3, { dtype: "float32" }), [2 * n, 3]);
+      sameOnDevices(`grad through complex values of a shardMap on ${n} devices`, mesh.deviceIds, () =>
+        grad((x: Array) => jnp.sum(jnp.abs(g(lax.complex(x, jnp.sin(x))))))(re),
+      );
       // pmap of a complex function
       sameOnDevices(`pmap of complex64 on ${n} devices`, mesh.deviceIds, () =>
         pmap((b: Array) => jnp.multiply(lax.psum(b, "i"), jnp.conj(b)), { axisName: "i" })(cplx([n, 3], 2)),
