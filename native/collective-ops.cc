@@ -24,6 +24,7 @@
 
 #include "communicator.h"
 #include "device-context.h"
+#include "fused-attrs.h"
 #include "fused.h"
 #include "ort-api.h"
 
@@ -54,10 +55,7 @@ struct Kernel {
   std::string label, axes;  // for errors: what the user called ("psum") and over what ("mesh axis 'x'")
   // AllReduceEpilogue: its program (nullptr and `error` when malformed) and input counts
   bool epilogue = false;
-  FusedProgram* prog = nullptr;
-  int64_t num_inputs = 0, num_scalars = 0;
-  std::string error;
-  ~Kernel() { if (prog) FreeFused(prog); }
+  FusedAttrs fused;
 };
 
 int64_t IntAttr(const OrtKernelInfo* info, const char* name, int64_t dflt) { return KernelIntAttr(g_api, info, name, dflt); }
@@ -81,12 +79,7 @@ St CreateEpilogue(const CustomOp* op, const void* api, const OrtKernelInfo* info
   Create<kAllReduce>(op, api, info, out);
   auto* k = static_cast<Kernel*>(*out);
   k->epilogue = true;
-  k->num_inputs = IntAttr(info, "num_inputs", 0);
-  k->num_scalars = IntAttr(info, "num_scalars", 0);
-  const std::vector<int64_t> code64 = KernelIntsAttr(g_api, info, "program");
-  const std::vector<int32_t> code(code64.begin(), code64.end());
-  if (k->num_inputs < 1 || k->num_scalars < 0) k->error = "num_inputs must be at least 1 and num_scalars at least 0";
-  else k->prog = ParseFused(code.data(), code.size(), int(k->num_inputs), int(k->num_scalars), &k->error);
+  k->fused.Read(g_api, info);
   return nullptr;
 }
 void* CreateEpilogueV1(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
@@ -137,26 +130,26 @@ St Compute(void* kp, OrtKernelContext* ctx) {
   CollectiveEpilogue epi;
   if (k.epilogue) {
     const std::string ew = "jaxts.collectives.AllReduceEpilogue (" + k.label + " over " + k.axes + ")";
-    if (!k.prog) return Error(ew + ": malformed program: " + k.error);
+    if (!k.fused.prog) return Error(ew + ": malformed program: " + k.fused.error);
     size_t nin = 0;
     fn<St (*)(const OrtKernelContext*, size_t*)>(kKernelContextGetInputCount)(ctx, &nin);
-    if (nin != size_t(k.num_inputs + k.num_scalars))
-      return Error(ew + ": expected " + std::to_string(k.num_inputs + k.num_scalars) + " inputs, got " + std::to_string(nin));
+    if (nin != size_t(k.fused.num_inputs + k.fused.num_scalars))
+      return Error(ew + ": expected " + std::to_string(k.fused.num_inputs + k.fused.num_scalars) + " inputs, got " + std::to_string(nin));
     if (x.type != kFloat32) return Error(ew + ": input 0 must be float32, got element type " + std::to_string(x.type));
-    epi.program = k.prog;
+    epi.program = k.fused.prog;
     for (size_t i = 1; i < nin; i++) {
       const OrtValue* v = nullptr;
       if (St s = fn<St (*)(const OrtKernelContext*, size_t, const OrtValue**)>(kKernelContextGetInput)(ctx, i, &v)) return s;
       Tensor t;
       if (St s = Describe(v, &t)) return s;
-      const bool scalar = i >= size_t(k.num_inputs);
+      const bool scalar = i >= size_t(k.fused.num_inputs);
       if (t.type != kFloat32 || t.count != (scalar ? 1 : x.count))
         return Error(ew + ": input " + std::to_string(i) + " " + ShapeStr(t.dims) + " of element type " + std::to_string(t.type) +
                      " must be float32 with " + (scalar ? std::string("one element") : std::to_string(x.count) + " elements like input 0 " + ShapeStr(x.dims)));
       if (scalar) epi.scalars.push_back(*static_cast<const float*>(t.data));
       else epi.operands.push_back(static_cast<const float*>(t.data));
     }
-    for (size_t j = 0; j < FusedOutputCount(k.prog); j++) {
+    for (size_t j = 0; j < FusedOutputCount(k.fused.prog); j++) {
       OrtValue* o = nullptr;
       if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, j, x.dims.data(), x.dims.size(), &o)) return s;
       Tensor t;

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "fused-attrs.h"
 #include "fused.h"
 #include "ort-api.h"
 #include "sgemm.h"
@@ -200,28 +201,11 @@ int OneArity(const CustomOp*) { return 1; }
 // ------------------------------------------------------------------ jaxts.Fused: a fused elementwise program in a graph
 // Inputs: `num_inputs` float32 tensors of one shape, then `num_scalars` one-element float32 tensors; outputs: float32
 // tensors of that shape. Attribute `program`: the encoding of src/backends/onnx/native-fused.ts (native/fused.cc runs it).
-struct FusedKernel {
-  FusedProgram* prog = nullptr;
-  int num_inputs = 0, num_scalars = 0;
-  std::string error;  // a malformed program is reported at compute time, with ORT's status
-  ~FusedKernel() { if (prog) FreeFused(prog); }
-};
+struct FusedKernel : FusedAttrs {};
 
 St CreateFusedV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
   auto* k = new FusedKernel();
-  k->num_inputs = int(IntAttr(info, "num_inputs", 0));
-  k->num_scalars = int(IntAttr(info, "num_scalars", 0));
-  size_t len = 0;
-  St s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*)>(kKernelInfoGetAttributeArrayInt64)(info, "program", nullptr, &len);
-  std::vector<int64_t> code64(len);
-  if (!s && len) s = fn<St (*)(const OrtKernelInfo*, const char*, int64_t*, size_t*)>(kKernelInfoGetAttributeArrayInt64)(info, "program", code64.data(), &len);
-  if (s) {
-    fn<void (*)(St)>(kReleaseStatus)(s);
-    k->error = "missing attribute 'program'";
-  } else {
-    std::vector<int32_t> code(code64.begin(), code64.end());
-    k->prog = ParseFused(code.data(), code.size(), k->num_inputs, k->num_scalars, &k->error);
-  }
+  k->Read(g_api, info);
   *out = k;
   return nullptr;
 }

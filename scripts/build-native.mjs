@@ -35,6 +35,7 @@ const headers = [
   "cpu-level.h",
   "fused-kernel.inc",
   "fused.h",
+  "fused-attrs.h",
   "gemm-op.h",
   "ort-api.h",
   "sgemm.h",
