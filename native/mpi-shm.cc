@@ -84,7 +84,8 @@ struct State {
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
-  std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
+  std::atomic<uint64_t> rings{0}, hier{0};
+  std::atomic<uint64_t> fused{0};  // AllReduceEpilogues fused into the direct exchange (CountFused)  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
@@ -298,6 +299,7 @@ void CountLevel(bool ring, bool hier) {
   if (ring) S().rings.fetch_add(1, std::memory_order_relaxed);
   if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
 }
+void CountFused() { S().fused.fetch_add(1, std::memory_order_relaxed); }
 bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
 size_t SliceBytes() { return S().enabled ? S().slice : 0; }
 void CountMpi(size_t bytes) {
@@ -689,6 +691,8 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "mpiRings", v);
   napi_create_double(env, double(s.hier.load()), &v);
   napi_set_named_property(env, obj, "twoLevel", v);
+  napi_create_double(env, double(s.fused.load()), &v);
+  napi_set_named_property(env, obj, "fusedEpilogues", v);
   napi_create_int32(env, s.hosts, &v);
   napi_set_named_property(env, obj, "hosts", v);
   napi_value prof;
