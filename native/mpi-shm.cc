@@ -120,14 +120,34 @@ inline void Pause() {
 }
 
 /**
- * Waits until done() or the deadline, watching process `p`'s bell: spins ~20 us, yields to ~200 us, then sleeps on
- * the futex in slices of at most 1 ms; `check` (the abort poll) runs every ~1 ms. Returns "" when done, "timeout",
- * or the check's answer.
+ * The waits' phases (us since the wait began): spin (pause) until at least 4096 pauses and SpinUs() have passed, then
+ * sched_yield until YieldUs(), then sleep on the futex. $JAXTS_MPI_SHM_SPIN_US (default 20) and $JAXTS_MPI_SHM_YIELD_US
+ * (default 200; <= the spin: no yields) are A/B knobs: a yield hands the core to any other runnable task on it, which
+ * (EEVDF, HZ=250, no preemption) may keep it for a whole 4 ms tick while the peer arrives and then waits for this one.
+ */
+int64_t EnvUs(const char* name, int64_t dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::max<int64_t>(0, std::atoll(e)) : dflt;
+}
+int64_t SpinUs() {
+  static const int64_t v = EnvUs("JAXTS_MPI_SHM_SPIN_US", 20);
+  return v;
+}
+int64_t YieldUs() {
+  static const int64_t v = EnvUs("JAXTS_MPI_SHM_YIELD_US", 200);
+  return v;
+}
+
+/**
+ * Waits until done() or the deadline, watching process `p`'s bell: spins (SpinUs, ~75 us at the default), yields until
+ * YieldUs, then sleeps on the futex in slices of at most 1 ms; `check` (the abort poll) runs every ~1 ms. Returns ""
+ * when done, "timeout", or the check's answer.
  */
 template <typename F>
 std::string WaitOnImpl(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check, Clock::time_point t0) {
   auto last_check = t0;
   Bell* b = BellOf(p);
+  const auto spin = std::chrono::microseconds(SpinUs()), yield = std::chrono::microseconds(YieldUs());
   for (uint64_t i = 0;; i++) {
     const uint32_t seen = b->word.load(std::memory_order_acquire);
     if (done()) return "";
@@ -139,9 +159,9 @@ std::string WaitOnImpl(int p, F done, Clock::time_point deadline, const std::fun
       if (!why.empty()) return why;
     }
     const auto idle = now - t0;
-    if (i < 4096 || idle < std::chrono::microseconds(20)) {
+    if (i < 4096 || idle < spin) {
       Pause();
-    } else if (idle < std::chrono::microseconds(200)) {
+    } else if (idle < yield) {
       S().yields.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::yield();
     } else {
