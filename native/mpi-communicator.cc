@@ -147,10 +147,25 @@ bool DirectOn() {
   return v;
 }
 
+/**
+ * Whether an AllReduceEpilogue whose all-reduce takes the direct same-host exchange evaluates its epilogue inside the
+ * exchange's fold (each process on its own share, the peers copy the results) instead of reducing into a temporary
+ * and evaluating the whole buffer afterwards; $JAXTS_MPI_SHM_FUSE=0: never (A/B). Must be equal on every process (the
+ * header carries it, so a difference fails as a disagreement).
+ */
+bool FuseOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_FUSE");
+    return !(e && std::string(e) == "0");
+  }();
+  return v;
+}
+
 /** What the leaders compare before moving bytes. */
 struct Header {
   uint32_t magic = 0x4a58544d;  // "JXTM"
   int32_t kind = 0, op = 0, type = 0, ndim = 0, group_n = 0;
+  int32_t epilogue = 0;  // 1: an AllReduceEpilogue fused into the direct exchange (the mailboxes carry its results)
   int64_t dims[8] = {0};
   uint64_t count = 0, seq = 0, launch = 0;
 };
@@ -190,6 +205,7 @@ struct Local {
   uint64_t glaunch = 0;
   std::vector<const void*> ins;
   std::vector<void*> outs;
+  std::vector<const CollectiveEpilogue*> epis;  // per member: the epilogue fused into the direct exchange, or null
   int arrived = 0, left = 0;
   bool done = false;
   std::string error;
@@ -209,6 +225,18 @@ class ProcessCommunicator : public Communicator {
     if (Within(c)) return shm_->AllReduce(c, in, out, count, type, op);
     if (IsHalfFloat(type)) return Widened(c, kAllReduce, op, in, out, count, count, type);
     return Run(c, kAllReduce, op, in, out, count, type, {});
+  }
+  // an epilogue whose all-reduce takes the direct same-host exchange (one output): evaluated in the exchange's fold,
+  // once per element on the process that reduces it (half the buffer each for 2 processes); otherwise the default
+  // (reduce into a temporary, then the epilogue over the whole buffer). The choice depends only on what every process
+  // of the group sees alike (sizes, the segment, the switches); the header carries it.
+  std::string AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) override {
+    if (Within(c)) return shm_->AllReduceEpilogue(c, in, count, op, e);
+    const size_t cb = count * sizeof(float);
+    const bool small = cb <= SmallBytes() && sizeof(Header) + cb <= mpishm::SliceBytes();
+    if (!(FuseOn() && DirectOn() && e.outs.size() == 1 && count > 0 && mpishm::AllSameHost() && !small && cb <= mpishm::MailboxBytes()))
+      return Communicator::AllReduceEpilogue(c, in, count, op, e);
+    return Run(c, kAllReduce, op, in, e.outs[0], count, kFloat32, {}, &e);
   }
   std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
     if (Within(c)) return shm_->AllGather(c, in, out, count, type);
@@ -314,7 +342,7 @@ class ProcessCommunicator : public Communicator {
   }
 
   std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
-                  const std::vector<std::pair<int, int>>& pairs) {
+                  const std::vector<std::pair<int, int>>& pairs, const CollectiveEpilogue* epi = nullptr) {
     const int n = int(c.group.size());
     const auto it = std::find(c.group.begin(), c.group.end(), rank_);
     if (it == c.group.end()) return Where(c) + ": this rank is not in the group";
@@ -332,6 +360,7 @@ class ProcessCommunicator : public Communicator {
         slot->glaunch = pm_->global_launch;
         slot->ins.assign(size_t(n), nullptr);
         slot->outs.assign(size_t(n), nullptr);
+        slot->epis.assign(size_t(n), nullptr);
       }
       lr = slot;
     }
@@ -342,6 +371,7 @@ class ProcessCommunicator : public Communicator {
       std::unique_lock<std::mutex> lock(lr->mu);
       lr->ins[size_t(p)] = in;
       lr->outs[size_t(p)] = out;
+      lr->epis[size_t(p)] = epi;
       lr->arrived++;
       lr->cv.notify_all();
       if (p != local[0]) {
@@ -409,6 +439,7 @@ class ProcessCommunicator : public Communicator {
     mine.ndim = int(std::min<size_t>(c.shape.size(), 8));
     for (int d = 0; d < mine.ndim; d++) mine.dims[d] = c.shape[size_t(d)];
     mine.group_n = n;
+    mine.epilogue = lr.epis[size_t(local[0])] ? 1 : 0;
     mine.count = count;
     mine.seq = c.seq;
     mine.launch = pm_->global_launch;
@@ -440,7 +471,8 @@ class ProcessCommunicator : public Communicator {
     }
     const std::string what = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
     auto describe = [&](const Header& h) {
-      return std::string(h.kind >= 0 && h.kind <= kPermute ? CollectiveKindName(h.kind) : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim);
+      return std::string(h.kind >= 0 && h.kind <= kPermute ? CollectiveKindName(h.kind) : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim) +
+             (h.epilogue ? " with a fused epilogue" : "");
     };
     // a device failure here or on another process of the launch ends the wait for headers at once
     std::string abort_why;
@@ -477,7 +509,8 @@ class ProcessCommunicator : public Communicator {
       if (h.launch != mine.launch || h.seq != mine.seq)
         return what + ": processes are out of step: " + who + " is at collective #" + std::to_string(h.seq) + " of launch #" + std::to_string(h.launch) +
                ", this process at collective #" + std::to_string(mine.seq) + " of launch #" + std::to_string(mine.launch);
-      bool same = h.kind == mine.kind && h.op == mine.op && h.type == mine.type && h.count == mine.count && h.ndim == mine.ndim && h.group_n == mine.group_n;
+      bool same = h.kind == mine.kind && h.op == mine.op && h.type == mine.type && h.count == mine.count && h.ndim == mine.ndim && h.group_n == mine.group_n &&
+                  h.epilogue == mine.epilogue;
       for (int d = 0; same && d < h.ndim; d++) same = h.dims[d] == mine.dims[d];
       if (!same)
         return what + ": processes disagree: " + who + " called " + describe(h) + ", this process " + describe(mine);
@@ -843,16 +876,37 @@ class ProcessCommunicator : public Communicator {
       for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
       partial = acc;
     }
-    if (kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn()) {
+    const CollectiveEpilogue* epi = lr.epis[size_t(local[0])];
+    const bool direct = kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn();
+    if (epi && !direct) return what + ": internal error: a fused epilogue without the direct exchange";
+    if (epi) mpishm::CountFused();
+    if (direct) {
       // the whole buffer fits a mailbox: one exchange of two phases (mpishm::DirectAllReduce), same fold order
       std::vector<std::pair<size_t, size_t>> flat;
       for (const auto& sj : seg) flat.push_back(sj.empty() ? std::make_pair(size_t(0), size_t(0)) : sj[0]);
       const auto mine = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
+      const size_t own_lo = flat[size_t(s)].first / w;  // the own share's first element (the epilogue's operands start there)
       const std::string err = mpishm::DirectAllReduce(
           procs, size_t(s), {pm_->global_launch, c.seq, min_rank, 1, ""}, int(mine - pm_->local_ranks.begin()), deadline,
           what + " timed out during the data exchange", partial, acc, flat,
           [&](const char* const* ins, size_t k, char* const* dsts, size_t nd, size_t b, bool stream) {
-            return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
+            if (!epi) return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
+            // fused epilogue: a tile at a time, reduce into scratch (it stays in L1), evaluate the epilogue on it into
+            // the output (and the mailbox): the peers copy the results, so each element is updated once in the job
+            constexpr size_t kTile = 4096;
+            thread_local std::vector<float> tile;
+            tile.resize(kTile);
+            std::vector<const void*> tins(k);
+            for (size_t t = 0, n_el = b / w; t < n_el; t += kTile) {
+              const size_t len = std::min(kTile, n_el - t);
+              for (size_t j = 0; j < k; j++) tins[j] = ins[j] + t * w;
+              char* td = reinterpret_cast<char*>(tile.data());
+              if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
+              float* o = reinterpret_cast<float*>(dsts[0] + t * w);
+              EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
+              if (nd > 1) std::memcpy(dsts[1] + t * w, o, len * w);
+            }
+            return true;
           });
       if (!err.empty()) {
         std::string e = err;

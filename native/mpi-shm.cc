@@ -84,7 +84,8 @@ struct State {
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
-  std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
+  std::atomic<uint64_t> rings{0}, hier{0};
+  std::atomic<uint64_t> fused{0};  // AllReduceEpilogues fused into the direct exchange (CountFused)  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
@@ -119,14 +120,34 @@ inline void Pause() {
 }
 
 /**
- * Waits until done() or the deadline, watching process `p`'s bell: spins ~20 us, yields to ~200 us, then sleeps on
- * the futex in slices of at most 1 ms; `check` (the abort poll) runs every ~1 ms. Returns "" when done, "timeout",
- * or the check's answer.
+ * The waits' phases (us since the wait began): spin (pause) until at least 4096 pauses and SpinUs() have passed, then
+ * sched_yield until YieldUs(), then sleep on the futex. $JAXTS_MPI_SHM_SPIN_US (default 20) and $JAXTS_MPI_SHM_YIELD_US
+ * (default 200; <= the spin: no yields) are A/B knobs: a yield hands the core to any other runnable task on it, which
+ * (EEVDF, HZ=250, no preemption) may keep it for a whole 4 ms tick while the peer arrives and then waits for this one.
+ */
+int64_t EnvUs(const char* name, int64_t dflt) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::max<int64_t>(0, std::atoll(e)) : dflt;
+}
+int64_t SpinUs() {
+  static const int64_t v = EnvUs("JAXTS_MPI_SHM_SPIN_US", 20);
+  return v;
+}
+int64_t YieldUs() {
+  static const int64_t v = EnvUs("JAXTS_MPI_SHM_YIELD_US", 200);
+  return v;
+}
+
+/**
+ * Waits until done() or the deadline, watching process `p`'s bell: spins (SpinUs, ~75 us at the default), yields until
+ * YieldUs, then sleeps on the futex in slices of at most 1 ms; `check` (the abort poll) runs every ~1 ms. Returns ""
+ * when done, "timeout", or the check's answer.
  */
 template <typename F>
 std::string WaitOnImpl(int p, F done, Clock::time_point deadline, const std::function<std::string()>& check, Clock::time_point t0) {
   auto last_check = t0;
   Bell* b = BellOf(p);
+  const auto spin = std::chrono::microseconds(SpinUs()), yield = std::chrono::microseconds(YieldUs());
   for (uint64_t i = 0;; i++) {
     const uint32_t seen = b->word.load(std::memory_order_acquire);
     if (done()) return "";
@@ -138,9 +159,9 @@ std::string WaitOnImpl(int p, F done, Clock::time_point deadline, const std::fun
       if (!why.empty()) return why;
     }
     const auto idle = now - t0;
-    if (i < 4096 || idle < std::chrono::microseconds(20)) {
+    if (i < 4096 || idle < spin) {
       Pause();
-    } else if (idle < std::chrono::microseconds(200)) {
+    } else if (idle < yield) {
       S().yields.fetch_add(1, std::memory_order_relaxed);
       std::this_thread::yield();
     } else {
@@ -298,6 +319,7 @@ void CountLevel(bool ring, bool hier) {
   if (ring) S().rings.fetch_add(1, std::memory_order_relaxed);
   if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
 }
+void CountFused() { S().fused.fetch_add(1, std::memory_order_relaxed); }
 bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
 size_t SliceBytes() { return S().enabled ? S().slice : 0; }
 void CountMpi(size_t bytes) {
@@ -689,6 +711,8 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "mpiRings", v);
   napi_create_double(env, double(s.hier.load()), &v);
   napi_set_named_property(env, obj, "twoLevel", v);
+  napi_create_double(env, double(s.fused.load()), &v);
+  napi_set_named_property(env, obj, "fusedEpilogues", v);
   napi_create_int32(env, s.hosts, &v);
   napi_set_named_property(env, obj, "hosts", v);
   napi_value prof;

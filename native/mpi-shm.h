@@ -40,6 +40,8 @@ bool AllSameHost();
 size_t SliceBytes();
 /** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
 void CountMpi(size_t bytes);
+/** Counts an AllReduceEpilogue evaluated inside the direct exchange's fold (mpiShmInfo: fusedEpilogues). */
+void CountFused();
 /** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */
 void CountLevel(bool ring, bool hier);
 

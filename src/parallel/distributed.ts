@@ -122,6 +122,7 @@ export function transportInfo(): Omit<MpiShmInfo, "enabled"> & { transport: "shm
     mpiBytes: 0,
     mpiRings: 0,
     twoLevel: 0,
+    fusedEpilogues: 0,
     hosts: 1,
     hostProcesses: 1,
   };
@@ -134,6 +135,7 @@ export function transportInfo(): Omit<MpiShmInfo, "enabled"> & { transport: "shm
     mpiBytes: info.mpiBytes,
     mpiRings: info.mpiRings,
     twoLevel: info.twoLevel,
+    fusedEpilogues: info.fusedEpilogues ?? 0,
     hosts: info.hosts,
     hostProcesses: info.hostProcesses,
   };

@@ -12,6 +12,8 @@ export interface MpiShmInfo {
   mpiBytes: number;
   mpiRings: number;
   twoLevel: number;
+  /** AllReduceEpilogues evaluated inside the direct same-host exchange's fold (each process on its own share). */
+  fusedEpilogues?: number;
   hosts: number;
   hostProcesses: number;
   /**

@@ -57,6 +57,7 @@ interface Result {
   after?: number[];
   /** Segment exchanges per psum: a small one, a large one (the collectives job). */
   psumExchanges?: number[];
+  fusedEpilogues?: number;
   early?: string;
   earlyMs?: number;
   reshardDead?: string[];
@@ -405,8 +406,14 @@ test(
         "direct psum of 20001 float32 per device",
         "direct pmax of 20001 float32 per device",
         "direct psum of 30001 int32 per device",
+        "direct psum + SGD update of 20001 float32 per device",
       ])
         assert.deepEqual(find(r, name).got, find(r, name).want, `${name}: the emulation's bits`);
+      assert.equal(
+        r.fusedEpilogues,
+        1,
+        "the SGD update ran inside the direct exchange's fold (one fused AllReduceEpilogue)",
+      );
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");

@@ -538,6 +538,23 @@ try {
         })(x),
       );
     }
+    // a psum past the small size read only by an SGD update (one AllReduceEpilogue): the update evaluated inside the
+    // direct exchange's fold (each process on its own share) when the switch allows; values on a 1/4 grid and a
+    // step of 0.5, so every result is exact and the test compares bits with the emulation (psum, then the update)
+    {
+      const k = 20001;
+      const g = jnp.divide(jnp.round(jnp.multiply(values([all.length * k], "float32"), 4)), 4);
+      const w = jnp.divide(jnp.round(jnp.multiply(jnp.flip(values([k], "float32"), 0), 4)), 4);
+      const f0 = transportInfo().fusedEpilogues ?? 0;
+      both(`direct psum + SGD update of ${k} float32 per device`, () =>
+        shardMap((wv: Array, b: Array) => jnp.subtract(wv, jnp.multiply(lax.psum(b, "i"), 0.5)), {
+          mesh: m1,
+          inSpecs: [P(), P("i")],
+          outSpecs: P(),
+        })(w, g),
+      );
+      out.fusedEpilogues = (transportInfo().fusedEpilogues ?? 0) - f0;
+    }
     // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
     both("psum of 40000 bfloat16 per device", () =>
       shardMap((b: Array) => lax.psum(b, "i"), { mesh: m1, inSpecs: P("i"), outSpecs: P() })(
