@@ -14,6 +14,7 @@
 //   devNotify(launch, callback) -> true: callback() runs once on the JS thread when every device finished (a
 //             threadsafe function made for this launch only, released after that call); false: already finished
 //   devLiveNotifies() -> completion callbacks made by devNotify and not yet finalized (tests: none leak)
+//   devDone(launch) -> whether every device of the launch finished (never blocks)
 // devLaunch keeps the input and output lists alive with one reference each (not one per buffer): the caller must not
 // change those lists (nor their inner per-rank lists) until the launch completed.
 //   devOpenRendezvous() -> number of open rendezvous (tests)
@@ -699,6 +700,19 @@ napi_value NotifyFn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// devDone(launch) -> boolean: whether every device of the launch finished (never blocks; the single-device async
+// dispatch of src/backends/onnx/async-run.ts settles finished runs with it before dispatching more)
+napi_value DoneFn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* p = nullptr;
+  if (argc < 1 || napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devDone expects a launch handle");
+  napi_value result;
+  napi_get_boolean(env, (**static_cast<std::shared_ptr<Launch>*>(p)).done.load(std::memory_order_acquire), &result);
+  return result;
+}
+
 napi_value LiveNotifiesFn(napi_env env, napi_callback_info) {
   napi_value v;
   napi_create_double(env, double(g_live_notifies.load()), &v);
@@ -735,6 +749,7 @@ void RegisterDevices(napi_env env, napi_value exports) {
       {"devWait", nullptr, WaitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devNotify", nullptr, NotifyFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devLiveNotifies", nullptr, LiveNotifiesFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devDone", nullptr, DoneFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devOpenRendezvous", nullptr, OpenRendezvousFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devSetExecutorSpin", nullptr, SetExecutorSpinFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

@@ -166,6 +166,8 @@ export interface DeviceAddon {
   devNotify?(launch: object, callback: () => void): boolean;
   /** devNotify callbacks made and not yet finalized (tests: none leak). */
   devLiveNotifies?(): number;
+  /** Whether every device of the launch finished (never blocks). Older addons lack it. */
+  devDone?(launch: object): boolean;
   devOpenRendezvous(): number;
   /** Sets how long (us) an idle executor polls its queue before blocking (0: never); returns the previous value. Older addons lack it. */
   devSetExecutorSpin?(us: number): number;
