@@ -73,6 +73,8 @@ export interface PendingWrite {
   wait(): void;
   /** wait() without blocking the thread (absent: wait()). */
   ready?(): Promise<void>;
+  /** Calls `f` once the run settled (at once when it has): storage it reads or writes is recycled only then. */
+  afterSettle?(f: () => void): void;
 }
 
 export class ArrayImpl extends Array {
@@ -86,6 +88,8 @@ export class ArrayImpl extends Array {
   #disposed = false;
   /** The asynchronous run writing #data, until a wait saw it succeed (a failed one stays: its error is re-raised). */
   #pending: PendingWrite | null = null;
+  /** The latest asynchronous run reading or writing #data (runs on one stream finish in order). */
+  #lastUse: PendingWrite | null = null;
   readonly device: Device;
   /** Placement metadata set by devicePut / sharded constructors (a parallel-layer Sharding); null = on `device`. */
   placement: unknown = null;
@@ -137,6 +141,17 @@ export class ArrayImpl extends Array {
   /** @internal Marks the host storage as being written by an asynchronous run (set by the execution backend). */
   setPendingWrite(w: PendingWrite): void {
     this.#pending = w;
+    this.#lastUse = w;
+  }
+  /** @internal Marks the host storage as read by an asynchronous run (queued after every earlier use). */
+  setPendingRead(w: PendingWrite): void {
+    this.#lastUse = w;
+  }
+  /** @internal The latest asynchronous run still reading or writing the host storage, or null. */
+  get pendingUse(): PendingWrite | null {
+    const u = this.#lastUse;
+    if (u !== null && u.settled) this.#lastUse = null;
+    return this.#lastUse;
   }
   /** @internal The run still writing (or that failed writing) this array's host storage, or null. */
   get pendingWrite(): PendingWrite | null {

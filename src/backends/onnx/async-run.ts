@@ -1,16 +1,20 @@
-/** @file Async dispatch of single-device jit programs: the ONNX model runs on device 0's native executor (a one-rank device program) and its outputs are returned at once, pending until the run settles. */
+/** @file Async dispatch of single-device jit programs: the backend's own ORT session runs on device 0's native executor (a one-rank device program borrowing it) and the outputs are returned at once, pending until the run settles. */
 import { ArrayImpl, type PendingWrite } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
 import { type DType, isComplex } from "../../core/dtype.js";
 import type { OnnxStep, Program } from "../../compiler/compile.js";
-import { holdStorage, own, recycle, unholdStorage } from "./buffer-pool.js";
+import { own, recycle } from "./buffer-pool.js";
 import { ONNX_DTYPE, type DType as GDType, type HostArray } from "./graph-builder.js";
-import { type DeviceAddon, type DeviceLaunchResult, deviceAddon, storageCtor } from "./ort-runtime.js";
+import {
+  type DeviceAddon,
+  type DeviceLaunchResult,
+  addonSessionHandle,
+  deviceAddon,
+  storageCtor,
+} from "./ort-runtime.js";
 import { acquireOutput } from "./run-errors.js";
-import { sessionOptionsFor } from "./sessions.js";
-
-const LEVEL: Record<string, number> = { disabled: 0, basic: 1, extended: 2, layout: 3, all: 99 };
+import type { ReadyStep } from "./sessions.js";
 
 /** Monotonic microseconds on the native runtime's clock (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
 export function asyncNowUs(): number {
@@ -41,9 +45,10 @@ export function delayNextAsyncRun(ms: number): void {
     throw new RangeError(`delayNextAsyncRun: expected an integer number of milliseconds in [0, 60000], got ${ms}`);
   delayNext = ms;
 }
-/** Asynchronous runs dispatched so far and in flight now (tests). */
-export function asyncRunStats(): { dispatched: number; inFlight: number } {
-  return { dispatched, inFlight: inFlight.length };
+let deferred = 0;
+/** Asynchronous runs dispatched so far and in flight now, and storage waiting for a run to settle before it is pooled (tests). */
+export function asyncRunStats(): { dispatched: number; inFlight: number; deferredReleases: number } {
+  return { dispatched, inFlight: inFlight.length, deferredReleases: deferred };
 }
 /** Waits for every asynchronous run in flight (errors stay with their outputs). */
 export function settleAsyncRuns(): void {
@@ -51,8 +56,8 @@ export function settleAsyncRuns(): void {
 }
 
 /**
- * One asynchronous run of a compiled program on device 0: the writer of its outputs' host storage. Every storage it
- * reads or writes is held (the buffer pool defers recycling it) until the run settles.
+ * One asynchronous run of a compiled program on device 0: the writer of its outputs' host storage and the latest user
+ * of its inputs'; storage it reads or writes is recycled only once it settled (afterSettle).
  */
 export class AsyncRun implements PendingWrite {
   /** asyncNowUs() when the dispatch returned to the caller. */
@@ -61,21 +66,18 @@ export class AsyncRun implements PendingWrite {
   start = 0;
   end = 0;
   #handle: object | null;
-  #held: HostArray[];
   #deps: AsyncRun[];
   #error: Error | null = null;
   #ready: Promise<void> | null = null;
+  #after: (() => void)[] = [];
   constructor(
     private readonly prog: AsyncProgram,
     private readonly inputs: readonly ShapedArray[],
     handle: object,
-    held: HostArray[],
     deps: AsyncRun[],
   ) {
     this.#handle = handle;
-    this.#held = held;
     this.#deps = deps;
-    for (const d of held) holdStorage(d as ArrayImpl["buffer"]);
     this.dispatchedAt = asyncNowUs();
   }
   get settled(): boolean {
@@ -118,10 +120,19 @@ export class AsyncRun implements PendingWrite {
       }
     }
     this.#deps = [];
-    for (const d of this.#held) unholdStorage(d as ArrayImpl["buffer"]);
-    this.#held = [];
     const i = inFlight.indexOf(this);
     if (i >= 0) inFlight.splice(i, 1);
+    const after = this.#after;
+    this.#after = [];
+    deferred -= after.length;
+    for (const f of after) f();
+  }
+  afterSettle(f: () => void): void {
+    if (this.settled) f();
+    else {
+      deferred++;
+      this.#after.push(f);
+    }
   }
   /** Waits for the device; throws the run's error (every time: its outputs hold no value). */
   wait(): void {
@@ -148,9 +159,11 @@ export class AsyncProgram {
   /** The device's run time of the latest settled run (microseconds). */
   lastRunUs = 0;
   readonly name: string;
+  private readonly step: OnnxStep;
   private constructor(
     private readonly handle: object,
-    private readonly step: OnnxStep,
+    /** The backend's session this program borrows (kept alive by this reference while runs are pending). */
+    readonly ready: ReadyStep,
     private readonly program: Program,
     /** argOf[i]: the program input feeding step input i. */
     private readonly argOf: readonly number[],
@@ -158,14 +171,18 @@ export class AsyncProgram {
     private readonly outOf: readonly number[],
   ) {
     this.name = program.name;
+    this.step = ready.step;
   }
   /**
-   * The device form of `program` (one ONNX step) or null when it cannot run asynchronously: no device runtime, a
-   * bfloat16/complex/empty value, an output that is an input or a constant, or a model the device runtime rejects.
+   * The device form of `program` (one ONNX step, `ready` its session) or null when it cannot run asynchronously: no
+   * device runtime, a session the native addon does not run, a bfloat16/complex/empty value, or an output that is an
+   * input or a constant.
    */
-  static create(program: Program, step: OnnxStep): AsyncProgram | null {
+  static create(program: Program, ready: ReadyStep): AsyncProgram | null {
     const api = devices();
-    if (!api) return null;
+    const session = addonSessionHandle(ready.shared.session);
+    if (!api?.devProgramFromSession || !session) return null;
+    const { step } = ready;
     const ok =
       step.inputDTypes.every(plainDType) &&
       step.outAvals.every((a) => plainDType(a.dtype) && a.size > 0) &&
@@ -180,24 +197,14 @@ export class AsyncProgram {
     }
     const argOf = step.inputs.map((q) => program.inSlots.indexOf(q));
     if (argOf.some((i) => i < 0)) return null;
-    const opts = sessionOptionsFor(step, true);
-    try {
-      const handle = api.devCreateProgram(
-        step.model,
-        step.inputNames,
-        step.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
-        step.outputNames,
-        step.outAvals.map((a) => ONNX_DTYPE[a.dtype as GDType]),
-        {
-          numDevices: 1,
-          intraOpNumThreads: opts.intraOpNumThreads ?? 1,
-          graphOptimizationLevel: LEVEL[opts.graphOptimizationLevel ?? "all"],
-        },
-      );
-      return new AsyncProgram(handle, step, program, argOf, outOf);
-    } catch {
-      return null; // e.g. a custom op only the backend's own sessions know: the program stays synchronous
-    }
+    const handle = api.devProgramFromSession(
+      session,
+      step.inputNames,
+      step.inputDTypes.map((d) => ONNX_DTYPE[d as GDType]),
+      step.outputNames,
+      step.outAvals.map((a) => ONNX_DTYPE[a.dtype as GDType]),
+    );
+    return new AsyncProgram(handle, ready, program, argOf, outOf);
   }
   /**
    * Enqueues a run on device 0 and returns its outputs at once (pending), or null when some input cannot be read
@@ -250,15 +257,16 @@ export class AsyncProgram {
       for (const b of outs) recycle(b as ArrayImpl["buffer"]);
       throw e;
     }
+    // the launch keeps `data` and `outs` alive until it is waited for (one reference to each list)
     const run = new AsyncRun(
       this,
       inputs.map((a) => a.aval),
       h,
-      [...data, ...outs],
       deps,
     );
     inFlight.push(run);
     dispatched++;
+    for (let i = 0; i < n; i++) inputs[this.argOf[i]].setPendingRead(run);
     const res = new Array<ArrayImpl>(m);
     for (let j = 0; j < m; j++) {
       const a = own(new ArrayImpl(program.outAvals[j], outs[this.outOf[j]] as ArrayImpl["buffer"]));
@@ -266,7 +274,8 @@ export class AsyncProgram {
       res[j] = a;
     }
     // step outputs the program does not return are garbage now (pooled once the run settles)
-    for (let k = 0; k < outs.length; k++) if (!this.outOf.includes(k)) recycle(outs[k] as ArrayImpl["buffer"]);
+    for (let k = 0; k < outs.length; k++)
+      if (!this.outOf.includes(k)) run.afterSettle(() => recycle(outs[k] as ArrayImpl["buffer"]));
     return res;
   }
 }

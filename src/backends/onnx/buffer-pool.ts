@@ -295,34 +295,10 @@ export function ownsStorage(a: ArrayImpl): boolean {
   return a.ownsPooledStorage && !a.isDisposed;
 }
 
-/** Storage an asynchronous run in flight reads or writes (with how many runs): handing it back waits for them. */
-const busy = new Map<TypedArray, number>();
-/** Busy storage its owner gave up: pooled when the last run using it settles. */
-const deferred = new Set<TypedArray>();
-/** Marks storage as used by an asynchronous run in flight (its release is deferred until unholdStorage). */
-export function holdStorage(d: TypedArray): void {
-  busy.set(d, (busy.get(d) ?? 0) + 1);
-}
-/** A run using `d` settled: pools it if its owner gave it up meanwhile and no other run uses it. */
-export function unholdStorage(d: TypedArray): void {
-  const n = (busy.get(d) ?? 1) - 1;
-  if (n > 0) {
-    busy.set(d, n);
-    return;
-  }
-  busy.delete(d);
-  if (deferred.delete(d)) pushFree(d);
-}
-/** Storage held by asynchronous runs in flight, and of it, given up by its owner (tests). */
-export function heldStorageStats(): { held: number; deferred: number } {
-  return { held: busy.size, deferred: deferred.size };
-}
-
 /** Returns storage nothing references any more (e.g. an output buffer of a failed run) to the pool. */
 export function recycle(d: TypedArray): void {
   if (d.byteLength < bufferPoolOptions.minBytes) return;
-  if (busy.has(d)) deferred.add(d);
-  else pushFree(d);
+  pushFree(d);
 }
 
 /** The release hook ArrayImpl.dispose() calls: recycles storage its owner gives up. */
@@ -330,8 +306,10 @@ function release(a: ArrayImpl, d: TypedArray): void {
   if (!a.ownsPooledStorage) return;
   a.ownsPooledStorage = false;
   stats.released++;
-  // a run in flight still reads or writes it: pooled once that run settles
-  if (busy.has(d)) deferred.add(d);
+  // an asynchronous run in flight still reads or writes it: pooled once that run settles (no set of busy buffers: a
+  // long-lived collection holding them made the arrays outlive young-generation collections)
+  const u = a.pendingUse;
+  if (u?.afterSettle) u.afterSettle(() => pushFree(d));
   else pushFree(d);
 }
 ArrayImpl.releaseHook = release;

@@ -196,7 +196,7 @@ export class Executable {
   private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
     const r = this.ready[0] ?? this.prepareAt(0, s);
     if (this.jit && this.syncRunUs >= onnxBackendOptions.asyncMinRunUs && onnxBackendOptions.asyncDispatch && r.fast) {
-      const a = this.asyncProgram === undefined ? (this.asyncProgram = AsyncProgram.create(p, s)) : this.asyncProgram;
+      const a = this.asyncProgram === undefined ? (this.asyncProgram = AsyncProgram.create(p, r)) : this.asyncProgram;
       // a program whose device run turned out cheap goes back inline for good (that time is the run's own)
       if (a && a.lastRunUs > 0 && a.lastRunUs < onnxBackendOptions.asyncMinRunUs) this.asyncProgram = null;
       else if (a) {
