@@ -14,6 +14,8 @@
 //   devNotify(launch, callback) -> true: callback() runs once on the JS thread when every device finished (a
 //             threadsafe function made for this launch only, released after that call); false: already finished
 //   devLiveNotifies() -> completion callbacks made by devNotify and not yet finalized (tests: none leak)
+//   devDone(launch) -> whether every device of the launch finished (never blocks)
+//   devProgramFromSession(session, inNames, inTypes, outNames, outTypes) -> a one-rank program over a borrowed session
 // devLaunch keeps the input and output lists alive with one reference each (not one per buffer): the caller must not
 // change those lists (nor their inner per-rank lists) until the launch completed.
 //   devOpenRendezvous() -> number of open rendezvous (tests)
@@ -162,9 +164,11 @@ struct Program {
   std::vector<const char*> in_c, out_c;
   std::vector<int> in_types, out_types;
   std::atomic<double> last_us{0};  // devLaunch entered -> last rank done, of the latest completed launch (0: none)
+  bool borrowed = false;  // devProgramFromSession: the session belongs to the backend (JS releases it)
   ~Program() {
-    for (OrtSession* s : sessions)
-      if (s) fn<void (*)(OrtSession*)>(kReleaseSession)(s);
+    if (!borrowed)
+      for (OrtSession* s : sessions)
+        if (s) fn<void (*)(OrtSession*)>(kReleaseSession)(s);
   }
 };
 
@@ -392,6 +396,39 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
     if (s) return Throw(env, "devCreateProgram: session for device rank " + std::to_string(d) + ": " + TakeError(s));
     prog->sessions.push_back(sess);
   }
+  napi_value handle;
+  napi_create_external(env, new std::shared_ptr<Program>(prog), FinalizeProgram, nullptr, &handle);
+  return handle;
+}
+
+// devProgramFromSession(session, inNames, inTypes, outNames, outTypes) -> a one-rank program over a session the ONNX
+// backend created (createSession's handle): single-device async dispatch runs the backend's own session on device 0's
+// executor, with no second session. The session is borrowed: JS keeps it alive and unreleased while a launch uses it.
+napi_value ProgramFromSessionFn(napi_env env, napi_callback_info info) {
+  size_t argc = 5;
+  napi_value argv[5];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  if (argc < 5) return Throw(env, "devProgramFromSession(session, inNames, inTypes, outNames, outTypes) expects five arguments");
+  auto* sess = static_cast<OrtSession*>(BorrowedSession(env, argv[0]));
+  if (!sess) return Throw(env, "devProgramFromSession: expected a live session handle");
+  auto prog = std::make_shared<Program>();
+  prog->borrowed = true;
+  for (int side = 0; side < 2; side++) {
+    napi_value names = argv[side ? 3 : 1], types = argv[side ? 4 : 2];
+    const uint32_t n = Length(env, names);
+    if (Length(env, types) != n) return Throw(env, "devProgramFromSession: one type per name expected");
+    for (uint32_t i = 0; i < n; i++) {
+      std::string s;
+      int32_t t = 0;
+      if (!GetString(env, At(env, names, i), &s)) return Throw(env, "devProgramFromSession: names must be strings");
+      napi_get_value_int32(env, At(env, types, i), &t);
+      (side ? prog->out_names : prog->in_names).push_back(s);
+      (side ? prog->out_types : prog->in_types).push_back(t);
+    }
+  }
+  for (auto& s : prog->in_names) prog->in_c.push_back(s.c_str());
+  for (auto& s : prog->out_names) prog->out_c.push_back(s.c_str());
+  prog->sessions.push_back(sess);
   napi_value handle;
   napi_create_external(env, new std::shared_ptr<Program>(prog), FinalizeProgram, nullptr, &handle);
   return handle;
@@ -699,6 +736,19 @@ napi_value NotifyFn(napi_env env, napi_callback_info info) {
   return result;
 }
 
+// devDone(launch) -> boolean: whether every device of the launch finished (never blocks; the single-device async
+// dispatch of src/backends/onnx/async-run.ts settles finished runs with it before dispatching more)
+napi_value DoneFn(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  void* p = nullptr;
+  if (argc < 1 || napi_get_value_external(env, argv[0], &p) != napi_ok || !p) return Throw(env, "devDone expects a launch handle");
+  napi_value result;
+  napi_get_boolean(env, (**static_cast<std::shared_ptr<Launch>*>(p)).done.load(std::memory_order_acquire), &result);
+  return result;
+}
+
 napi_value LiveNotifiesFn(napi_env env, napi_callback_info) {
   napi_value v;
   napi_create_double(env, double(g_live_notifies.load()), &v);
@@ -735,6 +785,8 @@ void RegisterDevices(napi_env env, napi_value exports) {
       {"devWait", nullptr, WaitFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devNotify", nullptr, NotifyFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devLiveNotifies", nullptr, LiveNotifiesFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devDone", nullptr, DoneFn, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"devProgramFromSession", nullptr, ProgramFromSessionFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devOpenRendezvous", nullptr, OpenRendezvousFn, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"devSetExecutorSpin", nullptr, SetExecutorSpinFn, nullptr, nullptr, nullptr, napi_default, nullptr},
   };

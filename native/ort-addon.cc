@@ -562,6 +562,11 @@ const void* const* jaxts::OrtApiTable() { return g_api; }
 void* jaxts::OrtEnvironment() { return g_env; }
 void* jaxts::OrtCpuMemoryInfo() { return g_cpu; }
 const char* jaxts::OrtVersion() { return g_version.c_str(); }
+void* jaxts::BorrowedSession(napi_env env, napi_value handle) {
+  void* p = nullptr;
+  if (napi_get_value_external(env, handle, &p) != napi_ok || !p) return nullptr;
+  return static_cast<Session*>(p)->ptr;
+}
 
 NAPI_MODULE_INIT() {
   const napi_property_descriptor props[] = {

@@ -1,6 +1,8 @@
 /** @file Accessors for the ONNX Runtime objects native/ort-addon.cc creates at init (for the device runtime). */
 #pragma once
 
+#include <node_api.h>
+
 namespace jaxts {
 
 /** The OrtApi table (nullptr before init). */
@@ -11,5 +13,10 @@ void* OrtEnvironment();
 void* OrtCpuMemoryInfo();
 /** The ONNX Runtime version string ("" before init). */
 const char* OrtVersion();
+/**
+ * The OrtSession* (as void*) of a session handle createSession returned, or nullptr (not a handle, or released). The
+ * caller borrows it: JS keeps the handle alive and does not release it while a run on it is in flight.
+ */
+void* BorrowedSession(napi_env env, napi_value handle);
 
 }  // namespace jaxts

@@ -63,6 +63,7 @@ const FILE_ALLOWED: Record<string, string[]> = {
   "backends/onnx/sessions.ts": ["core", "compiler"],
   "backends/onnx/fusion.ts": ["core", "compiler"],
   "backends/onnx/fallback.ts": ["core", "compiler"],
+  "backends/onnx/async-run.ts": ["core", "compiler"],
 };
 
 function files(dir: string, out: string[] = []): string[] {

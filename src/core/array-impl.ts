@@ -62,6 +62,21 @@ export interface ExternalStorage {
   readonly borrowed?: boolean;
 }
 
+/**
+ * A run that may still be writing an array's host storage (an execution backend's asynchronous dispatch): reading the
+ * value waits for it; a failed run's error is raised at every read.
+ */
+export interface PendingWrite {
+  /** Whether the run finished (its outcome is known). */
+  readonly settled: boolean;
+  /** Waits for the run (blocking the thread); throws its error. */
+  wait(): void;
+  /** wait() without blocking the thread (absent: wait()). */
+  ready?(): Promise<void>;
+  /** Calls `f` once the run settled (at once when it has): storage it reads or writes is recycled only then. */
+  afterSettle?(f: () => void): void;
+}
+
 export class ArrayImpl extends Array {
   /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
   static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
@@ -71,6 +86,10 @@ export class ArrayImpl extends Array {
   #data: TypedArray | null;
   #external: ExternalStorage | null = null;
   #disposed = false;
+  /** The asynchronous run writing #data, until a wait saw it succeed (a failed one stays: its error is re-raised). */
+  #pending: PendingWrite | null = null;
+  /** The latest asynchronous run reading or writing #data (runs on one stream finish in order). */
+  #lastUse: PendingWrite | null = null;
   readonly device: Device;
   /** Placement metadata set by devicePut / sharded constructors (a parallel-layer Sharding); null = on `device`. */
   placement: unknown = null;
@@ -112,7 +131,49 @@ export class ArrayImpl extends Array {
       throw new Error(
         `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
       );
+    if (this.#pending !== null) this.#waitPending();
     return this.#data ?? this.#external!.read();
+  }
+  #waitPending(): void {
+    this.#pending!.wait();
+    this.#pending = null;
+  }
+  /** @internal Marks the host storage as being written by an asynchronous run (set by the execution backend). */
+  setPendingWrite(w: PendingWrite): void {
+    this.#pending = w;
+    this.#lastUse = w;
+  }
+  /** @internal Marks the host storage as read by an asynchronous run (queued after every earlier use). */
+  setPendingRead(w: PendingWrite): void {
+    this.#lastUse = w;
+  }
+  /** @internal The latest asynchronous run still reading or writing the host storage, or null. */
+  get pendingUse(): PendingWrite | null {
+    const u = this.#lastUse;
+    if (u !== null && u.settled) this.#lastUse = null;
+    return this.#lastUse;
+  }
+  /** @internal The run still writing (or that failed writing) this array's host storage, or null. */
+  get pendingWrite(): PendingWrite | null {
+    if (this.#pending?.settled) {
+      try {
+        this.#waitPending();
+      } catch {
+        // failed: kept, its error is raised at the next read
+      }
+    }
+    return this.#pending;
+  }
+  /**
+   * @internal The host storage without waiting for a pending write (an execution backend queues its reader behind the
+   * writer on the same stream); throws when disposed, null for storage held elsewhere.
+   */
+  get storageNoWait(): TypedArray | null {
+    if (this.#disposed)
+      throw new Error(
+        `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
+      );
+    return this.#data;
   }
   /**
    * The storage for a new array over the same value: the storage itself (immutable, so sharing is safe), or a copy when
@@ -126,10 +187,17 @@ export class ArrayImpl extends Array {
     return this.#disposed;
   }
   override blockUntilReady(): this {
-    if (!this.#disposed) this.#external?.wait();
+    if (this.#disposed) return this;
+    if (this.#pending !== null) this.#waitPending();
+    this.#external?.wait();
     return this;
   }
   override async ready(): Promise<this> {
+    const w = this.#disposed ? null : this.#pending;
+    if (w !== null) {
+      if (w.ready) await w.ready();
+      if (this.#pending !== null) this.#waitPending();
+    }
     const ext = this.external;
     if (ext?.whenReady) await ext.whenReady();
     else ext?.wait();

@@ -8,6 +8,7 @@ import {
   type DeviceLaunchResult,
   type ProcessLaunch,
 } from "../backends/onnx/ort-runtime.js";
+import { settleAsyncRuns } from "../backends/onnx/async-run.js";
 import { config } from "../core/config.js";
 import { type DType, isComplex, realDType } from "../core/dtype.js";
 import { synchronizeCopies } from "./block-copy.js";
@@ -544,6 +545,7 @@ export function dispatch(
 /** Waits for every launch and block copy in flight (errors stay with their outputs). */
 export function synchronize(): void {
   while (inFlight.length) inFlight[0].settle();
+  settleAsyncRuns(); // single-device jit runs (the ONNX backend's async dispatch)
   synchronizeCopies();
 }
 /** Launches dispatched and not yet settled. */

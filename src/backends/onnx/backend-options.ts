@@ -13,4 +13,11 @@ export const onnxBackendOptions = {
   fuseElementwise: true,
   /** Fused kernels run natively (AVX-512/AVX2, native threads) when the native addon is loaded; else WebAssembly SIMD. */
   nativeFused: true,
+  /**
+   * Async dispatch of single-device jit calls: a program whose last run took at least asyncMinRunUs is enqueued on
+   * device 0's executor and its outputs are returned pending (environment JAXTS_SYNC_DISPATCH=1: always synchronous).
+   */
+  asyncDispatch: process.env.JAXTS_SYNC_DISPATCH !== "1",
+  /** Runs shorter than this (microseconds) stay inline on the calling thread (as XLA's CPU client runs cheap ones). */
+  asyncMinRunUs: 100,
 };

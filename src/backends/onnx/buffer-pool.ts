@@ -306,7 +306,11 @@ function release(a: ArrayImpl, d: TypedArray): void {
   if (!a.ownsPooledStorage) return;
   a.ownsPooledStorage = false;
   stats.released++;
-  pushFree(d);
+  // an asynchronous run in flight still reads or writes it: pooled once that run settles (no set of busy buffers: a
+  // long-lived collection holding them made the arrays outlive young-generation collections)
+  const u = a.pendingUse;
+  if (u?.afterSettle) u.afterSettle(() => pushFree(d));
+  else pushFree(d);
 }
 ArrayImpl.releaseHook = release;
 

@@ -6,6 +6,8 @@ import { logCompile } from "../../core/compile-log.js";
 import type { JaxprEqn } from "../../core/jaxpr.js";
 import type { Params, Primitive } from "../../core/primitive.js";
 import type { OnnxStep, Program } from "../../compiler/compile.js";
+import { AsyncProgram } from "./async-run.js";
+import { onnxBackendOptions } from "./backend-options.js";
 import { own, ownsStorage, reserveOutputs } from "./buffer-pool.js";
 import { donatedOutput } from "./donation.js";
 import { type JaxprParts, interpretedProgram, warnOnce } from "./fallback.js";
@@ -56,6 +58,12 @@ export class Executable {
   lastRun = 0;
   /** Set after the first run of a jitted program readied memory for the next calls' outputs. */
   private reserved = false;
+  /** Microseconds of the latest synchronous run after the first (-1: none yet), deciding async dispatch. */
+  private syncRunUs = -1;
+  private syncRuns = 0;
+  private fastestUs = Infinity;
+  /** The program's device form for async dispatch (undefined: not made yet; null: it cannot run asynchronously). */
+  private asyncProgram: AsyncProgram | null | undefined;
   constructor(
     public program: Program,
     private readonly jit: boolean,
@@ -187,9 +195,30 @@ export class Executable {
   /** The common case, one ONNX model: feed the inputs it reads, pick the outputs (no environment). */
   private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
     const r = this.ready[0] ?? this.prepareAt(0, s);
+    if (this.jit && this.syncRunUs >= onnxBackendOptions.asyncMinRunUs && onnxBackendOptions.asyncDispatch && r.fast) {
+      const a = this.asyncProgram === undefined ? (this.asyncProgram = AsyncProgram.create(p, r)) : this.asyncProgram;
+      // a program whose device run turned out cheap goes back inline for good (that time is the run's own)
+      if (a && a.lastRunUs > 0 && a.lastRunUs < onnxBackendOptions.asyncMinRunUs) this.asyncProgram = null;
+      else if (a) {
+        const res = a.dispatch(inputs);
+        if (res) return res;
+      }
+    }
     const args = new Array<ArrayImpl>(s.inputs.length);
     for (let i = 0; i < args.length; i++) args[i] = inputs[p.inSlots.indexOf(s.inputs[i])];
+    if (!this.jit) return this.finishSingle(p, s, inputs, runStep(r, args));
+    // pending inputs are waited for outside the timed run
+    for (const a of args) if (a.pendingWrite !== null) a.blockUntilReady();
+    const t0 = performance.now();
     const outs = runStep(r, args);
+    // the first run's time includes ORT's first-run allocations: the fastest of the later ones decides (from the
+    // third call on: one slow run on a loaded host does not move a cheap program off the calling thread)
+    const us = (performance.now() - t0) * 1000;
+    if (this.syncRuns++ > 0) this.fastestUs = Math.min(this.fastestUs, us);
+    if (this.syncRuns > 2) this.syncRunUs = this.fastestUs;
+    return this.finishSingle(p, s, inputs, outs);
+  }
+  private finishSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[], outs: ArrayImpl[]): ArrayImpl[] {
     const res = new Array<ArrayImpl>(p.outs.length);
     for (let i = 0; i < res.length; i++) {
       const o = p.outs[i];
@@ -207,6 +236,7 @@ export class Executable {
   dispose(): void {
     for (const r of this.ready) if (r) releaseSession(r.shared);
     this.ready = this.ready.map(() => null);
+    this.asyncProgram = undefined;
     loaded.delete(this);
   }
 }

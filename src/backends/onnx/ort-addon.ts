@@ -166,6 +166,16 @@ export interface DeviceAddon {
   devNotify?(launch: object, callback: () => void): boolean;
   /** devNotify callbacks made and not yet finalized (tests: none leak). */
   devLiveNotifies?(): number;
+  /** Whether every device of the launch finished (never blocks). Older addons lack it. */
+  devDone?(launch: object): boolean;
+  /** A one-rank program over a session createSession made (borrowed: keep it alive and unreleased while in use). Older addons lack it. */
+  devProgramFromSession?(
+    session: object,
+    inNames: readonly string[],
+    inTypes: readonly number[],
+    outNames: readonly string[],
+    outTypes: readonly number[],
+  ): object;
   devOpenRendezvous(): number;
   /** Sets how long (us) an idle executor polls its queue before blocking (0: never); returns the previous value. Older addons lack it. */
   devSetExecutorSpin?(us: number): number;

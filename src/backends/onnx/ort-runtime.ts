@@ -252,6 +252,11 @@ function handlesOf(s: OrtSession): Handles {
   return h;
 }
 
+/** The native addon's handle of a session it runs (null: another runtime's session, or disposed). */
+export function addonSessionHandle(s: OrtSession): object | null {
+  return handles.get(s)?.addon?.handle ?? null;
+}
+
 /** A loaded model. Obtain with createSession/createSessionSync; release with dispose(). */
 export class OrtSession {
   readonly inputs: readonly ValueMeta[];

@@ -6,6 +6,7 @@ import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
 import { type DType, isComplex, realDType } from "../../core/dtype.js";
 import type { OnnxStep } from "../../compiler/compile.js";
+import { settleAsyncRuns } from "./async-run.js";
 import { onnxBackendOptions } from "./backend-options.js";
 import { own, recycle } from "./buffer-pool.js";
 import type { DType as GDType, HostArray } from "./graph-builder.js";
@@ -75,6 +76,8 @@ export function acquireSession(model: Uint8Array, opts: SessionOptions): SharedS
 }
 export function releaseSession(s: SharedSession): void {
   if (--s.refs > 0) return;
+  // an asynchronous run on device 0 may still be running this session (it borrows it)
+  settleAsyncRuns();
   sessionsByContent.delete(s.key);
   s.session.dispose();
 }

@@ -11,6 +11,7 @@ import {
   reserveOutputs,
 } from "../../../src/backends/onnx/buffer-pool.js";
 import { nativeArena } from "../../../src/backends/onnx/ort-runtime.js";
+import { onnxBackendOptions } from "../../../src/backends/onnx/backend-options.js";
 
 test(
   "5,000 synchronous steps without donation: outputs reuse collected memory, the arena holds <= 2x the bytes in use",
@@ -18,6 +19,8 @@ test(
   () => {
     // small arrays through the arena (its threshold lowered for the test): 64x64 float32 = 16 KiB
     const saved = { ...bufferPoolOptions };
+    // synchronous steps: async dispatch holds each pending run's storage until it settles (test/backends/onnx/async-dispatch.test.ts)
+    onnxBackendOptions.asyncDispatch = false;
     bufferPoolOptions.arenaMinBytes = 16 * 1024;
     // a collection every ~2 steps: the free list's floor (twice this) stays below twice the bytes in use
     bufferPoolOptions.arenaGcBytes = 32 * 1024;
@@ -66,6 +69,7 @@ test(
       );
     } finally {
       Object.assign(bufferPoolOptions, saved);
+      onnxBackendOptions.asyncDispatch = true;
     }
   },
 );
@@ -150,6 +154,9 @@ function freshInLoop(cols: number): { fresh: number; reserved: number; first: nu
   const y = jnp.ones([64, cols]);
   let w = jnp.zeros([256, cols]);
   clearBufferPool(); // the earlier tests' free blocks would take the room the free list's bounds allow
+  // synchronous steps (async dispatch keeps up to 8 pending runs' outputs alive on top of what the reservation covers)
+  const savedAsync = onnxBackendOptions.asyncDispatch;
+  onnxBackendOptions.asyncDispatch = false;
   const s0 = bufferPoolStats();
   let loss: Array;
   [loss, w] = step(w, x, y); // trace, compile, first run
@@ -162,6 +169,7 @@ function freshInLoop(cols: number): { fresh: number; reserved: number; first: nu
   }
   const s2 = bufferPoolStats();
   const last = step(w, x, y)[0].item() as number;
+  onnxBackendOptions.asyncDispatch = savedAsync;
   return { fresh: s2.arenaFresh - s1.arenaFresh, reserved: s1.reservedBlocks - s0.reservedBlocks, first, last };
 }
 
