@@ -21,6 +21,7 @@ config.update("numCpuDevices", maxDevices);
 const { devicePut, grad, jit, lax, makeMesh, numpy: jnp, pmap, shardMap, sharding } = await import("../src/index.js");
 const { toOnnx } = await import("../src/io/index.js");
 const rt = await import("../src/runtime/index.js");
+const { setCallerRunsMode } = await import("../src/runtime/launch.js");
 type Arr = import("../src/core/array.js").Array;
 const { NamedSharding, P } = sharding;
 const R = (n: number) => (quick ? Math.max(3, Math.ceil(n / 5)) : n);
@@ -248,10 +249,11 @@ if (maxDevices >= 8)
 // host's load the way wall time does: on 2 free cores a step takes at least CPU / 2, so 2 x CPU(1x1) / CPU(case) is
 // the speed-up bound that the work itself sets.
 {
-  const sp = [[], [], [], [], []] as number[][],
-    rk = [[], [], [], [], []] as number[][],
-    cpu = [[], [], [], [], []] as number[][],
-    js = [[], [], [], [], []] as number[][];
+  const sp = [[], [], [], [], [], []] as number[][],
+    rk = [[], [], [], [], [], []] as number[][],
+    cpu = [[], [], [], [], [], []] as number[][],
+    js = [[], [], [], [], [], []] as number[][],
+    callerRan = [0, 0, 0, 0, 0, 0];
   const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
   const measured = (f: () => void, k: number) => () => {
     const c0 = process.cpuUsage(),
@@ -261,6 +263,16 @@ if (maxDevices >= 8)
     js[k].push((jsNs() - j0) / 1e6);
     cpu[k].push((c1.user + c1.system) / 1e3);
     rk[k].push(Math.max(...rt.lastLaunchTimeline().map((t) => t.end - t.start)) / 1e3);
+    if (rt.lastLaunchStamps()?.callerRank === 0) callerRan[k]++;
+  };
+  /** f with every rank on the executors (the dispatch rule before callerRuns "auto"; A/B of it in the same rounds). */
+  const executorsOnly = (f: () => void) => () => {
+    const m = setCallerRunsMode("never");
+    try {
+      f();
+    } finally {
+      setCallerRunsMode(m);
+    }
   };
   const fs = [
     measured(makeStep(1, 1, sp[0]), 0),
@@ -270,8 +282,10 @@ if (maxDevices >= 8)
     // all-reduce epilogues)
     measured(makeStep(1, 1, sp[3], false, false, 1, false), 3),
     measured(makeStep(2, 1, sp[4], false, false, 1, false), 4),
+    measured(executorsOnly(makeStep(2, 1, sp[5], false, true)), 5),
   ];
-  const [c1, cInd, c2, c1u, c2u] = interleaved(fs, R(40));
+  const [c1, cInd, c2, c1u, c2u, cIndX] = interleaved(fs, R(40));
+  const rounds = sp[0].length;
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cpu1 = median(cpu[0]);
   const d = (k: number) =>
@@ -280,6 +294,11 @@ if (maxDevices >= 8)
     "  ceiling: 2 independent half-batch programs (no psum) vs 1x1",
     `${cInd.toFixed(2)} ms (${d(1)}) vs ${c1.toFixed(2)} ms (${d(0)}): ${(c1 / cInd).toFixed(2)}x`,
     "recorded (the best a 2x1 data-parallel step can do here)",
+  ]);
+  rows.push([
+    "    the same, every rank on an executor (callerRuns never) vs rank 0 on the caller",
+    `${cIndX.toFixed(2)} ms (${d(5)}): ${(c1 / cIndX).toFixed(2)}x; the caller ran rank 0 in ${callerRan[1]} of ${rounds} ceiling steps, ${callerRan[2]} of ${rounds} psum steps (JS includes that rank)`,
+    "recorded",
   ]);
   rows.push([
     "  the psum step measured the same way",

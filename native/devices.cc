@@ -98,6 +98,9 @@ int MaxSpinners() {
   return n;
 }
 
+class Executor;
+thread_local Executor* t_executor = nullptr;  // the executor whose thread this is (null on other threads)
+
 class Executor {
  public:
   Executor() { std::thread([this] { Loop(); }).detach(); }
@@ -109,10 +112,20 @@ class Executor {
     }
     cv_.notify_one();  // no system call when the executor is polling rather than waiting
   }
-  /** Nothing queued or running: work the caller runs itself now cannot overtake this stream's earlier work. */
+  /**
+   * Nothing queued, and nothing running but a task past its device work (see Finishing): work the caller runs itself
+   * now cannot overtake this stream's earlier work.
+   */
   bool Idle() {
     std::lock_guard<std::mutex> lock(mu_);
-    return queue_.empty() && !running_;
+    return queue_.empty() && (!running_ || finishing_.load(std::memory_order_acquire));
+  }
+  /**
+   * The running task finished its device work (what is left signals completion and releases the launch): a thread
+   * woken by that signal may run this device's next rank itself at once instead of finding the stream still busy.
+   */
+  static void Finishing() {
+    if (t_executor) t_executor->finishing_.store(true, std::memory_order_release);
   }
 
  private:
@@ -124,6 +137,7 @@ class Executor {
     return PollBounded(g_executor_polls, us, MaxSpinners(), 127, [&] { return queued_.load(std::memory_order_acquire) > 0; });
   }
   void Loop() {
+    t_executor = this;
     for (;;) {
       std::function<void()> task;
       Spin();
@@ -134,6 +148,7 @@ class Executor {
         queue_.pop_front();
         queued_.fetch_sub(1, std::memory_order_relaxed);
         running_ = true;
+        finishing_.store(false, std::memory_order_relaxed);
       }
       task();
       task = nullptr;  // the launch it held is released before this executor idles
@@ -142,6 +157,7 @@ class Executor {
     }
   }
   bool running_ = false;
+  std::atomic<bool> finishing_{false};  // the running task is past its device work (Finishing)
   std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex (polling)
   std::mutex mu_;
   std::condition_variable cv_;
@@ -253,6 +269,7 @@ void RunRank(const std::shared_ptr<Launch>& L, int r) {
     comm->DeviceFailed(L->errors[size_t(r)]);  // across processes: the other processes' waits are released too
     FinishAsyncCollectives(L->id, grank);       // its collectives in flight end (released above) before comm goes
   }
+  Executor::Finishing();  // before the completion signal: the woken caller finds this stream idle
   if (L->remaining.fetch_sub(1) == 1) {
     ShmWorld::Forget(L->id);
     L->t_complete = NowUs();

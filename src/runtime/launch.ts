@@ -71,6 +71,11 @@ export class DeviceProgram {
   lastRunUs = Infinity;
   /** @internal The output shapes the ONNX program sees (complex outputs with their (re, im) axis). */
   readonly wireOutputShapes: readonly (readonly number[])[];
+  /**
+   * Whether this program's latest settled launch was waited for by a blocking wait before anything else was dispatched
+   * (a synchronous step loop: blocking the caller on rank 0 at the next dispatch costs it no overlap it used).
+   */
+  waitedInLoop = false;
   constructor(
     readonly model: Uint8Array,
     readonly sig: ProgramSignature,
@@ -404,6 +409,44 @@ export function setInlineRunUs(us: number): number {
 }
 
 /**
+ * When a costly program's launch has as many ranks as the host has cores, every core already has a rank to run: the
+ * calling thread's own work after dispatch then only takes a core from a rank, and its wait costs a wake-up. It runs
+ * rank 0 itself instead (when device 0's stream is idle), so the runnable threads match the cores, as one process per
+ * core runs its rank on its own thread. "auto" (the default): that rule; "always": every dispatch; "never": only cheap
+ * programs (the rule before). `JAXTS_CALLER_RUNS` sets the start value (A/B).
+ */
+export type CallerRunsMode = "auto" | "always" | "never";
+const CALLER_RUNS_MODES: readonly CallerRunsMode[] = ["auto", "always", "never"];
+let callerRunsMode: CallerRunsMode = ((): CallerRunsMode => {
+  const v = process.env.JAXTS_CALLER_RUNS;
+  return CALLER_RUNS_MODES.includes(v as CallerRunsMode) ? (v as CallerRunsMode) : "auto";
+})();
+/** Sets when dispatch runs rank 0 of a costly program on the calling thread; returns the previous mode. */
+export function setCallerRunsMode(mode: CallerRunsMode): CallerRunsMode {
+  if (!CALLER_RUNS_MODES.includes(mode))
+    throw new Error(`setCallerRunsMode: mode must be one of ${CALLER_RUNS_MODES.join(", ")}, got ${String(mode)}`);
+  const prev = callerRunsMode;
+  callerRunsMode = mode;
+  return prev;
+}
+/**
+ * Whether a dispatch of `program` on `ranks` devices asks the addon to run rank 0 on the calling thread. "auto" does
+ * so only in a synchronous loop (the program's previous launch was waited for, blocking, before the next dispatch), so
+ * pipelined dispatch and awaited launches (`await x.data()`) stay asynchronous.
+ */
+function callerRunsRank0(program: DeviceProgram, ranks: number): boolean {
+  if (program.lastRunUs < inlineRunUs) return true;
+  if (callerRunsMode === "never") return false;
+  return callerRunsMode === "always" || (program.waitedInLoop && ranks >= cores());
+}
+/** Dispatches so far (a launch settled while it is still the latest one was waited for before any other dispatch). */
+let dispatches = 0;
+let hostCores = 0;
+function cores(): number {
+  return (hostCores ||= availableParallelism());
+}
+
+/**
  * Sets how long (microseconds) an idle device executor polls for its next launch before it blocks (0: block at once;
  * the default 250 keeps a tight loop of small launches free of thread wake-ups); returns the previous value, or -1
  * when the addon cannot change it.
@@ -429,6 +472,7 @@ export class PendingLaunch implements PendingWork {
   #stamps: LaunchStamps | undefined;
   #deps: PendingWork[];
   #ready: Promise<void> | null = null;
+  readonly #seq = ++dispatches;
   /** @internal */
   constructor(
     readonly program: DeviceProgram,
@@ -468,8 +512,16 @@ export class PendingLaunch implements PendingWork {
   }
   /** Waits for the devices (blocking) and records the outcome without throwing. */
   settle(): void {
+    this.#settle(false);
+  }
+  /**
+   * `forOutputs`: a blocking wait for this launch's outputs (wait(): reading them, blockUntilReady), not synchronize(),
+   * the in-flight bound or the completion of an awaited launch.
+   */
+  #settle(forOutputs: boolean): void {
     const h = this.#handle;
     if (!h) return;
+    this.program.waitedInLoop = forOutputs && this.#seq === dispatches;
     const r = api().devWait(h);
     this.#handle = null;
     const { timeline, error } = outcome(this.program, this.deviceIds, r);
@@ -490,7 +542,7 @@ export class PendingLaunch implements PendingWork {
   }
   /** Waits for the devices; throws the launch's error (every time: the outputs hold no value). */
   wait(): void {
-    this.settle();
+    this.#settle(true);
     if (this.#error) throw this.#error;
   }
   /**
@@ -507,7 +559,8 @@ export class PendingLaunch implements PendingWork {
     // the deps' ranks on other devices may still run; their errors become this launch's at settle()
     const deps = this.#deps.filter((d) => !d.settled);
     if (deps.length) await Promise.allSettled(deps.map((d) => d.ready?.()));
-    this.wait(); // settles without blocking now (an addon without devNotify blocks here, as before)
+    this.#settle(false); // without blocking now (an addon without devNotify blocks here, as before)
+    if (this.#error) throw this.#error;
   }
 }
 
@@ -535,7 +588,7 @@ export function dispatch(
       if (w && !deps.includes(w)) deps.push(w);
     }
   const prep = prepare(program, deviceIds, inputs, opts);
-  if (program.lastRunUs < inlineRunUs && !prep.args[6].delayMs) prep.args[6].callerRuns = 1;
+  if (!prep.args[6].delayMs && callerRunsRank0(program, deviceIds.length)) prep.args[6].callerRuns = 1;
   const h = api().devLaunch(...prep.args);
   const p = new PendingLaunch(program, deviceIds, prep, h, deps);
   inFlight.push(p);

@@ -1,6 +1,7 @@
 /** @file The device runtime: launches across devices (async and blocking), stream order, concurrency from the runtime's own timestamps, faults, memory accounting. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { availableParallelism } from "node:os";
 import v8 from "node:v8";
 import vm from "node:vm";
 import { GraphBuilder, type DType as GDType } from "../../src/backends/onnx/graph-builder.js";
@@ -19,7 +20,7 @@ import {
   setExecutorSpinUs,
   type DeviceProgram,
 } from "../../src/runtime/index.js";
-import { setInlineRunUs } from "../../src/runtime/launch.js";
+import { setCallerRunsMode, setInlineRunUs } from "../../src/runtime/launch.js";
 
 const skip = deviceRuntimeUnavailable() ?? false;
 const DOMAIN = "jaxts.collectives";
@@ -649,8 +650,11 @@ test(
       assert.notEqual(cheap.timeline[0].thread, first.timeline[0].thread, "not on device 0's executor");
       assert.equal(cheap.timeline[1].thread, first.timeline[1].thread, "rank 1 on its executor");
       setInlineRunUs(0);
+      // (the synchronous-loop rule would run rank 0 of a costly program here too: see the next test)
+      const mode = setCallerRunsMode("never");
       const costly = dispatch(p, ids(n), inputs);
       costly.wait();
+      setCallerRunsMode(mode);
       assert.equal(costly.stamps!.callerRank, -1, "above the threshold: every rank on its executor");
       assert.equal(costly.timeline[0].thread, first.timeline[0].thread);
       for (const l of [first, cheap, costly])
@@ -660,6 +664,82 @@ test(
         });
     } finally {
       setInlineRunUs(saved);
+      inputs.flat().forEach((x) => x.free());
+    }
+    assert.equal(openRendezvous(), 0);
+  },
+);
+
+test(
+  "dispatch of a costly program on as many devices as cores runs rank 0 on the caller only in a synchronous loop; pipelined and awaited launches stay on the executors; values unchanged",
+  { skip: skip || availableParallelism() > 8 },
+  async () => {
+    const n = Math.max(2, availableParallelism());
+    const p = allReduceProgram(n, "float32", 40); // a program of its own (programs are cached by model)
+    const inputs = ids(n).map((r) => [
+      filled(
+        r,
+        "float32",
+        ids(40).map((i) => i + r),
+      ),
+    ]);
+    const want = ids(40).map((i) => n * i + (n * (n - 1)) / 2);
+    const savedRun = setInlineRunUs(0); // every program counts as costly
+    const savedMode = setCallerRunsMode("auto");
+    const check = (l: ReturnType<typeof dispatch>) =>
+      l.outputs.forEach((os) => {
+        assert.deepEqual(Array.from(os[0].data as Float32Array), want);
+        os[0].free();
+      });
+    /** Waits until device 0's executor went idle (it marks itself idle just after signalling completion). */
+    const idle = () => {
+      const until = Date.now() + 2;
+      while (Date.now() < until);
+    };
+    try {
+      const first = dispatch(p, ids(n), inputs);
+      first.wait();
+      assert.equal(first.stamps!.callerRank, -1, "a program never waited for in a loop goes to the executors");
+      let sync = dispatch(p, ids(n), inputs);
+      sync.wait();
+      for (let tries = 0; sync.stamps!.callerRank !== 0 && tries < 100; tries++) {
+        check(sync);
+        idle();
+        sync = dispatch(p, ids(n), inputs);
+        sync.wait();
+      }
+      assert.equal(sync.stamps!.callerRank, 0, "waited for before the next dispatch: the caller runs rank 0");
+      // pipelined: a second dispatch before the first one's wait; the next dispatch goes to the executors again
+      idle();
+      const a = dispatch(p, ids(n), inputs),
+        b = dispatch(p, ids(n), inputs);
+      b.wait();
+      a.wait();
+      idle();
+      const afterPipe = dispatch(p, ids(n), inputs);
+      afterPipe.wait();
+      assert.equal(afterPipe.stamps!.callerRank, -1, "after a pipelined dispatch: every rank on its executor");
+      // awaited: the completion callback settles it, so the next dispatch stays asynchronous
+      idle();
+      const awaited = dispatch(p, ids(n), inputs);
+      await awaited.ready();
+      idle();
+      const afterAwait = dispatch(p, ids(n), inputs);
+      afterAwait.wait();
+      assert.equal(afterAwait.stamps!.callerRank, -1, "after an awaited launch: every rank on its executor");
+      setCallerRunsMode("never");
+      idle();
+      const never = dispatch(p, ids(n), inputs);
+      never.wait();
+      assert.equal(never.stamps!.callerRank, -1, '"never": every rank on its executor');
+      for (const l of [first, sync, a, b, afterPipe, awaited, afterAwait, never]) check(l);
+      assert.throws(
+        () => setCallerRunsMode("sometimes" as "auto"),
+        /setCallerRunsMode: mode must be one of auto, always, never, got sometimes/,
+      );
+    } finally {
+      setInlineRunUs(savedRun);
+      setCallerRunsMode(savedMode);
       inputs.flat().forEach((x) => x.free());
     }
     assert.equal(openRendezvous(), 0);
