@@ -37,7 +37,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
-import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.js";
+import { type AsyncSchedule, asyncScheduleOptions, collectiveOverlapKey } from "./overlap-collectives.js";
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { combineCollectives } from "../compiler/combine-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
@@ -501,7 +501,7 @@ function compile(
           const replicated = replicatedInGroups(body2, invarAxes, mesh);
           fuseCollectiveEpilogues(g, dtypes, (nm, groups) => replicated(valueVar(nm), groups));
         }
-        if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }, dtypes);
+        if (overlap) scheduleAsyncCollectives(g, shapes, asyncScheduleOptions(overlap), dtypes);
       },
     }),
   );

@@ -46,6 +46,18 @@ function withThreadMode<T>(f: () => T): T {
   }
 }
 
+/** Runs f under JAXTS_ASYNC_SELECT=every (the pass splits every collective; read when a program is staged). */
+function withEverySplit<T>(f: () => T): T {
+  const saved = process.env.JAXTS_ASYNC_SELECT;
+  process.env.JAXTS_ASYNC_SELECT = "every";
+  try {
+    return f();
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_SELECT;
+    else process.env.JAXTS_ASYNC_SELECT = saved;
+  }
+}
+
 /** f's outputs in each mode (`modes`), and the collectives each device launch recorded, per mode. */
 function runModes(
   f: () => Array | Array[],
@@ -60,7 +72,9 @@ function runModes(
       const rs: LaunchRecord[] = [];
       const prev = setLaunchObserver((r) => rs.push(r));
       try {
-        const call = () => withCollectiveOverlap(mode === "mailbox" || mode === "thread", f);
+        // every collective asynchronous (JAXTS_ASYNC_SELECT=every): these runs test the native async ops, not the
+        // pass's cost model (which keeps large mailbox all-reduces synchronous)
+        const call = () => withEverySplit(() => withCollectiveOverlap(mode === "mailbox" || mode === "thread", f));
         const r = mode === "thread" ? withThreadMode(call) : call();
         outs.set(
           mode,
@@ -395,7 +409,15 @@ test("the schedule that selects the compiled program follows the native switch (
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
     process.env.JAXTS_ASYNC_SCHEDULE = "narrow";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    assert.equal(
+      withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
+      "narrow-every",
+    );
     delete process.env.JAXTS_ASYNC_SCHEDULE;
+    assert.equal(
+      withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
+      "wide-every",
+    );
     process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
     assert.equal(withCollectiveOverlap(false, collectiveOverlapKey), false);
