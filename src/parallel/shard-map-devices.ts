@@ -496,8 +496,13 @@ function compile(
       // the reader)
       rewriteGraph: (g, shapes, dtypes, valueVar) => {
         combineCollectives(g, shapes, dtypes, { thresholdBytes: combineBytes });
-        // the replicated update fused into its all-reduce (synchronous programs only: the async pass leaves it alone)
-        if (!overlap && epilogues && body2.invars.length === invarAxes.length) {
+        // the replicated update fused into its all-reduce (an AllReduceEpilogue stays synchronous: synchronous
+        // programs, and overlapped ones under the cost model, which keeps large all-reduces synchronous anyway)
+        if (
+          (!overlap || !asyncScheduleOptions(overlap).every) &&
+          epilogues &&
+          body2.invars.length === invarAxes.length
+        ) {
           const replicated = replicatedInGroups(body2, invarAxes, mesh);
           fuseCollectiveEpilogues(g, dtypes, (nm, groups) => replicated(valueVar(nm), groups));
         }
