@@ -47,6 +47,7 @@ function zeroCase(
   overlap: false | "mailbox" | "narrow" | "thread" = false,
   combineBytes = config.collectiveCombineBytes,
   spin?: string,
+  select?: "every",
 ): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
@@ -55,17 +56,17 @@ function zeroCase(
     name,
     devices: n,
     step: () => {
-      const env =
-        spin !== undefined
-          ? "JAXTS_MAILBOX_SPIN"
-          : overlap === "thread"
-            ? "JAXTS_ASYNC_COLLECTIVES"
-            : "JAXTS_ASYNC_SCHEDULE";
-      const switched = spin !== undefined || overlap === "thread" || overlap === "narrow";
-      const saved = process.env[env];
+      // the switches this case sets (JAXTS_ASYNC_SELECT=every: every collective asynchronous, the cost model off)
+      const envs: [string, string][] = [];
+      if (spin !== undefined) envs.push(["JAXTS_MAILBOX_SPIN", spin]);
+      if (overlap === "thread") envs.push(["JAXTS_ASYNC_COLLECTIVES", "thread"]);
+      if (overlap === "narrow") envs.push(["JAXTS_ASYNC_SCHEDULE", "narrow"]);
+      if (select) envs.push(["JAXTS_ASYNC_SELECT", select]);
+      const switched = envs.length > 0;
+      const saved = envs.map(([k]) => process.env[k]);
       if (switched) {
         rt.synchronize(); // no launch in flight reads the environment while it changes
-        process.env[env] = spin ?? (overlap === "thread" ? "thread" : "narrow");
+        for (const [k, v] of envs) process.env[k] = v;
       }
       const savedCombine = config.collectiveCombineBytes;
       config.update("collectiveCombineBytes", combineBytes); // read when the step is staged (part of its key)
@@ -76,8 +77,10 @@ function zeroCase(
         if (switched) rt.synchronize(); // every Start of the step ran under the switch
       } finally {
         config.update("collectiveCombineBytes", savedCombine);
-        if (saved === undefined) delete process.env[env];
-        else process.env[env] = saved;
+        envs.forEach(([k], j) => {
+          if (saved[j] === undefined) delete process.env[k];
+          else process.env[k] = saved[j];
+        });
       }
     },
   };
@@ -106,7 +109,7 @@ function tensorCase(): Case {
  */
 const OVERLAP_BUCKET_BYTES = 256 << 10;
 const B = OVERLAP_BUCKET_BYTES;
-const cases = [
+const allCases = [
   zeroCase("1 device", 1, 0),
   zeroCase("2-way data parallel", 2, 0),
   tensorCase(),
@@ -121,15 +124,34 @@ const cases = [
   // the Dones' previous wait (2000 polls, yielding after 64: JAXTS_MAILBOX_SPIN=y2000) against the default
   zeroCase(`ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, Done yields`, 4, 3, "mailbox", B, "y2000"),
   zeroCase(`ZeRO-3, 2 devices, buckets ${B >> 10} KiB, overlap, Done yields`, 2, 3, "mailbox", B, "y2000"),
+  // the pass's previous choice (every collective asynchronous, JAXTS_ASYNC_SELECT=every) against its cost model
+  zeroCase(
+    `2-way data parallel, buckets ${B >> 10} KiB, overlap, every collective`,
+    2,
+    0,
+    "mailbox",
+    B,
+    undefined,
+    "every",
+  ),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
-const PAIRS: [number, number, string][] = [
+const ALL_PAIRS: [number, number, string][] = [
   [5, 6, "overlap"],
   [7, 8, "overlap"],
   [9, 10, "overlap"],
   [5, 11, "overlap (Done yields)"],
   [7, 12, "overlap (Done yields)"],
+  [9, 13, "overlap (every collective async)"],
 ];
+// --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B
+const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
+const keep = allCases.map((c) => !only || c.name.includes(only));
+const cases = allCases.filter((_, k) => keep[k]);
+const newIndex = (k: number) => keep.slice(0, k).filter(Boolean).length;
+const PAIRS = ALL_PAIRS.filter(([a, b]) => keep[a] && keep[b]).map(
+  ([a, b, l]) => [newIndex(a), newIndex(b), l] as [number, number, string],
+);
 
 /** Per step and device (means over the devices): ms of compute, communication (transfers) and idle (waits, gaps). */
 interface Split {
@@ -138,6 +160,11 @@ interface Split {
   idle: number;
   /** The device thread's time inside collectives (synchronous: the whole call; overlapped: blocked in its Done). */
   blocked: number;
+  /**
+   * Overlapped collectives' Done time per device by kind: [waiting for the last peer's post, pulling after it]
+   * (the pull is this device's copy / reduction; the wait is peers that had not reached their Start yet).
+   */
+  doneBy: Map<string, [number, number]>;
   /** ms of CPU the process's threads other than the JS thread ran (device threads, executors), and ms they waited runnable for a core; NaN off Linux. */
   cpu: number;
   runq: number;
@@ -170,6 +197,7 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
   let compute = 0,
     comm = 0,
     blocked = 0;
+  const doneBy = new Map<string, [number, number]>();
   for (const r of records) {
     r.timeline.forEach((t, rank) => {
       const span = t.end - t.start;
@@ -181,6 +209,10 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
           // mailbox's wait for the peers' posts and this device's pull)
           inColl += k.wait;
           transfer += k.wait;
+          // the Done began at end - wait; the last post came at ready (mailbox)
+          const peers = Math.min(k.wait, Math.max(0, k.ready - (k.end - k.wait)));
+          const d = doneBy.get(k.kind) ?? [0, 0];
+          doneBy.set(k.kind, [d[0] + peers, d[1] + k.wait - peers]);
           continue;
         }
         inColl += k.end - k.start;
@@ -197,6 +229,7 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
     comm: per(comm),
     idle: 0,
     blocked: per(blocked),
+    doneBy: new Map([...doneBy].map(([kd, [a, b]]) => [kd, [per(a), per(b)] as [number, number]])),
     cpu: (s1[0] - s0[0]) / 1e6,
     runq: (s1[1] - s0[1]) / 1e6,
   };
@@ -225,6 +258,19 @@ const rows = cases.map((c, k) => {
   ];
 });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** The medians of the samples' Done time by kind, "kind a / b". */
+function doneByKind(s: { split: Split }[]): string {
+  const kinds = [...new Set(s.flatMap((x) => [...x.split.doneBy.keys()]))].sort();
+  const at = (x: { split: Split }, kd: string, j: 0 | 1) => x.split.doneBy.get(kd)?.[j] ?? 0;
+  return (
+    kinds
+      .map(
+        (kd) =>
+          `${kd} ${median(s.map((x) => at(x, kd, 0))).toFixed(2)} / ${median(s.map((x) => at(x, kd, 1))).toFixed(2)}`,
+      )
+      .join(", ") || "none"
+  );
+}
 for (const [off, on, label] of PAIRS) {
   // exposed: the device threads' time inside collectives without overlap (what overlap could hide); judged: the
   // step time it saved over that; beside it, from the runtime's timestamps, the share of it no longer stalling the
@@ -246,7 +292,8 @@ for (const [off, on, label] of PAIRS) {
     `hid ${(((tOff - tOn) / hide) * 100).toFixed(0)}% (step time: (off - on) / exposed)`,
     `exposed ${hide.toFixed(2)} ms per device, still stalled ${left.toFixed(2)} ms ` +
       `(timestamps: 1 - stalled / exposed = ${((1 - left / hide) * 100).toFixed(0)}%); ` +
-      `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms`,
+      `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms; ` +
+      `stalled in Dones by kind (waiting for posts / pulling, ms per device): ${doneByKind(samples[on])}`,
   ]);
 }
 const widths = [0, 1, 2].map((j) => Math.max(...rows.map((r) => r[j].length)));

@@ -50,6 +50,94 @@ export interface AsyncScheduleOptions {
    * time and each Done no later than the next collective of its kind (bounded staging memory). Default false.
    */
   wide?: boolean;
+  /**
+   * true: every collective of the top-level list gets the asynchronous form (the native ops' tests). false (default):
+   * only those whose asynchronous form can pay (asyncFormPays); the others stay synchronous nodes.
+   */
+  every?: boolean;
+}
+
+/**
+ * All-reduces of more bytes than this stay synchronous in the wide (mailbox) schedule: see asyncFormPays. Small ones
+ * (a loss, a norm) stay asynchronous: their pull costs nanoseconds and posting early still hides a barrier.
+ */
+export const MAILBOX_ALL_REDUCE_SYNC_BYTES = 16 << 10;
+const ELEMENT_BYTES: Readonly<Record<string, number>> = {
+  float64: 8,
+  int64: 8,
+  uint64: 8,
+  complex64: 8,
+  float32: 4,
+  int32: 4,
+  uint32: 4,
+  float16: 2,
+  bfloat16: 2,
+  int16: 2,
+  uint16: 2,
+  int8: 1,
+  uint8: 1,
+  bool: 1,
+};
+
+/**
+ * The cost model of the split: whether collective `op` of `bytes` input bytes over `n` devices is worth its
+ * asynchronous form. Wide (mailbox) schedule: the device thread itself moves the bytes at its Done, so the async form
+ * hides only the wait for peers that are behind, never the transfer; an all-gather or reduce-scatter pull does the
+ * sync op's share of the work plus the Start's copy of the input, so it stays asynchronous, but an all-reduce pull
+ * reduces every peer's input whole: per device n * B reads + B for the Start's copy, against about 2 * B for the
+ * synchronous op's shared reduce-scatter + all-gather (and the sync form can take a fused optimizer epilogue). Above
+ * MAILBOX_ALL_REDUCE_SYNC_BYTES it stays synchronous (data parallelism's gradient buckets: every device runs the same
+ * compute, so the wait it could hide is small; notes/training-parallel.md "dpovl"). Narrow (communication thread):
+ * the thread moves the bytes while the device computes, so every collective is split. Unknown sizes split.
+ */
+export function asyncFormPays(op: string, bytes: number | undefined, n: number, wide: boolean): boolean {
+  if (!wide || op !== "AllReduce" || bytes === undefined || n < 2) return true;
+  return bytes <= MAILBOX_ALL_REDUCE_SYNC_BYTES;
+}
+
+/**
+ * Input bytes of a collective node, when the pass knows its shape and type: from the recorded shapes, else through a
+ * gradient bucket's construction (combineCollectives: a Concat of Reshapes to constant shapes, which have no recorded
+ * shape), the element type from the bucket's members.
+ */
+function inputBytes(
+  g: GraphBuilder,
+  nd: GraphNode,
+  shapes: ReadonlyMap<string, readonly number[]>,
+  dtypes: ReadonlyMap<string, string> | undefined,
+  producers: ReadonlyMap<string, GraphNode>,
+): number | undefined {
+  const elements = (x: string, depth: number): number | undefined => {
+    const sh = shapes.get(x);
+    if (sh) return sh.reduce((a, b) => a * b, 1);
+    const p = producers.get(x);
+    if (!p || depth > 2) return undefined;
+    if (p.opType === "Reshape" && p.domain === "") {
+      const to = g.constantValue(p.inputs[1])?.data;
+      const dims = to ? globalThis.Array.from(to as ArrayLike<number | bigint>, Number) : [];
+      return dims.length && dims.every((d) => d > 0) ? dims.reduce((a, b) => a * b, 1) : undefined;
+    }
+    if (p.opType === "Concat" && p.domain === "") {
+      const parts = p.inputs.map((i) => elements(i, depth + 1));
+      return parts.every((m) => m !== undefined) ? parts.reduce((a, b) => a! + b!, 0) : undefined;
+    }
+    return undefined;
+  };
+  const dtypeOf = (x: string, depth: number): string | undefined => {
+    const d = dtypes?.get(x);
+    if (d || depth > 2) return d;
+    const p = producers.get(x);
+    return p && (p.opType === "Reshape" || p.opType === "Concat") ? dtypeOf(p.inputs[0], depth + 1) : undefined;
+  };
+  const m = elements(nd.inputs[0], 0);
+  const w = ELEMENT_BYTES[dtypeOf(nd.inputs[0], 0) ?? "float32"];
+  return m !== undefined && w ? m * w : undefined;
+}
+
+/** The group size of a collective node (its group_size attribute; 0 when absent). */
+function groupSize(nd: GraphNode): number {
+  const a = nd.attrs.find(([k]) => k === "group_size")?.[1];
+  return a?.kind === "int" ? a.value : 0;
 }
 
 /**
@@ -82,8 +170,19 @@ export function scheduleAsyncCollectives(
   dtypes?: ReadonlyMap<string, string>,
 ): number {
   const wide = opts.wide ?? false;
-  if (!g.nodeList.some(isCollective)) return 0;
-  const { nodes, feedsGather } = hoistCollectiveInputs(g.nodeList, wide);
+  // the collectives whose asynchronous form can pay (every one with opts.every); the rest stay synchronous nodes
+  const producers = new Map<string, GraphNode>();
+  for (const nd of g.nodeList) for (const o of nd.outputs) if (o) producers.set(o, nd);
+  const chosen = new Set(
+    g.nodeList.filter(
+      (nd) =>
+        isCollective(nd) &&
+        (opts.every || asyncFormPays(nd.opType, inputBytes(g, nd, shapes, dtypes, producers), groupSize(nd), wide)),
+    ),
+  );
+  if (!chosen.size) return 0;
+  const split = (nd: GraphNode) => chosen.has(nd);
+  const { nodes, feedsGather } = hoistCollectiveInputs(g.nodeList, wide, split);
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -93,7 +192,7 @@ export function scheduleAsyncCollectives(
     readsOf(nd, reads); // subgraph bodies read outer values too
     for (const x of reads) if (!firstReader.has(x)) firstReader.set(x, i);
   });
-  const coll = nodes.map((nd, i) => ({ nd, i })).filter(({ nd }) => isCollective(nd));
+  const coll = nodes.map((nd, i) => ({ nd, i })).filter(({ nd }) => split(nd));
   const splits = new Map<number, Split>();
   coll.forEach(({ nd, i }, k) => {
     const prev = coll
@@ -287,12 +386,13 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
 function hoistCollectiveInputs(
   nodes: readonly GraphNode[],
   gathersToo: boolean,
+  split: (nd: GraphNode) => boolean,
 ): { nodes: GraphNode[]; feedsGather: Set<GraphNode> } {
   const n = nodes.length;
   const deps = nodeDependencies(nodes);
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
-    if (!isCollective(nd) || (nd.opType === "AllGather" && !gathersToo)) return;
+    if (!split(nd) || (nd.opType === "AllGather" && !gathersToo)) return;
     // wide: what a gather reads comes first of all (-1: before every bucket's inputs too), so a rematerialized
     // backward gather's input (the same parameter shard as the forward's) is not left behind the forward pass
     const prio = nd.opType === "AllGather" ? -1 : c;

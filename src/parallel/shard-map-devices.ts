@@ -37,7 +37,7 @@ import { flattenArrays } from "../transforms/api-util.js";
 import { jvpFlat } from "../transforms/jvp.js";
 import { vmapFlatKeep } from "../transforms/vmap.js";
 import { withSpmdMesh } from "./lower-collectives.js";
-import { type AsyncSchedule, collectiveOverlapKey } from "./overlap-collectives.js";
+import { type AsyncSchedule, asyncScheduleOptions, collectiveOverlapKey } from "./overlap-collectives.js";
 import { scheduleAsyncCollectives } from "../compiler/async-collectives.js";
 import { combineCollectives } from "../compiler/combine-collectives.js";
 import { resolvePsumTranspose } from "./varying.js";
@@ -496,12 +496,17 @@ function compile(
       // the reader)
       rewriteGraph: (g, shapes, dtypes, valueVar) => {
         combineCollectives(g, shapes, dtypes, { thresholdBytes: combineBytes });
-        // the replicated update fused into its all-reduce (synchronous programs only: the async pass leaves it alone)
-        if (!overlap && epilogues && body2.invars.length === invarAxes.length) {
+        // the replicated update fused into its all-reduce (an AllReduceEpilogue stays synchronous: synchronous
+        // programs, and overlapped ones under the cost model, which keeps large all-reduces synchronous anyway)
+        if (
+          (!overlap || !asyncScheduleOptions(overlap).every) &&
+          epilogues &&
+          body2.invars.length === invarAxes.length
+        ) {
           const replicated = replicatedInGroups(body2, invarAxes, mesh);
           fuseCollectiveEpilogues(g, dtypes, (nm, groups) => replicated(valueVar(nm), groups));
         }
-        if (overlap) scheduleAsyncCollectives(g, shapes, { wide: overlap === "wide" }, dtypes);
+        if (overlap) scheduleAsyncCollectives(g, shapes, asyncScheduleOptions(overlap), dtypes);
       },
     }),
   );

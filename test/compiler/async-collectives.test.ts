@@ -2,7 +2,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { GraphBuilder, type GraphNode } from "../../src/backends/onnx/graph-builder.js";
-import { scheduleAsyncCollectives } from "../../src/compiler/async-collectives.js";
+import {
+  asyncFormPays,
+  MAILBOX_ALL_REDUCE_SYNC_BYTES,
+  scheduleAsyncCollectives,
+} from "../../src/compiler/async-collectives.js";
+import { combineCollectives } from "../../src/compiler/combine-collectives.js";
 
 const GATHER = { groups: [0, 1], group_size: 2, label: "all_gather", axes: "mesh axis 'x'" };
 /** A short label per node: the op, and for async ops which collective (by its input's name). */
@@ -282,4 +287,126 @@ test("wide schedule: Starts with only gathers' input preparation between them ar
   // the first Done still reads the last Start's token, so both post before the forward's compute
   const done = nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === first)!;
   assert.ok(nodes.find((n) => n.outputs[0] === done.inputs[1])!.inputs.includes(tokenOf(again)));
+});
+
+/** Gradients of two layers: a large all-reduce (64 KiB of float32), a small one (16 floats) and a reduce-scatter. */
+function dataParallelGraph(bigElems: number): { g: GraphBuilder; big: string; small: string; rsIn: string } {
+  const g = new GraphBuilder("dp");
+  const x = g.addInput("x", "float32", [bigElems]);
+  const w = g.addInput("w", "float32", [16]);
+  const big = g.op("Sin", [x]);
+  const ar = { ...GATHER, reduce: 0, label: "psum" };
+  const bigSum = g.addNode("AllReduce", [big], 1, ar, "jaxts.collectives")[0];
+  const small = g.op("Cos", [w]);
+  const smallSum = g.addNode("AllReduce", [small], 1, ar, "jaxts.collectives")[0];
+  const rsIn = g.op("Exp", [x]);
+  const rs = g.addNode("ReduceScatter", [rsIn], 1, { ...ar, label: "psum_scatter" }, "jaxts.collectives")[0];
+  g.addOutput(g.op("Neg", [bigSum]), "float32", [bigElems]);
+  g.addOutput(g.op("Abs", [smallSum]), "float32", [16]);
+  g.addOutput(g.op("Tanh", [rs]), "float32", [bigElems / 2]);
+  return { g, big, small, rsIn };
+}
+
+test("cost model: asyncFormPays keeps mailbox all-reduces over 16 KiB synchronous, splits everything else", () => {
+  const T = MAILBOX_ALL_REDUCE_SYNC_BYTES;
+  assert.equal(T, 16384);
+  assert.equal(asyncFormPays("AllReduce", T, 2, true), true);
+  assert.equal(asyncFormPays("AllReduce", T + 4, 2, true), false);
+  assert.equal(asyncFormPays("AllReduce", 1 << 20, 8, true), false);
+  assert.equal(asyncFormPays("AllReduce", 1 << 20, 2, false), true); // the communication thread moves the bytes
+  assert.equal(asyncFormPays("AllReduce", undefined, 2, true), true); // unknown size: split, as before
+  for (const op of ["AllGather", "ReduceScatter", "AllToAll", "CollectivePermute"])
+    assert.equal(asyncFormPays(op, 1 << 20, 4, true), true, op);
+});
+
+test("wide schedule: a 64 KiB all-reduce stays a synchronous node in place; the small one and the reduce-scatter split", () => {
+  const { g, big, small, rsIn } = dataParallelGraph(16384);
+  const shapes = new Map([
+    [big, [16384]],
+    [small, [16]],
+    [rsIn, [16384]],
+  ]);
+  const dtypes = new Map([big, small, rsIn].map((x) => [x, "float32"]));
+  assert.equal(scheduleAsyncCollectives(g, shapes, { wide: true }, dtypes), 2);
+  const t = trace(g);
+  // the large all-reduce keeps one synchronous node; both Starts post before it (the last one's token is tied into
+  // its input: Where(token, big, big)), both Dones wait at their readers after it
+  assert.deepEqual(t, [
+    "Cos",
+    `CollectiveStart(${small})`,
+    "Exp",
+    `CollectiveStart(${rsIn})`,
+    "Sin",
+    "Cast",
+    "Squeeze",
+    "Where",
+    "AllReduce",
+    "Neg",
+    `CollectiveDone(${small})`,
+    "Abs",
+    `CollectiveDone(${rsIn})`,
+    "Tanh",
+  ]);
+  const nodes = g.nodeList;
+  const where = nodes.find((n) => n.opType === "Where")!;
+  assert.deepEqual(where.inputs.slice(1), [big, big]);
+  assert.equal(nodes.find((n) => n.opType === "AllReduce")!.inputs[0], where.outputs[0]);
+  assert.equal(nodes.find((n) => n.opType === "AllReduce")!.domain, "jaxts.collectives");
+  // every: true splits all three (the previous behaviour); narrow (thread mode) splits all three too
+  for (const opts of [{ wide: true, every: true }, { wide: false }]) {
+    const d = dataParallelGraph(16384);
+    const sh = new Map([
+      [d.big, [16384]],
+      [d.small, [16]],
+      [d.rsIn, [16384]],
+    ]);
+    assert.equal(scheduleAsyncCollectives(d.g, sh, opts, dtypes), 3, JSON.stringify(opts));
+    assert.ok(!trace(d.g).includes("AllReduce"), trace(d.g).join());
+  }
+  // at the threshold (4096 float32 = 16 KiB) the all-reduce splits
+  const edge = dataParallelGraph(4096);
+  const es = new Map([
+    [edge.big, [4096]],
+    [edge.small, [16]],
+    [edge.rsIn, [4096]],
+  ]);
+  assert.equal(scheduleAsyncCollectives(edge.g, es, { wide: true }), 3);
+});
+
+test("wide schedule: a program whose only collective is a large all-reduce is left alone", () => {
+  const g = new GraphBuilder("one");
+  const x = g.addInput("x", "float32", [8192]);
+  const s = g.op("Sin", [x]);
+  const y = g.addNode("AllReduce", [s], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0];
+  g.addOutput(g.op("Neg", [y]), "float32", [8192]);
+  const before = trace(g);
+  assert.equal(scheduleAsyncCollectives(g, new Map([[s, [8192]]]), { wide: true }), 0);
+  assert.deepEqual(trace(g), before);
+});
+
+test("wide schedule: a gradient bucket's size is read through its Concat of Reshapes (it has no recorded shape)", () => {
+  // two layers' gradients of 3 x 4096 float32 (48 KiB each) bucketed into one 96 KiB all-reduce: synchronous; two
+  // of 4 x 512 (2 KiB each) into one 4 KiB bucket: split
+  const build = (rows: number, cols: number) => {
+    const g = new GraphBuilder("bucket");
+    const x = g.addInput("x", "float32", [rows, cols]);
+    const ar = { ...GATHER, reduce: 0, label: "psum" };
+    const a = g.op("Sin", [x]),
+      b = g.op("Cos", [x]);
+    const ya = g.addNode("AllReduce", [a], 1, ar, "jaxts.collectives")[0];
+    const yb = g.addNode("AllReduce", [b], 1, ar, "jaxts.collectives")[0];
+    g.addOutput(g.op("Add", [ya, yb]), "float32", [rows, cols]);
+    const shapes = new Map([a, b, ya, yb].map((v) => [v, [rows, cols]]));
+    const dtypes = new Map([a, b, ya, yb].map((v) => [v, "float32"]));
+    assert.equal(combineCollectives(g, shapes, dtypes, { thresholdBytes: 1 << 20 }), 1);
+    const bucket = g.nodeList.find((n) => n.opType === "AllReduce")!;
+    assert.equal(shapes.has(bucket.inputs[0]), false, "the bucket's input has no recorded shape");
+    return { g, shapes, dtypes };
+  };
+  const big = build(3, 4096);
+  assert.equal(scheduleAsyncCollectives(big.g, big.shapes, { wide: true }, big.dtypes), 0);
+  assert.equal(big.g.nodeList.filter((n) => n.opType === "AllReduce").length, 1);
+  const small = build(4, 512);
+  assert.equal(scheduleAsyncCollectives(small.g, small.shapes, { wide: true }, small.dtypes), 1);
+  assert.ok(!small.g.nodeList.some((n) => n.opType === "AllReduce"));
 });

@@ -23,6 +23,9 @@ import {
 } from "../../src/runtime/index.js";
 import { collectiveOverlapKey, withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
 import { values } from "./device-compare.js";
+import { setDeviceProgramObserver } from "../../src/parallel/shard-map-devices.js";
+import { compileOptions } from "../../src/compiler/compile.js";
+import { nativeGemmKernel } from "../../src/backends/onnx/ort-runtime.js";
 import type { Mesh } from "../../src/parallel/mesh.js";
 const { P } = sharding;
 
@@ -46,6 +49,18 @@ function withThreadMode<T>(f: () => T): T {
   }
 }
 
+/** Runs f under JAXTS_ASYNC_SELECT=every (the pass splits every collective; read when a program is staged). */
+function withEverySplit<T>(f: () => T): T {
+  const saved = process.env.JAXTS_ASYNC_SELECT;
+  process.env.JAXTS_ASYNC_SELECT = "every";
+  try {
+    return f();
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_SELECT;
+    else process.env.JAXTS_ASYNC_SELECT = saved;
+  }
+}
+
 /** f's outputs in each mode (`modes`), and the collectives each device launch recorded, per mode. */
 function runModes(
   f: () => Array | Array[],
@@ -60,7 +75,9 @@ function runModes(
       const rs: LaunchRecord[] = [];
       const prev = setLaunchObserver((r) => rs.push(r));
       try {
-        const call = () => withCollectiveOverlap(mode === "mailbox" || mode === "thread", f);
+        // every collective asynchronous (JAXTS_ASYNC_SELECT=every): these runs test the native async ops, not the
+        // pass's cost model (which keeps large mailbox all-reduces synchronous)
+        const call = () => withEverySplit(() => withCollectiveOverlap(mode === "mailbox" || mode === "thread", f));
         const r = mode === "thread" ? withThreadMode(call) : call();
         outs.set(
           mode,
@@ -395,7 +412,15 @@ test("the schedule that selects the compiled program follows the native switch (
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
     process.env.JAXTS_ASYNC_SCHEDULE = "narrow";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
+    assert.equal(
+      withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
+      "narrow-every",
+    );
     delete process.env.JAXTS_ASYNC_SCHEDULE;
+    assert.equal(
+      withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
+      "wide-every",
+    );
     process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
     assert.equal(withCollectiveOverlap(false, collectiveOverlapKey), false);
@@ -465,6 +490,70 @@ test(
     } finally {
       if (saved === undefined) delete process.env.JAXTS_MAILBOX_SPIN;
       else process.env.JAXTS_MAILBOX_SPIN = saved;
+    }
+  },
+);
+
+test(
+  "the cost model on a data-parallel SGD step: the 32 KiB gradient all-reduce stays synchronous (with its fused update), the scalar psum splits; values as without overlap",
+  { skip },
+  () => {
+    const saved = config.spmdRuntime;
+    config.update("spmdRuntime", "devices");
+    try {
+      const mesh = makeMesh([2], ["x"]);
+      // per device: x [64, 128] float32 (32 KiB > MAILBOX_ALL_REDUCE_SYNC_BYTES), w replicated
+      const f = shardMap(
+        (w: Array, x: Array) => [
+          jnp.subtract(w, jnp.multiply(lax.psum(jnp.multiply(x, 2), "x"), 0.05)),
+          lax.psum(jnp.sum(x), "x"),
+        ],
+        { mesh, inSpecs: [P(), P("x")], outSpecs: [P(), P()] },
+      ) as unknown as (...a: Array[]) => Array[];
+      const args = [values([64, 128], "float32"), values([128, 128], "float32")];
+      /** Outputs, [bytes, asynchronous] of rank 0's collectives, and whether the program has an AllReduceEpilogue. */
+      const run = (on: boolean, every = false) => {
+        const rs: LaunchRecord[] = [];
+        const models: Uint8Array[] = [];
+        const prevObs = setDeviceProgramObserver((p) => models.push(p.model));
+        const prev = setLaunchObserver((r) => rs.push(r));
+        try {
+          const call = () => withCollectiveOverlap(on, () => f(...args));
+          const outs = (every ? withEverySplit(call) : call()).map((o) =>
+            Float64Array.from(o.dataSync() as Float32Array),
+          );
+          synchronize();
+          const colls = rs.flatMap((r) => r.collectives[0] ?? []).map((c) => [c.bytes, c.wait >= 0] as const);
+          return { outs, colls, fused: models.some((m) => Buffer.from(m).includes("AllReduceEpilogue")) };
+        } finally {
+          setLaunchObserver(prev);
+          setDeviceProgramObserver(prevObs);
+        }
+      };
+      const off = run(false),
+        on = run(true),
+        every = run(true, true);
+      for (const r of [on, every]) r.outs.forEach((o, i) => assert.deepEqual(o, off.outs[i], `output ${i}`));
+      const byBytes = (c: (readonly [number, boolean])[]) => [...c].sort((a, b) => a[0] - b[0]);
+      assert.deepEqual(byBytes(off.colls), [
+        [4, false],
+        [32768, false],
+      ]);
+      assert.deepEqual(byBytes(on.colls), [
+        [4, true],
+        [32768, false],
+      ]);
+      assert.deepEqual(byBytes(every.colls), [
+        [4, true],
+        [32768, true],
+      ]);
+      // the update fuses into its all-reduce with overlap as without (where programs get jaxts.Fused nodes)
+      const fusable = nativeGemmKernel() !== null && compileOptions.fuseInGraph;
+      assert.equal(off.fused, fusable);
+      assert.equal(on.fused, fusable);
+      assert.equal(every.fused, false);
+    } finally {
+      config.update("spmdRuntime", saved);
     }
   },
 );
