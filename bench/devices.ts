@@ -6,7 +6,7 @@
  * a shared host hits both sides alike; each row also says where the time went, from the runtime's own stamps:
  * "device" = first rank start to last rank end, the rest is host work (marshalling, wake-ups, block copies).
  */
-import { readFileSync } from "node:fs";
+import { jsThreadNs as jsNs } from "./schedstat.js";
 import { availableParallelism } from "node:os";
 import * as ort from "onnxruntime-node";
 import { GraphBuilder } from "../src/backends/onnx/graph-builder.js";
@@ -254,7 +254,6 @@ if (maxDevices >= 8)
     cpu = [[], [], [], [], [], []] as number[][],
     js = [[], [], [], [], [], []] as number[][],
     callerRan = [0, 0, 0, 0, 0, 0];
-  const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
   const measured = (f: () => void, k: number) => () => {
     const c0 = process.cpuUsage(),
       j0 = jsNs();

@@ -4,6 +4,7 @@
  * `--pmap-tiny`: devices.js's pmap of a tiny function (2x16 float32) instead, with the median native stamps.
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import { jsThreadNs as jsNs } from "./schedstat.js";
 import { Session } from "node:inspector/promises";
 import { config } from "../src/core/config.js";
 import { mlpProblem } from "./mlp-problem.js";
@@ -36,7 +37,6 @@ const jsUserSys = (): [number, number] => {
   const rest = f.slice(f.lastIndexOf(")") + 2).split(" ");
   return [Number(rest[11]) * 10, Number(rest[12]) * 10];
 };
-const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
 const tinyFn = pmap((v: Arr): Arr => jnp.add(jnp.multiply(jnp.sin(v), 2), 1), "i");
 const xs = jnp.reshape(jnp.arange(32, undefined, undefined, { dtype: "float32" }), [2, 16]);
 const launchUs: number[] = [],

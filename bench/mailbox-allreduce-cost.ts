@@ -4,7 +4,7 @@
  * CPU per launch (Linux schedstat, all threads but the JS thread), sync (overlap off), async (overlap on,
  * JAXTS_ASYNC_SELECT=every: the pass's previous choice) and the cost model's choice (overlap on), interleaved.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { otherThreadsNs } from "./schedstat.js";
 import { availableParallelism, loadavg } from "node:os";
 import { config } from "../src/core/config.js";
 const { jit, lax, makeMesh, numpy: jnp, shardMap, sharding } = await import("../src/index.js");
@@ -17,22 +17,10 @@ const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) 
 const P = sharding.PartitionSpec;
 
 /** [on-CPU ms, runqueue-wait ms] summed over this process's threads other than the JS thread. */
-function threadMs(): [number, number] {
-  if (!existsSync("/proc/self/task")) return [NaN, NaN];
-  let run = 0,
-    wait = 0;
-  for (const t of readdirSync("/proc/self/task")) {
-    if (t === String(process.pid)) continue;
-    try {
-      const [a, b] = readFileSync(`/proc/self/task/${t}/schedstat`, "utf8").split(" ").map(Number);
-      run += a;
-      wait += b;
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
+const threadMs = (): [number, number] => {
+  const [run, wait] = otherThreadsNs();
   return [run / 1e6, wait / 1e6];
-}
+};
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 type Mode = "sync" | "async (every)" | "cost model";

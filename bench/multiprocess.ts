@@ -9,6 +9,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { jsThreadNs as jsNs } from "./schedstat.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -280,7 +281,6 @@ const runInd = (): void => {
 };
 // per call: CPU of the whole process (getrusage, every thread), of the JS thread (its schedstat), the rank's run
 // (first device start to end) and, for the psum step, its collectives (this rank's recorded start -> end)
-const jsNs = (): number => Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, "utf8").split(" ")[0]);
 const round3 = (v: number) => Math.round(v * 1000) / 1000;
 const push = (m: Record<string, number[]>, k: string, v: number) => (m[k] ??= []).push(round3(v));
 let collUs = 0;

@@ -8,7 +8,7 @@
  * the share of the communication it could hide that it hid. Both sides of an overlap pair are one program but for
  * where communication waits: the same collectives, bucketed at OVERLAP_BUCKET_BYTES (per-layer buckets stay apart).
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { otherThreadsNs } from "./schedstat.js";
 import { availableParallelism, loadavg } from "node:os";
 import { config } from "../src/core/config.js";
 
@@ -169,31 +169,14 @@ interface Split {
   cpu: number;
   runq: number;
 }
-/** [on-CPU ns, runqueue-wait ns] summed over this process's threads other than the JS thread (Linux schedstat). */
-function threadTimes(): [number, number] {
-  if (!existsSync("/proc/self/task")) return [NaN, NaN];
-  let run = 0,
-    wait = 0;
-  for (const t of readdirSync("/proc/self/task")) {
-    if (t === String(process.pid)) continue;
-    try {
-      const [a, b] = readFileSync(`/proc/self/task/${t}/schedstat`, "utf8").split(" ").map(Number);
-      run += a;
-      wait += b;
-    } catch {
-      // the thread ended meanwhile
-    }
-  }
-  return [run, wait];
-}
 function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecord[]): { ms: number; split: Split } {
   records.length = 0;
-  const s0 = threadTimes();
+  const s0 = otherThreadsNs();
   const t0 = performance.now();
   c.step();
   rt.synchronize();
   const ms = performance.now() - t0;
-  const s1 = threadTimes();
+  const s1 = otherThreadsNs();
   let compute = 0,
     comm = 0,
     blocked = 0;
