@@ -1,161 +1,20 @@
 /**
  * @file Multi-process meshes on MPI: `mpirun -np 2` (2 devices each) and `-np 3` (1 device each) of
  * test/parallel/mpi-worker.ts; every collective across processes equals the single-process emulation, a data-parallel
- * MLP grad step on 2 processes equals the whole batch in 1, processAllgather, a shape mismatch and an early exit each
- * fail naming the processes; the jobs use the same-host shared-memory transport, and two run with MPI only
- * (JAXTS_MPI_SHM=0) and must agree. Skipped, with the reason, where mpirun or the device runtime is absent.
+ * MLP grad step on 2 processes equals the whole batch in 1, processAllgather, a sharded checkpoint; the jobs use the
+ * same-host shared-memory transport, one runs with MPI only (JAXTS_MPI_SHM=0) and two across two "hosts", and they
+ * must agree (the faults: distributed-faults.test.ts). Skipped, with the reason, where mpirun or the device runtime is
+ * absent.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { type Array as JArray, distributed, loadSharded, processCount, processIndex } from "../../src/index.js";
 import { deviceRuntimeUnavailable } from "../../src/runtime/index.js";
-import type { ReshardCase } from "./mpi-reshard-cases.js";
-
-const worker = fileURLToPath(new URL("./mpi-worker.js", import.meta.url));
-const probe = spawnSync("mpirun", ["--version"], { encoding: "utf8" });
-const skip: string | false = deviceRuntimeUnavailable()
-  ? `the device runtime is unavailable (${deviceRuntimeUnavailable()})`
-  : probe.error || probe.status !== 0
-    ? `mpirun not found (${probe.error?.message ?? probe.stderr}); install openmpi-bin libopenmpi-dev`
-    : false;
-if (skip) console.log(`# distributed.test: multi-process tests skipped: ${skip}`);
-
-interface Case {
-  name: string;
-  dtype: string;
-  shape: number[];
-  got: number[];
-  want: number[];
-  ranOn: number[];
-  /** Set for values computed as global arrays: whether reading the global array's value was refused. */
-  spans?: boolean;
-}
-interface GlobalResult {
-  shape: number[];
-  shards: [number, [number, number][], number[]][];
-  full: number[];
-  gathered: number[];
-  readError: string;
-  callbackCalls: number;
-  gathered2: number[][];
-  full2: number[];
-}
-interface Result {
-  processIndex: number;
-  processCount: number;
-  devices: [number, number][];
-  localDevices: number[];
-  cases: Case[];
-  error?: string;
-  allgather?: number[][];
-  mismatch?: string;
-  after?: number[];
-  /** Segment exchanges per psum: a small one, a large one (the collectives job). */
-  psumExchanges?: number[];
-  fusedEpilogues?: number;
-  early?: string;
-  earlyMs?: number;
-  reshardDead?: string[];
-  reshardDeadMs?: number;
-  deviceFail?: string;
-  deviceFailMs?: number;
-  afterFail?: number[];
-  raised?: string;
-  raisedMs?: number;
-  global?: GlobalResult;
-  reshard?: {
-    cases: ReshardCase[];
-    errors: Record<string, string>;
-    programs: { name: string; got: number[]; want: number[] }[];
-  };
-  before?: number[];
-  killed?: string;
-  killedMs?: number;
-  afterKill?: number[][];
-  outOfStep?: string;
-  outOfStepMs?: number;
-  transport?: {
-    transport: string;
-    reason: string;
-    exchanges: number;
-    bytes: number;
-    mpiRings: number;
-    twoLevel: number;
-    hosts: number;
-    hostProcesses: number;
-  };
-  loaded?: {
-    w: number[];
-    r: number[];
-    step: number[];
-    wShards: [number, [number, number][]][];
-    spans: boolean;
-  };
-}
-
-/** Runs `mpirun -np n` of the worker with a hard timeout (the whole job is killed past it); the results each process wrote. */
-function mpirun(
-  n: number,
-  scenario: string,
-  devs: number,
-  extraEnv: Record<string, string> = {},
-  mpirunOptions: string[] = [],
-): Promise<{ status: number | null; results: Result[]; log: string }> {
-  return new Promise((resolve) => {
-    const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
-    const args = [
-      "--allow-run-as-root",
-      "--oversubscribe",
-      ...mpirunOptions,
-      "-np",
-      String(n),
-      process.execPath,
-      worker,
-      scenario,
-      String(devs),
-      dir,
-    ];
-    // the ONNX Runtime backend preload of the test runner, and nothing of this process's MPI state
-    // (containers often forbid the cross-memory attach of Open MPI's shared-memory transport: plain copies instead)
-    const env = {
-      OMPI_MCA_btl_vader_single_copy_mechanism: "none",
-      ...process.env,
-      JAXTS_SPMD_RUNTIME: "emulation",
-      ...extraEnv,
-    };
-    const child = spawn("mpirun", args, { env, stdio: ["ignore", "pipe", "pipe"] });
-    let log = "";
-    child.stdout.on("data", (d) => {
-      log += String(d);
-    });
-    child.stderr.on("data", (d) => {
-      log += String(d);
-    });
-    const timer = setTimeout(() => {
-      log += "\n[killed: the job ran past 240 s]";
-      child.kill("SIGTERM");
-      setTimeout(() => child.kill("SIGKILL"), 5000).unref();
-    }, 240_000);
-    child.on("close", (status) => {
-      clearTimeout(timer);
-      const results: Result[] = [];
-      for (const f of readdirSync(dir).sort()) {
-        try {
-          results.push(JSON.parse(readFileSync(join(dir, f), "utf8")) as Result);
-        } catch (e) {
-          log += `\n${f}: ${(e as Error).message}`;
-        }
-      }
-      rmSync(dir, { recursive: true, force: true });
-      resolve({ status, results: results.sort((a, b) => a.processIndex - b.processIndex), log });
-    });
-  });
-}
+import { checkTransport, mpirun, skip, type Case, type Result } from "./distributed-helpers.js";
 
 // both jobs start at once (their processes mostly wait on each other)
 const ckptDir = skip ? "" : mkdtempSync(join(tmpdir(), "jaxts-mpi-ckpt-"));
@@ -169,16 +28,9 @@ const jobs = skip
       three: mpirun(3, "basic", 1, { JAXTS_MPI_SHM_BYTES: "192" }),
       // MPI only: ring pieces of 4 bytes, every ring step of every collective pipelined element by element
       threeMpi: mpirun(3, "basic", 1, { JAXTS_MPI_SHM: "0", JAXTS_MPI_PIECE_BYTES: "4" }),
-      // MPI only: the mismatch, a device failure, a raise and an early exit
-      faultsMpi: mpirun(2, "faults", 1, { JAXTS_MPI_SHM: "0" }),
       // two "hosts" on this machine (JAXTS_HOST_ID = h<rank mod 2>): 2 x 2 processes (2 devices each), and 2 + 1
       hier4: mpirun(4, "basic", 2, { JAXTS_TEST_HOST_MOD: "2" }),
       hier3: mpirun(3, "basic", 1, { JAXTS_TEST_HOST_MOD: "2" }),
-      hierFaults: mpirun(3, "faults", 1, { JAXTS_TEST_HOST_MOD: "2" }),
-      // shared memory: process 0 runs two psums in a program where process 1 runs one, then an allGather
-      outOfStep: mpirun(2, "outofstep", 1),
-      // process 2 is SIGKILLed while the others wait for it (--enable-recovery: mpirun lets the survivors run on)
-      killed: mpirun(3, "sigkill", 1, {}, ["--enable-recovery"]),
       // a sharded checkpoint saved by 2 processes, then loaded by 3
       ckpt: mpirun(2, "ckpt-save", 1, ckptEnv).then(async (saved) => ({
         saved,
@@ -214,24 +66,6 @@ function checkCases(r: Result, what: string): void {
 }
 const find = (r: Result, name: string): Case =>
   r.cases.find((c) => c.name === name) ?? assert.fail(`case ${name} missing`);
-
-/**
- * The transport the job's cross-process collectives used: the shared-memory segment (processes on this host, counted
- * exchanges) or MPI (JAXTS_MPI_SHM=0, no shared-memory exchange).
- */
-function checkTransport(r: Result, want: "shm" | "mpi"): void {
-  const t = r.transport ?? assert.fail(`process ${r.processIndex}: no transport info`);
-  assert.equal(t.transport, want, `process ${r.processIndex}: transport (${t.reason})`);
-  if (want === "shm") {
-    assert.ok(
-      t.exchanges > 0 && t.bytes > 0,
-      `process ${r.processIndex}: shared-memory exchanges ${JSON.stringify(t)}`,
-    );
-  } else {
-    assert.match(t.reason, /JAXTS_MPI_SHM=0 on process \d/);
-    assert.equal(t.exchanges, 0, `process ${r.processIndex}: no shared-memory exchange`);
-  }
-}
 
 /** jit with shardings over the global mesh: host inputs (outputs assembled) and global arrays (outputs global). */
 function checkJit(r: Result): void {
@@ -549,44 +383,6 @@ test(
   },
 );
 
-test(
-  "2 processes x 1 device over MPI only: a mismatch, a device failure, a raise and an early exit fail naming the process",
-  { skip, timeout: 260_000 },
-  async () => {
-    const { status, results, log } = await jobs!.faultsMpi;
-    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
-    for (const r of results) {
-      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-      checkTransport(r, "mpi");
-      assert.deepEqual(r.after, [2, 2], "a collective after the mismatch works");
-      assert.deepEqual(r.afterFail, [2, 2], "a collective after the device failure works");
-      assert.ok(r.deviceFailMs! < 30_000, `process ${r.processIndex}: the device failure took ${r.deviceFailMs} ms`);
-    }
-    const [r0, r1] = results;
-    assert.match(
-      r0.mismatch!,
-      /psum over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 0: processes disagree: process 1 \(ranks \[1\]\) called AllReduce of float32\[4,3\], this process AllReduce of float32\[2,3\]/,
-    );
-    assert.match(
-      r1.mismatch!,
-      /on process 1: processes disagree: process 0 \(ranks \[0\]\) called AllReduce of float32\[2,3\]/,
-    );
-    assert.match(r0.deviceFail!, /device 0 \(rank 0\): test hook: device failure injected before the program ran/);
-    assert.match(
-      r1.deviceFail!,
-      /on process 1: released early: process 0 failed: device 0 \(rank 0\): test hook: device failure injected/,
-    );
-    assert.equal(r1.raised, "user error on process 1");
-    for (const what of [r0.raised!, r0.early!])
-      assert.match(
-        what,
-        /timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[1\] before the deadline; process 1 runs ranks \[1\]/,
-      );
-    assert.ok(r0.earlyMs! < 20_000 && r0.raisedMs! < 20_000, `${r0.earlyMs} / ${r0.raisedMs} ms (timeout 1500 ms)`);
-    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
-  },
-);
-
 /**
  * The two-level transport: processes r and r + 2 share "host" r mod 2; the first process of each host in group order
  * (0 and 1) runs the ring over MPI, the others only reach their host's leader through the segment.
@@ -648,88 +444,6 @@ test(
       });
     }
     assert.equal(hier.status, 0, `mpirun exit status:\n${hier.log.slice(-2000)}`);
-  },
-);
-
-test(
-  "hosts of 2 + 1 processes: a mismatch, a device failure and the process on the other host leaving fail naming it",
-  { skip, timeout: 260_000 },
-  async () => {
-    const { status, results, log } = await jobs!.hierFaults;
-    assert.equal(results.length, 3, `three results expected:\n${log.slice(-3000)}`);
-    for (const r of results) {
-      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-      assert.match(r.mismatch!, /processes disagree: process \d \(ranks \[\d\]\) called AllReduce of float32\[\d,3\]/);
-      assert.deepEqual(r.after, [3, 3], "a collective after the mismatch works");
-      assert.deepEqual(r.afterFail, [3, 3], "a collective after the device failure works");
-    }
-    const [r0, , r2] = results;
-    assert.equal(results[1].raised, "user error on process 1");
-    // process 1 (alone on its host) leaves: the process whose 1500 ms timeout ends first names it, the other is
-    // released early by that failure (which names process 1 too)
-    for (const r of [r0, r2])
-      assert.match(r.early!, /no answer from process\(es\) \[1\] before the deadline;.* process 1 runs ranks \[1\]/);
-    for (const r of [r0, r2]) assert.ok(r.earlyMs! < 20_000, `process ${r.processIndex}: ${r.earlyMs} ms`);
-    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
-  },
-);
-
-test(
-  "2 processes x 1 device over shared memory: processes at different collectives fail naming both positions, not by timeout",
-  { skip, timeout: 260_000 },
-  async () => {
-    const { status, results, log } = await jobs!.outOfStep;
-    assert.equal(results.length, 2, `two results expected:\n${log.slice(-3000)}`);
-    for (const r of results) {
-      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-      assert.equal(r.transport?.transport, "shm", `process ${r.processIndex}: ${JSON.stringify(r.transport)}`);
-      // the collective timeout is 20 s: the check fires after the peer waited 100 ms at the other collective
-      assert.ok(r.outOfStepMs! < 10_000, `process ${r.processIndex}: out of step reported after ${r.outOfStepMs} ms`);
-    }
-    const [r0, r1] = results;
-    assert.match(
-      r0.outOfStep!,
-      /psum over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 0: processes are out of step: process 1 is at collective #0 of launch #(\d+) \(AllGather of float32\[1,3\]\), this process at collective #1 of launch #(\d+) \(AllReduce of int32\[1,2\]\); process 1 runs ranks \[1\]$/,
-    );
-    assert.match(
-      r1.outOfStep!,
-      /all_gather over mesh axis 'i' \(group of ranks \[0, 1\]\) on process 1: processes are out of step: process 0 is at collective #1 of launch #\d+ \(AllReduce of int32\[1,2\]\), this process at collective #0 of launch #\d+ \(AllGather of float32\[1,3\]\); process 0 runs ranks \[0\]$/,
-    );
-    // process 1 is one launch ahead of process 0
-    const [, l1, l0] = /launch #(\d+) .*launch #(\d+)/.exec(r0.outOfStep!)!;
-    assert.equal(Number(l1), Number(l0) + 1);
-    assert.equal(status, 0, `mpirun exit status:\n${log.slice(-2000)}`);
-  },
-);
-
-test(
-  "3 processes, one SIGKILLed mid-run: the survivors fail naming its process and rank within the timeout, then go on",
-  { skip, timeout: 260_000 },
-  async () => {
-    const { results, log } = await jobs!.killed;
-    assert.equal(
-      results.length,
-      3,
-      `three results expected (process 2 reports before it is killed):\n${log.slice(-3000)}`,
-    );
-    for (const r of results) {
-      assert.deepEqual(r.before, [3, 3], `process ${r.processIndex}: the psum before the kill`);
-      checkTransport(r, "shm");
-    }
-    assert.equal(results[2].killed, undefined, "process 2 was killed before its second psum");
-    for (const r of results.slice(0, 2)) {
-      assert.equal(r.error, undefined, `process ${r.processIndex}: ${r.error}`);
-      // either its own timeout, or the other survivor's (which told it at once), names process 2 and its rank
-      assert.match(
-        r.killed!,
-        new RegExp(
-          String.raw`psum over mesh axis 'i' \(group of ranks \[0, 1, 2\]\) on process ${r.processIndex}(: released early: process \d failed: .* on process \d)? timed out after 1500 ms waiting for the other processes: no answer from process\(es\) \[2\] before the deadline;.* process 2 runs ranks \[2\]`,
-        ),
-      );
-      assert.ok(r.killedMs! < 20_000, `process ${r.processIndex}: the failure took ${r.killedMs} ms (timeout 1500 ms)`);
-      // 1 + 2 over the survivors' global array
-      assert.deepEqual(r.afterKill, [[3, 3]], `process ${r.processIndex}: a psum among the survivors after the kill`);
-    }
   },
 );
 
