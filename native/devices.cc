@@ -1,4 +1,4 @@
-/** @file Device executors: one native thread per CPU device runs its ORT session runs in submission order; launches of one program across devices, with async (Promise) or blocking completion. */
+/** @file Device programs and launches: one native thread per CPU device (native/executor.h) runs its ORT session runs in submission order; launches of one program across devices, with async (Promise) or blocking completion. */
 // A device program is one ONNX model with one ORT session per device (each with its own intra-op threads), so one
 // program serves every device: the executor sets the thread-local DeviceContext (rank, launch, communicator)
 // before calling Run and the collective ops read it. JavaScript only submits and waits; a device never calls into
@@ -32,7 +32,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +45,7 @@
 #include "communicator.h"
 #include "cpu-level.h"
 #include "device-context.h"
+#include "executor.h"
 #include "gemm-op.h"
 #include "mpi-communicator.h"
 #include "napi-util.h"
@@ -85,93 +85,7 @@ double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// ------------------------------------------------------------------ executors
-// How long an executor that finished its work polls its queue before it blocks on its condition variable
-// (microseconds; devSetExecutorSpin changes it, 0: block at once). A blocked executor is woken by a futex call and a
-// reschedule, 20-60 us on this VM, longer than a tiny program's whole run; an executor still polling when the next
-// launch arrives starts it within a microsecond. At most MaxSpinners() executors poll at once (one core is left to the
-// JS thread), so more devices than cores never spin each other out: the others block as before.
-std::atomic<int> g_spin_us{250};
-PollGate g_executor_polls;  // the executors polling their queues (native/bounded-poll.h)
-int MaxSpinners() {
-  static const int n = std::max(0, int(std::thread::hardware_concurrency()) - 1);
-  return n;
-}
-
-class Executor;
-thread_local Executor* t_executor = nullptr;  // the executor whose thread this is (null on other threads)
-
-class Executor {
- public:
-  Executor() { std::thread([this] { Loop(); }).detach(); }
-  void Submit(std::function<void()> task) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      queue_.push_back(std::move(task));
-      queued_.fetch_add(1, std::memory_order_release);
-    }
-    cv_.notify_one();  // no system call when the executor is polling rather than waiting
-  }
-  /**
-   * Nothing queued, and nothing running but a task past its device work (see Finishing): work the caller runs itself
-   * now cannot overtake this stream's earlier work.
-   */
-  bool Idle() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return queue_.empty() && (!running_ || finishing_.load(std::memory_order_acquire));
-  }
-  /**
-   * The running task finished its device work (what is left signals completion and releases the launch): a thread
-   * woken by that signal may run this device's next rank itself at once instead of finding the stream still busy.
-   */
-  static void Finishing() {
-    if (t_executor) t_executor->finishing_.store(true, std::memory_order_release);
-  }
-
- private:
-  // Polls the queue for up to g_spin_us when a polling slot is free and the host is not contended (PollBounded: a
-  // poller that finds itself descheduled backs every executor off); true when work arrived meanwhile.
-  bool Spin() {
-    const int us = g_spin_us.load(std::memory_order_relaxed);
-    if (us <= 0 || queued_.load(std::memory_order_acquire) > 0) return true;
-    return PollBounded(g_executor_polls, us, MaxSpinners(), 127, [&] { return queued_.load(std::memory_order_acquire) > 0; });
-  }
-  void Loop() {
-    t_executor = this;
-    for (;;) {
-      std::function<void()> task;
-      Spin();
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return !queue_.empty(); });
-        task = std::move(queue_.front());
-        queue_.pop_front();
-        queued_.fetch_sub(1, std::memory_order_relaxed);
-        running_ = true;
-        finishing_.store(false, std::memory_order_relaxed);
-      }
-      task();
-      task = nullptr;  // the launch it held is released before this executor idles
-      std::lock_guard<std::mutex> lock(mu_);
-      running_ = false;
-    }
-  }
-  bool running_ = false;
-  std::atomic<bool> finishing_{false};  // the running task is past its device work (Finishing)
-  std::atomic<int> queued_{0};  // queue_.size(), readable without the mutex (polling)
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;
-};
-
-std::mutex g_exec_mu;
-std::vector<Executor*>* g_executors = new std::vector<Executor*>();  // never destroyed (threads are detached)
-
-Executor* ExecutorFor(int device) {
-  std::lock_guard<std::mutex> lock(g_exec_mu);
-  while (int(g_executors->size()) <= device) g_executors->push_back(new Executor());
-  return (*g_executors)[size_t(device)];
-}
+// the executors (one thread per device, a queue in submission order): native/executor.{h,cc}
 
 // ------------------------------------------------------------------ programs and launches
 struct Program {
@@ -780,7 +694,7 @@ napi_value SetExecutorSpinFn(napi_env env, napi_callback_info info) {
   int32_t us = 0;
   if (argc < 1 || napi_get_value_int32(env, argv[0], &us) != napi_ok) return Throw(env, "devSetExecutorSpin expects a number of microseconds");
   napi_value v;
-  napi_create_int32(env, g_spin_us.exchange(std::max(0, std::min(us, 100000))), &v);
+  napi_create_int32(env, ExchangeExecutorSpinUs(std::max(0, std::min(us, 100000))), &v);
   return v;
 }
 
