@@ -20,16 +20,8 @@ export const skip: string | false = deviceRuntimeUnavailable()
     : false;
 if (skip) console.log(`# distributed.test: multi-process tests skipped: ${skip}`);
 
-export interface Case {
-  name: string;
-  dtype: string;
-  shape: number[];
-  got: number[];
-  want: number[];
-  ranOn: number[];
-  /** Set for values computed as global arrays: whether reading the global array's value was refused. */
-  spans?: boolean;
-}
+import type { Case } from "./mpi-case.js";
+export type { Case };
 export interface GlobalResult {
   shape: number[];
   shards: [number, [number, number][], number[]][];

@@ -48,6 +48,7 @@ import {
   makeShardedTrainStep,
   makeTrainStep,
 } from "../../src/models/transformer.js";
+import type { Case } from "./mpi-case.js";
 const { P, NamedSharding } = sharding;
 const JSArray = globalThis.Array;
 
@@ -69,15 +70,7 @@ const out: Record<string, unknown> = {
   devices: devices().map((d) => [d.id, d.processIndex]),
   localDevices: localDevices().map((d) => d.id),
 };
-const cases: {
-  name: string;
-  dtype: string;
-  shape: number[];
-  got: number[];
-  want: number[];
-  ranOn: number[];
-  spans?: boolean;
-}[] = [];
+const cases: Case[] = [];
 const flat = (x: Array): number[] => [x.tolist()].flat(Infinity) as number[];
 const values = (shape: number[], dtype: "float32" | "int32"): Array => {
   const n = shape.reduce((a, b) => a * b, 1);
