@@ -77,6 +77,21 @@ export interface PendingWrite {
   afterSettle?(f: () => void): void;
 }
 
+/**
+ * Waits for each of `deps` in order and returns the first failure as a new Error with `describe(its message)`, or
+ * null: work that read an output of a failed run computed on garbage and fails with that cause.
+ */
+export function failedDependency(deps: readonly PendingWrite[], describe: (cause: string) => string): Error | null {
+  for (const d of deps) {
+    try {
+      d.wait();
+    } catch (e) {
+      return new Error(describe((e as Error).message));
+    }
+  }
+  return null;
+}
+
 export class ArrayImpl extends Array {
   /** Called with the storage an array gives up in dispose() (an execution backend may recycle it). */
   static releaseHook: ((a: ArrayImpl, data: TypedArray) => void) | null = null;
@@ -127,12 +142,15 @@ export class ArrayImpl extends Array {
   }
   /** The storage itself (read-only by convention; the array is immutable). */
   get buffer(): TypedArray {
+    this.#checkLive();
+    if (this.#pending !== null) this.#waitPending();
+    return this.#data ?? this.#external!.read();
+  }
+  #checkLive(): void {
     if (this.#disposed)
       throw new Error(
         `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
       );
-    if (this.#pending !== null) this.#waitPending();
-    return this.#data ?? this.#external!.read();
   }
   #waitPending(): void {
     this.#pending!.wait();
@@ -169,10 +187,7 @@ export class ArrayImpl extends Array {
    * writer on the same stream); throws when disposed, null for storage held elsewhere.
    */
   get storageNoWait(): TypedArray | null {
-    if (this.#disposed)
-      throw new Error(
-        `Array: use of a disposed array ${this.#aval.str()} (disposed, or donated to a jitted call through donateArgnums)`,
-      );
+    this.#checkLive();
     return this.#data;
   }
   /**

@@ -1,4 +1,5 @@
 /** @file Runtime devices: per-device buffers and their memory accounting (memoryStats), by device id. */
+import { failedDependency, type PendingWrite } from "../core/array-impl.js";
 import { config } from "../core/config.js";
 import { allocate, itemsize, type DType, type TypedArray } from "../core/dtype.js";
 import { OutOfMemoryError } from "../core/errors.js";
@@ -190,32 +191,12 @@ const reclaim = new FinalizationRegistry<{
   if (h.ref) h.device.untrack(h.ref);
 });
 
-/** A device program run that may still be in flight: the writer of its output buffers. */
-export interface PendingWork {
-  /** Whether the run has finished (its outcome is known). */
-  readonly settled: boolean;
+/** A device program run that may still be in flight: the writer of its output buffers (core's PendingWrite, with its outcome). */
+export interface PendingWork extends PendingWrite {
   /** The run's error once settled, or null. */
   readonly error: Error | null;
-  /** Waits for the run; throws its error (naming the devices and the program). */
-  wait(): void;
-  /** Resolves once the run finished without blocking the thread; rejects with wait()'s error (absent: use wait()). */
-  ready?(): Promise<void>;
 }
-
-/**
- * Waits for each of `deps` in order and returns the first failure as a new Error with `describe(its message)`, or
- * null: work that read an output of a failed run computed on garbage and fails with that cause.
- */
-export function failedDependency(deps: readonly PendingWork[], describe: (cause: string) => string): Error | null {
-  for (const d of deps) {
-    try {
-      d.wait();
-    } catch (e) {
-      return new Error(describe((e as Error).message));
-    }
-  }
-  return null;
-}
+export { failedDependency };
 
 /** Counters of block copies into device memory (tests check that placement copies only what it must). */
 export interface TransferStats {

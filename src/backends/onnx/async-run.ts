@@ -1,5 +1,5 @@
 /** @file Async dispatch of single-device jit programs: the backend's own ORT session runs on device 0's native executor (a one-rank device program borrowing it) and the outputs are returned at once, pending until the run settles. */
-import { ArrayImpl, type PendingWrite } from "../../core/array-impl.js";
+import { ArrayImpl, failedDependency, type PendingWrite } from "../../core/array-impl.js";
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
 import { type DType, isComplex } from "../../core/dtype.js";
@@ -111,13 +111,10 @@ export class AsyncRun implements PendingWrite {
       );
     } else {
       this.prog.lastRunUs = this.end - this.start;
-      for (const d of this.#deps) {
-        d.settle();
-        if (d.#error) {
-          this.#error = new Error(`jit(${name}): consumed an output of a failed asynchronous run: ${d.#error.message}`);
-          break;
-        }
-      }
+      this.#error = failedDependency(
+        this.#deps,
+        (m) => `jit(${name}): consumed an output of a failed asynchronous run: ${m}`,
+      );
     }
     this.#deps = [];
     const i = inFlight.indexOf(this);
