@@ -58,8 +58,7 @@ export class Executable {
   lastRun = 0;
   /** Set after the first run of a jitted program readied memory for the next calls' outputs. */
   private reserved = false;
-  /** Microseconds of the latest synchronous run after the first (-1: none yet), deciding async dispatch. */
-  private syncRunUs = -1;
+  /** Synchronous runs so far, and the fastest of them after the first (microseconds), deciding async dispatch. */
   private syncRuns = 0;
   private fastestUs = Infinity;
   /** The program's device form for async dispatch (undefined: not made yet; null: it cannot run asynchronously). */
@@ -195,7 +194,9 @@ export class Executable {
   /** The common case, one ONNX model: feed the inputs it reads, pick the outputs (no environment). */
   private runSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[]): ArrayImpl[] {
     const r = this.ready[0] ?? this.prepareAt(0, s);
-    if (this.jit && this.syncRunUs >= onnxBackendOptions.asyncMinRunUs && onnxBackendOptions.asyncDispatch && r.fast) {
+    // decided from the third synchronous run on (see below)
+    const costly = this.syncRuns > 2 && this.fastestUs >= onnxBackendOptions.asyncMinRunUs;
+    if (this.jit && costly && onnxBackendOptions.asyncDispatch && r.fast) {
       const a = this.asyncProgram === undefined ? (this.asyncProgram = AsyncProgram.create(p, r)) : this.asyncProgram;
       // a program whose device run turned out cheap goes back inline for good (that time is the run's own)
       if (a && a.lastRunUs > 0 && a.lastRunUs < onnxBackendOptions.asyncMinRunUs) this.asyncProgram = null;
@@ -215,7 +216,6 @@ export class Executable {
     // third call on: one slow run on a loaded host does not move a cheap program off the calling thread)
     const us = (performance.now() - t0) * 1000;
     if (this.syncRuns++ > 0) this.fastestUs = Math.min(this.fastestUs, us);
-    if (this.syncRuns > 2) this.syncRunUs = this.fastestUs;
     return this.finishSingle(p, s, inputs, outs);
   }
   private finishSingle(p: Program, s: OnnxStep, inputs: readonly ArrayImpl[], outs: ArrayImpl[]): ArrayImpl[] {
