@@ -7,7 +7,8 @@
  * withCollectiveOverlap (src/parallel/overlap-collectives.ts).
  */
 import type { GraphBuilder, GraphNode, TaggedAttr } from "../backends/onnx/graph-builder.js";
-import { readsOf } from "./optimize-graph.js";
+import { intAttr, readsOf } from "./optimize-graph.js";
+import { isDType, itemsize } from "../core/dtype.js";
 import { nodeDependencies, orderNodes } from "./node-order.js";
 
 /** The domain of the synchronous collective ops (src/parallel/lower-collectives.ts lowers to it). */
@@ -62,22 +63,6 @@ export interface AsyncScheduleOptions {
  * (a loss, a norm) stay asynchronous: their pull costs nanoseconds and posting early still hides a barrier.
  */
 export const MAILBOX_ALL_REDUCE_SYNC_BYTES = 16 << 10;
-const ELEMENT_BYTES: Readonly<Record<string, number>> = {
-  float64: 8,
-  int64: 8,
-  uint64: 8,
-  complex64: 8,
-  float32: 4,
-  int32: 4,
-  uint32: 4,
-  float16: 2,
-  bfloat16: 2,
-  int16: 2,
-  uint16: 2,
-  int8: 1,
-  uint8: 1,
-  bool: 1,
-};
 
 /**
  * The cost model of the split: whether collective `op` of `bytes` input bytes over `n` devices is worth its
@@ -130,14 +115,9 @@ function inputBytes(
     return p && (p.opType === "Reshape" || p.opType === "Concat") ? dtypeOf(p.inputs[0], depth + 1) : undefined;
   };
   const m = elements(nd.inputs[0], 0);
-  const w = ELEMENT_BYTES[dtypeOf(nd.inputs[0], 0) ?? "float32"];
+  const d = dtypeOf(nd.inputs[0], 0) ?? "float32";
+  const w = isDType(d) ? itemsize(d) : undefined;
   return m !== undefined && w ? m * w : undefined;
-}
-
-/** The group size of a collective node (its group_size attribute; 0 when absent). */
-function groupSize(nd: GraphNode): number {
-  const a = nd.attrs.find(([k]) => k === "group_size")?.[1];
-  return a?.kind === "int" ? a.value : 0;
 }
 
 /**
@@ -177,7 +157,8 @@ export function scheduleAsyncCollectives(
     g.nodeList.filter(
       (nd) =>
         isCollective(nd) &&
-        (opts.every || asyncFormPays(nd.opType, inputBytes(g, nd, shapes, dtypes, producers), groupSize(nd), wide)),
+        (opts.every ||
+          asyncFormPays(nd.opType, inputBytes(g, nd, shapes, dtypes, producers), intAttr(nd, "group_size", 0), wide)),
     ),
   );
   if (!chosen.size) return 0;
