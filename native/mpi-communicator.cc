@@ -135,15 +135,18 @@ size_t SmallBytes() {
   return v;
 }
 
+/** Whether the A/B switch $name (on by default) is on: anything but "0". */
+bool SwitchOn(const char* name) {
+  const char* e = std::getenv(name);
+  return !(e && std::string(e) == "0");
+}
+
 /**
  * Whether an all-reduce among this host's processes whose buffer fits one mailbox takes the direct two-phase exchange
  * (mpishm::DirectAllReduce) instead of the reduce-scatter and all-gather exchanges; $JAXTS_MPI_SHM_DIRECT=0: never.
  */
 bool DirectOn() {
-  static const bool v = [] {
-    const char* e = std::getenv("JAXTS_MPI_SHM_DIRECT");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool v = SwitchOn("JAXTS_MPI_SHM_DIRECT");
   return v;
 }
 
@@ -154,10 +157,7 @@ bool DirectOn() {
  * header carries it, so a difference fails as a disagreement).
  */
 bool FuseOn() {
-  static const bool v = [] {
-    const char* e = std::getenv("JAXTS_MPI_SHM_FUSE");
-    return !(e && std::string(e) == "0");
-  }();
+  static const bool v = SwitchOn("JAXTS_MPI_SHM_FUSE");
   return v;
 }
 

@@ -84,8 +84,8 @@ struct State {
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
-  std::atomic<uint64_t> rings{0}, hier{0};
-  std::atomic<uint64_t> fused{0};  // AllReduceEpilogues fused into the direct exchange (CountFused)  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
+  std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
+  std::atomic<uint64_t> fused{0};           // AllReduceEpilogues fused into the direct exchange (CountFused)
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
