@@ -275,6 +275,33 @@ bool Wrap(napi_env env, napi_value data, napi_value shape, int type, bool output
 void FinalizeProgram(napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Program>*>(data); }
 void FinalizeLaunch(napi_env, void* data, void*) { delete static_cast<std::shared_ptr<Launch>*>(data); }
 
+// A program's inputs and outputs from (inNames, inTypes, outNames, outTypes) at args[0..3]; false after throwing,
+// naming `fn`.
+bool ReadSignature(napi_env env, const napi_value* args, Program* prog, const char* fn) {
+  for (int side = 0; side < 2; side++) {
+    napi_value names = args[side ? 2 : 0], types = args[side ? 3 : 1];
+    const uint32_t n = Length(env, names);
+    if (Length(env, types) != n) {
+      Throw(env, std::string(fn) + ": one type per name expected");
+      return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+      std::string s;
+      int32_t t = 0;
+      if (!GetString(env, At(env, names, i), &s)) {
+        Throw(env, std::string(fn) + ": names must be strings");
+        return false;
+      }
+      napi_get_value_int32(env, At(env, types, i), &t);
+      (side ? prog->out_names : prog->in_names).push_back(s);
+      (side ? prog->out_types : prog->in_types).push_back(t);
+    }
+  }
+  for (auto& s : prog->in_names) prog->in_c.push_back(s.c_str());
+  for (auto& s : prog->out_names) prog->out_c.push_back(s.c_str());
+  return true;
+}
+
 // devCreateProgram(model, inNames, inTypes, outNames, outTypes, options)
 napi_value CreateProgram(napi_env env, napi_callback_info info) {
   if (!OrtApiTable()) return Throw(env, "init() was not called");
@@ -288,21 +315,7 @@ napi_value CreateProgram(napi_env env, napi_callback_info info) {
   void* model = nullptr;
   if (!GetUint8Array(env, argv[0], &model, &len)) return Throw(env, "devCreateProgram: model must be a Uint8Array");
   auto prog = std::make_shared<Program>();
-  for (int side = 0; side < 2; side++) {
-    napi_value names = argv[side ? 3 : 1], types = argv[side ? 4 : 2];
-    const uint32_t n = Length(env, names);
-    if (Length(env, types) != n) return Throw(env, "devCreateProgram: one type per name expected");
-    for (uint32_t i = 0; i < n; i++) {
-      std::string s;
-      int32_t t = 0;
-      if (!GetString(env, At(env, names, i), &s)) return Throw(env, "devCreateProgram: names must be strings");
-      napi_get_value_int32(env, At(env, types, i), &t);
-      (side ? prog->out_names : prog->in_names).push_back(s);
-      (side ? prog->out_types : prog->in_types).push_back(t);
-    }
-  }
-  for (auto& s : prog->in_names) prog->in_c.push_back(s.c_str());
-  for (auto& s : prog->out_names) prog->out_c.push_back(s.c_str());
+  if (!ReadSignature(env, argv + 1, prog.get(), "devCreateProgram")) return nullptr;
   int64_t devices = 1, threads = 1, level = 99;
   NumProp(env, argv[5], "numDevices", &devices);
   NumProp(env, argv[5], "intraOpNumThreads", &threads);
@@ -344,21 +357,7 @@ napi_value ProgramFromSessionFn(napi_env env, napi_callback_info info) {
   if (!sess) return Throw(env, "devProgramFromSession: expected a live session handle");
   auto prog = std::make_shared<Program>();
   prog->borrowed = true;
-  for (int side = 0; side < 2; side++) {
-    napi_value names = argv[side ? 3 : 1], types = argv[side ? 4 : 2];
-    const uint32_t n = Length(env, names);
-    if (Length(env, types) != n) return Throw(env, "devProgramFromSession: one type per name expected");
-    for (uint32_t i = 0; i < n; i++) {
-      std::string s;
-      int32_t t = 0;
-      if (!GetString(env, At(env, names, i), &s)) return Throw(env, "devProgramFromSession: names must be strings");
-      napi_get_value_int32(env, At(env, types, i), &t);
-      (side ? prog->out_names : prog->in_names).push_back(s);
-      (side ? prog->out_types : prog->in_types).push_back(t);
-    }
-  }
-  for (auto& s : prog->in_names) prog->in_c.push_back(s.c_str());
-  for (auto& s : prog->out_names) prog->out_c.push_back(s.c_str());
+  if (!ReadSignature(env, argv + 1, prog.get(), "devProgramFromSession")) return nullptr;
   prog->sessions.push_back(sess);
   napi_value handle;
   napi_create_external(env, new std::shared_ptr<Program>(prog), FinalizeProgram, nullptr, &handle);
