@@ -2,7 +2,8 @@
  * @file Device runtime benchmarks (`node dist/bench/devices.js [--devices=8] [--quick]`, also run by `npm run bench`):
  * psum bandwidth and latency inside a device program, a data-parallel MLP training step on 1, 2 and 8 devices, and
  * pmap dispatch against one raw ORT session run, and resharding (native block copy vs the JS copy); each row prints its ratio and whether the issue's target is met.
- * Cases compared by a ratio run interleaved (one call of each in turn, medians over the rounds), so a load change on
+ * Cases compared by a ratio run interleaved (each in turn, medians over the rounds; the training-step rows take turns
+ * in blocks of JAXTS_BENCH_BLOCK steps, default 8, as a training loop runs one step back to back), so a load change on
  * a shared host hits both sides alike; each row also says where the time went, from the runtime's own stamps:
  * "device" = first rank start to last rank end, the rest is host work (marshalling, wake-ups, block copies).
  */
@@ -30,19 +31,30 @@ function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 }
-/** Median ms of each of fs over reps rounds (one call of each per round, in turn), after `warm` rounds. */
-function interleaved(fs: (() => void)[], reps: number, warm = 3): number[] {
+/**
+ * Median ms of each of fs over reps calls each, after `warm` rounds: the cases take turns in blocks of `block` calls,
+ * the order reversed every other round. Block 1 switches programs after every call; a training loop instead runs one
+ * step function back to back, so the step rows use STEP_BLOCK: a step that follows five other programs starts with the
+ * caches they left (their own parameter copies and activations), a cost (0.3-0.4 ms of a 1.4 ms 2x1 step here) that
+ * no training loop pays. Either way every round runs every case, so a load change on a shared host hits them alike.
+ */
+function interleaved(fs: (() => void)[], reps: number, warm = 3, block = 1): number[] {
   for (let i = 0; i < warm; i++) for (const f of fs) f();
   const ts = fs.map(() => [] as number[]);
-  for (let i = 0; i < reps; i++) {
-    fs.forEach((f, k) => {
-      const t = performance.now();
-      f();
-      ts[k].push(performance.now() - t);
-    });
+  for (let i = 0, round = 0; i < reps; i += block, round++) {
+    const order = fs.map((_, k) => k);
+    if (round % 2) order.reverse();
+    for (const k of order)
+      for (let j = 0; j < block && i + j < reps; j++) {
+        const t = performance.now();
+        fs[k]();
+        ts[k].push(performance.now() - t);
+      }
   }
   return ts.map(median);
 }
+/** Calls per block for the training-step rows (JAXTS_BENCH_BLOCK; 1 gives the call-by-call order of earlier runs). */
+const STEP_BLOCK = Math.max(1, Number(process.env.JAXTS_BENCH_BLOCK ?? 8));
 /** Microseconds from the first rank's start to the last rank's end of the latest launch. */
 function deviceSpanUs(): number {
   const tl = rt.lastLaunchTimeline();
@@ -219,7 +231,7 @@ const steps = [
   makeStep(2, 1, spans[4], true),
 ];
 if (maxDevices >= 8) steps.push(makeStep(8, 1, spans[3]));
-const [t1, t2, t1b, t2ws, t8] = interleaved(steps, R(15));
+const [t1, t2, t1b, t2ws, t8] = interleaved(steps, R(40), 3, STEP_BLOCK);
 const dev = (k: number) => `device ${(median(spans[k]) / 1000).toFixed(2)} ms`;
 rows.push([
   "MLP step 784-512-10, batch 256: 2 devices x 1 thread vs 1 device x 1 thread",
@@ -283,7 +295,7 @@ if (maxDevices >= 8)
     measured(makeStep(2, 1, sp[4], false, false, 1, false), 4),
     measured(executorsOnly(makeStep(2, 1, sp[5], false, true)), 5),
   ];
-  const [c1, cInd, c2, c1u, c2u, cIndX] = interleaved(fs, R(40));
+  const [c1, cInd, c2, c1u, c2u, cIndX] = interleaved(fs, R(40), 3, STEP_BLOCK);
   const rounds = sp[0].length;
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const cpu1 = median(cpu[0]);
@@ -359,7 +371,7 @@ function makeJitStep(shape: number[], names: string[], pSpecs: Spec[], spans: nu
       ? [makeJitStep([2, 2], ["data", "model"], [P(null, "model"), P("model"), P("model", null), P()], sp[2])]
       : []),
   ];
-  const [tSm, tJit, t22] = interleaved(fs, R(15));
+  const [tSm, tJit, t22] = interleaved(fs, R(40), 3, STEP_BLOCK);
   const d = (k: number) => `device ${(median(sp[k]) / 1000).toFixed(2)} ms`;
   rows.push([
     "MLP step, 2 devices: jit + NamedSharding vs hand-written shardMap",
