@@ -180,6 +180,43 @@ export function intRange(d: DType): [number, number] {
   }
 }
 
+/** Whether the integer-valued number x is a value of integer dtype d (64-bit bounds compared exactly: 2^63 is not an int64). */
+export function fitsInt(x: number, d: DType): boolean {
+  if (d === "int64") return x >= -(2 ** 63) && x < 2 ** 63;
+  if (d === "uint64") return x >= 0 && x < 2 ** 64;
+  const [lo, hi] = intRange(d);
+  return x >= lo && x <= hi;
+}
+
+/** Whether the bigint x is a value of integer dtype d. */
+export function fitsBigInt(x: bigint, d: DType): boolean {
+  if (d === "int64") return x >= -(2n ** 63n) && x < 2n ** 63n;
+  if (d === "uint64") return x >= 0n && x < 2n ** 64n;
+  const [lo, hi] = intRange(d);
+  return x >= BigInt(lo) && x <= BigInt(hi);
+}
+
+/**
+ * The dtype of a JS number literal (JAX's rule for Python scalars, read for JS's one number type): an integer-valued
+ * number that fits the default int dtype is an int literal; any other number, -0 and integer-valued numbers past the
+ * int range included, is a float literal, since JS writes 3e9 and 3000000000 alike (JAX would raise OverflowError for
+ * such a Python int; storing it in an int32 wrapped it to garbage).
+ */
+export function numberLiteralDType(x: number): DType {
+  const d = defaultIntDType();
+  return Number.isInteger(x) && !Object.is(x, -0) && fitsInt(x, d) ? d : defaultFloatDType();
+}
+
+/** The dtype of a bigint literal: the default int dtype; one outside its range raises, as JAX's OverflowError for Python ints. */
+export function bigintLiteralDType(x: bigint, fn: string): DType {
+  const d = defaultIntDType();
+  if (!fitsBigInt(x, d))
+    throw new RangeError(
+      `${fn}: the bigint ${x} is out of range for ${d}${d === "int32" ? ' (64-bit integers need config.update("enableX64", true))' : ""}`,
+    );
+  return d;
+}
+
 /** Machine limits like jnp.finfo. */
 export function finfo(d: DType): { eps: number; max: number; min: number; tiny: number; bits: number; nmant: number } {
   switch (d) {

@@ -5,7 +5,7 @@
 import { Array, type ArrayLike } from "./array.js";
 import { ArrayImpl } from "./array-impl.js";
 import { ShapedArray, avalsStr } from "./aval.js";
-import { type DType, type TypedArray, defaultFloatDType, defaultIntDType } from "./dtype.js";
+import { type DType, type TypedArray, bigintLiteralDType, numberLiteralDType } from "./dtype.js";
 import { bigOf } from "./convert.js";
 import { type Params, Primitive } from "./primitive.js";
 import { OutOfMemoryError } from "./errors.js";
@@ -264,14 +264,8 @@ function execute(prim: Primitive, args: ArrayImpl[], params: Params): ArrayImpl[
 export function scalarToArray(x: number | boolean | bigint, dtype?: DType, weakType?: boolean): ArrayImpl {
   if (typeof x === "boolean") return ArrayImpl.of([], "bool", new Uint8Array([x ? 1 : 0]));
   // -0 exists only as a float, so a JS -0 (Python's -0.0) is a float literal, not the int 0
-  const d =
-    dtype ??
-    (typeof x === "bigint" || (Number.isInteger(x) && !Object.is(x, -0)) ? defaultIntDType() : defaultFloatDType());
+  const d = dtype ?? (typeof x === "bigint" ? bigintLiteralDType(x, "array") : numberLiteralDType(x));
   const weak = weakType ?? dtype === undefined;
-  if (typeof x === "number" && d === defaultIntDType() && weak && !Number.isSafeInteger(x)) {
-    // an integer literal too big for an int: JAX raises OverflowError for Python ints past int range
-    throw new TypeError(`Python-style int ${x} is too large to convert to ${d}`);
-  }
   const data =
     d === "int64" || d === "uint64"
       ? d === "int64"

@@ -10,9 +10,13 @@ import {
   canonicalizeDType,
   checkDType,
   defaultFloatDType,
-  defaultIntDType,
+  fitsBigInt,
+  fitsInt,
+  intRange,
   isFloat,
   isInexact,
+  isInteger,
+  numberLiteralDType,
   promoteTypes,
 } from "../core/dtype.js";
 import { broadcastShapes, shapesEqual } from "../core/shape.js";
@@ -35,6 +39,26 @@ function typedDType(t: TypedArray): DType {
 }
 
 /** jnp.array / jnp.asarray: nested JS arrays, scalars, typed arrays or Arrays to an Array. */
+/**
+ * Raises when a JS integer (an integer-valued number or a bigint) is not a value of the integer dtype d: NumPy and JAX
+ * raise OverflowError there, where storing it would wrap or saturate it silently. `asked` is the dtype before
+ * canonicalization (int64 is int32 unless x64 is on).
+ */
+export function checkIntLiteral(x: unknown, d: DType, asked: DType, fn = "array"): void {
+  if (!isInteger(d)) return;
+  const bad =
+    typeof x === "bigint" ? !fitsBigInt(x, d) : typeof x === "number" && Number.isInteger(x) && !fitsInt(x, d);
+  if (!bad) return;
+  const [lo, hi] =
+    d === "int64" || d === "uint64"
+      ? [d === "int64" ? -(2n ** 63n) : 0n, (d === "int64" ? 2n ** 63n : 2n ** 64n) - 1n]
+      : intRange(d);
+  throw new RangeError(
+    `${fn}: ${x} is out of range for ${d} [${lo}, ${hi}]` +
+      (asked !== d ? ` (${asked} is ${d} unless config.update("enableX64", true) is on)` : ""),
+  );
+}
+
 export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}): Array {
   checkArity("array", arguments, 2, "array(value, dtype?) or array(value, { dtype, copy, order })");
   if (typeof opts !== "string")
@@ -45,7 +69,8 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
       "array(value, dtype?) or array(value, { dtype, copy, order })",
     );
   const o = typeof opts === "string" ? { dtype: opts } : opts;
-  const dtype = o.dtype === undefined ? undefined : canonicalizeDType(checkDType("array", o.dtype));
+  const asked = o.dtype === undefined ? undefined : checkDType("array", o.dtype);
+  const dtype = asked === undefined ? undefined : canonicalizeDType(asked);
   // JAX: the result is weakly typed exactly when no dtype is given and the input itself is weak
   // (a JS number, or a weak Array); jnp.array(5).weak_type is True, jnp.array([5]) is strong
   if (value instanceof Array)
@@ -54,6 +79,13 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
     // a JS number becomes a float dtype in one rounding (not through float32 first)
     if (typeof value === "number" && dtype && isFloat(dtype))
       return new ArrayImpl(new ShapedArray([], dtype, false), fromNumbers([value], dtype));
+    if (dtype && asked) checkIntLiteral(value, dtype, asked);
+    // an integer dtype takes the value itself (the literal's own dtype could round it: 0xfffffffe is a float literal)
+    if (dtype && isInteger(dtype) && typeof value !== "boolean")
+      return new ArrayImpl(
+        new ShapedArray([], dtype, false),
+        typeof value === "bigint" ? fromBigInts([value], dtype) : fromNumbers([value], dtype),
+      );
     const s = scalarToArray(value);
     return dtype ? ops.convert(s, dtype, false) : s;
   }
@@ -95,18 +127,15 @@ export function array(value: NestedValue, opts: { dtype?: DType } | DType = {}):
   let d = dtype;
   if (!d) {
     if (flat.length > 0 && flat.every((x) => typeof x === "boolean")) d = "bool";
-    else if (
-      flat.every(
-        (x) =>
-          typeof x === "bigint" ||
-          typeof x === "boolean" ||
-          (typeof x === "number" && Number.isInteger(x) && !Object.is(x, -0)),
-      )
-    )
-      d = defaultIntDType();
-    else d = defaultFloatDType();
+    else {
+      // JAX's rule for a list of Python scalars: ints give the default int dtype, any float the default float one
+      // (a number is a float literal when it is not an int literal: numberLiteralDType)
+      const ints = flat.every((x) => typeof x !== "number" || numberLiteralDType(x) !== defaultFloatDType());
+      d = ints ? numberLiteralDType(0) : defaultFloatDType();
+    }
     if (flat.length === 0) d = defaultFloatDType();
   }
+  for (const x of flat) checkIntLiteral(x, d, asked ?? d);
   const data =
     flat.some((x) => typeof x === "bigint") && (d === "int64" || d === "uint64")
       ? fromBigInts(

@@ -2,11 +2,19 @@
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
-import { type DType, defaultFloatDType, defaultIntDType, isFloat, isInteger, promoteTypes } from "../core/dtype.js";
+import {
+  type DType,
+  defaultFloatDType,
+  defaultIntDType,
+  isFloat,
+  isInteger,
+  numberLiteralDType,
+  promoteTypes,
+} from "../core/dtype.js";
 import { broadcastShapes, checkAllocatable, checkShape, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { vmap } from "../transforms/api.js";
-import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
+import { array, asArrayArg, broadcastTo, checkIntLiteral, promoteDtypes } from "./core.js";
 import { type ArrayInput, type Args, axisOf, c, concreteInt, parseArgs, sel, userDType } from "./elementwise-util.js";
 import { power, sign, log10 } from "./elementwise-arith.js";
 import { sum } from "./reductions.js";
@@ -53,8 +61,13 @@ export function full(
   const s = shapeOf("full", shape);
   const v = asArrayArg("full", fillValue);
   const d = userDType("full", o.dtype);
-  const conv = d ? ops.convert(v, d, false) : v;
+  if (d && o.dtype) checkIntLiteral(fillValue, d, o.dtype, "full");
+  const conv = d ? ops.convert(exactFill(fillValue, v, d), d, false) : v;
   return broadcastTo(conv, s, "full");
+}
+/** The fill value as an array: a JS integer going to an integer dtype is stored in it directly (its literal dtype could round it). */
+function exactFill(raw: unknown, v: Array, d: DType): Array {
+  return isInteger(d) && (typeof raw === "number" || typeof raw === "bigint") ? array(raw, d) : v;
 }
 interface LikeOpts {
   dtype: DType | null;
@@ -65,7 +78,8 @@ function likeImpl(fn: string, a: ArrayInput, v: ArrayInput, o: Partial<LikeOpts>
   const x = asArrayArg(fn, a);
   const d = userDType(fn, o.dtype);
   const s = o.shape === undefined || o.shape === null ? x.shape : shapeOf(fn, o.shape);
-  const fill = ops.convert(asArrayArg(fn, v), d ?? x.dtype, d ? false : x.weakType);
+  checkIntLiteral(v, d ?? x.dtype, o.dtype ?? x.dtype, fn);
+  const fill = ops.convert(exactFill(v, asArrayArg(fn, v), d ?? x.dtype), d ?? x.dtype, d ? false : x.weakType);
   return broadcastTo(fill, s, fn);
 }
 export function zerosLike(
@@ -113,7 +127,7 @@ const dtypeOfScalar = (v: unknown): { dtype: DType; weakType: boolean } =>
   v instanceof Array
     ? { dtype: v.dtype, weakType: v.weakType }
     : {
-        dtype: typeof v === "number" && !Number.isInteger(v) ? defaultFloatDType() : defaultIntDType(),
+        dtype: typeof v === "number" ? numberLiteralDType(v) : defaultIntDType(),
         weakType: true,
       };
 

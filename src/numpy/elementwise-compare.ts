@@ -11,6 +11,7 @@ import {
   isIntLike,
   parseArgs,
   promoteArgsNumeric,
+  rejectWideIntLiterals,
   requireKind,
   sel,
 } from "./elementwise-util.js";
@@ -152,6 +153,7 @@ export const logicalNot: Unary = (x) => ops.not(toBool(asArrayArg("logical_not",
 const bitwise =
   (name: string, f: (a: Array, b: Array) => Array): Binary =>
   (x, y) => {
+    rejectWideIntLiterals(name, x, y);
     const [a, b] = promoteArgs(name, x, y);
     requireKind(name, "integer or bool", isIntLike, a);
     return f(a, b);
@@ -170,12 +172,14 @@ export const bitwiseNot = notFn("bitwise_not");
 export const invert = notFn("invert");
 export const bitwiseInvert = notFn("bitwise_invert");
 export const leftShift: Binary = (x, y) => {
+  rejectWideIntLiterals("left_shift", x, y);
   const [a, b] = promoteArgsNumeric("left_shift", x, y);
   requireKind("left_shift", "integer", isInteger, a);
   return ops.shiftLeft(a, b);
 };
 /** Arithmetic shift for signed integers, logical for unsigned ones. */
 export const rightShift: Binary = (x, y) => {
+  rejectWideIntLiterals("right_shift", x, y);
   const [a, b] = promoteArgsNumeric("right_shift", x, y);
   requireKind("right_shift", "integer", isInteger, a);
   return isUnsigned(a.dtype) ? ops.shiftRightLogical(a, b) : ops.shiftRightArithmetic(a, b);

@@ -7,8 +7,10 @@ import {
   defaultFloatDType,
   defaultIntDType,
   isBool,
+  isFloat,
   isInexact,
   isInteger,
+  numberLiteralDType,
 } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
@@ -112,6 +114,20 @@ export function requireKind(fn: string, what: string, ok: (d: DType) => boolean,
     if (!ok(x.dtype))
       throw new TypeError(
         `${fn}: requires ${what} inputs, got ${x.dtype}${x.ndim ? ` array of shape ${shapeStr(x.shape)}` : ""}`,
+      );
+}
+/**
+ * Raises for a JS integer past the default int's range given to an integer-only op: such a number is a float literal
+ * (numberLiteralDType), so the op would only report a float input; this names the number and the fix.
+ */
+export function rejectWideIntLiterals(fn: string, ...xs: unknown[]): void {
+  for (const x of xs)
+    if (typeof x === "number" && Number.isInteger(x) && !Object.is(x, -0) && isFloat(numberLiteralDType(x)))
+      throw new TypeError(
+        `${fn}: the JS number ${x} is past ${defaultIntDType()}'s range, so it is a float literal and ${fn} requires integers; ` +
+          (x >= 0 && x <= 0xffffffff
+            ? `pass it as an integer array, e.g. jnp.array(${x}, "uint32")`
+            : `pass it as an int64 array (config.update("enableX64", true), then jnp.array(${x}n, "int64"))`),
       );
 }
 export const isNumeric = (d: DType): boolean => !isBool(d);

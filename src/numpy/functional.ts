@@ -4,8 +4,8 @@ import {
   type DType,
   canonicalizeDType,
   checkDType,
-  defaultFloatDType,
-  defaultIntDType,
+  bigintLiteralDType,
+  numberLiteralDType,
   promoteTypes,
 } from "../core/dtype.js";
 import { describe } from "../core/trace.js";
@@ -77,12 +77,8 @@ export function resultType(...args: (Array | number | boolean | bigint | DType)[
   if (args.length === 0) throw new TypeError("resultType: at least one array or dtype is required");
   const items = args.map((a, i) => {
     if (a instanceof Array) return { dtype: a.dtype, weakType: a.weakType };
-    if (typeof a === "number")
-      return {
-        dtype: Number.isInteger(a) && !Object.is(a, -0) ? defaultIntDType() : defaultFloatDType(),
-        weakType: true,
-      };
-    if (typeof a === "bigint") return { dtype: defaultIntDType(), weakType: true };
+    if (typeof a === "number") return { dtype: numberLiteralDType(a), weakType: true };
+    if (typeof a === "bigint") return { dtype: bigintLiteralDType(a, "resultType"), weakType: true };
     if (typeof a === "boolean") return { dtype: "bool" as DType, weakType: false };
     if (typeof a === "string") return { dtype: checkDType("resultType", a), weakType: false };
     throw new TypeError(`resultType: argument ${i} is ${describe(a)}; expected an Array, a JS scalar or a dtype name`);
