@@ -3,19 +3,8 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as jax from "../../src/index.js";
 import { numpy as jnp } from "../../src/index.js";
-import { config } from "../../src/core/config.js";
 import { numberLiteralDType } from "../../src/core/dtype.js";
-
-/** Runs f with x64 set as given, restoring the flag. */
-function withX64<T>(on: boolean, f: () => T): T {
-  const prev = config.enableX64;
-  config.update("enableX64", on);
-  try {
-    return f();
-  } finally {
-    config.update("enableX64", prev);
-  }
-}
+import { withX64 } from "../helpers/x64.js";
 
 test("numberLiteralDType: integer-valued numbers inside the default int range are ints, everything else floats", () => {
   withX64(false, () => {
