@@ -14,7 +14,7 @@ import {
   deviceAddon,
   storageCtor,
 } from "./ort-runtime.js";
-import { acquireOutput } from "./run-errors.js";
+import { acquireOutput, RunFailure, runErrorOn } from "./run-errors.js";
 import type { ReadyStep } from "./sessions.js";
 
 /** Monotonic microseconds on the native runtime's clock (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
@@ -93,13 +93,9 @@ export class AsyncRun extends PendingRun<DeviceLaunchResult> implements PendingW
     const e = r.errors[0];
     let error: Error | null;
     if (e) {
-      const msg = e
-        .replace(/^device \d+ \(rank \d+\): /, "")
-        .replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "");
-      const shapes = this.inputs.map((a) => a.str()).join(", ") || "(none)";
-      error = new Error(
-        `jit(${name}): ONNX Runtime failed running the compiled program (dispatched asynchronously to device 0) on inputs ${shapes}: ${msg}`,
-      );
+      // the device runtime's failure, mapped as a synchronous run's (an ORT allocation failure: OutOfMemoryError)
+      const original = new Error(e);
+      error = runErrorOn(new RunFailure(original), `jit(${name})`, this.inputs) as Error;
     } else {
       this.prog.lastRunUs = this.end - this.start;
       error = failedDependency(
