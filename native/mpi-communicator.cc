@@ -25,18 +25,17 @@
 #include <map>
 #include <mutex>
 #include <tuple>
-#include <type_traits>
 
 #include "half-float.h"
 #include "meeting-registry.h"
 #include "mpi-loader.h"
+#include "mpi-process-communicator.h"
 #include "mpi-shm.h"
 #include "reduce-kernels.h"
 
 namespace jaxts {
+namespace mpicomm {
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 std::string TypeName(int t) {
   switch (t) {
@@ -61,66 +60,10 @@ std::string Shape(const int64_t* d, int nd) {
   for (int i = 0; i < nd; i++) s += (i ? "," : "") + std::to_string(d[i]);
   return s + "]";
 }
-
-// dst[i] = op(dst[i], src[i]); integer sums wrap (two's complement); max/min propagate NaN
-template <typename T>
-void Fold(T* dst, const T* src, size_t n, ReduceOp op) {
-  for (size_t i = 0; i < n; i++) {
-    T a = dst[i], b = src[i];
-    if (op == ReduceOp::kSum) {
-      if constexpr (std::is_integral<T>::value) dst[i] = T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
-      else dst[i] = a + b;
-    } else if (op == ReduceOp::kMax) {
-      dst[i] = a != a ? a : (b != b ? b : (b > a ? b : a));
-    } else {
-      dst[i] = a != a ? a : (b != b ? b : (b < a ? b : a));
-    }
-  }
-}
-bool FoldBytes(void* dst, const void* src, size_t n, int type, ReduceOp op) {
-  switch (type) {
-    case kFloat32: Fold(static_cast<float*>(dst), static_cast<const float*>(src), n, op); return true;
-    case kFloat64: Fold(static_cast<double*>(dst), static_cast<const double*>(src), n, op); return true;
-    case kInt32: Fold(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), n, op); return true;
-    case kInt64: Fold(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n, op); return true;
-    case kInt8: Fold(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n, op); return true;
-    case kInt16: Fold(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), n, op); return true;
-    case kUint16: Fold(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n, op); return true;
-    case kUint32: Fold(static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), n, op); return true;
-    case kUint64: Fold(static_cast<uint64_t*>(dst), static_cast<const uint64_t*>(src), n, op); return true;
-    case kBool: case kUint8:
-      if (op == ReduceOp::kSum) return false;  // a bool sum is not closed; the lowering converts first
-      Fold(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n, op);
-      return true;
-    default: return false;
-  }
-}
-
-// dst[i] = op(a[i], b[i]); dst may be a or b
-bool FoldInto(void* dst, const void* a, const void* b, size_t n, int type, ReduceOp op) {
-  const size_t w = ElementBytes(type);
-  if (dst != a) {
-    if (dst == b) {
-      // op is commutative (sum, max, min) up to which NaN is kept: fold a into dst
-      return FoldBytes(dst, a, n, type, op);
-    }
-    std::memcpy(dst, a, n * w);
-  }
-  return FoldBytes(dst, b, n, type, op);
-}
 /** Whether the reduction `op` of `type` can run across processes (a bool/uint8 sum is not closed). */
 bool AllReducible(int kind, ReduceOp op, int type, size_t) {
   if (kind == kAllGather) return true;
   return !(op == ReduceOp::kSum && (type == kBool || type == kUint8));
-}
-/** Bytes per pipelined piece of a ring step ($JAXTS_MPI_PIECE_BYTES, default 1 MiB). */
-size_t PieceBytes() {
-  static const size_t v = [] {
-    const char* e = std::getenv("JAXTS_MPI_PIECE_BYTES");
-    const long long b = e ? std::atoll(e) : 0;
-    return b > 0 ? size_t(b) : size_t(1) << 20;
-  }();
-  return v;
 }
 
 /**
@@ -139,15 +82,6 @@ size_t SmallBytes() {
 bool SwitchOn(const char* name) {
   const char* e = std::getenv(name);
   return !(e && std::string(e) == "0");
-}
-
-/**
- * Whether an all-reduce among this host's processes whose buffer fits one mailbox takes the direct two-phase exchange
- * (mpishm::DirectAllReduce) instead of the reduce-scatter and all-gather exchanges; $JAXTS_MPI_SHM_DIRECT=0: never.
- */
-bool DirectOn() {
-  static const bool v = SwitchOn("JAXTS_MPI_SHM_DIRECT");
-  return v;
 }
 
 /**
@@ -200,789 +134,376 @@ std::string AbortOf(uint64_t launch, const std::vector<int>& peers) {
   return it == g_aborts->end() ? "" : it->second;
 }
 
-// ---------------------------------------------------------------- local rendezvous of this process's members
-struct Local {
-  uint64_t glaunch = 0;
-  std::vector<const void*> ins;
-  std::vector<void*> outs;
-  std::vector<const CollectiveEpilogue*> epis;  // per member: the epilogue fused into the direct exchange, or null
-  int arrived = 0, left = 0;
-  bool done = false;
-  std::string error;
-  std::mutex mu;
-  std::condition_variable cv;
-};
 std::mutex g_local_mu;
 std::map<CollectiveKey, std::shared_ptr<Local>>* g_locals = new std::map<CollectiveKey, std::shared_ptr<Local>>();  // never destroyed
 
-class ProcessCommunicator : public Communicator {
- public:
-  ProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm)
-      : rank_(rank), pm_(std::move(pm)), shm_(NewShmCommunicator(rank, int(pm_->rank_process.size()))) {}
-  int rank() const override { return rank_; }
-  int size() const override { return int(pm_->rank_process.size()); }
-  std::string AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
-    if (Within(c)) return shm_->AllReduce(c, in, out, count, type, op);
-    if (IsHalfFloat(type)) return Widened(c, kAllReduce, op, in, out, count, count, type);
-    return Run(c, kAllReduce, op, in, out, count, type, {});
-  }
-  // an epilogue whose all-reduce takes the direct same-host exchange (one output): evaluated in the exchange's fold,
-  // once per element on the process that reduces it (half the buffer each for 2 processes); otherwise the default
-  // (reduce into a temporary, then the epilogue over the whole buffer). The choice depends only on what every process
-  // of the group sees alike (sizes, the segment, the switches); the header carries it.
-  std::string AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) override {
-    if (Within(c)) return shm_->AllReduceEpilogue(c, in, count, op, e);
-    const size_t cb = count * sizeof(float);
-    const bool small = cb <= SmallBytes() && sizeof(Header) + cb <= mpishm::SliceBytes();
-    if (!(FuseOn() && DirectOn() && e.outs.size() == 1 && count > 0 && mpishm::AllSameHost() && !small && cb <= mpishm::MailboxBytes()))
-      return Communicator::AllReduceEpilogue(c, in, count, op, e);
-    return Run(c, kAllReduce, op, in, e.outs[0], count, kFloat32, {}, &e);
-  }
-  std::string AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
-    if (Within(c)) return shm_->AllGather(c, in, out, count, type);
-    return Run(c, kAllGather, ReduceOp::kSum, in, out, count, type, {});
-  }
-  std::string ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) override {
-    if (Within(c)) return shm_->ReduceScatter(c, in, out, count, type, op);
-    if (IsHalfFloat(type)) return Widened(c, kReduceScatter, op, in, out, count * c.group.size(), count, type);
-    return Run(c, kReduceScatter, op, in, out, count, type, {});
-  }
-  // float16 / bfloat16 across processes: the reduction runs in float32 (each process's partial and the exchange too,
-  // twice the bytes) and rounds once at the end, as the shared-memory fold and the emulation do
-  std::string Widened(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t in_count, size_t out_count, int type) {
-    std::vector<float> win(in_count), wout(out_count);
-    const uint16_t* s = static_cast<const uint16_t*>(in);
-    const bool bf = type == kBfloat16;
-    for (size_t i = 0; i < in_count; i++) win[i] = bf ? BfloatToFloat(s[i]) : HalfToFloat(s[i]);
-    std::string err = Run(c, kind, op, win.data(), wout.data(), out_count, kFloat32, {});
-    uint16_t* d = static_cast<uint16_t*>(out);
-    for (size_t i = 0; err.empty() && i < out_count; i++) d[i] = bf ? FloatToBfloat(wout[i]) : FloatToHalf(wout[i]);
-    return err;
-  }
-  std::string AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) override {
-    if (Within(c)) return shm_->AllToAll(c, in, out, count, type);
-    return Run(c, kAllToAll, ReduceOp::kSum, in, out, count, type, {});
-  }
-  std::string CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
-                                const std::vector<std::pair<int, int>>& pairs) override {
-    if (Within(c)) return shm_->CollectivePermute(c, in, out, count, type, pairs);
-    return Run(c, kPermute, ReduceOp::kSum, in, out, count, type, pairs);
-  }
-  void DeviceFailed(const std::string& why) override {
-    const uint64_t gl = pm_->global_launch;
-    MarkAborted(gl, why);
-    AbortMsg m;
-    m.process = pm_->self;
-    m.launch = gl;
-    std::strncpy(m.why, why.c_str(), sizeof m.why - 1);
-    std::vector<bool> told(pm_->rank_process.size() + 1, false);
-    for (int q : pm_->rank_process)
-      if (q != pm_->self && q >= 0 && size_t(q) < told.size() && !told[size_t(q)]) {
-        told[size_t(q)] = true;
-        mpi::Post(q, kAbortTag, &m, sizeof m);
-      }
-    // this process's ranks waiting in a rendezvous of the launch stop waiting
-    std::lock_guard<std::mutex> lock(g_local_mu);
-    for (auto& [key, lr] : *g_locals)
-      if (lr->glaunch == gl) {
-        std::lock_guard<std::mutex> l2(lr->mu);
-        lr->cv.notify_all();
-      }
-  }
+}  // namespace
 
- private:
-  int Proc(int r) const { return r >= 0 && size_t(r) < pm_->rank_process.size() ? pm_->rank_process[size_t(r)] : -1; }
-  bool Within(const CollectiveCall& c) const {
-    for (int r : c.group)
-      if (Proc(r) != pm_->self) return false;
-    return true;
-  }
-  /** Why this launch failed on a device of this process, or "". */
-  std::string LocalAbort() const { return AbortOf(pm_->global_launch, {}); }
-  std::string Where(const CollectiveCall& c) const {
-    return c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
-  }
-  std::vector<int> RanksOf(const CollectiveCall& c, int proc) const {
-    std::vector<int> v;
-    for (int r : c.group)
-      if (Proc(r) == proc) v.push_back(r);
-    return v;
-  }
+// $JAXTS_MPI_SHM_DIRECT, read once (mpi-process-communicator.h)
+bool DirectOn() {
+  static const bool v = SwitchOn("JAXTS_MPI_SHM_DIRECT");
+  return v;
+}
 
-  /** The leader's exchange with other processes: through the same-host shared-memory segment when set up, else MPI. */
-  std::string Xchg(const std::vector<mpi::Transfer>& xs, int tag, const CollectiveCall& c, int min_rank, int step, Clock::time_point deadline,
-                   const std::string& what, const std::function<std::string()>& check = nullptr,
-                   const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr, const std::string& desc = "") {
-    // peers on this host through the segment first, then the others over MPI (every process in that order)
-    std::vector<mpi::Transfer> near, far;
-    std::vector<size_t> near_i;
-    for (size_t i = 0; i < xs.size(); i++) {
-      if (mpishm::SameHost(xs[i].peer)) {
-        near.push_back(xs[i]);
-        near_i.push_back(i);
-      } else {
-        far.push_back(xs[i]);
-      }
+std::string ProcessCommunicator::AllReduce(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) {
+  if (Within(c)) return shm_->AllReduce(c, in, out, count, type, op);
+  if (IsHalfFloat(type)) return Widened(c, kAllReduce, op, in, out, count, count, type);
+  return Run(c, kAllReduce, op, in, out, count, type, {});
+}
+// an epilogue whose all-reduce takes the direct same-host exchange (one output): evaluated in the exchange's fold,
+// once per element on the process that reduces it (half the buffer each for 2 processes); otherwise the default
+// (reduce into a temporary, then the epilogue over the whole buffer). The choice depends only on what every process
+// of the group sees alike (sizes, the segment, the switches); the header carries it.
+std::string ProcessCommunicator::AllReduceEpilogue(const CollectiveCall& c, const void* in, size_t count, ReduceOp op, const CollectiveEpilogue& e) {
+  if (Within(c)) return shm_->AllReduceEpilogue(c, in, count, op, e);
+  const size_t cb = count * sizeof(float);
+  const bool small = cb <= SmallBytes() && sizeof(Header) + cb <= mpishm::SliceBytes();
+  if (!(FuseOn() && DirectOn() && e.outs.size() == 1 && count > 0 && mpishm::AllSameHost() && !small && cb <= mpishm::MailboxBytes()))
+    return Communicator::AllReduceEpilogue(c, in, count, op, e);
+  return Run(c, kAllReduce, op, in, e.outs[0], count, kFloat32, {}, &e);
+}
+std::string ProcessCommunicator::AllGather(const CollectiveCall& c, const void* in, void* out, size_t count, int type) {
+  if (Within(c)) return shm_->AllGather(c, in, out, count, type);
+  return Run(c, kAllGather, ReduceOp::kSum, in, out, count, type, {});
+}
+std::string ProcessCommunicator::ReduceScatter(const CollectiveCall& c, const void* in, void* out, size_t count, int type, ReduceOp op) {
+  if (Within(c)) return shm_->ReduceScatter(c, in, out, count, type, op);
+  if (IsHalfFloat(type)) return Widened(c, kReduceScatter, op, in, out, count * c.group.size(), count, type);
+  return Run(c, kReduceScatter, op, in, out, count, type, {});
+}
+// float16 / bfloat16 across processes: the reduction runs in float32 (each process's partial and the exchange too,
+// twice the bytes) and rounds once at the end, as the shared-memory fold and the emulation do
+std::string ProcessCommunicator::Widened(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t in_count, size_t out_count, int type) {
+  std::vector<float> win(in_count), wout(out_count);
+  const uint16_t* s = static_cast<const uint16_t*>(in);
+  const bool bf = type == kBfloat16;
+  for (size_t i = 0; i < in_count; i++) win[i] = bf ? BfloatToFloat(s[i]) : HalfToFloat(s[i]);
+  std::string err = Run(c, kind, op, win.data(), wout.data(), out_count, kFloat32, {});
+  uint16_t* d = static_cast<uint16_t*>(out);
+  for (size_t i = 0; err.empty() && i < out_count; i++) d[i] = bf ? FloatToBfloat(wout[i]) : FloatToHalf(wout[i]);
+  return err;
+}
+std::string ProcessCommunicator::AllToAll(const CollectiveCall& c, const void* in, void* out, size_t count, int type) {
+  if (Within(c)) return shm_->AllToAll(c, in, out, count, type);
+  return Run(c, kAllToAll, ReduceOp::kSum, in, out, count, type, {});
+}
+std::string ProcessCommunicator::CollectivePermute(const CollectiveCall& c, const void* in, void* out, size_t count, int type,
+                                                   const std::vector<std::pair<int, int>>& pairs) {
+  if (Within(c)) return shm_->CollectivePermute(c, in, out, count, type, pairs);
+  return Run(c, kPermute, ReduceOp::kSum, in, out, count, type, pairs);
+}
+void ProcessCommunicator::DeviceFailed(const std::string& why) {
+  const uint64_t gl = pm_->global_launch;
+  MarkAborted(gl, why);
+  AbortMsg m;
+  m.process = pm_->self;
+  m.launch = gl;
+  std::strncpy(m.why, why.c_str(), sizeof m.why - 1);
+  std::vector<bool> told(pm_->rank_process.size() + 1, false);
+  for (int q : pm_->rank_process)
+    if (q != pm_->self && q >= 0 && size_t(q) < told.size() && !told[size_t(q)]) {
+      told[size_t(q)] = true;
+      mpi::Post(q, kAbortTag, &m, sizeof m);
     }
-    if (!near.empty()) {
-      // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
-      const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
-      std::function<void(size_t, size_t, const char*, size_t)> recv_near;
-      if (on_recv) recv_near = [&](size_t i, size_t off, const char* src, size_t len) { on_recv(near_i[i], off, src, len); };
-      const std::string err =
-          mpishm::Exchange(near, {pm_->global_launch, c.seq, min_rank, step, desc}, int(it - pm_->local_ranks.begin()), deadline, what, check, recv_near);
-      if (!err.empty()) return err;
-    }
-    if (far.empty()) return "";
-    if (on_recv) return what + ": internal error: a streamed receive from another host";  // ShmRing: same host only
-    size_t bytes = 0;
-    for (const auto& x : far) bytes += (x.no_send ? 0 : x.send_bytes) + x.recv_bytes;
-    mpishm::CountMpi(bytes);
-    return mpi::Exchange(far, tag, deadline, what, check);
-  }
-
-  std::string Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
-                  const std::vector<std::pair<int, int>>& pairs, const CollectiveEpilogue* epi = nullptr) {
-    const int n = int(c.group.size());
-    const auto it = std::find(c.group.begin(), c.group.end(), rank_);
-    if (it == c.group.end()) return Where(c) + ": this rank is not in the group";
-    const int p = int(it - c.group.begin());
-    std::vector<int> local;  // group positions of this process's members
-    for (int q = 0; q < n; q++)
-      if (Proc(c.group[size_t(q)]) == pm_->self) local.push_back(q);
-    const CollectiveKey key = KeyOf(c);
-    std::shared_ptr<Local> lr;
-    {
-      std::lock_guard<std::mutex> lock(g_local_mu);
-      auto& slot = (*g_locals)[key];
-      if (!slot) {
-        slot = std::make_shared<Local>();
-        slot->glaunch = pm_->global_launch;
-        slot->ins.assign(size_t(n), nullptr);
-        slot->outs.assign(size_t(n), nullptr);
-        slot->epis.assign(size_t(n), nullptr);
-      }
-      lr = slot;
-    }
-    const auto deadline = Clock::now() + std::chrono::milliseconds(c.timeout_ms);
-    std::string err;
-    bool last = false;
-    {
-      std::unique_lock<std::mutex> lock(lr->mu);
-      lr->ins[size_t(p)] = in;
-      lr->outs[size_t(p)] = out;
-      lr->epis[size_t(p)] = epi;
-      lr->arrived++;
+  // this process's ranks waiting in a rendezvous of the launch stop waiting
+  std::lock_guard<std::mutex> lock(g_local_mu);
+  for (auto& [key, lr] : *g_locals)
+    if (lr->glaunch == gl) {
+      std::lock_guard<std::mutex> l2(lr->mu);
       lr->cv.notify_all();
-      if (p != local[0]) {
-        // a member: the leader writes our output; wait for its verdict (it gives up at the deadline itself)
-        std::string aborted;
-        const auto released = [&] { return lr->done || !(aborted = LocalAbort()).empty(); };
-        if (!lr->cv.wait_until(lock, deadline + std::chrono::seconds(5), released))
-          lr->error = Where(c) + ": the process's leader (rank " + std::to_string(c.group[size_t(local[0])]) + ") did not finish in time";
-        err = lr->done || aborted.empty() ? lr->error : Where(c) + ": released early: " + aborted;
+    }
+}
+
+std::string ProcessCommunicator::LocalAbort() const { return AbortOf(pm_->global_launch, {}); }
+
+/** The leader's exchange with other processes: through the same-host shared-memory segment when set up, else MPI. */
+std::string ProcessCommunicator::Xchg(const std::vector<mpi::Transfer>& xs, int tag, const CollectiveCall& c, int min_rank, int step, Clock::time_point deadline,
+                                      const std::string& what, const std::function<std::string()>& check,
+                                      const std::function<void(size_t, size_t, const char*, size_t)>& on_recv, const std::string& desc) {
+  // peers on this host through the segment first, then the others over MPI (every process in that order)
+  std::vector<mpi::Transfer> near, far;
+  std::vector<size_t> near_i;
+  for (size_t i = 0; i < xs.size(); i++) {
+    if (mpishm::SameHost(xs[i].peer)) {
+      near.push_back(xs[i]);
+      near_i.push_back(i);
+    } else {
+      far.push_back(xs[i]);
+    }
+  }
+  if (!near.empty()) {
+    // this leader's mailbox: its index among this process's ranks of the launch (one thread each)
+    const auto it = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
+    std::function<void(size_t, size_t, const char*, size_t)> recv_near;
+    if (on_recv) recv_near = [&](size_t i, size_t off, const char* src, size_t len) { on_recv(near_i[i], off, src, len); };
+    const std::string err =
+        mpishm::Exchange(near, {pm_->global_launch, c.seq, min_rank, step, desc}, int(it - pm_->local_ranks.begin()), deadline, what, check, recv_near);
+    if (!err.empty()) return err;
+  }
+  if (far.empty()) return "";
+  if (on_recv) return what + ": internal error: a streamed receive from another host";  // ShmRing: same host only
+  size_t bytes = 0;
+  for (const auto& x : far) bytes += (x.no_send ? 0 : x.send_bytes) + x.recv_bytes;
+  mpishm::CountMpi(bytes);
+  return mpi::Exchange(far, tag, deadline, what, check);
+}
+
+std::string ProcessCommunicator::Run(const CollectiveCall& c, int kind, ReduceOp op, const void* in, void* out, size_t count, int type,
+                                     const std::vector<std::pair<int, int>>& pairs, const CollectiveEpilogue* epi) {
+  const int n = int(c.group.size());
+  const auto it = std::find(c.group.begin(), c.group.end(), rank_);
+  if (it == c.group.end()) return Where(c) + ": this rank is not in the group";
+  const int p = int(it - c.group.begin());
+  std::vector<int> local;  // group positions of this process's members
+  for (int q = 0; q < n; q++)
+    if (Proc(c.group[size_t(q)]) == pm_->self) local.push_back(q);
+  const CollectiveKey key = KeyOf(c);
+  std::shared_ptr<Local> lr;
+  {
+    std::lock_guard<std::mutex> lock(g_local_mu);
+    auto& slot = (*g_locals)[key];
+    if (!slot) {
+      slot = std::make_shared<Local>();
+      slot->glaunch = pm_->global_launch;
+      slot->ins.assign(size_t(n), nullptr);
+      slot->outs.assign(size_t(n), nullptr);
+      slot->epis.assign(size_t(n), nullptr);
+    }
+    lr = slot;
+  }
+  const auto deadline = Clock::now() + std::chrono::milliseconds(c.timeout_ms);
+  std::string err;
+  bool last = false;
+  {
+    std::unique_lock<std::mutex> lock(lr->mu);
+    lr->ins[size_t(p)] = in;
+    lr->outs[size_t(p)] = out;
+    lr->epis[size_t(p)] = epi;
+    lr->arrived++;
+    lr->cv.notify_all();
+    if (p != local[0]) {
+      // a member: the leader writes our output; wait for its verdict (it gives up at the deadline itself)
+      std::string aborted;
+      const auto released = [&] { return lr->done || !(aborted = LocalAbort()).empty(); };
+      if (!lr->cv.wait_until(lock, deadline + std::chrono::seconds(5), released))
+        lr->error = Where(c) + ": the process's leader (rank " + std::to_string(c.group[size_t(local[0])]) + ") did not finish in time";
+      err = lr->done || aborted.empty() ? lr->error : Where(c) + ": released early: " + aborted;
+    } else {
+      std::string aborted;
+      const auto arrived = [&] { return lr->arrived == int(local.size()) || !(aborted = LocalAbort()).empty(); };
+      if (lr->cv.wait_until(lock, deadline, arrived) && lr->arrived < int(local.size())) {
+        lr->error = Where(c) + ": released early: " + aborted;
+      } else if (lr->arrived < int(local.size())) {
+        std::vector<int> came, missing;
+        for (int q : local) (lr->ins[size_t(q)] || lr->outs[size_t(q)] ? came : missing).push_back(c.group[size_t(q)]);
+        lr->error = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
+                    " ms on process " + std::to_string(pm_->self) + ": local ranks that arrived " + RankList(came) + ", missing " + RankList(missing);
       } else {
-        std::string aborted;
-        const auto arrived = [&] { return lr->arrived == int(local.size()) || !(aborted = LocalAbort()).empty(); };
-        if (lr->cv.wait_until(lock, deadline, arrived) && lr->arrived < int(local.size())) {
-          lr->error = Where(c) + ": released early: " + aborted;
-        } else if (lr->arrived < int(local.size())) {
-          std::vector<int> came, missing;
-          for (int q : local) (lr->ins[size_t(q)] || lr->outs[size_t(q)] ? came : missing).push_back(c.group[size_t(q)]);
-          lr->error = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") timed out after " + std::to_string(c.timeout_ms) +
-                      " ms on process " + std::to_string(pm_->self) + ": local ranks that arrived " + RankList(came) + ", missing " + RankList(missing);
-        } else {
-          lock.unlock();
-          std::string e = Lead(c, kind, op, count, type, pairs, local, *lr, deadline);
-          lock.lock();
-          lr->error = e;
-        }
-        lr->done = true;
-        lr->cv.notify_all();
-        err = lr->error;
+        lock.unlock();
+        std::string e = Lead(c, kind, op, count, type, pairs, local, *lr, deadline);
+        lock.lock();
+        lr->error = e;
       }
-      last = ++lr->left == int(local.size());
+      lr->done = true;
+      lr->cv.notify_all();
+      err = lr->error;
     }
-    if (last) {
-      // every local member has left (members leave after the leader's verdict): nobody touches the rendezvous again
-      std::lock_guard<std::mutex> glock(g_local_mu);
-      auto f = g_locals->find(key);
-      if (f != g_locals->end() && f->second == lr) g_locals->erase(f);
-    }
+    last = ++lr->left == int(local.size());
+  }
+  if (last) {
+    // every local member has left (members leave after the leader's verdict): nobody touches the rendezvous again
+    std::lock_guard<std::mutex> glock(g_local_mu);
+    auto f = g_locals->find(key);
+    if (f != g_locals->end() && f->second == lr) g_locals->erase(f);
+  }
+  return err;
+}
+
+// The leader's work: header check, exchange with the other processes' leaders, every local output written.
+std::string ProcessCommunicator::Lead(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<std::pair<int, int>>& pairs,
+                                      const std::vector<int>& local, Local& lr, Clock::time_point deadline) {
+  const int n = int(c.group.size());
+  const size_t w = ElementBytes(type);
+  if (!w) return Where(c) + ": element type " + std::to_string(type) + " is not supported";
+  // the processes of the group in order of first appearance, and each one's member positions
+  std::vector<int> procs;
+  std::map<int, std::vector<int>> members;
+  for (int q = 0; q < n; q++) {
+    const int pr = Proc(c.group[size_t(q)]);
+    if (!members.count(pr)) procs.push_back(pr);
+    members[pr].push_back(q);
+  }
+  std::vector<int> remote;
+  for (int pr : procs)
+    if (pr != pm_->self) remote.push_back(pr);
+  const int min_rank = *std::min_element(c.group.begin(), c.group.end());
+  const int tag = int(((pm_->global_launch & 1) << 13) | ((c.seq & 63) << 7) | uint64_t(min_rank & 127));
+  // 1. headers
+  Header mine;
+  mine.kind = kind;
+  mine.op = int(op);
+  mine.type = type;
+  mine.ndim = int(std::min<size_t>(c.shape.size(), 8));
+  for (int d = 0; d < mine.ndim; d++) mine.dims[d] = c.shape[size_t(d)];
+  mine.group_n = n;
+  mine.epilogue = lr.epis[size_t(local[0])] ? 1 : 0;
+  mine.count = count;
+  mine.seq = c.seq;
+  mine.launch = pm_->global_launch;
+  std::vector<Header> theirs(remote.size());
+  std::vector<mpi::Transfer> xs;
+  // a small all-reduce among processes of one host: this process's partial travels with its header (the same
+  // choice on every process that called the same collective; with another count the sizes differ but both fit one
+  // mailbox slice, so the exchange still ends and the header check below names the mismatch)
+  const size_t cb0 = count * w;
+  std::map<int, int> hosts0;
+  for (int pr : procs) hosts0[mpishm::HostOf(pr)]++;
+  const bool small = kind == kAllReduce && hosts0.size() == 1 && mpishm::AllSameHost() && AllReducible(kind, op, type, local.size()) &&
+                     cb0 <= SmallBytes() && sizeof(Header) + cb0 <= mpishm::SliceBytes();
+  std::vector<char> small_send;
+  std::vector<std::vector<char>> small_recv;
+  if (small) {
+    small_send.resize(sizeof(Header) + cb0);
+    std::memcpy(small_send.data(), &mine, sizeof(Header));
+    // this process's partial: its members' inputs folded in group order
+    std::vector<const void*> mins;
+    for (int q : local) mins.push_back(lr.ins[size_t(q)]);
+    if (mins.size() == 1) std::memcpy(small_send.data() + sizeof(Header), mins[0], cb0);
+    else if (!ReduceBuffers(mins.data(), mins.size(), small_send.data() + sizeof(Header), count, type, op))
+      return Where(c) + ": unsupported reduction for element type " + TypeName(type);
+    small_recv.assign(remote.size(), std::vector<char>(sizeof(Header) + cb0));
+    for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], small_send.data(), small_send.size(), small_recv[i].data(), small_recv[i].size()});
+  } else {
+    for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
+  }
+  const std::string what = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
+  auto describe = [&](const Header& h) {
+    return std::string(h.kind >= 0 && h.kind <= kPermute ? CollectiveKindName(h.kind) : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim) +
+           (h.epilogue ? " with a fused epilogue" : "");
+  };
+  // a device failure here or on another process of the launch ends the wait for headers at once
+  std::string abort_why;
+  const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
+  std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+                         nullptr, describe(mine));
+  // shared memory: a peer waiting for this process at another collective (the segment's out-of-step check)
+  if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
+  for (size_t i = 0; small && i < remote.size(); i++) std::memcpy(&theirs[i], small_recv[i].data(), sizeof(Header));
+  // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one (MPI only: the
+  // segment's keys carry the launch, so the small path never sees a stale header)
+  for (int again = 0; err.empty() && !small && again < 64; again++) {
+    std::vector<mpi::Transfer> stale;
+    for (size_t i = 0; i < remote.size(); i++)
+      if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
+    if (stale.empty()) break;
+    err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
+               nullptr, describe(mine));
+    if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
+  }
+  // every peer had arrived (its header is here): start -> ready is waiting for the other processes, ready -> end the
+  // data exchange (the small path's data came with the header)
+  if (err.empty() && c.ready_us) *c.ready_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
+  if (!err.empty()) {
+    // name the ranks of the silent processes
+    for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
     return err;
   }
-
-  // The leader's work: header check, exchange with the other processes' leaders, every local output written.
-  std::string Lead(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<std::pair<int, int>>& pairs,
-                   const std::vector<int>& local, Local& lr, Clock::time_point deadline) {
-    const int n = int(c.group.size());
-    const size_t w = ElementBytes(type);
-    if (!w) return Where(c) + ": element type " + std::to_string(type) + " is not supported";
-    // the processes of the group in order of first appearance, and each one's member positions
-    std::vector<int> procs;
-    std::map<int, std::vector<int>> members;
-    for (int q = 0; q < n; q++) {
-      const int pr = Proc(c.group[size_t(q)]);
-      if (!members.count(pr)) procs.push_back(pr);
-      members[pr].push_back(q);
-    }
-    std::vector<int> remote;
+  for (size_t i = 0; i < remote.size(); i++) {
+    const Header& h = theirs[i];
+    const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + RankList(RanksOf(c, remote[i])) + ")";
+    if (h.magic != mine.magic) return what + ": " + who + " sent a malformed header";
+    if (h.launch != mine.launch || h.seq != mine.seq)
+      return what + ": processes are out of step: " + who + " is at collective #" + std::to_string(h.seq) + " of launch #" + std::to_string(h.launch) +
+             ", this process at collective #" + std::to_string(mine.seq) + " of launch #" + std::to_string(mine.launch);
+    bool same = h.kind == mine.kind && h.op == mine.op && h.type == mine.type && h.count == mine.count && h.ndim == mine.ndim && h.group_n == mine.group_n &&
+                h.epilogue == mine.epilogue;
+    for (int d = 0; same && d < h.ndim; d++) same = h.dims[d] == mine.dims[d];
+    if (!same)
+      return what + ": processes disagree: " + who + " called " + describe(h) + ", this process " + describe(mine);
+  }
+  // 2. data
+  if (small) {
+    // every process folds the partials in process order (the same bits everywhere)
+    std::vector<const void*> ins;
     for (int pr : procs)
-      if (pr != pm_->self) remote.push_back(pr);
-    const int min_rank = *std::min_element(c.group.begin(), c.group.end());
-    const int tag = int(((pm_->global_launch & 1) << 13) | ((c.seq & 63) << 7) | uint64_t(min_rank & 127));
-    // 1. headers
-    Header mine;
-    mine.kind = kind;
-    mine.op = int(op);
-    mine.type = type;
-    mine.ndim = int(std::min<size_t>(c.shape.size(), 8));
-    for (int d = 0; d < mine.ndim; d++) mine.dims[d] = c.shape[size_t(d)];
-    mine.group_n = n;
-    mine.epilogue = lr.epis[size_t(local[0])] ? 1 : 0;
-    mine.count = count;
-    mine.seq = c.seq;
-    mine.launch = pm_->global_launch;
-    std::vector<Header> theirs(remote.size());
-    std::vector<mpi::Transfer> xs;
-    // a small all-reduce among processes of one host: this process's partial travels with its header (the same
-    // choice on every process that called the same collective; with another count the sizes differ but both fit one
-    // mailbox slice, so the exchange still ends and the header check below names the mismatch)
-    const size_t cb0 = count * w;
-    std::map<int, int> hosts0;
-    for (int pr : procs) hosts0[mpishm::HostOf(pr)]++;
-    const bool small = kind == kAllReduce && hosts0.size() == 1 && mpishm::AllSameHost() && AllReducible(kind, op, type, local.size()) &&
-                       cb0 <= SmallBytes() && sizeof(Header) + cb0 <= mpishm::SliceBytes();
-    std::vector<char> small_send;
-    std::vector<std::vector<char>> small_recv;
-    if (small) {
-      small_send.resize(sizeof(Header) + cb0);
-      std::memcpy(small_send.data(), &mine, sizeof(Header));
-      // this process's partial: its members' inputs folded in group order
-      std::vector<const void*> mins;
-      for (int q : local) mins.push_back(lr.ins[size_t(q)]);
-      if (mins.size() == 1) std::memcpy(small_send.data() + sizeof(Header), mins[0], cb0);
-      else if (!ReduceBuffers(mins.data(), mins.size(), small_send.data() + sizeof(Header), count, type, op))
-        return Where(c) + ": unsupported reduction for element type " + TypeName(type);
-      small_recv.assign(remote.size(), std::vector<char>(sizeof(Header) + cb0));
-      for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], small_send.data(), small_send.size(), small_recv[i].data(), small_recv[i].size()});
-    } else {
-      for (size_t i = 0; i < remote.size(); i++) xs.push_back({remote[i], &mine, sizeof(Header), &theirs[i], sizeof(Header)});
-    }
-    const std::string what = c.name + " over " + c.axes + " (group of ranks " + RankList(c.group) + ") on process " + std::to_string(pm_->self);
-    auto describe = [&](const Header& h) {
-      return std::string(h.kind >= 0 && h.kind <= kPermute ? CollectiveKindName(h.kind) : "?") + " of " + TypeName(h.type) + Shape(h.dims, h.ndim) +
-             (h.epilogue ? " with a fused epilogue" : "");
-    };
-    // a device failure here or on another process of the launch ends the wait for headers at once
-    std::string abort_why;
-    const auto aborted = [&] { return abort_why = AbortOf(pm_->global_launch, remote); };
-    std::string err = Xchg(xs, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
-                           nullptr, describe(mine));
-    // shared memory: a peer waiting for this process at another collective (the segment's out-of-step check)
-    if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
-    for (size_t i = 0; small && i < remote.size(); i++) std::memcpy(&theirs[i], small_recv[i].data(), sizeof(Header));
-    // a header an aborted earlier launch left unreceived (same tag): skip it and take the next one (MPI only: the
-    // segment's keys carry the launch, so the small path never sees a stale header)
-    for (int again = 0; err.empty() && !small && again < 64; again++) {
-      std::vector<mpi::Transfer> stale;
-      for (size_t i = 0; i < remote.size(); i++)
-        if (theirs[i].magic == mine.magic && theirs[i].launch < mine.launch) stale.push_back({remote[i], nullptr, 0, &theirs[i], sizeof(Header), true});
-      if (stale.empty()) break;
-      err = Xchg(stale, tag, c, min_rank, 0, deadline, what + " timed out after " + std::to_string(c.timeout_ms) + " ms waiting for the other processes", aborted,
-                 nullptr, describe(mine));
-      if (err.rfind(mpishm::kOutOfStep, 0) == 0) err = what + ": " + err;
-    }
-    // every peer had arrived (its header is here): start -> ready is waiting for the other processes, ready -> end the
-    // data exchange (the small path's data came with the header)
-    if (err.empty() && c.ready_us) *c.ready_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    if (!err.empty() && !abort_why.empty()) return what + ": released early: " + abort_why;
-    if (!err.empty()) {
-      // name the ranks of the silent processes
-      for (int pr : remote) err += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
-      return err;
-    }
-    for (size_t i = 0; i < remote.size(); i++) {
-      const Header& h = theirs[i];
-      const std::string who = "process " + std::to_string(remote[i]) + " (ranks " + RankList(RanksOf(c, remote[i])) + ")";
-      if (h.magic != mine.magic) return what + ": " + who + " sent a malformed header";
-      if (h.launch != mine.launch || h.seq != mine.seq)
-        return what + ": processes are out of step: " + who + " is at collective #" + std::to_string(h.seq) + " of launch #" + std::to_string(h.launch) +
-               ", this process at collective #" + std::to_string(mine.seq) + " of launch #" + std::to_string(mine.launch);
-      bool same = h.kind == mine.kind && h.op == mine.op && h.type == mine.type && h.count == mine.count && h.ndim == mine.ndim && h.group_n == mine.group_n &&
-                  h.epilogue == mine.epilogue;
-      for (int d = 0; same && d < h.ndim; d++) same = h.dims[d] == mine.dims[d];
-      if (!same)
-        return what + ": processes disagree: " + who + " called " + describe(h) + ", this process " + describe(mine);
-    }
-    // 2. data
-    if (small) {
-      // every process folds the partials in process order (the same bits everywhere)
-      std::vector<const void*> ins;
-      for (int pr : procs)
-        ins.push_back(pr == pm_->self ? static_cast<const void*>(small_send.data() + sizeof(Header))
-                                      : small_recv[size_t(std::find(remote.begin(), remote.end(), pr) - remote.begin())].data() + sizeof(Header));
-      char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
-      if (!ReduceBuffers(ins.data(), ins.size(), out0, count, type, op)) return what + ": unsupported reduction for element type " + TypeName(type);
-      for (size_t j = 1; j < local.size(); j++) std::memcpy(lr.outs[size_t(local[j])], out0, cb0);
-      return "";
-    }
-    const size_t cb = count * w;  // bytes of one chunk / one input (AllReduce: the whole input)
-    std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
-    if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {
-      if (!AllReducible(kind, op, type, local.size())) return what + ": unsupported reduction for element type " + TypeName(type);
-      // the same choice on every process: one host (the segment), some hosts with several processes (two levels), or
-      // every process on its own host (the ring over MPI)
-      std::map<int, int> per_host;
-      for (int pr : procs) per_host[mpishm::HostOf(pr)]++;
-      if (per_host.size() == 1) return ShmRing(c, kind, op, count, type, procs, members, local, lr, min_rank, deadline, what);
-      if (per_host.size() < procs.size()) return Hier(c, kind, op, count, type, procs, members, local, lr, tag, min_rank, deadline, what);
-      return Ring(c, kind, op, count, type, procs, members, local, lr, tag, deadline, what);
-    }
-    if (kind == kAllToAll) {
-      // out of member q, chunk s = in of member s, chunk q
-      auto in_chunk = [&](int s, int q) { return static_cast<const char*>(lr.ins[size_t(s)]) + size_t(q) * cb; };
-      auto out_chunk = [&](int q, int s) { return static_cast<char*>(lr.outs[size_t(q)]) + size_t(s) * cb; };
-      xs.clear();
-      for (size_t i = 0; i < remote.size(); i++) {
-        const std::vector<int>& ms = members[remote[i]];
-        for (int q : ms)
-          for (int s : local) sends[i].insert(sends[i].end(), in_chunk(s, q), in_chunk(s, q) + cb);
-        recvs[i].resize(local.size() * ms.size() * cb);
-        xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
-      }
-      if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return err;
-      for (int q : local)
-        for (int s : local) std::memcpy(out_chunk(q, s), in_chunk(s, q), cb);
-      for (size_t i = 0; i < remote.size(); i++) {
-        const std::vector<int>& ms = members[remote[i]];
-        size_t off = 0;
-        for (int q : local)
-          for (int s : ms) { std::memcpy(out_chunk(q, s), recvs[i].data() + off, cb); off += cb; }
-      }
-      return "";
-    }
-    // kPermute: pairs (source position, destination position), in pair order on both sides
-    for (int q : local) {
-      bool receives = false;
-      for (const auto& pr : pairs) receives = receives || pr.second == q;
-      if (!receives) std::memset(lr.outs[size_t(q)], 0, cb);
-    }
+      ins.push_back(pr == pm_->self ? static_cast<const void*>(small_send.data() + sizeof(Header))
+                                    : small_recv[size_t(std::find(remote.begin(), remote.end(), pr) - remote.begin())].data() + sizeof(Header));
+    char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
+    if (!ReduceBuffers(ins.data(), ins.size(), out0, count, type, op)) return what + ": unsupported reduction for element type " + TypeName(type);
+    for (size_t j = 1; j < local.size(); j++) std::memcpy(lr.outs[size_t(local[j])], out0, cb0);
+    return "";
+  }
+  const size_t cb = count * w;  // bytes of one chunk / one input (AllReduce: the whole input)
+  std::vector<std::vector<char>> sends(remote.size()), recvs(remote.size());
+  if (kind == kAllReduce || kind == kReduceScatter || kind == kAllGather) {
+    if (!AllReducible(kind, op, type, local.size())) return what + ": unsupported reduction for element type " + TypeName(type);
+    // the same choice on every process: one host (the segment), some hosts with several processes (two levels), or
+    // every process on its own host (the ring over MPI)
+    std::map<int, int> per_host;
+    for (int pr : procs) per_host[mpishm::HostOf(pr)]++;
+    if (per_host.size() == 1) return ShmRing(c, kind, op, count, type, procs, members, local, lr, min_rank, deadline, what);
+    if (per_host.size() < procs.size()) return Hier(c, kind, op, count, type, procs, members, local, lr, tag, min_rank, deadline, what);
+    return Ring(c, kind, op, count, type, procs, members, local, lr, tag, deadline, what);
+  }
+  if (kind == kAllToAll) {
+    // out of member q, chunk s = in of member s, chunk q
+    auto in_chunk = [&](int s, int q) { return static_cast<const char*>(lr.ins[size_t(s)]) + size_t(q) * cb; };
+    auto out_chunk = [&](int q, int s) { return static_cast<char*>(lr.outs[size_t(q)]) + size_t(s) * cb; };
     xs.clear();
     for (size_t i = 0; i < remote.size(); i++) {
-      size_t incoming = 0;
-      for (const auto& pr : pairs) {
-        const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
-        if (sp == pm_->self && dp == remote[i]) sends[i].insert(sends[i].end(), static_cast<const char*>(lr.ins[size_t(pr.first)]), static_cast<const char*>(lr.ins[size_t(pr.first)]) + cb);
-        if (sp == remote[i] && dp == pm_->self) incoming++;
-      }
-      recvs[i].resize(incoming * cb);
+      const std::vector<int>& ms = members[remote[i]];
+      for (int q : ms)
+        for (int s : local) sends[i].insert(sends[i].end(), in_chunk(s, q), in_chunk(s, q) + cb);
+      recvs[i].resize(local.size() * ms.size() * cb);
       xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
     }
     if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return err;
-    std::vector<size_t> off(remote.size(), 0);
+    for (int q : local)
+      for (int s : local) std::memcpy(out_chunk(q, s), in_chunk(s, q), cb);
+    for (size_t i = 0; i < remote.size(); i++) {
+      const std::vector<int>& ms = members[remote[i]];
+      size_t off = 0;
+      for (int q : local)
+        for (int s : ms) { std::memcpy(out_chunk(q, s), recvs[i].data() + off, cb); off += cb; }
+    }
+    return "";
+  }
+  // kPermute: pairs (source position, destination position), in pair order on both sides
+  for (int q : local) {
+    bool receives = false;
+    for (const auto& pr : pairs) receives = receives || pr.second == q;
+    if (!receives) std::memset(lr.outs[size_t(q)], 0, cb);
+  }
+  xs.clear();
+  for (size_t i = 0; i < remote.size(); i++) {
+    size_t incoming = 0;
     for (const auto& pr : pairs) {
       const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
-      if (dp != pm_->self) continue;
-      if (sp == pm_->self) {
-        std::memcpy(lr.outs[size_t(pr.second)], lr.ins[size_t(pr.first)], cb);
-      } else {
-        const size_t i = size_t(std::find(remote.begin(), remote.end(), sp) - remote.begin());
-        std::memcpy(lr.outs[size_t(pr.second)], recvs[i].data() + off[i], cb);
-        off[i] += cb;
-      }
+      if (sp == pm_->self && dp == remote[i]) sends[i].insert(sends[i].end(), static_cast<const char*>(lr.ins[size_t(pr.first)]), static_cast<const char*>(lr.ins[size_t(pr.first)]) + cb);
+      if (sp == remote[i] && dp == pm_->self) incoming++;
     }
-    return "";
+    recvs[i].resize(incoming * cb);
+    xs.push_back({remote[i], sends[i].data(), sends[i].size(), recvs[i].data(), recvs[i].size()});
   }
-
-  // Byte ranges of the whole buffer per segment j of a ring over `procs` (Ring and ShmRing): all-reduce, an even split
-  // of the count elements (segment j = elements [count j / P, count (j+1) / P), empty ones left out); otherwise the
-  // chunks (count elements each) of process j's members, in member order.
-  using Segments = std::vector<std::vector<std::pair<size_t, size_t>>>;
-  static Segments RingSegments(int kind, size_t count, size_t w, const std::vector<int>& procs, std::map<int, std::vector<int>>& members) {
-    const size_t P = procs.size(), cb = count * w;
-    Segments seg(P);
-    for (size_t j = 0; j < P; j++) {
-      if (kind == kAllReduce) {
-        const size_t lo = count * j / P, hi = count * (j + 1) / P;
-        if (hi > lo) seg[j].push_back({lo * w, (hi - lo) * w});
-      } else {
-        for (int q : members[procs[j]]) seg[j].push_back({size_t(q) * cb, cb});
-      }
-    }
-    return seg;
-  }
-
-  // The ring over the group's processes (in group order) that all-reduce, reduce-scatter and all-gather use. The bytes
-  // are cut in P segments, segment j = what process j's members own (all-reduce: an even split of the whole buffer).
-  // Reduce-scatter phase: at step t process s sends segment s-t-1 to the next process and receives segment s-t-2 from
-  // the previous one, folding it into its own partial; after P-1 steps it holds segment s reduced over every process.
-  // All-gather phase: at step t it sends segment s-t and receives s-t-1. Each process sends 2(P-1)/P of the buffer
-  // (all-reduce) instead of P-1 times it; every segment is reduced on one process and copied to the others, so all
-  // processes hold the same bits. Steps are pipelined in pieces (kPieceBytes): a piece goes on to the next process as
-  // soon as it was received and folded, while the rest of the step is still moving.
-  std::string Ring(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
-                   std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int tag, Clock::time_point deadline,
-                   const std::string& what, const std::vector<int>* write = nullptr) {
-    const size_t w = ElementBytes(type), cb = count * w;
-    const int n = int(c.group.size()), P = int(procs.size());
-    const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
-    const auto mod = [P](int i) { return ((i % P) + P) % P; };
-    const Segments seg = RingSegments(kind, count, w, procs, members);
-    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
-    const size_t piece_max = std::max<size_t>(w, PieceBytes() / w * w);
-    const auto pieces = [&](int j) {
-      std::vector<std::pair<size_t, size_t>> v;
-      for (const auto& r : seg[size_t(j)])
-        for (size_t o = 0; o < r.second; o += piece_max) v.push_back({r.first + o, std::min(piece_max, r.second - o)});
-      return v;
-    };
-    // buffers: partial (this process's contribution), acc (where segments are reduced and gathered), rbuf (where
-    // the reduce-scatter phase receives; acc itself when the partial lives elsewhere: acc = partial op acc)
-    const char* in0 = static_cast<const char*>(lr.ins[size_t(local[0])]);
-    char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
-    thread_local std::vector<char> scratch_a, scratch_b;
-    const auto grow = [](std::vector<char>& v, size_t b) -> char* {
-      if (v.size() < b) v.resize(b);
-      return v.data();
-    };
-    char* acc = kind == kReduceScatter ? grow(scratch_a, total) : out0;
-    const char* partial = nullptr;
-    if (kind == kAllGather) {
-      for (int q : local) std::memcpy(acc + size_t(q) * cb, lr.ins[size_t(q)], cb);
-    } else if (local.size() == 1 && in0 != acc) {
-      partial = in0;
+  if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return err;
+  std::vector<size_t> off(remote.size(), 0);
+  for (const auto& pr : pairs) {
+    const int sp = Proc(c.group[size_t(pr.first)]), dp = Proc(c.group[size_t(pr.second)]);
+    if (dp != pm_->self) continue;
+    if (sp == pm_->self) {
+      std::memcpy(lr.outs[size_t(pr.second)], lr.ins[size_t(pr.first)], cb);
     } else {
-      if (in0 != acc) std::memcpy(acc, in0, total);
-      for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
-      partial = acc;
+      const size_t i = size_t(std::find(remote.begin(), remote.end(), sp) - remote.begin());
+      std::memcpy(lr.outs[size_t(pr.second)], recvs[i].data() + off[i], cb);
+      off[i] += cb;
     }
-    char* rbuf = partial == acc ? grow(scratch_b, total) : acc;
-    mpi::Stream st;
-    st.send_peer = procs[size_t(mod(s + 1))];
-    st.recv_peer = procs[size_t(mod(s - 1))];
-    std::vector<std::pair<size_t, size_t>> rpieces;  // per receive: its byte range
-    std::vector<bool> rfold;                         // per receive: folded (reduce-scatter phase) or landed in place
-    long prev_begin = 0;                             // index of the previous step's first receive
-    const bool rs = kind != kAllGather, ag = kind != kReduceScatter;
-    const int steps_rs = rs ? P - 1 : 0, steps = steps_rs + (ag ? P - 1 : 0);
-    for (int t = 0; t < steps; t++) {
-      const bool in_rs = t < steps_rs;
-      const int u = in_rs ? t : t - steps_rs;
-      const int send_seg = in_rs ? mod(s - u - 1) : mod(s - u), recv_seg = in_rs ? mod(s - u - 2) : mod(s - u - 1);
-      // what this step sends: the partial at the first step, then what the previous step received (piece k after receive k)
-      const auto sp = pieces(send_seg);
-      const bool first = t == 0;
-      for (size_t k = 0; k < sp.size(); k++) {
-        const char* base = first && in_rs ? partial : acc;
-        st.sends.push_back({base + sp[k].first, sp[k].second});
-        st.send_after.push_back(first ? -1 : prev_begin + long(k));
-      }
-      const auto rp = pieces(recv_seg);
-      const long begin = long(rpieces.size());
-      for (const auto& r : rp) {
-        st.recvs.push_back({(in_rs ? rbuf : acc) + r.first, r.second});
-        rpieces.push_back(r);
-        rfold.push_back(in_rs);
-      }
-      prev_begin = begin;
-    }
-    st.on_recv = [&](size_t k) {
-      if (!rfold[k]) return;
-      const auto& r = rpieces[k];
-      FoldInto(acc + r.first, partial + r.first, rbuf + r.first, r.second / w, type, op);
-    };
-    size_t streamed = 0;
-    for (const auto& x : st.sends) streamed += x.second;
-    for (const auto& x : st.recvs) streamed += x.second;
-    mpishm::CountMpi(streamed);
-    mpishm::CountLevel(true, false);
-    std::string err = mpi::RunStream(st, tag, deadline, what + " timed out during the data exchange");
-    if (!err.empty()) {
-      for (int pr : procs)
-        if (pr != pm_->self) err += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
-      return err;
-    }
-    for (int q : write ? *write : local) {
-      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
-      else if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
-    }
-    return "";
   }
+  return "";
+}
 
-  // All-reduce, reduce-scatter and all-gather when some of the group's processes share a host and others do not (two
-  // levels): 1. within each host, every process sends its part (the partial reduction of its members, or their chunks)
-  // to the host's first process in group order, which folds them in group order (or places the chunks); 2. those host
-  // leaders run Ring among themselves over MPI (segment of a host = the chunks of all its processes' members); 3. each
-  // host leader sends the result to its host's processes (all-reduce / all-gather: all of it; reduce-scatter: the
-  // chunks of each one's members). Integers are exact; floats are reduced in another order than the flat ring.
-  std::string Hier(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
-                   std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int tag, int min_rank,
-                   Clock::time_point deadline, const std::string& what) {
-    const size_t w = ElementBytes(type), cb = count * w;
-    const int n = int(c.group.size());
-    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
-    const auto named = [&](std::string e) {
-      for (int pr : procs)
-        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
-      return e;
-    };
-    // this host's processes of the group (group order; the first leads) and the host leaders
-    std::vector<int> host, leaders;
-    std::map<int, int> leader_of_host;  // host index -> its first process in group order
-    std::map<int, std::vector<int>> leader_members;  // host leader -> the chunk positions of its host's processes
-    for (int pr : procs) {
-      if (mpishm::HostOf(pr) == mpishm::HostOf(pm_->self)) host.push_back(pr);
-      auto f = leader_of_host.find(mpishm::HostOf(pr));
-      if (f == leader_of_host.end()) {
-        f = leader_of_host.emplace(mpishm::HostOf(pr), pr).first;
-        leaders.push_back(pr);
-      }
-      std::vector<int>& lm = leader_members[f->second];
-      lm.insert(lm.end(), members[pr].begin(), members[pr].end());
-    }
-    for (auto& [l, lm] : leader_members) std::sort(lm.begin(), lm.end());
-    const bool lead = host[0] == pm_->self;
-    mpishm::CountLevel(false, true);
-    // this process's part: its members' partial reduction (all-reduce, reduce-scatter: total bytes) or their chunks
-    thread_local std::vector<char> part_buf, host_buf, res_buf;
-    const auto grow = [](std::vector<char>& v, size_t b) -> char* {
-      if (v.size() < b) v.resize(b);
-      return v.data();
-    };
-    const size_t part_bytes = kind == kAllGather ? cb * local.size() : total;
-    const char* part = static_cast<const char*>(lr.ins[size_t(local[0])]);
-    if (kind == kAllGather || local.size() > 1) {
-      char* pb = grow(part_buf, part_bytes);
-      if (kind == kAllGather) {
-        for (size_t j = 0; j < local.size(); j++) std::memcpy(pb + j * cb, lr.ins[size_t(local[j])], cb);
-      } else {
-        std::memcpy(pb, part, total);
-        for (size_t j = 1; j < local.size(); j++) FoldBytes(pb, lr.ins[size_t(local[j])], total / w, type, op);
-      }
-      part = pb;
-    }
-    // the chunk positions of the members of a set of processes (ascending)
-    const auto positions = [&](const std::vector<int>& ps) {
-      std::vector<int> v;
-      for (int pr : ps) v.insert(v.end(), members[pr].begin(), members[pr].end());
-      std::sort(v.begin(), v.end());
-      return v;
-    };
-    const std::vector<int> host_pos = positions(host);
-    char* res = grow(res_buf, total);  // the result of the whole group (reduce-scatter: this host's chunks)
-    std::vector<mpi::Transfer> xs;
-    std::string err;
-    if (!lead) {
-      // 1. the part to the host leader; 3. the result back
-      xs.push_back({host[0], part, part_bytes, nullptr, 0});
-      if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return named(err);
-      const size_t back = kind == kReduceScatter ? cb * local.size() : total;
-      xs.assign(1, {host[0], nullptr, 0, res, back});
-      if (!(err = Xchg(xs, tag, c, min_rank, 2, deadline, what + " timed out during the data exchange")).empty()) return named(err);
-      for (size_t j = 0; j < local.size(); j++) {
-        const int q = local[j];
-        if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], res + j * cb, cb);
-        else std::memcpy(lr.outs[size_t(q)], res, total);
-      }
-      return "";
-    }
-    // 1. the host's parts, folded in group order (all-gather: placed at their members' positions)
-    std::vector<std::vector<char>> parts(host.size());
-    xs.clear();
-    for (size_t h = 1; h < host.size(); h++) {
-      parts[h].resize(kind == kAllGather ? cb * members[host[h]].size() : total);
-      xs.push_back({host[h], nullptr, 0, parts[h].data(), parts[h].size()});
-    }
-    if (!(err = Xchg(xs, tag, c, min_rank, 1, deadline, what + " timed out during the data exchange")).empty()) return named(err);
-    char* hb = grow(host_buf, total);
-    if (kind == kAllGather) {
-      for (size_t j = 0; j < local.size(); j++) std::memcpy(hb + size_t(local[j]) * cb, part + j * cb, cb);
-      for (size_t h = 1; h < host.size(); h++)
-        for (size_t j = 0; j < members[host[h]].size(); j++) std::memcpy(hb + size_t(members[host[h]][j]) * cb, parts[h].data() + j * cb, cb);
-    } else {
-      std::memcpy(hb, part, total);
-      for (size_t h = 1; h < host.size(); h++) FoldBytes(hb, parts[h].data(), total / w, type, op);
-    }
-    // 2. the ring between host leaders: a Local whose inputs are the host's (chunks or partial), outputs in `res`
-    Local hl;
-    hl.ins.assign(size_t(n), nullptr);
-    hl.outs.assign(size_t(n), nullptr);
-    std::vector<int> ring_local, write;
-    if (kind == kAllGather) {
-      ring_local = host_pos;
-      for (int q : host_pos) {
-        hl.ins[size_t(q)] = hb + size_t(q) * cb;
-        hl.outs[size_t(q)] = res;
-      }
-    } else {
-      ring_local = {host_pos[0]};
-      hl.ins[size_t(host_pos[0])] = hb;
-      hl.outs[size_t(host_pos[0])] = res;
-      if (kind == kReduceScatter) {
-        write = host_pos;
-        for (int q : host_pos) hl.outs[size_t(q)] = res + size_t(q) * cb;
-      }
-    }
-    err = Ring(c, kind, op, count, type, leaders, leader_members, ring_local, hl, tag, deadline, what, kind == kReduceScatter ? &write : nullptr);
-    if (!err.empty()) return named(err);
-    // 3. the result to the host's other processes, and this process's outputs
-    std::vector<std::vector<char>> backs(host.size());
-    xs.clear();
-    for (size_t h = 1; h < host.size(); h++) {
-      if (kind == kReduceScatter) {
-        for (int q : members[host[h]]) backs[h].insert(backs[h].end(), res + size_t(q) * cb, res + size_t(q) * cb + cb);
-        xs.push_back({host[h], backs[h].data(), backs[h].size(), nullptr, 0});
-      } else {
-        xs.push_back({host[h], res, total, nullptr, 0});
-      }
-    }
-    if (!(err = Xchg(xs, tag, c, min_rank, 2, deadline, what + " timed out during the data exchange")).empty()) return named(err);
-    for (int q : local) {
-      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], res + size_t(q) * cb, cb);
-      else std::memcpy(lr.outs[size_t(q)], res, total);
-    }
-    return "";
-  }
+}  // namespace mpicomm
 
-  // All-reduce, reduce-scatter and all-gather through the same-host segment: segments as in Ring (segment j = what
-  // process j's members own; all-reduce: an even split). Reduce-scatter phase: every process sends segment q of its
-  // partial to process q and folds the pieces it receives straight from the segment into its own segment s; all-gather
-  // phase: it sends its reduced segment s to every process and receives segment q from q. Every segment is reduced on
-  // one process and copied, so all processes hold the same bits (fold order: own partial, then the others in order).
-  std::string ShmRing(const CollectiveCall& c, int kind, ReduceOp op, size_t count, int type, const std::vector<int>& procs,
-                      std::map<int, std::vector<int>>& members, const std::vector<int>& local, Local& lr, int min_rank, Clock::time_point deadline,
-                      const std::string& what) {
-    const size_t w = ElementBytes(type), cb = count * w;
-    const int n = int(c.group.size()), P = int(procs.size());
-    const int s = int(std::find(procs.begin(), procs.end(), pm_->self) - procs.begin());
-    const Segments seg = RingSegments(kind, count, w, procs, members);
-    const auto bytes = [&](int j) {
-      size_t b = 0;
-      for (const auto& r : seg[size_t(j)]) b += r.second;
-      return b;
-    };
-    const size_t total = kind == kAllReduce ? cb : cb * size_t(n);
-    const char* in0 = static_cast<const char*>(lr.ins[size_t(local[0])]);
-    char* out0 = static_cast<char*>(lr.outs[size_t(local[0])]);
-    thread_local std::vector<char> scratch;
-    if (kind == kReduceScatter && scratch.size() < total) scratch.resize(total);
-    char* acc = kind == kReduceScatter ? scratch.data() : out0;
-    const char* partial = in0;
-    if (kind == kAllGather) {
-      for (int q : local) std::memcpy(acc + size_t(q) * cb, lr.ins[size_t(q)], cb);
-    } else if (local.size() > 1) {
-      if (in0 != acc) std::memcpy(acc, in0, total);
-      for (size_t j = 1; j < local.size(); j++) FoldBytes(acc, lr.ins[size_t(local[j])], total / w, type, op);
-      partial = acc;
-    }
-    const CollectiveEpilogue* epi = lr.epis[size_t(local[0])];
-    const bool direct = kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn();
-    if (epi && !direct) return what + ": internal error: a fused epilogue without the direct exchange";
-    if (epi) mpishm::CountFused();
-    if (direct) {
-      // the whole buffer fits a mailbox: one exchange of two phases (mpishm::DirectAllReduce), same fold order
-      std::vector<std::pair<size_t, size_t>> flat;
-      for (const auto& sj : seg) flat.push_back(sj.empty() ? std::make_pair(size_t(0), size_t(0)) : sj[0]);
-      const auto mine = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
-      const size_t own_lo = flat[size_t(s)].first / w;  // the own share's first element (the epilogue's operands start there)
-      const std::string err = mpishm::DirectAllReduce(
-          procs, size_t(s), {pm_->global_launch, c.seq, min_rank, 1, ""}, int(mine - pm_->local_ranks.begin()), deadline,
-          what + " timed out during the data exchange", partial, acc, flat,
-          [&](const char* const* ins, size_t k, char* const* dsts, size_t nd, size_t b, bool stream) {
-            if (!epi) return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
-            // fused epilogue: a tile at a time, reduce into scratch (it stays in L1), evaluate the epilogue on it into
-            // the output (and the mailbox): the peers copy the results, so each element is updated once in the job
-            constexpr size_t kTile = 4096;
-            thread_local std::vector<float> tile;
-            tile.resize(kTile);
-            std::vector<const void*> tins(k);
-            for (size_t t = 0, n_el = b / w; t < n_el; t += kTile) {
-              const size_t len = std::min(kTile, n_el - t);
-              for (size_t j = 0; j < k; j++) tins[j] = ins[j] + t * w;
-              char* td = reinterpret_cast<char*>(tile.data());
-              if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
-              float* o = reinterpret_cast<float*>(dsts[0] + t * w);
-              EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
-              if (nd > 1) std::memcpy(dsts[1] + t * w, o, len * w);
-            }
-            return true;
-          });
-      if (!err.empty()) {
-        std::string e = err;
-        for (int pr : procs)
-          if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
-        return e;
-      }
-      for (int q : local)
-        if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
-      return "";
-    }
-    // segment j of buf as one contiguous run (a pointer into buf, or packed into `tmp`)
-    std::vector<std::vector<char>> packs(static_cast<size_t>(P));
-    const auto packed = [&](const char* buf, int j) -> const char* {
-      if (seg[size_t(j)].size() == 1) return buf + seg[size_t(j)][0].first;
-      std::vector<char>& v = packs[size_t(j)];
-      v.clear();
-      for (const auto& r : seg[size_t(j)]) v.insert(v.end(), buf + r.first, buf + r.first + r.second);
-      return v.data();
-    };
-    // calls f(position in buf, source, length) for the packed bytes [off, off + len) of segment j
-    const auto scatter = [&](int j, size_t off, const char* src, size_t len, const std::function<void(size_t, const char*, size_t)>& f) {
-      size_t at = 0;
-      for (const auto& r : seg[size_t(j)]) {
-        const size_t lo = std::max(off, at), hi = std::min(off + len, at + r.second);
-        if (hi > lo) f(r.first + (lo - at), src + (lo - off), hi - lo);
-        at += r.second;
-      }
-    };
-    std::vector<int> remote;
-    for (int j = 0; j < P; j++)
-      if (j != s) remote.push_back(j);
-    std::vector<mpi::Transfer> xs;
-    std::string err;
-    const auto named = [&](std::string e) {
-      for (int pr : procs)
-        if (pr != pm_->self) e += "; process " + std::to_string(pr) + " runs ranks " + RankList(RanksOf(c, pr));
-      return e;
-    };
-    if (kind != kAllGather) {
-      // own segment: acc = partial op (the first other process's piece), then the others folded in as they arrive
-      // (every process's pieces of one round cover the same bytes, and arrive in process order)
-      for (int j : remote) xs.push_back({procs[size_t(j)], packed(partial, j), bytes(j), nullptr, bytes(s)});
-      err = Xchg(xs, 0, c, min_rank, 1, deadline, what + " timed out during the data exchange", nullptr,
-                 [&](size_t i, size_t off, const char* src, size_t len) {
-                   scatter(s, off, src, len, [&](size_t at, const char* p, size_t l) {
-                     const void* ins[2] = {i == 0 ? partial + at : acc + at, p};
-                     ReduceBuffers(ins, 2, acc + at, l / w, type, op);
-                   });
-                 });
-      if (!err.empty()) return named(err);
-    }
-    if (kind != kReduceScatter) {
-      xs.clear();
-      const char* mine = packed(acc, s);
-      for (int j : remote) xs.push_back({procs[size_t(j)], mine, bytes(s), nullptr, bytes(j)});
-      err = Xchg(xs, 0, c, min_rank, 2, deadline, what + " timed out during the data exchange", nullptr,
-                 [&](size_t i, size_t off, const char* src, size_t len) {
-                   scatter(remote[i], off, src, len, [&](size_t at, const char* p, size_t l) { std::memcpy(acc + at, p, l); });
-                 });
-      if (!err.empty()) return named(err);
-    }
-    for (int q : local) {
-      if (kind == kReduceScatter) std::memcpy(lr.outs[size_t(q)], acc + size_t(q) * cb, cb);
-      else if (lr.outs[size_t(q)] != acc) std::memcpy(lr.outs[size_t(q)], acc, total);
-    }
-    return "";
-  }
-
-  int rank_;
-  std::shared_ptr<const ProcessMap> pm_;
-  std::unique_ptr<Communicator> shm_;
-};
-
-}  // namespace
-
-Communicator* NewProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm) { return new ProcessCommunicator(rank, std::move(pm)); }
+Communicator* NewProcessCommunicator(int rank, std::shared_ptr<const ProcessMap> pm) { return new mpicomm::ProcessCommunicator(rank, std::move(pm)); }
 
 }  // namespace jaxts

@@ -21,7 +21,7 @@
 namespace jaxts {
 void RegisterFused(napi_env env, napi_value exports);    // native/fused.cc
 void RegisterDevices(napi_env env, napi_value exports);  // native/devices.cc
-void RegisterMpi(napi_env env, napi_value exports);      // native/mpi-communicator.cc
+void RegisterMpi(napi_env env, napi_value exports);      // native/mpi-napi.cc
 void RegisterArena(napi_env env, napi_value exports);    // native/arena.cc
 void RegisterReduceKernels(napi_env env, napi_value exports);  // native/reduce-kernels.cc
 void RegisterBlockCopy(napi_env env, napi_value exports);      // native/block-copy.cc

@@ -29,6 +29,7 @@ const sources = [
   "mailbox-collectives.cc",
   "mpi-loader.cc",
   "mpi-communicator.cc",
+  "mpi-ring-collectives.cc",
   "mpi-napi.cc",
   "mpi-shm.cc",
 ].map((f) => join(root, "native", f));
@@ -55,6 +56,7 @@ const headers = [
   "napi-util.h",
   "mpi-loader.h",
   "mpi-communicator.h",
+  "mpi-process-communicator.h",
   "mpi-shm.h",
 ].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);

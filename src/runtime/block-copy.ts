@@ -2,6 +2,7 @@
 import { deviceAddon } from "../backends/onnx/ort-runtime.js";
 import type { HostArray } from "../backends/onnx/graph-builder.js";
 import { itemsize, type TypedArray } from "../core/dtype.js";
+import { depsSettled, PendingRun } from "../core/pending-run.js";
 import { stridesOf } from "../core/shape.js";
 import { DeviceBuffer, failedDependency, type PendingWork } from "./device.js";
 
@@ -82,12 +83,9 @@ const inFlight: PendingCopy[] = [];
 const MAX_IN_FLIGHT = 8;
 
 /** A dispatched native copy op: the writer of its destination buffers until it settles. */
-export class PendingCopy implements PendingWork {
-  #op: object | null;
+export class PendingCopy extends PendingRun<void> implements PendingWork {
   #held: DeviceBuffer[];
   #deps: PendingWork[];
-  #error: Error | null = null;
-  #ready: Promise<void> | undefined;
   /** @internal */
   constructor(
     readonly api: CopyApi,
@@ -95,28 +93,21 @@ export class PendingCopy implements PendingWork {
     held: DeviceBuffer[],
     deps: PendingWork[],
   ) {
-    this.#op = op;
+    super(op);
     this.#held = held;
     this.#deps = deps;
   }
-  get settled(): boolean {
-    return this.#op === null;
-  }
-  get error(): Error | null {
-    return this.#error;
-  }
   /** Settles when the devices already finished the copies (never blocks); true once settled. */
   poll(): boolean {
-    if (this.#op && this.api.devCopyDone(this.#op)) this.settle();
-    return this.#op === null;
+    const op = this.handle;
+    if (op && this.api.devCopyDone(op)) this.settle();
+    return this.settled;
   }
-  /** Waits for the copies (blocking) and records the outcome without throwing. */
-  settle(): void {
-    const op = this.#op;
-    if (!op) return;
+  protected joinNative(op: object): void {
     this.api.devCopyWait(op);
-    this.#op = null;
-    this.#error = failedDependency(
+  }
+  protected record(): Error | null {
+    const error = failedDependency(
       this.#deps,
       (m) => `device runtime: a block copy read an output of a failed launch: ${m}`,
     );
@@ -125,25 +116,16 @@ export class PendingCopy implements PendingWork {
     this.#held = [];
     const i = inFlight.indexOf(this);
     if (i >= 0) inFlight.splice(i, 1);
-  }
-  wait(): void {
-    this.settle();
-    if (this.#error) throw this.#error;
+    return error;
   }
   /**
-   * Resolves on the JS thread once the copies finished, without blocking it: the sources' producers are awaited first,
-   * then the op is polled on each event-loop turn (every millisecond after the first turns); rejects with wait()'s error.
+   * The sources' producers first (their errors become this copy's at settle; awaiting them keeps settle from blocking
+   * on them), then the op polled on each event-loop turn (every millisecond after the first turns).
    */
-  ready(): Promise<void> {
-    return (this.#ready ??= this.#whenSettled());
-  }
-  async #whenSettled(): Promise<void> {
-    // the producers' errors become this copy's at settle(); awaiting them first keeps settle() from blocking on them
-    const deps = this.#deps.filter((d) => !d.settled);
-    if (deps.length) await Promise.allSettled(deps.map((d) => d.ready?.()));
+  protected async whenDone(): Promise<void> {
+    await depsSettled(this.#deps);
     for (let turn = 0; !this.poll(); turn++)
       await new Promise<void>((resolve) => (turn < 16 ? setImmediate(resolve) : setTimeout(resolve, 1)));
-    this.wait();
   }
 }
 

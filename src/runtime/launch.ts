@@ -10,6 +10,7 @@ import {
 } from "../backends/onnx/ort-runtime.js";
 import { settleAsyncRuns } from "../backends/onnx/async-run.js";
 import { config } from "../core/config.js";
+import { depsSettled, notified, PendingRun } from "../core/pending-run.js";
 import { type DType, isComplex, realDType } from "../core/dtype.js";
 import { synchronizeCopies } from "./block-copy.js";
 import { DeviceBuffer, failedDependency, runtimeDevice, type PendingWork, type RuntimeDevice } from "./device.js";
@@ -460,18 +461,15 @@ export function setExecutorSpinUs(us: number): number {
  * A dispatched launch: its output buffers exist at once (pending until the devices finish: each device's stream runs
  * its programs in submission order, so a later launch on the same devices may consume them without a wait).
  */
-export class PendingLaunch implements PendingWork {
+export class PendingLaunch extends PendingRun<DeviceLaunchResult> implements PendingWork {
   /** outputs[rank][k]: output k of the device at that rank (the caller owns them; free() is safe while pending). */
   readonly outputs: DeviceBuffer[][];
   /** nowUs() when dispatch returned to the caller. */
   readonly dispatchedAt: number;
-  #handle: object | null;
   #held: DeviceBuffer[];
-  #error: Error | null = null;
   #timeline: RankTiming[] = [];
   #stamps: LaunchStamps | undefined;
   #deps: PendingWork[];
-  #ready: Promise<void> | null = null;
   readonly #seq = ++dispatches;
   /** @internal */
   constructor(
@@ -481,9 +479,9 @@ export class PendingLaunch implements PendingWork {
     handle: object,
     deps: PendingWork[],
   ) {
+    super(handle);
     this.outputs = prep.outs;
     this.#deps = deps;
-    this.#handle = handle;
     // the launch holds a reference to every buffer it reads or writes until it settles
     const held: DeviceBuffer[] = [];
     for (const ins of prep.inputs) for (const b of ins) held.push(b.retain());
@@ -495,9 +493,6 @@ export class PendingLaunch implements PendingWork {
     this.#held = held;
     this.dispatchedAt = nowUs();
   }
-  get settled(): boolean {
-    return this.#handle === null;
-  }
   /** The per-rank timings (empty until settled). */
   get timeline(): readonly RankTiming[] {
     return this.#timeline;
@@ -506,24 +501,15 @@ export class PendingLaunch implements PendingWork {
   get stamps(): LaunchStamps | undefined {
     return this.#stamps;
   }
-  /** The launch's error once settled, or null. */
-  get error(): Error | null {
-    return this.#error;
-  }
-  /** Waits for the devices (blocking) and records the outcome without throwing. */
-  settle(): void {
-    this.#settle(false);
-  }
   /**
    * `forOutputs`: a blocking wait for this launch's outputs (wait(): reading them, blockUntilReady), not synchronize(),
    * the in-flight bound or the completion of an awaited launch.
    */
-  #settle(forOutputs: boolean): void {
-    const h = this.#handle;
-    if (!h) return;
+  protected joinNative(h: object, forOutputs: boolean): DeviceLaunchResult {
     this.program.waitedInLoop = forOutputs && this.#seq === dispatches;
-    const r = api().devWait(h);
-    this.#handle = null;
+    return api().devWait(h);
+  }
+  protected record(r: DeviceLaunchResult): Error | null {
     const { timeline, error } = outcome(this.program, this.deviceIds, r);
     this.#timeline = timeline;
     lastTimeline = timeline;
@@ -534,33 +520,19 @@ export class PendingLaunch implements PendingWork {
         `device runtime: program ${this.program.sig.name} on devices [${this.deviceIds.join(", ")}] consumed an output of a failed launch: ${m}`,
     );
     this.#deps = []; // settled: no chain of earlier launches stays reachable
-    this.#error = error ?? depError;
     for (const b of this.#held) b.free();
     this.#held = [];
     const i = inFlight.indexOf(this);
     if (i >= 0) inFlight.splice(i, 1);
-  }
-  /** Waits for the devices; throws the launch's error (every time: the outputs hold no value). */
-  wait(): void {
-    this.#settle(true);
-    if (this.#error) throw this.#error;
+    return error ?? depError;
   }
   /**
-   * Resolves on the JS thread once the devices finished (and the launches whose outputs it consumed), without blocking
-   * the thread; rejects with wait()'s error. One completion callback per launch, made on the first call only.
+   * The devices' completion callback (one per launch), then the launches whose outputs it consumed: their ranks on
+   * other devices may still run, and their errors become this launch's at settle. Without devNotify, settle blocks.
    */
-  ready(): Promise<void> {
-    return (this.#ready ??= this.#whenSettled());
-  }
-  async #whenSettled(): Promise<void> {
-    const h = this.#handle;
-    const notify = h ? api().devNotify : undefined;
-    if (h && notify) await new Promise<void>((resolve) => notify(h, resolve) || resolve());
-    // the deps' ranks on other devices may still run; their errors become this launch's at settle()
-    const deps = this.#deps.filter((d) => !d.settled);
-    if (deps.length) await Promise.allSettled(deps.map((d) => d.ready?.()));
-    this.#settle(false); // without blocking now (an addon without devNotify blocks here, as before)
-    if (this.#error) throw this.#error;
+  protected async whenDone(h: object): Promise<void> {
+    await notified(api().devNotify, h);
+    await depsSettled(this.#deps);
   }
 }
 

@@ -3,6 +3,7 @@ import { ArrayImpl, failedDependency, type PendingWrite } from "../../core/array
 import type { ShapedArray } from "../../core/aval.js";
 import { config } from "../../core/config.js";
 import { type DType, isComplex } from "../../core/dtype.js";
+import { notified, PendingRun } from "../../core/pending-run.js";
 import type { OnnxStep, Program } from "../../compiler/compile.js";
 import { own, recycle } from "./buffer-pool.js";
 import { ONNX_DTYPE, type DType as GDType, type HostArray } from "./graph-builder.js";
@@ -13,7 +14,7 @@ import {
   deviceAddon,
   storageCtor,
 } from "./ort-runtime.js";
-import { acquireOutput } from "./run-errors.js";
+import { acquireOutput, RunFailure, runErrorOn } from "./run-errors.js";
 import type { ReadyStep } from "./sessions.js";
 
 /** Monotonic microseconds on the native runtime's clock (CLOCK_MONOTONIC, as std::chrono::steady_clock on Linux). */
@@ -59,16 +60,13 @@ export function settleAsyncRuns(): void {
  * One asynchronous run of a compiled program on device 0: the writer of its outputs' host storage and the latest user
  * of its inputs'; storage it reads or writes is recycled only once it settled (afterSettle).
  */
-export class AsyncRun implements PendingWrite {
+export class AsyncRun extends PendingRun<DeviceLaunchResult> implements PendingWrite {
   /** asyncNowUs() when the dispatch returned to the caller. */
   readonly dispatchedAt: number;
   /** When the device started and finished the run (microseconds, asyncNowUs's clock; 0 until settled). */
   start = 0;
   end = 0;
-  #handle: object | null;
   #deps: AsyncRun[];
-  #error: Error | null = null;
-  #ready: Promise<void> | null = null;
   #after: (() => void)[] = [];
   constructor(
     private readonly prog: AsyncProgram,
@@ -76,42 +74,31 @@ export class AsyncRun implements PendingWrite {
     handle: object,
     deps: AsyncRun[],
   ) {
-    this.#handle = handle;
+    super(handle);
     this.#deps = deps;
     this.dispatchedAt = asyncNowUs();
   }
-  get settled(): boolean {
-    return this.#handle === null;
-  }
-  get error(): Error | null {
-    return this.#error;
-  }
   /** Whether the device finished the run (settle() would not block); false without the addon's devDone. */
   get finished(): boolean {
-    const h = this.#handle;
+    const h = this.handle;
     return h === null || devices()?.devDone?.(h) === true;
   }
-  /** Waits for the device (blocking) and records the outcome without throwing. */
-  settle(): void {
-    const h = this.#handle;
-    if (!h) return;
-    const r: DeviceLaunchResult = devices()!.devWait(h);
-    this.#handle = null;
+  protected joinNative(h: object): DeviceLaunchResult {
+    return devices()!.devWait(h);
+  }
+  protected record(r: DeviceLaunchResult): Error | null {
     this.start = r.start[0];
     this.end = r.end[0];
     const name = this.prog.name;
     const e = r.errors[0];
+    let error: Error | null;
     if (e) {
-      const msg = e
-        .replace(/^device \d+ \(rank \d+\): /, "")
-        .replace(/Non-zero status code returned while running \w+ node\. Name:'[^']*' Status Message: /g, "");
-      const shapes = this.inputs.map((a) => a.str()).join(", ") || "(none)";
-      this.#error = new Error(
-        `jit(${name}): ONNX Runtime failed running the compiled program (dispatched asynchronously to device 0) on inputs ${shapes}: ${msg}`,
-      );
+      // the device runtime's failure, mapped as a synchronous run's (an ORT allocation failure: OutOfMemoryError)
+      const original = new Error(e);
+      error = runErrorOn(new RunFailure(original), `jit(${name})`, this.inputs) as Error;
     } else {
       this.prog.lastRunUs = this.end - this.start;
-      this.#error = failedDependency(
+      error = failedDependency(
         this.#deps,
         (m) => `jit(${name}): consumed an output of a failed asynchronous run: ${m}`,
       );
@@ -123,6 +110,11 @@ export class AsyncRun implements PendingWrite {
     this.#after = [];
     deferred -= after.length;
     for (const f of after) f();
+    return error;
+  }
+  /** The device's completion callback (without the addon's devNotify, settle blocks). */
+  protected whenDone(h: object): Promise<void> {
+    return notified(devices()?.devNotify, h);
   }
   afterSettle(f: () => void): void {
     if (this.settled) f();
@@ -130,21 +122,6 @@ export class AsyncRun implements PendingWrite {
       deferred++;
       this.#after.push(f);
     }
-  }
-  /** Waits for the device; throws the run's error (every time: its outputs hold no value). */
-  wait(): void {
-    this.settle();
-    if (this.#error) throw this.#error;
-  }
-  /** Resolves once the run finished without blocking the thread (a completion callback); rejects with wait()'s error. */
-  ready(): Promise<void> {
-    return (this.#ready ??= this.#whenSettled());
-  }
-  async #whenSettled(): Promise<void> {
-    const h = this.#handle;
-    const notify = h ? devices()?.devNotify : undefined;
-    if (h && notify) await new Promise<void>((resolve) => notify(h, resolve) || resolve());
-    this.wait();
   }
 }
 

@@ -14,6 +14,9 @@ import { onnxBackendOptions } from "../../../src/backends/onnx/backend-options.j
 import { bufferPoolStats } from "../../../src/backends/onnx/buffer-pool.js";
 import { deviceAddon } from "../../../src/backends/onnx/ort-addon.js";
 import { ArrayImpl } from "../../../src/core/array-impl.js";
+import { OutOfMemoryError } from "../../../src/core/errors.js";
+import { Primitive } from "../../../src/core/primitive.js";
+import * as ops from "../../../src/primitives/ops.js";
 import { countTurns } from "../../helpers/event-loop.js";
 import { withX64 } from "../../helpers/x64.js";
 
@@ -170,7 +173,9 @@ test(
       runOf(bad);
       const after = failingStep(bad, w0); // queued behind it, reading its (unwritten) output
       runOf(after);
-      const named = /jit\(failingStep\).*asynchronously to device 0.*f32\[256,256\].*test hook/;
+      // mapped as a synchronous run's failure is (run-errors.ts): the program, its inputs, the device's message
+      const named =
+        /^Error: jit\(failingStep\): ONNX Runtime failed running the compiled program on inputs f32\[256,256\], f32\[256,256\]: test hook/;
       assert.throws(() => bad.dataSync(), named);
       assert.throws(() => bad.tolist(), named, "raised at every wait");
       assert.throws(
@@ -278,3 +283,79 @@ test("float64 (x64) and int32 programs dispatch asynchronously with the synchron
     assert.deepEqual(y.dataSync(), want);
   });
 });
+
+/**
+ * sum(expand(v, s)): the intermediate's shape is the int32 vector s, a value, so one compiled program runs for some
+ * values of s and fails for others inside ONNX Runtime (an allocation it cannot make, or shapes Expand rejects).
+ */
+const expandSum = new Primitive("test_expand_sum", {
+  abstractEval: ([v]) => [v.update({ shape: [] })],
+  lower: (ctx, [v, s]) => [
+    ctx.op("ReduceSum", [ctx.op("Expand", [v, ctx.op("Cast", [s], { to: 7 })])], { keepdims: 0 }),
+  ],
+});
+
+/** The error `f` throws (asserting it throws). */
+function thrown(f: () => unknown): Error {
+  try {
+    f();
+  } catch (e) {
+    return e as Error;
+  }
+  assert.fail("expected a throw");
+}
+
+test(
+  "an asynchronous run's ONNX Runtime failure raises what the synchronous run of the same program raises",
+  { skip },
+  () => {
+    const expandStep = jax.jit(function expandStep(v: Array, s: Array) {
+      return ops.bindN(expandSum as Primitive, [v, s])[0] as Array;
+    });
+    const v = jnp.array([1.5, 2.5], "float32");
+    const ok = jnp.array([3, 1, 2], "int32"); // [3,1,2]: sum = 3 * (1.5 + 2.5)
+    // 2^20 x 2^19 x 2 float32 = 2^42 bytes: ONNX Runtime's allocation fails
+    const huge = jnp.array([2 ** 20, 2 ** 19, 2], "int32");
+    const clash = jnp.array([1, 1, 3], "int32"); // [2] does not broadcast to [1,1,3]
+    assert.equal(
+      syncly(() => expandStep(v, ok).item()),
+      12,
+    );
+    const syncOom = thrown(() => syncly(() => expandStep(v, huge)));
+    const syncClash = thrown(() => syncly(() => expandStep(v, clash)));
+    assert.ok(syncOom instanceof OutOfMemoryError, String(syncOom));
+    assert.equal(syncOom.bytes, 2 ** 42, syncOom.message);
+    assert.ok(!(syncClash instanceof OutOfMemoryError), String(syncClash));
+    assert.match(
+      syncClash.message,
+      /^jit\(expandStep\): ONNX Runtime failed running the compiled program on inputs f32\[2\], i32\[3\]: /,
+    );
+    alwaysAsync(() => {
+      warm(() => expandStep(v, ok));
+      for (const [bad, want] of [
+        [huge, syncOom],
+        [clash, syncClash],
+      ] as const) {
+        const y = expandStep(v, bad);
+        runOf(y);
+        const got = thrown(() => y.blockUntilReady());
+        assert.equal(got.constructor, want.constructor, got.message);
+        assert.equal(got.message, want.message);
+        if (want instanceof OutOfMemoryError) {
+          const oom = got as OutOfMemoryError;
+          assert.deepEqual([oom.program, oom.inputs, oom.bytes], [want.program, want.inputs, want.bytes]);
+        }
+        assert.equal(
+          thrown(() => y.item()),
+          got,
+          "the same error at every read",
+        );
+        y.dispose();
+      }
+      // the program still runs, asynchronously
+      const y = expandStep(v, ok);
+      runOf(y);
+      assert.equal(y.item(), 12);
+    });
+  },
+);
