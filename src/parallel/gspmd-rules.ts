@@ -214,7 +214,9 @@ export class Partitioner {
             : lin === "mul"
               ? partials.length === 1
               : partials.length === 1 && ins[0] === partials[0];
-      if (ok) partial = [...partials[0].partial];
+      // a block both split and owed a sum over one axis is no value: the sum is done first (psum of blocks of
+      // different elements would add them up)
+      if (ok && !partials[0].partial.some((a) => used.has(a))) partial = [...partials[0].partial];
     }
     const xs = ins.map((v) => {
       const w = partial.length && v.partial.length ? v : this.resolve(v);

@@ -10,11 +10,11 @@ import { traceToJaxpr } from "../core/jaxpr-trace.js";
 import { ClosedJaxpr, Jaxpr } from "../core/jaxpr.js";
 import { withNamedAxis } from "../core/trace.js";
 import { flatten, type TreeDef, unflatten } from "../core/tree.js";
-import { type Lowered, registerShardedJit, type ShardedJitRequest } from "../transforms/api.js";
+import { type Lowered, registerShardedJit, type ShardedJitCall, type ShardedJitRequest } from "../transforms/api.js";
 import { type CostAnalysis, costOfJaxpr } from "./cost-model.js";
 import { type Dims, Partitioner, replicatedDims, type SV } from "./gspmd-rules.js";
 import type { Mesh } from "./mesh.js";
-import { shardMap } from "./shard-map.js";
+import { type DeviceRepeat, latestDeviceCall, repeatDeviceCall, shardMap } from "./shard-map.js";
 import { blockAvals } from "./shard-map-devices.js";
 import { NamedShardingImpl, PartitionSpecImpl } from "./sharding.js";
 
@@ -72,6 +72,8 @@ interface Entry {
   outSpecs: PartitionSpecImpl[];
   perDevice: (...xs: Array[]) => Array[];
   run: (...xs: Array[]) => Array[];
+  /** The shardMap run() calls (its latest device call is what a repeat of this signature runs again). */
+  sm: object | null;
   avals: ShapedArray[];
 }
 const entries = new WeakMap<object, Map<string, Entry | null>>();
@@ -88,10 +90,13 @@ function manual(j: Jaxpr): boolean {
   );
 }
 
-/** The mesh and per-leaf in shardings of a call, or null when nothing in it is sharded over more than one device. */
+/** The partitioned call signature of a call, or null when nothing in it is sharded over more than one device. */
 function plan(req: ShardedJitRequest): Entry | null {
+  return planWith(req, prefixLeaves(`jit(${req.name})`, "inShardings", req.opts.inShardings, req.dyn));
+}
+/** plan() given the call's in shardings per leaf (null: unspecified, the leaf's own sharding decides). */
+function planWith(req: ShardedJitRequest, inS: (NamedShardingImpl | null)[]): Entry | null {
   const fn = `jit(${req.name})`;
-  const inS = prefixLeaves(fn, "inShardings", req.opts.inShardings, req.dyn);
   const given = inS.map((s, i) => s ?? carried(req.leaves[i]));
   const named = given.filter(isNamed);
   const outPrefix = req.opts.outShardings;
@@ -146,6 +151,24 @@ function plan(req: ShardedJitRequest): Entry | null {
       throw new Error(`${fn}: outShardings leaf ${k} is over ${s.mesh} but the computation runs over ${mesh}`);
     s?.shardShape(jaxpr.outvars[k].aval.shape);
   });
+  const e = newEntry(mesh, inSpecs, given, jaxpr, consts, outShardings, avals);
+  perFn.set(key, e);
+  return e;
+}
+
+/**
+ * A partitioned signature's entry. Its closures live in this scope, apart from plan()'s: a closure there reads the
+ * request, and closures of one scope share its context, so the entry would keep the first call's arguments alive.
+ */
+function newEntry(
+  mesh: Mesh,
+  inSpecs: PartitionSpecImpl[],
+  given: (NamedShardingImpl | null)[],
+  jaxpr: Jaxpr,
+  consts: Array[],
+  outShardings: (NamedShardingImpl | null)[],
+  avals: ShapedArray[],
+): Entry {
   const P = new Partitioner(mesh);
   const e: Entry = {
     mesh,
@@ -172,10 +195,11 @@ function plan(req: ShardedJitRequest): Entry | null {
       return outs.map((v) => v.x);
     },
     run: (...xs) => xs,
+    sm: null,
   };
   const sm = shardMap(e.perDevice, { mesh, inSpecs: e.inSpecs, outSpecs: () => e.outSpecs, checkVma: false });
+  e.sm = sm;
   e.run = (...xs: Array[]) => sm(...xs);
-  perFn.set(key, e);
   return e;
 }
 
@@ -236,6 +260,30 @@ function programText(name: string, e: Entry, j: Jaxpr, cost: CostAnalysis): stri
   return `module @jit_${name} (one device of ${e.mesh})\n${ins}\n${outs}\n${j.toString()}\ncollectives:\n${coll}\nflops=${cost.flops} bytesAccessed=${cost.bytesAccessed} peakBytesPerDevice=${cost.peakBytesPerDevice}`;
 }
 
+/**
+ * A partitioned jit call that ran on the devices, for api-jit's per-call fast path (which matched the argument
+ * structure and the leaves' avals against the same call): the options it read, the sharding each leaf carried where
+ * its inShardings entry was unspecified (undefined: specified; that leaf's own sharding then changes nothing in the
+ * plan), and the shardMap device call to run again. It holds no argument.
+ */
+interface Repeat {
+  opts: ShardedJitRequest["opts"];
+  inShardings: unknown;
+  outShardings: unknown;
+  carriedAt: (NamedShardingImpl | null | undefined)[];
+  dev: DeviceRepeat;
+}
+/** The same carried sharding as far as plan() reads it: the same mesh and the same spec. */
+function sameCarried(a: NamedShardingImpl | null, b: NamedShardingImpl | null): boolean {
+  if (a === b) return true;
+  return !!a && !!b && a.mesh === b.mesh && (a.spec === b.spec || String(a.spec) === String(b.spec));
+}
+let repeats = 0;
+/** @internal How many jit calls with shardings repeated their last partitioned call (the fast path), for tests. */
+export function gspmdRepeatCount(): number {
+  return repeats;
+}
+
 /** Per traced program: the mesh of its first top-level sharding constraint (null: none over several devices). */
 const constrainedMesh = new WeakMap<Jaxpr, Mesh | null>();
 
@@ -246,9 +294,36 @@ registerShardedJit({
       return !!s && s.mesh.size > 1;
     });
   },
-  call(req: ShardedJitRequest): Array[] | null {
-    const e = plan(req);
-    return e ? e.run(...req.leaves) : null;
+  call(req: ShardedJitRequest): ShardedJitCall | null {
+    const inS = prefixLeaves(`jit(${req.name})`, "inShardings", req.opts.inShardings, req.dyn);
+    const e = planWith(req, inS);
+    if (!e) return null;
+    const outs = e.run(...req.leaves);
+    // the call ran on the devices: what a repeat with the same options, avals and shardings may run again
+    const dev = e.sm && !req.constraintMesh ? latestDeviceCall(e.sm) : null;
+    const again: Repeat | null = dev && {
+      opts: req.opts,
+      inShardings: req.opts.inShardings,
+      outShardings: req.opts.outShardings,
+      carriedAt: inS.map((s, k) => (s ? undefined : carried(req.leaves[k]))),
+      dev,
+    };
+    return { outs, again };
+  },
+  repeat(again: object, leaves: Array[]): Array[] | null {
+    const r = again as Repeat;
+    if (r.opts.inShardings !== r.inShardings || r.opts.outShardings !== r.outShardings) return null;
+    if (leaves.length !== r.carriedAt.length) return null;
+    for (let k = 0; k < leaves.length; k++) {
+      const x = leaves[k];
+      // a disposed (or donated) argument: the full path raises its error
+      if (!(x instanceof ArrayImpl) || x.isDisposed) return null;
+      const was = r.carriedAt[k];
+      if (was !== undefined && !sameCarried(carried(x), was)) return null;
+    }
+    const outs = repeatDeviceCall(r.dev, leaves) as Array[] | null;
+    if (outs) repeats++;
+    return outs;
   },
   constraintMesh(jaxpr: Jaxpr): Mesh | null {
     let m = constrainedMesh.get(jaxpr);

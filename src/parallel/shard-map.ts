@@ -123,15 +123,40 @@ function placeOutputs(outs: unknown[], mesh: Mesh, specs: Spec[]): unknown[] {
  * A shardMap closure's last device-path call, for the next call with the same mesh, options, argument structure and
  * avals (a monomorphic cache: spec resolution, flatten, the call-signature key and out_specs are skipped).
  */
-interface LastCall {
-  mesh: Mesh;
+interface LastCall extends DeviceRepeat {
   inSpecs: unknown;
   outSpecs: unknown;
   axisNames: unknown;
   def: TreeDef;
   outDef: TreeDef;
-  outSpecsFlat: Spec[];
-  again: RepeatCall;
+}
+
+/** What repeats a shardMap call on the devices: its mesh, its resolved out_specs and the staged entry with its avals. */
+export interface DeviceRepeat {
+  readonly mesh: Mesh;
+  readonly outSpecsFlat: Spec[];
+  readonly again: RepeatCall;
+}
+/** Per shardMap closure: its latest call when that call ran on the devices, else null. */
+const latestCalls = new WeakMap<object, () => DeviceRepeat | null>();
+
+/**
+ * @internal The latest call of a shardMap closure if it ran on the devices (null: none yet, or it took another path).
+ * jit with shardings (gspmd.ts) repeats its partitioned call with it: that shardMap's out_specs are a function, which
+ * the closure's own fast path does not trust, but gspmd's resolve to the same specs for the same staged entry.
+ */
+export function latestDeviceCall(sm: object): DeviceRepeat | null {
+  return latestCalls.get(sm)?.() ?? null;
+}
+
+/**
+ * @internal Runs a recorded device call again on flat leaves whose structure, avals and shardings the caller matched:
+ * the outputs placed per its out_specs, or null when an aval or a config flag of the entry's key changed (the caller
+ * then takes the full path).
+ */
+export function repeatDeviceCall(r: DeviceRepeat, leaves: Array[]): unknown[] | null {
+  const outs = repeatOnDevices(r.again, leaves);
+  return outs && placeOutputs(outs, r.mesh, r.outSpecsFlat);
 }
 
 /** Every axis a spec names must be a manual mesh axis (JAX: "must refer to an axis marked as manual"). */
@@ -237,7 +262,7 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
   checkOptions(fn, opts, ["mesh", "inSpecs", "outSpecs", "axisNames", "checkVma", "checkRep"], smForms);
   const checkVma = opts.checkVma ?? opts.checkRep ?? true;
   let last: LastCall | null = null;
-  return (...args: A): R => {
+  const wrapper = (...args: A): R => {
     const mesh = opts.mesh ?? getMesh();
     if (!(mesh instanceof Mesh)) {
       throw new TypeError(
@@ -246,18 +271,21 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     }
     // the same call as the last one on the devices (mesh, options, structure; avals and flags checked by
     // repeatOnDevices): nothing below depends on anything else, so its checks passed already
+    // (out_specs given as a function, as pmap's, are resolved on every call)
     const lc = last;
     if (
       lc &&
       lc.mesh === mesh &&
       lc.inSpecs === opts.inSpecs &&
       lc.outSpecs === opts.outSpecs &&
+      typeof lc.outSpecs !== "function" &&
       lc.axisNames === opts.axisNames
     ) {
       const leaves = leavesLike(lc.def, args);
       const outs = leaves && repeatOnDevices(lc.again, leaves);
       if (outs) return unflatten(lc.outDef, placeOutputs(outs, mesh, lc.outSpecsFlat)) as R;
     }
+    last = null;
     const manual = opts.axisNames === undefined ? [...mesh.axisNames] : [...new Set(opts.axisNames)];
     const unknown = manual.filter((a) => !mesh.axisNames.includes(a));
     if (unknown.length)
@@ -295,20 +323,16 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
       if (real) {
         const [outs, od] = flatten(real.value);
         const specs = outSpecsOf(real.value);
-        // out_specs given as a function (pmap's) are resolved on every call
-        last =
-          typeof opts.outSpecs === "function"
-            ? null
-            : {
-                mesh,
-                inSpecs: opts.inSpecs,
-                outSpecs: opts.outSpecs,
-                axisNames: opts.axisNames,
-                def: flatten(args)[1],
-                outDef: od,
-                outSpecsFlat: specs,
-                again: real.again,
-              };
+        last = {
+          mesh,
+          inSpecs: opts.inSpecs,
+          outSpecs: opts.outSpecs,
+          axisNames: opts.axisNames,
+          def: flatten(args)[1],
+          outDef: od,
+          outSpecsFlat: specs,
+          again: real.again,
+        };
         // the device path's outputs are already placed per these specs (same mesh and spec objects): kept as they are
         return unflatten(od, placeOutputs(outs, mesh, specs)) as R;
       }
@@ -349,6 +373,8 @@ export function shardMap<A extends unknown[], R>(f: (...args: A) => R, opts: Sha
     );
     return unflatten(outDef!, merged) as R;
   };
+  latestCalls.set(wrapper, () => last);
+  return wrapper;
 }
 
 /**

@@ -14,6 +14,8 @@ import {
   fastCall,
   newTraceCache,
   recordFast,
+  recordSharded,
+  shardedFastCall,
   traceCached,
 } from "./jit.js";
 
@@ -35,7 +37,7 @@ export interface Lowered {
 /** One jit call the parallel layer may partition (its arguments or in/out shardings are NamedShardings). */
 export interface ShardedJitRequest {
   name: string;
-  /** Identifies the jitted function (for caching per function). */
+  /** Identifies the jitted function's cache (for caching per function): a new object once that cache is cleared. */
   owner: object;
   /** The trace-cache key of this call signature. */
   key: string;
@@ -49,10 +51,20 @@ export interface ShardedJitRequest {
   /** The mesh of a sharding constraint in the traced program, when no argument or out sharding names one. */
   constraintMesh?: unknown;
 }
+/** A partitioned jit call's flat outputs, and what would repeat it (null: it cannot be repeated, e.g. the emulation ran it). */
+export interface ShardedJitCall {
+  outs: Array[];
+  again: object | null;
+}
 /** Registered by src/parallel/gspmd.ts: partitions a jit call over a mesh (null: run it unpartitioned). */
 export interface ShardedJitHook {
   anySharded(args: unknown[]): boolean;
-  call(req: ShardedJitRequest): Array[] | null;
+  call(req: ShardedJitRequest): ShardedJitCall | null;
+  /**
+   * Runs a call again whose argument structure and leaf avals equal those of the call that gave `again`: the flat
+   * outputs, or null when anything else it depended on changed (the caller then takes the full path).
+   */
+  repeat(again: object, leaves: Array[]): Array[] | null;
   lower(req: ShardedJitRequest): Lowered | null;
   /** The mesh (over more than one device) of a sharding constraint at the top of `jaxpr`, or null. */
   constraintMesh(jaxpr: Jaxpr): unknown;
@@ -217,7 +229,18 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
 
   const noStatic = staticNums.length === 0 && staticNames.length === 0;
   const shardedOpts = opts.inShardings !== undefined || opts.outShardings !== undefined;
+  const repeat = (again: object, leaves: Array[]) => shardedJit!.repeat(again, leaves);
+  // what the parallel layer keys its partitioned signatures by: renewed when this cache is cleared
+  const scope = (): object => {
+    cache.check();
+    return cache.scope;
+  };
   const call = (...args: A): R => {
+    // the latest partitioned call again (its arguments' shardings are checked there: the same ones imply the hook)
+    if (noStatic && cache.sharded && shardedJit) {
+      const r = shardedFastCall(cache, args, repeat);
+      if (r !== NO_MATCH) return r as R;
+    }
     const hook = shardedJit && (shardedOpts || shardedJit.anySharded(args)) ? shardedJit : null;
     if (noStatic && !hook) {
       const r = fastCall(cache, args);
@@ -225,9 +248,13 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     }
     const { leaves, key, flatF, donate, def, sig, dyn } = prepare(args);
     if (hook) {
-      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
-      const outs = hook.call(req);
-      if (outs) return unflatten(outDefs.get(key)!, outs) as R;
+      const req = { name, owner: scope(), key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const res = hook.call(req);
+      if (res) {
+        const outDef = outDefs.get(key)!;
+        if (noStatic && res.again) recordSharded(cache, args, def, outDef, res.again);
+        return unflatten(outDef, res.outs) as R;
+      }
     }
     const c = traceCached(
       cache,
@@ -240,9 +267,9 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     // unsharded arguments, but the program constrains a value's sharding: partition it as JAX does
     const cm = !hook && shardedJit ? shardedJit.constraintMesh(c.jaxpr) : null;
     if (cm) {
-      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
-      const outs = shardedJit!.call({ ...req, constraintMesh: cm });
-      if (outs) return unflatten(outDefs.get(key)!, outs) as R;
+      const req = { name, owner: scope(), key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const res = shardedJit!.call({ ...req, constraintMesh: cm });
+      if (res) return unflatten(outDefs.get(key)!, res.outs) as R;
     }
     const outs = callCompiled(c, leaves, name, donate);
     const outDef = outDefs.get(key)!;
@@ -258,7 +285,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     if (shardedJit && (shardedOpts || shardedJit.anySharded(args))) {
       const low = shardedJit.lower({
         name,
-        owner: cache,
+        owner: scope(),
         key,
         dyn,
         leaves,
@@ -281,7 +308,7 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     );
     const cm = shardedJit ? shardedJit.constraintMesh(c.jaxpr) : null;
     if (cm) {
-      const req = { name, owner: cache, key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
+      const req = { name, owner: scope(), key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
       const low = shardedJit!.lower({ ...req, constraintMesh: cm });
       if (low) {
         const compiled = low.compile;

@@ -134,6 +134,13 @@ export class TraceCache {
   readonly entries = new Map<string, CompiledCall>();
   /** Recently used signatures for the eval-trace fast path (most recent first). */
   fast: FastEntry[] = [];
+  /** The latest call partitioned over a mesh that ran on the devices, for shardedFastCall. */
+  sharded: ShardedFastEntry | null = null;
+  /**
+   * Identifies this cache's contents to caches kept elsewhere per jitted function (gspmd.ts's partitioned
+   * signatures, in a WeakMap by it): a new object on every clear, so those go with the traces they came from.
+   */
+  scope: object = {};
   hits = 0;
   misses = 0;
   epoch = cacheEpoch;
@@ -144,6 +151,8 @@ export class TraceCache {
     if (config.logCompiles) for (const k of this.entries.keys()) this.noteGone(k, reason);
     this.entries.clear();
     this.fast = [];
+    this.sharded = null;
+    this.scope = {};
     this.epoch = cacheEpoch;
     for (const c of dropped) releaseCompiled(c.jaxpr);
   }
@@ -268,6 +277,51 @@ export function fastCall(cache: TraceCache, args: unknown[]): unknown {
   return NO_MATCH;
 }
 export { NO_MATCH };
+
+/**
+ * A jit call with shardings that ran partitioned on the devices, matched per call as a FastEntry is: the argument
+ * structure and leaf avals it had, its output structure, and what the parallel layer needs to repeat it (opaque here).
+ */
+export interface ShardedFastEntry {
+  readonly def: TreeDef;
+  readonly avals: readonly ShapedArray[];
+  readonly outDef: TreeDef;
+  readonly again: object;
+}
+
+/**
+ * The per-call fast path of jit with shardings on concrete arguments: when they have the structure and avals of the
+ * latest partitioned call, `repeat` (the parallel layer's) checks the rest (options, the arguments' shardings, config
+ * flags) and runs that call again, with no flatten, cache key or partitioning plan. NO_MATCH otherwise: the caller
+ * takes the full path with its checks and errors.
+ */
+export function shardedFastCall(
+  cache: TraceCache,
+  args: unknown[],
+  repeat: (again: object, leaves: ArrayImpl[]) => Array[] | null,
+): unknown {
+  cache.check();
+  const e = cache.sharded;
+  if (e === null || getCurrentTrace() !== evalTrace) return NO_MATCH;
+  const leaves: ArrayImpl[] = [];
+  if (!matchTree(e.def, args, leaves)) return NO_MATCH;
+  for (let i = 0; i < leaves.length; i++) {
+    const a = leaves[i].aval,
+      b = e.avals[i];
+    if (a !== b && !a.equals(b)) return NO_MATCH;
+  }
+  const outs = repeat(e.again, leaves);
+  return outs ? unflatten(e.outDef, outs) : NO_MATCH;
+}
+
+/** Records a partitioned call for shardedFastCall (the latest one only) after a full-path call at the eval trace. */
+export function recordSharded(cache: TraceCache, args: unknown[], def: TreeDef, outDef: TreeDef, again: object): void {
+  if (getCurrentTrace() !== evalTrace) return;
+  const leaves: ArrayImpl[] = [];
+  // only signatures whose leaves are all concrete arrays (JS scalars take the full path)
+  if (!matchTree(def, args, leaves)) return;
+  cache.sharded = { def, avals: leaves.map((l) => l.aval), outDef, again };
+}
 
 /** Records a signature for fastCall after a general-path call at the eval trace (no static arguments). */
 export function recordFast(

@@ -207,3 +207,23 @@ onEach("eager ops on sharded arrays keep sensible shardings", () => {
   assert.ok(!(c.sharding instanceof NamedSharding));
   close("cumsum", c, jnp.cumsum(h, 0));
 });
+
+onEach("a pending sum times an operand split over the sum's own axis is summed first", () => {
+  const mesh = makeMesh([2, 2], ["x", "y"]);
+  const S = (...e: (string | string[] | null)[]) => NamedSharding(mesh, P(...e));
+  // sum(x, 0) over rows split on "x" is owed a psum over "x"; w is split over "x" too: the product needs the sum whole
+  const body = (x: Array, w: Array) => jnp.multiply(w, jnp.sum(jnp.sin(x), 0));
+  const x = vals([4, 8], 1),
+    w = vals([8], 2);
+  for (const [sx, sw] of [
+    [S("x"), S("x")],
+    [S("x"), S(["x", "y"])],
+    [S(["x", "y"]), S("x")],
+    [S("x", "y"), S("x")],
+  ])
+    close(`x ${sx.spec}, w ${sw.spec}`, jit(body, { inShardings: [sx, sw] })(x, w), body(x, w));
+  // scaling by an operand replicated over the owed axis keeps the sum pending: one psum, after the product
+  const f = jit(body, { inShardings: [S("x"), S("y")] });
+  close("w split over y", f(x, w), body(x, w));
+  assert.deepEqual(kinds((f.lower(x, w).compile() as Compiled).costAnalysis()), ["psum"]);
+});
