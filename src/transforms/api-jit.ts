@@ -1,5 +1,6 @@
 /** @file jit: tracing once per signature, the compiled call, lower()/compile(), the jit-with-shardings hook and clearCaches. */
 import { Array } from "../core/array.js";
+import { disposeDonated } from "../core/donate.js";
 import { ClosedJaxpr, type Jaxpr } from "../core/jaxpr.js";
 import { paramsKey, staticArgKey } from "../core/static-key.js";
 import { clearBackendCaches, describe, trimBackendMemory } from "../core/trace.js";
@@ -252,7 +253,9 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
       const res = hook.call(req);
       if (res) {
         const outDef = outDefs.get(key)!;
-        if (noStatic && res.again) recordSharded(cache, args, def, outDef, res.again);
+        if (noStatic && res.again) recordSharded(cache, args, def, outDef, res.again, donate);
+        // JAX's donation: the donated arguments are invalid after the call (their device buffers go back to the pool)
+        if (donate.some(Boolean)) disposeDonated(leaves, res.outs, donate);
         return unflatten(outDef, res.outs) as R;
       }
     }
@@ -269,7 +272,10 @@ export function jit<A extends unknown[], R>(f: (...args: A) => R, opts: JitOpts 
     if (cm) {
       const req = { name, owner: scope(), key, dyn, leaves, flatF, opts, outDef: () => outDefs.get(key)! };
       const res = shardedJit!.call({ ...req, constraintMesh: cm });
-      if (res) return unflatten(outDefs.get(key)!, res.outs) as R;
+      if (res) {
+        if (donate.some(Boolean)) disposeDonated(leaves, res.outs, donate);
+        return unflatten(outDefs.get(key)!, res.outs) as R;
+      }
     }
     const outs = callCompiled(c, leaves, name, donate);
     const outDef = outDefs.get(key)!;

@@ -4,6 +4,7 @@ import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { config, onConfigChange } from "../core/config.js";
 import { logCompile } from "../core/compile-log.js";
+import { disposeDonated } from "../core/donate.js";
 import { monotonicUs, profiling, reportSpan } from "../core/profile-events.js";
 import "../core/debug-nans.js";
 import { Jaxpr, convertConstvars, evalJaxpr, typecheckJaxpr } from "../core/jaxpr.js";
@@ -287,6 +288,8 @@ export interface ShardedFastEntry {
   readonly avals: readonly ShapedArray[];
   readonly outDef: TreeDef;
   readonly again: object;
+  /** The leaves donated (donateArgnums), disposed after each repeat as after the full path; null when none. */
+  readonly donate: readonly boolean[] | null;
 }
 
 /**
@@ -311,16 +314,31 @@ export function shardedFastCall(
     if (a !== b && !a.equals(b)) return NO_MATCH;
   }
   const outs = repeat(e.again, leaves);
-  return outs ? unflatten(e.outDef, outs) : NO_MATCH;
+  if (!outs) return NO_MATCH;
+  if (e.donate) disposeDonated(leaves, outs, e.donate);
+  return unflatten(e.outDef, outs);
 }
 
 /** Records a partitioned call for shardedFastCall (the latest one only) after a full-path call at the eval trace. */
-export function recordSharded(cache: TraceCache, args: unknown[], def: TreeDef, outDef: TreeDef, again: object): void {
+export function recordSharded(
+  cache: TraceCache,
+  args: unknown[],
+  def: TreeDef,
+  outDef: TreeDef,
+  again: object,
+  donate: readonly boolean[],
+): void {
   if (getCurrentTrace() !== evalTrace) return;
   const leaves: ArrayImpl[] = [];
   // only signatures whose leaves are all concrete arrays (JS scalars take the full path)
   if (!matchTree(def, args, leaves)) return;
-  cache.sharded = { def, avals: leaves.map((l) => l.aval), outDef, again };
+  cache.sharded = {
+    def,
+    avals: leaves.map((l) => l.aval),
+    outDef,
+    again,
+    donate: donate.some(Boolean) ? donate : null,
+  };
 }
 
 /** Records a signature for fastCall after a general-path call at the eval trace (no static arguments). */

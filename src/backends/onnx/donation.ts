@@ -6,6 +6,8 @@ import type { ArrayImpl } from "../../core/array-impl.js";
 import type { Params } from "../../core/primitive.js";
 import { ownsStorage } from "./buffer-pool.js";
 
+export { disposeDonated } from "../../core/donate.js";
+
 /**
  * The donated inputs of a pjit equation: only for a call dispatched by jit on concrete arrays (a pjit equation
  * evaluated inside another program must leave its inputs alone: they may be read again).
@@ -32,16 +34,4 @@ export function donatedOutput(
     }
   }
   return undefined;
-}
-
-/** Donated inputs are invalid after the call: each one that is not itself an output is disposed (its storage pooled). */
-export function disposeDonated(
-  args: readonly ArrayImpl[],
-  outs: readonly ArrayImpl[],
-  donate: readonly boolean[] | undefined,
-): void {
-  if (!donate) return;
-  for (let i = 0; i < args.length; i++) {
-    if (donate[i] && !outs.includes(args[i])) args[i].dispose();
-  }
 }
