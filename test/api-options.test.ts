@@ -94,7 +94,7 @@ const TABLE: Map<string, Row> = new Map([
     "numpy.flatnonzero", "numpy.flip", "numpy.gradient", "numpy.histogram", "numpy.histogramBinEdges", "numpy.hstack",
     "numpy.lexsort", "numpy.linalg.cholesky", "numpy.linalg.cond", "numpy.linalg.diagonal", "numpy.linalg.eigh",
     "numpy.linalg.eigvalsh", "numpy.linalg.matrixNorm", "numpy.linalg.matrixRank", "numpy.linalg.norm", "numpy.linalg.pinv",
-    "numpy.linalg.qr", "numpy.linalg.slogdet", "numpy.linalg.svd", "numpy.linalg.trace", "numpy.linalg.vectorNorm",
+    "numpy.linalg.qr", "numpy.linalg.slogdet", "numpy.linalg.svd", "numpy.linalg.tensorinv", "numpy.linalg.trace", "numpy.linalg.vectorNorm",
     "numpy.logsumexp", "numpy.max", "numpy.mean", "numpy.median", "numpy.min", "numpy.moveaxis", "numpy.nanToNum",
     "numpy.nanargmax", "numpy.nanargmin", "numpy.nancumprod", "numpy.nancumsum", "numpy.nanmax", "numpy.nanmean",
     "numpy.nanmedian", "numpy.nanmin", "numpy.nanprod", "numpy.nanstd", "numpy.nansum", "numpy.nanvar", "numpy.nonzero",
@@ -132,6 +132,7 @@ const TABLE: Map<string, Row> = new Map([
   ]),
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f(x(), y(), B), [
+    "numpy.linalg.tensorsolve",
     "lax.linalg.triangularSolve", "lax.topK", "numpy.allclose", "numpy.append", "numpy.argpartition", "numpy.arrayEqual",
     "numpy.choose", "numpy.compress", "numpy.convolve", "numpy.correlate", "numpy.cross", "numpy.delete", "numpy.digitize",
     "numpy.dot", "numpy.extract", "numpy.fullLike", "numpy.geomspace", "numpy.getitem", "numpy.inner", "numpy.isclose",

@@ -281,6 +281,48 @@ export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {
   const logabsdet = ops.reduceSum(ops.log(ops.abs(d)), [last]);
   return new SlogdetResult(sign, logabsdet);
 }
+/**
+ * jnp.linalg.tensorinv(a, ind=2): the inverse of a as a linear map from its trailing axes to its leading `ind` axes,
+ * i.e. inv(a reshaped to [prod(a.shape[:ind]), prod(a.shape[ind:])]) reshaped to a.shape[ind:] + a.shape[:ind].
+ */
+export function tensorinv(a: AL, ...args: unknown[]): Array {
+  const { ind } = parseArgs<{ ind: number }>("linalg.tensorinv", args, ["ind"]);
+  const x = arr("linalg.tensorinv", a);
+  const k = ind ?? 2;
+  if (!Number.isInteger(k) || k <= 0 || k > x.ndim)
+    throw new RangeError(`linalg.tensorinv: ind must be a positive integer at most a.ndim = ${x.ndim}, got ${k}`);
+  const out = x.shape.slice(0, k),
+    rest = x.shape.slice(k);
+  const m = out.reduce((p, v) => p * v, 1),
+    n = rest.reduce((p, v) => p * v, 1);
+  if (m !== n)
+    throw new Error(
+      `linalg.tensorinv: a of shape ${shapeStr(x.shape)} with ind=${k} is not square: prod(a.shape[:${k}]) = ${m} but prod(a.shape[${k}:]) = ${n}`,
+    );
+  return ops.reshape(inv(ops.reshape(x, [m, n])), [...rest, ...out]);
+}
+/**
+ * jnp.linalg.tensorsolve(a, b, axes=null): x with tensordot(a, x, x.ndim) = b. `axes` (of a) move to the end first;
+ * then a.shape = b.shape + x.shape and the system is solve(a reshaped square, b flattened).
+ */
+export function tensorsolve(a: AL, b: AL, ...args: unknown[]): Array {
+  const { axes } = parseArgs<{ axes: number[] | null }>("linalg.tensorsolve", args, ["axes"]);
+  let x = arr("linalg.tensorsolve", a);
+  const y = arr("linalg.tensorsolve", b);
+  if (axes !== undefined && axes !== null) {
+    const moved = axes.map((ax) => normalizeAxis("linalg.tensorsolve", ax, x.ndim));
+    const keep = range(x.ndim).filter((d) => !moved.includes(d));
+    x = ops.transpose(x, [...keep, ...moved]);
+  }
+  const lead = x.shape.slice(0, y.ndim),
+    solShape = x.shape.slice(y.ndim);
+  const n = solShape.reduce((p, v) => p * v, 1);
+  if (y.ndim > x.ndim || lead.some((v, i) => v !== y.shape[i]) || y.size !== n)
+    throw new Error(
+      `linalg.tensorsolve: a of shape ${shapeStr(x.shape)}${axes ? " (after moving axes)" : ""} must be b.shape + x.shape with prod(x.shape) = b.size; b has shape ${shapeStr(y.shape)}`,
+    );
+  return ops.reshape(solve(ops.reshape(x, [y.size, n]), ops.reshape(y, [y.size])), solShape);
+}
 /** jnp.linalg.matrixPower(a, n): repeated squaring; negative n inverts first. */
 export function matrixPower(a: AL, n: number): Array {
   const x0 = arr("linalg.matrixPower", a);

@@ -176,3 +176,62 @@ test('linalg.norm accepts JAX\'s "f" spelling of the Frobenius norm', () => {
   assert.equal(LA.norm(m, "f").item(), LA.norm(m, "fro").item());
   assert.deepEqual(LA.norm(ops.reshape(ops.concatenate([m, m], 0), [2, 2, 2]), "f", [1, 2]).shape, [2]);
 });
+
+test("linalg.tensorinv / tensorsolve against NumPy's values, and their shape errors", () => {
+  // values from numpy.linalg.tensorinv / tensorsolve (NumPy 2.x, float64) on M = (arange(36) % 7 reshaped 6x6) + 6 I
+  const M = [
+    [6, 1, 2, 3, 4, 5],
+    [6, 6, 1, 2, 3, 4],
+    [5, 6, 6, 1, 2, 3],
+    [4, 5, 6, 6, 1, 2],
+    [3, 4, 5, 6, 6, 1],
+    [2, 3, 4, 5, 6, 6],
+  ];
+  const invRows = [
+    [0.1778012, 0.0109712, 0.0119514, 0.00607, 0.0413588, -0.170374],
+    [-0.1903182, 0.1708264, 0.0039587, 0.0051651, -0.0020736, 0.0413588],
+    [0.0377017, -0.1891494, 0.1719575, 0.0053159, 0.0051651, 0.00607],
+    [-0.0003016, 0.0375132, -0.1893757, 0.1719575, 0.0039587, 0.0119514],
+    [0.0060323, -0.0002639, 0.0375132, -0.1891494, 0.1708264, 0.0109712],
+    [0.0049766, 0.0060323, -0.0003016, 0.0377017, -0.1903182, 0.1778012],
+  ];
+  const m = array(M, { dtype: "float32" });
+  const near = (got: Array, want: number[], what: string) => {
+    const g = (got.tolist() as number[] | number[][]).flat(3) as number[];
+    assert.equal(g.length, want.length, what);
+    g.forEach((v, i) => assert.ok(Math.abs(v - want[i]) < 2e-5, `${what}[${i}]: ${v} vs ${want[i]}`));
+  };
+  const inv2 = LA.tensorinv(ops.reshape(m, [2, 3, 6]));
+  assert.deepEqual(inv2.shape, [6, 2, 3]);
+  near(inv2, invRows.flat(), "tensorinv ind=2");
+  const inv1 = LA.tensorinv(ops.reshape(m, [6, 2, 3]), 1);
+  assert.deepEqual(inv1.shape, [2, 3, 6]);
+  near(inv1, invRows.flat(), "tensorinv ind=1");
+  const b = array(
+    [
+      [0, 1, 2],
+      [3, 4, 5],
+    ],
+    { dtype: "float32" },
+  );
+  const a4 = ops.reshape(m, [2, 3, 2, 3]);
+  const x = LA.tensorsolve(a4, b);
+  assert.deepEqual(x.shape, [2, 3]);
+  near(x, [-0.6333509, 0.3927387, 0.2217237, 0.2502262, 0.2454758, 0.2462675], "tensorsolve");
+  // axes move those axes of a to the end: a with its axis 2 moved to the front, axes [0], gives x transposed
+  const x2 = LA.tensorsolve(ops.moveaxis(a4, 2, 0), b, [0]);
+  assert.deepEqual(x2.shape, [3, 2]);
+  near(x2, [-0.6333509, 0.2502262, 0.3927387, 0.2454758, 0.2217237, 0.2462675], "tensorsolve axes");
+  assert.throws(
+    () => LA.tensorinv(ops.reshape(m, [4, 9])),
+    /linalg\.tensorinv: a of shape \(4, 9\) with ind=2 is not square: prod\(a.shape\[:2\]\) = 36 but prod\(a.shape\[2:\]\) = 1/,
+  );
+  assert.throws(
+    () => LA.tensorinv(m, 0),
+    /linalg\.tensorinv: ind must be a positive integer at most a.ndim = 2, got 0/,
+  );
+  assert.throws(
+    () => LA.tensorsolve(a4, array([1, 2, 3], { dtype: "float32" })),
+    /linalg\.tensorsolve: a of shape \(2, 3, 2, 3\) must be b.shape \+ x.shape with prod\(x.shape\) = b.size; b has shape \(3,\)/,
+  );
+});
