@@ -1,4 +1,4 @@
-/** @file optax's optimizer aliases: sgd, adam, nadam, adamw, nadamw, rmsprop, adagrad, lamb (chains of transformations). */
+/** @file optax's optimizer aliases: sgd, adam, nadam, adamw, nadamw, rmsprop, adagrad, lamb, lion, adabelief (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
@@ -13,6 +13,8 @@ import {
 import {
   adamCore,
   addDecayedWeights,
+  beliefCore,
+  lionCore,
   scaleByLearningRate,
   scaleByRms,
   scaleByRss,
@@ -179,4 +181,40 @@ export function lamb(
     scaleByTrustRatio(),
     scaleByLearningRate(learningRate),
   );
+}
+
+export interface LionOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  muDtype?: DType | null;
+  weightDecay?: ScalarOrSchedule;
+  mask?: Tree;
+}
+/** optax.lion: scaleByLion (sign of the b1-interpolated momentum), + weightDecay * params (decoupled), then -learningRate. */
+export function lion(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[b1: Hyper, b2: Hyper, muDtype: DType | null, weightDecay: ScalarOrSchedule, mask: Tree], LionOpts>
+): GradientTransformation {
+  const o = parseArgsWithMask<LionOpts>("optim.lion", args, ["b1", "b2", "muDtype", "weightDecay", "mask"]);
+  return chain(
+    lionCore("optim.lion", { b1: o.b1, b2: o.b2, muDtype: o.muDtype }),
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 1e-3, mask: o.mask ?? null }),
+    scaleByLearningRate(learningRate),
+  );
+}
+
+export interface AdabeliefOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  nesterov?: boolean;
+}
+/** optax.adabelief: scaleByBelief (adam with the EMA of (g - mu)^2 as the second moment) then -learningRate. */
+export function adabelief(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper], AdabeliefOpts>
+): GradientTransformation {
+  const o = parseArgs<AdabeliefOpts>("optim.adabelief", args, ["b1", "b2", "eps", "epsRoot"], ["nesterov"]);
+  return chain(beliefCore("optim.adabelief", o), scaleByLearningRate(learningRate));
 }

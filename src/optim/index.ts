@@ -9,7 +9,9 @@ export {
   globalNorm,
   scale,
   scaleByAdam,
+  scaleByBelief,
   scaleByLearningRate,
+  scaleByLion,
   scaleByRms,
   scaleByRss,
   scaleBySchedule,
@@ -17,19 +19,22 @@ export {
   scaleByTrustRatio,
   trace,
 } from "./transforms.js";
-export type { ScaleByAdamOpts, ScaleByRmsOpts } from "./transforms.js";
-export { adagrad, adam, adamw, lamb, nadam, nadamw, rmsprop, sgd } from "./alias.js";
-export type { AdamOpts, AdamWOpts, LambOpts, RmspropOpts } from "./alias.js";
+export type { ScaleByAdamOpts, ScaleByBeliefOpts, ScaleByLionOpts, ScaleByRmsOpts } from "./transforms.js";
+export { adabelief, adagrad, adam, adamw, lamb, lion, nadam, nadamw, rmsprop, sgd } from "./alias.js";
+export type { AdabeliefOpts, AdamOpts, AdamWOpts, LambOpts, LionOpts, RmspropOpts } from "./alias.js";
 export {
   constantSchedule,
   cosineDecaySchedule,
+  cosineOnecycleSchedule,
   exponentialDecay,
   joinSchedules,
+  linearOnecycleSchedule,
   linearSchedule,
   piecewiseConstantSchedule,
+  piecewiseInterpolateSchedule,
   polynomialSchedule,
   warmupConstantSchedule,
   warmupCosineDecaySchedule,
   warmupExponentialDecaySchedule,
 } from "./schedules.js";
-export type { ExponentialDecayOpts } from "./schedules.js";
+export type { CosineOnecycleOpts, ExponentialDecayOpts, LinearOnecycleOpts } from "./schedules.js";

@@ -12,4 +12,5 @@ export const scaleBySchedule: typeof M.scaleBySchedule = fixedArity("optim.scale
 export const constantSchedule: typeof M.constantSchedule = fixedArity("optim.constantSchedule", 1, M.constantSchedule, "optim.constantSchedule(value)");
 export const joinSchedules: typeof M.joinSchedules = fixedArity("optim.joinSchedules", 2, M.joinSchedules, "optim.joinSchedules(schedules, boundaries)");
 export const piecewiseConstantSchedule: typeof M.piecewiseConstantSchedule = fixedArity("optim.piecewiseConstantSchedule", 2, M.piecewiseConstantSchedule, "optim.piecewiseConstantSchedule(initValue, boundariesAndScales?)");
+export const piecewiseInterpolateSchedule: typeof M.piecewiseInterpolateSchedule = fixedArity("optim.piecewiseInterpolateSchedule", 3, M.piecewiseInterpolateSchedule, "optim.piecewiseInterpolateSchedule(interpolateType, initValue, boundariesAndScales?)");
 export const warmupConstantSchedule: typeof M.warmupConstantSchedule = fixedArity("optim.warmupConstantSchedule", 3, M.warmupConstantSchedule, "optim.warmupConstantSchedule(initValue, peakValue, warmupSteps)");

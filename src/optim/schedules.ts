@@ -1,4 +1,4 @@
-/** @file optax schedules: constant, polynomial, linear, cosine decay, exponential decay, piecewise constant, join and warmup schedules. */
+/** @file optax schedules: constant, polynomial, linear, cosine decay, exponential decay, piecewise constant/interpolate, one-cycle, join and warmup. */
 import { Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
@@ -12,6 +12,28 @@ function checkSteps(fn: string, name: string, v: unknown): number {
     throw new TypeError(`${fn}: ${name} must be a finite number, got ${String(v)}`);
   return v;
 }
+/** Boundaries and scale factors: an object { step: scale }, a Map, or a list of [step, scale] pairs. */
+export type BoundariesAndScales = Record<number, number> | Map<number, number> | [number, number][];
+
+/** The (boundary, scale) pairs sorted by boundary; raises (naming `fn`) on a non-number boundary or a negative scale. */
+function boundaryScalePairs(fn: string, bs: BoundariesAndScales | null | undefined): [number, number][] {
+  let pairs: [number, number][] = [];
+  if (bs instanceof Map) pairs = [...bs.entries()];
+  else if (globalThis.Array.isArray(bs)) pairs = bs.map(([b, s]) => [Number(b), Number(s)]);
+  else if (bs !== null && bs !== undefined) {
+    if (typeof bs !== "object")
+      throw new TypeError(
+        `${fn}: boundariesAndScales must be an object, a Map or [step, scale] pairs, got ${typeof bs}`,
+      );
+    pairs = Object.entries(bs).map(([b, s]) => [Number(b), Number(s)]);
+  }
+  for (const [b, s] of pairs) {
+    if (!Number.isFinite(b)) throw new TypeError(`${fn}: boundary ${b} is not a number`);
+    if (!(s >= 0)) throw new Error(`${fn}: expects non-negative scale factors, got ${s} at boundary ${b}`);
+  }
+  return pairs.sort((a, b) => a[0] - b[0]);
+}
+
 const sub = (a: Hyper, b: Hyper): Hyper =>
   typeof a === "number" && typeof b === "number" ? a - b : jnp.subtract(a, b);
 
@@ -180,20 +202,9 @@ export function warmupExponentialDecaySchedule(
  */
 export function piecewiseConstantSchedule(
   initValue: Hyper,
-  boundariesAndScales: Record<number, number> | Map<number, number> | [number, number][] | null = null,
+  boundariesAndScales: BoundariesAndScales | null = null,
 ): Schedule {
-  let pairs: [number, number][] = [];
-  if (boundariesAndScales instanceof Map) pairs = [...boundariesAndScales.entries()];
-  else if (globalThis.Array.isArray(boundariesAndScales))
-    pairs = boundariesAndScales.map(([b, s]) => [Number(b), Number(s)]);
-  else if (boundariesAndScales !== null && boundariesAndScales !== undefined)
-    pairs = Object.entries(boundariesAndScales).map(([b, s]) => [Number(b), Number(s)]);
-  for (const [b, s] of pairs) {
-    if (!Number.isFinite(b)) throw new TypeError(`optim.piecewiseConstantSchedule: boundary ${b} is not a number`);
-    if (!(s >= 0))
-      throw new Error(`optim.piecewiseConstantSchedule: expects non-negative scale factors, got ${s} at boundary ${b}`);
-  }
-  pairs.sort((a, b) => a[0] - b[0]);
+  const pairs = boundaryScalePairs("optim.piecewiseConstantSchedule", boundariesAndScales);
   return (count: Count) => {
     let v: Hyper = initValue;
     for (const [threshold, s] of pairs) {
@@ -203,4 +214,110 @@ export function piecewiseConstantSchedule(
     }
     return v;
   };
+}
+
+/** Interpolation of one piece, from `start` (pct 0) to `end` (pct 1). */
+const INTERPOLATE = {
+  linear: (start: number, end: number, pct: Array): Array => jnp.add(jnp.multiply(end - start, pct), start),
+  // half a cosine period: end + (start - end) / 2 * (cos(pi pct) + 1)
+  cosine: (start: number, end: number, pct: Array): Array =>
+    jnp.add(end, jnp.multiply((start - end) / 2, jnp.add(jnp.cos(jnp.multiply(Math.PI, pct)), 1))),
+} as const;
+
+/**
+ * optax.piecewise_interpolate_schedule: the value at boundary b_i is initValue times the product of the scales of all
+ * boundaries <= b_i, interpolated ("linear" or "cosine") between boundaries (the first piece starts at step 0); past
+ * the last boundary it stays at the last value, and it is 0 before step 0. Boundaries must be >= 0. Unlike optax,
+ * a boundary at 0 does not turn every value into NaN (an empty piece is skipped, not multiplied by 0).
+ */
+export function piecewiseInterpolateSchedule(
+  interpolateType: "linear" | "cosine",
+  initValue: number,
+  boundariesAndScales: BoundariesAndScales | null = null,
+): Schedule {
+  const fn = "optim.piecewiseInterpolateSchedule";
+  if (interpolateType !== "linear" && interpolateType !== "cosine")
+    throw new Error(`${fn}: interpolateType must be "linear" or "cosine", got ${JSON.stringify(interpolateType)}`);
+  checkSteps(fn, "initValue", initValue);
+  const pairs = boundaryScalePairs(fn, boundariesAndScales);
+  for (const [b] of pairs)
+    if (b < 0) throw new Error(`${fn}: boundaries must be >= 0 (the first piece starts at 0), got ${b}`);
+  const bounds = [0, ...pairs.map(([b]) => b)];
+  const values = [initValue];
+  for (const [, sc] of pairs) values.push(values[values.length - 1] * sc);
+  const interp = INTERPOLATE[interpolateType];
+  return (count: Count) => {
+    const c = jnp.asarray(count);
+    const last = bounds.length - 1;
+    // past the last boundary (inclusive): the last value; before 0: 0
+    let out: Array = jnp.where(jnp.greaterEqual(c, bounds[last]), values[last], jnp.zerosLike(c, "float32"));
+    for (let i = 0; i < last; i++) {
+      const size = bounds[i + 1] - bounds[i];
+      if (size === 0) continue;
+      const inside = jnp.logicalAnd(jnp.greaterEqual(c, bounds[i]), jnp.less(c, bounds[i + 1]));
+      const pct = jnp.divide(jnp.subtract(c, bounds[i]), size);
+      out = jnp.where(inside, interp(values[i], values[i + 1], pct), out);
+    }
+    return out;
+  };
+}
+
+export interface LinearOnecycleOpts {
+  pctStart?: number;
+  pctFinal?: number;
+  divFactor?: number;
+  finalDivFactor?: number;
+}
+/**
+ * optax.linear_onecycle_schedule: linear from peakValue / divFactor up to peakValue at trunc(pctStart * steps),
+ * back down to peakValue / divFactor at trunc(pctFinal * steps), then to that / finalDivFactor at transitionSteps.
+ */
+export function linearOnecycleSchedule(
+  transitionSteps: number,
+  peakValue: number,
+  ...args: Args<[pctStart: number, pctFinal: number, divFactor: number, finalDivFactor: number], LinearOnecycleOpts>
+): Schedule {
+  const fn = "optim.linearOnecycleSchedule";
+  const o = parseArgs<LinearOnecycleOpts>(fn, args, ["pctStart", "pctFinal", "divFactor", "finalDivFactor"]);
+  const steps = checkSteps(fn, "transitionSteps", transitionSteps);
+  if (!(steps > 0)) throw new Error(`${fn}: requires a positive transitionSteps, got ${steps}`);
+  const peak = checkSteps(fn, "peakValue", peakValue);
+  const pctStart = checkSteps(fn, "pctStart", o.pctStart ?? 0.3),
+    pctFinal = checkSteps(fn, "pctFinal", o.pctFinal ?? 0.85),
+    div = checkSteps(fn, "divFactor", o.divFactor ?? 25),
+    finalDiv = checkSteps(fn, "finalDivFactor", o.finalDivFactor ?? 1e4);
+  // a later entry at the same step replaces an earlier one (optax builds a dict)
+  const bs = new Map<number, number>([
+    [Math.trunc(pctStart * steps), div],
+    [Math.trunc(pctFinal * steps), 1 / div],
+  ]);
+  bs.set(steps, 1 / finalDiv);
+  return piecewiseInterpolateSchedule("linear", peak / div, bs);
+}
+
+export interface CosineOnecycleOpts {
+  pctStart?: number;
+  divFactor?: number;
+  finalDivFactor?: number;
+}
+/**
+ * optax.cosine_onecycle_schedule: cosine from peakValue / divFactor up to peakValue at trunc(pctStart * steps), then
+ * cosine down to peakValue / (divFactor * finalDivFactor) at transitionSteps.
+ */
+export function cosineOnecycleSchedule(
+  transitionSteps: number,
+  peakValue: number,
+  ...args: Args<[pctStart: number, divFactor: number, finalDivFactor: number], CosineOnecycleOpts>
+): Schedule {
+  const fn = "optim.cosineOnecycleSchedule";
+  const o = parseArgs<CosineOnecycleOpts>(fn, args, ["pctStart", "divFactor", "finalDivFactor"]);
+  const steps = checkSteps(fn, "transitionSteps", transitionSteps);
+  if (!(steps > 0)) throw new Error(`${fn}: requires a positive transitionSteps, got ${steps}`);
+  const peak = checkSteps(fn, "peakValue", peakValue);
+  const pctStart = checkSteps(fn, "pctStart", o.pctStart ?? 0.3),
+    div = checkSteps(fn, "divFactor", o.divFactor ?? 25),
+    finalDiv = checkSteps(fn, "finalDivFactor", o.finalDivFactor ?? 1e4);
+  const bs = new Map<number, number>([[Math.trunc(pctStart * steps), div]]);
+  bs.set(Math.trunc(steps), 1 / (div * finalDiv));
+  return piecewiseInterpolateSchedule("cosine", peak / div, bs);
 }

@@ -1,4 +1,4 @@
-/** @file optax gradient transformations: scale*, trace, addDecayedWeights, clip, clipByGlobalNorm and globalNorm, with optax's numerics. */
+/** @file optax gradient transformations: scale*, scaleByLion, scaleByBelief, trace, addDecayedWeights, clip, clipByGlobalNorm and globalNorm, with optax's numerics. */
 import { Array } from "../core/array.js";
 import { type DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
@@ -412,6 +412,99 @@ export function clipByGlobalNorm(maxNorm: Hyper): GradientTransformation {
         updates,
       );
       return [out, state];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+// ---------------------------------------------------------------- sign momentum (Lion) and AdaBelief
+
+export interface ScaleByLionOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  muDtype?: DType | null;
+}
+const LION_NAMES = ["b1", "b2", "muDtype"] as const;
+type LionPos = [b1: Hyper, b2: Hyper, muDtype: DType | null];
+
+/** optax.scale_by_lion: sign(b1 * mu + (1 - b1) * g), then mu = b2 * mu + (1 - b2) * g (mu kept in muDtype). */
+export function scaleByLion(...args: Args<LionPos, ScaleByLionOpts>): GradientTransformation {
+  return lionCore("optim.scaleByLion", parseArgs<ScaleByLionOpts>("optim.scaleByLion", args, LION_NAMES));
+}
+
+export function lionCore(fn: string, o: ScaleByLionOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.99;
+  checkHyper(fn, "b1", b1);
+  checkHyper(fn, "b2", b2);
+  const muDtype = userDType(fn, o.muDtype);
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params, muDtype) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree };
+      // the step direction interpolates the old momentum and the gradient with b1; the stored momentum uses b2
+      const out = treeMap(
+        (g, m) => jnp.sign(jnp.add(jnp.multiply(oneMinus(b1), g), jnp.multiply(b1, m))),
+        updates,
+        s.mu,
+      );
+      const mu = castTree(updateMoment(updates, s.mu, b2, 1), muDtype);
+      return [out, { count: safeIncrement(s.count), mu }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface ScaleByBeliefOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  nesterov?: boolean;
+}
+const BELIEF_NAMES = ["b1", "b2", "eps", "epsRoot"] as const;
+type BeliefPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper];
+
+/** optax.scale_by_belief (AdaBelief): mu_hat / (sqrt(s_hat) + eps), s the EMA of (g - mu)^2 plus epsRoot. */
+export function scaleByBelief(...args: Args<BeliefPos, ScaleByBeliefOpts>): GradientTransformation {
+  const o = parseArgs<ScaleByBeliefOpts>("optim.scaleByBelief", args, BELIEF_NAMES, ["nesterov"]);
+  return beliefCore("optim.scaleByBelief", o);
+}
+
+export function beliefCore(fn: string, o: ScaleByBeliefOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-16,
+    epsRoot = o.epsRoot ?? 1e-16;
+  for (const [k, v] of [
+    ["b1", b1],
+    ["b2", b2],
+    ["eps", eps],
+    ["epsRoot", epsRoot],
+  ] as const)
+    checkHyper(fn, k, v);
+  if (o.nesterov !== undefined && typeof o.nesterov !== "boolean")
+    throw new TypeError(`${fn}: nesterov must be a boolean, got ${typeof o.nesterov}`);
+  const nesterov = o.nesterov ?? false;
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params), nu: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const mu = updateMoment(updates, s.mu, b1, 1);
+      // the "belief": how far the gradient is from its new running mean
+      const predictionError = treeMap((g, m) => jnp.subtract(g, m), updates, mu);
+      const nu = treeMap((v) => jnp.add(v, epsRoot), updateMoment(predictionError, s.nu, b2, 2));
+      const countInc = safeIncrement(s.count);
+      const muHat = nesterov
+        ? treeMap(
+            (m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
+            biasCorrection(mu, b1, safeIncrement(countInc)),
+            biasCorrection(updates, b1, countInc),
+          )
+        : biasCorrection(mu, b1, countInc);
+      const nuHat = biasCorrection(nu, b2, countInc);
+      const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(v), eps)), muHat, nuHat);
+      return [out, { count: countInc, mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
     },
     EXACT_ON_SHARDS,
   );
