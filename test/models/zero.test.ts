@@ -313,6 +313,29 @@ for (const n of [2, 4])
     },
   );
 
+// ---------------------------------------------------------------- sign momentum (lion) and adabelief
+
+const lion: OptFactory = () => optim.lion(0.02, { weightDecay: 0.1, mask: noBiases });
+const adabelief: OptFactory = () => optim.adabelief(0.05, { eps: 1e-8 });
+
+test(
+  "lion (masked weight decay) and adabelief: stages 1-3 on 2 devices equal stage 0, which equals the single-device step",
+  { skip },
+  () => {
+    for (const [name, mk] of [
+      ["lion", lion],
+      ["adabelief", adabelief],
+    ] as const) {
+      const want = reference(mk);
+      assert.ok(want.losses[STEPS - 1] < want.losses[0], `${name} trains: ${want.losses.join(", ")}`);
+      const base = run(0, 2, true, mk);
+      compare(`${name} stage 0 on 2`, base, want, 1e-5);
+      for (const stage of [1, 2, 3] as const)
+        compare(`${name} stage ${stage} on 2`, run(stage, 2, stage !== 2, mk), base, 1e-5);
+    }
+  },
+);
+
 test(
   "an optimizer not known to be exact on slices is refused for stages 1-3 (naming the stage and the fix)",
   {
