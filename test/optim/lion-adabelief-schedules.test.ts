@@ -1,6 +1,6 @@
 /**
  * @file optim.lion / scaleByLion, optim.adabelief / scaleByBelief and the piecewise-interpolate and one-cycle
- * schedules against NumPy references (test/fixtures/optim-optx.json from scripts/fixtures/gen-optim-optx.py):
+ * schedules against NumPy references (test/fixtures/optim-lion-adabelief.json from scripts/fixtures/gen-optim-lion-adabelief.py):
  * parameters after each of a few steps on a small tree, eager and under jit; schedule values at chosen steps for
  * int32 Array counts, JS numbers and under jit; state layouts and bad-input errors.
  */
@@ -26,7 +26,7 @@ interface Fixture {
     values: number[];
   }[];
 }
-const FIX = loadFixture<Fixture>("optim-optx.json");
+const FIX = loadFixture<Fixture>("optim-lion-adabelief.json");
 type P = { w: Array; b: Array };
 const dec = (l: Leaves): P => ({ w: decode(l.w), b: decode(l.b) });
 
