@@ -56,6 +56,13 @@ export interface AsyncScheduleOptions {
    * only those whose asynchronous form can pay (asyncFormPays); the others stay synchronous nodes.
    */
   every?: boolean;
+  /**
+   * Wide schedule only. true (default): what reads a reduce-scatter's result and feeds no collective (ZeRO's optimizer
+   * update of one layer's shard) runs one reduce-scatter later, right after the next reduce-scatter's input is made,
+   * so that reduce-scatter's Done is awaited a layer after its Start instead of at the end of the step. false: those
+   * readers keep their program position (the updates all after the whole backward; JAXTS_ASYNC_UPDATE=late, the A/B).
+   */
+  earlyUpdates?: boolean;
 }
 
 /**
@@ -163,7 +170,12 @@ export function scheduleAsyncCollectives(
   );
   if (!chosen.size) return 0;
   const split = (nd: GraphNode) => chosen.has(nd);
-  const { nodes, feedsGather } = hoistCollectiveInputs(g.nodeList, wide, split);
+  const { nodes, feedsGather, updates } = hoistCollectiveInputs(
+    g.nodeList,
+    wide,
+    split,
+    wide && (opts.earlyUpdates ?? true),
+  );
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -203,7 +215,7 @@ export function scheduleAsyncCollectives(
     });
   });
   const all = [...splits.values()];
-  const gatingAtOrAfter = (slot: number, not: Split, strictly = false): Split | undefined =>
+  const gatingAtOrAfter = (slot: number, not?: Split, strictly = false): Split | undefined =>
     all
       .filter((s) => s !== not && s.gating && (strictly ? s.done > slot : s.done >= slot))
       .sort((a, b) => a.done - b.done)[0];
@@ -240,12 +252,34 @@ export function scheduleAsyncCollectives(
     else if (t && t.done < s.done) t.extra.push(s.token);
   }
   for (const s of all) if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
+  const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
+    m.set(slot, [...(m.get(slot) ?? []), ...x]);
+  // each block of early updates (hoistCollectiveInputs) ends in an After of the values it leaves unread, whose token
+  // is tied into the compute that follows the block, or fed to the next gating Done: ORT's executor would otherwise
+  // run the block with the graph's outputs, after the whole backward
+  const afterAt = new Map<number, GraphNode[]>();
+  const pos = new Map(nodes.map((nd, i) => [nd, i]));
+  for (const block of updates) {
+    const inBlock = new Set(block);
+    const read = new Set<string>();
+    for (const nd of block) readsOf(nd, read);
+    const sinks = block.flatMap((nd) => nd.outputs.filter((o) => o && !read.has(o)));
+    const slot = Math.max(...block.map((nd) => pos.get(nd)!)) + 1;
+    if (!sinks.length || slot >= n || [...inBlock].some((nd) => splits.has(pos.get(nd)!))) continue;
+    const token = g.fresh("async_after");
+    const t = gatingAtOrAfter(slot);
+    const tie = tieTarget(nodes, splits, shapes, dtypes, slot, t?.done ?? n);
+    if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], token]]);
+    else if (t) t.extra.push(token);
+    else continue;
+    push(afterAt, slot, [
+      { opType: "After", inputs: sinks, outputs: [token], attrs: [], domain: ASYNC_DOMAIN, name: `${token}_after` },
+    ]);
+  }
   const noDeps = g.int64s([0]);
   const startsAt = new Map<number, GraphNode[]>(),
     lateStartsAt = new Map<number, GraphNode[]>(),
     donesAt = new Map<number, GraphNode[]>();
-  const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
-    m.set(slot, [...(m.get(slot) ?? []), ...x]);
   let id = 0;
   for (const s of all) {
     const attrs: [string, TaggedAttr][] = [
@@ -290,6 +324,7 @@ export function scheduleAsyncCollectives(
   }
   const out: GraphNode[] = [];
   for (let i = 0; i <= n; i++) {
+    out.push(...(afterAt.get(i) ?? []));
     out.push(...(startsAt.get(i) ?? []), ...(donesAt.get(i * 2) ?? []), ...(donesAt.get(i * 2 + 1) ?? []));
     out.push(...(lateStartsAt.get(i) ?? []));
     if (i < n && !splits.has(i)) {
@@ -362,14 +397,19 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
  * layer's gradients exist, while earlier layers' backward still runs. With `gathersToo` (the wide schedule) what an
  * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
- * forward and rematerialized backward, then all precede layer 0.
+ * forward and rematerialized backward, then all precede layer 0. With `earlyUpdates`, a node that feeds no collective
+ * but reads (transitively) the result of reduce-scatter r comes right after what the next reduce-scatter after the
+ * last such r reads (ZeRO-3: layer k's update after layer k-1's backward), instead of after everything else.
  */
 function hoistCollectiveInputs(
   nodes: readonly GraphNode[],
   gathersToo: boolean,
   split: (nd: GraphNode) => boolean,
-): { nodes: GraphNode[]; feedsGather: Set<GraphNode> } {
+  earlyUpdates = false,
+): { nodes: GraphNode[]; feedsGather: Set<GraphNode>; updates: GraphNode[][] } {
   const n = nodes.length;
+  // the nodes of each block of early updates (by the key they run at)
+  const blocks = new Map<number, GraphNode[]>();
   const deps = nodeDependencies(nodes);
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
@@ -385,8 +425,36 @@ function hoistCollectiveInputs(
       stack.push(...deps[j]);
     }
   });
+  if (earlyUpdates) {
+    const scatters = nodes.flatMap((nd, c) => (split(nd) && nd.opType === "ReduceScatter" ? [c] : []));
+    // the last split reduce-scatter each node reads through its inputs (-1: none); `nodes` is in topological order
+    const last = new Array<number>(n).fill(-1);
+    nodes.forEach((nd, j) => {
+      for (const d of deps[j])
+        last[j] = Math.max(last[j], last[d], split(nodes[d]) && nodes[d].opType === "ReduceScatter" ? d : -1);
+    });
+    for (let j = 0; j < n; j++) {
+      if (key[j] !== Infinity || last[j] < 0) continue;
+      const next = scatters.find((c) => c > last[j]);
+      if (next === undefined) continue;
+      // after the next reduce-scatter's inputs (key next), before what the one after it reads (key > next)
+      const prio = next + 0.5;
+      blocks.set(prio, [...(blocks.get(prio) ?? []), nodes[j]]);
+      const stack = [j];
+      while (stack.length) {
+        const i = stack.pop()!;
+        if (key[i] <= prio) continue;
+        key[i] = prio;
+        stack.push(...deps[i]);
+      }
+    }
+  }
   // the ready nodes by (key, position)
   const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
   const feedsGather = new Set(nodes.filter((_, j) => key[j] === -1));
-  return { nodes: orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)"), feedsGather };
+  return {
+    nodes: orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)"),
+    feedsGather,
+    updates: [...blocks.values()],
+  };
 }

@@ -34,20 +34,23 @@ export function asyncCollectivesMode(): AsyncCollectivesMode {
  * The schedule the graph pass builds: "wide" (post early, await at the reader) or "narrow" (one gather ahead); with
  * "-every", every collective gets the asynchronous form, not only those whose form can pay (asyncFormPays).
  */
-export type AsyncSchedule = "wide" | "narrow" | "wide-every" | "narrow-every";
+export type AsyncSchedule = `${"wide" | "narrow"}${"" | "-every"}${"" | "-late"}`;
 /**
  * What selects a shardMap body's compiled program: false without overlap, else its schedule: wide in mailbox mode
  * (a Start stages only its input), narrow for the communication thread (a Start stages the whole output), and
  * narrow in mailbox mode too under JAXTS_ASYNC_SCHEDULE=narrow (the A/B switch of bench/training.ts).
  * JAXTS_ASYNC_SELECT=every splits every collective (the native ops' tests, and the A/B of the cost model).
+ * JAXTS_ASYNC_UPDATE=late (wide only) keeps a reduce-scatter's readers, e.g. ZeRO's optimizer update, at the end of
+ * the step instead of one reduce-scatter after it (the A/B of AsyncScheduleOptions.earlyUpdates).
  */
 export function collectiveOverlapKey(): false | AsyncSchedule {
   if (overlap === 0) return false;
   const wide = asyncCollectivesMode() === "mailbox" && process.env.JAXTS_ASYNC_SCHEDULE !== "narrow";
   const every = process.env.JAXTS_ASYNC_SELECT === "every" ? "-every" : "";
-  return `${wide ? "wide" : "narrow"}${every}`;
+  const late = wide && process.env.JAXTS_ASYNC_UPDATE === "late" ? "-late" : "";
+  return `${wide ? "wide" : "narrow"}${every}${late}`;
 }
 /** The pass's options for a compiled program's key. */
-export function asyncScheduleOptions(key: AsyncSchedule): { wide: boolean; every: boolean } {
-  return { wide: key.startsWith("wide"), every: key.endsWith("-every") };
+export function asyncScheduleOptions(key: AsyncSchedule): { wide: boolean; every: boolean; earlyUpdates: boolean } {
+  return { wide: key.startsWith("wide"), every: key.includes("-every"), earlyUpdates: !key.endsWith("-late") };
 }
