@@ -48,6 +48,7 @@ function zeroCase(
   combineBytes = config.collectiveCombineBytes,
   spin?: string,
   select?: "every",
+  update?: "late",
 ): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
@@ -62,6 +63,7 @@ function zeroCase(
       if (overlap === "thread") envs.push(["JAXTS_ASYNC_COLLECTIVES", "thread"]);
       if (overlap === "narrow") envs.push(["JAXTS_ASYNC_SCHEDULE", "narrow"]);
       if (select) envs.push(["JAXTS_ASYNC_SELECT", select]);
+      if (update) envs.push(["JAXTS_ASYNC_UPDATE", update]);
       const switched = envs.length > 0;
       const saved = envs.map(([k]) => process.env[k]);
       if (switched) {
@@ -134,6 +136,27 @@ const allCases = [
     undefined,
     "every",
   ),
+  // each layer's optimizer update at the end of the step (JAXTS_ASYNC_UPDATE=late) against one reduce-scatter later
+  zeroCase(
+    `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, late updates`,
+    4,
+    3,
+    "mailbox",
+    B,
+    undefined,
+    undefined,
+    "late",
+  ),
+  zeroCase(
+    `ZeRO-3, 2 devices, buckets ${B >> 10} KiB, overlap, late updates`,
+    2,
+    3,
+    "mailbox",
+    B,
+    undefined,
+    undefined,
+    "late",
+  ),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
 const ALL_PAIRS: [number, number, string][] = [
@@ -143,6 +166,8 @@ const ALL_PAIRS: [number, number, string][] = [
   [5, 11, "overlap (Done yields)"],
   [7, 12, "overlap (Done yields)"],
   [9, 13, "overlap (every collective async)"],
+  [5, 14, "overlap (late updates)"],
+  [7, 15, "overlap (late updates)"],
 ];
 // --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);

@@ -198,3 +198,45 @@ test(
     }
   },
 );
+
+/** run() with each layer's update at the end of the step, after every reduce-scatter (JAXTS_ASYNC_UPDATE=late). */
+function runLateUpdates(stage: ZeroStage, n: number) {
+  const saved = process.env.JAXTS_ASYNC_UPDATE;
+  process.env.JAXTS_ASYNC_UPDATE = "late";
+  try {
+    return run(stage, n, true);
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_UPDATE;
+    else process.env.JAXTS_ASYNC_UPDATE = saved;
+  }
+}
+
+test(
+  "ZeRO stage 3 on 4 devices: each layer's update runs a reduce-scatter after its own (its Done before the last Start), the same bits as late updates and as off",
+  { skip },
+  () => {
+    const off = run(3, 4, false),
+      early = run(3, 4, true),
+      late = runLateUpdates(3, 4);
+    assert.deepEqual(early.losses, off.losses);
+    assert.deepEqual(early.params, off.params);
+    assert.deepEqual(late.losses, off.losses);
+    assert.deepEqual(late.params, off.params);
+    // rank 0's reduce-scatters of the last step: one per layer and one for the outer parameters
+    const scatters = (cs: readonly CollectiveTiming[]) =>
+      cs.filter((c) => c.kind === "ReduceScatter").sort((a, b) => a.start - b.start);
+    for (const r of [early, late]) assert.equal(scatters(r.colls).length, LAYERS + 1);
+    // early (the default): the first layer's reduce-scatter is awaited (its Done returned) before the last one is
+    // started, i.e. while the backward still runs; late: every Done waits until after the last Start
+    const [e, l] = [scatters(early.colls), scatters(late.colls)];
+    assert.ok(e[0].end < e[e.length - 1].start, `early: first Done ended ${e[0].end}, last Start ${e[LAYERS].start}`);
+    assert.ok(
+      e.slice(0, LAYERS - 1).every((c, k) => c.end < e[k + 2].start),
+      "early: each Done before the Start two layers on",
+    );
+    assert.ok(
+      l.every((c) => c.end > l[LAYERS].start),
+      "late: every reduce-scatter awaited after the last one started",
+    );
+  },
+);
