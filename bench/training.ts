@@ -171,7 +171,9 @@ const ALL_PAIRS: [number, number, string][] = [
 ];
 // --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
-const keep = allCases.map((c) => !only || c.name.includes(only));
+// --skip=<text>: drop the cases whose name contains it (e.g. --skip=yields)
+const skip = process.argv.find((a) => a.startsWith("--skip="))?.slice(7);
+const keep = allCases.map((c) => (!only || c.name.includes(only)) && (!skip || !c.name.includes(skip)));
 const cases = allCases.filter((_, k) => keep[k]);
 const newIndex = (k: number) => keep.slice(0, k).filter(Boolean).length;
 const PAIRS = ALL_PAIRS.filter(([a, b]) => keep[a] && keep[b]).map(
@@ -248,10 +250,25 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
 const records: import("../src/runtime/index.js").LaunchRecord[] = [];
 const prev = rt.setLaunchObserver((r) => records.push(r));
 const load0 = loadavg()[0];
-const rounds = quick ? 3 : 12;
+/** Measured steps per case (`--rounds=N`, default 12; 3 with --quick). */
+const rounds = Number(process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? (quick ? 3 : 12));
+/**
+ * Steps a case runs back to back before the next case's turn (`--block=N` or JAXTS_BENCH_BLOCK, default 1: one step
+ * of each case in turn). With blocks the order is reversed every other round (as bench/devices.ts's interleaved), so
+ * every case still runs in every round and a load drift hits both sides of a pair; a block's steps find the caches
+ * their own previous step left, as a training loop's do.
+ */
+const block = Math.max(
+  1,
+  Number(process.argv.find((a) => a.startsWith("--block="))?.slice(8) ?? process.env.JAXTS_BENCH_BLOCK ?? 1),
+);
 for (let w = 0; w < 2; w++) for (const c of cases) c.step();
 const samples = cases.map(() => [] as { ms: number; split: Split }[]);
-for (let i = 0; i < rounds; i++) cases.forEach((c, k) => samples[k].push(measure(c, records)));
+for (let i = 0, round = 0; i < rounds; i += block, round++) {
+  const order = cases.map((_, k) => k);
+  if (round % 2) order.reverse();
+  for (const k of order) for (let j = 0; j < block && i + j < rounds; j++) samples[k].push(measure(cases[k], records));
+}
 rt.setLaunchObserver(prev);
 
 /** The sample with the median step time (its split adds up to its time). */
@@ -307,6 +324,7 @@ for (const [off, on, label] of PAIRS) {
 const widths = [0, 1, 2].map((j) => Math.max(...rows.map((r) => r[j].length)));
 console.log(
   `training parallelism (Transformer d${cfg.dModel} L${cfg.layers} seq ${cfg.seq} batch ${BATCH}, adamw; ` +
-    `${availableParallelism()} cores, load ${load0.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; medians of ${rounds} interleaved rounds)`,
+    `${availableParallelism()} cores, load ${load0.toFixed(1)} -> ${loadavg()[0].toFixed(1)}; medians of ${rounds} steps per case, ` +
+    `interleaved in blocks of ${block})`,
 );
 for (const r of rows) console.log(r.map((x, j) => (j < 3 ? x.padEnd(widths[j]) : x)).join("  "));
