@@ -48,7 +48,7 @@ function zeroCase(
   combineBytes = config.collectiveCombineBytes,
   spin?: string,
   select?: "every",
-  update?: "late",
+  update?: string,
 ): Case {
   const mesh = makeMesh([n], ["data"]);
   let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
@@ -136,7 +136,8 @@ const allCases = [
     undefined,
     "every",
   ),
-  // each layer's optimizer update at the end of the step (JAXTS_ASYNC_UPDATE=late) against one reduce-scatter later
+  // each layer's optimizer update at the end of the step (JAXTS_ASYNC_UPDATE=late), or two reduce-scatters after its
+  // own (=2), against one (the default)
   zeroCase(
     `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, late updates`,
     4,
@@ -157,6 +158,16 @@ const allCases = [
     undefined,
     "late",
   ),
+  zeroCase(
+    `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, updates 2 later`,
+    4,
+    3,
+    "mailbox",
+    B,
+    undefined,
+    undefined,
+    "2",
+  ),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
 const ALL_PAIRS: [number, number, string][] = [
@@ -168,6 +179,7 @@ const ALL_PAIRS: [number, number, string][] = [
   [9, 13, "overlap (every collective async)"],
   [5, 14, "overlap (late updates)"],
   [7, 15, "overlap (late updates)"],
+  [5, 16, "overlap (updates 2 later)"],
 ];
 // --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);

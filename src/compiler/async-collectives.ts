@@ -57,12 +57,13 @@ export interface AsyncScheduleOptions {
    */
   every?: boolean;
   /**
-   * Wide schedule only. true (default): what reads a reduce-scatter's result and feeds no collective (ZeRO's optimizer
-   * update of one layer's shard) runs one reduce-scatter later, right after the next reduce-scatter's input is made,
-   * so that reduce-scatter's Done is awaited a layer after its Start instead of at the end of the step. false: those
-   * readers keep their program position (the updates all after the whole backward; JAXTS_ASYNC_UPDATE=late, the A/B).
+   * Wide schedule only. k >= 1 (default 1): what reads a reduce-scatter's result and feeds no collective (ZeRO's
+   * optimizer update of one layer's shard) runs k reduce-scatters later, right after the input of the k-th next
+   * reduce-scatter is made, so that reduce-scatter's Done is awaited k layers after its Start instead of at the end of
+   * the step. 0: those readers keep their program position (the updates all after the whole backward;
+   * JAXTS_ASYNC_UPDATE=late, the A/B).
    */
-  earlyUpdates?: boolean;
+  updateLag?: number;
 }
 
 /**
@@ -174,7 +175,7 @@ export function scheduleAsyncCollectives(
     g.nodeList,
     wide,
     split,
-    wide && (opts.earlyUpdates ?? true),
+    wide ? (opts.updateLag ?? 1) : 0,
   );
   const n = nodes.length;
   const producer = new Map<string, number>();
@@ -397,15 +398,16 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
  * layer's gradients exist, while earlier layers' backward still runs. With `gathersToo` (the wide schedule) what an
  * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
- * forward and rematerialized backward, then all precede layer 0. With `earlyUpdates`, a node that feeds no collective
- * but reads (transitively) the result of reduce-scatter r comes right after what the next reduce-scatter after the
- * last such r reads (ZeRO-3: layer k's update after layer k-1's backward), instead of after everything else.
+ * forward and rematerialized backward, then all precede layer 0. With `updateLag` k > 0, a node that feeds no
+ * collective but reads (transitively) the result of reduce-scatter r comes right after what the k-th reduce-scatter
+ * after the last such r reads (ZeRO-3, k = 1: layer i's update after layer i-1's backward), instead of after
+ * everything else; with fewer than k reduce-scatters after r, at the end as before.
  */
 function hoistCollectiveInputs(
   nodes: readonly GraphNode[],
   gathersToo: boolean,
   split: (nd: GraphNode) => boolean,
-  earlyUpdates = false,
+  updateLag = 0,
 ): { nodes: GraphNode[]; feedsGather: Set<GraphNode>; updates: GraphNode[][] } {
   const n = nodes.length;
   // the nodes of each block of early updates (by the key they run at)
@@ -425,7 +427,7 @@ function hoistCollectiveInputs(
       stack.push(...deps[j]);
     }
   });
-  if (earlyUpdates) {
+  if (updateLag > 0) {
     const scatters = nodes.flatMap((nd, c) => (split(nd) && nd.opType === "ReduceScatter" ? [c] : []));
     // the last split reduce-scatter each node reads through its inputs (-1: none); `nodes` is in topological order
     const last = new Array<number>(n).fill(-1);
@@ -435,8 +437,8 @@ function hoistCollectiveInputs(
     });
     for (let j = 0; j < n; j++) {
       if (key[j] !== Infinity || last[j] < 0) continue;
-      const next = scatters.find((c) => c > last[j]);
-      if (next === undefined) continue;
+      const next = scatters[scatters.findIndex((c) => c > last[j]) + updateLag - 1];
+      if (next === undefined || next <= last[j]) continue;
       // after the next reduce-scatter's inputs (key next), before what the one after it reads (key > next)
       const prio = next + 0.5;
       blocks.set(prio, [...(blocks.get(prio) ?? []), nodes[j]]);

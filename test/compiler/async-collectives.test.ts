@@ -187,7 +187,7 @@ function twoGradients(): { g: GraphBuilder; g1: string; e: string; x: string } {
 test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the update), not at the next reduce-scatter", () => {
   const { g, g1, e, x } = twoGradients();
   // (early updates off: the next test covers the After that ends layer 1's update block with them on)
-  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true, earlyUpdates: false }), 2);
+  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true, updateLag: 0 }), 2);
   assert.deepEqual(trace(g), [
     "Sin",
     `CollectiveStart(${g1})`,
@@ -280,11 +280,28 @@ test("wide schedule: a layer's update runs one reduce-scatter later, not at the 
   assert.ok(nodes.find((n) => n.outputs[0] === lastDone.inputs[1])!.inputs.includes(afters[1].outputs[0]));
   // off (JAXTS_ASYNC_UPDATE=late): the updates stay after every Start, no After
   const late = threeGradients();
-  scheduleAsyncCollectives(late.g, new Map([[late.x, [2, 2]]]), { wide: true, earlyUpdates: false });
+  scheduleAsyncCollectives(late.g, new Map([[late.x, [2, 2]]]), { wide: true, updateLag: 0 });
   const t = trace(late.g);
   assert.ok(!t.some((op) => op.startsWith("After")), t.join());
   assert.ok(t.indexOf("Neg") > t.indexOf(`CollectiveStart(${late.gs[2]})`), t.join());
-  // narrow (thread mode) ignores earlyUpdates: no After either
+  // lag 2 (JAXTS_ASYNC_UPDATE=2): layer 2's update after layer 0's Start, layer 1's (no second reduce-scatter after
+  // it) at the end
+  const lag2 = threeGradients();
+  scheduleAsyncCollectives(lag2.g, new Map([[lag2.x, [2, 2]]]), { wide: true, updateLag: 2 });
+  const t2 = trace(lag2.g);
+  assert.deepEqual(t2.slice(t2.indexOf(`CollectiveStart(${lag2.gs[2]})`)), [
+    `CollectiveStart(${lag2.gs[2]})`,
+    "Concat",
+    `CollectiveDone(${lag2.gs[0]})`,
+    "Neg",
+    "After(neg_0)",
+    "Concat",
+    `CollectiveDone(${lag2.gs[1]})`,
+    "Floor",
+    `CollectiveDone(${lag2.gs[2]})`,
+    "Ceil",
+  ]);
+  // narrow (thread mode) ignores updateLag: no After either
   const narrow = threeGradients();
   scheduleAsyncCollectives(narrow.g, new Map([[narrow.x, [2, 2]]]));
   assert.ok(!trace(narrow.g).some((op) => op.startsWith("After")));
