@@ -158,6 +158,9 @@ const allCases = [
     undefined,
     "late",
   ),
+  // the overlap-off case again (its own step and state, the same program): the pair "noise" is the host's spread
+  // between two byte-identical programs, the floor under every hid above
+  zeroCase(`ZeRO-3, 4 devices, buckets ${B >> 10} KiB, again`, 4, 3, false, B),
   zeroCase(
     `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, updates 2 later`,
     4,
@@ -179,7 +182,8 @@ const ALL_PAIRS: [number, number, string][] = [
   [9, 13, "overlap (every collective async)"],
   [5, 14, "overlap (late updates)"],
   [7, 15, "overlap (late updates)"],
-  [5, 16, "overlap (updates 2 later)"],
+  [5, 17, "overlap (updates 2 later)"],
+  [5, 16, "noise (the off program twice)"],
 ];
 // --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B
 const only = process.argv.find((a) => a.startsWith("--only="))?.slice(7);
