@@ -136,8 +136,8 @@ const allCases = [
     undefined,
     "every",
   ),
-  // each layer's optimizer update at the end of the step (JAXTS_ASYNC_UPDATE=late), or two reduce-scatters after its
-  // own (=2), against one (the default)
+  // each layer's optimizer update at the end of the step (JAXTS_ASYNC_UPDATE=late), or one reduce-scatter after its
+  // own (=1), against two (the default, DEFAULT_UPDATE_LAG)
   zeroCase(
     `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, late updates`,
     4,
@@ -162,14 +162,14 @@ const allCases = [
   // between two byte-identical programs, the floor under every hid above
   zeroCase(`ZeRO-3, 4 devices, buckets ${B >> 10} KiB, again`, 4, 3, false, B),
   zeroCase(
-    `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, updates 2 later`,
+    `ZeRO-3, 4 devices, buckets ${B >> 10} KiB, overlap, updates 1 later`,
     4,
     3,
     "mailbox",
     B,
     undefined,
     undefined,
-    "2",
+    "1",
   ),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
@@ -182,7 +182,7 @@ const ALL_PAIRS: [number, number, string][] = [
   [9, 13, "overlap (every collective async)"],
   [5, 14, "overlap (late updates)"],
   [7, 15, "overlap (late updates)"],
-  [5, 17, "overlap (updates 2 later)"],
+  [5, 17, "overlap (updates 1 later)"],
   [5, 16, "noise (the off program twice)"],
 ];
 // --only=<text>: only the cases whose name contains it (and the pairs of two such cases), for a quick A/B

@@ -57,7 +57,7 @@ export interface AsyncScheduleOptions {
    */
   every?: boolean;
   /**
-   * Wide schedule only. k >= 1 (default 1): what reads a reduce-scatter's result and feeds no collective (ZeRO's
+   * Wide schedule only. k >= 1 (default DEFAULT_UPDATE_LAG): what reads a reduce-scatter's result and feeds no collective (ZeRO's
    * optimizer update of one layer's shard) runs k reduce-scatters later, right after the input of the k-th next
    * reduce-scatter is made, so that reduce-scatter's Done is awaited k layers after its Start instead of at the end of
    * the step. 0: those readers keep their program position (the updates all after the whole backward;
@@ -65,6 +65,14 @@ export interface AsyncScheduleOptions {
    */
   updateLag?: number;
 }
+
+/**
+ * How many reduce-scatters after its own a reduce-scatter's readers (ZeRO's per-layer optimizer update) run in the
+ * wide schedule (AsyncScheduleOptions.updateLag). 2, not 1: with 4 device threads on 2 cores a peer is often more than
+ * a layer behind, and a Done one layer after its Start then blocks mid-backward and pays a wake-up (the reduce-scatters'
+ * "pulling" time rose 3-10x at lag 1); notes/training-parallel.md "z3ovl".
+ */
+export const DEFAULT_UPDATE_LAG = 2;
 
 /**
  * All-reduces of more bytes than this stay synchronous in the wide (mailbox) schedule: see asyncFormPays. Small ones
@@ -175,7 +183,7 @@ export function scheduleAsyncCollectives(
     g.nodeList,
     wide,
     split,
-    wide ? (opts.updateLag ?? 1) : 0,
+    wide ? (opts.updateLag ?? DEFAULT_UPDATE_LAG) : 0,
   );
   const n = nodes.length;
   const producer = new Map<string, number>();
@@ -224,6 +232,9 @@ export function scheduleAsyncCollectives(
   // (its `after` input, ordering only): ORT then runs a run of Starts in this order, so only the last Start before
   // the compute that must follow them needs a tie (a tie on every Start put a Where into each next gather's input
   // chain, which kept ORT from merging the rematerialized backward's copy of it with the forward's)
+  // slots whose node belongs to an early update block (a Done there is read by one)
+  const inUpdate = new Set(updates.flat());
+  const readByUpdate = new Set(nodes.flatMap((nd, i) => (inUpdate.has(nd) ? [i] : [])));
   const chain = [...all].sort((a, b) => a.start - b.start || Number(a.late) - Number(b.late));
   const after = new Map<Split, string>();
   chain.forEach((s, k) => k > 0 && after.set(s, chain[k - 1].token));
@@ -250,7 +261,9 @@ export function scheduleAsyncCollectives(
     }
     runBy.set(s, own);
     if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], s.token]]);
-    else if (t && t.done < s.done) t.extra.push(s.token);
+    // a Done that an early update block reads gets the token even when a tie precedes it: the tied node may be one
+    // of that block's own inputs (its step count), which ORT's executor may run after the Done
+    if ((!tie || readByUpdate.has(t?.done ?? -1)) && t && t.done < s.done) t.extra.push(s.token);
   }
   for (const s of all) if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
   const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { GraphBuilder, type GraphNode } from "../../src/backends/onnx/graph-builder.js";
 import {
   asyncFormPays,
+  DEFAULT_UPDATE_LAG,
   MAILBOX_ALL_REDUCE_SYNC_BYTES,
   scheduleAsyncCollectives,
 } from "../../src/compiler/async-collectives.js";
@@ -232,9 +233,9 @@ function threeGradients(): { g: GraphBuilder; x: string; gs: string[]; rs: strin
   return { g, x, gs, rs };
 }
 
-test("wide schedule: a layer's update runs one reduce-scatter later, not at the end, and an After holds it there", () => {
+test("wide schedule: a layer's update runs k reduce-scatters later, not at the end, and an After holds it there", () => {
   const { g, x, gs } = threeGradients();
-  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true }), 3);
+  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true, updateLag: 1 }), 3);
   // layer 2's update (Neg) right after layer 1's Start, layer 1's (Floor) right after layer 0's: each Done a layer
   // after its Start instead of all three after the whole backward
   assert.deepEqual(trace(g), [
@@ -284,10 +285,11 @@ test("wide schedule: a layer's update runs one reduce-scatter later, not at the 
   const t = trace(late.g);
   assert.ok(!t.some((op) => op.startsWith("After")), t.join());
   assert.ok(t.indexOf("Neg") > t.indexOf(`CollectiveStart(${late.gs[2]})`), t.join());
-  // lag 2 (JAXTS_ASYNC_UPDATE=2): layer 2's update after layer 0's Start, layer 1's (no second reduce-scatter after
-  // it) at the end
+  // lag 2 (the default): layer 2's update after layer 0's Start, layer 1's (no second reduce-scatter after it) at
+  // the end
+  assert.equal(DEFAULT_UPDATE_LAG, 2);
   const lag2 = threeGradients();
-  scheduleAsyncCollectives(lag2.g, new Map([[lag2.x, [2, 2]]]), { wide: true, updateLag: 2 });
+  scheduleAsyncCollectives(lag2.g, new Map([[lag2.x, [2, 2]]]), { wide: true });
   const t2 = trace(lag2.g);
   assert.deepEqual(t2.slice(t2.indexOf(`CollectiveStart(${lag2.gs[2]})`)), [
     `CollectiveStart(${lag2.gs[2]})`,

@@ -426,13 +426,15 @@ test("the schedule that selects the compiled program follows the native switch (
       withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
       "wide-every",
     );
-    // the update lag (wide only): late -> 0, a count, the default 1 has no suffix; nonsense is refused
+    // the update lag (wide only): late -> 0, a count, the default 2 has no suffix; nonsense is refused
     process.env.JAXTS_ASYNC_UPDATE = "late";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide-lag0");
     assert.deepEqual(asyncScheduleOptions("wide-lag0"), { wide: true, every: false, updateLag: 0 });
+    process.env.JAXTS_ASYNC_UPDATE = "1";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide-lag1");
     process.env.JAXTS_ASYNC_UPDATE = "2";
-    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide-lag2");
-    assert.deepEqual(asyncScheduleOptions("wide"), { wide: true, every: false, updateLag: 1 });
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
+    assert.deepEqual(asyncScheduleOptions("wide"), { wide: true, every: false, updateLag: 2 });
     process.env.JAXTS_ASYNC_UPDATE = "soon";
     assert.throws(
       () => withCollectiveOverlap(true, collectiveOverlapKey),
