@@ -266,8 +266,11 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
 const records: import("../src/runtime/index.js").LaunchRecord[] = [];
 const prev = rt.setLaunchObserver((r) => records.push(r));
 const load0 = loadavg()[0];
-/** Measured steps per case (`--rounds=N`, default 12; 3 with --quick). */
-const rounds = Number(process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? (quick ? 3 : 12));
+/**
+ * Measured steps per case (`--rounds=N`, default 64; 3 with --quick). 64, not 12: at 12 the noise pair (the same
+ * program twice) read -58% to +102% "hid" on this host, at 64 within +-6% (notes/training-parallel.md "z3ovl").
+ */
+const rounds = Number(process.argv.find((a) => a.startsWith("--rounds="))?.slice(9) ?? (quick ? 3 : 64));
 /**
  * Steps a case runs back to back before the next case's turn (`--block=N` or JAXTS_BENCH_BLOCK, default 1: one step
  * of each case in turn). With blocks the order is reversed every other round (as bench/devices.ts's interleaved), so
