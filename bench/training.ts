@@ -211,14 +211,18 @@ interface Split {
   /** ms of CPU the process's threads other than the JS thread ran (device threads, executors), and ms they waited runnable for a core; NaN off Linux. */
   cpu: number;
   runq: number;
+  /** ms of CPU the JS (host) thread ran: the process's CPU time less the other threads'. */
+  host: number;
 }
 function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecord[]): { ms: number; split: Split } {
   records.length = 0;
   const s0 = otherThreadsNs();
+  const u0 = process.cpuUsage();
   const t0 = performance.now();
   c.step();
   rt.synchronize();
   const ms = performance.now() - t0;
+  const u1 = process.cpuUsage(u0);
   const s1 = otherThreadsNs();
   let compute = 0,
     comm = 0,
@@ -258,6 +262,7 @@ function measure(c: Case, records: import("../src/runtime/index.js").LaunchRecor
     doneBy: new Map([...doneBy].map(([kd, [a, b]]) => [kd, [per(a), per(b)] as [number, number]])),
     cpu: (s1[0] - s0[0]) / 1e6,
     runq: (s1[1] - s0[1]) / 1e6,
+    host: (u1.user + u1.system) / 1000 - (s1[0] - s0[0]) / 1e6,
   };
   split.idle = Math.max(0, ms - split.compute - split.comm);
   return { ms, split };
@@ -324,19 +329,22 @@ for (const [off, on, label] of PAIRS) {
   const hide = median(samples[off].map((x) => x.split.blocked)),
     left = median(samples[on].map((x) => x.split.blocked));
   // what the step's threads really ran (a device thread's "compute" above is wall time, descheduled time included)
-  const [cpuOff, cpuOn, rqOff, rqOn] = [
+  const [cpuOff, cpuOn, rqOff, rqOn, hostOff, hostOn] = [
     [off, "cpu"],
     [on, "cpu"],
     [off, "runq"],
     [on, "runq"],
-  ].map(([k, f]) => median(samples[k as number].map((x) => x.split[f as "cpu" | "runq"])));
+    [off, "host"],
+    [on, "host"],
+  ].map(([k, f]) => median(samples[k as number].map((x) => x.split[f as "cpu" | "runq" | "host"])));
   rows.push([
     `${label}: ${cases[off].name}`,
     `${tOff.toFixed(2)} -> ${tOn.toFixed(2)} ms/step`,
     `hid ${(((tOff - tOn) / hide) * 100).toFixed(0)}% (step time: (off - on) / exposed)`,
     `exposed ${hide.toFixed(2)} ms per device, still stalled ${left.toFixed(2)} ms ` +
       `(timestamps: 1 - stalled / exposed = ${((1 - left / hide) * 100).toFixed(0)}%); ` +
-      `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms; ` +
+      `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms, ` +
+      `host thread's CPU ${hostOff.toFixed(2)} -> ${hostOn.toFixed(2)} ms; ` +
       `stalled in Dones by kind (waiting for posts / pulling, ms per device): ${doneByKind(samples[on])}`,
   ]);
 }
