@@ -337,6 +337,12 @@ for (const [off, on, label] of PAIRS) {
     [off, "host"],
     [on, "host"],
   ].map(([k, f]) => median(samples[k as number].map((x) => x.split[f as "cpu" | "runq" | "host"])));
+  // the step cannot be shorter than the CPU its threads need spread over every core: with that, hid is at most
+  // (off - CPU_on / cores) / exposed (on a host with fewer cores than device threads the exposed time of the off
+  // program is mostly time other device threads computed in, which no schedule turns into step time)
+  const cores = availableParallelism();
+  const busy = (cpu: number, t: number) => `${((cpu / (cores * t)) * 100).toFixed(0)}%`;
+  const ceiling = `${(((tOff - (cpuOn + hostOn) / cores) / hide) * 100).toFixed(0)}%`;
   rows.push([
     `${label}: ${cases[off].name}`,
     `${tOff.toFixed(2)} -> ${tOn.toFixed(2)} ms/step`,
@@ -345,6 +351,7 @@ for (const [off, on, label] of PAIRS) {
       `(timestamps: 1 - stalled / exposed = ${((1 - left / hide) * 100).toFixed(0)}%); ` +
       `threads' CPU ${cpuOff.toFixed(2)} -> ${cpuOn.toFixed(2)} ms/step, waiting for a core ${rqOff.toFixed(2)} -> ${rqOn.toFixed(2)} ms, ` +
       `host thread's CPU ${hostOff.toFixed(2)} -> ${hostOn.toFixed(2)} ms; ` +
+      `cores busy ${busy(cpuOff + hostOff, tOff)} -> ${busy(cpuOn + hostOn, tOn)}, ceiling hid <= ${ceiling}; ` +
       `stalled in Dones by kind (waiting for posts / pulling, ms per device): ${doneByKind(samples[on])}`,
   ]);
 }
