@@ -157,7 +157,8 @@ function inputBytes(
  * the device stalled at the earliest position d of E: every other device is stalled at a position >= d or finished,
  * so it has run every node before d, in particular d's Start: d's wait is satisfied, a contradiction. So no set of
  * devices waits forever; only a peer that never runs (a failed rank) stalls a Done, and the collective timeout ends
- * that wait. Posting early changes none of this: it only moves Starts earlier in E.
+ * that wait. Posting early changes none of this: it only moves Starts earlier in E; nor do the early update blocks
+ * (updateLag) and their After tokens: they move compute, and an After waits for no peer.
  */
 export function scheduleAsyncCollectives(
   g: GraphBuilder,
