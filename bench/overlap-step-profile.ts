@@ -82,10 +82,18 @@ function standinOf(op: string, kind: number | undefined, n: number, x: string, y
 const attrI = (nd: NodeProto, name: string) => nd.attribute?.find((a) => a.name === name)?.i;
 
 /** The model with every jaxts.collectives / jaxts.async node replaced by stand-ins, and a description of it. */
-function localize(bytes: Uint8Array): { model: Uint8Array; shape: string; counts: Map<string, number> } {
+function localize(bytes: Uint8Array): {
+  model: Uint8Array;
+  shape: string;
+  counts: Map<string, number>;
+  marks: Map<string, string>;
+} {
   const m: ModelProto = decodeModel(bytes);
   const g = m.graph!;
   const out: NodeProto[] = [];
+  // node name -> its letter in the executed order: s Start, d Done (r: a reduce-scatter's), u reads a reduce-scatter
+  const marks = new Map<string, string>();
+  const fromRs = new Set<string>();
   const counts = new Map<string, number>();
   const layout: string[] = [];
   let t = 0;
@@ -111,8 +119,32 @@ function localize(bytes: Uint8Array): { model: Uint8Array; shape: string; counts
     }
     if (nd.domain === "jaxts.async") {
       const kind = Number(attrI(nd, "kind") ?? 0);
+      if (nd.opType === "After") {
+        // a token that depends on every input (no data read): the largest Size
+        layout.push("a");
+        marks.set(`standin_${tag}_tok`, "a");
+        const sizes = nd.input!.map((x, j) => `standin_${tag}_n${j}`);
+        out.push(
+          ...nd.input!.map((x, j) => ({
+            opType: "Size",
+            input: [x],
+            output: [sizes[j]],
+            name: `standin_${tag}_size${j}`,
+          })),
+          { opType: "Max", input: sizes, output: [`standin_${tag}_m`], name: `standin_${tag}_max` },
+          int64Const(`standin_${tag}_ax`, [0]),
+          {
+            opType: "Unsqueeze",
+            input: [`standin_${tag}_m`, `standin_${tag}_ax`],
+            output: nd.output,
+            name: `standin_${tag}_tok`,
+          },
+        );
+        return;
+      }
       if (nd.opType === "CollectiveStart") {
         layout.push("s");
+        marks.set(`standin_${tag}_tok`, "s");
         // token [1] that depends on x (no data read): Size(x) -> Unsqueeze
         out.push(
           { opType: "Size", input: [nd.input![0]], output: [`standin_${tag}_n`], name: `standin_${tag}_size` },
@@ -120,13 +152,17 @@ function localize(bytes: Uint8Array): { model: Uint8Array; shape: string; counts
           {
             opType: "Unsqueeze",
             input: [`standin_${tag}_n`, `standin_${tag}_ax`],
-            output: nd.output,
-            name: `standin_${tag}_tok`,
+            output: [`standin_${tag}_t`],
+            name: `standin_${tag}_unsq`,
           },
+          // the Start's `after` input (the previous Start's token) orders it, as in the real program
+          { opType: "Max", input: [`standin_${tag}_t`, nd.input![1]], output: nd.output, name: `standin_${tag}_tok` },
         );
         return;
       }
       layout.push("d");
+      marks.set(`standin_${tag}_where`, kind === 2 ? "r" : "d");
+      if (kind === 2) fromRs.add(nd.output![0]);
       // Done: y = stand-in(Where(any(tokens), x, x)) keeps the token order; done = a token of its own
       const cond = `standin_${tag}_c`;
       out.push(
@@ -163,6 +199,10 @@ function localize(bytes: Uint8Array): { model: Uint8Array; shape: string; counts
       return;
     }
     if (!nd.name) nd.name = `node_${tag}`;
+    if ((nd.input ?? []).some((x) => fromRs.has(x))) {
+      for (const o of nd.output ?? []) fromRs.add(o);
+      marks.set(nd.name, "u");
+    }
     layout.push(".");
     out.push(nd);
   });
@@ -173,7 +213,7 @@ function localize(bytes: Uint8Array): { model: Uint8Array; shape: string; counts
     .join("")
     .replace(/\.+/g, (r) => `(${r.length})`)
     .replace(/\(\d+\)$/, "");
-  return { model: encodeModel(m), shape, counts };
+  return { model: encodeModel(m), shape, counts, marks };
 }
 
 const TYPED: Record<number, [DType, (n: number) => ArrayLike<number> & { length: number }]> = {
@@ -214,22 +254,35 @@ interface Ev {
   args?: { op_name?: string };
 }
 /** Per node: [p10 kernel time us (skipping 10 warm-up runs), op]; plus the median whole-run time. */
-function perNode(dir: string, prefix: string): { nodes: Map<string, [number, string]>; run: number } {
+function perNode(
+  dir: string,
+  prefix: string,
+  marks: Map<string, string>,
+): { nodes: Map<string, [number, string]>; run: number; order: string } {
   const f = readdirSync(dir).find((x) => x.startsWith(prefix));
   if (!f) throw new Error(`no profile written for ${prefix}`);
   const evs = JSON.parse(readFileSync(join(dir, f), "utf8")) as Ev[];
   const by = new Map<string, [number[], string]>();
   const runs: number[] = [];
+  let order: string[] = [],
+    cur: string[] = [];
   for (const e of evs) {
-    if (e.cat === "Session" && e.name === "model_run") runs.push(e.dur);
+    // the executed order of the last run (a run's node events precede its model_run event)
+    if (e.cat === "Session" && e.name === "model_run") [runs[runs.length], order, cur] = [e.dur, cur, []];
     if (e.cat !== "Node" || !e.name.endsWith("_kernel_time")) continue;
     const k = e.name.slice(0, -12);
+    cur.push(marks.get(k) ?? (k.startsWith("standin_") ? "" : "."));
     const entry = by.get(k) ?? by.set(k, [[], e.args?.op_name ?? "?"]).get(k)!;
     entry[0].push(e.dur);
   }
   const p10 = (xs: number[]) => [...xs.slice(10)].sort((a, b) => a - b)[Math.floor((xs.length - 10) / 10)];
   const med = (xs: number[]) => [...xs.slice(10)].sort((a, b) => a - b)[Math.floor((xs.length - 10) / 2)];
-  return { nodes: new Map([...by].map(([k, [xs, op]]) => [k, [p10(xs), op]])), run: med(runs) };
+  // the layout of the executed order: runs of compute as their length, of update nodes as u<length>
+  const shape = order
+    .join("")
+    .replace(/\.+/g, (r) => `(${r.length})`)
+    .replace(/u+/g, (r) => `u${r.length}`);
+  return { nodes: new Map([...by].map(([k, [xs, op]]) => [k, [p10(xs), op]])), run: med(runs), order: shape };
 }
 
 const CASES: [string, number, 0 | 3][] = [
@@ -251,7 +304,7 @@ for (const [name, n, stage] of CASES) {
       cpu[k].push(u.user + u.system);
     });
   for (const b of built) b.session.dispose();
-  const [off, on] = ["off", "on"].map((p) => perNode(dir, p));
+  const [off, on] = ["off", "on"].map((p, k) => perNode(dir, p, progs[k].marks));
   rmSync(dir, { recursive: true, force: true });
   const medOf = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   console.log(`\n== ${name}: ${n} devices, ZeRO stage ${stage}, 256 KiB buckets; ${reps} runs each, interleaved`);
@@ -263,6 +316,9 @@ for (const [name, n, stage] of CASES) {
     console.log(`${k ? "on " : "off"}: ${total} nodes; ${c.map(([op, v]) => `${op} ${v}`).join(", ")}`);
     console.log(`     layout (s Start, d Done, A/R/G sync collective, (k) k compute nodes): ${p.shape}`);
   });
+  console.log(
+    `on, as ORT ran it (s Start, d Done, r a reduce-scatter's Done, uk k nodes reading one, a After, (k) k others): ${on.order}`,
+  );
   const sum = (m: Map<string, [number, string]>) =>
     [...m].filter(([k]) => !k.startsWith("standin_")).reduce((a, [, [v]]) => a + v, 0);
   const standins = (m: Map<string, [number, string]>) =>

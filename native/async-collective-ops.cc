@@ -3,6 +3,7 @@
 //   CollectiveStart(x, after: int64)    -> token: int64[1]   takes c's sequence number (program order, on the device
 //                                                              thread, so ranks still match), posts or queues c
 //   CollectiveDone(x, tokens: int64)    -> y, done: int64[1] waits for c, writes its result into y
+//   After(v...: any)                    -> token: int64[1]   ordering only: exists once every v does
 // `after` and `tokens` carry only ordering (their values are ignored): the graph pass feeds a Start's token into an
 // earlier Done, which forces ORT's sequential executor to start c before the compute that follows that Done, and a
 // Done's `done` output into a later Start. The node attribute `id` pairs a Start with its Done; the other
@@ -343,15 +344,48 @@ constexpr CustomOp MakeOp() {
                   Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, Create<IsStart>, Compute,
                   {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
 }
-CustomOp g_ops[] = {MakeOp<true>(), MakeOp<false>()};
+
+// After(v...: any types, at least one) -> token: int64[1]. Ordering only: the token exists once every input does, so
+// a Done (or a tie) reading it runs after the nodes that make them. The graph pass uses it to keep a block of compute
+// whose results only leave the program (ZeRO's optimizer update of one layer) where it placed it: ORT's sequential
+// executor would otherwise run it with the graph's outputs, after everything else. Reads no input; no state.
+const char* AfterName(const CustomOp*) { return "After"; }
+int AnyIn(const CustomOp*, size_t) { return 0; }        // UNDEFINED: any element type
+int Int64Out(const CustomOp*, size_t) { return 7; }
+int VariadicIn(const CustomOp*, size_t) { return 2; }  // INPUT_OUTPUT_VARIADIC
+int Heterogeneous(const CustomOp*) { return 0; }       // each input of its own type
+St AfterCreate(const CustomOp*, const void*, const OrtKernelInfo*, void** out) {
+  *out = nullptr;
+  return nullptr;
+}
+void* AfterCreateV1(const CustomOp*, const void*, const OrtKernelInfo*) { return nullptr; }
+void AfterDestroy(void*) {}
+St AfterCompute(void*, OrtKernelContext* ctx) {
+  Tensor tok;
+  if (St s = Output(ctx, 0, {1}, &tok)) return s;
+  *static_cast<int64_t*>(tok.data) = 0;
+  return nullptr;
+}
+void AfterComputeV1(void* k, OrtKernelContext* ctx) {
+  if (St s = AfterCompute(k, ctx)) {
+    std::fprintf(stderr, "jaxts.async.After failed: %s\n", fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s));
+    fn<void (*)(St)>(kReleaseStatus)(s);
+  }
+}
+constexpr CustomOp MakeAfterOp() {
+  return CustomOp{16, AfterCreateV1, AfterName, Ep, AnyIn, One, Int64Out, One, AfterComputeV1, AfterDestroy,
+                  VariadicIn, Required, DefaultMem, OneArity, Heterogeneous, OneArity, OneArity, AfterCreate, AfterCompute,
+                  {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr}};
+}
+CustomOp g_ops[] = {MakeOp<true>(), MakeOp<false>(), MakeAfterOp()};
 
 }  // namespace
 
 bool RegisterAsyncCollectiveOps(const void* const* api) {
   if (g_domain) return true;
   g_api = api;
-  CustomOp* ops[] = {&g_ops[0], &g_ops[1]};
-  if (St s = CreateOpDomain(api, "jaxts.async", ops, 2, &g_domain)) {
+  CustomOp* ops[] = {&g_ops[0], &g_ops[1], &g_ops[2]};
+  if (St s = CreateOpDomain(api, "jaxts.async", ops, 3, &g_domain)) {
     std::fprintf(stderr, "jaxts: cannot register the async collective ops: %s\n", fn<const char* (*)(const OrtStatus*)>(kGetErrorMessage)(s));
     fn<void (*)(St)>(kReleaseStatus)(s);
     return false;

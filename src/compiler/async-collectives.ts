@@ -56,7 +56,23 @@ export interface AsyncScheduleOptions {
    * only those whose asynchronous form can pay (asyncFormPays); the others stay synchronous nodes.
    */
   every?: boolean;
+  /**
+   * Wide schedule only. k >= 1 (default DEFAULT_UPDATE_LAG): what reads a reduce-scatter's result and feeds no collective (ZeRO's
+   * optimizer update of one layer's shard) runs k reduce-scatters later, right after the input of the k-th next
+   * reduce-scatter is made, so that reduce-scatter's Done is awaited k layers after its Start instead of at the end of
+   * the step. 0: those readers keep their program position (the updates all after the whole backward;
+   * JAXTS_ASYNC_UPDATE=late, the A/B).
+   */
+  updateLag?: number;
 }
+
+/**
+ * How many reduce-scatters after its own a reduce-scatter's readers (ZeRO's per-layer optimizer update) run in the
+ * wide schedule (AsyncScheduleOptions.updateLag). 2, not 1: with 4 device threads on 2 cores a peer is often more than
+ * a layer behind, and a Done one layer after its Start then blocks mid-backward and pays a wake-up (the reduce-scatters'
+ * "pulling" time rose 3-10x at lag 1); notes/training-parallel.md "z3ovl".
+ */
+export const DEFAULT_UPDATE_LAG = 2;
 
 /**
  * All-reduces of more bytes than this stay synchronous in the wide (mailbox) schedule: see asyncFormPays. Small ones
@@ -141,7 +157,8 @@ function inputBytes(
  * the device stalled at the earliest position d of E: every other device is stalled at a position >= d or finished,
  * so it has run every node before d, in particular d's Start: d's wait is satisfied, a contradiction. So no set of
  * devices waits forever; only a peer that never runs (a failed rank) stalls a Done, and the collective timeout ends
- * that wait. Posting early changes none of this: it only moves Starts earlier in E.
+ * that wait. Posting early changes none of this: it only moves Starts earlier in E; nor do the early update blocks
+ * (updateLag) and their After tokens: they move compute, and an After waits for no peer.
  */
 export function scheduleAsyncCollectives(
   g: GraphBuilder,
@@ -163,7 +180,12 @@ export function scheduleAsyncCollectives(
   );
   if (!chosen.size) return 0;
   const split = (nd: GraphNode) => chosen.has(nd);
-  const { nodes, feedsGather } = hoistCollectiveInputs(g.nodeList, wide, split);
+  const { nodes, feedsGather, updates } = hoistCollectiveInputs(
+    g.nodeList,
+    wide,
+    split,
+    wide ? (opts.updateLag ?? DEFAULT_UPDATE_LAG) : 0,
+  );
   const n = nodes.length;
   const producer = new Map<string, number>();
   const firstReader = new Map<string, number>();
@@ -203,7 +225,7 @@ export function scheduleAsyncCollectives(
     });
   });
   const all = [...splits.values()];
-  const gatingAtOrAfter = (slot: number, not: Split, strictly = false): Split | undefined =>
+  const gatingAtOrAfter = (slot: number, not?: Split, strictly = false): Split | undefined =>
     all
       .filter((s) => s !== not && s.gating && (strictly ? s.done > slot : s.done >= slot))
       .sort((a, b) => a.done - b.done)[0];
@@ -211,6 +233,9 @@ export function scheduleAsyncCollectives(
   // (its `after` input, ordering only): ORT then runs a run of Starts in this order, so only the last Start before
   // the compute that must follow them needs a tie (a tie on every Start put a Where into each next gather's input
   // chain, which kept ORT from merging the rematerialized backward's copy of it with the forward's)
+  // slots whose node belongs to an early update block (a Done there is read by one)
+  const inUpdate = new Set(updates.flat());
+  const readByUpdate = new Set(nodes.flatMap((nd, i) => (inUpdate.has(nd) ? [i] : [])));
   const chain = [...all].sort((a, b) => a.start - b.start || Number(a.late) - Number(b.late));
   const after = new Map<Split, string>();
   chain.forEach((s, k) => k > 0 && after.set(s, chain[k - 1].token));
@@ -237,15 +262,39 @@ export function scheduleAsyncCollectives(
     }
     runBy.set(s, own);
     if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], s.token]]);
-    else if (t && t.done < s.done) t.extra.push(s.token);
+    // a Done that an early update block reads gets the token even when a tie precedes it: the tied node may be one
+    // of that block's own inputs (its step count), which ORT's executor may run after the Done
+    if ((!tie || readByUpdate.has(t?.done ?? -1)) && t && t.done < s.done) t.extra.push(s.token);
   }
   for (const s of all) if (!s.gating) gatingAtOrAfter(s.done, s)?.extra.push(s.doneToken);
+  const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
+    m.set(slot, [...(m.get(slot) ?? []), ...x]);
+  // each block of early updates (hoistCollectiveInputs) ends in an After of the values it leaves unread, whose token
+  // is tied into the compute that follows the block, or fed to the next gating Done: ORT's executor would otherwise
+  // run the block with the graph's outputs, after the whole backward
+  const afterAt = new Map<number, GraphNode[]>();
+  const pos = new Map(nodes.map((nd, i) => [nd, i]));
+  for (const block of updates) {
+    const inBlock = new Set(block);
+    const read = new Set<string>();
+    for (const nd of block) readsOf(nd, read);
+    const sinks = block.flatMap((nd) => nd.outputs.filter((o) => o && !read.has(o)));
+    const slot = Math.max(...block.map((nd) => pos.get(nd)!)) + 1;
+    if (!sinks.length || slot >= n || [...inBlock].some((nd) => splits.has(pos.get(nd)!))) continue;
+    const token = g.fresh("async_after");
+    const t = gatingAtOrAfter(slot);
+    const tie = tieTarget(nodes, splits, shapes, dtypes, slot, t?.done ?? n);
+    if (tie) ties.set(tie[0], [...(ties.get(tie[0]) ?? []), [tie[1], token]]);
+    else if (t) t.extra.push(token);
+    else continue;
+    push(afterAt, slot, [
+      { opType: "After", inputs: sinks, outputs: [token], attrs: [], domain: ASYNC_DOMAIN, name: `${token}_after` },
+    ]);
+  }
   const noDeps = g.int64s([0]);
   const startsAt = new Map<number, GraphNode[]>(),
     lateStartsAt = new Map<number, GraphNode[]>(),
     donesAt = new Map<number, GraphNode[]>();
-  const push = (m: Map<number, GraphNode[]>, slot: number, x: GraphNode[]) =>
-    m.set(slot, [...(m.get(slot) ?? []), ...x]);
   let id = 0;
   for (const s of all) {
     const attrs: [string, TaggedAttr][] = [
@@ -290,6 +339,7 @@ export function scheduleAsyncCollectives(
   }
   const out: GraphNode[] = [];
   for (let i = 0; i <= n; i++) {
+    out.push(...(afterAt.get(i) ?? []));
     out.push(...(startsAt.get(i) ?? []), ...(donesAt.get(i * 2) ?? []), ...(donesAt.get(i * 2 + 1) ?? []));
     out.push(...(lateStartsAt.get(i) ?? []));
     if (i < n && !splits.has(i)) {
@@ -362,14 +412,20 @@ const isCollective = (nd: GraphNode): boolean => nd.domain === COLLECTIVES_DOMAI
  * position). A gradient bucket packed after the whole backward pass in program order then starts right after its
  * layer's gradients exist, while earlier layers' backward still runs. With `gathersToo` (the wide schedule) what an
  * all-gather reads comes before everything else its inputs allow: ZeRO-3's per-layer pieces of the parameter shard,
- * forward and rematerialized backward, then all precede layer 0.
+ * forward and rematerialized backward, then all precede layer 0. With `updateLag` k > 0, a node that feeds no
+ * collective but reads (transitively) the result of reduce-scatter r comes right after what the k-th reduce-scatter
+ * after the last such r reads (ZeRO-3, k = 1: layer i's update after layer i-1's backward), instead of after
+ * everything else; with fewer than k reduce-scatters after r, at the end as before.
  */
 function hoistCollectiveInputs(
   nodes: readonly GraphNode[],
   gathersToo: boolean,
   split: (nd: GraphNode) => boolean,
-): { nodes: GraphNode[]; feedsGather: Set<GraphNode> } {
+  updateLag = 0,
+): { nodes: GraphNode[]; feedsGather: Set<GraphNode>; updates: GraphNode[][] } {
   const n = nodes.length;
+  // the nodes of each block of early updates (by the key they run at)
+  const blocks = new Map<number, GraphNode[]>();
   const deps = nodeDependencies(nodes);
   const key = new Array<number>(n).fill(Infinity);
   nodes.forEach((nd, c) => {
@@ -385,8 +441,36 @@ function hoistCollectiveInputs(
       stack.push(...deps[j]);
     }
   });
+  if (updateLag > 0) {
+    const scatters = nodes.flatMap((nd, c) => (split(nd) && nd.opType === "ReduceScatter" ? [c] : []));
+    // the last split reduce-scatter each node reads through its inputs (-1: none); `nodes` is in topological order
+    const last = new Array<number>(n).fill(-1);
+    nodes.forEach((nd, j) => {
+      for (const d of deps[j])
+        last[j] = Math.max(last[j], last[d], split(nodes[d]) && nodes[d].opType === "ReduceScatter" ? d : -1);
+    });
+    for (let j = 0; j < n; j++) {
+      if (key[j] !== Infinity || last[j] < 0) continue;
+      const next = scatters[scatters.findIndex((c) => c > last[j]) + updateLag - 1];
+      if (next === undefined || next <= last[j]) continue;
+      // after the next reduce-scatter's inputs (key next), before what the one after it reads (key > next)
+      const prio = next + 0.5;
+      blocks.set(prio, [...(blocks.get(prio) ?? []), nodes[j]]);
+      const stack = [j];
+      while (stack.length) {
+        const i = stack.pop()!;
+        if (key[i] <= prio) continue;
+        key[i] = prio;
+        stack.push(...deps[i]);
+      }
+    }
+  }
   // the ready nodes by (key, position)
   const less = (a: number, b: number) => key[a] < key[b] || (key[a] === key[b] && a < b);
   const feedsGather = new Set(nodes.filter((_, j) => key[j] === -1));
-  return { nodes: orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)"), feedsGather };
+  return {
+    nodes: orderNodes(nodes, deps, less, "scheduleAsyncCollectives (the lowered graph)"),
+    feedsGather,
+    updates: [...blocks.values()],
+  };
 }

@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { GraphBuilder, type GraphNode } from "../../src/backends/onnx/graph-builder.js";
 import {
   asyncFormPays,
+  DEFAULT_UPDATE_LAG,
   MAILBOX_ALL_REDUCE_SYNC_BYTES,
   scheduleAsyncCollectives,
 } from "../../src/compiler/async-collectives.js";
@@ -186,7 +187,8 @@ function twoGradients(): { g: GraphBuilder; g1: string; e: string; x: string } {
 
 test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the update), not at the next reduce-scatter", () => {
   const { g, g1, e, x } = twoGradients();
-  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true }), 2);
+  // (early updates off: the next test covers the After that ends layer 1's update block with them on)
+  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true, updateLag: 0 }), 2);
   assert.deepEqual(trace(g), [
     "Sin",
     `CollectiveStart(${g1})`,
@@ -219,6 +221,92 @@ test("wide schedule: a gradient's reduce-scatter is awaited at its reader (the u
   const d1 = nn.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === narrow.g1)!;
   const d0 = nn.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === narrow.e)!;
   assert.ok(nn.find((n) => n.outputs[0] === d0.inputs[1])!.inputs.includes(d1.outputs[1]), trace(narrow.g).join());
+});
+
+/** Three layers' gradients reduce-scattered in backward order, every update (Neg, Floor, Ceil) after all of them. */
+function threeGradients(): { g: GraphBuilder; x: string; gs: string[]; rs: string[] } {
+  const g = new GraphBuilder("grads3");
+  const x = g.addInput("x", "float32", [2, 2]);
+  const gs = [g.op("Sin", [x]), g.op("Exp", [g.op("Cos", [x])]), g.op("Tanh", [g.op("Sigmoid", [x])])];
+  const rs = gs.map((v) => g.addNode("ReduceScatter", [v], 1, { ...GATHER, reduce: 0 }, "jaxts.collectives")[0]);
+  ["Neg", "Floor", "Ceil"].forEach((op, k) => g.addOutput(g.op(op, [rs[k]]), "float32", [2]));
+  return { g, x, gs, rs };
+}
+
+test("wide schedule: a layer's update runs k reduce-scatters later, not at the end, and an After holds it there", () => {
+  const { g, x, gs } = threeGradients();
+  assert.equal(scheduleAsyncCollectives(g, new Map([[x, [2, 2]]]), { wide: true, updateLag: 1 }), 3);
+  // layer 2's update (Neg) right after layer 1's Start, layer 1's (Floor) right after layer 0's: each Done a layer
+  // after its Start instead of all three after the whole backward
+  assert.deepEqual(trace(g), [
+    "Sin",
+    `CollectiveStart(${gs[0]})`,
+    "Cast",
+    "Squeeze",
+    "Where",
+    "Cos",
+    "Exp",
+    `CollectiveStart(${gs[1]})`,
+    "Concat",
+    `CollectiveDone(${gs[0]})`,
+    "Neg",
+    "After(neg_0)",
+    "Cast",
+    "Squeeze",
+    "Where",
+    "Sigmoid",
+    "Tanh",
+    `CollectiveStart(${gs[2]})`,
+    "Concat",
+    `CollectiveDone(${gs[1]})`,
+    "Floor",
+    "After(floor_0)",
+    "Concat",
+    `CollectiveDone(${gs[2]})`,
+    "Ceil",
+  ]);
+  // the After of Neg is tied into layer 0's backward (Sigmoid reads x through a Where on its token), the After of
+  // Floor feeds the last Done: ORT cannot leave either update to the end with the graph's outputs
+  const nodes = g.nodeList;
+  const afters = nodes.filter((n) => n.opType === "After");
+  assert.deepEqual(
+    afters.map((n) => n.inputs),
+    [["neg_0"], ["floor_0"]],
+  );
+  const cast = nodes.find((n) => n.opType === "Cast" && n.inputs[0] === afters[0].outputs[0])!;
+  const squeeze = nodes.find((n) => n.inputs[0] === cast.outputs[0])!;
+  const where = nodes.find((n) => n.opType === "Where" && n.inputs[0] === squeeze.outputs[0])!;
+  assert.equal(nodes.find((n) => n.opType === "Sigmoid")!.inputs[0], where.outputs[0]);
+  const lastDone = nodes.find((n) => n.opType === "CollectiveDone" && n.inputs[0] === gs[2])!;
+  assert.ok(nodes.find((n) => n.outputs[0] === lastDone.inputs[1])!.inputs.includes(afters[1].outputs[0]));
+  // off (JAXTS_ASYNC_UPDATE=late): the updates stay after every Start, no After
+  const late = threeGradients();
+  scheduleAsyncCollectives(late.g, new Map([[late.x, [2, 2]]]), { wide: true, updateLag: 0 });
+  const t = trace(late.g);
+  assert.ok(!t.some((op) => op.startsWith("After")), t.join());
+  assert.ok(t.indexOf("Neg") > t.indexOf(`CollectiveStart(${late.gs[2]})`), t.join());
+  // lag 2 (the default): layer 2's update after layer 0's Start, layer 1's (no second reduce-scatter after it) at
+  // the end
+  assert.equal(DEFAULT_UPDATE_LAG, 2);
+  const lag2 = threeGradients();
+  scheduleAsyncCollectives(lag2.g, new Map([[lag2.x, [2, 2]]]), { wide: true });
+  const t2 = trace(lag2.g);
+  assert.deepEqual(t2.slice(t2.indexOf(`CollectiveStart(${lag2.gs[2]})`)), [
+    `CollectiveStart(${lag2.gs[2]})`,
+    "Concat",
+    `CollectiveDone(${lag2.gs[0]})`,
+    "Neg",
+    "After(neg_0)",
+    "Concat",
+    `CollectiveDone(${lag2.gs[1]})`,
+    "Floor",
+    `CollectiveDone(${lag2.gs[2]})`,
+    "Ceil",
+  ]);
+  // narrow (thread mode) ignores updateLag: no After either
+  const narrow = threeGradients();
+  scheduleAsyncCollectives(narrow.g, new Map([[narrow.x, [2, 2]]]));
+  assert.ok(!trace(narrow.g).some((op) => op.startsWith("After")));
 });
 
 /** A gathered layer whose backward re-gathers the same pieces (remat), placed after the forward in program order. */

@@ -198,3 +198,49 @@ test(
     }
   },
 );
+
+/** run() with overlap and JAXTS_ASYNC_UPDATE = `lag` ("late", or how many reduce-scatters after its own an update runs). */
+function runUpdateLag(stage: ZeroStage, n: number, lag: string) {
+  const saved = process.env.JAXTS_ASYNC_UPDATE;
+  process.env.JAXTS_ASYNC_UPDATE = lag;
+  try {
+    return run(stage, n, true);
+  } finally {
+    if (saved === undefined) delete process.env.JAXTS_ASYNC_UPDATE;
+    else process.env.JAXTS_ASYNC_UPDATE = saved;
+  }
+}
+
+test(
+  "ZeRO stage 3 on 4 devices: each layer's update runs k reduce-scatters after its own (k = 2 by default, 1, or late at the end), the same bits as overlap off",
+  { skip },
+  () => {
+    const off = run(3, 4, false),
+      lag2 = run(3, 4, true),
+      lag1 = runUpdateLag(3, 4, "1"),
+      late = runUpdateLag(3, 4, "late");
+    for (const [r, what] of [
+      [lag2, "lag 2"],
+      [lag1, "lag 1"],
+      [late, "late"],
+    ] as const) {
+      assert.deepEqual(r.losses, off.losses, what);
+      assert.deepEqual(r.params, off.params, what);
+    }
+    // rank 0's reduce-scatters of the last step, in the order they started: one per layer, one for the outer leaves
+    const scatters = (cs: readonly CollectiveTiming[]) =>
+      cs.filter((c) => c.kind === "ReduceScatter").sort((a, b) => a.start - b.start);
+    const [e2, e1, l] = [scatters(lag2.colls), scatters(lag1.colls), scatters(late.colls)];
+    for (const r of [e2, e1, l]) assert.equal(r.length, LAYERS + 1);
+    // lag k: reduce-scatter i is awaited (its Done returned) after Start i + k and before Start i + k + 1, i.e. while
+    // the backward still runs; late: every Done after the last Start
+    const awaitedBetween = (r: typeof l, k: number) =>
+      r.slice(0, r.length - k - 1).every((c, i) => c.end > r[i + k].start && c.end < r[i + k + 1].start);
+    assert.ok(awaitedBetween(e1, 1), `lag 1: ${e1.map((c) => `${c.start}-${c.end}`).join(", ")}`);
+    assert.ok(awaitedBetween(e2, 2), `lag 2: ${e2.map((c) => `${c.start}-${c.end}`).join(", ")}`);
+    assert.ok(
+      l.every((c) => c.end > l[LAYERS].start),
+      "late: every reduce-scatter awaited after the last one started",
+    );
+  },
+);

@@ -21,7 +21,11 @@ import {
   synchronize,
   type LaunchRecord,
 } from "../../src/runtime/index.js";
-import { collectiveOverlapKey, withCollectiveOverlap } from "../../src/parallel/overlap-collectives.js";
+import {
+  asyncScheduleOptions,
+  collectiveOverlapKey,
+  withCollectiveOverlap,
+} from "../../src/parallel/overlap-collectives.js";
 import { values } from "./device-compare.js";
 import { setDeviceProgramObserver } from "../../src/parallel/shard-map-devices.js";
 import { compileOptions } from "../../src/compiler/compile.js";
@@ -404,10 +408,11 @@ test("a CollectiveStart whose CollectiveDone never runs fails its rank with an e
 });
 
 test("the schedule that selects the compiled program follows the native switch (JAXTS_ASYNC_COLLECTIVES)", () => {
-  const saved = [process.env.JAXTS_ASYNC_COLLECTIVES, process.env.JAXTS_ASYNC_SCHEDULE];
+  const saved = [process.env.JAXTS_ASYNC_COLLECTIVES, process.env.JAXTS_ASYNC_SCHEDULE, process.env.JAXTS_ASYNC_UPDATE];
   try {
     delete process.env.JAXTS_ASYNC_COLLECTIVES;
     delete process.env.JAXTS_ASYNC_SCHEDULE;
+    delete process.env.JAXTS_ASYNC_UPDATE;
     assert.equal(collectiveOverlapKey(), false);
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
     process.env.JAXTS_ASYNC_SCHEDULE = "narrow";
@@ -421,6 +426,20 @@ test("the schedule that selects the compiled program follows the native switch (
       withEverySplit(() => withCollectiveOverlap(true, collectiveOverlapKey)),
       "wide-every",
     );
+    // the update lag (wide only): late -> 0, a count, the default 2 has no suffix; nonsense is refused
+    process.env.JAXTS_ASYNC_UPDATE = "late";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide-lag0");
+    assert.deepEqual(asyncScheduleOptions("wide-lag0"), { wide: true, every: false, updateLag: 0 });
+    process.env.JAXTS_ASYNC_UPDATE = "1";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide-lag1");
+    process.env.JAXTS_ASYNC_UPDATE = "2";
+    assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "wide");
+    assert.deepEqual(asyncScheduleOptions("wide"), { wide: true, every: false, updateLag: 2 });
+    process.env.JAXTS_ASYNC_UPDATE = "soon";
+    assert.throws(
+      () => withCollectiveOverlap(true, collectiveOverlapKey),
+      /JAXTS_ASYNC_UPDATE must be "late" or a count >= 0, got "soon"/,
+    );
     process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
     assert.equal(withCollectiveOverlap(true, collectiveOverlapKey), "narrow");
     assert.equal(withCollectiveOverlap(false, collectiveOverlapKey), false);
@@ -428,6 +447,7 @@ test("the schedule that selects the compiled program follows the native switch (
     for (const [k, v] of [
       ["JAXTS_ASYNC_COLLECTIVES", saved[0]],
       ["JAXTS_ASYNC_SCHEDULE", saved[1]],
+      ["JAXTS_ASYNC_UPDATE", saved[2]],
     ] as const)
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
