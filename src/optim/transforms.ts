@@ -135,18 +135,27 @@ export function scaleByAdam(...args: Args<AdamPos, ScaleByAdamOpts>): GradientTr
   return adamCore("optim.scaleByAdam", o);
 }
 
+/** checkHyper for each named hyperparameter. */
+function checkHypers(fn: string, hs: Record<string, Hyper>): void {
+  for (const [k, v] of Object.entries(hs)) checkHyper(fn, k, v);
+}
+/** Adam's bias-corrected first moment; with nesterov NAdam's look-ahead b1 * mu_hat(t+1) + (1 - b1) * g_hat(t). */
+function firstMomentHat(mu: Tree, updates: Tree, b1: Hyper, countInc: Array, nesterov: boolean): Tree {
+  return nesterov
+    ? treeMap(
+        (m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
+        biasCorrection(mu, b1, safeIncrement(countInc)),
+        biasCorrection(updates, b1, countInc),
+      )
+    : biasCorrection(mu, b1, countInc);
+}
+
 export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation {
   const b1 = o.b1 ?? 0.9,
     b2 = o.b2 ?? 0.999,
     eps = o.eps ?? 1e-8,
     epsRoot = o.epsRoot ?? 0;
-  for (const [k, v] of [
-    ["b1", b1],
-    ["b2", b2],
-    ["eps", eps],
-    ["epsRoot", epsRoot],
-  ] as const)
-    checkHyper(fn, k, v);
+  checkHypers(fn, { b1, b2, eps, epsRoot });
   const muDtype = userDType(fn, o.muDtype);
   const nesterov = o.nesterov ?? false;
   return makeTransformation(
@@ -156,13 +165,7 @@ export function adamCore(fn: string, o: ScaleByAdamOpts): GradientTransformation
       const mu = updateMoment(updates, s.mu, b1, 1);
       const nu = updateMoment(updates, s.nu, b2, 2);
       const countInc = safeIncrement(s.count);
-      const muHat = nesterov
-        ? treeMap(
-            (m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
-            biasCorrection(mu, b1, safeIncrement(countInc)),
-            biasCorrection(updates, b1, countInc),
-          )
-        : biasCorrection(mu, b1, countInc);
+      const muHat = firstMomentHat(mu, updates, b1, countInc, nesterov);
       const nuHat = biasCorrection(nu, b2, countInc);
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), muHat, nuHat);
       return [out, { count: countInc, mu: castTree(mu, muDtype), nu: castLikeTree(nu, s.nu) }];
@@ -476,13 +479,7 @@ export function beliefCore(fn: string, o: ScaleByBeliefOpts): GradientTransforma
     b2 = o.b2 ?? 0.999,
     eps = o.eps ?? 1e-16,
     epsRoot = o.epsRoot ?? 1e-16;
-  for (const [k, v] of [
-    ["b1", b1],
-    ["b2", b2],
-    ["eps", eps],
-    ["epsRoot", epsRoot],
-  ] as const)
-    checkHyper(fn, k, v);
+  checkHypers(fn, { b1, b2, eps, epsRoot });
   if (o.nesterov !== undefined && typeof o.nesterov !== "boolean")
     throw new TypeError(`${fn}: nesterov must be a boolean, got ${typeof o.nesterov}`);
   const nesterov = o.nesterov ?? false;
@@ -495,13 +492,7 @@ export function beliefCore(fn: string, o: ScaleByBeliefOpts): GradientTransforma
       const predictionError = treeMap((g, m) => jnp.subtract(g, m), updates, mu);
       const nu = treeMap((v) => jnp.add(v, epsRoot), updateMoment(predictionError, s.nu, b2, 2));
       const countInc = safeIncrement(s.count);
-      const muHat = nesterov
-        ? treeMap(
-            (m, g) => jnp.add(jnp.multiply(b1, m), jnp.multiply(oneMinus(b1), g)),
-            biasCorrection(mu, b1, safeIncrement(countInc)),
-            biasCorrection(updates, b1, countInc),
-          )
-        : biasCorrection(mu, b1, countInc);
+      const muHat = firstMomentHat(mu, updates, b1, countInc, nesterov);
       const nuHat = biasCorrection(nu, b2, countInc);
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(v), eps)), muHat, nuHat);
       return [out, { count: countInc, mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
