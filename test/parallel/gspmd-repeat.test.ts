@@ -6,8 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import v8 from "node:v8";
-import vm from "node:vm";
+import { assertCollected } from "../helpers/collected.js";
 import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -31,8 +30,6 @@ import { close, ints, vals } from "./gspmd-cases.js";
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
-v8.setFlagsFromString("--expose-gc");
-const gc = vm.runInNewContext("gc") as () => void;
 
 /** f's outputs, and whether the call took the fast path (the repeat counter moved by one) and made one launch. */
 function path<T>(f: () => T): { out: T; fast: boolean; launches: number } {
@@ -281,15 +278,7 @@ test("the fast path keeps no argument or output alive", { skip }, async () => {
     let refs = calls();
     assert.ok(path(() => f(vals([64]))).fast, "the record is in place");
     synchronize();
-    await new Promise((r) => setImmediate(r));
-    gc();
-    await new Promise((r) => setImmediate(r));
-    gc();
-    assert.deepEqual(
-      refs.map((r) => r.deref() === undefined),
-      refs.map(() => true),
-      "no argument or output is reachable from the jitted function",
-    );
+    await assertCollected(refs, "no argument or output is reachable from the jitted function");
     refs = [];
   } finally {
     config.update("spmdRuntime", INITIAL_SPMD_RUNTIME);

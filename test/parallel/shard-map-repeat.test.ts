@@ -6,8 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import v8 from "node:v8";
-import vm from "node:vm";
+import { assertCollected, gc } from "../helpers/collected.js";
 import { INITIAL_SPMD_RUNTIME } from "../helpers/spmd-runtime.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
@@ -17,8 +16,6 @@ import { deviceRuntimeUnavailable, launchCount, runtimeDevice, synchronize } fro
 const { NamedSharding, P } = sharding;
 
 const skip = deviceRuntimeUnavailable() ?? false;
-v8.setFlagsFromString("--expose-gc");
-const gc = vm.runInNewContext("gc") as () => void;
 
 /** Row-major float64 values 0.5 * (i + 1) of `shape`, as dtype. */
 const ramp = (shape: number[], dtype: "float32" | "int32" = "float32", scale = 0.5): Array =>
@@ -63,15 +60,7 @@ test("the repeated-call cache keeps no argument or output alive", { skip }, asyn
     let refs = calls();
     synchronize(); // the launches in flight hold their buffers until they settle
     assert.deepEqual(inUse(), before, "disposed arguments and outputs give their device memory back");
-    await new Promise((r) => setImmediate(r));
-    gc();
-    await new Promise((r) => setImmediate(r));
-    gc();
-    assert.deepEqual(
-      refs.map((r) => r.deref() === undefined),
-      refs.map(() => true),
-      "no argument or output is reachable from the shardMap closure",
-    );
+    await assertCollected(refs, "no argument or output is reachable from the shardMap closure");
     refs = [];
     assert.deepEqual(f(ramp([8])).tolist(), [6, 8, 10, 12]);
   } finally {
