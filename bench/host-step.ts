@@ -3,9 +3,9 @@
  * the bench's shardMap step in a loop that waits for every step, JS-thread CPU from its schedstat, no other work.
  * `--pmap-tiny`: devices.js's pmap of a tiny function (2x16 float32) instead, with the median native stamps.
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { jsThreadNs as jsNs } from "./schedstat.js";
-import { Session } from "node:inspector/promises";
+import { startCpuProfile } from "./cpu-profile.js";
 import { config } from "../src/core/config.js";
 import { mlpProblem } from "./mlp-problem.js";
 
@@ -71,13 +71,7 @@ if (pause > 0) {
 }
 // --profile=FILE: a CPU profile (node:inspector, 50 us sampling) of the measured steps only, not the setup
 const profile = process.argv.find((a) => a.startsWith("--profile="))?.slice(10);
-const session = profile ? new Session() : null;
-if (session) {
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.setSamplingInterval", { interval: 50 });
-  await session.post("Profiler.start");
-}
+const stopProfile = await startCpuProfile(profile || undefined);
 const u0 = jsUserSys();
 const j0 = jsNs(),
   t0 = performance.now();
@@ -86,7 +80,7 @@ const js = (jsNs() - j0) / 1e6 / steps,
   wall = (performance.now() - t0) / steps;
 const u1 = jsUserSys();
 const [user, sys] = [(u1[0] - u0[0]) / steps, (u1[1] - u0[1]) / steps];
-if (session && profile) writeFileSync(profile, JSON.stringify((await session.post("Profiler.stop")).profile));
+await stopProfile();
 const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
 const med = (a: number[]): number => [...a].sort((u, v) => u - v)[a.length >> 1] ?? NaN;
 if (tinyMode)

@@ -4,8 +4,8 @@
  * turns in blocks, and each call's host time is split by the launch's native stamps into the JS work before the launch,
  * the launch itself, the work after it until the call returns, and the wait for the outputs; JS-thread CPU per step from schedstat.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
+import { readFileSync } from "node:fs";
+import { startCpuProfile } from "./cpu-profile.js";
 import { jsThreadNs as jsNs } from "./schedstat.js";
 import { config } from "../src/core/config.js";
 import { mlpProblem } from "./mlp-problem.js";
@@ -87,19 +87,13 @@ const timed = (k: number): void => {
 };
 for (let i = 0; i < 20; i++) for (const c of cases) c.run();
 const profile = arg("profile", "");
-const session = profile ? new Session() : null;
-if (session) {
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.setSamplingInterval", { interval: 50 });
-  await session.post("Profiler.start");
-}
+const stopProfile = await startCpuProfile(profile || undefined);
 for (let i = 0, round = 0; i < steps; i += block, round++) {
   const order = cases.map((_, k) => k);
   if (round % 2) order.reverse();
   for (const k of order) for (let j = 0; j < block; j++) timed(k);
 }
-if (session && profile) writeFileSync(profile, JSON.stringify((await session.post("Profiler.stop")).profile));
+await stopProfile();
 const med = (a: number[]): number => [...a].sort((u, v) => u - v)[a.length >> 1] ?? NaN;
 const load = readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
 for (const [k, c] of parts.entries())
