@@ -6,6 +6,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { withEnv } from "../helpers/env.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 4);
 config.update("spmdRuntime", "devices");
@@ -68,14 +69,7 @@ const batch = (s: number): [Array, Array] => [
 
 /** run() with the communication thread per device instead of the default mailboxes (JAXTS_ASYNC_COLLECTIVES). */
 function runThread(stage: ZeroStage, n: number) {
-  const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
-  process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
-  try {
-    return run(stage, n, true);
-  } finally {
-    if (saved === undefined) delete process.env.JAXTS_ASYNC_COLLECTIVES;
-    else process.env.JAXTS_ASYNC_COLLECTIVES = saved;
-  }
+  return withEnv("JAXTS_ASYNC_COLLECTIVES", "thread", () => run(stage, n, true));
 }
 
 /** run() on the emulation (config.spmdRuntime "emulation": no device threads, no native collectives). */
@@ -201,14 +195,7 @@ test(
 
 /** run() with overlap and JAXTS_ASYNC_UPDATE = `lag` ("late", or how many reduce-scatters after its own an update runs). */
 function runUpdateLag(stage: ZeroStage, n: number, lag: string) {
-  const saved = process.env.JAXTS_ASYNC_UPDATE;
-  process.env.JAXTS_ASYNC_UPDATE = lag;
-  try {
-    return run(stage, n, true);
-  } finally {
-    if (saved === undefined) delete process.env.JAXTS_ASYNC_UPDATE;
-    else process.env.JAXTS_ASYNC_UPDATE = saved;
-  }
+  return withEnv("JAXTS_ASYNC_UPDATE", lag, () => run(stage, n, true));
 }
 
 test(

@@ -5,6 +5,7 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
+import { withEnv } from "../helpers/env.js";
 import { config } from "../../src/core/config.js";
 config.update("numCpuDevices", 8);
 import { type Array, checkpoint, grad, lax, makeMesh, numpy as jnp, shardMap, sharding } from "../../src/index.js";
@@ -41,28 +42,16 @@ const MODES: readonly Mode[] = ["off", "mailbox", "thread", "emulation"];
 
 /** Runs f under JAXTS_ASYNC_COLLECTIVES=thread (the native ops read it at each CollectiveStart), then restores it. */
 function withThreadMode<T>(f: () => T): T {
-  const saved = process.env.JAXTS_ASYNC_COLLECTIVES;
-  process.env.JAXTS_ASYNC_COLLECTIVES = "thread";
-  try {
+  return withEnv("JAXTS_ASYNC_COLLECTIVES", "thread", () => {
     const r = f();
     synchronize();
     return r;
-  } finally {
-    if (saved === undefined) delete process.env.JAXTS_ASYNC_COLLECTIVES;
-    else process.env.JAXTS_ASYNC_COLLECTIVES = saved;
-  }
+  });
 }
 
 /** Runs f under JAXTS_ASYNC_SELECT=every (the pass splits every collective; read when a program is staged). */
 function withEverySplit<T>(f: () => T): T {
-  const saved = process.env.JAXTS_ASYNC_SELECT;
-  process.env.JAXTS_ASYNC_SELECT = "every";
-  try {
-    return f();
-  } finally {
-    if (saved === undefined) delete process.env.JAXTS_ASYNC_SELECT;
-    else process.env.JAXTS_ASYNC_SELECT = saved;
-  }
+  return withEnv("JAXTS_ASYNC_SELECT", "every", f);
 }
 
 /** f's outputs in each mode (`modes`), and the collectives each device launch recorded, per mode. */
@@ -497,20 +486,14 @@ test(
         { mesh, inSpecs: P("x"), outSpecs: [P("x"), P(), P("x")] },
       )(x) as Array[];
     const want = runModes(f, ["off"]).outs.get("off")!;
-    const saved = process.env.JAXTS_MAILBOX_SPIN;
-    try {
-      for (const spin of [undefined, "0", "1000000", "y2000", "y0"]) {
-        if (spin === undefined) delete process.env.JAXTS_MAILBOX_SPIN;
-        else process.env.JAXTS_MAILBOX_SPIN = spin; // read by each Done
+    for (const spin of [undefined, "0", "1000000", "y2000", "y0"])
+      // read by each Done
+      withEnv("JAXTS_MAILBOX_SPIN", spin, () => {
         const { outs, recs } = runModes(f, ["mailbox"]);
         assert.deepEqual(outs.get("mailbox"), want, `JAXTS_MAILBOX_SPIN=${spin}`);
         const colls = recs.get("mailbox")!.flatMap((r) => r.collectives.flat());
         assert.ok(colls.length >= 8 * 6 && colls.every((c) => c.wait >= 0), `JAXTS_MAILBOX_SPIN=${spin}: asynchronous`);
-      }
-    } finally {
-      if (saved === undefined) delete process.env.JAXTS_MAILBOX_SPIN;
-      else process.env.JAXTS_MAILBOX_SPIN = saved;
-    }
+      });
   },
 );
 
