@@ -70,6 +70,12 @@ const loss = (p: Params, x: Array, y: Array): Array => {
   const lp = nn.logSoftmax(jnp.add(jnp.matmul(h, p[2]), p[3]));
   return jnp.negative(jnp.mean(jnp.sum(jnp.multiply(lp, nn.oneHot(y, 4)), -1)));
 };
+/** The small MLP problem the training-step tests run: parameters (12-16-4), a batch of 8 and its labels. */
+const mlpProblem = (): { params: Params; x: Array; y: Array } => ({
+  params: [vals([12, 16], 1), vals([16], 2), vals([16, 4], 3), vals([4], 4)],
+  x: vals([8, 12], 5),
+  y: ints([8], 4, 6),
+});
 const sgd = (p: Params, x: Array, y: Array): Params => {
   const g = grad(loss)(p, x, y) as unknown as Params;
   return p.map((w, i) => jnp.subtract(w, jnp.multiply(g[i], 0.5)));
@@ -80,9 +86,7 @@ test(
   { skip },
   () =>
     onDevices(() => {
-      const params = [vals([12, 16], 1), vals([16], 2), vals([16, 4], 3), vals([4], 4)];
-      const x = vals([8, 12], 5),
-        y = ints([8], 4, 6);
+      const { params, x, y } = mlpProblem();
       const plain = jit(sgd);
       // data parallel (2) and data x tensor parallel (2 x 2, w1 by columns and w2 by rows over "model")
       const layouts: [number[], string[], (string | null)[][]][] = [
@@ -290,9 +294,7 @@ test(
   { skip },
   () =>
     onDevices(() => {
-      const params = [vals([12, 16], 1), vals([16], 2), vals([16, 4], 3), vals([4], 4)];
-      const x = vals([8, 12], 5),
-        y = ints([8], 4, 6);
+      const { params, x, y } = mlpProblem();
       const mesh = makeMesh([2], ["data"]);
       const S = (e: (string | null)[]) => new NamedSharding(mesh, P(...e));
       const pS = params.map(() => S([]));
