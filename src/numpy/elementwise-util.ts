@@ -182,37 +182,3 @@ export function keepDims(y: Array, shape: readonly number[], axes: readonly numb
     shape.map((d, i) => (axes.includes(i) ? 1 : d)),
   );
 }
-
-/** Sorts along the last axis without a sort primitive: rank by pairwise comparison (NaN last, stable), then place. */
-export function sortLastAxis(x: Array): Array {
-  const n = x.shape[x.ndim - 1];
-  if (n <= 1) return x;
-  const nd = x.ndim;
-  const big = [...x.shape, n];
-  const xi = ops.broadcastInDim(x, big, [...x.shape.keys()]);
-  const xj = ops.broadcastInDim(
-    x,
-    big,
-    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
-  );
-  const nanI = ops.ne(xi, xi),
-    nanJ = ops.ne(xj, xj);
-  // x_j precedes x_i: smaller, or non-NaN before NaN, or equal (both NaN counts as equal) with j < i
-  const less = ops.or(ops.lt(xj, xi), ops.and(nanI, ops.not(nanJ)));
-  const eq = ops.or(ops.eq(xj, xi), ops.and(nanI, nanJ));
-  const jBefore = ops.lt(ops.iota("int32", big, nd), ops.iota("int32", big, nd - 1));
-  const rank = ops.reduceSum(ops.convert(ops.or(less, ops.and(eq, jBefore)), "int32"), [nd]);
-  // sorted[..., k] = sum_i x_i [rank_i == k]
-  const rk = ops.broadcastInDim(
-    rank,
-    big,
-    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
-  );
-  const hit = ops.eq(rk, ops.iota("int32", big, nd - 1));
-  const vals = ops.broadcastInDim(
-    x,
-    big,
-    [...x.shape.keys()].map((k) => (k === nd - 1 ? nd : k)),
-  );
-  return ops.reduceSum(ops.select(hit, vals, ops.fullLike(vals, 0)), [nd]);
-}

@@ -13,6 +13,7 @@ import {
 } from "../core/dtype.js";
 import { broadcastShapes, prod as shapeProd, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
+import { sortMany } from "../primitives/sort.js";
 import { complexArgExtremum, complexReduceExtremum } from "./complex-order.js";
 import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
 import {
@@ -26,7 +27,6 @@ import {
   keepDims,
   parseArgs,
   sel,
-  sortLastAxis,
   toInexact,
   userDType,
 } from "./elementwise-util.js";
@@ -589,7 +589,8 @@ function quantileImpl(
   if (n === 0) throw new Error(`${fn}: cannot take a quantile over an empty axis (shape ${shapeStr(x.shape)})`);
   const batch = keep.map((k) => x.shape[k]);
   const flat = ops.reshape(ops.transpose(x, [...keep, ...axes]), [...batch, n]);
-  const s = sortLastAxis(flat);
+  // lax.sort along the last axis (NaNs last); the O(n^2) rank-by-comparison sort took 6 s at n = 5000
+  const s = sortMany([flat], flat.ndim - 1)[0];
   const nanM = ops.ne(flat, flat);
   // valid count per slice (NaNs sort last and are skipped by the nan* forms)
   const cnt = nanAware

@@ -9,7 +9,6 @@ import { typecheckJaxpr } from "../../src/core/jaxpr.js";
 import { grad } from "../../src/transforms/api.js";
 import { array } from "../../src/numpy/core.js";
 import * as R from "../../src/numpy/reductions.js";
-import { sortLastAxis } from "../../src/numpy/elementwise-util.js";
 import { assertThrowsWith, runFixture } from "./math-cases.js";
 
 const NS: Record<string, unknown> = { ...R };
@@ -21,20 +20,23 @@ test("fixture covers every exported reduction", () => {
   assert.deepEqual(untested, []);
 });
 
-test("sortLastAxis sorts with NaN last and is stable", () => {
-  const s = sortLastAxis(
-    array(
-      [
-        [3, NaN, -1, 2, -1],
-        [0, 0, 5, -7, NaN],
-      ],
-      { dtype: "float32" },
-    ),
+test("quantile / median sort with NaN last and stay fast on long axes (lax.sort, not pairwise ranking)", () => {
+  const x = array(
+    [
+      [3, NaN, -1, 2, -1],
+      [0, 0, 5, -7, NaN],
+    ],
+    { dtype: "float32" },
   );
-  assert.deepEqual(s.tolist(), [
-    [-1, -1, 2, 3, NaN],
-    [-7, 0, 0, 5, NaN],
-  ]);
+  // nanmedian skips the NaN: sorted non-NaN rows [-1, -1, 2, 3] and [-7, 0, 0, 5]
+  assert.deepEqual(R.nanmedian(x, 1).tolist(), [0.5, 0]);
+  assert.deepEqual(R.nanquantile(x, 0, 1).tolist(), [-1, -7]);
+  assert.deepEqual(R.nanquantile(x, 1, 1).tolist(), [3, 5]);
+  // 200,001 values 0..200000 in a scrambled order (7919 is coprime to n): the median is 100000, exactly
+  const n = 200001;
+  const v = new Float32Array(n).map((_, i) => (i * 7919) % n);
+  assert.equal(R.median(array(v)).item(), 100000);
+  assert.equal(R.quantile(array(v), 0.25).item(), 50000);
 });
 
 test("method-style trailing undefineds and option objects parse like positional args", () => {
