@@ -6,6 +6,7 @@ import { isBool } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { asArrayArg, broadcastTo, promoteArgs, promoteDtypes } from "./core.js";
+import { searchsorted } from "./sorting.js";
 import {
   type ArrayInput,
   type Args,
@@ -160,11 +161,8 @@ export function interp(
   const [xa, xpa] = promoteDtypes("interp", [toInexact("interp", x), toInexact("interp", xpa0)]);
   const fpa = toInexact("interp", fpa0);
   const n = xpa.shape[0];
-  // i = searchsorted(xp, x, side="right") clipped to [1, n-1], by counting xp <= x
-  const xe = ops.broadcastInDim(xa, [...xa.shape, n], [...xa.shape.keys()]);
-  const xpe = ops.broadcastInDim(xpa, [...xa.shape, n], [xa.ndim]);
-  const cnt = ops.reduceSum(ops.convert(ops.le(xpe, xe), "int32"), [xa.ndim]);
-  const i = ops.clamp(1, cnt, Math.max(n - 1, 1));
+  // i = searchsorted(xp, x, side="right") clipped to [1, n-1] (a binary search past small sizes)
+  const i = ops.clamp(1, searchsorted(xpa, xa, "right"), Math.max(n - 1, 1));
   const im1 = ops.sub(i, c(i, 1));
   const xpi = take1d(xpa, i),
     xpl = take1d(xpa, im1),

@@ -177,14 +177,43 @@ export function searchsorted(a: AL, v: AL, ...args: unknown[]): Array {
       throw new Error(`searchsorted: sorter of shape ${shapeStr(s.shape)} must match a of shape ${shapeStr(sa.shape)}`);
     sa = ops.gather(sa, ops.reshape(ops.convert(s, "int32"), [sa.shape[0], 1]), [0], "clip");
   }
+  const method = o.method ?? "default";
+  if (!["default", "scan", "scan_unrolled", "sort", "compare_all"].includes(method))
+    throw new Error(
+      `searchsorted: method must be one of "scan", "scan_unrolled", "sort", "compare_all", got ${JSON.stringify(method)}`,
+    );
   const n = sa.shape[0];
   if (n === 0) return ops.full(sv.shape, 0, "int32");
-  const big = [...sv.shape, n];
+  // JAX's "compare_all" costs n per query: kept where that is small (few ops beat a search's ~8 per halving)
+  const compareAll = method === "compare_all" || (method === "default" && n * Math.max(1, sv.size) <= 1 << 16);
+  return compareAll ? searchCompareAll(sa, sv, side) : searchBinary(sa, sv, side);
+}
+/** left: #{a_i < v}; right: #{a_i <= v} = #{not (v < a_i)}, counted over every a_i ([...v.shape, n] comparisons). */
+function searchCompareAll(sa: Array, sv: Array, side: "left" | "right"): Array {
+  const big = [...sv.shape, sa.shape[0]];
   const ab = ops.broadcastInDim(sa, big, [sv.ndim]);
   const vb = ops.broadcastInDim(sv, big, range(sv.ndim));
-  // left: #{a_i < v}; right: #{a_i <= v} = #{not (v < a_i)}
   const hit = side === "left" ? totalLt(ab, vb) : ops.not(totalLt(vb, ab));
   return ops.reduceSum(ops.convert(hit, "int32"), [sv.ndim]);
+}
+/**
+ * The same counts by binary search (JAX's default "scan" method): each query's answer lies in [lo, hi], halved
+ * ceil(log2(n + 1)) times: a[mid] before v (left: a[mid] < v; right: not v < a[mid]) moves lo past mid, else hi to mid.
+ */
+function searchBinary(sa: Array, sv: Array, side: "left" | "right"): Array {
+  const n = sa.shape[0];
+  const int = (k: number) => ops.full(sv.shape, k, "int32");
+  let lo = int(0),
+    hi = int(n);
+  for (let k = Math.ceil(Math.log2(n + 1)); k > 0; k--) {
+    const mid = ops.shiftRightArithmetic(ops.add(lo, hi), int(1));
+    const am = ops.gather(sa, ops.reshape(ops.min(mid, int(n - 1)), [...sv.shape, 1]), [0], "clip");
+    const before = side === "left" ? totalLt(am, sv) : ops.not(totalLt(sv, am));
+    const open = ops.lt(lo, hi);
+    lo = ops.select(ops.and(open, before), ops.add(mid, int(1)), lo);
+    hi = ops.select(ops.and(open, ops.not(before)), mid, hi);
+  }
+  return lo;
 }
 /** jnp.digitize(x, bins, right=false): bin indices for increasing or decreasing bins. */
 export function digitize(x: AL, bins: AL, ...args: unknown[]): Array {

@@ -106,3 +106,36 @@ test("sort / argsort / topK are differentiable and batchable", () => {
 
 // histogram / bincount / digitize / searchsorted checked against NumPy 2 (numpy-parity.json)
 runParityCases(fns, ["histogram", "bincount", "digitize", "searchsorted"]);
+
+test("searchsorted: the binary search (scan, the default past small sizes) equals compare_all and a JS count", () => {
+  // sorted a with duplicates and trailing NaNs; queries with NaN, duplicates, values outside a's range, 2-D
+  const av = [-3, -1, -1, 0, 2, 2, 2, 5, 7, NaN, NaN];
+  const a = array(av, { dtype: "float32" });
+  const vv = [
+    [-4, -1, 0.5, 2, 8, NaN],
+    [7, 5, -3, 2.5, -1, 10],
+  ];
+  const v = array(vv, { dtype: "float32" });
+  // NumPy's rule with NaN sorted last: left counts a_i < v, right counts a_i <= v (NaN above every number)
+  const before = (x: number, y: number) => (Number.isNaN(y) ? !Number.isNaN(x) : x < y);
+  const count = (q: number, side: string) => av.filter((x) => (side === "left" ? before(x, q) : !before(q, x))).length;
+  for (const side of ["left", "right"] as const) {
+    const want = vv.map((row) => row.map((q) => count(q, side)));
+    for (const method of ["scan", "scan_unrolled", "sort", "compare_all"]) {
+      assert.deepEqual(So.searchsorted(a, v, { side, method }).tolist(), want, `${side} ${method}`);
+      assert.deepEqual(
+        jit((x: Array, y: Array) => So.searchsorted(x, y, { side, method }))(a, v).tolist(),
+        want,
+        `jit ${side} ${method}`,
+      );
+    }
+    assert.equal(So.searchsorted(a, 2, { side, method: "scan" }).item(), count(2, side), `scalar ${side}`);
+  }
+  // a long sorted array and many queries (a compare_all matrix here would hold 4e8 elements): every answer checked
+  const n = 20000;
+  const long = array(Float32Array.from({ length: n }, (_, i) => i * 2));
+  const qs = Float32Array.from({ length: n }, (_, i) => (i * 7919) % (2 * n + 3));
+  const got = So.searchsorted(long, array(qs), "right").tolist() as number[];
+  got.forEach((g, i) => assert.equal(g, Math.min(n, Math.floor(qs[i] / 2) + 1), `query ${qs[i]}`));
+  assert.throws(() => So.searchsorted(a, v, { method: "bisect" }), /searchsorted: method must be one of "scan"/);
+});
