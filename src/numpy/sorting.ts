@@ -20,6 +20,7 @@ import {
   shapeStr,
   staticInt,
 } from "./struct-util.js";
+import { extent } from "../core/extent.js";
 
 type AL = ArrayLike | NestedValue;
 interface SortOpts {
@@ -390,7 +391,7 @@ export function bincount(x: AL, ...args: unknown[]): Array {
         "bincount: x is traced, so the output length is unknown; pass a static length (e.g. bincount(x, { length: 5 }))",
       );
     const v = numbersOf(c);
-    length = Math.max(minlength, v.length ? Math.max(0, ...v) + 1 : 0);
+    length = Math.max(minlength, v.length ? Math.max(0, extent(v)[1]) + 1 : 0);
   } else length = staticInt("bincount", o.length, "length");
   let w: Array;
   if (o.weights === undefined || o.weights === null) w = ops.full(xv.shape, 1, indexDType());

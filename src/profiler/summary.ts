@@ -3,6 +3,7 @@
  * top programs and collectives, host time by kind, and each StepTraceAnnotation step broken down by what ran in it.
  */
 import { DEVICES_PID, DEVICE_TID0, HOST_PID, type TraceEvent, type TraceFile } from "./trace-file.js";
+import { extent } from "../core/extent.js";
 
 export interface NamedTotal {
   name: string;
@@ -92,8 +93,8 @@ const r3 = (x: number): number => Math.round(x * 1000) / 1000;
 export function summarizeTrace(t: TraceFile, top = 10): TraceSummary {
   const xs = t.traceEvents.filter((e) => e.ph === "X");
   const span = (e: TraceEvent): Span => ({ ts: e.ts, end: e.ts + (e.dur ?? 0) });
-  const lo = xs.length ? Math.min(...xs.map((e) => e.ts)) : 0;
-  const hi = xs.length ? Math.max(...xs.map((e) => e.ts + (e.dur ?? 0))) : 0;
+  const lo = xs.length ? extent(xs.map((e) => e.ts))[0] : 0;
+  const hi = xs.length ? extent(xs.map((e) => e.ts + (e.dur ?? 0)))[1] : 0;
   const dev = xs.filter((e) => e.pid === DEVICES_PID);
   const ids = [...new Set(dev.map((e) => e.tid - DEVICE_TID0))].sort((a, b) => a - b);
   const perDevice = (id: number, a = lo, b = hi) => {

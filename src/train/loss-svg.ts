@@ -1,4 +1,5 @@
 /** @file A small hand-written SVG line chart of the training loss (and held-out accuracy marks) for the job's output. */
+import { extent } from "../core/extent.js";
 
 const esc = (s: string): string => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
 const fmt = (x: number): string =>
@@ -18,8 +19,7 @@ export function lossCurveSvg(
   const pw = W - m.l - m.r,
     ph = H - m.t - m.b;
   const finite = losses.filter((x) => Number.isFinite(x) && x > 0);
-  const lo = finite.length ? Math.min(...finite) : 1,
-    hi = finite.length ? Math.max(...finite) : 1;
+  const [lo, hi] = finite.length ? extent(finite) : [1, 1];
   const log = hi / lo > 10;
   const f = (v: number) => (log ? Math.log10(v) : v);
   const y0 = f(lo),
@@ -33,8 +33,7 @@ export function lossCurveSvg(
   for (let i = 0; i < losses.length; i += per) {
     const chunk = losses.slice(i, i + per).filter((x) => Number.isFinite(x) && x > 0);
     if (!chunk.length) continue;
-    const a = Math.max(...chunk),
-      b = Math.min(...chunk);
+    const [b, a] = extent(chunk);
     pts.push(`${X(i + 1).toFixed(1)},${Y(a).toFixed(1)}`);
     if (b !== a) pts.push(`${X(i + 1).toFixed(1)},${Y(b).toFixed(1)}`);
   }
