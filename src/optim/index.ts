@@ -40,8 +40,14 @@ export type {
   RmspropOpts,
   YogiOpts,
 } from "./alias.js";
-export { MultiSteps, applyIfFinite } from "./wrappers.js";
-export type { ApplyIfFiniteState, EveryKSchedule, MultiStepsOpts, MultiStepsState } from "./wrappers.js";
+export { MultiSteps, applyIfFinite, skipLargeUpdates, skipNotFinite } from "./wrappers.js";
+export type {
+  ApplyIfFiniteState,
+  EveryKSchedule,
+  MultiStepsOpts,
+  MultiStepsState,
+  ShouldSkipUpdateFn,
+} from "./wrappers.js";
 export {
   constantSchedule,
   cosineDecaySchedule,

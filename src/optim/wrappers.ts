@@ -11,11 +11,18 @@ import {
   shardRefusal,
   shardedUpdate,
   safeIncrement,
+  withoutShardedUpdate,
   treeMap,
 } from "./base.js";
 
 /** The number of mini-steps to accumulate: a positive integer, or a function of the gradient step count. */
 export type EveryKSchedule = number | ((gradientStep: Array) => Array | number);
+
+/**
+ * optax's ShouldSkipUpdateFunction: from a mini-step's updates, the gradient step count and the params, whether to
+ * skip that mini-step (a bool scalar) and a pytree of Arrays kept in MultiSteps' state as `skipState`.
+ */
+export type ShouldSkipUpdateFn = (updates: Tree, gradientStep: Array, params: Tree | undefined) => [Array, Tree];
 
 /** optax.MultiStepsState: the mini-step within the current accumulation, the count of emitted steps, and so on. */
 export interface MultiStepsState {
@@ -23,10 +30,53 @@ export interface MultiStepsState {
   gradientStep: Array;
   innerOptState: OptState;
   accGrads: Tree;
+  /** What shouldSkipUpdateFn returned last ({} without one). */
+  skipState: Tree;
 }
 
 export interface MultiStepsOpts {
   useGradMean?: boolean;
+  shouldSkipUpdateFn?: ShouldSkipUpdateFn | null;
+}
+
+/** The sum over leaves of f(leaf) (float32 scalars), over all devices' slices under a sharded update. */
+function sumOverLeaves(fn: string, updates: Tree, f: (x: Array) => Array): Array {
+  let acc: Array = jnp.zeros([], "float32");
+  for (const leaf of tree.leaves(updates)) {
+    if (!(leaf instanceof Array)) throw new TypeError(`${fn}: every update leaf must be an Array, got ${typeof leaf}`);
+    acc = jnp.add(acc, jnp.astype(jnp.sum(f(leaf)), "float32"));
+  }
+  // per-device partial sums add up to the full one (the zero padding adds nothing)
+  const ctx = shardedUpdate();
+  return ctx ? ctx.sum(acc) : acc;
+}
+
+/** optax.skip_not_finite: skip a mini-step whose updates hold a NaN/Inf; skipState { shouldSkip, numNotFinite }. */
+export function skipNotFinite(updates: Tree, gradientStep: Array, params?: Tree): [Array, Tree] {
+  void gradientStep;
+  void params;
+  const n = sumOverLeaves("optim.skipNotFinite", updates, (x) => jnp.logicalNot(jnp.isfinite(x)));
+  const shouldSkip = jnp.greater(n, 0);
+  return [shouldSkip, { shouldSkip, numNotFinite: jnp.astype(n, "int32") }];
+}
+
+/**
+ * optax.skip_large_updates: skip a mini-step whose squared global norm is not below maxSquaredNorm (NaN included);
+ * skipState { shouldSkip, normSquared }. Pass it as (u, s, p) => skipLargeUpdates(u, s, p, max).
+ */
+export function skipLargeUpdates(
+  updates: Tree,
+  gradientStep: Array,
+  params: Tree,
+  maxSquaredNorm: number,
+): [Array, Tree] {
+  void gradientStep;
+  void params;
+  if (typeof maxSquaredNorm !== "number" || Number.isNaN(maxSquaredNorm))
+    throw new TypeError(`optim.skipLargeUpdates: maxSquaredNorm must be a number, got ${String(maxSquaredNorm)}`);
+  const normSquared = sumOverLeaves("optim.skipLargeUpdates", updates, (x) => jnp.square(x));
+  const shouldSkip = jnp.logicalNot(jnp.less(normSquared, maxSquaredNorm));
+  return [shouldSkip, { shouldSkip, normSquared }];
 }
 
 /** Checks that `t` is a GradientTransformation (naming `fn` and `what`). */
@@ -53,13 +103,19 @@ function innerShards(inner: GradientTransformation, what: string): ShardBehaviou
  * state as it was. k is `everyKSchedule` or its value at the gradient step count. Its state is a pytree of Arrays,
  * so the step works under jit: both outcomes are computed and the right one selected leaf by leaf.
  *
+ * With shouldSkipUpdateFn, a mini-step it flags returns zero updates and leaves the state as it was (only skipState
+ * changes).
+ *
  * On ZeRO's flat shards it is exact when `opt` is: the accumulation is elementwise (zero where the gradients are),
- * the counters are replicated scalars that every device advances alike, and `opt` sees the accumulated slices.
+ * the counters are replicated scalars that every device advances alike, and `opt` sees the accumulated slices. A
+ * shouldSkipUpdateFn other than skipNotFinite is refused there: it would see slices, and nothing says it sums them
+ * (skipLargeUpdates does, but is handed over inside a closure this library cannot inspect).
  */
 export class MultiSteps implements GradientTransformation {
   readonly opt: GradientTransformation;
   readonly everyKSchedule: EveryKSchedule;
   readonly useGradMean: boolean;
+  readonly shouldSkipUpdateFn: ShouldSkipUpdateFn | null;
   readonly shards: ShardBehaviour;
 
   constructor(
@@ -68,7 +124,7 @@ export class MultiSteps implements GradientTransformation {
     ...args: Args<[useGradMean: boolean], MultiStepsOpts>
   ) {
     const fn = "optim.MultiSteps";
-    const o = parseArgs<MultiStepsOpts>(fn, args, ["useGradMean"]);
+    const o = parseArgs<MultiStepsOpts>(fn, args, ["useGradMean"], ["shouldSkipUpdateFn"]);
     this.opt = checkTransformation(fn, "opt", opt);
     if (typeof everyKSchedule === "number") {
       if (!Number.isInteger(everyKSchedule) || everyKSchedule < 1)
@@ -79,9 +135,19 @@ export class MultiSteps implements GradientTransformation {
       );
     if (o.useGradMean !== undefined && typeof o.useGradMean !== "boolean")
       throw new TypeError(`${fn}: useGradMean must be a boolean, got ${typeof o.useGradMean}`);
+    const skip = o.shouldSkipUpdateFn ?? null;
+    if (skip !== null && typeof skip !== "function")
+      throw new TypeError(`${fn}: shouldSkipUpdateFn must be a function or null, got ${typeof skip}`);
     this.everyKSchedule = everyKSchedule;
     this.useGradMean = o.useGradMean ?? true;
-    this.shards = innerShards(this.opt, "optim.MultiSteps's inner optimizer");
+    this.shouldSkipUpdateFn = skip;
+    this.shards =
+      skip === null || skip === skipNotFinite
+        ? innerShards(this.opt, "optim.MultiSteps's inner optimizer")
+        : {
+            exact: false,
+            reason: `${fn}: its shouldSkipUpdateFn would see flat 1/n slices of the updates and is not known to sum across them (only optim.skipNotFinite is); use stage 0`,
+          };
     // init/update are handed around detached (chain, masked, the ZeRO step): bind them once
     this.init = this.init.bind(this) as GradientTransformation["init"];
     this.update = this.update.bind(this) as GradientTransformation["update"];
@@ -93,7 +159,16 @@ export class MultiSteps implements GradientTransformation {
       gradientStep: jnp.zeros([], "int32"),
       innerOptState: this.opt.init(params),
       accGrads: treeMap((p) => jnp.zerosLike(p), params),
+      skipState: {},
     };
+    // the skip state's layout (zeros of it, like optax): the function's result for zero updates at step 0, computed
+    // locally (under ZeRO the context's sums belong to update; init runs no collectives)
+    const skip = this.shouldSkipUpdateFn;
+    if (skip)
+      state.skipState = treeMap(
+        (x) => jnp.zerosLike(x),
+        withoutShardedUpdate(() => skip(state.accGrads, state.gradientStep, params)[1]),
+      );
     return state;
   }
 
@@ -117,7 +192,8 @@ export class MultiSteps implements GradientTransformation {
     const [innerUpdates, innerState] = this.opt.update(acc, s.innerOptState, params as Tree);
     const zeros = treeMap((g) => jnp.zerosLike(g), updates);
     const out = selectTree(emit, innerUpdates, zeros) as U;
-    const newState: MultiStepsState = {
+    // the counters, inner state and accumulator after this mini-step (skipState is handled below)
+    const next: Omit<MultiStepsState, "skipState"> = {
       miniStep: jnp.where(emit, jnp.zeros([], "int32"), safeIncrement(s.miniStep)),
       gradientStep: jnp.where(emit, safeIncrement(s.gradientStep), s.gradientStep),
       innerOptState: selectTree(emit, innerState, s.innerOptState),
@@ -127,7 +203,17 @@ export class MultiSteps implements GradientTransformation {
         acc,
       ),
     };
-    return [out, newState];
+    if (!this.shouldSkipUpdateFn) return [out, { ...next, skipState: s.skipState ?? {} }];
+    // a skipped mini-step: zero updates and the state as it was, but for skipState
+    const [skip, skipState] = this.shouldSkipUpdateFn(updates, s.gradientStep, params as Tree);
+    const prev: Omit<MultiStepsState, "skipState"> = {
+      miniStep: s.miniStep,
+      gradientStep: s.gradientStep,
+      innerOptState: s.innerOptState,
+      accGrads: s.accGrads,
+    };
+    const kept = selectTree(skip, prev, next) as Omit<MultiStepsState, "skipState">;
+    return [selectTree(skip, zeros, out) as U, { ...kept, skipState }];
   }
 
   /** optax's MultiSteps.has_updated: whether the last update emitted `opt`'s step (a bool scalar Array). */
