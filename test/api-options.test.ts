@@ -254,6 +254,9 @@ const TABLE: Map<string, Row> = new Map([
   ...none("a class constructed with new; its options object rejects unknown keys (tested in test/optim/yogi-radam-multisteps.test.ts)", [
     "optim.MultiSteps",
   ]),
+  ...none("optax's ShouldSkipUpdateFunction signature (updates, gradientStep, params[, maxSquaredNorm]): positional, called by MultiSteps", [
+    "optim.skipNotFinite", "optim.skipLargeUpdates",
+  ]),
   ...none("no arguments (a query or a reset); nothing to misread", [
     "HOST_DEVICE.toString", "HOST_DEVICE.memoryStats", "clearCaches", "deviceCount", "devices", "localDeviceCount", "localDevices", "processCount", "processIndex",
     "runtime.deviceRuntimeUnavailable", "runtime.lastLaunchTimeline", "optim.identity", "config.read", "distributed.isInitialized",

@@ -342,8 +342,9 @@ test(
 const yogi0: OptFactory = () =>
   optim.chain(optim.scaleByYogi({ initialAccumulatorValue: 0, eps: 1e-3 }), optim.scaleByLearningRate(0.05));
 const radam: OptFactory = () => optim.radam(0.05);
-// two mini-steps per update: the 3 steps are accumulate, emit, accumulate
-const multiSteps: OptFactory = () => new optim.MultiSteps(optim.adam(0.05), 2);
+// two mini-steps per update: the 3 steps are accumulate, emit, accumulate (skipNotFinite's count summed over slices)
+const multiSteps: OptFactory = () =>
+  new optim.MultiSteps(optim.adam(0.05), 2, { shouldSkipUpdateFn: optim.skipNotFinite });
 // the finiteness test and the clipping norm both sum over the devices' slices
 const ifFinite: OptFactory = () =>
   optim.applyIfFinite(optim.chain(optim.clipByGlobalNorm(MAX_NORM), optim.adam(0.05)), 2);

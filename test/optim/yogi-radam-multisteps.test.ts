@@ -21,7 +21,16 @@ interface Counters {
 }
 interface OptCase {
   name: string;
-  fn: "yogi" | "radam" | "scaleByYogi" | "scaleByRadam" | "MultiSteps" | "MultiStepsSchedule" | "applyIfFinite";
+  fn:
+    | "yogi"
+    | "radam"
+    | "scaleByYogi"
+    | "scaleByRadam"
+    | "MultiSteps"
+    | "MultiStepsSchedule"
+    | "MultiStepsSkipNotFinite"
+    | "MultiStepsSkipLarge"
+    | "applyIfFinite";
   args: unknown[];
   lr?: number;
   every?: number;
@@ -56,6 +65,12 @@ function build(c: OptCase): optim.GradientTransformation {
       return new optim.MultiSteps(optim.adam(0.05), c.every!, ...(c.args as [optim.MultiStepsOpts]));
     case "MultiStepsSchedule":
       return new optim.MultiSteps(optim.sgd(0.1, 0.9), (gs: Array) => jnp.add(gs, 1));
+    case "MultiStepsSkipNotFinite":
+      return new optim.MultiSteps(optim.adam(0.05), 2, { shouldSkipUpdateFn: optim.skipNotFinite });
+    case "MultiStepsSkipLarge":
+      return new optim.MultiSteps(optim.sgd(0.1, 0.9), 2, {
+        shouldSkipUpdateFn: (u, s, p) => optim.skipLargeUpdates(u, s, p, 2.2),
+      });
     case "applyIfFinite":
       return optim.applyIfFinite(optim.sgd(0.1, 0.9), c.maxErrors!);
   }
@@ -159,6 +174,25 @@ test("applyIfFinite keeps the parameters and the inner state on a skipped step, 
   assert.equal(jnp.any(jnp.isnan(wu.w)).item(), true);
 });
 
+test("MultiSteps' skipState: skipNotFinite / skipLargeUpdates report why, and a skipped mini-step changes nothing else", () => {
+  const p = dec(FIX.params0);
+  const ms = new optim.MultiSteps(optim.adam(0.05), 2, { shouldSkipUpdateFn: optim.skipNotFinite });
+  const s0 = ms.init(p) as optim.MultiStepsState;
+  assert.deepEqual(Object.keys(s0.skipState as object).sort(), ["numNotFinite", "shouldSkip"]);
+  const [, s1] = ms.update(dec(FIX.grads[0]), s0, p) as [P, optim.MultiStepsState];
+  const [u2, s2] = ms.update(dec(FIX.badGrads[1]), s1, p) as [P, optim.MultiStepsState];
+  const sk = s2.skipState as { shouldSkip: Array; numNotFinite: Array };
+  assert.equal(sk.shouldSkip.item(), true);
+  assert.equal(sk.numNotFinite.item(), 1);
+  assert.equal(jnp.sum(jnp.abs(u2.w)).item(), 0);
+  assert.equal(s2.miniStep.item(), 1);
+  assertClose((s2.accGrads as P).w, (s1.accGrads as P).w, { rtol: 0, atol: 0 });
+  const [, l] = optim.skipLargeUpdates(dec(FIX.grads[2]), s0.gradientStep, p, 2.2) as [Array, { normSquared: Array }];
+  const g = dec(FIX.grads[2]);
+  const want = jnp.add(jnp.sum(jnp.square(g.w)), jnp.sum(jnp.square(g.b)));
+  assertClose(l.normSquared, want, { rtol: 1e-6 });
+});
+
 test("declarations on shards: yogi (initialAccumulatorValue 0), radam and the wrappers of exact optimizers are exact", () => {
   for (const t of [
     optim.radam(0.1),
@@ -180,6 +214,16 @@ test("declarations on shards: yogi (initialAccumulatorValue 0), radam and the wr
   const ms = new optim.MultiSteps(custom, 2).shards;
   assert.equal(ms.exact, false);
   assert.match((ms as { reason: string }).reason, /optim\.MultiSteps's inner optimizer does not declare/);
+  assert.deepEqual(new optim.MultiSteps(optim.adam(0.1), 2, { shouldSkipUpdateFn: optim.skipNotFinite }).shards, {
+    exact: true,
+  });
+  const big = new optim.MultiSteps(optim.adam(0.1), 2, {
+    shouldSkipUpdateFn: (u, s, p) => optim.skipLargeUpdates(u, s, p, 1),
+  }).shards;
+  assert.match(
+    (big as { reason: string }).reason,
+    /optim\.MultiSteps: its shouldSkipUpdateFn would see flat 1\/n slices/,
+  );
   const af = optim.applyIfFinite(optim.yogi(0.1), 1).shards!;
   assert.match((af as { reason: string }).reason, /optim\.yogi: its moments start/);
 });
@@ -241,6 +285,14 @@ test("errors name the function and the problem", () => {
   throwsMsg(
     () => new optim.MultiSteps(sgd, 2, { useGradMean: 1 } as never),
     /optim\.MultiSteps: useGradMean must be a boolean/,
+  );
+  throwsMsg(
+    () => new optim.MultiSteps(sgd, 2, { shouldSkipUpdateFn: 3 } as never),
+    /optim\.MultiSteps: shouldSkipUpdateFn must be a function or null, got number/,
+  );
+  throwsMsg(
+    () => optim.skipLargeUpdates({ a: jnp.ones([2]) }, jnp.zeros([], "int32"), null, "1" as never),
+    /optim\.skipLargeUpdates: maxSquaredNorm must be a number, got 1/,
   );
   throwsMsg(
     () => new optim.MultiSteps(sgd, 2).update({ a: jnp.ones([2]) }, {}),
