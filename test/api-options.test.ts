@@ -53,7 +53,7 @@ const TABLE: Map<string, Row> = new Map([
     "nn.initializers.lecunNormal", "nn.initializers.lecunUniform", "nn.initializers.normal", "nn.initializers.orthogonal",
     "nn.initializers.truncatedNormal", "nn.initializers.uniform", "nn.initializers.xavierNormal", "nn.initializers.xavierUniform",
     "numpy.meshgrid", "optim.addDecayedWeights", "optim.scaleByAdam", "optim.scaleByRms", "optim.scaleByRss",
-    "optim.scaleByStddev", "optim.scaleByTrustRatio", "optim.scaleByLion", "optim.scaleByBelief",
+    "optim.scaleByStddev", "optim.scaleByTrustRatio", "optim.scaleByLion", "optim.scaleByBelief", "optim.scaleByYogi", "optim.scaleByRadam",
   ]),
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), B), [
@@ -103,7 +103,7 @@ const TABLE: Map<string, Row> = new Map([
     "numpy.sort", "numpy.split", "numpy.squeeze", "numpy.stack", "numpy.std", "numpy.sum", "numpy.swapaxes", "numpy.trace",
     "numpy.transpose", "numpy.trapezoid", "numpy.tril", "numpy.triu", "numpy.unique", "numpy.uniqueAll", "numpy.uniqueCounts",
     "numpy.uniqueInverse", "numpy.uniqueValues", "numpy.unstack", "numpy.unwrap", "numpy.vander", "numpy.var", "numpy.vstack",
-    "numpy.zerosLike", "optim.adabelief", "optim.lion", "optim.adagrad", "optim.adam", "optim.adamw", "optim.lamb", "optim.nadam", "optim.nadamw", "optim.rmsprop",
+    "numpy.zerosLike", "optim.adabelief", "optim.lion", "optim.yogi", "optim.radam", "optim.adagrad", "optim.adam", "optim.adamw", "optim.lamb", "optim.nadam", "optim.nadamw", "optim.rmsprop",
     "optim.scaleByLearningRate", "optim.sgd", "optim.trace", "pmap", "random.PRNGKey", "random.key", "remat",
     "scipy.special.logSoftmax", "scipy.special.logsumexp", "scipy.special.softmax", "shardMap", "xmap",
   ]),
@@ -214,6 +214,8 @@ const TABLE: Map<string, Row> = new Map([
   one("optim.linearOnecycleSchedule", "options", (f) => f(10, 1, B)),
   one("optim.cosineOnecycleSchedule", "options", (f) => f(10, 1, B)),
   one("optim.piecewiseInterpolateSchedule", "fixed", (f) => f("linear", 1, { 5: 2 }, B)),
+  one("optim.sgdrSchedule", "fixed", (f) => f([{ initValue: 0, peakValue: 1, warmupSteps: 1, decaySteps: 4 }], B)),
+  one("optim.applyIfFinite", "fixed", (f) => f(jaxts.optim.sgd(0.1), 2, B)),
   one("serialize", "fixed", (f) => f({ a: x() }, B)),
   one("deserialize", "options", (f) => f(jaxts.serialize({ a: x() }), undefined, B)),
   one("save", "fixed", (f) => f("unused.safetensors", { a: x() }, B)),
@@ -248,6 +250,12 @@ const TABLE: Map<string, Row> = new Map([
     "numpy.linalg.SVDResult", "numpy.linalg.SlogdetResult", "numpy.linalg.EigResult", "profiler.TraceAnnotation", "profiler.StepTraceAnnotation",
     "runtime.DeviceOutOfMemoryError", "runtime.PendingLaunch", "runtime.PendingCopy", "random.PRNGKeyArray", "runtime.DeviceBuffer",
     "runtime.DeviceProgram", "runtime.RuntimeDevice", "sharding.Mesh", "sharding.NamedSharding", "sharding.SingleDeviceSharding", "tree.TreeDef",
+  ]),
+  ...none("a class constructed with new; its options object rejects unknown keys (tested in test/optim/yogi-radam-multisteps.test.ts)", [
+    "optim.MultiSteps",
+  ]),
+  ...none("optax's ShouldSkipUpdateFunction signature (updates, gradientStep, params[, maxSquaredNorm]): positional, called by MultiSteps", [
+    "optim.skipNotFinite", "optim.skipLargeUpdates",
   ]),
   ...none("no arguments (a query or a reset); nothing to misread", [
     "HOST_DEVICE.toString", "HOST_DEVICE.memoryStats", "clearCaches", "deviceCount", "devices", "localDeviceCount", "localDevices", "processCount", "processIndex",

@@ -1,4 +1,4 @@
-/** @file optax's optimizer aliases: sgd, adam, nadam, adamw, nadamw, rmsprop, adagrad, lamb, lion, adabelief (chains of transformations). */
+/** @file optax's optimizer aliases: sgd, adam, nadam, adamw, nadamw, rmsprop, adagrad, lamb, lion, adabelief, yogi, radam (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
@@ -15,12 +15,14 @@ import {
   addDecayedWeights,
   beliefCore,
   lionCore,
+  radamCore,
   scaleByLearningRate,
   scaleByRms,
   scaleByRss,
   scaleByStddev,
   scaleByTrustRatio,
   trace,
+  yogiCore,
 } from "./transforms.js";
 
 type Hyper = number | Array;
@@ -217,4 +219,35 @@ export function adabelief(
 ): GradientTransformation {
   const o = parseArgs<AdabeliefOpts>("optim.adabelief", args, ["b1", "b2", "eps", "epsRoot"], ["nesterov"]);
   return chain(beliefCore("optim.adabelief", o), scaleByLearningRate(learningRate));
+}
+
+export interface YogiOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+}
+/** optax.yogi: scaleByYogi (additive second-moment updates, eps 1e-3) then -learningRate. */
+export function yogi(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper], YogiOpts>
+): GradientTransformation {
+  const o = parseArgs<YogiOpts>("optim.yogi", args, ["b1", "b2", "eps"]);
+  return chain(yogiCore("optim.yogi", o), scaleByLearningRate(learningRate));
+}
+
+export interface RadamOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  threshold?: number;
+  nesterov?: boolean;
+}
+/** optax.radam: scaleByRadam (adam with the variance rectification once rho_t >= threshold) then -learningRate. */
+export function radam(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, threshold: number, nesterov: boolean], RadamOpts>
+): GradientTransformation {
+  const o = parseArgs<RadamOpts>("optim.radam", args, ["b1", "b2", "eps", "epsRoot", "threshold", "nesterov"]);
+  return chain(radamCore("optim.radam", o), scaleByLearningRate(learningRate));
 }

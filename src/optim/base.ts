@@ -75,6 +75,16 @@ export function withShardedUpdate<R>(ctx: ShardedUpdate, f: () => R): R {
     currentSharded = prev;
   }
 }
+/** Runs `f` with no sharded-update context (restored after): for local work such as building a state's layout. */
+export function withoutShardedUpdate<R>(f: () => R): R {
+  const prev = currentSharded;
+  currentSharded = null;
+  try {
+    return f();
+  } finally {
+    currentSharded = prev;
+  }
+}
 /** The sharded-update context in effect, or null for an ordinary (full-parameter) update. */
 export const shardedUpdate = (): ShardedUpdate | null => currentSharded;
 

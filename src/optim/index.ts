@@ -12,16 +12,42 @@ export {
   scaleByBelief,
   scaleByLearningRate,
   scaleByLion,
+  scaleByRadam,
   scaleByRms,
   scaleByRss,
   scaleBySchedule,
   scaleByStddev,
   scaleByTrustRatio,
+  scaleByYogi,
   trace,
 } from "./transforms.js";
-export type { ScaleByAdamOpts, ScaleByBeliefOpts, ScaleByLionOpts, ScaleByRmsOpts } from "./transforms.js";
-export { adabelief, adagrad, adam, adamw, lamb, lion, nadam, nadamw, rmsprop, sgd } from "./alias.js";
-export type { AdabeliefOpts, AdamOpts, AdamWOpts, LambOpts, LionOpts, RmspropOpts } from "./alias.js";
+export type {
+  ScaleByAdamOpts,
+  ScaleByBeliefOpts,
+  ScaleByLionOpts,
+  ScaleByRadamOpts,
+  ScaleByRmsOpts,
+  ScaleByYogiOpts,
+} from "./transforms.js";
+export { adabelief, adagrad, adam, adamw, lamb, lion, nadam, nadamw, radam, rmsprop, sgd, yogi } from "./alias.js";
+export type {
+  AdabeliefOpts,
+  AdamOpts,
+  AdamWOpts,
+  LambOpts,
+  LionOpts,
+  RadamOpts,
+  RmspropOpts,
+  YogiOpts,
+} from "./alias.js";
+export { MultiSteps, applyIfFinite, skipLargeUpdates, skipNotFinite } from "./wrappers.js";
+export type {
+  ApplyIfFiniteState,
+  EveryKSchedule,
+  MultiStepsOpts,
+  MultiStepsState,
+  ShouldSkipUpdateFn,
+} from "./wrappers.js";
 export {
   constantSchedule,
   cosineDecaySchedule,
@@ -33,8 +59,9 @@ export {
   piecewiseConstantSchedule,
   piecewiseInterpolateSchedule,
   polynomialSchedule,
+  sgdrSchedule,
   warmupConstantSchedule,
   warmupCosineDecaySchedule,
   warmupExponentialDecaySchedule,
 } from "./schedules.js";
-export type { CosineOnecycleOpts, ExponentialDecayOpts, LinearOnecycleOpts } from "./schedules.js";
+export type { CosineOnecycleOpts, ExponentialDecayOpts, LinearOnecycleOpts, SgdrCycle } from "./schedules.js";

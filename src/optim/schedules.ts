@@ -321,3 +321,53 @@ export function cosineOnecycleSchedule(
   bs.set(Math.trunc(steps), 1 / (div * finalDiv));
   return piecewiseInterpolateSchedule("cosine", peak / div, bs);
 }
+
+/** One cycle of sgdrSchedule: warmupCosineDecaySchedule's arguments (decaySteps counts the warmup too). */
+export interface SgdrCycle {
+  initValue: Hyper;
+  peakValue: number;
+  warmupSteps: number;
+  decaySteps: number;
+  endValue?: number;
+  exponent?: Hyper;
+}
+const SGDR_KEYS = ["initValue", "peakValue", "warmupSteps", "decaySteps", "endValue", "exponent"];
+
+/**
+ * optax.sgdr_schedule (SGD with warm restarts): the cycles' warmup-cosine-decay schedules one after another, each
+ * restarting its own count where the previous cycle's decaySteps end.
+ */
+export function sgdrSchedule(cosineKwargs: SgdrCycle[]): Schedule {
+  const fn = "optim.sgdrSchedule";
+  if (!globalThis.Array.isArray(cosineKwargs) || cosineKwargs.length === 0)
+    throw new TypeError(`${fn}: cosineKwargs must be a non-empty list of cycle objects, got ${String(cosineKwargs)}`);
+  const schedules: Schedule[] = [];
+  const boundaries: number[] = [];
+  let step = 0;
+  cosineKwargs.forEach((c, i) => {
+    if (c === null || typeof c !== "object")
+      throw new TypeError(`${fn}: cycle ${i} must be an object, got ${c === null ? "null" : typeof c}`);
+    for (const k of Object.keys(c))
+      if (!SGDR_KEYS.includes(k))
+        throw new TypeError(`${fn}: cycle ${i} has unexpected key "${k}" (expected ${SGDR_KEYS.join(", ")})`);
+    for (const k of ["initValue", "peakValue", "warmupSteps", "decaySteps"] as const)
+      if (c[k] === undefined) throw new TypeError(`${fn}: cycle ${i} is missing ${k}`);
+    const warmup = checkSteps(`${fn} (cycle ${i})`, "warmupSteps", c.warmupSteps);
+    const decay = checkSteps(`${fn} (cycle ${i})`, "decaySteps", c.decaySteps);
+    checkSteps(`${fn} (cycle ${i})`, "peakValue", c.peakValue);
+    if (!(decay > warmup))
+      throw new Error(
+        `${fn}: cycle ${i} needs decaySteps > warmupSteps, got decaySteps ${decay}, warmupSteps ${warmup}`,
+      );
+    schedules.push(
+      warmupCosineDecaySchedule(c.initValue, c.peakValue, warmup, decay, {
+        endValue: c.endValue ?? 0,
+        exponent: c.exponent ?? 1,
+      }),
+    );
+    step += decay;
+    boundaries.push(step);
+  });
+  // the last cycle's end is no boundary: it keeps its end value from there on
+  return joinSchedules(schedules, boundaries.slice(0, -1));
+}

@@ -1,4 +1,4 @@
-/** @file optax gradient transformations: scale*, scaleByLion, scaleByBelief, trace, addDecayedWeights, clip, clipByGlobalNorm and globalNorm, with optax's numerics. */
+/** @file optax gradient transformations: scale*, scaleByLion, scaleByBelief, scaleByYogi, scaleByRadam, trace, addDecayedWeights, clip, clipByGlobalNorm and globalNorm, with optax's numerics. */
 import { Array } from "../core/array.js";
 import { type DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
@@ -495,6 +495,127 @@ export function beliefCore(fn: string, o: ScaleByBeliefOpts): GradientTransforma
       const muHat = firstMomentHat(mu, updates, b1, countInc, nesterov);
       const nuHat = biasCorrection(nu, b2, countInc);
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(v), eps)), muHat, nuHat);
+      return [out, { count: countInc, mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+// ---------------------------------------------------------------- Yogi and RAdam
+
+export interface ScaleByYogiOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  initialAccumulatorValue?: Hyper;
+}
+const YOGI_NAMES = ["b1", "b2", "eps", "epsRoot", "initialAccumulatorValue"] as const;
+type YogiPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, initialAccumulatorValue: Hyper];
+
+/** optax.scale_by_yogi: mu / (sqrt(nu + epsRoot) + eps), nu moved additively: nu - (1 - b2) sign(nu - g^2) g^2. */
+export function scaleByYogi(...args: Args<YogiPos, ScaleByYogiOpts>): GradientTransformation {
+  return yogiCore("optim.scaleByYogi", parseArgs<ScaleByYogiOpts>("optim.scaleByYogi", args, YOGI_NAMES));
+}
+
+export function yogiCore(fn: string, o: ScaleByYogiOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-3,
+    epsRoot = o.epsRoot ?? 0,
+    init = o.initialAccumulatorValue ?? 1e-6;
+  checkHypers(fn, { b1, b2, eps, epsRoot, initialAccumulatorValue: init });
+  // both moments start at initialAccumulatorValue and there is no bias correction, so a zero gradient on a zero
+  // (padding) element still moves it unless that value is 0: only then is the update zero at zero
+  const shards =
+    init === 0
+      ? EXACT_ON_SHARDS
+      : {
+          exact: false as const,
+          reason: `${fn}: its moments start at initialAccumulatorValue (${typeof init === "number" ? init : "an Array"}), so the zero padding of flat ZeRO slices would get nonzero updates; to shard it, start them at 0: chain(scaleByYogi({ initialAccumulatorValue: 0 }), scaleByLearningRate(lr))`,
+        };
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: fullLikeTree(params, init), nu: fullLikeTree(params, init) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const mu = updateMoment(updates, s.mu, b1, 1);
+      const nu = treeMap(
+        (g, v) => {
+          const g2 = jnp.square(g);
+          return jnp.subtract(v, jnp.multiply(jnp.multiply(oneMinus(b2), jnp.sign(jnp.subtract(v, g2))), g2));
+        },
+        updates,
+        s.nu,
+      );
+      const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), mu, nu);
+      return [out, { count: safeIncrement(s.count), mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
+    },
+    shards,
+  );
+}
+
+export interface ScaleByRadamOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  threshold?: number;
+  nesterov?: boolean;
+}
+const RADAM_NAMES = ["b1", "b2", "eps", "epsRoot", "threshold", "nesterov"] as const;
+type RadamPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, threshold: number, nesterov: boolean];
+
+/**
+ * optax.scale_by_radam (Rectified Adam): with rho_inf = 2 / (1 - b2) - 1 and rho_t = rho_inf - 2 t b2^t / (1 - b2^t),
+ * r mu_hat / (sqrt(nu_hat + epsRoot) + eps) once rho_t >= threshold (r the variance rectification), else mu_hat.
+ */
+export function scaleByRadam(...args: Args<RadamPos, ScaleByRadamOpts>): GradientTransformation {
+  return radamCore("optim.scaleByRadam", parseArgs<ScaleByRadamOpts>("optim.scaleByRadam", args, RADAM_NAMES));
+}
+
+export function radamCore(fn: string, o: ScaleByRadamOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0,
+    threshold = o.threshold ?? 5;
+  checkHypers(fn, { b1, b2, eps, epsRoot });
+  if (typeof threshold !== "number" || Number.isNaN(threshold))
+    throw new TypeError(`${fn}: threshold must be a number, got ${String(threshold)}`);
+  if (o.nesterov !== undefined && typeof o.nesterov !== "boolean")
+    throw new TypeError(`${fn}: nesterov must be a boolean, got ${typeof o.nesterov}`);
+  const nesterov = o.nesterov ?? false;
+  // the length of the approximated simple moving average at t = infinity
+  const roInf = jnp.subtract(jnp.divide(2, oneMinus(b2)), 1);
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params), nu: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const mu = updateMoment(updates, s.mu, b1, 1);
+      const nu = updateMoment(updates, s.nu, b2, 2);
+      const countInc = safeIncrement(s.count);
+      const b2t = jnp.power(b2, countInc);
+      const ro = jnp.subtract(roInf, jnp.divide(jnp.multiply(jnp.multiply(2, countInc), b2t), jnp.subtract(1, b2t)));
+      const rectify = jnp.greaterEqual(ro, threshold);
+      // r = sqrt((ro - 4)(ro - 2) ro_inf / ((ro_inf - 4)(ro_inf - 2) ro)); ro_inf stands in where it is not used
+      // (ro < 4 would make the square root NaN in the discarded branch)
+      const roSafe = jnp.where(rectify, ro, roInf);
+      const r = jnp.sqrt(
+        jnp.divide(
+          jnp.multiply(jnp.multiply(jnp.subtract(roSafe, 4), jnp.subtract(roSafe, 2)), roInf),
+          jnp.multiply(jnp.multiply(jnp.subtract(roInf, 4), jnp.subtract(roInf, 2)), roSafe),
+        ),
+      );
+      const muHat = firstMomentHat(mu, updates, b1, countInc, nesterov);
+      const nuHat = biasCorrection(nu, b2, countInc);
+      const out = treeMap(
+        (m, v) => {
+          const rect = jnp.divide(jnp.multiply(jnp.astype(r, m.dtype), m), jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps));
+          return jnp.where(rectify, rect, m);
+        },
+        muHat,
+        nuHat,
+      );
       return [out, { count: countInc, mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
     },
     EXACT_ON_SHARDS,

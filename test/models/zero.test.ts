@@ -336,6 +336,44 @@ test(
   },
 );
 
+// ---------------------------------------------------------------- yogi, radam and the MultiSteps / applyIfFinite wrappers
+
+// yogi with its moments starting at 0 (the default 1e-6 would move the zero padding: refused below)
+const yogi0: OptFactory = () =>
+  optim.chain(optim.scaleByYogi({ initialAccumulatorValue: 0, eps: 1e-3 }), optim.scaleByLearningRate(0.05));
+const radam: OptFactory = () => optim.radam(0.05);
+// two mini-steps per update: the 3 steps are accumulate, emit, accumulate (skipNotFinite's count summed over slices)
+const multiSteps: OptFactory = () =>
+  new optim.MultiSteps(optim.adam(0.05), 2, { shouldSkipUpdateFn: optim.skipNotFinite });
+// the finiteness test and the clipping norm both sum over the devices' slices
+const ifFinite: OptFactory = () =>
+  optim.applyIfFinite(optim.chain(optim.clipByGlobalNorm(MAX_NORM), optim.adam(0.05)), 2);
+
+test(
+  "yogi, radam, MultiSteps and applyIfFinite: stages 1-3 on 2 devices equal stage 0, which equals the single-device step",
+  { skip },
+  () => {
+    for (const [name, mk] of [
+      ["yogi", yogi0],
+      ["radam", radam],
+      ["MultiSteps", multiSteps],
+      ["applyIfFinite", ifFinite],
+    ] as const) {
+      const want = reference(mk);
+      assert.ok(want.losses[STEPS - 1] < want.losses[0], `${name} trains: ${want.losses.join(", ")}`);
+      const base = run(0, 2, true, mk);
+      compare(`${name} stage 0 on 2`, base, want, 1e-5);
+      for (const stage of [1, 2, 3] as const)
+        compare(`${name} stage ${stage} on 2`, run(stage, 2, stage !== 2, mk), base, 1e-5);
+    }
+    const mesh = makeMesh([2], ["data"]);
+    assert.throws(
+      () => zeroShardState(init(0), optim.yogi(0.05), mesh, { stage: 1 }),
+      /optim\.yogi: its moments start at initialAccumulatorValue/,
+    );
+  },
+);
+
 test(
   "an optimizer not known to be exact on slices is refused for stages 1-3 (naming the stage and the fix)",
   {
