@@ -2,13 +2,15 @@
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { defaultFloatDType, isInteger } from "../core/dtype.js";
+import { defaultFloatDType, isComplex, isInteger } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
+import { sortMany } from "../primitives/sort.js";
 import { asArrayArg, promoteArgsInexact, promoteDtypes } from "./core.js";
 import { remainder } from "./elementwise-arith.js";
 import { diff } from "./elementwise-misc.js";
 import { type ArrayInput, axisOf, c, parseArgs, sel } from "./elementwise-util.js";
 import { cumsum } from "./reductions.js";
+import { searchsorted } from "./sorting.js";
 import { range, shapeStr, staticInt } from "./struct-util.js";
 
 // ---------------------------------------------------------------- windows (float64 on the host, then the default float)
@@ -195,14 +197,29 @@ export function isin(element: ArrayInput, testElements: ArrayInput, ...args: unk
     ["assumeUnique", "invert"],
     ["method"],
   );
+  const method = o.method ?? "auto";
+  if (!["auto", "compare_all", "binary_search", "sort"].includes(method))
+    throw new Error(
+      `isin: method must be one of "auto", "compare_all", "binary_search", "sort", got ${JSON.stringify(method)}`,
+    );
   const [e, t] = promoteDtypes("isin", [element, testElements]);
   const tf = ops.reshape(t, [t.size]);
   let hit: Array;
   if (t.size === 0) hit = ops.full(e.shape, false, "bool");
-  else {
+  else if (
+    method === "compare_all" ||
+    isComplex(e.dtype) ||
+    e.dtype === "bool" ||
+    (method === "auto" && e.size * t.size <= 1 << 16)
+  ) {
     const shape = [...e.shape, t.size];
     const eq = ops.eq(ops.broadcastInDim(e, shape, range(e.ndim)), ops.broadcastInDim(tf, shape, [e.ndim]));
     hit = ops.reduceOr(eq, [e.ndim]);
+  } else {
+    // JAX's large-size method: sort the test elements once, binary-search each element, compare with what it lands on
+    const sorted = sortMany([tf], 0)[0];
+    const at = ops.min(searchsorted(sorted, e), ops.full(e.shape, t.size - 1, "int32"));
+    hit = ops.eq(ops.gather(sorted, ops.reshape(at, [...e.shape, 1]), [0], "clip"), e);
   }
   return o.invert ? ops.not(hit) : hit;
 }

@@ -91,3 +91,30 @@ test("statistics bad inputs name the function and the problem", () => {
   assert.throws(() => S.hamming(2.5), /hamming: M \(the window length\) must be a static integer/);
   assert.throws(() => S.kaiser(4, Number.NaN), /kaiser: beta must be a number/);
 });
+
+test("isin: the sort + binary-search method (auto past small sizes) equals compare_all and a JS membership test", () => {
+  const ev = [3, -1, NaN, 7, 2, 2, 0, -5, 11, NaN, 4];
+  const tv = [2, NaN, 7, 0, 0, 9, -1];
+  const e = array(ev, { dtype: "float32" }),
+    t = array(tv, { dtype: "float32" });
+  // NaN is never equal to anything, itself included
+  const want = ev.map((x) => tv.some((y) => y === x));
+  for (const method of ["auto", "compare_all", "binary_search", "sort"]) {
+    assert.deepEqual(S.isin(e, t, { method }).tolist(), want, method);
+    assert.deepEqual(
+      S.isin(e, t, { method, invert: true }).tolist(),
+      want.map((w) => !w),
+      `${method} invert`,
+    );
+    assert.deepEqual(jit((x: Array, y: Array) => S.isin(x, y, { method }))(e, t).tolist(), want, `jit ${method}`);
+  }
+  // large enough for "auto" to sort: 50,000 ints against the 300 odd numbers below 600
+  const big = array(Int32Array.from({ length: 50000 }, (_, i) => (i * 7919) % 1000));
+  const odd = array(Int32Array.from({ length: 300 }, (_, i) => 2 * i + 1));
+  const got = S.isin(big, odd).tolist() as boolean[];
+  got.forEach((g, i) => {
+    const v = (i * 7919) % 1000;
+    assert.equal(g, v % 2 === 1 && v < 600, `element ${v}`);
+  });
+  assert.throws(() => S.isin(e, t, { method: "hash" }), /isin: method must be one of "auto", "compare_all"/);
+});
