@@ -28,6 +28,11 @@ if (why) {
 
 const { BATCH, asLayered, cfg, layered, opt, p0, targets, tokens } = await import("./transformer-problem.js");
 const tokensPerStep = BATCH * cfg.seq;
+/**
+ * The ZeRO steps donate their state (makeZeroTrainStep's donate: the old state's device buffers are reused for the
+ * next step's outputs); JAXTS_BENCH_DONATE=0 keeps every state (fresh output buffers each step, the A/B).
+ */
+const DONATE = process.env.JAXTS_BENCH_DONATE !== "0";
 
 interface Case {
   name: string;
@@ -51,8 +56,10 @@ function zeroCase(
   update?: string,
 ): Case {
   const mesh = makeMesh([n], ["data"]);
-  let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
-  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false });
+  // the case's own parameters (p0's values, made again): its step donates the state, and a placement may keep an
+  // array that is already where it belongs instead of copying it
+  let state = zero.zeroShardState(asLayered(tr.initParams(cfg, 0)), opt, mesh, { stage });
+  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false, donate: DONATE });
   return {
     name,
     devices: n,
