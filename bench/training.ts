@@ -302,6 +302,7 @@ for (let i = 0, round = 0; i < rounds; i += block, round++) {
 }
 rt.setLaunchObserver(prev);
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** The sample with the median step time (its split adds up to its time). */
 const mid = (s: { ms: number; split: Split }[]) => [...s].sort((a, b) => a.ms - b.ms)[Math.floor(s.length / 2)];
 const rows = cases.map((c, k) => {
@@ -310,10 +311,10 @@ const rows = cases.map((c, k) => {
     c.name,
     `${ms.toFixed(2)} ms/step`,
     `${((tokensPerStep / ms) * 1000).toFixed(0)} tokens/s`,
-    `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device`,
+    `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device; ` +
+      `JS thread's CPU ${median(samples[k].map((x) => x.split.host)).toFixed(2)} ms/step (median)`,
   ];
 });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** The medians of the samples' Done time by kind, "kind a / b". */
 function doneByKind(s: { split: Split }[]): string {
   const kinds = [...new Set(s.flatMap((x) => [...x.split.doneBy.keys()]))].sort();
