@@ -1,6 +1,6 @@
 /**
- * @file The JS thread's CPU per training step of bench/training.ts's ZeRO-3 and data-parallel cases, split into the
- * device rank it runs itself (caller-runs) and host work (`node dist/bench/zero-host-step.js --case=zero4|zero2|dp2
+ * @file The JS thread's CPU per training step of bench/training.ts's ZeRO-3 and data-parallel cases (with
+ * JAXTS_CALLER_RUNS=never: host work only; the default also runs a device rank on it) (`node dist/bench/zero-host-step.js --case=zero4|zero2|dp2
  * [--buckets=KiB] [--steps=N] [--profile=FILE]`): the training bench's step in a loop that waits for every step.
  */
 import { jsThreadNs } from "./schedstat.js";
@@ -60,9 +60,11 @@ const js = (jsThreadNs() - j0) / 1e6 / steps,
 await stopProfile();
 const rank = rankUs / 1000 / steps;
 const load = (await import("node:os")).loadavg()[0].toFixed(1);
+// the rank's wall span includes its waits in collectives: the rank's CPU is this run's JS CPU less a
+// JAXTS_CALLER_RUNS=never run's (host work only), not the span
 console.log(
-  `${which}${buckets ? ` buckets ${buckets} KiB` : ""}: wall ${wall.toFixed(2)} ms/step; JS thread CPU ${js.toFixed(2)} ms/step = ` +
-    `caller rank (wall span) ${rank.toFixed(2)} + host work ${(js - rank).toFixed(2)} ms; ` +
-    `the JS thread ran a rank in ${ran}/${steps} steps; ${((rt.launchCount() - l0) / steps).toFixed(1)} launches/step; ` +
+  `${which}${buckets ? ` buckets ${buckets} KiB` : ""}: wall ${wall.toFixed(2)} ms/step; JS thread CPU ${js.toFixed(2)} ms/step; ` +
+    `it ran a rank in ${ran}/${steps} steps (the rank's wall span, waits included, ${rank.toFixed(2)} ms/step); ` +
+    `${((rt.launchCount() - l0) / steps).toFixed(1)} launches/step; ` +
     `JAXTS_CALLER_RUNS=${process.env.JAXTS_CALLER_RUNS ?? "auto"}, donate ${donate} (load ${load})`,
 );
