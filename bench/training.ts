@@ -54,13 +54,12 @@ function zeroCase(
   spin?: string,
   select?: "every",
   update?: string,
-  donate = DONATE,
 ): Case {
   const mesh = makeMesh([n], ["data"]);
   // the case's own parameters (p0's values, made again): its step donates the state, and a placement may keep an
   // array that is already where it belongs instead of copying it
   let state = zero.zeroShardState(asLayered(tr.initParams(cfg, 0)), opt, mesh, { stage });
-  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false, donate });
+  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false, donate: DONATE });
   return {
     name,
     devices: n,
@@ -178,17 +177,6 @@ const allCases = [
     undefined,
     undefined,
     "1",
-  ),
-  // the default-bucket cases again with every old state kept (the step allocates fresh outputs, the garbage
-  // collector reclaims the old state): the A/B of donation within one process and load
-  ...(
-    [
-      ["ZeRO-3, 4 devices", 4, 3],
-      ["ZeRO-3, 2 devices", 2, 3],
-      ["2-way data parallel", 2, 0],
-    ] as const
-  ).map(([name, n, stage]) =>
-    zeroCase(`${name}, state kept`, n, stage, false, undefined, undefined, undefined, undefined, false),
   ),
 ];
 /** [off, on, label] of the overlap comparisons (the same program and buckets, synchronous vs overlapped). */
