@@ -28,6 +28,11 @@ if (why) {
 
 const { BATCH, asLayered, cfg, layered, opt, p0, targets, tokens } = await import("./transformer-problem.js");
 const tokensPerStep = BATCH * cfg.seq;
+/**
+ * The ZeRO steps donate their state (makeZeroTrainStep's donate: the old state's device buffers are reused for the
+ * next step's outputs); JAXTS_BENCH_DONATE=0 keeps every state (fresh output buffers each step, the A/B).
+ */
+const DONATE = process.env.JAXTS_BENCH_DONATE !== "0";
 
 interface Case {
   name: string;
@@ -51,8 +56,10 @@ function zeroCase(
   update?: string,
 ): Case {
   const mesh = makeMesh([n], ["data"]);
-  let state = zero.zeroShardState(asLayered(p0), opt, mesh, { stage });
-  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false });
+  // the case's own parameters (p0's values, made again): its step donates the state, and a placement may keep an
+  // array that is already where it belongs instead of copying it
+  let state = zero.zeroShardState(asLayered(tr.initParams(cfg, 0)), opt, mesh, { stage });
+  const step = zero.makeZeroTrainStep(layered, opt, mesh, { stage, overlap: overlap !== false, donate: DONATE });
   return {
     name,
     devices: n,
@@ -295,6 +302,7 @@ for (let i = 0, round = 0; i < rounds; i += block, round++) {
 }
 rt.setLaunchObserver(prev);
 
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** The sample with the median step time (its split adds up to its time). */
 const mid = (s: { ms: number; split: Split }[]) => [...s].sort((a, b) => a.ms - b.ms)[Math.floor(s.length / 2)];
 const rows = cases.map((c, k) => {
@@ -303,10 +311,10 @@ const rows = cases.map((c, k) => {
     c.name,
     `${ms.toFixed(2)} ms/step`,
     `${((tokensPerStep / ms) * 1000).toFixed(0)} tokens/s`,
-    `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device`,
+    `compute ${split.compute.toFixed(2)} / comm ${split.comm.toFixed(2)} / idle ${split.idle.toFixed(2)} ms per device; ` +
+      `JS thread's CPU ${median(samples[k].map((x) => x.split.host)).toFixed(2)} ms/step (median)`,
   ];
 });
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 /** The medians of the samples' Done time by kind, "kind a / b". */
 function doneByKind(s: { split: Split }[]): string {
   const kinds = [...new Set(s.flatMap((x) => [...x.split.doneBy.keys()]))].sort();

@@ -33,6 +33,13 @@ export interface ZeroOptions {
    * layer's gradient while the next one's backward runs. Device runtime only; the values are the same either way.
    */
   overlap?: boolean;
+  /**
+   * The step consumes the state it is given (JAX's donate_argnums on a training step; default false): once the step
+   * is dispatched, every array of the old state that is not also an output is disposed (reading it afterwards throws),
+   * so its device buffers go back to the devices' pools as soon as the step has read them, and the next step's
+   * outputs reuse them instead of fresh allocations that the garbage collector must reclaim. Values are unchanged.
+   */
+  donate?: boolean;
 }
 
 /**
@@ -86,6 +93,16 @@ export function putTree<T>(t: T, s: NamedSharding): T {
   ) as T;
 }
 const STAGES: readonly number[] = [0, 1, 2, 3];
+
+/**
+ * makeZeroTrainStep's donation: disposes the arrays of the consumed state that the step did not return (a dispatched
+ * launch holds its own reference to every input buffer, so they are pooled once it has read them, not before).
+ */
+function donateState(state: ZeroState<unknown>, params: unknown, optState: unknown): void {
+  const kept = new Set<unknown>([...flatten(params)[0], ...flatten(optState)[0]]);
+  for (const leaf of [...flatten(state.params)[0], ...flatten(state.optState)[0]])
+    if (!kept.has(leaf) && leaf && typeof leaf === "object" && "dispose" in leaf) (leaf as Array).dispose();
+}
 
 function checkOpts(fn: string, mesh: Mesh, opts: ZeroOptions): { stage: ZeroStage; dataAxis: string } {
   if (!(mesh instanceof Mesh)) throw new TypeError(`${fn}: expected a Mesh (from makeMesh), got ${String(mesh)}`);
@@ -452,6 +469,7 @@ export function makeZeroTrainStep<Params, B extends unknown[]>(
     if (!f) byArity.set(batch.length, (f = build(layout, batch.length)));
     const step = f;
     const [l, p, s] = withCollectiveOverlap(opts.overlap ?? false, () => step(state.params, state.optState, ...batch));
+    if (opts.donate) donateState(state, p, s);
     return [l, { params: p, optState: s, layout }];
   };
 }

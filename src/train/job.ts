@@ -288,8 +288,9 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
   const pipeStep = pipe
     ? jit(makeGptPipeEdgeStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule }))
     : null;
+  // the loop replaces zs with each step's result: the step may consume it (its buffers become the next outputs)
   const zeroStep = zs
-    ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero, overlap: ps.overlap })
+    ? makeZeroTrainStep(gptLayeredLoss(model), opt, mesh, { stage: zero, overlap: ps.overlap, donate: true })
     : null;
   const zeroTpStep = zt
     ? makeZeroTensorTrainStep<LayeredGpt, [Array, Array, Array]>(

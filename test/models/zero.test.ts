@@ -201,6 +201,49 @@ test(
   },
 );
 
+test(
+  "donate: the step consumes its state, values bit-identical to keeping it, donated buffers not leaked",
+  { skip },
+  () => {
+    for (const [stage, n] of [
+      [0, 2],
+      [3, 4],
+      [3, 2],
+    ] as const) {
+      const mesh = makeMesh([n], ["data"]);
+      const o = opt();
+      const bytes = () => zeroMemoryReport(mesh).map((r) => r.bytesInUse);
+      const kept = run(stage, n, true);
+      const before = bytes();
+      let state = zeroShardState(init(0), o, mesh, { stage });
+      const atRest = bytes().map((b, i) => b - before[i]);
+      const step = makeZeroTrainStep(model, o, mesh, { stage, donate: true });
+      const losses: number[] = [];
+      for (let k = 0; k < STEPS; k++) {
+        const old = tree.leaves([state.params, state.optState]) as Array[];
+        const [l, next] = step(state, ...batch(k));
+        losses.push(l.item() as number);
+        l.dispose();
+        // every array of the consumed state is disposed: reading it names the disposal
+        old.forEach((x, i) => assert.throws(() => x.dataSync(), /dispos/, `stage ${stage} step ${k}: old leaf ${i}`));
+        state = next;
+      }
+      synchronize();
+      // the donated buffers went back to the devices: only the live state remains accounted
+      assert.deepEqual(
+        bytes().map((b, i) => b - before[i]),
+        atRest,
+        `stage ${stage} on ${n}: bytes per device after ${STEPS} donating steps`,
+      );
+      assert.deepEqual(losses, kept.losses, `stage ${stage} on ${n}: losses`);
+      const a = tree.leaves(zeroGatherParams(state)) as Array[],
+        b = tree.leaves(kept.params) as Array[];
+      a.forEach((x, i) => assert.deepEqual(x.dataSync(), b[i].dataSync(), `stage ${stage} on ${n}: leaf ${i}`));
+      tree.leaves([state.params, state.optState]).forEach((x) => (x as Array).dispose());
+    }
+  },
+);
+
 test("bad options are rejected with the function and the fix named", { skip }, () => {
   const mesh = makeMesh([2], ["data"]);
   assert.throws(
