@@ -11,6 +11,9 @@ import {
   parseArgsWithMask,
 } from "./base.js";
 import {
+  RADAM_NAMES,
+  type RadamPos,
+  type ScaleByRadamOpts,
   adamCore,
   addDecayedWeights,
   beliefCore,
@@ -235,19 +238,10 @@ export function yogi(
   return chain(yogiCore("optim.yogi", o), scaleByLearningRate(learningRate));
 }
 
-export interface RadamOpts {
-  b1?: Hyper;
-  b2?: Hyper;
-  eps?: Hyper;
-  epsRoot?: Hyper;
-  threshold?: number;
-  nesterov?: boolean;
-}
+/** optim.radam's options: scaleByRadam's. */
+export type RadamOpts = ScaleByRadamOpts;
 /** optax.radam: scaleByRadam (adam with the variance rectification once rho_t >= threshold) then -learningRate. */
-export function radam(
-  learningRate: ScalarOrSchedule,
-  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, threshold: number, nesterov: boolean], RadamOpts>
-): GradientTransformation {
-  const o = parseArgs<RadamOpts>("optim.radam", args, ["b1", "b2", "eps", "epsRoot", "threshold", "nesterov"]);
+export function radam(learningRate: ScalarOrSchedule, ...args: Args<RadamPos, RadamOpts>): GradientTransformation {
+  const o = parseArgs<RadamOpts>("optim.radam", args, RADAM_NAMES);
   return chain(radamCore("optim.radam", o), scaleByLearningRate(learningRate));
 }

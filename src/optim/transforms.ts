@@ -562,8 +562,8 @@ export interface ScaleByRadamOpts {
   threshold?: number;
   nesterov?: boolean;
 }
-const RADAM_NAMES = ["b1", "b2", "eps", "epsRoot", "threshold", "nesterov"] as const;
-type RadamPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, threshold: number, nesterov: boolean];
+export const RADAM_NAMES = ["b1", "b2", "eps", "epsRoot", "threshold", "nesterov"] as const;
+export type RadamPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, threshold: number, nesterov: boolean];
 
 /**
  * optax.scale_by_radam (Rectified Adam): with rho_inf = 2 / (1 - b2) - 1 and rho_t = rho_inf - 2 t b2^t / (1 - b2^t),

@@ -12,6 +12,7 @@ import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
 import { jit } from "../../src/transforms/api.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
+import { checkScheduleValues } from "./schedule-check.js";
 
 type Leaves = { w: FixArray; b: FixArray };
 interface Fixture {
@@ -108,20 +109,7 @@ test("lion and adabelief declare themselves exact on shards (ZeRO stages 1-3 acc
 for (const c of FIX.schedules)
   test(`${c.name}: values at ${c.counts.length} steps equal NumPy (Array, number and jit counts)`, () => {
     const f = (optim[c.fn] as (...a: unknown[]) => optim.Schedule)(...c.args);
-    const counts = jnp.array(c.counts, { dtype: "int32" });
-    const want = jnp.array(c.values, { dtype: "float32" });
-    const viaArray = f(counts) as Array;
-    assert.equal(viaArray.dtype, "float32");
-    assertClose(viaArray, want, { rtol: 1e-5, atol: 1e-7, msg: `${c.name} (int32 Array)` });
-    assertClose(jit((x: Array) => f(x) as Array)(counts), want, { rtol: 1e-5, atol: 1e-7, msg: `${c.name} (jit)` });
-    c.counts.forEach((n, i) => {
-      const v = f(n);
-      const x = typeof v === "number" ? v : (v.item() as number);
-      assert.ok(
-        Math.abs(x - c.values[i]) <= 1e-7 + 1e-5 * Math.abs(c.values[i]),
-        `${c.name} at ${n}: ${x} vs ${c.values[i]}`,
-      );
-    });
+    checkScheduleValues(c.name, f, c.counts, c.values, 1e-7);
   });
 
 test("a one-cycle schedule drives adabelief's learning rate through its step count", () => {

@@ -12,6 +12,7 @@ import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
 import { jit } from "../../src/transforms/api.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
+import { checkScheduleValues } from "./schedule-check.js";
 
 type Leaves = { w: FixArray; b: FixArray };
 interface Counters {
@@ -230,29 +231,7 @@ test("declarations on shards: yogi (initialAccumulatorValue 0), radam and the wr
 
 for (const c of FIX.schedules)
   test(`${c.name}: values at ${c.counts.length} steps equal NumPy (Array, number and jit counts)`, () => {
-    const f = optim.sgdrSchedule(c.cycles);
-    const counts = jnp.array(c.counts, { dtype: "int32" });
-    const want = jnp.array(c.values, { dtype: "float32" });
-    assertClose(f(counts) as Array, want, {
-      rtol: 1e-5,
-      atol: 1e-6,
-      checkDtype: false,
-      msg: `${c.name} (int32 Array)`,
-    });
-    assertClose(jit((x: Array) => f(x) as Array)(counts), want, {
-      rtol: 1e-5,
-      atol: 1e-6,
-      checkDtype: false,
-      msg: `${c.name} (jit)`,
-    });
-    c.counts.forEach((n, i) => {
-      const v = f(n);
-      const x = typeof v === "number" ? v : (v.item() as number);
-      assert.ok(
-        Math.abs(x - c.values[i]) <= 1e-6 + 1e-5 * Math.abs(c.values[i]),
-        `${c.name} at ${n}: ${x} vs ${c.values[i]}`,
-      );
-    });
+    checkScheduleValues(c.name, optim.sgdrSchedule(c.cycles), c.counts, c.values, 1e-6);
   });
 
 test("errors name the function and the problem", () => {
