@@ -11,7 +11,7 @@ import {
   runtimeDevice,
   type DeviceProgram,
 } from "../../src/runtime/index.js";
-import { allReduceProgram, DOMAIN, filled, ids, skip } from "./launch-helpers.js";
+import { allReduceProgram, DOMAIN, filled, ids, psumNode, skip } from "./launch-helpers.js";
 
 test(
   "AllReduce (sum, max, min) of float32, float64, int32, int64 and bool (max/min) on 1, 2, 4, 8 devices",
@@ -256,13 +256,7 @@ function divergentProgram(n: number): DeviceProgram {
   const x = g.addInput("x", "float32", [4]);
   const flag = g.addInput("flag", "bool", []);
   const thenG = g.subgraph("then");
-  const r = thenG.addNode(
-    "AllReduce",
-    [x],
-    1,
-    { groups: ids(n), group_size: n, reduce: 0, label: "psum", axes: "mesh axis 'x'" },
-    DOMAIN,
-  )[0];
+  const r = psumNode(thenG, x, n);
   thenG.addOutput(r, "float32", [4]);
   const elseG = g.subgraph("else");
   elseG.addOutput(elseG.op("Identity", [x]), "float32", [4]);
@@ -329,13 +323,7 @@ test(
     // out = ReduceSum(AllReduce(x)) over a dynamic-length x: each rank's output is a scalar whatever its length
     const g = new GraphBuilder("mismatch");
     const x = g.addInput("x", "float32", [null]);
-    const y = g.addNode(
-      "AllReduce",
-      [x],
-      1,
-      { groups: ids(n), group_size: n, reduce: 0, label: "psum", axes: "mesh axis 'x'" },
-      DOMAIN,
-    )[0];
+    const y = psumNode(g, x, n);
     const out = g.op("ReduceSum", [y], { keepdims: 0 });
     g.addOutput(out, "float32", []);
     const prog = deviceProgram(

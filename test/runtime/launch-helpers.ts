@@ -13,6 +13,17 @@ export const skip = deviceRuntimeUnavailable() ?? false;
 export const DOMAIN = "jaxts.collectives";
 export const ids = (n: number) => [...Array(n).keys()];
 
+/** An AllReduce node of g over ranks 0..n-1 of mesh axis 'x' (reduce: 0 sum, 1 max, 2 min); its output. */
+export function psumNode(g: GraphBuilder, x: string, n: number, reduce = 0): string {
+  return g.addNode(
+    "AllReduce",
+    [x],
+    1,
+    { groups: ids(n), group_size: n, reduce, label: "psum", axes: "mesh axis 'x'" },
+    DOMAIN,
+  )[0];
+}
+
 /** y = AllReduce(x) over ranks 0..n-1 (x: dtype[len], len null = dynamic), after `work` matmuls of x's outer product. */
 export function allReduceProgram(n: number, dtype: DType, len: number | null, reduce = 0, work = 0): DeviceProgram {
   const name = `all_reduce_${n}_${dtype}_${len}_${reduce}_${work}`;
@@ -26,13 +37,7 @@ export function allReduceProgram(n: number, dtype: DType, len: number | null, re
     for (let i = 0; i < work; i++) m = g.op("MatMul", [m, m]);
     v = g.op("Add", [x, g.op("Mul", [g.op("ReduceSum", [m], { keepdims: 0 }), g.scalar("float32", 0)])]);
   }
-  const y = g.addNode(
-    "AllReduce",
-    [v],
-    1,
-    { groups: ids(n), group_size: n, reduce, label: "psum", axes: "mesh axis 'x'" },
-    DOMAIN,
-  )[0];
+  const y = psumNode(g, v, n, reduce);
   g.addOutput(g.op("Identity", [y]), dtype as GDType, [len]);
   const model = g.toModelBytes();
   return deviceProgram(
