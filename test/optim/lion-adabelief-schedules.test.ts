@@ -10,9 +10,8 @@ import "../../src/backends/interpreter/interpreter.js";
 import { Array } from "../../src/core/array.js";
 import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
-import { jit } from "../../src/transforms/api.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
-import { checkScheduleValues } from "./schedule-check.js";
+import { checkScheduleValues, runOptimizerSteps } from "./fixture-checks.js";
 
 type Leaves = { w: FixArray; b: FixArray };
 interface Fixture {
@@ -36,27 +35,10 @@ function build(fn: Fixture["optimizers"][number]["fn"], args: unknown[]): optim.
   return f(...args);
 }
 
-/** Runs the fixture's steps with `opt`, eagerly or with a jitted step; returns the params after each step. */
-function run(opt: optim.GradientTransformation, useJit: boolean): P[] {
-  const step = (p: P, s: unknown, g: P): [P, unknown] => {
-    const [u, ns] = opt.update(g, s, p);
-    return [optim.applyUpdates(p, u), ns];
-  };
-  const f = useJit ? jit(step) : step;
-  let p = dec(FIX.params0),
-    s = opt.init(p);
-  const out: P[] = [];
-  for (const g of FIX.grads) {
-    [p, s] = f(p, s, dec(g));
-    out.push(p);
-  }
-  return out;
-}
-
 for (const c of FIX.optimizers)
   test(`${c.name}: params after ${c.params.length} steps equal NumPy, eager and under jit`, () => {
     for (const useJit of [false, true]) {
-      const got = run(build(c.fn, c.args), useJit);
+      const got = runOptimizerSteps(build(c.fn, c.args), dec(FIX.params0), FIX.grads.map(dec), useJit).params;
       got.forEach((p, i) => {
         for (const k of ["w", "b"] as const)
           assertClose(p[k], c.params[i][k], { rtol: 1e-5, atol: 1e-6, msg: `${c.name} jit=${useJit} step ${i} ${k}` });

@@ -10,9 +10,8 @@ import "../../src/backends/interpreter/interpreter.js";
 import { Array } from "../../src/core/array.js";
 import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
-import { jit } from "../../src/transforms/api.js";
 import { type FixArray, assertClose, decode, loadFixture } from "../helpers/fixtures.js";
-import { checkScheduleValues } from "./schedule-check.js";
+import { checkScheduleValues, runOptimizerSteps } from "./fixture-checks.js";
 
 type Leaves = { w: FixArray; b: FixArray };
 interface Counters {
@@ -77,29 +76,15 @@ function build(c: OptCase): optim.GradientTransformation {
   }
 }
 
-/** Runs the fixture's steps with `opt`, eagerly or with a jitted step; returns the params and states after each step. */
-function run(opt: optim.GradientTransformation, grads: Leaves[], useJit: boolean): [P[], unknown[]] {
-  const step = (p: P, s: unknown, g: P): [P, unknown] => {
-    const [u, ns] = opt.update(g, s, p);
-    return [optim.applyUpdates(p, u), ns];
-  };
-  const f = useJit ? jit(step) : step;
-  let p = dec(FIX.params0),
-    s = opt.init(p);
-  const ps: P[] = [],
-    ss: unknown[] = [];
-  for (const g of grads) {
-    [p, s] = f(p, s, dec(g));
-    ps.push(p);
-    ss.push(s);
-  }
-  return [ps, ss];
-}
-
 for (const c of FIX.optimizers)
   test(`${c.name}: params after ${c.params.length} steps equal NumPy, eager and under jit`, () => {
     for (const useJit of [false, true]) {
-      const [got, states] = run(build(c), c.badGrads ? FIX.badGrads : FIX.grads, useJit);
+      const { params: got, states } = runOptimizerSteps(
+        build(c),
+        dec(FIX.params0),
+        (c.badGrads ? FIX.badGrads : FIX.grads).map(dec),
+        useJit,
+      );
       got.forEach((p, i) => {
         for (const k of ["w", "b"] as const)
           assertClose(p[k], c.params[i][k], { rtol: 1e-5, atol: 1e-6, msg: `${c.name} jit=${useJit} step ${i} ${k}` });
