@@ -88,6 +88,21 @@ export function withoutShardedUpdate<R>(f: () => R): R {
 /** The sharded-update context in effect, or null for an ordinary (full-parameter) update. */
 export const shardedUpdate = (): ShardedUpdate | null => currentSharded;
 
+/**
+ * The sum over the leaves of `perLeaf(leaf)` (a scalar each; 0 for a tree without leaves; `what` names a leaf in
+ * the error for one that is not an Array); under a sharded update,
+ * over every device's slices (the devices' partial sums add up because the zero padding adds nothing).
+ */
+export function sumOverLeaves(fn: string, t: Tree, perLeaf: (x: Array) => Array, what = "leaf"): Array | number {
+  let acc: Array | number = 0;
+  for (const leaf of tree.leaves(t)) {
+    if (!(leaf instanceof Array)) throw new TypeError(`${fn}: every ${what} must be an Array, got ${typeof leaf}`);
+    acc = jnp.add(acc, perLeaf(leaf));
+  }
+  const ctx = shardedUpdate();
+  return ctx && acc instanceof Array ? ctx.sum(acc) : acc;
+}
+
 export const NO_PARAMS_MSG =
   "this transformation requires the current value of the parameters, but `params` was not passed to `update`";
 

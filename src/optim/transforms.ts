@@ -21,6 +21,7 @@ import {
   masked,
   oneMinus,
   safeIncrement,
+  sumOverLeaves,
   treeMap,
   zeroCount,
 } from "./base.js";
@@ -51,15 +52,7 @@ const castLikeTree = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype
 
 /** optax.global_norm / optax.tree.norm: sqrt of the sum over leaves of sum(x * x). */
 export function globalNorm(updates: Tree): Array {
-  let acc: Array | number = 0;
-  for (const leaf of tree.leaves(updates)) {
-    if (!(leaf instanceof Array))
-      throw new TypeError(`optim.globalNorm: every leaf must be an Array, got ${typeof leaf}`);
-    acc = jnp.add(acc, jnp.sum(jnp.square(leaf)));
-  }
-  // on slices (a sharded update): the full sum of squares is the sum of the devices' partial sums
-  const ctx = shardedUpdate();
-  return jnp.sqrt(ctx && acc instanceof Array ? ctx.sum(acc) : acc);
+  return jnp.sqrt(sumOverLeaves("optim.globalNorm", updates, (x) => jnp.sum(jnp.square(x))));
 }
 
 function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false): void {

@@ -1,6 +1,5 @@
 /** @file optax's optimizer wrappers: MultiSteps (gradient accumulation over k steps) and applyIfFinite (skips non-finite updates). */
 import { Array } from "../core/array.js";
-import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import {
@@ -9,8 +8,8 @@ import {
   type ShardBehaviour,
   type Tree,
   shardRefusal,
-  shardedUpdate,
   safeIncrement,
+  sumOverLeaves,
   withoutShardedUpdate,
   treeMap,
 } from "./base.js";
@@ -39,23 +38,19 @@ export interface MultiStepsOpts {
   shouldSkipUpdateFn?: ShouldSkipUpdateFn | null;
 }
 
-/** The sum over leaves of f(leaf) (float32 scalars), over all devices' slices under a sharded update. */
-function sumOverLeaves(fn: string, updates: Tree, f: (x: Array) => Array): Array {
-  let acc: Array = jnp.zeros([], "float32");
-  for (const leaf of tree.leaves(updates)) {
-    if (!(leaf instanceof Array)) throw new TypeError(`${fn}: every update leaf must be an Array, got ${typeof leaf}`);
-    acc = jnp.add(acc, jnp.astype(jnp.sum(f(leaf)), "float32"));
-  }
-  // per-device partial sums add up to the full one (the zero padding adds nothing)
-  const ctx = shardedUpdate();
-  return ctx ? ctx.sum(acc) : acc;
+/** The float32 sum over the update leaves of sum(f(leaf)), over all devices' slices under a sharded update. */
+function sumF32(fn: string, updates: Tree, f: (x: Array) => Array): Array {
+  return jnp.asarray(
+    sumOverLeaves(fn, updates, (x) => jnp.astype(jnp.sum(f(x)), "float32")),
+    "float32",
+  );
 }
 
 /** optax.skip_not_finite: skip a mini-step whose updates hold a NaN/Inf; skipState { shouldSkip, numNotFinite }. */
 export function skipNotFinite(updates: Tree, gradientStep: Array, params?: Tree): [Array, Tree] {
   void gradientStep;
   void params;
-  const n = sumOverLeaves("optim.skipNotFinite", updates, (x) => jnp.logicalNot(jnp.isfinite(x)));
+  const n = sumF32("optim.skipNotFinite", updates, (x) => jnp.logicalNot(jnp.isfinite(x)));
   const shouldSkip = jnp.greater(n, 0);
   return [shouldSkip, { shouldSkip, numNotFinite: jnp.astype(n, "int32") }];
 }
@@ -74,7 +69,7 @@ export function skipLargeUpdates(
   void params;
   if (typeof maxSquaredNorm !== "number" || Number.isNaN(maxSquaredNorm))
     throw new TypeError(`optim.skipLargeUpdates: maxSquaredNorm must be a number, got ${String(maxSquaredNorm)}`);
-  const normSquared = sumOverLeaves("optim.skipLargeUpdates", updates, (x) => jnp.square(x));
+  const normSquared = sumF32("optim.skipLargeUpdates", updates, (x) => jnp.square(x));
   const shouldSkip = jnp.logicalNot(jnp.less(normSquared, maxSquaredNorm));
   return [shouldSkip, { shouldSkip, normSquared }];
 }
@@ -238,16 +233,14 @@ export interface ApplyIfFiniteState {
 
 /** Whether every element of every leaf is finite (a bool scalar); on ZeRO slices, over all devices' slices. */
 function allFinite(updates: Tree): Array {
-  let bad: Array | number = 0;
-  for (const leaf of tree.leaves(updates)) {
-    if (!(leaf instanceof Array))
-      throw new TypeError(`optim.applyIfFinite: every update leaf must be an Array, got ${typeof leaf}`);
-    bad = jnp.add(bad, jnp.sum(jnp.astype(jnp.logicalNot(jnp.isfinite(leaf)), "float32")));
-  }
   // the devices' counts of non-finite elements add up (the zero padding is finite)
-  const ctx = shardedUpdate();
-  const total = ctx && bad instanceof Array ? ctx.sum(bad) : bad;
-  return jnp.equal(total, 0);
+  const bad = sumOverLeaves(
+    "optim.applyIfFinite",
+    updates,
+    (x) => jnp.sum(jnp.astype(jnp.logicalNot(jnp.isfinite(x)), "float32")),
+    "update leaf",
+  );
+  return jnp.equal(bad, 0);
 }
 
 /**
