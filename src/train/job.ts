@@ -284,9 +284,14 @@ export function runJob(c: TrainConfig, setup: JobSetup, opts: JobOptions): JobRe
         remat,
       })
     : null;
-  const plainStep = zs || zt || zq || pipe ? null : jit(makeGptTrainStep(model, opt, mesh, spec, { remat }));
+  // the loop replaces params and state with each step's result, so the steps consume them (donateArgnums: their
+  // device buffers go back to the pools at once instead of when the collector finds the arrays)
+  const plainStep =
+    zs || zt || zq || pipe ? null : jit(makeGptTrainStep(model, opt, mesh, spec, { remat }), { donateArgnums: [0, 1] });
   const pipeStep = pipe
-    ? jit(makeGptPipeEdgeStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule }))
+    ? jit(makeGptPipeEdgeStep(model, opt, mesh, { microbatches, remat, spec, schedule: ps.schedule }), {
+        donateArgnums: [0, 1],
+      })
     : null;
   // the loop replaces zs with each step's result: the step may consume it (its buffers become the next outputs)
   const zeroStep = zs
