@@ -86,7 +86,7 @@ const BELOW_2_64 = 18446744073709549568;
 
 /**
  * convert_element_type semantics (the reference interpreter's castNumber): float->int truncates toward
- * zero and saturates, NaN -> 0; float->bool is x != 0 and not NaN; everything else as ONNX Cast
+ * zero and saturates, NaN -> 0; float->bool is x != 0 (NaN -> true, as JAX's compare NE); everything else as ONNX Cast
  * (int->int wraps; floats round to nearest even). bfloat16 values are float32 in the graph.
  */
 export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): string {
@@ -100,9 +100,8 @@ export function cast(ctx: LoweringContext, x: string, from: DType, to: DType): s
     return ctx.op("Cast", [b], { to: ONNX_TYPE.float32 });
   }
   if (isFloat(from) && to === "bool") {
-    // NaN -> false, like the interpreter (x != 0 && !isnan(x))
-    const z = ctx.op("Equal", [x, ctx.scalar(from, 0)]);
-    return ctx.op("Not", [ctx.op("Or", [z, ctx.op("IsNaN", [x])])]);
+    // x != 0 (JAX lowers the cast to a NE compare with 0): NaN != 0, so NaN -> true, like the interpreter
+    return ctx.op("Not", [ctx.op("Equal", [x, ctx.scalar(from, 0)])]);
   }
   if (isFloat(from) && isInteger(to)) {
     const w = bitWidth(to);

@@ -2,11 +2,12 @@
 import { type DType, type TypedArray, allocate, isBigInt, isComplex, isFloat, intRange } from "./dtype.js";
 import { fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from "./float16.js";
 
-/** Converts a JS number to the value stored for dtype d (float->int truncates and saturates, NaN -> 0). */
+/** Converts a JS number to the value stored for dtype d (float->int truncates and saturates, NaN -> 0; bool: x != 0, so NaN -> true). */
 export function castNumber(x: number, d: DType): number {
   switch (d) {
     case "bool":
-      return x !== 0 && !Number.isNaN(x) ? 1 : 0;
+      // x != 0 as XLA's convert to pred and NumPy's astype(bool): NaN is nonzero, so true
+      return x !== 0 ? 1 : 0;
     case "float32":
       return Math.fround(x);
     case "float64":
