@@ -39,10 +39,14 @@ function unref(c: Compiled): void {
   c.exe.dispose();
 }
 
-/** A content key for a program (null: not shareable, e.g. it runs equations on the interpreter or returns constants). */
-function contentKey(program: Program, fused: Fused | null): string | null {
+/**
+ * A content key for a program (null: not shareable, e.g. it runs equations on the interpreter or returns constants).
+ * The input avals are part of it: programs over bfloat16 and float32 inputs lower to the same graph (bfloat16 values
+ * are float32 in it), but their executables marshal the inputs differently.
+ */
+function contentKey(program: Program, fused: Fused | null, inAvals: readonly { key(): string }[]): string | null {
   if (program.outs.some((o) => typeof o !== "number")) return null;
-  let key = `${program.name}|${program.numSlots}|${program.inSlots}|${program.outs}|${program.outAvals.map((a) => a.key()).join(";")}`;
+  let key = `${program.name}|${program.numSlots}|${program.inSlots}|${inAvals.map((a) => a.key()).join(";")}|${program.outs}|${program.outAvals.map((a) => a.key()).join(";")}`;
   if (fused) return `${key}|fused:${fused.kernel.constructor.name}|${keyOf(fused.spec)}`;
   for (const st of program.steps) {
     if (st.kind !== "onnx") return null;
@@ -59,7 +63,11 @@ export function compiledFor(jaxpr: Jaxpr, name = "jit"): Executable {
   const program = compileJaxpr(jaxpr, { name: sanitize(name), strict: onnxBackendOptions.strict });
   warnFailedLowerings(program, `jit(${program.name})`);
   const fused = fusedFor(jaxpr);
-  const key = contentKey(program, fused);
+  const key = contentKey(
+    program,
+    fused,
+    [...jaxpr.constvars, ...jaxpr.invars].map((v) => v.aval),
+  );
   let c = key ? byContent.get(key) : undefined;
   const reused = c !== undefined;
   if (config.logCompiles) {

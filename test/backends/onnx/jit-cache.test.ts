@@ -167,3 +167,20 @@ test("a fresh jit wrapper per step in a synchronous loop shares one program and 
   for (let i = 0; i < 1000; i++) v = v - 0.01 * 8 * 0.2 * Math.tanh(16 * 0.2 * v);
   assert.ok(Math.abs((w.tolist() as number[][])[3][5] - v) < 1e-4);
 });
+
+test("identical graphs over different input dtypes (float32 / bfloat16) are not shared: each marshals its own inputs", () => {
+  // bfloat16 values are float32 inside the graph, so where(x, 1, 0) lowers to the same model for both; the shared
+  // executable used to take the bfloat16 input as float32 bytes ("not enough space: expected 12, got 6")
+  const f = (x: Array): Array => jnp.where(x, 1, 0);
+  for (const dtype of ["float32", "bfloat16", "float32"] as const) {
+    const x = jnp.array([1, 0, -2.5], dtype);
+    assert.deepEqual(jax.jit(f)(x).tolist(), [1, 0, 1], dtype);
+    assert.deepEqual(
+      jax
+        .jit((y: Array) => jnp.greater(y, -1))(x)
+        .tolist(),
+      [true, true, false],
+      dtype,
+    );
+  }
+});
