@@ -338,7 +338,8 @@ export const abs = defUnary("abs", {
   f: Math.abs,
   fi: (x, d) => (isUnsigned(d) ? x : wrapInt(Math.abs(x), d)),
   fb: (x, d) => (d === "uint64" || x >= 0n ? x : BigInt.asIntN(64, -x)),
-  jvp: (x, _y, t) => ops.mul(t, ops.sign(x)),
+  // d|x| = t where x >= 0, else -t: JAX's rule, so the derivative at 0 is 1 (t * sign(x) gave 0)
+  jvp: (x, _y, t) => ops.select(ops.ge(x, ops.scalarLike(x, 0)), t, ops.neg(t)),
 });
 export const erfP = defUnary("erf", {
   cost: "transcendental",
