@@ -3,6 +3,7 @@ import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
 import { promoteArgsInexact } from "../numpy/core.js";
 import { type ArrayInput, c, sel } from "../numpy/elementwise-util.js";
+import { customJvp } from "../transforms/custom-derivatives.js";
 
 export { logsumexp } from "../numpy/reductions.js";
 export { softmax, logSoftmax } from "../nn/functions.js";
@@ -47,22 +48,27 @@ export function polygamma(n: number, x: ArrayInput): Array {
   const [a] = promoteArgsInexact("polygamma", x);
   return n === 0 ? ops.digamma(a) : ops.polygamma(n, a);
 }
-/** xlogy(x, y) = x log(y), defined as 0 where x == 0 (also for y == 0). */
-export const xlogy = bin("xlogy", (x, y) => {
-  const z = ops.eq(x, c(x, 0));
-  return sel(z, c(x, 0), ops.mul(x, ops.log(sel(z, c(y, 1), y))));
-});
-/** xlog1py(x, y) = x log1p(y), defined as 0 where x == 0 (also for y == -1). */
-export const xlog1py = bin("xlog1py", (x, y) => {
-  const z = ops.eq(x, c(x, 0));
-  return sel(z, c(x, 0), ops.mul(x, ops.log1p(sel(z, c(y, 0), y))));
-});
+/**
+ * x op(y) defined as 0 where x == 0, with JAX's custom derivative x' op(y) + y' x op'(y): at x == 0 the derivative in
+ * x is op(y) (e.g. log 2 for xlogy(0, 2)), not the 0 that differentiating the select would give.
+ */
+function xTimes(name: string, op: (y: Array) => Array, dop: (x: Array, y: Array) => Array, safeY: number) {
+  const f = customJvp((x: Array, y: Array): Array => {
+    const z = ops.eq(x, c(x, 0));
+    return sel(z, c(x, 0), ops.mul(x, op(sel(z, c(y, safeY), y))));
+  });
+  f.defjvp(([x, y], [tx, ty]) => [f(x, y), ops.add(ops.mul(tx, op(y)), ops.mul(ty, dop(x, y)))]);
+  return bin(name, (x, y) => f(x, y));
+}
+/** xlogy(x, y) = x log(y), defined as 0 where x == 0 (also for y == 0); d/dx = log(y), d/dy = x / y (JAX's rule). */
+export const xlogy = xTimes("xlogy", ops.log, (x, y) => ops.div(x, y), 1);
+/** xlog1py(x, y) = x log1p(y), defined as 0 where x == 0 (also for y == -1); d/dx = log1p(y), d/dy = x / (1 + y). */
+export const xlog1py = xTimes("xlog1py", ops.log1p, (x, y) => ops.div(x, ops.add(c(y, 1), y)), 0);
+/** x log(x) (0 at 0) with JAX's derivative log(x) + 1 (so entr'(0) is +inf, as JAX's). */
+const xlogx = customJvp((x: Array): Array => xlogy(x, x));
+xlogx.defjvp(([x], [t]) => [xlogx(x), ops.mul(t, ops.add(ops.log(x), c(x, 1)))]);
 /** entr(x) = -x log(x) for x > 0, 0 at 0, -inf for x < 0. */
-export const entr = un("entr", (x) => {
-  const pos = ops.gt(x, c(x, 0));
-  const v = ops.neg(ops.mul(x, ops.log(sel(pos, x, c(x, 1)))));
-  return sel(pos, v, sel(ops.eq(x, c(x, 0)), c(x, 0), c(x, -Infinity)));
-});
+export const entr = un("entr", (x) => sel(ops.lt(x, c(x, 0)), c(x, -Infinity), ops.neg(xlogx(x))));
 /** betaln(a, b) = log |B(a, b)| = gammaln(a) + gammaln(b) - gammaln(a + b). */
 export const betaln = bin("betaln", (a, b) =>
   ops.sub(ops.add(ops.lgamma(a), ops.lgamma(b)), ops.lgamma(ops.add(a, b))),

@@ -34,15 +34,36 @@ test("special-function gradients agree with finite differences", () => {
   checkGrad("ndtri", (p) => sum(SP.ndtri(p)), [0.05, 0.5, 0.9], { rtol: 1e-4 });
 });
 
-test("xlogy / xlog1py have zero (not NaN) gradients where x == 0, as in JAX", () => {
-  const gy = (grad((y: Array) => sum(SP.xlogy(array([0, 0], { dtype: "float32" }), y))) as (y: Array) => Array)(
-    array([0, 1], { dtype: "float32" }),
+test("xlogy / xlog1py / entr use JAX's custom derivatives: d/dx at x == 0 is log(y), not 0", () => {
+  const g = (f: (v: Array) => Array, at: number[]): number[] => {
+    const df = grad((v: Array) => sum(f(v))) as (v: Array) => Array;
+    return df(array(at, { dtype: "float32" })).tolist() as number[];
+  };
+  const f32 = (v: number[]) => array(v, { dtype: "float32" });
+  // d/dy = x / y: 0 where x == 0 and y > 0; 0 / 0 = NaN at (0, 0), as JAX's rule gives
+  const gy = g((y) => SP.xlogy(f32([0, 0, 2]), y), [0, 1, 4]);
+  assert.ok(Number.isNaN(gy[0]), `d/dy xlogy(0, 0) = ${gy[0]}`);
+  assert.deepEqual(gy.slice(1), [0, 0.5]);
+  // d/dx = log(y), at x == 0 too (eager and under jit)
+  const gx = g((x) => SP.xlogy(x, f32([2, 2, 0.5])), [0, 1, 0]);
+  assert.deepEqual(gx, [Math.log(2), Math.log(2), Math.log(0.5)].map(Math.fround));
+  const dj = jit(grad((x: Array) => sum(SP.xlogy(x, f32([2]))))) as (x: Array) => Array;
+  const gj = dj(f32([0])).tolist() as number[];
+  assert.deepEqual(gj, [Math.fround(Math.log(2))]);
+  // xlog1py: d/dx = log1p(y), d/dy = x / (1 + y)
+  assert.deepEqual(
+    g((x) => SP.xlog1py(x, f32([1, 3])), [0, 2]),
+    [Math.log1p(1), Math.log1p(3)].map(Math.fround),
   );
-  assert.deepEqual(gy.tolist(), [0, 0]);
-  const gx = (grad((x: Array) => sum(SP.xlogy(x, array([0, 2], { dtype: "float32" })))) as (x: Array) => Array)(
-    array([0, 1], { dtype: "float32" }),
+  assert.deepEqual(
+    g((y) => SP.xlog1py(f32([0, 2]), y), [1, 3]),
+    [0, 0.5],
   );
-  assert.ok(Math.abs((gx.tolist() as number[])[1] - Math.log(2)) < 1e-6);
+  // entr = -x log x: d/dx = -(log x + 1), +inf at 0 (JAX's _xlogx rule)
+  assert.deepEqual(
+    g((x) => SP.entr(x), [0, 1, Math.E]),
+    [Infinity, -1, Math.fround(-(Math.log(Math.fround(Math.E)) + 1))],
+  );
 });
 
 test("special functions under jit match eager", () => {
