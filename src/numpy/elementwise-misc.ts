@@ -2,9 +2,10 @@
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { Array } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
-import { isBool } from "../core/dtype.js";
+import { isBool, isComplex } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
+import { convGeneralDilatedRaw } from "../primitives/conv.js";
 import { asArrayArg, broadcastTo, promoteArgs, promoteDtypes } from "./core.js";
 import { searchsorted } from "./sorting.js";
 import {
@@ -179,8 +180,31 @@ export function interp(
 }
 
 type ConvMode = "full" | "same" | "valid";
-/** out[k] = sum_j xpad[k + j] * y[j] as one gather of a constant Toeplitz index and one dot. */
+/**
+ * out[k] = sum_j xpad[k + j] * y[j]: one 1-D conv_general_dilated (as JAX's convolve), O(n + m) memory; complex
+ * operands (the conv primitive is real) take the gather of a Toeplitz index and one dot, O(n m) memory.
+ */
 function slidingDot(x: Array, y: Array, lo: number, hi: number): Array {
+  if (!isComplex(x.dtype)) {
+    const n = x.shape[0],
+      m = y.shape[0];
+    const dims = { lhs_spec: [0, 1, 2], rhs_spec: [0, 1, 2], out_spec: [0, 1, 2] };
+    const out = convGeneralDilatedRaw(ops.reshape(x, [1, 1, n]), ops.reshape(y, [1, 1, m]), {
+      window_strides: [1],
+      padding: [[lo, hi]],
+      lhs_dilation: [1],
+      rhs_dilation: [1],
+      dimension_numbers: dims,
+      feature_group_count: 1,
+      batch_group_count: 1,
+      preferred_element_type: null,
+    });
+    return ops.reshape(out, [n + lo + hi - m + 1]);
+  }
+  return toeplitzDot(x, y, lo, hi);
+}
+/** slidingDot as one gather of a constant Toeplitz index and one dot (complex operands). */
+function toeplitzDot(x: Array, y: Array, lo: number, hi: number): Array {
   const n = x.shape[0],
     m = y.shape[0];
   const xp = lo || hi ? ops.pad(x, c(x, 0), [[lo, hi, 0]]) : x;

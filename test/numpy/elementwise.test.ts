@@ -102,3 +102,34 @@ test("signbit(-0) is true for a JS -0 and a float -0.0 array; copysign follows i
     [-1, 2],
   );
 });
+
+test("convolve / correlate of long inputs run as one convolution: O(n + m) memory, values, gradient, complex", async () => {
+  const { grad, jit, numpy: jnp } = await import("../../src/index.js");
+  // 300,000 x 3,000: the Toeplitz gather it replaced built a 9e8-element window matrix (3.6 GB)
+  const n = 300_000,
+    m = 3_000;
+  const full = E.convolve(jnp.ones([n]), jnp.ones([m])) as Array;
+  assert.deepEqual(full.shape, [n + m - 1]);
+  // ones * ones: a ramp 1..m, a plateau of m, a ramp down
+  const v = full.tolist() as number[];
+  for (const k of [0, 1, m - 2, m - 1, 150_000, n - 1, n + m - 3, n + m - 2])
+    assert.equal(v[k], Math.min(k + 1, m, n + m - 1 - k), `full[${k}]`);
+  const valid = jit((a: Array, b: Array) => E.correlate(a, b))(jnp.arange(n).astype("float32"), jnp.ones([m]));
+  assert.deepEqual(valid.shape, [n - m + 1]);
+  // sum of m consecutive integers starting at k
+  const w = valid.tolist() as number[];
+  // (float32 sums of up to ~9e8: within float32 rounding)
+  for (const k of [0, 1, 5000, n - m]) {
+    const want = m * k + (m * (m - 1)) / 2;
+    assert.ok(Math.abs(w[k] - want) <= 1e-6 * want, `valid[${k}] = ${w[k]}, want ${want}`);
+  }
+  // d/dx sum(convolve(x, y)) = sum(y) for every x (full mode)
+  const g = grad((x: Array) => jnp.sum(E.convolve(x, array([1, 2, 3.5])) as Array))(
+    array([1, -1, 2, 0], { dtype: "float32" }),
+  );
+  assert.deepEqual(g.tolist(), [6.5, 6.5, 6.5, 6.5]);
+  // complex operands keep the dot path: NumPy's np.convolve([1+1j, 2], [1j, 1]) = [-1+1j, 1+3j, 2]
+  const cz = E.convolve(jnp.complex(array([1, 2]), array([1, 0])), jnp.complex(array([0, 1]), array([1, 0]))) as Array;
+  assert.deepEqual(jnp.real(cz).tolist(), [-1, 1, 2]);
+  assert.deepEqual(jnp.imag(cz).tolist(), [1, 3, 0]);
+});
