@@ -4,6 +4,7 @@ import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, finfo, isComplex, realDType } from "../core/dtype.js";
 import { registerNode } from "../core/tree.js";
 import * as ops from "../primitives/ops.js";
+import { customJvp } from "../transforms/custom-derivatives.js";
 import * as P from "../primitives/linalg.js";
 import { takeAlongDim } from "../primitives/sort.js";
 import { matmul } from "./linear.js";
@@ -258,13 +259,65 @@ export function inv(a: AL): Array {
   const x = matrixArg("linalg.inv", a, true);
   return solve(x, bcast(P.eyeLike(x.shape, x.dtype), x.shape));
 }
-/** jnp.linalg.det(a). */
+/** jnp.linalg.det(a); its derivative is JAX's (the adjugate from cofactorSolve), finite at singular matrices. */
 export function det(a: AL): Array {
   const x = matrixArg("linalg.det", a, true);
   if (x.shape[x.ndim - 1] === 0) return ops.full(x.shape.slice(0, -2), 1, x.dtype);
+  return detWithAdjugateJvp(x);
+}
+function detOfLu(lu: Array, piv: Array, dtype: DType): Array {
+  return ops.mul(pivotSign(piv, dtype), prodLast(P.diagPart(lu)));
+}
+// d det(a) = trace(adj(a) da): through cofactorSolve rather than the LU's own derivative, which divides by the pivots
+const detWithAdjugateJvp = customJvp((x: Array): Array => {
   const [lu, piv] = P.lu(x);
+  return detOfLu(lu, piv, x.dtype);
+});
+detWithAdjugateJvp.defjvp(([x], [t]) => {
+  const [d, y] = cofactorSolve(x, t);
+  const nd = y.ndim;
+  return [d, ops.reduceSum(P.diagPart(y), [nd - 2])];
+});
+/**
+ * [det(a), adj(a) @ b] from one LU, defined for singular a too (the idea of JAX's _cofactor_solve). With a[perm] = L U,
+ * adj(a) b = det(a) U^-1 x for x = L^-1 b[perm]. Splitting U = [[U11, u], [0, u_nn]], the last row of that is
+ * s x_n with s = sign * prod(diag U11) (no division by u_nn), and the rest U11^-1 (det x_top - u s x_n): one solve
+ * with U whose u_nn is replaced by 1, against [det x_top; s x_n]. A zero last pivot (rank n - 1) so gives the
+ * adjugate; where the solve still meets a zero pivot (lower rank) the result is not finite and becomes 0, as JAX's.
+ */
+function cofactorSolve(a: Array, b: Array): [Array, Array] {
+  const n = a.shape[a.ndim - 1],
+    nd = a.ndim;
+  const [lu, piv, perm] = P.lu(a);
   const d = P.diagPart(lu);
-  return ops.mul(pivotSign(piv, x.dtype), prodLast(d));
+  const sign = pivotSign(piv, a.dtype);
+  const head = ops.sliceInDim(d, 0, n - 1, 1, nd - 2);
+  const s = ops.mul(sign, prodLast(head));
+  const det = ops.mul(s, ops.squeeze(ops.sliceInDim(d, n - 1, n, 1, nd - 2), [nd - 2]));
+  const corner = ops.and(
+    ops.eq(ops.iota("int32", lu.shape, nd - 2), ops.full(lu.shape, n - 1, "int32")),
+    ops.eq(ops.iota("int32", lu.shape, nd - 1), ops.full(lu.shape, n - 1, "int32")),
+  );
+  const u1 = ops.select(corner, ops.full(lu.shape, 1, lu.dtype), lu);
+  // a zero pivot before the last (rank < n - 1, or a rank n - 1 matrix pivoted that way) gives 0. The test solves
+  // against ones, not b, so it does not depend on b (det's tangent); b is zeroed before the solves too, so that in
+  // reverse mode the 0 / 0 of the solves' transposes is zeroed last
+  const probe = P.triangularSolve(u1, ops.full([...a.shape.slice(0, -1), 1], 1, a.dtype), {
+    leftSide: true,
+    lower: false,
+  });
+  const fin = (v: Array) =>
+    isComplex(v.dtype) ? ops.and(ops.isFinite(ops.real(v)), ops.isFinite(ops.imag(v))) : ops.isFinite(v);
+  const all = ops.reduceAnd(fin(probe), [nd - 2, nd - 1]);
+  const keep = (v: Array) =>
+    ops.select(ops.broadcastInDim(all, v.shape, range(nd - 2)), v, ops.full(v.shape, 0, v.dtype));
+  const x = P.triangularSolve(lu, keep(permuteRows(b, perm)), { leftSide: true, lower: true, unitDiagonal: true });
+  // [..., n, k]: rows < n - 1 scaled by det, the last by s
+  const batch = (v: Array) => ops.broadcastInDim(v, x.shape, range(nd - 2));
+  const lastRow = ops.eq(ops.iota("int32", x.shape, nd - 2), ops.full(x.shape, n - 1, "int32"));
+  const xs = ops.mul(x, ops.select(lastRow, batch(s), batch(det)));
+  const y = P.triangularSolve(u1, xs, { leftSide: true, lower: false });
+  return [det, keep(y)];
 }
 /** jnp.linalg.slogdet(a): SlogdetResult {sign, logabsdet} (also iterable as [sign, logabsdet]). */
 export function slogdet(a: AL, ...args: unknown[]): SlogdetResult {

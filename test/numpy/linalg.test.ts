@@ -235,3 +235,106 @@ test("linalg.tensorinv / tensorsolve against NumPy's values, and their shape err
     /linalg\.tensorsolve: a of shape \(2, 3, 2, 3\) must be b.shape \+ x.shape with prod\(x.shape\) = b.size; b has shape \(3,\)/,
   );
 });
+
+/** The cofactor matrix of a small square matrix from its minors (an oracle independent of LU): d det / d a = C. */
+function cofactors(m: number[][]): number[][] {
+  const det = (x: number[][]): number =>
+    x.length === 0 ? 1 : x[0].reduce((s, v, j) => s + (j % 2 ? -1 : 1) * v * det(minor(x, 0, j)), 0);
+  const minor = (x: number[][], i: number, j: number) =>
+    x.filter((_, r) => r !== i).map((row) => row.filter((_, c) => c !== j));
+  return m.map((row, i) => row.map((_, j) => ((i + j) % 2 ? -1 : 1) * det(minor(m, i, j))));
+}
+
+test("grad of det is the cofactor matrix, finite at singular matrices (JAX's cofactor solve)", () => {
+  const close = (got: number[][], want: number[][], what: string) =>
+    got.forEach((row, i) =>
+      row.forEach((v, j) =>
+        assert.ok(
+          Math.abs(v - want[i][j]) <= 1e-4 * (1 + Math.abs(want[i][j])),
+          `${what}[${i}][${j}] = ${v}, want ${want[i][j]}`,
+        ),
+      ),
+    );
+  const g = grad((a: Array) => LA.det(a)) as (a: Array) => Array;
+  const gj = jit(g);
+  for (const [what, m] of [
+    [
+      "nonsingular",
+      [
+        [2, 1],
+        [1, 3],
+      ],
+    ],
+    [
+      "rank 1 of 2",
+      [
+        [1, 2],
+        [2, 4],
+      ],
+    ],
+    [
+      "rank 2 of 3",
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+        [7, 8, 9],
+      ],
+    ],
+    // JAX's own corank-1 and corank-2 test matrices (tests/linalg_test.py)
+    [
+      "JAX corank 1",
+      [
+        [50, -30, 45],
+        [-30, 90, -81],
+        [45, -81, 81],
+      ],
+    ],
+    [
+      "JAX corank 2",
+      [
+        [36, -42, 18],
+        [-42, 49, -21],
+        [18, -21, 9],
+      ],
+    ],
+    [
+      "zeros",
+      [
+        [0, 0, 0],
+        [0, 0, 0],
+        [0, 0, 0],
+      ],
+    ],
+    ["1 x 1", [[5]]],
+  ] as [string, number[][]][]) {
+    const a = array(m, { dtype: "float32" });
+    close(g(a).tolist() as number[][], cofactors(m), what);
+    close(gj(a).tolist() as number[][], cofactors(m), `${what} (jit)`);
+  }
+  // batched, and under vmap
+  const ab = array(
+    [
+      [
+        [1, 2],
+        [2, 4],
+      ],
+      [
+        [2, 1],
+        [1, 3],
+      ],
+    ],
+    { dtype: "float32" },
+  );
+  const want = [
+    cofactors([
+      [1, 2],
+      [2, 4],
+    ]),
+    cofactors([
+      [2, 1],
+      [1, 3],
+    ]),
+  ];
+  assert.deepEqual((grad((a: Array) => ops.reduceSum(LA.det(a), [0])) as (a: Array) => Array)(ab).tolist(), want);
+  assert.deepEqual((vmap(g) as (a: Array) => Array)(ab).tolist(), want);
+});
