@@ -40,12 +40,18 @@ function typedDType(t: TypedArray): DType {
 
 /** jnp.array / jnp.asarray: nested JS arrays, scalars, typed arrays or Arrays to an Array. */
 /**
- * Raises when a JS integer (an integer-valued number or a bigint) is not a value of the integer dtype d: NumPy and JAX
- * raise OverflowError there, where storing it would wrap or saturate it silently. `asked` is the dtype before
- * canonicalization (int64 is int32 unless x64 is on).
+ * Raises when a JS number or bigint has no value in the integer dtype d: an integer outside its range, NaN or an
+ * infinity (NumPy and JAX raise OverflowError / ValueError there, where storing it would wrap, saturate or give 0
+ * silently). Other non-integers truncate toward zero first, as np.array(1.7, int32) gives 1. `asked` is the dtype
+ * before canonicalization (int64 is int32 unless x64 is on).
  */
 export function checkIntLiteral(x: unknown, d: DType, asked: DType, fn = "array"): void {
   if (!isInteger(d)) return;
+  const shown = x;
+  if (typeof x === "number" && !Number.isInteger(x)) {
+    if (!Number.isFinite(x)) throw new RangeError(`${fn}: cannot convert ${x} to ${d} (it has no integer value)`);
+    x = Math.trunc(x) || 0;
+  }
   const bad =
     typeof x === "bigint" ? !fitsBigInt(x, d) : typeof x === "number" && Number.isInteger(x) && !fitsInt(x, d);
   if (!bad) return;
@@ -54,7 +60,7 @@ export function checkIntLiteral(x: unknown, d: DType, asked: DType, fn = "array"
       ? [d === "int64" ? -(2n ** 63n) : 0n, (d === "int64" ? 2n ** 63n : 2n ** 64n) - 1n]
       : intRange(d);
   throw new RangeError(
-    `${fn}: ${x} is out of range for ${d} [${lo}, ${hi}]` +
+    `${fn}: ${shown === x ? x : `${shown} (truncated to ${x})`} is out of range for ${d} [${lo}, ${hi}]` +
       (asked !== d ? ` (${asked} is ${d} unless config.update("enableX64", true) is on)` : ""),
   );
 }

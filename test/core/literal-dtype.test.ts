@@ -3,7 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import * as jax from "../../src/index.js";
 import { numpy as jnp } from "../../src/index.js";
-import { numberLiteralDType } from "../../src/core/dtype.js";
+import { type DType, numberLiteralDType } from "../../src/core/dtype.js";
 import { withX64 } from "../helpers/x64.js";
 
 test("numberLiteralDType: integer-valued numbers inside the default int range are ints, everything else floats", () => {
@@ -107,4 +107,25 @@ test("a JS integer past int32 given an integer dtype keeps its exact value (arra
     assert.deepEqual(jnp.fullLike(jnp.array([1], "uint32"), 4294967293).tolist(), [4294967293]);
     assert.equal(jnp.array(2147483647, "int32").item(), 2147483647);
   });
+});
+
+test("explicit integer dtypes: NaN and infinities raise, other floats truncate toward zero and must fit (np.array's rule)", () => {
+  // NumPy: np.array(nan, int32) ValueError, np.array(inf, int32) / np.array(300.5, uint8) / np.array(-1.7, uint8)
+  // OverflowError; np.array(1.7, int32) == 1, np.array(-0.5, uint8) == 0, np.array(255.9, uint8) == 255
+  for (const [v, d, msg] of [
+    [NaN, "int32", /array: cannot convert NaN to int32/],
+    [Infinity, "int32", /array: cannot convert Infinity to int32/],
+    [-Infinity, "uint8", /cannot convert -Infinity to uint8/],
+    [300.5, "uint8", /array: 300\.5 \(truncated to 300\) is out of range for uint8 \[0, 255\]/],
+    [-1.7, "uint8", /-1\.7 \(truncated to -1\) is out of range for uint8/],
+  ] as [number, DType, RegExp][]) {
+    assert.throws(() => jnp.array(v, d), msg, `array(${v}, ${d})`);
+    assert.throws(() => jnp.array([1, v], d), msg, `array([1, ${v}], ${d})`);
+    assert.throws(() => jnp.full([2], v, d), RangeError, `full([2], ${v}, ${d})`);
+  }
+  assert.deepEqual(jnp.array([1.7, -0.5, -2.9], "int32").tolist(), [1, 0, -2]);
+  assert.deepEqual(jnp.array([255.9, 0.2], "uint8").tolist(), [255, 0]);
+  // a float dtype or bool takes them as they are
+  assert.deepEqual(jnp.array([NaN, Infinity], "bool").tolist(), [true, true]);
+  assert.ok(Number.isNaN(jnp.array(NaN, "float32").item() as number));
 });
