@@ -145,7 +145,7 @@ const TABLE: Map<string, Row> = new Map([
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), y(), z(), B), [
     "jvp", "lax.argmax", "lax.argmin", "lax.broadcastInDim", "lax.clamp", "lax.convDimensionNumbers", "lax.dynamicSlice",
-    "lax.dynamicUpdateSlice", "lax.iota", "lax.pad", "lax.select", "lax.whileLoop", "numpy.applyOverAxes", "numpy.piecewise",
+    "lax.dynamicUpdateSlice", "lax.iota", "lax.pad", "lax.select", "lax.whileLoop", "numpy.applyOverAxes",
     "numpy.trilIndices", "numpy.triuIndices", "optim.warmupConstantSchedule", "random.shuffle", "scipy.stats.norm.cdf",
     "scipy.stats.norm.isf", "scipy.stats.norm.logcdf", "scipy.stats.norm.logpdf", "scipy.stats.norm.logsf",
     "scipy.stats.norm.pdf", "scipy.stats.norm.ppf", "scipy.stats.norm.sf",
@@ -287,6 +287,9 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.setLaunchObserver", "runtime.setExecutorSpinUs", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
     "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
     "debug.callbackContext", "runtime.copyBlocks", "runtime.setNativeBlockCopy",
+  ]),
+  ...none("piecewise(x, condlist, funclist, ...args): JAX's *args / **kw go to the funclist functions as they are, an object included", [
+    "numpy.piecewise",
   ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",

@@ -1,4 +1,4 @@
-/** @file jnp padding and resizing: pad (constant/edge/reflect/symmetric/wrap/linear_ramp/maximum/minimum/mean/empty), resize, append, insert, delete, trimZeros. */
+/** @file jnp padding and resizing: pad (constant/edge/reflect/symmetric (even/odd)/wrap/linear_ramp/maximum/minimum/mean/median/empty), resize, append, insert, delete, trimZeros. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { isInteger } from "../core/dtype.js";
 import { prod } from "../core/shape.js";
@@ -17,11 +17,22 @@ import {
   staticInts,
   takeStatic,
 } from "./struct-util.js";
+import { median } from "./reductions.js";
 import { tile } from "./shape-ops.js";
 
 type AL = ArrayLike | NestedValue;
 type PadMode =
-  "constant" | "edge" | "reflect" | "symmetric" | "wrap" | "linear_ramp" | "maximum" | "minimum" | "mean" | "empty";
+  | "constant"
+  | "edge"
+  | "reflect"
+  | "symmetric"
+  | "wrap"
+  | "linear_ramp"
+  | "maximum"
+  | "minimum"
+  | "mean"
+  | "median"
+  | "empty";
 interface PadOpts {
   padWidth: unknown;
   mode: PadMode;
@@ -100,6 +111,7 @@ export function pad(array: AL, ...args: unknown[]): Array {
     "maximum",
     "minimum",
     "mean",
+    "median",
     "empty",
   ];
   if (!valid.includes(mode))
@@ -121,8 +133,9 @@ export function pad(array: AL, ...args: unknown[]): Array {
     }
     return x;
   }
-  if (o.reflectType !== undefined && o.reflectType !== "even")
-    throw new Error(`pad: reflectType ${JSON.stringify(o.reflectType)} is not implemented (only "even")`);
+  const reflectType = o.reflectType ?? "even";
+  if (reflectType !== "even" && reflectType !== "odd")
+    throw new Error(`pad: reflectType must be "even" or "odd", got ${JSON.stringify(o.reflectType)}`);
   for (let ax = 0; ax < nd; ax++) {
     const [b, a] = pw[ax],
       n = x.shape[ax];
@@ -131,7 +144,9 @@ export function pad(array: AL, ...args: unknown[]): Array {
       throw new Error(
         `pad: can't extend empty axis ${ax} using modes other than 'constant' or 'empty' (shape ${shapeStr(x.shape)})`,
       );
-    if (mode === "edge" || mode === "reflect" || mode === "symmetric" || mode === "wrap") {
+    if ((mode === "reflect" || mode === "symmetric") && reflectType === "odd") {
+      x = reflectOdd(x, ax, b, a, mode);
+    } else if (mode === "edge" || mode === "reflect" || mode === "symmetric" || mode === "wrap") {
       x = takeStatic(
         x,
         range(b + n + a).map((p) => srcIndex(mode, p - b, n)),
@@ -148,7 +163,8 @@ export function pad(array: AL, ...args: unknown[]): Array {
         if (mode === "maximum") return ops.reduceMax(r, [ax]);
         if (mode === "minimum") return ops.reduceMin(r, [ax]);
         const f = isInteger(x.dtype) || x.dtype === "bool" ? ops.convert(r, "float32") : r;
-        const m = ops.div(ops.reduceSum(f, [ax]), ops.scalarLike(f, hi - lo));
+        const m =
+          mode === "median" ? median(f, { axis: ax }) : ops.div(ops.reduceSum(f, [ax]), ops.scalarLike(f, hi - lo));
         return ops.convert(isInteger(x.dtype) ? ops.round(m, 1) : m, x.dtype);
       };
       const keep = (v: Array) =>
@@ -160,6 +176,38 @@ export function pad(array: AL, ...args: unknown[]): Array {
         hi = keep(stat(n - Math.min(Math.max(sl[1], 1), n), n));
       x = ops.concatenate([fullAt(x, ax, b, lo), x, fullAt(x, ax, a, hi)], ax);
     }
+  }
+  return x;
+}
+/**
+ * reflect / symmetric padding with reflectType "odd" along ax: each block of at most n - 1 (reflect) or n
+ * (symmetric) values is the mirror image of the values next to the current edge, negated about that edge
+ * (2 * edge - mirrored), and the new outermost value is the edge of the next block, as NumPy extends long pads
+ * block by block (JAX's _pad_symmetric_or_reflect does the same).
+ */
+function reflectOdd(x: Array, ax: number, before: number, after: number, mode: "reflect" | "symmetric"): Array {
+  const n = x.shape[ax];
+  const offset = mode === "reflect" && n > 1 ? 1 : 0;
+  const block = Math.max(n - offset, 1);
+  const two = (v: Array) => ops.mul(ops.scalarLike(v, 2), v);
+  let edge = sliceAxis(x, 0, 1, ax);
+  for (let left = before; left > 0;) {
+    const w = Math.min(left, block);
+    left -= w;
+    const m = ops.rev(sliceAxis(x, offset, offset + w, ax), [ax]);
+    const p = ops.sub(bcast(two(edge), m.shape), m);
+    edge = sliceAxis(p, 0, 1, ax);
+    x = ops.concatenate([p, x], ax);
+  }
+  edge = sliceAxis(x, x.shape[ax] - 1, x.shape[ax], ax);
+  for (let left = after; left > 0;) {
+    const w = Math.min(left, block);
+    left -= w;
+    const len = x.shape[ax];
+    const m = ops.rev(sliceAxis(x, len - offset - w, len - offset, ax), [ax]);
+    const p = ops.sub(bcast(two(edge), m.shape), m);
+    edge = sliceAxis(p, w - 1, w, ax);
+    x = ops.concatenate([x, p], ax);
   }
   return x;
 }
