@@ -1,4 +1,4 @@
-/** @file jnp padding and resizing: pad (constant/edge/reflect/symmetric (even/odd)/wrap/linear_ramp/maximum/minimum/mean/median/empty), resize, append, insert, delete, trimZeros. */
+/** @file jnp padding and resizing: pad (constant/edge/reflect/symmetric (even/odd)/wrap/linear_ramp/maximum/minimum/mean/median/empty/callable), resize, append, insert, delete, trimZeros. */
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { isInteger } from "../core/dtype.js";
 import { prod } from "../core/shape.js";
@@ -17,6 +17,8 @@ import {
   staticInts,
   takeStatic,
 } from "./struct-util.js";
+import { splitOpts } from "./core.js";
+import { applyAlongAxis } from "./functional.js";
 import { median } from "./reductions.js";
 import { tile } from "./shape-ops.js";
 
@@ -85,8 +87,32 @@ function fullAt(x: Array, ax: number, w: number, v: Array): Array {
   return bcast(v, s);
 }
 
-/** jnp.pad(array, padWidth, mode="constant", {constantValues, endValues, reflectType, statLength}). */
+/**
+ * A callable pad mode, as JAX's: called with each 1-D slice along each axis in turn (already padded, the new
+ * entries zero), that axis's (before, after) widths, the axis and pad's other options; it returns the slice.
+ */
+export type PadFunction = (
+  vector: Array,
+  iaxisPadWidth: [number, number],
+  iaxis: number,
+  kwargs: Record<string, unknown>,
+) => Array;
+
+/**
+ * jnp.pad(array, padWidth, mode="constant", {constantValues, endValues, reflectType, statLength}); mode may be a
+ * PadFunction, which then gets every other option as its kwargs.
+ */
 export function pad(array: AL, ...args: unknown[]): Array {
+  const [pos, raw] = splitOpts<Record<string, unknown>>(args);
+  const fnMode = pos[1] ?? raw.mode;
+  if (typeof fnMode === "function") {
+    if (pos.length > 2)
+      throw new TypeError(`pad: takes at most 2 positional arguments (padWidth, mode), got ${pos.length}`);
+    const { padWidth, mode: _mode, ...kwargs } = raw;
+    if (pos[0] !== undefined && padWidth !== undefined)
+      throw new TypeError('pad: got multiple values for argument "padWidth"');
+    return padWithFunction(arr("pad", array), pos[0] ?? padWidth, fnMode as PadFunction, kwargs);
+  }
   const o = parseArgs<PadOpts>(
     "pad",
     args,
@@ -179,6 +205,40 @@ export function pad(array: AL, ...args: unknown[]): Array {
   }
   return x;
 }
+/**
+ * pad with a callable mode (JAX's _pad_func, not NumPy's in-place protocol): zero padding first, then along each
+ * axis in turn the function maps every 1-D slice (applyAlongAxis, a vmap) to its new values.
+ */
+function padWithFunction(x: Array, padWidth: unknown, f: PadFunction, kwargs: Record<string, unknown>): Array {
+  if (padWidth === undefined) throw new TypeError("pad: missing the padWidth argument");
+  const nd = x.ndim;
+  const pw = pairs("pad", padWidth, nd, "padWidth");
+  for (const [b, a] of pw)
+    if (!Number.isInteger(b) || !Number.isInteger(a) || b < 0 || a < 0)
+      throw new Error(`pad: padWidth must hold non-negative integers, got ${JSON.stringify(padWidth)}`);
+  let y = ops.pad(
+    x,
+    ops.scalarLike(x, 0),
+    pw.map(([b, a]): [number, number, number] => [b, a, 0]),
+  );
+  for (let ax = 0; ax < nd; ax++) {
+    const want = y.shape[ax];
+    y = applyAlongAxis(
+      (v: Array) => {
+        const r = f(v, pw[ax], ax, kwargs);
+        if (!(r instanceof Array) || r.ndim !== 1 || r.shape[0] !== want)
+          throw new Error(
+            `pad: the mode function must return the padded 1-D slice of length ${want} along axis ${ax}, got ${r instanceof Array ? `shape ${shapeStr(r.shape)}` : String(r)}`,
+          );
+        return ops.convert(r, y.dtype);
+      },
+      ax,
+      y,
+    );
+  }
+  return y;
+}
+
 /**
  * reflect / symmetric padding with reflectType "odd" along ax: each block of at most n - 1 (reflect) or n
  * (symmetric) values is the mirror image of the values next to the current edge, negated about that edge

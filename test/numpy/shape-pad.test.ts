@@ -6,15 +6,37 @@ import { array } from "../../src/numpy/core.js";
 import * as R from "../../src/numpy/reductions.js";
 import * as SP from "../../src/numpy/shape-pad.js";
 import * as ops from "../../src/primitives/ops.js";
+import { jit } from "../../src/transforms/api.js";
 import { checkGrad } from "../helpers/finite-diff.js";
 import { runGapCases } from "./gaps-cases.js";
 import { assertThrowsWith } from "./math-cases.js";
 
-const cases = runGapCases({ pad: SP.pad }, ["pad"]);
+/** The JS forms of the generator's callable modes (they return the slice, as JAX's protocol). */
+const MODES: Record<string, SP.PadFunction> = {
+  padWith: (v, [b, a], _ax, kw) => {
+    const i = ops.iota("int32", v.shape, 0);
+    const pads = ops.or(ops.lt(i, ops.scalarLike(i, b)), ops.ge(i, ops.scalarLike(i, v.shape[0] - a)));
+    return ops.select(pads, ops.fullLike(v, Number(kw.padder ?? 10)), v);
+  },
+  edgePlusAxis: (v, [b, a], ax) => {
+    const n = v.shape[0];
+    const i = ops.iota("int32", v.shape, 0);
+    const at = (k: number) =>
+      ops.add(
+        ops.broadcastInDim(ops.reshape(ops.sliceInDim(v, k, k + 1, 1, 0), []), v.shape, []),
+        ops.fullLike(v, 100 * ax),
+      );
+    const r = ops.select(ops.lt(i, ops.scalarLike(i, b)), at(b), v);
+    return ops.select(ops.ge(i, ops.scalarLike(i, n - a)), at(n - a - 1), r);
+  },
+};
+const pad = (x: unknown, w: unknown, mode: string, ...rest: unknown[]) =>
+  (SP.pad as (...a: unknown[]) => Array)(x, w, MODES[mode] ?? mode, ...rest);
+const cases = runGapCases({ pad }, ["pad"]);
 
 test("the gaps fixture has median and odd-reflection pad cases", () => {
   const kinds = new Set(cases.map((c) => `${String(c.args[2])}/${String(c.kwargs.reflectType ?? "")}`));
-  for (const k of ["median/", "reflect/odd", "symmetric/odd"]) assert.ok(kinds.has(k), k);
+  for (const k of ["median/", "reflect/odd", "symmetric/odd", "padWith/", "edgePlusAxis/"]) assert.ok(kinds.has(k), k);
 });
 
 /** A fixed weighting so that the scalar loss depends on every padded entry differently. */
@@ -36,6 +58,23 @@ test("grad of pad with reflectType odd (reflect and symmetric, long pads) matche
 
 test("grad of pad median matches finite differences (distinct values)", () => {
   checkGrad("pad median", (x) => weighted(SP.pad(x, [2, 3], "median", { statLength: 3 })), [1, 4.5, -2, 3, 0.25]);
+});
+
+test("a callable mode gets pad's other options as kwargs, under jit too, and must return the slice", () => {
+  const seen: Record<string, unknown>[] = [];
+  const spy: SP.PadFunction = (v, _w, _ax, kw) => {
+    seen.push(kw);
+    return v;
+  };
+  SP.pad(array([1, 2], { dtype: "float32" }), 1, spy, { padder: 3, other: "x" });
+  assert.deepEqual(seen, [{ padder: 3, other: "x" }]);
+  const f = jit((x: Array) => SP.pad(x, [[1, 0]], MODES.padWith, { padder: -4 }));
+  assert.deepEqual(f(array([5, 6], { dtype: "float32" })).tolist(), [-4, 5, 6]);
+  assertThrowsWith(
+    () => SP.pad(array([1, 2]), 1, () => array([0])),
+    "pad: the mode function must return the padded 1-D slice of length 4 along axis 0",
+    "(1,)",
+  );
 });
 
 test("bad input: pad reflectType names the accepted values", () => {
