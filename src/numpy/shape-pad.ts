@@ -19,7 +19,7 @@ import {
 } from "./struct-util.js";
 import { splitOpts } from "./core.js";
 import { applyAlongAxis } from "./functional.js";
-import { median } from "./reductions.js";
+import { median } from "./quantile.js";
 import { tile } from "./shape-ops.js";
 
 type AL = ArrayLike | NestedValue;
