@@ -1,10 +1,11 @@
 /** @file jnp quantiles: quantile / percentile / median and their NaN-aware forms (methods as JAX's, inverted_cdf with weights). */
 import { Array } from "../core/array.js";
-import { prod as shapeProd, shapeStr } from "../core/shape.js";
+import { isComplex } from "../core/dtype.js";
+import { prod as shapeProd, shapesEqual, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { sortMany } from "../primitives/sort.js";
-import { asArrayArg, broadcastTo } from "./core.js";
-import { type ArrayInput, type Args, type Axis, axesOf, c, parseArgs, toInexact } from "./elementwise-util.js";
+import { asArrayArg, broadcastTo, promoteDtypes } from "./core.js";
+import { type ArrayInput, type Args, type Axis, axesOf, axisOf, c, parseArgs, toInexact } from "./elementwise-util.js";
 
 /** Picks s[..., idx] along the last axis for an integer index array shaped like s without its last axis (after broadcasting). */
 function pickLast(s: Array, idx: Array): Array {
@@ -16,7 +17,7 @@ function pickLast(s: Array, idx: Array): Array {
     shape.length - 1,
   ]);
 }
-type Method = "linear" | "lower" | "higher" | "nearest" | "midpoint";
+type Method = "linear" | "lower" | "higher" | "nearest" | "midpoint" | "inverted_cdf";
 interface QuantOpts {
   axis: Axis;
   out: null;
@@ -38,13 +39,20 @@ function quantileImpl(
   nanAware: boolean,
   scale = 1,
 ): Array {
-  if (o.weights !== undefined && o.weights !== null) throw new Error(`${fn}: weights are not supported`);
   const method = o.method ?? "linear";
-  if (!["linear", "lower", "higher", "nearest", "midpoint"].includes(method))
+  if (!["linear", "lower", "higher", "nearest", "midpoint", "inverted_cdf"].includes(method))
     throw new Error(
-      `${fn}: method must be one of linear, lower, higher, nearest, midpoint; got ${JSON.stringify(method)}`,
+      `${fn}: method must be one of linear, lower, higher, nearest, midpoint, inverted_cdf; got ${JSON.stringify(method)}`,
     );
-  const x = toInexact(fn, a);
+  let x = toInexact(fn, a);
+  let w: Array | null = null;
+  if (o.weights !== undefined && o.weights !== null) {
+    if (method !== "inverted_cdf")
+      throw new Error(`${fn}: only method "inverted_cdf" supports weights (as JAX and NumPy), got method ${method}`);
+    [x, w] = promoteDtypes(fn, [x, toInexact(fn, o.weights)]);
+    w = weightsLike(fn, w, x.shape, o.axis);
+  }
+  if (isComplex(x.dtype)) throw new TypeError(`${fn}: complex input is not supported (got ${x.dtype}), as JAX`);
   let qa = ops.convert(asArrayArg(fn, q), x.dtype, false);
   if (qa.ndim > 1) throw new Error(`${fn}: q must be zero- or one-dimensional, got shape ${shapeStr(qa.shape)}`);
   if (scale !== 1) qa = ops.div(qa, c(qa, scale));
@@ -53,9 +61,14 @@ function quantileImpl(
   const n = shapeProd(axes.map((k) => x.shape[k]));
   if (n === 0) throw new Error(`${fn}: cannot take a quantile over an empty axis (shape ${shapeStr(x.shape)})`);
   const batch = keep.map((k) => x.shape[k]);
-  const flat = ops.reshape(ops.transpose(x, [...keep, ...axes]), [...batch, n]);
-  // lax.sort along the last axis (NaNs last); the O(n^2) rank-by-comparison sort took 6 s at n = 5000
-  const s = sortMany([flat], flat.ndim - 1)[0];
+  const flatten = (v: Array) => ops.reshape(ops.transpose(v, [...keep, ...axes]), [...batch, n]);
+  const flat = flatten(x);
+  // lax.sort along the last axis (NaNs last), the weights carried along; the O(n^2) rank-by-comparison sort took
+  // 6 s at n = 5000
+  const [s, ws] =
+    method === "inverted_cdf"
+      ? sortMany([flat, w ? flatten(w) : ops.fullLike(flat, 1)], flat.ndim - 1)
+      : [sortMany([flat], flat.ndim - 1)[0]];
   const nanM = ops.ne(flat, flat);
   // valid count per slice (NaNs sort last and are skipped by the nan* forms)
   const cnt = nanAware
@@ -94,6 +107,9 @@ function quantileImpl(
     case "midpoint":
       r = ops.mul(ops.add(lo, hi), c(lo, 0.5));
       break;
+    case "inverted_cdf":
+      r = invertedCdf(s, ws, qb, batch.length, clampIdx, sb);
+      break;
     default: {
       const t = ops.sub(pos, loF);
       r = ops.add(lo, ops.mul(ops.sub(hi, lo), t));
@@ -109,7 +125,62 @@ function quantileImpl(
   if (o.keepdims) r = ops.reshape(r, [...qa.shape, ...x.shape.map((d, k) => (axes.includes(k) ? 1 : d))]);
   return r;
 }
-/** quantile(a, q, axis, out, overwriteInput, method="linear", keepdims): q's dims come first in the result. */
+/**
+ * Weights for `x`: its shape, or (with an axis) the shape of the reduced axes in the order given, broadcast to
+ * x's shape (JAX's rule).
+ */
+function weightsLike(fn: string, w: Array, shape: readonly number[], axis: Axis | undefined): Array {
+  if (shapesEqual(w.shape, shape)) return w;
+  const given =
+    axis === null || axis === undefined
+      ? null
+      : (typeof axis === "number" ? [axis] : [...axis]).map((ax) => axisOf(fn, ax, shape));
+  if (given === null)
+    throw new Error(
+      `${fn}: weights of shape ${shapeStr(w.shape)} must match a's shape ${shapeStr(shape)} when axis is null`,
+    );
+  const want = given.map((ax) => shape[ax]);
+  if (!shapesEqual(w.shape, want))
+    throw new Error(
+      `${fn}: weights of shape ${shapeStr(w.shape)} must match a's shape ${shapeStr(shape)} or the reduced axes' ${shapeStr(want)}`,
+    );
+  // w's dims follow the axes as given; broadcast_in_dim wants them increasing
+  const order = [...given.keys()].sort((p, q) => given[p] - given[q]);
+  return ops.broadcastInDim(
+    ops.transpose(w, order),
+    shape,
+    order.map((i) => given[i]),
+  );
+}
+
+/**
+ * inverted_cdf: the first sorted value whose cumulative weight reaches q times the total (NumPy's and JAX's
+ * weighted quantile; unit weights without `weights`). NaN values and negative or NaN weights count zero; a slice
+ * with a negative or NaN weight gives NaN (JAX's choice, traceable; NumPy raises on negative weights).
+ */
+function invertedCdf(s: Array, ws: Array, qb: Array, nBatch: number, clampIdx: (v: Array) => Array, sb: Array): Array {
+  const last = s.ndim - 1,
+    n = s.shape[last];
+  const outShape = qb.shape;
+  const zero = ops.fullLike(ws, 0);
+  const bad = ops.or(ops.lt(ws, zero), ops.ne(ws, ws));
+  const cw = ops.cumulative("cumsum", ops.select(ops.or(bad, ops.ne(s, s)), zero, ws), last);
+  const batchDims = [...s.shape.keys()].slice(0, nBatch).map((i) => outShape.length - nBatch + i);
+  const total = ops.reshape(ops.sliceInDim(cw, n - 1, n, 1, last), s.shape.slice(0, nBatch));
+  const target = ops.mul(qb, ops.broadcastInDim(total, outShape, batchDims));
+  const full = [...outShape, n];
+  const below = ops.lt(
+    ops.broadcastInDim(cw, full, [...batchDims, outShape.length]),
+    ops.broadcastInDim(target, full, [...outShape.keys()]),
+  );
+  const r = pickLast(sb, clampIdx(ops.reduceSum(ops.convert(below, "int32"), [outShape.length])));
+  const anyBad = ops.broadcastInDim(ops.reduceOr(bad, [nBatch]), outShape, batchDims);
+  return ops.select(anyBad, ops.fullLike(r, NaN), r);
+}
+/**
+ * quantile(a, q, axis, out, overwriteInput, method="linear", keepdims, { weights }): q's dims come first in the
+ * result; methods linear, lower, higher, nearest, midpoint and inverted_cdf (the only one taking weights).
+ */
 export function quantile(a: ArrayInput, q: ArrayInput, ...args: QuantArgs): Array {
   return quantileImpl("quantile", a, q, parseArgs<QuantOpts>("quantile", args, Q_NAMES, ["weights"]), false);
 }
