@@ -2,11 +2,13 @@
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { isInteger } from "../core/dtype.js";
 import { prod } from "../core/shape.js";
+import { ConcretizationTypeError } from "../core/trace.js";
 import * as ops from "../primitives/ops.js";
 import {
   JSArray,
   arr,
   bcast,
+  concreteOf,
   normalizeAxis,
   numbersOf,
   parseArgs,
@@ -363,6 +365,7 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
   const ax = normalizeAxis("insert", axis ?? 0, x.ndim);
   const n = x.shape[ax];
   let v = ops.convert(arr("insert", values), x.dtype);
+  if (obj instanceof Array && !concreteOf(obj)) return insertTraced(x, ax, obj, v);
   const { idx, scalar } = staticPositions("insert", obj, n, false);
   if (idx.length === 1) {
     let i = idx[0];
@@ -398,9 +401,98 @@ export function insert(a: AL, obj: unknown, values: AL, ...args: unknown[]): Arr
   return takeStatic(ops.concatenate([x, v], ax), src, ax);
 }
 
+/** Pairwise comparison matrix [rows, cols] of a [rows] and b [cols] by `cmp`. */
+function outer(a: Array, b: Array, cmp: (p: Array, q: Array) => Array): Array {
+  const shape = [a.shape[0], b.shape[0]];
+  return cmp(ops.broadcastInDim(a, shape, [0]), ops.broadcastInDim(b, shape, [1]));
+}
+const countTrue = (m: Array, axis: number) => ops.reduceSum(ops.convert(m, "int32"), [axis]);
+/** x gathered along ax at traced int32 positions (shape [m]). */
+function gatherAlong(x: Array, pos: Array, ax: number): Array {
+  return ops.moveaxis(ops.gather(x, ops.reshape(pos, [pos.shape[0], 1]), [ax], "clip"), 0, ax);
+}
+
+/**
+ * insert with a traced integer obj (JAX supports it; the idea of its construction, not its code): negative
+ * positions count from the end and the rest are clipped to [0, n] (no error under jit); insert j lands at
+ * obj[j] + (its rank in a stable order of obj); every output position then gathers either its inserted value or
+ * the next original entry from concatenate([x, values]).
+ */
+function insertTraced(x: Array, ax: number, obj: Array, values: Array): Array {
+  if (obj.ndim > 1)
+    throw new Error(
+      `insert: obj must be a slice, a one-dimensional array or a scalar, got shape ${shapeStr(obj.shape)}`,
+    );
+  if (!isInteger(obj.dtype)) throw new TypeError(`insert: obj must be integers, got ${obj.aval.str()}`);
+  const n = x.shape[ax];
+  let v = values;
+  if (v.ndim < x.ndim) v = ops.reshape(v, [...new JSArray<number>(x.ndim - v.ndim).fill(1), ...v.shape]);
+  let idx = ops.convert(obj, "int32");
+  if (obj.size === 1) {
+    if (obj.ndim === 0) v = ops.moveaxis(v, 0, ax);
+    idx = bcast(ops.reshape(idx, []), [v.shape[ax]]);
+  }
+  const k = idx.shape[0];
+  const s = [...x.shape];
+  s[ax] = k;
+  v = bcast(v, s);
+  idx = ops.select(ops.lt(idx, ops.scalarLike(idx, 0)), ops.add(idx, ops.scalarLike(idx, n)), idx);
+  idx = ops.clamp(0, idx, n);
+  const iota = ops.iota("int32", [k], 0);
+  // stable rank: earlier smaller, or equal and earlier in obj
+  const ahead = ops.or(
+    outer(idx, idx, (p, q) => ops.gt(p, q)),
+    ops.and(
+      outer(idx, idx, (p, q) => ops.eq(p, q)),
+      outer(iota, iota, (p, q) => ops.gt(p, q)),
+    ),
+  );
+  const newPos = ops.add(idx, countTrue(ahead, 1));
+  const p = ops.iota("int32", [n + k], 0);
+  const hit = outer(p, newPos, (a, b) => ops.eq(a, b));
+  const which = ops.reduceSum(ops.select(hit, ops.iota("int32", hit.shape, 1), ops.fullLike(hit, 0, "int32")), [1]);
+  const before = countTrue(
+    outer(p, newPos, (a, b) => ops.gt(a, b)),
+    1,
+  );
+  const src = ops.select(ops.reduceOr(hit, [1]), ops.add(which, ops.scalarLike(which, n)), ops.sub(p, before));
+  return gatherAlong(ops.concatenate([x, v], ax), src, ax);
+}
+
+/**
+ * delete with traced unique integer indices (JAX's assume_unique_indices path): out-of-range indices are clipped
+ * as JAX does; output i takes original position i + #{j : d_j - (number of d below d_j) <= i}.
+ */
+function deleteTraced(x: Array, ax: number, obj: Array): Array {
+  const n = x.shape[ax];
+  let d = ops.reshape(ops.convert(obj, "int32"), [obj.size]);
+  d = ops.clamp(0, ops.select(ops.lt(d, ops.scalarLike(d, 0)), ops.add(d, ops.scalarLike(d, n)), d), n);
+  const k = d.shape[0];
+  if (k > n)
+    throw new Error(
+      `delete: ${k} unique indices cannot be deleted from axis ${ax} of size ${n} (shape ${shapeStr(x.shape)})`,
+    );
+  const shifted = ops.sub(
+    d,
+    countTrue(
+      outer(d, d, (p, q) => ops.gt(p, q)),
+      1,
+    ),
+  );
+  const i = ops.iota("int32", [n - k], 0);
+  const pos = ops.add(
+    i,
+    countTrue(
+      outer(i, shifted, (p, q) => ops.ge(p, q)),
+      1,
+    ),
+  );
+  return gatherAlong(x, pos, ax);
+}
+
 /** jnp.delete(arr, obj, axis=null) with a static obj (int, list, slice or bool mask). */
 export function deleteItems(a: AL, obj: unknown, ...args: unknown[]): Array {
-  const { axis } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>(
+  const { axis, assumeUniqueIndices } = parseArgs<{ axis: number | null; assumeUniqueIndices: boolean }>(
     "delete",
     args,
     ["axis"],
@@ -410,6 +502,12 @@ export function deleteItems(a: AL, obj: unknown, ...args: unknown[]): Array {
   if (axis === undefined || axis === null) x = ops.reshape(x, [x.size]);
   const ax = normalizeAxis("delete", axis ?? 0, x.ndim);
   const n = x.shape[ax];
+  if (obj instanceof Array && !concreteOf(obj)) {
+    if (assumeUniqueIndices && isInteger(obj.dtype)) return deleteTraced(x, ax, obj);
+    throw new ConcretizationTypeError(
+      `delete: a traced obj ${obj.aval.str()} needs { assumeUniqueIndices: true } and integer indices (as JAX); otherwise obj must be concrete (a JS list, slice or a concrete array)`,
+    );
+  }
   const isBoolMask =
     obj instanceof Array ? obj.dtype === "bool" : JSArray.isArray(obj) && obj.length > 0 && typeof obj[0] === "boolean";
   const { idx } = staticPositions("delete", obj, n, true);

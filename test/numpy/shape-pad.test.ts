@@ -32,7 +32,7 @@ const MODES: Record<string, SP.PadFunction> = {
 };
 const pad = (x: unknown, w: unknown, mode: string, ...rest: unknown[]) =>
   (SP.pad as (...a: unknown[]) => Array)(x, w, MODES[mode] ?? mode, ...rest);
-const cases = runGapCases({ pad }, ["pad"]);
+const cases = runGapCases({ pad, insert: SP.insert, delete: SP.deleteItems }, ["pad", "insert", "delete"]);
 
 test("the gaps fixture has median and odd-reflection pad cases", () => {
   const kinds = new Set(cases.map((c) => `${String(c.args[2])}/${String(c.kwargs.reflectType ?? "")}`));
@@ -74,6 +74,37 @@ test("a callable mode gets pad's other options as kwargs, under jit too, and mus
     () => SP.pad(array([1, 2]), 1, () => array([0])),
     "pad: the mode function must return the padded 1-D slice of length 4 along axis 0",
     "(1,)",
+  );
+});
+
+test("insert / delete with a traced obj: the fixture has jit cases, grads flow to the array and the values", () => {
+  assert.ok(cases.filter((c) => c.fn === "insert").length >= 6);
+  assert.ok(cases.filter((c) => c.fn === "delete").length >= 3);
+  const obj = array([3, 0, 3], { dtype: "int32" });
+  checkGrad(
+    "insert traced",
+    (x) => weighted(jit((y: Array, o: Array) => SP.insert(y, o, ops.mul(y, y)))(x, obj) as Array),
+    [1, -2, 0.5],
+  );
+  checkGrad(
+    "delete traced",
+    (x) =>
+      weighted(
+        jit((y: Array, o: Array) => SP.deleteItems(y, o, { assumeUniqueIndices: true }))(
+          x,
+          array([1], { dtype: "int32" }),
+        ),
+      ),
+    [1, -2, 0.5, 4],
+  );
+});
+
+test("delete with a traced obj needs assumeUniqueIndices (as JAX), and the error says so", () => {
+  assertThrowsWith(
+    () => jit((y: Array, o: Array) => SP.deleteItems(y, o))(array([1, 2, 3]), array([0], { dtype: "int32" })),
+    "delete",
+    "assumeUniqueIndices: true",
+    "i32[1]",
   );
 });
 
