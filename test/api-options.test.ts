@@ -123,7 +123,7 @@ const TABLE: Map<string, Row> = new Map([
     "numpy.linalg.solve", "numpy.logaddexp", "numpy.logaddexp2", "numpy.logicalAnd", "numpy.logicalOr", "numpy.logicalXor",
     "numpy.maximum", "numpy.minimum", "numpy.mod", "numpy.multiply", "numpy.nextafter", "numpy.notEqual", "numpy.outer",
     "numpy.polyadd", "numpy.polysub", "numpy.pow", "numpy.power", "numpy.remainder", "numpy.resize", "numpy.rightShift",
-    "numpy.subtract", "numpy.tile", "numpy.trilIndicesFrom", "numpy.trimZeros", "numpy.triuIndicesFrom", "numpy.trueDivide",
+    "numpy.subtract", "numpy.tile", "numpy.trilIndicesFrom", "numpy.triuIndicesFrom", "numpy.trueDivide",
     "numpy.unravelIndex", "numpy.vsplit", "optim.joinSchedules", "optim.masked", "optim.piecewiseConstantSchedule",
     "random.foldIn", "random.split", "random.threefry2x32", "scipy.special.betaln", "scipy.special.klDiv",
     "scipy.special.multigammaln", "scipy.special.polygamma", "scipy.special.relEntr", "scipy.special.xlog1py",
@@ -153,7 +153,7 @@ const TABLE: Map<string, Row> = new Map([
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f(x(), y(), z(), B), [
     "lax.scan", "nn.dotProductAttention", "numpy.insert", "numpy.interp", "numpy.polyfit", "numpy.put", "numpy.putAlongAxis",
-    "numpy.where", "optim.exponentialDecay", "optim.linearSchedule",
+    "numpy.trimZeros", "numpy.where", "optim.exponentialDecay", "optim.linearSchedule",
   ]),
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f((v: unknown) => v, B), [

@@ -3,7 +3,6 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./index.js";
 export * from "./index.js";
 export const resize: typeof M.resize = fixedArity("jnp.resize", 2, M.resize, "jnp.resize(a, newShape)");
-export const trimZeros: typeof M.trimZeros = fixedArity("jnp.trimZeros", 2, M.trimZeros, "jnp.trimZeros(filt, trim?)");
 export const angle: typeof M.angle = fixedArity("jnp.angle", 2, M.angle, "jnp.angle(z, deg?)");
 export const complex: typeof M.complex = fixedArity("jnp.complex", 2, M.complex, "jnp.complex(re, im?)");
 export const divmod: typeof M.divmod = fixedArity("jnp.divmod", 2, M.divmod, "jnp.divmod(x, y)");

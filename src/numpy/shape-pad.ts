@@ -525,14 +525,42 @@ export function deleteItems(a: AL, obj: unknown, ...args: unknown[]): Array {
   );
 }
 
-/** jnp.trimZeros(filt, trim="fb"): strips leading ("f") and/or trailing ("b") zeros of a concrete 1-D array. */
-export function trimZeros(filt: AL, trim = "fb"): Array {
+/**
+ * jnp.trimZeros(filt, trim="fb", axis=null): strips leading ("f") and/or trailing ("b") zeros of a concrete array
+ * along each of the given axes (all when null; as JAX and NumPy 2.2), a position counting as zero when the whole
+ * slice through it is zero. The result's shape depends on the values, so filt must be concrete (JAX's rule).
+ */
+export function trimZeros(filt: AL, ...args: unknown[]): Array {
+  const o = parseArgs<{ trim: string; axis: number | readonly number[] | null }>("trimZeros", args, ["trim", "axis"]);
+  const trim = o.trim ?? "fb";
+  if (typeof trim !== "string")
+    throw new TypeError(`trimZeros: trim must be a string of "f" and/or "b", got ${String(trim)}`);
   const x = arr("trimZeros", filt);
-  if (x.ndim !== 1) throw new Error(`trimZeros: the input must be 1-D, got shape ${shapeStr(x.shape)}`);
-  const v = numbersOf(requireConcrete("trimZeros", x, "the input"));
-  let lo = 0,
-    hi = v.length;
-  if (trim.toLowerCase().includes("f")) while (lo < hi && v[lo] === 0) lo++;
-  if (trim.toLowerCase().includes("b")) while (hi > lo && v[hi - 1] === 0) hi--;
-  return ops.sliceInDim(x, lo, hi, 1, 0);
+  const v = numbersOf(requireConcrete("trimZeros", x, "the input", "trimZeros's result shape depends on the values"));
+  const axes =
+    o.axis === undefined || o.axis === null
+      ? range(x.ndim)
+      : (typeof o.axis === "number" ? [o.axis] : [...o.axis]).map((ax) => normalizeAxis("trimZeros", ax, x.ndim));
+  const front = trim.toLowerCase().includes("f"),
+    back = trim.toLowerCase().includes("b");
+  if (!front && !back) return x;
+  let r = x;
+  const strides = x.shape.map((_, i) => prod(x.shape.slice(i + 1)));
+  for (const ax of new Set(axes)) {
+    const n = x.shape[ax];
+    // nonzero[i]: some entry with index i along ax is nonzero
+    const nonzero = new JSArray<boolean>(n).fill(false);
+    v.forEach((val, flat) => {
+      if (val !== 0) nonzero[Math.floor(flat / strides[ax]) % n] = true;
+    });
+    let lo = 0,
+      hi = n;
+    if (!nonzero.includes(true)) hi = 0;
+    else {
+      if (front) while (!nonzero[lo]) lo++;
+      if (back) while (!nonzero[hi - 1]) hi--;
+    }
+    r = ops.sliceInDim(r, lo, hi, 1, ax);
+  }
+  return r;
 }

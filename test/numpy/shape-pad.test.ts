@@ -32,7 +32,12 @@ const MODES: Record<string, SP.PadFunction> = {
 };
 const pad = (x: unknown, w: unknown, mode: string, ...rest: unknown[]) =>
   (SP.pad as (...a: unknown[]) => Array)(x, w, MODES[mode] ?? mode, ...rest);
-const cases = runGapCases({ pad, insert: SP.insert, delete: SP.deleteItems }, ["pad", "insert", "delete"]);
+const cases = runGapCases({ pad, insert: SP.insert, delete: SP.deleteItems, trimZeros: SP.trimZeros }, [
+  "pad",
+  "insert",
+  "delete",
+  "trimZeros",
+]);
 
 test("the gaps fixture has median and odd-reflection pad cases", () => {
   const kinds = new Set(cases.map((c) => `${String(c.args[2])}/${String(c.kwargs.reflectType ?? "")}`));
@@ -105,6 +110,15 @@ test("delete with a traced obj needs assumeUniqueIndices (as JAX), and the error
     "delete",
     "assumeUniqueIndices: true",
     "i32[1]",
+  );
+});
+
+test("trimZeros needs a concrete input under jit (its shape depends on the values), as JAX", () => {
+  assertThrowsWith(
+    () => jit((y: Array) => SP.trimZeros(y, { axis: 0 }))(array([0, 1, 0])),
+    "trimZeros",
+    "must be concrete",
+    "depends on the values",
   );
 });
 
