@@ -31,6 +31,8 @@ const JSArray = globalThis.Array;
 export interface WhereNonzeroOpts {
   size?: number;
   fillValue?: number | number[];
+  /** Never set: keeps an Array (which has a `size`) from reading as this options object in the overloads. */
+  shape?: never;
 }
 /**
  * where(condition, x, y): elementwise choice with broadcasting and dtype promotion. The one-argument form,
