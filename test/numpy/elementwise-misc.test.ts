@@ -107,6 +107,12 @@ test("grad of piecewise with extra arguments matches finite differences", () => 
   );
 });
 
+test("piecewise takes Array constants in funclist, as JAX", () => {
+  const x = array([-1, 0.5, 2], { dtype: "float32" });
+  const r = E.piecewise(x, [E.less(x, 0)], [array(7, { dtype: "float32" }), (v: Array) => E.multiply(v, 2)]);
+  assert.deepEqual(r.tolist(), [7, 1, 4]);
+});
+
 test("where(condition) under jit needs a static size, and the error names where and size", () => {
   const cond = array([0, 1, 0, 2]);
   assertThrowsWith(() => jit((c: Array) => E.where(c))(cond), "where", "size");
