@@ -98,7 +98,7 @@ export function select(
 /** A piecewise function entry: a constant (a number or a 0-d / broadcastable Array), or an elementwise function of x and the extra arguments. */
 export type PiecewiseFunc<A extends unknown[]> = number | Array | ((x: Array, ...args: A) => Array | number);
 /**
- * piecewise(x, condlist, funclist, ...args): funclist holds numbers or elementwise functions; a function is called
+ * piecewise(x, condlist, funclist, ...args): funclist holds constants or elementwise functions; a function is called
  * as f(x, ...args) on all of x (JAX's `*args`; keyword arguments go in as one more argument, e.g. an object) and
  * its values are used where its condition holds (later conditions win, as in NumPy). With one more function than
  * conditions, the extra one is the default.
