@@ -123,7 +123,7 @@ const TABLE: Map<string, Row> = new Map([
     "numpy.linalg.solve", "numpy.logaddexp", "numpy.logaddexp2", "numpy.logicalAnd", "numpy.logicalOr", "numpy.logicalXor",
     "numpy.maximum", "numpy.minimum", "numpy.mod", "numpy.multiply", "numpy.nextafter", "numpy.notEqual", "numpy.outer",
     "numpy.polyadd", "numpy.polysub", "numpy.pow", "numpy.power", "numpy.remainder", "numpy.resize", "numpy.rightShift",
-    "numpy.subtract", "numpy.tile", "numpy.trilIndicesFrom", "numpy.trimZeros", "numpy.triuIndicesFrom", "numpy.trueDivide",
+    "numpy.subtract", "numpy.tile", "numpy.trilIndicesFrom", "numpy.triuIndicesFrom", "numpy.trueDivide",
     "numpy.unravelIndex", "numpy.vsplit", "optim.joinSchedules", "optim.masked", "optim.piecewiseConstantSchedule",
     "random.foldIn", "random.split", "random.threefry2x32", "scipy.special.betaln", "scipy.special.klDiv",
     "scipy.special.multigammaln", "scipy.special.polygamma", "scipy.special.relEntr", "scipy.special.xlog1py",
@@ -145,7 +145,7 @@ const TABLE: Map<string, Row> = new Map([
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), y(), z(), B), [
     "jvp", "lax.argmax", "lax.argmin", "lax.broadcastInDim", "lax.clamp", "lax.convDimensionNumbers", "lax.dynamicSlice",
-    "lax.dynamicUpdateSlice", "lax.iota", "lax.pad", "lax.select", "lax.whileLoop", "numpy.applyOverAxes", "numpy.piecewise",
+    "lax.dynamicUpdateSlice", "lax.iota", "lax.pad", "lax.select", "lax.whileLoop", "numpy.applyOverAxes",
     "numpy.trilIndices", "numpy.triuIndices", "optim.warmupConstantSchedule", "random.shuffle", "scipy.stats.norm.cdf",
     "scipy.stats.norm.isf", "scipy.stats.norm.logcdf", "scipy.stats.norm.logpdf", "scipy.stats.norm.logsf",
     "scipy.stats.norm.pdf", "scipy.stats.norm.ppf", "scipy.stats.norm.sf",
@@ -153,7 +153,7 @@ const TABLE: Map<string, Row> = new Map([
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f(x(), y(), z(), B), [
     "lax.scan", "nn.dotProductAttention", "numpy.insert", "numpy.interp", "numpy.polyfit", "numpy.put", "numpy.putAlongAxis",
-    "numpy.where", "optim.exponentialDecay", "optim.linearSchedule",
+    "numpy.trimZeros", "numpy.where", "optim.exponentialDecay", "optim.linearSchedule",
   ]),
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f((v: unknown) => v, B), [
@@ -287,6 +287,9 @@ const TABLE: Map<string, Row> = new Map([
     "runtime.setLaunchObserver", "runtime.setExecutorSpinUs", "profiler.buildTraceFile", "profiler.mergeTraceFiles", "profiler.readTraceFile",
     "profiler.renderTimelineHtml", "profiler.summarizeTrace", "profiler.formatSummary", "profiler.timelineData", "debug.setPrintSink",
     "debug.callbackContext", "runtime.copyBlocks", "runtime.setNativeBlockCopy",
+  ]),
+  ...none("piecewise(x, condlist, funclist, ...args): JAX's *args / **kw go to the funclist functions as they are, an object included", [
+    "numpy.piecewise",
   ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",

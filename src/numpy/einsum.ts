@@ -1,4 +1,4 @@
-/** @file jnp.einsum: subscript parsing (ellipsis, implicit output, repeated labels), diagonals, and left-to-right dot_general contractions. */
+/** @file jnp.einsum: subscript parsing (ellipsis, implicit output, repeated labels), diagonals, and pairwise dot_general contractions in a greedy cheapest-first order. */
 import { checkOptions } from "../core/check-args.js";
 import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { type DType, canonicalizeDType } from "../core/dtype.js";
@@ -211,35 +211,56 @@ function einsumStr(subscripts: string, args: AL[], opts: EinsumOpts): Array {
   });
   xs = [];
   const pe = opts.preferredElementType ? canonicalizeDType(opts.preferredElementType) : null;
-  // contract left to right
-  let acc = ts[0];
-  for (let k = 1; k < ts.length; k++) {
-    let b = ts[k];
-    const keep = new Set([...out, ...ts.slice(k + 1).flatMap((t) => t.labels)]);
-    acc = sumOut(acc, (l) => !keep.has(l) && !b.labels.includes(l));
-    b = sumOut(b, (l) => !keep.has(l) && !acc.labels.includes(l));
-    const shared = acc.labels.filter((l) => b.labels.includes(l));
+  // contract pairs: each step sums labels needed nowhere else, then one dot_general over the shared labels
+  const contractPair = (a0: Term, b0: Term, others: readonly Term[]): Term => {
+    const keep = new Set([...out, ...others.flatMap((t) => t.labels)]);
+    let a = sumOut(a0, (l) => !keep.has(l) && !b0.labels.includes(l));
+    let b = sumOut(b0, (l) => !keep.has(l) && !a.labels.includes(l));
+    const shared = a.labels.filter((l) => b.labels.includes(l));
     for (const l of shared) {
       const n = size.get(l)!;
-      acc = broadcastLabel(acc, l, n);
+      a = broadcastLabel(a, l, n);
       b = broadcastLabel(b, l, n);
     }
     const batch = shared.filter((l) => keep.has(l)),
       contract = shared.filter((l) => !keep.has(l));
     const idx = (t: Term, ls: string[]) => ls.map((l) => t.labels.indexOf(l));
     const x = ops.dotGeneral(
-      acc.x,
+      a.x,
       b.x,
       [
-        [idx(acc, contract), idx(b, contract)],
-        [idx(acc, batch), idx(b, batch)],
+        [idx(a, contract), idx(b, contract)],
+        [idx(a, batch), idx(b, batch)],
       ],
       pe,
     );
-    const freeA = acc.labels.filter((l) => !shared.includes(l)),
+    const freeA = a.labels.filter((l) => !shared.includes(l)),
       freeB = b.labels.filter((l) => !shared.includes(l));
-    acc = { x, labels: [...batch, ...freeA, ...freeB] };
+    return { x, labels: [...batch, ...freeA, ...freeB] };
+  };
+  // the order: left to right with optimize false / "none"; otherwise greedily the pair whose contraction takes the
+  // fewest multiplications (the product of the sizes of all its labels; ties: the earlier pair), as opt_einsum's
+  // greedy path that JAX's default optimize="auto" uses for longer chains favours cheap, shared-label pairs first
+  const greedy = opts.optimize !== false && opts.optimize !== "none";
+  const work = (p: Term, q: Term) => {
+    let w = 1;
+    for (const l of new Set([...p.labels, ...q.labels])) w *= size.get(l)!;
+    return w;
+  };
+  let list = ts;
+  while (list.length > 1) {
+    let [bi, bj, best] = [0, 1, Infinity];
+    if (greedy)
+      for (let i = 0; i < list.length; i++)
+        for (let j = i + 1; j < list.length; j++) {
+          const w = work(list[i], list[j]);
+          if (w < best) [bi, bj, best] = [i, j, w];
+        }
+    const others = list.filter((_, k) => k !== bi && k !== bj);
+    const c = contractPair(list[bi], list[bj], others);
+    list = [...others.slice(0, bi), c, ...others.slice(bi)];
   }
+  let acc = list[0];
   acc = sumOut(acc, (l) => !out.includes(l));
   let r = ops.transpose(
     acc.x,

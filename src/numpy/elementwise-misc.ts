@@ -1,13 +1,17 @@
 /** @file jnp selection (where, select, piecewise), astype, interp, 1-D convolve/correlate, diff, gradient, trapezoid, cross. */
 import { checkArity, checkOptions } from "../core/check-args.js";
-import { Array } from "../core/array.js";
+import { Array, type ArrayLike, type NestedValue } from "../core/array.js";
 import { ArrayImpl } from "../core/array-impl.js";
-import { isBool, isComplex } from "../core/dtype.js";
+import { isBool, isComplex, realDType } from "../core/dtype.js";
 import { broadcastShapes, shapeStr } from "../core/shape.js";
 import * as ops from "../primitives/ops.js";
 import { convGeneralDilatedRaw } from "../primitives/conv.js";
-import { asArrayArg, broadcastTo, promoteArgs, promoteDtypes } from "./core.js";
+import { asArrayArg, broadcastTo, isOptions, promoteArgs, promoteDtypes } from "./core.js";
+import { sortMany } from "../primitives/sort.js";
+import { remainder } from "./elementwise-arith.js";
 import { searchsorted } from "./sorting.js";
+import { nonzeroOf } from "./nonzero-util.js";
+import { concreteOf } from "./struct-util.js";
 import {
   type ArrayInput,
   type Args,
@@ -24,33 +28,46 @@ import type { DType } from "../core/dtype.js";
 
 const JSArray = globalThis.Array;
 
+/** Options of the one-argument form of jnp.where (as jnp.nonzero's). */
+export interface WhereNonzeroOpts {
+  size?: number;
+  fillValue?: number | number[];
+  /** Never set: keeps an Array (which has a `size`) from reading as this options object in the overloads. */
+  shape?: never;
+}
 /**
- * where(condition, x, y): elementwise choice with broadcasting and dtype promotion.
- * The one-argument form (indices of nonzeros) is jnp.nonzero; it is not provided here.
+ * where(condition, x, y): elementwise choice with broadcasting and dtype promotion. The one-argument form,
+ * where(condition) or where(condition, { size, fillValue }) (also where(condition, undefined, undefined, opts)),
+ * is jnp.nonzero(condition, { size, fillValue }) as in JAX: one index array per dimension; under jit it needs a
+ * static size.
  */
+export function where(condition: ArrayInput, x: ArrayInput, y: ArrayInput): Array;
+export function where(condition: ArrayInput, opts?: WhereNonzeroOpts): Array[];
+export function where(condition: ArrayInput, x: undefined, y: undefined, opts?: WhereNonzeroOpts): Array[];
 export function where(
   condition: ArrayInput,
-  x?: ArrayInput,
+  x?: ArrayInput | WhereNonzeroOpts,
   y?: ArrayInput,
-  opts?: { size?: number; fillValue?: number },
-): Array {
+  opts?: WhereNonzeroOpts,
+): Array | Array[] {
   checkArity(
     "where",
     arguments,
     4,
     "where(condition, x, y) or where(condition, { size, fillValue }) (the nonzero form)",
   );
-  checkOptions("where", opts, ["size", "fillValue"], "where(condition, x, y)");
-  if (x === undefined && y === undefined) {
-    throw new TypeError(
-      "where: the one-argument form where(condition) returns nonzero indices; call jnp.nonzero(condition, { size }) instead, or pass x and y",
-    );
+  if (isOptions(x)) {
+    if (y !== undefined || opts !== undefined)
+      throw new TypeError("where: after an options object { size, fillValue } no more arguments are expected");
+    [x, opts] = [undefined, x as WhereNonzeroOpts];
   }
+  checkOptions("where", opts, ["size", "fillValue"], "where(condition, { size, fillValue })");
+  if (x === undefined && y === undefined) return nonzeroOf("where", condition as ArrayLike | NestedValue, opts ?? {});
   if (x === undefined || y === undefined)
     throw new TypeError("where: either both or neither of x and y should be given");
   if (opts !== undefined && (opts.size !== undefined || opts.fillValue !== undefined))
-    throw new TypeError("where: size and fillValue apply only to the one-argument form (see jnp.nonzero)");
-  return whereArr("where", condition, x, y);
+    throw new TypeError("where: size and fillValue apply only to the one-argument form where(condition, { size })");
+  return whereArr("where", condition, x as ArrayInput, y);
 }
 
 /** select(condlist, choicelist, default=0): the choice of the first true condition, else default. */
@@ -79,15 +96,19 @@ export function select(
   return r;
 }
 
+/** A piecewise function entry: a constant (a number or a 0-d / broadcastable Array), or an elementwise function of x and the extra arguments. */
+export type PiecewiseFunc<A extends unknown[]> = number | Array | ((x: Array, ...args: A) => Array | number);
 /**
- * piecewise(x, condlist, funclist): funclist holds numbers or elementwise functions; a function is applied to
- * all of x and its values are used where its condition holds (later conditions win, as in NumPy). With one
- * more function than conditions, the extra one is the default.
+ * piecewise(x, condlist, funclist, ...args): funclist holds constants or elementwise functions; a function is called
+ * as f(x, ...args) on all of x (JAX's `*args`; keyword arguments go in as one more argument, e.g. an object) and
+ * its values are used where its condition holds (later conditions win, as in NumPy). With one more function than
+ * conditions, the extra one is the default.
  */
-export function piecewise(
+export function piecewise<A extends unknown[] = []>(
   x: ArrayInput,
   condlist: readonly ArrayInput[] | Array,
-  funclist: readonly (number | ((x: Array) => Array | number))[],
+  funclist: readonly PiecewiseFunc<A>[],
+  ...args: A
 ): Array {
   const xa = asArrayArg("piecewise", x);
   const conds: Array[] =
@@ -102,8 +123,8 @@ export function piecewise(
     nf = funclist.length;
   if (nf !== nc && nf !== nc + 1)
     throw new Error(`piecewise: with ${nc} condition(s), either ${nc} or ${nc + 1} functions are expected; got ${nf}`);
-  const val = (f: number | ((x: Array) => Array | number)): Array => {
-    const v = typeof f === "function" ? f(xa) : f;
+  const val = (f: PiecewiseFunc<A>): Array => {
+    const v = typeof f === "function" ? f(xa, ...args) : f;
     const a = v instanceof Array ? v : ops.convert(asArrayArg("piecewise", v), xa.dtype, false);
     return broadcastTo(ops.convert(a, xa.dtype, false), xa.shape, "piecewise");
   };
@@ -132,7 +153,11 @@ interface InterpOpts {
   right: ArrayInput | "extrapolate" | null;
   period: ArrayInput | null;
 }
-/** interp(x, xp, fp, left, right, period): piecewise-linear interpolation on increasing xp. */
+/**
+ * interp(x, xp, fp, left, right, period): piecewise-linear interpolation on increasing xp; fp may be complex.
+ * With `period` (NumPy's semantics, as JAX): x and xp are taken modulo |period|, xp is sorted (fp with it) and
+ * extended by one point on each side from the other end, and left/right are ignored.
+ */
 export function interp(
   x: ArrayInput,
   xp: ArrayInput,
@@ -151,16 +176,39 @@ export function interp(
     );
   }
   if (xpa0.shape[0] === 0) throw new Error("interp: xp and fp must not be empty");
-  if (o.period !== undefined && o.period !== null)
-    throw new Error("interp: period is not supported yet (it needs a sort)");
   for (const [k, v] of [
     ["left", o.left],
     ["right", o.right],
   ] as const)
     if (typeof v === "string" && v !== "extrapolate")
       throw new Error(`interp: the only valid string value of ${k} is 'extrapolate', got ${JSON.stringify(v)}`);
-  const [xa, xpa] = promoteDtypes("interp", [toInexact("interp", x), toInexact("interp", xpa0)]);
-  const fpa = toInexact("interp", fpa0);
+  let [xa, xpa] = promoteDtypes("interp", [toInexact("interp", x), toInexact("interp", xpa0)]);
+  if (isComplex(xa.dtype))
+    throw new TypeError(`interp: complex x and xp are not supported, got ${xa.dtype} (fp may be complex)`);
+  let fpa = toInexact("interp", fpa0);
+  // the result's dtype: x, xp and fp promoted; positions and weights are computed in its real part's dtype
+  const out = promoteDtypes("interp", [xa, fpa])[0];
+  const rd = realDType(out.dtype);
+  [xa, xpa] = [xa, xpa].map((v) => ops.convert(v, rd, out.weakType));
+  fpa = ops.convert(fpa, out.dtype, out.weakType);
+  const periodic = o.period !== undefined && o.period !== null;
+  if (periodic) {
+    const p0 = asArrayArg("interp", o.period as ArrayInput);
+    if (p0.ndim !== 0) throw new Error(`interp: period must be a scalar, got shape ${shapeStr(p0.shape)}`);
+    if (isComplex(p0.dtype)) throw new TypeError(`interp: period must be real, got ${p0.dtype}`);
+    const pc = concreteOf(p0);
+    if (pc && Number(pc.item()) === 0) throw new Error("interp: period must be a non-zero value");
+    const p = ops.abs(ops.convert(p0, rd, false));
+    [xa, xpa] = [remainder(xa, p), remainder(xpa, p)];
+    const m = xpa.shape[0];
+    const [sorted, order] = sortMany([xpa, ops.iota("int32", [m], 0)], 0);
+    const f = take1d(fpa, order);
+    const ends = (v: Array) => [ops.sliceInDim(v, m - 1, m, 1, 0), ops.sliceInDim(v, 0, 1, 1, 0)];
+    const [xl, xf] = ends(sorted),
+      [fl, ff] = ends(f);
+    xpa = ops.concatenate([ops.sub(xl, p), sorted, ops.add(xf, p)], 0);
+    fpa = ops.concatenate([fl, f, ff], 0);
+  }
   const n = xpa.shape[0];
   // i = searchsorted(xp, x, side="right") clipped to [1, n-1] (a binary search past small sizes)
   const i = ops.clamp(1, searchsorted(xpa, xa, "right"), Math.max(n - 1, 1));
@@ -171,11 +219,12 @@ export function interp(
     fpl = take1d(fpa, im1);
   const dx = ops.sub(xpi, xpl);
   const dx0 = ops.le(ops.abs(dx), c(dx, 0));
-  let f = sel(dx0, fpl, ops.add(fpl, ops.mul(ops.div(ops.sub(xa, xpl), sel(dx0, c(dx, 1), dx)), ops.sub(fpi, fpl))));
+  const t = ops.convert(ops.div(ops.sub(xa, xpl), sel(dx0, c(dx, 1), dx)), fpa.dtype, fpa.weakType);
+  let f = sel(dx0, fpl, ops.add(fpl, ops.mul(t, ops.sub(fpi, fpl))));
   const first = (v: Array) => ops.reshape(ops.sliceInDim(v, 0, 1, 1, 0), []);
   const last = (v: Array) => ops.reshape(ops.sliceInDim(v, n - 1, n, 1, 0), []);
-  if (o.left !== "extrapolate") f = whereArr("interp", ops.lt(xa, first(xpa)), o.left ?? first(fpa), f);
-  if (o.right !== "extrapolate") f = whereArr("interp", ops.gt(xa, last(xpa)), o.right ?? last(fpa), f);
+  if (!periodic && o.left !== "extrapolate") f = whereArr("interp", ops.lt(xa, first(xpa)), o.left ?? first(fpa), f);
+  if (!periodic && o.right !== "extrapolate") f = whereArr("interp", ops.gt(xa, last(xpa)), o.right ?? last(fpa), f);
   return ops.convert(f, f.dtype, false);
 }
 
@@ -338,44 +387,150 @@ export function ediff1d(
   return r;
 }
 
+interface GradientOpts {
+  axis?: number | readonly number[] | null;
+  edgeOrder?: number | null;
+}
+/** A spacing argument of jnp.gradient: a scalar distance, or the 1-D coordinates along one axis. */
+export type GradientSpacing = ArrayInput;
+
 /**
- * gradient(f, ...spacings, { axis, edgeOrder }): central differences inside, one-sided (first order) at the
- * edges. Spacings are scalars (one for all axes, or one per axis). Returns an array per axis (a single array
- * when one axis is asked for).
+ * The derivative of `a` along `ax` from a 0-d spacing `h` or 1-D coordinates `xs` (already in a's dtype).
+ * Interior: the second-order central difference, for unequal steps the three-point formula of NumPy's docs
+ * (f'(x_i) ~ -(h2 / (h1 (h1 + h2))) f_{i-1} + ((h2 - h1) / (h1 h2)) f_i + (h1 / (h2 (h1 + h2))) f_{i+1});
+ * edges: one-sided differences of first order, or of second order (three points) when edgeOrder is 2.
  */
-export function gradient(
-  f: ArrayInput,
-  ...rest: (number | { axis?: number | number[] | null; edgeOrder?: number | null })[]
-): Array | Array[] {
-  const o = parseArgs<{ axis: number | number[] | null; edgeOrder: number | null }>(
-    "gradient",
-    rest.length && typeof rest[rest.length - 1] === "object" ? [rest[rest.length - 1]] : [],
-    [],
-    ["axis", "edgeOrder"],
-  );
-  const spacings = rest.filter((r): r is number => typeof r === "number");
-  const a = toInexact("gradient", f);
-  if (o.edgeOrder != null && o.edgeOrder !== 1)
-    throw new Error(`gradient: only edgeOrder=1 is supported, got ${o.edgeOrder}`);
+function gradientAlong(a: Array, ax: number, h: Array, edgeOrder: number): Array {
+  const n = a.shape[ax];
+  const s = (lo: number, hi: number) => ops.sliceInDim(a, lo, hi, 1, ax);
+  const parts: Array[] = [];
+  if (h.ndim === 0) {
+    const k = (v: number) => ops.div(c(a, v), h);
+    const lin = (terms: [number, Array][]) => terms.map(([w, v]) => ops.mul(k(w), v)).reduce((p, q) => ops.add(p, q));
+    parts.push(
+      edgeOrder === 1
+        ? ops.div(ops.sub(s(1, 2), s(0, 1)), h)
+        : lin([
+            [-1.5, s(0, 1)],
+            [2, s(1, 2)],
+            [-0.5, s(2, 3)],
+          ]),
+    );
+    if (n > 2) parts.push(ops.div(ops.sub(s(2, n), s(0, n - 2)), ops.mul(c(h, 2), h)));
+    parts.push(
+      edgeOrder === 1
+        ? ops.div(ops.sub(s(n - 1, n), s(n - 2, n - 1)), h)
+        : lin([
+            [0.5, s(n - 3, n - 2)],
+            [-2, s(n - 2, n - 1)],
+            [1.5, s(n - 1, n)],
+          ]),
+    );
+    return ops.concatenate(parts, ax);
+  }
+  // coordinates: the steps dx[i] = x[i+1] - x[i], shaped to broadcast along ax
+  const dxs = ops.sub(ops.sliceInDim(h, 1, n, 1, 0), ops.sliceInDim(h, 0, n - 1, 1, 0));
+  const dx = (lo: number, hi: number, like: Array) =>
+    broadcastTo(
+      ops.reshape(
+        ops.sliceInDim(dxs, lo, hi, 1, 0),
+        a.shape.map((d, i) => (i === ax ? hi - lo : 1)),
+      ),
+      like.shape,
+      "gradient",
+    );
+  // sum of coefficient * values, the coefficients built from the two steps h1, h2 around each point
+  const three = (
+    f0: Array,
+    f1: Array,
+    f2: Array,
+    h1: Array,
+    h2: Array,
+    w: (h1: Array, h2: Array) => [Array, Array, Array],
+  ): Array => {
+    const [p, q, r] = w(h1, h2);
+    return ops.add(ops.add(ops.mul(p, f0), ops.mul(q, f1)), ops.mul(r, f2));
+  };
+  const { add, sub, mul, div, neg } = ops;
+  if (edgeOrder === 1) parts.push(div(sub(s(1, 2), s(0, 1)), dx(0, 1, s(0, 1))));
+  else
+    parts.push(
+      three(s(0, 1), s(1, 2), s(2, 3), dx(0, 1, s(0, 1)), dx(1, 2, s(0, 1)), (h1, h2) => [
+        neg(div(add(add(h1, h1), h2), mul(h1, add(h1, h2)))),
+        div(add(h1, h2), mul(h1, h2)),
+        neg(div(h1, mul(h2, add(h1, h2)))),
+      ]),
+    );
+  if (n > 2)
+    parts.push(
+      three(s(0, n - 2), s(1, n - 1), s(2, n), dx(0, n - 2, s(1, n - 1)), dx(1, n - 1, s(1, n - 1)), (h1, h2) => [
+        neg(div(h2, mul(h1, add(h1, h2)))),
+        div(sub(h2, h1), mul(h1, h2)),
+        div(h1, mul(h2, add(h1, h2))),
+      ]),
+    );
+  if (edgeOrder === 1) parts.push(div(sub(s(n - 1, n), s(n - 2, n - 1)), dx(n - 2, n - 1, s(0, 1))));
+  else
+    parts.push(
+      three(
+        s(n - 3, n - 2),
+        s(n - 2, n - 1),
+        s(n - 1, n),
+        dx(n - 3, n - 2, s(0, 1)),
+        dx(n - 2, n - 1, s(0, 1)),
+        (h1, h2) => [
+          div(h2, mul(h1, add(h1, h2))),
+          neg(div(add(h1, h2), mul(h1, h2))),
+          div(add(add(h2, h2), h1), mul(h2, add(h1, h2))),
+        ],
+      ),
+    );
+  return ops.concatenate(parts, ax);
+}
+
+/**
+ * gradient(f, ...spacings, { axis, edgeOrder }): second-order central differences inside, one-sided differences
+ * of first (default) or second order at the edges, as NumPy (JAX itself has no edgeOrder). A spacing is a scalar
+ * distance or the 1-D coordinates of the samples along that axis (unequal steps use the three-point formula);
+ * give none (unit steps), one scalar for every axis, or one per axis. Returns an array per axis, or a single
+ * array when one axis is asked for.
+ */
+export function gradient(f: ArrayInput, ...rest: (GradientSpacing | GradientOpts)[]): Array | Array[] {
+  const hasOpts = rest.length > 0 && isOptions(rest[rest.length - 1]);
+  const o = parseArgs<GradientOpts>("gradient", hasOpts ? [rest[rest.length - 1]] : [], [], ["axis", "edgeOrder"]);
+  const spacings = (hasOpts ? rest.slice(0, -1) : rest).map((h) => toInexact("gradient", h as ArrayInput));
+  const a0 = toInexact("gradient", f);
+  const edgeOrder = o.edgeOrder ?? 1;
+  if (edgeOrder !== 1 && edgeOrder !== 2)
+    throw new Error(`gradient: edgeOrder must be 1 or 2, got ${JSON.stringify(o.edgeOrder)}`);
   const axes =
     o.axis === null || o.axis === undefined
-      ? [...a.shape.keys()]
-      : (typeof o.axis === "number" ? [o.axis] : o.axis).map((ax) => axisOf("gradient", ax, a.shape));
-  if (spacings.length !== 0 && spacings.length !== 1 && spacings.length !== axes.length)
-    throw new TypeError(`gradient: expected 0, 1 or ${axes.length} spacings, got ${spacings.length}`);
+      ? [...a0.shape.keys()]
+      : (typeof o.axis === "number" ? [o.axis] : o.axis).map((ax) => axisOf("gradient", ax, a0.shape));
+  if (new Set(axes).size !== axes.length)
+    throw new Error(`gradient: repeated axis in ${JSON.stringify(o.axis)} for array of shape ${shapeStr(a0.shape)}`);
+  let hs: Array[];
+  if (spacings.length === 0) hs = axes.map(() => c(a0, 1));
+  else if (spacings.length === 1 && spacings[0].ndim === 0) hs = axes.map(() => spacings[0]);
+  else if (spacings.length === axes.length) hs = spacings;
+  else
+    throw new TypeError(
+      `gradient: expected no spacing, one scalar or one spacing per axis (${axes.length}), got ${spacings.length} spacing(s) of shapes ${spacings.map((h) => shapeStr(h.shape)).join(", ")}`,
+    );
+  const all = promoteDtypes("gradient", [a0, ...hs]);
+  const a = all[0];
   const outs = axes.map((ax, i) => {
-    const h = spacings.length === 0 ? 1 : spacings.length === 1 ? spacings[0] : spacings[i];
+    const h = all[i + 1];
     const n = a.shape[ax];
-    if (n < 2)
+    if (h.ndim > 1 || (h.ndim === 1 && h.shape[0] !== n))
       throw new Error(
-        `gradient: shape of the array along axis ${ax} must be at least 2 (edge order 1), got shape ${shapeStr(a.shape)}`,
+        `gradient: the spacing for axis ${ax} must be a scalar or 1-D coordinates of length ${n} (f has shape ${shapeStr(a.shape)}), got shape ${shapeStr(h.shape)}`,
       );
-    const s = (lo: number, hi: number) => ops.sliceInDim(a, lo, hi, 1, ax);
-    const first = ops.div(ops.sub(s(1, 2), s(0, 1)), c(a, h));
-    const lastD = ops.div(ops.sub(s(n - 1, n), s(n - 2, n - 1)), c(a, h));
-    if (n === 2) return ops.concatenate([first, lastD], ax);
-    const mid = ops.div(ops.sub(s(2, n), s(0, n - 2)), c(a, 2 * h));
-    return ops.concatenate([first, mid, lastD], ax);
+    if (n < edgeOrder + 1)
+      throw new Error(
+        `gradient: shape of the array along axis ${ax} must be at least edgeOrder + 1 = ${edgeOrder + 1}, got shape ${shapeStr(a.shape)}`,
+      );
+    return gradientAlong(a, ax, h, edgeOrder);
   });
   return outs.length === 1 ? outs[0] : outs;
 }

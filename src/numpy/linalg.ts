@@ -9,6 +9,7 @@ import * as P from "../primitives/linalg.js";
 import { takeAlongDim } from "../primitives/sort.js";
 import { matmul } from "./linear.js";
 import {
+  JSArray,
   arr,
   bcast,
   broadcastShape,
@@ -621,7 +622,30 @@ export function matrixNorm(x: AL, ...args: unknown[]): Array {
 }
 
 // ---------------------------------------------------------------- misc
-/** jnp.linalg.multiDot(arrays): chained matmul; a 1-D first (last) operand is a row (column) vector. */
+/**
+ * The cheapest parenthesization of a chain of matrices with dims[i] x dims[i + 1] (the textbook matrix-chain
+ * dynamic program, as NumPy's multi_dot and JAX's einsum-based one choose an order by cost): split[i][j] is where
+ * the product of matrices i..j splits.
+ */
+function chainOrder(dims: readonly number[]): number[][] {
+  const n = dims.length - 1;
+  const cost = range(n).map(() => new JSArray<number>(n).fill(0));
+  const split = range(n).map(() => new JSArray<number>(n).fill(0));
+  for (let len = 1; len < n; len++)
+    for (let i = 0; i + len < n; i++) {
+      const j = i + len;
+      cost[i][j] = Infinity;
+      for (let k = i; k < j; k++) {
+        const c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1];
+        if (c < cost[i][j]) [cost[i][j], split[i][j]] = [c, k];
+      }
+    }
+  return split;
+}
+/**
+ * jnp.linalg.multiDot(arrays): chained matmul in the order of fewest multiplications (ties: left to right); a 1-D
+ * first (last) operand is a row (column) vector.
+ */
 export function multiDot(arrays: AL[]): Array {
   if (arrays.length < 2) throw new Error(`linalg.multiDot: expecting at least two arrays, got ${arrays.length}`);
   const xs = arrays.map((v) => arr("linalg.multiDot", v));
@@ -632,7 +656,15 @@ export function multiDot(arrays: AL[]): Array {
         `linalg.multiDot: array ${i} has shape ${shapeStr(x.shape)}; the first and last arrays must be 1-D or 2-D and the others 2-D`,
       );
   });
-  return xs.slice(1).reduce((acc, x) => matmul(acc, x), xs[0]);
+  if (xs.length === 2) return matmul(xs[0], xs[1]);
+  // a 1-D first operand is (1, n), a 1-D last one (n, 1)
+  const m = xs.length;
+  const cols = xs.map((x, i) => (x.ndim === 2 ? x.shape[1] : i === 0 ? x.shape[0] : 1));
+  const dims = [xs[0].ndim === 2 ? xs[0].shape[0] : 1, ...cols];
+  const split = chainOrder(dims);
+  const product = (i: number, j: number): Array =>
+    i === j ? xs[i] : matmul(product(i, split[i][j]), product(split[i][j] + 1, j));
+  return product(0, m - 1);
 }
 /** jnp.linalg.diagonal(x, offset=0): the diagonal of the last two axes. */
 export function diagonal(x: AL, ...args: unknown[]): Array {

@@ -3,7 +3,6 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./index.js";
 export * from "./index.js";
 export const resize: typeof M.resize = fixedArity("jnp.resize", 2, M.resize, "jnp.resize(a, newShape)");
-export const trimZeros: typeof M.trimZeros = fixedArity("jnp.trimZeros", 2, M.trimZeros, "jnp.trimZeros(filt, trim?)");
 export const angle: typeof M.angle = fixedArity("jnp.angle", 2, M.angle, "jnp.angle(z, deg?)");
 export const complex: typeof M.complex = fixedArity("jnp.complex", 2, M.complex, "jnp.complex(re, im?)");
 export const divmod: typeof M.divmod = fixedArity("jnp.divmod", 2, M.divmod, "jnp.divmod(x, y)");
@@ -117,7 +116,6 @@ export const iscomplex: typeof M.iscomplex = fixedArity("jnp.iscomplex", 1, M.is
 export const isreal: typeof M.isreal = fixedArity("jnp.isreal", 1, M.isreal, "jnp.isreal(x)");
 export const iscomplexobj: typeof M.iscomplexobj = fixedArity("jnp.iscomplexobj", 1, M.iscomplexobj, "jnp.iscomplexobj(x)");
 export const isrealobj: typeof M.isrealobj = fixedArity("jnp.isrealobj", 1, M.isrealobj, "jnp.isrealobj(x)");
-export const piecewise: typeof M.piecewise = fixedArity("jnp.piecewise", 3, M.piecewise, "jnp.piecewise(x, condlist, funclist)");
 export const matrixTranspose: typeof M.matrixTranspose = fixedArity("jnp.matrixTranspose", 1, M.matrixTranspose, "jnp.matrixTranspose(a)");
 export const columnStack: typeof M.columnStack = fixedArity("jnp.columnStack", 1, M.columnStack, "jnp.columnStack(tup)");
 export const hsplit: typeof M.hsplit = fixedArity("jnp.hsplit", 2, M.hsplit, "jnp.hsplit(a, indicesOrSections)");

@@ -3,10 +3,13 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/backends/interpreter/interpreter.js";
 import type { Array } from "../../src/core/array.js";
+import { ShapedArray } from "../../src/core/aval.js";
+import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
 import { array } from "../../src/numpy/core.js";
 import * as LA from "../../src/numpy/linalg.js";
 import * as ops from "../../src/primitives/ops.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
+import { runGapCases } from "./gaps-cases.js";
 import { fixtureCases, js, runCase } from "./struct-fixtures.js";
 
 const fns: Record<string, unknown> = {};
@@ -337,4 +340,23 @@ test("grad of det is the cofactor matrix, finite at singular matrices (JAX's cof
   ];
   assert.deepEqual((grad((a: Array) => ops.reduceSum(LA.det(a), [0])) as (a: Array) => Array)(ab).tolist(), want);
   assert.deepEqual((vmap(g) as (a: Array) => Array)(ab).tolist(), want);
+});
+
+// ---------------------------------------------------------------- multiDot's order (test/fixtures/numpy-gaps.json for values)
+runGapCases(fns, ["linalg.multiDot"]);
+
+test("multiDot multiplies in the cheapest order: right pair first for (3,40)(40,6)(6,2); 840 multiplications for a 4-chain", () => {
+  const f32 = (...s: number[]) => new ShapedArray(s, "float32");
+  const dots = (avals: ShapedArray[]) =>
+    traceToJaxpr((...xs: Array[]) => [LA.multiDot(xs)], avals)
+      .jaxpr.eqns.filter((e) => e.primitive.name === "dot_general")
+      .map((e) => e.inputs.map((v) => v.aval.shape));
+  const three = dots([f32(3, 40), f32(40, 6), f32(6, 2)]);
+  assert.deepEqual(three[0], [
+    [40, 6],
+    [6, 2],
+  ]);
+  // (20,3)(3,40)(40,6)(6,2): left to right costs 7440 multiplications, the best order 840
+  const mults = dots([f32(20, 3), f32(3, 40), f32(40, 6), f32(6, 2)]).reduce((s, [p, q]) => s + p[0] * p[1] * q[1], 0);
+  assert.equal(mults, 840);
 });
