@@ -5,6 +5,7 @@ import { type DType, intRange, isBigInt, isFloat, isInteger, finfo } from "../co
 import type { Tangent } from "../core/pytree-types.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
+import * as ops from "../primitives/ops.js";
 import { parseArgs } from "../numpy/elementwise-util.js";
 
 /** A pytree of Arrays as the implementations handle it (nested JS arrays / plain objects / registered classes). */
@@ -101,6 +102,25 @@ export function sumOverLeaves(fn: string, t: Tree, perLeaf: (x: Array) => Array,
   }
   const ctx = shardedUpdate();
   return ctx && acc instanceof Array ? ctx.sum(acc) : acc;
+}
+
+/**
+ * Each leaf's sum of `perLeaf(leaf)` (a scalar per leaf, in the leaf's dtype); under a sharded update, every
+ * device's slices' partial sums added up (in float32, all leaves in one collective), as a per-leaf norm needs.
+ */
+export function perLeafSums(leaves: readonly Array[], perLeaf: (x: Array) => Array): Array[] {
+  const parts = leaves.map((x) => jnp.sum(perLeaf(x)));
+  const ctx = shardedUpdate();
+  if (!ctx || parts.length === 0) return parts;
+  const all = ctx.sum(jnp.stack(parts.map((p) => jnp.astype(p, "float32"))));
+  return parts.map((p, i) => jnp.astype(jnp.reshape(ops.sliceInDim(all, i, i + 1, 1, 0), []), p.dtype));
+}
+
+/** Each leaf's element count: of the full parameter under a sharded update (the slices' stand-ins name it). */
+export function leafSizes(fn: string, t: Tree): number[] {
+  const ctx = shardedUpdate();
+  const ls = tree.leaves(ctx ? ctx.fullShapes(t, fn) : t) as { shape: readonly number[] }[];
+  return ls.map((l) => l.shape.reduce((a, b) => a * b, 1));
 }
 
 export const NO_PARAMS_MSG =

@@ -1,0 +1,242 @@
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd and signum (chains of transformations). */
+import type { Array } from "../core/array.js";
+import type { DType } from "../core/dtype.js";
+import * as jnp from "../numpy/index.js";
+import { type Args, parseArgs } from "../numpy/elementwise-util.js";
+import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, masked } from "./base.js";
+import { ema } from "./factored.js";
+import { addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
+import {
+  ADAMAX_NAMES,
+  AMSGRAD_NAMES,
+  type AdamaxPos,
+  type AmsgradPos,
+  type ScaleByAdamaxOpts,
+  type ScaleByAmsgradOpts,
+  adamaxCore,
+  amsgradCore,
+  novogradCore,
+  optimisticCore,
+  scaleByAdadelta,
+  scaleBySign,
+  sm3Core,
+} from "./transforms-more.js";
+
+type Hyper = number | Array;
+/** A mask: a tree of booleans (a prefix of the parameters), or a function of the parameters that returns one. */
+type MaskOrFn = Tree;
+
+const isPlainObject = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === "object" && Object.getPrototypeOf(x) === Object.prototype;
+
+/**
+ * parseArgs where some positional parameters are masks (plain objects that would otherwise be read as the options
+ * object): a trailing plain object in a mask's position whose keys are not all option names is that mask.
+ */
+function parseArgsWithMasks<T extends object>(
+  fn: string,
+  args: readonly unknown[],
+  names: readonly string[],
+  maskNames: readonly string[],
+): Partial<T> {
+  let n = args.length;
+  while (n > 0 && args[n - 1] === undefined) n--;
+  const last = args[n - 1];
+  const name = names[n - 1];
+  if (n > 0 && maskNames.includes(name) && isPlainObject(last) && Object.keys(last).some((k) => !names.includes(k)))
+    return parseArgs<T>(fn, [...args.slice(0, n - 1), { [name]: last }], names);
+  return parseArgs<T>(fn, args.slice(0, n), names);
+}
+
+/** A learning rate that must be given (naming the alias when it is missing). */
+function needLr(fn: string, lr: ScalarOrSchedule | undefined): ScalarOrSchedule {
+  if (lr === undefined || lr === null)
+    throw new TypeError(`${fn}: learningRate is required (a number, an Array or a schedule)`);
+  return lr;
+}
+
+export interface LarsOpts {
+  weightDecay?: ScalarOrSchedule;
+  weightDecayMask?: MaskOrFn;
+  trustCoefficient?: Hyper;
+  eps?: Hyper;
+  trustRatioMask?: MaskOrFn;
+  momentum?: Hyper;
+  nesterov?: boolean;
+}
+const LARS_NAMES = [
+  "weightDecay",
+  "weightDecayMask",
+  "trustCoefficient",
+  "eps",
+  "trustRatioMask",
+  "momentum",
+  "nesterov",
+] as const;
+type LarsPos = [
+  weightDecay: ScalarOrSchedule,
+  weightDecayMask: MaskOrFn,
+  trustCoefficient: Hyper,
+  eps: Hyper,
+  trustRatioMask: MaskOrFn,
+  momentum: Hyper,
+  nesterov: boolean,
+];
+
+/**
+ * optax.lars (You et al. 2017): + weightDecay * params where weightDecayMask (default all), the trust ratio
+ * trustCoefficient ||p|| / (||u|| + eps) per leaf where trustRatioMask (default all), -learningRate, then
+ * (nesterov) momentum. Masks are trees of booleans or functions of the params, as optim.masked takes. Exact on
+ * ZeRO shards (the trust ratio sums each leaf's norms over the devices' slices).
+ */
+export function lars(learningRate: ScalarOrSchedule, ...args: Args<LarsPos, LarsOpts>): GradientTransformation {
+  const fn = "optim.lars";
+  const o = parseArgsWithMasks<LarsOpts>(fn, args, LARS_NAMES, ["weightDecayMask", "trustRatioMask"]);
+  return chain(
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 0, mask: o.weightDecayMask ?? true }),
+    masked(
+      scaleByTrustRatio({ trustCoefficient: o.trustCoefficient ?? 0.001, eps: o.eps ?? 0 }),
+      o.trustRatioMask ?? true,
+    ),
+    scaleByLearningRate(needLr(fn, learningRate)),
+    trace(o.momentum ?? 0.9, { nesterov: o.nesterov ?? false }),
+  );
+}
+
+/**
+ * optax.sm3: scaleBySm3 with b1 = momentum (b2 1: accumulated squared gradients), then -learningRate (a constant,
+ * as in optax). Refused on ZeRO shards (see scaleBySm3).
+ */
+export function sm3(
+  learningRate: Hyper,
+  ...args: Args<[momentum: Hyper], { momentum?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.sm3";
+  const o = parseArgs<{ momentum: Hyper }>(fn, args, ["momentum"]);
+  if (typeof learningRate === "function")
+    throw new TypeError(`${fn}: learningRate must be a number or an Array (optax's sm3 takes no schedule)`);
+  const lr = needLr(fn, learningRate) as Hyper;
+  return chain(sm3Core(fn, o.momentum ?? 0.9, 1, 1e-8), scale(typeof lr === "number" ? -lr : jnp.negative(lr)));
+}
+
+/** optax.adamax: scaleByAdamax (Adam with the infinity norm as the second moment) then -learningRate. */
+export function adamax(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AdamaxPos, ScaleByAdamaxOpts>
+): GradientTransformation {
+  const fn = "optim.adamax";
+  const o = parseArgs<ScaleByAdamaxOpts>(fn, args, ADAMAX_NAMES);
+  return chain(adamaxCore(fn, o), scaleByLearningRate(needLr(fn, learningRate)));
+}
+
+export interface AdamaxwOpts extends ScaleByAdamaxOpts {
+  weightDecay?: ScalarOrSchedule;
+  mask?: MaskOrFn;
+}
+/** optax.adamaxw: scaleByAdamax, + weightDecay * params (decoupled, default 1e-4, optionally masked), then -learningRate. */
+export function adamaxw(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[...AdamaxPos, weightDecay: ScalarOrSchedule, mask: MaskOrFn], AdamaxwOpts>
+): GradientTransformation {
+  const fn = "optim.adamaxw";
+  const o = parseArgsWithMasks<AdamaxwOpts>(fn, args, [...ADAMAX_NAMES, "weightDecay", "mask"], ["mask"]);
+  return chain(
+    adamaxCore(fn, o),
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 1e-4, mask: o.mask ?? null }),
+    scaleByLearningRate(needLr(fn, learningRate)),
+  );
+}
+
+/** optax.amsgrad: scaleByAmsgrad (Adam with the running maximum of the second moment) then -learningRate. */
+export function amsgrad(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AmsgradPos, ScaleByAmsgradOpts>
+): GradientTransformation {
+  const fn = "optim.amsgrad";
+  const o = parseArgs<ScaleByAmsgradOpts>(fn, args, AMSGRAD_NAMES);
+  return chain(amsgradCore(fn, o), scaleByLearningRate(needLr(fn, learningRate)));
+}
+
+export interface AdadeltaOpts {
+  learningRate?: ScalarOrSchedule | null;
+  rho?: Hyper;
+  eps?: Hyper;
+  weightDecay?: ScalarOrSchedule;
+  weightDecayMask?: MaskOrFn;
+}
+/**
+ * optax.adadelta: + weightDecay * params (masked), scaleByAdadelta, then -learningRate. As in optax the learning
+ * rate is optional, and without one the scaled update is returned as it is (optax's scale_by_learning_rate(None)
+ * is the identity).
+ */
+export function adadelta(
+  ...args: Args<
+    [
+      learningRate: ScalarOrSchedule | null,
+      rho: Hyper,
+      eps: Hyper,
+      weightDecay: ScalarOrSchedule,
+      weightDecayMask: MaskOrFn,
+    ],
+    AdadeltaOpts
+  >
+): GradientTransformation {
+  const fn = "optim.adadelta";
+  const o = parseArgsWithMasks<AdadeltaOpts>(
+    fn,
+    args,
+    ["learningRate", "rho", "eps", "weightDecay", "weightDecayMask"],
+    ["weightDecayMask"],
+  );
+  return chain(
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 0, mask: o.weightDecayMask ?? null }),
+    scaleByAdadelta({ rho: o.rho ?? 0.9, eps: o.eps ?? 1e-6 }),
+    scaleByLearningRate(o.learningRate ?? null),
+  );
+}
+
+export interface NovogradOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  weightDecay?: Hyper;
+}
+/** optax.novograd: scaleByNovograd (layer-wise second moments, eps 1e-6) then -learningRate. */
+export function novograd(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, weightDecay: Hyper], NovogradOpts>
+): GradientTransformation {
+  const fn = "optim.novograd";
+  const o = parseArgs<NovogradOpts>(fn, args, ["b1", "b2", "eps", "epsRoot", "weightDecay"]);
+  return chain(novogradCore(fn, { ...o, eps: o.eps ?? 1e-6 }), scaleByLearningRate(needLr(fn, learningRate)));
+}
+
+/** optax.optimistic_gradient_descent: scaleByOptimisticGradient(alpha, beta) then -learningRate. */
+export function optimisticGradientDescent(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[alpha: Hyper, beta: Hyper], { alpha?: Hyper; beta?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.optimisticGradientDescent";
+  const o = parseArgs<{ alpha: Hyper; beta: Hyper }>(fn, args, ["alpha", "beta"]);
+  return chain(optimisticCore(fn, o.alpha ?? 1, o.beta ?? 1), scaleByLearningRate(needLr(fn, learningRate)));
+}
+
+/** optax.sign_sgd: -learningRate * sign(g). */
+export function signSgd(learningRate: ScalarOrSchedule): GradientTransformation {
+  return chain(scaleBySign(), scaleByLearningRate(needLr("optim.signSgd", learningRate)));
+}
+
+/** optax.signum: -learningRate * sign(EMA of g with decay beta, not debiased), the EMA kept in accumulatorDtype. */
+export function signum(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[beta: Hyper, accumulatorDtype: DType | null], { beta?: Hyper; accumulatorDtype?: DType | null }>
+): GradientTransformation {
+  const fn = "optim.signum";
+  const o = parseArgs<{ beta: Hyper; accumulatorDtype: DType | null }>(fn, args, ["beta", "accumulatorDtype"]);
+  return chain(
+    ema(o.beta ?? 0.9, { debias: false, accumulatorDtype: o.accumulatorDtype ?? null }),
+    scaleBySign(),
+    scaleByLearningRate(needLr(fn, learningRate)),
+  );
+}

@@ -1,0 +1,348 @@
+/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient and scaleBySign. */
+import { Array } from "../core/array.js";
+import type { DType } from "../core/dtype.js";
+import * as tree from "../core/tree.js";
+import * as jnp from "../numpy/index.js";
+import * as ops from "../primitives/ops.js";
+import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
+import {
+  type GradientTransformation,
+  type Tree,
+  EXACT_ON_SHARDS,
+  NO_PARAMS_MSG,
+  emptyState,
+  makeTransformation,
+  oneMinus,
+  perLeafSums,
+  safeIncrement,
+  treeMap,
+  zeroCount,
+} from "./base.js";
+import { biasCorrection, castLikeTree, castTree, checkHypers, updateMoment, zerosLikeTree } from "./transforms.js";
+
+type Hyper = number | Array;
+
+// ---------------------------------------------------------------- Adamax and AMSGrad
+
+export interface ScaleByAdamaxOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+}
+export const ADAMAX_NAMES = ["b1", "b2", "eps"] as const;
+export type AdamaxPos = [b1: Hyper, b2: Hyper, eps: Hyper];
+
+/**
+ * optax.scale_by_adamax (Kingma & Ba 2015, sec. 7): mu_hat / nu with mu Adam's first moment (bias-corrected) and nu
+ * the infinity norm max(|g| + eps, b2 nu) (no bias correction). Elementwise and zero at zero: exact on ZeRO shards.
+ */
+export function scaleByAdamax(...args: Args<AdamaxPos, ScaleByAdamaxOpts>): GradientTransformation {
+  const fn = "optim.scaleByAdamax";
+  return adamaxCore(fn, parseArgs<ScaleByAdamaxOpts>(fn, args, ADAMAX_NAMES));
+}
+
+export function adamaxCore(fn: string, o: ScaleByAdamaxOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-8;
+  checkHypers(fn, { b1, b2, eps });
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params), nu: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const count = safeIncrement(s.count);
+      const mu = updateMoment(updates, s.mu, b1, 1);
+      const nu = treeMap((g, v) => jnp.maximum(jnp.add(jnp.abs(g), eps), jnp.multiply(b2, v)), updates, s.nu);
+      const out = treeMap((m, v) => jnp.divide(m, v), biasCorrection(mu, b1, count), nu);
+      return [out, { count, mu: castLikeTree(mu, s.mu), nu: castLikeTree(nu, s.nu) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface ScaleByAmsgradOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+  biasCorrectionMu?: boolean;
+  biasCorrectionNu?: boolean;
+}
+export const AMSGRAD_NAMES = ["b1", "b2", "eps", "epsRoot", "muDtype", "biasCorrectionMu", "biasCorrectionNu"] as const;
+export type AmsgradPos = [
+  b1: Hyper,
+  b2: Hyper,
+  eps: Hyper,
+  epsRoot: Hyper,
+  muDtype: DType | null,
+  biasCorrectionMu: boolean,
+  biasCorrectionNu: boolean,
+];
+
+/**
+ * optax.scale_by_amsgrad (Reddi et al. 2018): Adam whose denominator uses nuMax, the running maximum of the
+ * (bias-corrected) second moment: mu_hat / (sqrt(nuMax + epsRoot) + eps). Elementwise: exact on ZeRO shards.
+ */
+export function scaleByAmsgrad(...args: Args<AmsgradPos, ScaleByAmsgradOpts>): GradientTransformation {
+  const fn = "optim.scaleByAmsgrad";
+  return amsgradCore(fn, parseArgs<ScaleByAmsgradOpts>(fn, args, AMSGRAD_NAMES));
+}
+
+export function amsgradCore(fn: string, o: ScaleByAmsgradOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0;
+  checkHypers(fn, { b1, b2, eps, epsRoot });
+  for (const k of ["biasCorrectionMu", "biasCorrectionNu"] as const)
+    if (o[k] !== undefined && typeof o[k] !== "boolean")
+      throw new TypeError(`${fn}: ${k} must be a boolean, got ${typeof o[k]}`);
+  const muDtype = userDType(fn, o.muDtype);
+  return makeTransformation(
+    (params) => ({
+      count: zeroCount(),
+      mu: zerosLikeTree(params, muDtype),
+      nu: zerosLikeTree(params),
+      nuMax: zerosLikeTree(params),
+    }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree; nuMax: Tree };
+      const mu = updateMoment(updates, s.mu, b1, 1);
+      const nu = updateMoment(updates, s.nu, b2, 2);
+      const count = safeIncrement(s.count);
+      const muHat = o.biasCorrectionMu === false ? mu : biasCorrection(mu, b1, count);
+      const nuEff = o.biasCorrectionNu === false ? nu : biasCorrection(nu, b2, count);
+      const nuMax = castLikeTree(
+        treeMap((a, b) => jnp.maximum(a, b), s.nuMax, nuEff),
+        s.nuMax,
+      );
+      const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), muHat, nuMax);
+      return [out, { count, mu: castTree(mu, muDtype), nu: castLikeTree(nu, s.nu), nuMax }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+// ---------------------------------------------------------------- AdaDelta and NovoGrad
+
+/**
+ * optax.scale_by_adadelta (Zeiler 2012): u = sqrt(eX + eps) / sqrt(eG + eps) g with eG the EMA of g^2 (updated
+ * first) and eX the EMA of u^2 (updated after). Elementwise and zero at zero: exact on ZeRO shards.
+ */
+export function scaleByAdadelta(
+  ...args: Args<[rho: Hyper, eps: Hyper], { rho?: Hyper; eps?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.scaleByAdadelta";
+  const o = parseArgs<{ rho: Hyper; eps: Hyper }>(fn, args, ["rho", "eps"]);
+  const rho = o.rho ?? 0.9,
+    eps = o.eps ?? 1e-6;
+  checkHypers(fn, { rho, eps });
+  return makeTransformation(
+    (params) => ({ eG: zerosLikeTree(params), eX: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { eG: Tree; eX: Tree };
+      const eG = updateMoment(updates, s.eG, rho, 2);
+      const out = treeMap(
+        (g, cur, prev) => jnp.multiply(jnp.divide(jnp.sqrt(jnp.add(prev, eps)), jnp.sqrt(jnp.add(cur, eps))), g),
+        updates,
+        eG,
+        s.eX,
+      );
+      const eX = updateMoment(out, s.eX, rho, 2);
+      return [out, { eG: castLikeTree(eG, s.eG), eX: castLikeTree(eX, s.eX) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface ScaleByNovogradOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  weightDecay?: Hyper;
+  muDtype?: DType | null;
+}
+export const NOVOGRAD_NAMES = ["b1", "b2", "eps", "epsRoot", "weightDecay", "muDtype"] as const;
+export type NovogradPos = [b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, weightDecay: Hyper, muDtype: DType | null];
+
+/**
+ * optax.scale_by_novograd (Ginsburg et al. 2019): per leaf a scalar second moment nu of ||g||^2 (nu = ||g||^2 at
+ * the first step, then an EMA with b2), and mu = b1 mu + g / (sqrt(nu + epsRoot) + eps) + weightDecay p (no b1 at
+ * the first step). Exact on ZeRO shards: each leaf's ||g||^2 adds up over the devices' slices.
+ */
+export function scaleByNovograd(...args: Args<NovogradPos, ScaleByNovogradOpts>): GradientTransformation {
+  const fn = "optim.scaleByNovograd";
+  return novogradCore(fn, parseArgs<ScaleByNovogradOpts>(fn, args, NOVOGRAD_NAMES));
+}
+
+export function novogradCore(fn: string, o: ScaleByNovogradOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.25,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0,
+    wd = o.weightDecay ?? 0;
+  checkHypers(fn, { b1, b2, eps, epsRoot, weightDecay: wd });
+  const muDtype = userDType(fn, o.muDtype);
+  return makeTransformation(
+    (params) => ({
+      count: zeroCount(),
+      mu: zerosLikeTree(params, muDtype),
+      nu: treeMap((p) => jnp.zeros([], p.dtype), params),
+    }),
+    (updates, state, params) => {
+      if (params === undefined || params === null) throw new Error(`${fn}: ${NO_PARAMS_MSG}`);
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const count = safeIncrement(s.count);
+      const first = jnp.equal(count, 1);
+      const [gl, def] = tree.flatten(updates);
+      const [pl, ml, nl] = [params, s.mu, s.nu].map((t) => tree.leaves(t) as Array[]);
+      const sq = perLeafSums(gl as Array[], (g) => jnp.square(g));
+      const nu: Array[] = [],
+        mu: Array[] = [];
+      gl.forEach((l, i) => {
+        const g = l as Array;
+        const n2 = jnp.astype(sq[i], nl[i].dtype);
+        const n = jnp.astype(
+          jnp.where(first, n2, jnp.add(jnp.multiply(oneMinus(b2), n2), jnp.multiply(b2, nl[i]))),
+          nl[i].dtype,
+        );
+        const add = jnp.add(
+          jnp.divide(g, jnp.astype(jnp.add(jnp.sqrt(jnp.add(n, epsRoot)), eps), g.dtype)),
+          jnp.multiply(wd, pl[i]),
+        );
+        const m = jnp.where(first, add, jnp.add(jnp.multiply(b1, ml[i]), add));
+        nu.push(n);
+        mu.push(muDtype ? jnp.astype(m, muDtype) : jnp.astype(m, ml[i].dtype));
+      });
+      const muTree = tree.unflatten(def, mu);
+      return [muTree, { count, mu: muTree, nu: tree.unflatten(def, nu) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+// ---------------------------------------------------------------- SM3
+
+/**
+ * optax.scale_by_sm3 (Anil et al. 2019, memory-efficient adaptive optimization): per leaf one accumulator vector
+ * per dim; acc = c g^2 + b2 min_i(v_i broadcast) (c = 1 - b2, or 1 when b2 is 1; a rank-1 leaf's single vector is
+ * its full accumulator), the step g / sqrt(acc + eps) (0 where acc is 0) is averaged with momentum b1, and each v_i
+ * becomes the max of acc over the other dims. The state is { mu: a list of vectors per leaf, nu: the momentum }. A
+ * scalar leaf keeps one scalar accumulator (optax rejects scalars).
+ *
+ * On ZeRO's flat shards it refuses: a slice is rank 1, so a matrix would get a full (diagonal) accumulator instead
+ * of its row and column maxima.
+ */
+export function scaleBySm3(
+  ...args: Args<[b1: Hyper, b2: Hyper, eps: Hyper], { b1?: Hyper; b2?: Hyper; eps?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.scaleBySm3";
+  const o = parseArgs<{ b1: Hyper; b2: Hyper; eps: Hyper }>(fn, args, ["b1", "b2", "eps"]);
+  return sm3Core(fn, o.b1 ?? 0.9, o.b2 ?? 1.0, o.eps ?? 1e-8);
+}
+
+export function sm3Core(fn: string, b1: Hyper, b2: Hyper, eps: Hyper): GradientTransformation {
+  checkHypers(fn, { b1, b2, eps });
+  // optax: the new-gradient coefficient is 1 - b2, or 1 when b2 is exactly 1 (a plain sum, as AdaGrad)
+  const c0 = typeof b2 === "number" ? (b2 === 1 ? 1 : 1 - b2) : jnp.where(jnp.equal(b2, 1), 1, jnp.subtract(1, b2));
+  const vectorsOf = (p: Array): Array[] =>
+    p.ndim === 0 ? [jnp.zeros([], p.dtype)] : p.shape.map((n) => jnp.zeros([n], p.dtype));
+  return makeTransformation(
+    (params) => {
+      const [pl, def] = tree.flatten(params);
+      return { mu: tree.unflatten(def, (pl as Array[]).map(vectorsOf)), nu: zerosLikeTree(params) };
+    },
+    (updates, state) => {
+      const s = state as { mu: Tree; nu: Tree };
+      const [gl, def] = tree.flatten(updates);
+      const flatMu = tree.leaves(s.mu) as Array[];
+      let at = 0;
+      const acc: Array[] = [],
+        mu: Array[][] = [],
+        muDtypes: DType[] = [];
+      for (const l of gl) {
+        const g = l as Array,
+          nd = g.ndim;
+        const vs = flatMu.slice(at, at + Math.max(nd, 1));
+        at += Math.max(nd, 1);
+        muDtypes.push(vs[0]?.dtype ?? g.dtype);
+        if (vs.length !== Math.max(nd, 1) || vs.some((v, i) => v.size !== (nd === 0 ? 1 : g.shape[i])))
+          throw new Error(`${fn}: the state's accumulators do not match an update of shape (${g.shape.join(", ")})`);
+        let prev: Array;
+        if (nd < 2) prev = vs[0];
+        else {
+          const shaped = vs.map((v, i) =>
+            jnp.reshape(
+              v,
+              g.shape.map((n, j) => (j === i ? n : 1)),
+            ),
+          );
+          prev = shaped.reduce((a, b) => jnp.minimum(a, b));
+        }
+        const a = jnp.add(jnp.multiply(c0, jnp.square(g)), jnp.multiply(b2, prev));
+        acc.push(a);
+        mu.push(
+          nd < 2 ? [a] : g.shape.map((_, i) => jnp.max(a, { axis: g.shape.map((_n, j) => j).filter((j) => j !== i) })),
+        );
+      }
+      const up = gl.map((l, i) => {
+        const g = l as Array,
+          a = acc[i];
+        return jnp.multiply(g, jnp.where(jnp.greater(a, 0), ops.rsqrt(jnp.add(a, eps)), 0));
+      });
+      const nu = castLikeTree(updateMoment(tree.unflatten(def, up), s.nu, b1, 1), s.nu);
+      const muState = tree.unflatten(
+        def,
+        mu.map((vs, i) => vs.map((v) => jnp.astype(v, muDtypes[i]))),
+      );
+      return [nu, { mu: muState, nu }];
+    },
+    {
+      exact: false,
+      reason: `${fn}: its accumulators are per-dim maxima of each parameter's rows and columns, which ZeRO's flat 1/n slices do not have (a slice would get a full diagonal accumulator instead); use stage 0`,
+    },
+  );
+}
+
+// ---------------------------------------------------------------- optimistic gradient and sign
+
+/**
+ * optax.scale_by_optimistic_gradient (Daskalakis et al. 2018): (alpha + beta) g - beta g_prev, g_prev the previous
+ * step's gradient (the current one at the first step). Elementwise: exact on ZeRO shards.
+ */
+export function scaleByOptimisticGradient(
+  ...args: Args<[alpha: Hyper, beta: Hyper], { alpha?: Hyper; beta?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.scaleByOptimisticGradient";
+  const o = parseArgs<{ alpha: Hyper; beta: Hyper }>(fn, args, ["alpha", "beta"]);
+  return optimisticCore(fn, o.alpha ?? 1, o.beta ?? 1);
+}
+
+export function optimisticCore(fn: string, alpha: Hyper, beta: Hyper): GradientTransformation {
+  checkHypers(fn, { alpha, beta });
+  const ab = typeof alpha === "number" && typeof beta === "number" ? alpha + beta : jnp.add(alpha, beta);
+  return makeTransformation(
+    (params) => ({ isInitialStep: jnp.array(true), previousGradient: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { isInitialStep: Array; previousGradient: Tree };
+      const out = treeMap(
+        (g, prev) => jnp.subtract(jnp.multiply(ab, g), jnp.multiply(beta, jnp.where(s.isInitialStep, g, prev))),
+        updates,
+        s.previousGradient,
+      );
+      return [out, { isInitialStep: jnp.array(false), previousGradient: castLikeTree(updates, s.previousGradient) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+/** optax.scale_by_sign: sign(g) elementwise (exact on ZeRO shards). */
+export function scaleBySign(): GradientTransformation {
+  return makeTransformation(
+    () => emptyState(),
+    (updates, state) => [treeMap((g) => jnp.sign(g), updates), state],
+    EXACT_ON_SHARDS,
+  );
+}
