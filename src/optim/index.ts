@@ -40,6 +40,44 @@ export type {
   RmspropOpts,
   YogiOpts,
 } from "./alias.js";
+export {
+  clipByBlockRms,
+  decayRatePow,
+  ema,
+  factoredDims,
+  scaleByFactoredRms,
+  scaleByParamBlockNorm,
+  scaleByParamBlockRms,
+  adafactor,
+} from "./factored.js";
+export type { AdafactorOpts, DecayRateFn, EmaOpts, FactoredState, ScaleByFactoredRmsOpts } from "./factored.js";
+export {
+  scaleByAdadelta,
+  scaleByAdamax,
+  scaleByAmsgrad,
+  scaleByNovograd,
+  scaleByOptimisticGradient,
+  scaleBySign,
+  scaleBySm3,
+} from "./transforms-more.js";
+export type { ScaleByAdamaxOpts, ScaleByAmsgradOpts, ScaleByNovogradOpts } from "./transforms-more.js";
+export {
+  adadelta,
+  adamax,
+  adamaxw,
+  amsgrad,
+  lars,
+  novograd,
+  optimisticGradientDescent,
+  signSgd,
+  signum,
+  sm3,
+} from "./alias-more.js";
+export type { AdadeltaOpts, AdamaxwOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
+export { injectHyperparams } from "./inject-hyperparams.js";
+export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
+export { LookaheadParams, lookahead } from "./lookahead.js";
+export type { LookaheadState } from "./lookahead.js";
 export { MultiSteps, applyIfFinite, skipLargeUpdates, skipNotFinite } from "./wrappers.js";
 export type {
   ApplyIfFiniteState,
