@@ -83,7 +83,8 @@ POSITIONAL.set(factored.clipByBlockRms, ["threshold"]);
 POSITIONAL.set(factored.scaleByParamBlockRms, ["minScale"]);
 POSITIONAL.set(factored.scaleByParamBlockNorm, ["minScale"]);
 
-type Factory = (...args: never[]) => GradientTransformation;
+/** Any function that returns a GradientTransformation (its parameters are not constrained). */
+type Factory = (...args: never) => GradientTransformation;
 
 /** The widest floating dtype among the leaves of `t` (float32 when there is none). */
 function floatDtypeOf(t: Tree): DType {
