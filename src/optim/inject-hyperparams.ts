@@ -84,6 +84,17 @@ POSITIONAL.set(factored.scaleByParamBlockRms, ["minScale"]);
 POSITIONAL.set(factored.scaleByParamBlockNorm, ["minScale"]);
 
 /** Any function that returns a GradientTransformation (its parameters are not constrained). */
+/**
+ * Numeric parameters of this library's factories that shape the computation (integers compared in JS, thresholds
+ * taken as JS numbers): passed as they are, like optax's static_args, so they need not be named in staticArgs.
+ */
+const STATIC = new Map<unknown, readonly string[]>([
+  [factored.adafactor, ["minDimSizeToFactor"]],
+  [factored.scaleByFactoredRms, ["minDimSizeToFactor"]],
+  [alias.radam, ["threshold"]],
+  [tr.scaleByRadam, ["threshold"]],
+]);
+
 type Factory = (...args: never) => GradientTransformation;
 
 /** The widest floating dtype among the leaves of `t` (float32 when there is none). */
@@ -112,7 +123,8 @@ function convertFloat(v: unknown, dtype: DType, fn: string, name: string): Array
  * state as `state.hyperparams[name]`. Each update rebuilds the inner optimizer from the state's current values
  * (schedules evaluated at the state's count), so a constant can be changed between steps by setting it in the
  * state, and everything is a pytree of Arrays, so the step works under jit. Booleans, null, strings, masks and the
- * names in staticArgs are passed as they are.
+ * names in staticArgs are passed as they are (so are the structural numbers of this library's factories:
+ * adafactor's minDimSizeToFactor, radam's threshold).
  *
  *   const opt = optim.injectHyperparams(optim.adam)({ learningRate: optim.linearSchedule(0.1, 0.01, 100), b1: 0.9 });
  *   let state = opt.init(params) as optim.InjectHyperparamsState;
@@ -130,7 +142,10 @@ export function injectHyperparams(
       `${fn}: factory must be a function that returns a GradientTransformation, got ${typeof factory}`,
     );
   if (opts === null || typeof opts !== "object") throw new TypeError(`${fn}: opts must be an object`);
-  const staticArgs = new Set(typeof opts.staticArgs === "string" ? [opts.staticArgs] : (opts.staticArgs ?? []));
+  const staticArgs = new Set([
+    ...(typeof opts.staticArgs === "string" ? [opts.staticArgs] : (opts.staticArgs ?? [])),
+    ...(STATIC.get(unwrap(factory)) ?? []),
+  ]);
   const fixedDtype = userDType(fn, opts.hyperparamDtype);
   const positional = opts.positional ?? POSITIONAL.get(unwrap(factory)) ?? [];
   const build = (values: Record<string, unknown>): GradientTransformation => {

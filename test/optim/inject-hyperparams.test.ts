@@ -72,6 +72,14 @@ test("static arguments pass through: injectHyperparams(lars) with masks and nest
   assert.deepEqual(Object.keys(hp).sort(), ["eps", "learningRate", "momentum", "trustCoefficient", "weightDecay"]);
 });
 
+test("injectHyperparams(adafactor): minDimSizeToFactor stays a JS number (static), the rest are state; jit", () => {
+  const c = MORE.optimizers.find((x) => x.name.startsWith("adafactor factored"))!;
+  const opt = optim.injectHyperparams(optim.adafactor)({ learningRate: 0.05, minDimSizeToFactor: 3 });
+  const { params, states } = runSteps(opt, true);
+  checkParams(c, params, "injected adafactor");
+  assert.deepEqual(Object.keys((states[0] as optim.InjectHyperparamsState).hyperparams), ["learningRate"]);
+});
+
 test("a hand-written factory gets one object; positional and staticArgs options", () => {
   const c = MORE.optimizers.find((x) => x.fn === "adamax" && x.args.length === 1)!;
   const mine = optim.injectHyperparams((h: { lr: Array; b1: Array }) =>
