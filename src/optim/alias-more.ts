@@ -1,15 +1,19 @@
-/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd and signum (chains of transformations). */
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan and fromage (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as jnp from "../numpy/index.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
-import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, masked } from "./base.js";
+import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, isSchedule, masked } from "./base.js";
 import { ema } from "./factored.js";
 import { addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
 import {
+  ADAN_NAMES,
   ADAMAX_NAMES,
   AMSGRAD_NAMES,
   type AdamaxPos,
+  type AdanPos,
+  type ScaleByAdanOpts,
+  adanCore,
   type AmsgradPos,
   type ScaleByAdamaxOpts,
   type ScaleByAmsgradOpts,
@@ -238,5 +242,54 @@ export function signum(
     ema(o.beta ?? 0.9, { debias: false, accumulatorDtype: o.accumulatorDtype ?? null }),
     scaleBySign(),
     scaleByLearningRate(needLr(fn, learningRate)),
+  );
+}
+
+export interface AdanOpts extends ScaleByAdanOpts {
+  weightDecay?: ScalarOrSchedule;
+  mask?: MaskOrFn;
+}
+/** optax.adan: scaleByAdan (epsRoot 1e-8 here, as optax's alias), + weightDecay * params (masked), then -learningRate. */
+export function adan(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[...AdanPos, weightDecay: ScalarOrSchedule, mask: MaskOrFn], AdanOpts>
+): GradientTransformation {
+  const fn = "optim.adan";
+  const o = parseArgsWithMasks<AdanOpts>(fn, args, [...ADAN_NAMES, "weightDecay", "mask"], ["mask"]);
+  return chain(
+    adanCore(fn, { ...o, epsRoot: o.epsRoot ?? 1e-8 }),
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 0, mask: o.mask ?? null }),
+    scaleByLearningRate(needLr(fn, learningRate)),
+  );
+}
+
+/**
+ * optax.fromage (Bernstein et al. 2020): with mult = 1 / sqrt(1 + lr^2), the trust ratio ||p|| / ||g|| (norms at
+ * least minNorm), -lr * mult, then + (mult - 1) * params; a scheduled lr gives scheduled factors. Exact on ZeRO
+ * shards (the trust ratio sums each leaf's norms over the slices).
+ */
+export function fromage(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[minNorm: Hyper], { minNorm?: Hyper }>
+): GradientTransformation {
+  const fn = "optim.fromage";
+  const o = parseArgs<{ minNorm: Hyper }>(fn, args, ["minNorm"]);
+  const lr = needLr(fn, learningRate);
+  const multOf = (v: Hyper): Hyper =>
+    typeof v === "number" ? 1 / Math.sqrt(1 + v * v) : jnp.divide(1, jnp.sqrt(jnp.add(1, jnp.square(v))));
+  const trust = scaleByTrustRatio({ minNorm: o.minNorm ?? 1e-6 });
+  if (isSchedule(lr)) {
+    const at = (c: Array | number): Hyper => lr(c);
+    return chain(
+      trust,
+      scaleByLearningRate((c) => jnp.multiply(multOf(at(c)), at(c))),
+      addDecayedWeights((c: Array | number) => jnp.subtract(multOf(at(c)), 1)),
+    );
+  }
+  const mult = multOf(lr);
+  return chain(
+    trust,
+    scaleByLearningRate(typeof lr === "number" && typeof mult === "number" ? lr * mult : jnp.multiply(lr, mult)),
+    addDecayedWeights(typeof mult === "number" ? mult - 1 : jnp.subtract(mult, 1)),
   );
 }

@@ -54,18 +54,21 @@ export type { AdafactorOpts, DecayRateFn, EmaOpts, FactoredState, ScaleByFactore
 export {
   scaleByAdadelta,
   scaleByAdamax,
+  scaleByAdan,
   scaleByAmsgrad,
   scaleByNovograd,
   scaleByOptimisticGradient,
   scaleBySign,
   scaleBySm3,
 } from "./transforms-more.js";
-export type { ScaleByAdamaxOpts, ScaleByAmsgradOpts, ScaleByNovogradOpts } from "./transforms-more.js";
+export type { ScaleByAdamaxOpts, ScaleByAdanOpts, ScaleByAmsgradOpts, ScaleByNovogradOpts } from "./transforms-more.js";
 export {
   adadelta,
   adamax,
   adamaxw,
+  adan,
   amsgrad,
+  fromage,
   lars,
   novograd,
   optimisticGradientDescent,
@@ -73,7 +76,7 @@ export {
   signum,
   sm3,
 } from "./alias-more.js";
-export type { AdadeltaOpts, AdamaxwOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
+export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
 export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
 export { LookaheadParams, lookahead } from "./lookahead.js";

@@ -71,6 +71,8 @@ for (const f of [
   aliasMore.optimisticGradientDescent,
   aliasMore.signSgd,
   aliasMore.signum,
+  aliasMore.adan,
+  aliasMore.fromage,
   tr.scaleByLearningRate,
 ])
   POSITIONAL.set(f, ["learningRate"]);

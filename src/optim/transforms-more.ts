@@ -1,4 +1,4 @@
-/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient and scaleBySign. */
+/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient and scaleBySign. */
 import { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
@@ -119,6 +119,76 @@ export function amsgradCore(fn: string, o: ScaleByAmsgradOpts): GradientTransfor
       );
       const out = treeMap((m, v) => jnp.divide(m, jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)), muHat, nuMax);
       return [out, { count, mu: castTree(mu, muDtype), nu: castLikeTree(nu, s.nu), nuMax }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface ScaleByAdanOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  b3?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+}
+export const ADAN_NAMES = ["b1", "b2", "b3", "eps", "epsRoot"] as const;
+export type AdanPos = [b1: Hyper, b2: Hyper, b3: Hyper, eps: Hyper, epsRoot: Hyper];
+
+/**
+ * optax.scale_by_adan (Xie et al. 2022, Algorithm 1): with d = g - g_prev (0 at the first step), bias-corrected
+ * EMAs m of g (b1), v of d (b2) and n of (g + (1 - b2) d)^2 (b3): (m + (1 - b2) v) / (sqrt(n + epsRoot) + eps).
+ * The state (m, v, n, g, t) is optax's. Elementwise and zero at zero: exact on ZeRO shards.
+ */
+export function scaleByAdan(...args: Args<AdanPos, ScaleByAdanOpts>): GradientTransformation {
+  const fn = "optim.scaleByAdan";
+  return adanCore(fn, parseArgs<ScaleByAdanOpts>(fn, args, ADAN_NAMES));
+}
+
+export function adanCore(fn: string, o: ScaleByAdanOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.98,
+    b2 = o.b2 ?? 0.92,
+    b3 = o.b3 ?? 0.99,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0;
+  checkHypers(fn, { b1, b2, b3, eps, epsRoot });
+  return makeTransformation(
+    (params) => ({
+      m: zerosLikeTree(params),
+      v: zerosLikeTree(params),
+      n: zerosLikeTree(params),
+      g: zerosLikeTree(params),
+      t: zeroCount(),
+    }),
+    (updates, state) => {
+      const s = state as { m: Tree; v: Tree; n: Tree; g: Tree; t: Array };
+      const first = jnp.equal(s.t, 0);
+      const diff = treeMap((g, prev) => jnp.where(first, jnp.zerosLike(g), jnp.subtract(g, prev)), updates, s.g);
+      const m = updateMoment(updates, s.m, b1, 1);
+      const v = updateMoment(diff, s.v, b2, 1);
+      const n = updateMoment(
+        treeMap((g, d) => jnp.add(g, jnp.multiply(oneMinus(b2), d)), updates, diff),
+        s.n,
+        b3,
+        2,
+      );
+      const t = safeIncrement(s.t);
+      const out = treeMap(
+        (mh, vh, nh) =>
+          jnp.divide(jnp.add(mh, jnp.multiply(oneMinus(b2), vh)), jnp.add(jnp.sqrt(jnp.add(nh, epsRoot)), eps)),
+        biasCorrection(m, b1, t),
+        biasCorrection(v, b2, t),
+        biasCorrection(n, b3, t),
+      );
+      return [
+        out,
+        {
+          m: castLikeTree(m, s.m),
+          v: castLikeTree(v, s.v),
+          n: castLikeTree(n, s.n),
+          g: castLikeTree(updates, s.g),
+          t,
+        },
+      ];
     },
     EXACT_ON_SHARDS,
   );

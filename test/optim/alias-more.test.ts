@@ -1,7 +1,7 @@
 /**
  * @file optim.adafactor / scaleByFactoredRms, lars, sm3 / scaleBySm3, adamax / adamaxw / scaleByAdamax, amsgrad /
  * scaleByAmsgrad, adadelta / scaleByAdadelta, novograd / scaleByNovograd, optimisticGradientDescent, signSgd and
- * signum against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
+ * signum, adan / scaleByAdan and fromage against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
  * steps on a tree with a matrix, a vector and a rank-3 leaf (adafactor factors the matrix and the rank-3 leaf with
  * minDimSizeToFactor 3), eager and under jit; positional masks; bad inputs.
  */
@@ -17,6 +17,7 @@ const call = (name: string, args: unknown[]): optim.GradientTransformation =>
 
 function build(c: MoreCase): optim.GradientTransformation | null {
   if (c.fn === "injectAdam") return null; // inject-hyperparams.test.ts
+  if (c.fn === "fromageSchedule") return optim.fromage(optim.linearSchedule(0.2, 0.05, 4));
   // a scale-by transformation alone: chained with -lr as the fixture's reference
   if (c.lr !== undefined) return optim.chain(call(c.fn, c.args), optim.scale(-c.lr));
   return call(c.fn, c.args);
@@ -76,6 +77,9 @@ test("declarations on ZeRO shards: elementwise and summed-norm ones are exact; f
     optim.optimisticGradientDescent(0.1),
     optim.signSgd(0.1),
     optim.signum(0.1),
+    optim.adan(0.1, { weightDecay: 0.01 }),
+    optim.fromage(0.1),
+    optim.fromage(optim.linearSchedule(0.1, 0.01, 5)),
     optim.adafactor({ factored: false }),
     optim.chain(optim.clipByBlockRms(1), optim.scaleByParamBlockRms(), optim.scaleByParamBlockNorm()),
   ])
