@@ -1,4 +1,4 @@
-/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan and fromage (chains of transformations). */
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage and rprop (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as jnp from "../numpy/index.js";
@@ -12,6 +12,10 @@ import {
   AMSGRAD_NAMES,
   type AdamaxPos,
   type AdanPos,
+  RPROP_NAMES,
+  type RpropPos,
+  type ScaleByRpropOpts,
+  rpropCore,
   type ScaleByAdanOpts,
   adanCore,
   type AmsgradPos,
@@ -292,4 +296,13 @@ export function fromage(
     scaleByLearningRate(typeof lr === "number" && typeof mult === "number" ? lr * mult : jnp.multiply(lr, mult)),
     addDecayedWeights(typeof mult === "number" ? mult - 1 : jnp.subtract(mult, 1)),
   );
+}
+
+/** optax.rprop: scaleByRprop(learningRate, ...) then -1 (see scaleByRprop: the current step, as torch.optim.Rprop). */
+export function rprop(learningRate: Hyper, ...args: Args<RpropPos, ScaleByRpropOpts>): GradientTransformation {
+  const fn = "optim.rprop";
+  if (typeof learningRate === "function")
+    throw new TypeError(`${fn}: learningRate must be a number or an Array (the initial step size; no schedule)`);
+  const o = parseArgs<ScaleByRpropOpts>(fn, args, RPROP_NAMES);
+  return chain(rpropCore(fn, needLr(fn, learningRate) as Hyper, o), scale(-1));
 }

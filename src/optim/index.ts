@@ -58,10 +58,17 @@ export {
   scaleByAmsgrad,
   scaleByNovograd,
   scaleByOptimisticGradient,
+  scaleByRprop,
   scaleBySign,
   scaleBySm3,
 } from "./transforms-more.js";
-export type { ScaleByAdamaxOpts, ScaleByAdanOpts, ScaleByAmsgradOpts, ScaleByNovogradOpts } from "./transforms-more.js";
+export type {
+  ScaleByAdamaxOpts,
+  ScaleByAdanOpts,
+  ScaleByAmsgradOpts,
+  ScaleByNovogradOpts,
+  ScaleByRpropOpts,
+} from "./transforms-more.js";
 export {
   adadelta,
   adamax,
@@ -72,6 +79,7 @@ export {
   lars,
   novograd,
   optimisticGradientDescent,
+  rprop,
   signSgd,
   signum,
   sm3,

@@ -73,6 +73,7 @@ for (const f of [
   aliasMore.signum,
   aliasMore.adan,
   aliasMore.fromage,
+  aliasMore.rprop,
   tr.scaleByLearningRate,
 ])
   POSITIONAL.set(f, ["learningRate"]);

@@ -1,4 +1,4 @@
-/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient and scaleBySign. */
+/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient, scaleByRprop and scaleBySign. */
 import { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
@@ -403,6 +403,66 @@ export function optimisticCore(fn: string, alpha: Hyper, beta: Hyper): GradientT
         s.previousGradient,
       );
       return [out, { isInitialStep: jnp.array(false), previousGradient: castLikeTree(updates, s.previousGradient) }];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface ScaleByRpropOpts {
+  etaMinus?: Hyper;
+  etaPlus?: Hyper;
+  minStepSize?: Hyper;
+  maxStepSize?: Hyper;
+}
+export const RPROP_NAMES = ["etaMinus", "etaPlus", "minStepSize", "maxStepSize"] as const;
+export type RpropPos = [etaMinus: Hyper, etaPlus: Hyper, minStepSize: Hyper, maxStepSize: Hyper];
+
+/**
+ * optax.scale_by_rprop (Riedmiller & Braun 1993): per element a step size, starting at learningRate, times etaPlus
+ * while the gradient keeps its sign and etaMinus when it flips (clipped to [minStepSize, maxStepSize]); the update
+ * is step * sign(g), or 0 right after a flip (which also resets the sign memory). The state is optax's (stepSizes,
+ * prevUpdates). Unlike optax 2edbcbe, which emits the update computed one step earlier (zeros at the first step;
+ * google-deepmind/optax PR #1725), this emits the current one, as torch.optim.Rprop. Exact on ZeRO shards.
+ */
+export function scaleByRprop(learningRate: Hyper, ...args: Args<RpropPos, ScaleByRpropOpts>): GradientTransformation {
+  const fn = "optim.scaleByRprop";
+  return rpropCore(fn, learningRate, parseArgs<ScaleByRpropOpts>(fn, args, RPROP_NAMES));
+}
+
+export function rpropCore(fn: string, learningRate: Hyper, o: ScaleByRpropOpts): GradientTransformation {
+  const etaMinus = o.etaMinus ?? 0.5,
+    etaPlus = o.etaPlus ?? 1.2,
+    minStep = o.minStepSize ?? 1e-6,
+    maxStep = o.maxStepSize ?? 50;
+  checkHypers(fn, { learningRate, etaMinus, etaPlus, minStepSize: minStep, maxStepSize: maxStep });
+  return makeTransformation(
+    (params) => ({
+      stepSizes: treeMap((p) => jnp.fullLike(p, learningRate), params),
+      prevUpdates: zerosLikeTree(params),
+    }),
+    (updates, state) => {
+      const s = state as { stepSizes: Tree; prevUpdates: Tree };
+      const sg = treeMap((g, prev) => jnp.multiply(g, prev), updates, s.prevUpdates);
+      const stepSizes = treeMap(
+        (x, step) =>
+          jnp.astype(
+            jnp.where(
+              jnp.equal(x, 0),
+              step,
+              jnp.clip(jnp.multiply(step, jnp.where(jnp.greater(x, 0), etaPlus, etaMinus)), minStep, maxStep),
+            ),
+            step.dtype,
+          ),
+        sg,
+        s.stepSizes,
+      );
+      const out = treeMap(
+        (x, g, step) => jnp.where(jnp.less(x, 0), jnp.zerosLike(g), jnp.multiply(step, jnp.sign(g))),
+        sg,
+        updates,
+        stepSizes,
+      );
+      return [out, { stepSizes, prevUpdates: castLikeTree(out, s.prevUpdates) }];
     },
     EXACT_ON_SHARDS,
   );

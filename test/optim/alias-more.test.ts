@@ -1,13 +1,15 @@
 /**
  * @file optim.adafactor / scaleByFactoredRms, lars, sm3 / scaleBySm3, adamax / adamaxw / scaleByAdamax, amsgrad /
  * scaleByAmsgrad, adadelta / scaleByAdadelta, novograd / scaleByNovograd, optimisticGradientDescent, signSgd and
- * signum, adan / scaleByAdan and fromage against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
+ * signum, adan / scaleByAdan, fromage and rprop against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
  * steps on a tree with a matrix, a vector and a rank-3 leaf (adafactor factors the matrix and the rank-3 leaf with
  * minDimSizeToFactor 3), eager and under jit; positional masks; bad inputs.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/backends/interpreter/interpreter.js";
+import type { Array } from "../../src/core/array.js";
+import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
 import { type MoreCase, MORE, checkParams, dec3, runSteps } from "./more-fixture.js";
 
@@ -79,6 +81,7 @@ test("declarations on ZeRO shards: elementwise and summed-norm ones are exact; f
     optim.signum(0.1),
     optim.adan(0.1, { weightDecay: 0.01 }),
     optim.fromage(0.1),
+    optim.rprop(0.01),
     optim.fromage(optim.linearSchedule(0.1, 0.01, 5)),
     optim.adafactor({ factored: false }),
     optim.chain(optim.clipByBlockRms(1), optim.scaleByParamBlockRms(), optim.scaleByParamBlockNorm()),
@@ -89,6 +92,20 @@ test("declarations on ZeRO shards: elementwise and summed-norm ones are exact; f
     /optim\.adafactor: .*row and column.*factored: false/,
   );
   assert.match(String((optim.sm3(0.1) as { shards: { reason?: string } }).shards.reason), /optim\.sm3.*per-dim maxima/);
+});
+
+test("rprop emits the current step (torch's Rprop), not the previous one (optax 2edbcbe, PR #1725)", () => {
+  const t = optim.scaleByRprop(0.1);
+  let s = t.init(jnp.zeros([1]));
+  const got: number[] = [];
+  for (const g of [1, 1, 1, -1, 1]) {
+    const [u, ns] = t.update(jnp.array([g]), s);
+    got.push((u as Array).dataSync()[0] as number);
+    s = ns;
+  }
+  [0.1, 0.12, 0.144, 0, 0.072].forEach((w, i) =>
+    assert.ok(Math.abs(got[i] - w) < 1e-6, `step ${i}: ${got[i]} vs ${w}`),
+  );
 });
 
 test("bad inputs name the function and what was expected", () => {
