@@ -86,6 +86,8 @@ export {
 } from "./alias-more.js";
 export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
+export { multiTransform, partition } from "./partition.js";
+export type { ParamLabels, PartitionState } from "./partition.js";
 export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
 export { LookaheadParams, lookahead } from "./lookahead.js";
 export type { LookaheadState } from "./lookahead.js";
