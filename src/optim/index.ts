@@ -87,6 +87,8 @@ export {
 export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { multiTransform, partition } from "./partition.js";
+export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
+export type { LbfgsOpts, ScaleByLbfgsState } from "./lbfgs.js";
 export type { ParamLabels, PartitionState } from "./partition.js";
 export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
 export { LookaheadParams, lookahead } from "./lookahead.js";

@@ -2,7 +2,8 @@
  * @file The new optimizers under ZeRO (src/models/zero.ts) on 2 CPU devices: those declared exact on flat slices
  * (novograd and lars, whose per-leaf norms sum over the slices; adafactor with factored: false; clipByBlockRms and
  * scaleByParamBlockRms; fromage's trust ratio; amsgrad, adamax, adadelta, adan, rprop; partition with a label function; injectHyperparams(adam) with a schedule) give at stages 1 and 3
- * the parameters of stage 0 after 3 steps; factored adafactor, sm3 and lookahead are refused naming the reason.
+ * the parameters of stage 0 after 3 steps; factored adafactor, sm3, lbfgs and lookahead are refused naming the
+ * reason.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -95,11 +96,15 @@ test("exact optimizers: ZeRO stages 1 and 3 on 2 devices equal stage 0", { skip 
   }
 });
 
-test("factored adafactor, sm3 and lookahead are refused for stages 1-3, naming why", { skip }, () => {
+test("factored adafactor, sm3, lbfgs and lookahead are refused for stages 1-3, naming why", { skip }, () => {
   const mesh = makeMesh([2], ["data"]);
   for (const stage of [1, 2, 3] as const) {
     assert.throws(() => zeroShardState(init(), optim.adafactor(0.05), mesh, { stage }), /row and column statistics/);
     assert.throws(() => zeroShardState(init(), optim.sm3(0.05), mesh, { stage }), /optim\.sm3: its accumulators/);
+    assert.throws(
+      () => zeroShardState(init(), optim.lbfgs({ linesearch: null }), mesh, { stage }),
+      /optim\.lbfgs: its memories are stacked/,
+    );
     assert.throws(
       () => makeZeroTrainStep(loss, optim.lookahead(optim.sgd(0.1), 2, 0.5), mesh, { stage }),
       /optim\.lookahead: its gradients/,
