@@ -19,6 +19,7 @@ import {
 import * as alias from "./alias.js";
 import * as aliasMore from "./alias-more.js";
 import * as factored from "./factored.js";
+import * as lbfgsMod from "./lbfgs.js";
 import * as tr from "./transforms.js";
 
 /** optax.InjectHyperparamsState: the step count, the hyperparameters of the last step and the inner state. */
@@ -95,6 +96,8 @@ const STATIC = new Map<unknown, readonly string[]>([
   [factored.adafactor, ["minDimSizeToFactor"]],
   [factored.scaleByFactoredRms, ["minDimSizeToFactor"]],
   [alias.radam, ["threshold"]],
+  [lbfgsMod.lbfgs, ["memorySize"]],
+  [lbfgsMod.scaleByLbfgs, ["memorySize"]],
   [tr.scaleByRadam, ["threshold"]],
 ]);
 
@@ -127,7 +130,7 @@ function convertFloat(v: unknown, dtype: DType, fn: string, name: string): Array
  * (schedules evaluated at the state's count), so a constant can be changed between steps by setting it in the
  * state, and everything is a pytree of Arrays, so the step works under jit. Booleans, null, strings, masks and the
  * names in staticArgs are passed as they are (so are the structural numbers of this library's factories:
- * adafactor's minDimSizeToFactor, radam's threshold).
+ * adafactor's minDimSizeToFactor, radam's threshold, lbfgs's memorySize).
  *
  *   const opt = optim.injectHyperparams(optim.adam)({ learningRate: optim.linearSchedule(0.1, 0.01, 100), b1: 0.9 });
  *   let state = opt.init(params) as optim.InjectHyperparamsState;

@@ -78,6 +78,17 @@ test("injectHyperparams(adafactor): minDimSizeToFactor stays a JS number (static
   const { params, states } = runSteps(opt, true);
   checkParams(c, params, "injected adafactor");
   assert.deepEqual(Object.keys((states[0] as optim.InjectHyperparamsState).hyperparams), ["learningRate"]);
+  // every numeric option as a traced Array: decay rate, momentum, weight decay (clipping off: null stays static)
+  const c3 = MORE.optimizers.find((x) => x.name.startsWith("adafactor momentum"))!;
+  const all = optim.injectHyperparams(optim.adafactor)({ learningRate: 0.05, ...(c3.args[1] as object) });
+  const run3 = runSteps(all, true);
+  checkParams(c3, run3.params, "injected adafactor with momentum");
+  assert.deepEqual(Object.keys((run3.states[0] as optim.InjectHyperparamsState).hyperparams).sort(), [
+    "decayRate",
+    "learningRate",
+    "momentum",
+    "weightDecayRate",
+  ]);
 });
 
 test("a hand-written factory gets one object; positional and staticArgs options", () => {
