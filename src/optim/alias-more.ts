@@ -1,4 +1,4 @@
-/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage and rprop (chains of transformations). */
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage, rprop and noisySgd (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as jnp from "../numpy/index.js";
@@ -22,6 +22,7 @@ import {
   type ScaleByAdamaxOpts,
   type ScaleByAmsgradOpts,
   adamaxCore,
+  addNoise,
   amsgradCore,
   novogradCore,
   optimisticCore,
@@ -305,4 +306,17 @@ export function rprop(learningRate: Hyper, ...args: Args<RpropPos, ScaleByRpropO
     throw new TypeError(`${fn}: learningRate must be a number or an Array (the initial step size; no schedule)`);
   const o = parseArgs<ScaleByRpropOpts>(fn, args, RPROP_NAMES);
   return chain(rpropCore(fn, needLr(fn, learningRate) as Hyper, o), scale(-1));
+}
+
+/**
+ * optax.noisy_sgd: addNoise(eta 0.01, gamma 0.55, key) then -learningRate: SGD with annealed Gaussian gradient noise.
+ * key: an integer seed (default 0, as optax) or a raw PRNGKey.
+ */
+export function noisySgd(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[eta: Hyper, gamma: Hyper, key: number | Array], { eta?: Hyper; gamma?: Hyper; key?: number | Array }>
+): GradientTransformation {
+  const fn = "optim.noisySgd";
+  const o = parseArgs<{ eta: Hyper; gamma: Hyper; key: number | Array }>(fn, args, ["eta", "gamma", "key"]);
+  return chain(addNoise(o.eta ?? 0.01, o.gamma ?? 0.55, o.key ?? 0), scaleByLearningRate(needLr(fn, learningRate)));
 }

@@ -52,6 +52,7 @@ export {
 } from "./factored.js";
 export type { AdafactorOpts, DecayRateFn, EmaOpts, FactoredState, ScaleByFactoredRmsOpts } from "./factored.js";
 export {
+  addNoise,
   scaleByAdadelta,
   scaleByAdamax,
   scaleByAdan,
@@ -77,6 +78,7 @@ export {
   amsgrad,
   fromage,
   lars,
+  noisySgd,
   novograd,
   optimisticGradientDescent,
   rprop,

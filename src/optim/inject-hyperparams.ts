@@ -75,6 +75,7 @@ for (const f of [
   aliasMore.adan,
   aliasMore.fromage,
   aliasMore.rprop,
+  aliasMore.noisySgd,
   tr.scaleByLearningRate,
 ])
   POSITIONAL.set(f, ["learningRate"]);

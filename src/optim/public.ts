@@ -14,6 +14,7 @@ export const decayRatePow: typeof M.decayRatePow = fixedArity("optim.decayRatePo
 export const factoredDims: typeof M.factoredDims = fixedArity("optim.factoredDims", 3, M.factoredDims, "optim.factoredDims(shape, factored, minDim)");
 export const scaleByParamBlockNorm: typeof M.scaleByParamBlockNorm = fixedArity("optim.scaleByParamBlockNorm", 1, M.scaleByParamBlockNorm, "optim.scaleByParamBlockNorm(minScale?)");
 export const scaleByParamBlockRms: typeof M.scaleByParamBlockRms = fixedArity("optim.scaleByParamBlockRms", 1, M.scaleByParamBlockRms, "optim.scaleByParamBlockRms(minScale?)");
+export const addNoise: typeof M.addNoise = fixedArity("optim.addNoise", 3, M.addNoise, "optim.addNoise(eta, gamma, key?)");
 export const signSgd: typeof M.signSgd = fixedArity("optim.signSgd", 1, M.signSgd, "optim.signSgd(learningRate)");
 export const multiTransform: typeof M.multiTransform = fixedArity("optim.multiTransform", 2, M.multiTransform, "optim.multiTransform(transforms, paramLabels)");
 export const partition: typeof M.partition = fixedArity("optim.partition", 2, M.partition, "optim.partition(transforms, paramLabels)");

@@ -1,9 +1,10 @@
-/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient, scaleByRprop and scaleBySign. */
+/** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient, scaleByRprop, scaleBySign and addNoise. */
 import { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
 import * as ops from "../primitives/ops.js";
+import * as random from "../random/index.js";
 import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
 import {
   type GradientTransformation,
@@ -465,6 +466,44 @@ export function rpropCore(fn: string, learningRate: Hyper, o: ScaleByRpropOpts):
       return [out, { stepSizes, prevUpdates: castLikeTree(out, s.prevUpdates) }];
     },
     EXACT_ON_SHARDS,
+  );
+}
+
+/**
+ * optax.add_noise (Neelakantan et al. 2015): g + sqrt(eta / count^gamma) * N(0, 1) noise (count from 1), the noise of
+ * each leaf drawn with its own key split from the state's key, which is split afresh at every step (as optax, so
+ * the draws are JAX's for the same key). `key` is a raw PRNGKey (uint32 [2]) or an integer seed (default 0, as
+ * optax). Refused on ZeRO's flat shards: slices would draw other noise than full leaves, and the padding would move.
+ */
+export function addNoise(eta: Hyper, gamma: Hyper, key: number | Array = 0): GradientTransformation {
+  const fn = "optim.addNoise";
+  checkHypers(fn, { eta, gamma });
+  const k0 = typeof key === "number" ? random.PRNGKey(key) : key;
+  if (!(k0 instanceof Array) || k0.dtype !== "uint32" || k0.shape.length !== 1 || k0.shape[0] !== 2)
+    throw new TypeError(
+      `${fn}: key must be an integer seed or a raw PRNGKey (uint32 of shape (2,)), got ${String(key)}`,
+    );
+  const row = (keys: Array, i: number): Array => jnp.reshape(ops.sliceInDim(keys, i, i + 1, 1, 0), [2]);
+  return makeTransformation(
+    () => ({ count: zeroCount(), rngKey: k0 }),
+    (updates, state) => {
+      const s = state as { count: Array; rngKey: Array };
+      const count = safeIncrement(s.count);
+      const std = jnp.sqrt(jnp.divide(eta, jnp.power(jnp.astype(count, "float32"), gamma)));
+      const two = random.split(s.rngKey) as Array;
+      const [gl, def] = tree.flatten(updates);
+      const keys = random.split(row(two, 1), gl.length) as Array;
+      const out = gl.map((l, i) => {
+        const g = l as Array;
+        const noise = random.normal(row(keys, i), g.shape, g.dtype);
+        return jnp.add(g, jnp.multiply(jnp.astype(std, g.dtype), noise));
+      });
+      return [tree.unflatten(def, out), { count, rngKey: row(two, 0) }];
+    },
+    {
+      exact: false,
+      reason: `${fn}: the noise of a flat 1/n slice is not the slice of a full leaf's noise, and its zero padding would get noise; use stage 0`,
+    },
   );
 }
 
