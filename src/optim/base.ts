@@ -26,8 +26,12 @@ export type ScalarOrSchedule = number | Array | Schedule;
  */
 export interface GradientTransformation {
   init<P>(params: P): OptState;
-  /** updates and params share one structure (updates are gradients of the params, or transformed ones). */
-  update<U>(updates: U, state: OptState, params?: NoInfer<U> | null): [U, OptState];
+  /**
+   * updates and params share one structure (updates are gradients of the params, or transformed ones). `extra`
+   * (optax's extra args) carries what linesearches need: the loss value and gradient at params and the loss function;
+   * wrappers pass it on, other transformations ignore it.
+   */
+  update<U>(updates: U, state: OptState, params?: NoInfer<U> | null, extra?: UpdateExtraArgs): [U, OptState];
   /**
    * Whether the update is the same when it is handed flat, zero-padded 1/n slices of every leaf (ZeRO stages 1-3):
    * exact when it is elementwise, or when what it reads across a leaf or across leaves (norms, mask functions) goes
@@ -35,6 +39,13 @@ export interface GradientTransformation {
    * unknown, so sharded steps refuse it; set `{ exact: true }` on one whose update is elementwise and zero at zero.
    */
   readonly shards?: ShardBehaviour;
+}
+
+/** optax's extra args of update: the loss value and gradient at `params`, and the loss as a function of params. */
+export interface UpdateExtraArgs {
+  value?: Array | number;
+  grad?: Tree;
+  valueFn?: (params: Tree) => Array | number;
 }
 
 /** See GradientTransformation.shards. */
@@ -129,7 +140,7 @@ export const NO_PARAMS_MSG =
 /** Builds a GradientTransformation from untyped init/update functions. */
 export function makeTransformation(
   init: (params: Tree) => Tree,
-  update: (updates: Tree, state: Tree, params?: Tree) => [Tree, Tree],
+  update: (updates: Tree, state: Tree, params?: Tree, extra?: UpdateExtraArgs) => [Tree, Tree],
   shards: ShardBehaviour,
 ): GradientTransformation {
   return { init: init as GradientTransformation["init"], update: update as GradientTransformation["update"], shards };
@@ -158,7 +169,7 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
   });
   return makeTransformation(
     (params) => transforms.map((t) => t.init(params)),
-    (updates, state, params) => {
+    (updates, state, params, extra) => {
       if (!globalThis.Array.isArray(state) || state.length !== transforms.length) {
         throw new Error(
           `optim.chain: expected a state with ${transforms.length} entries (one per transformation); make sure you called init first`,
@@ -167,7 +178,7 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
       const newState: OptState[] = [];
       let u = updates;
       transforms.forEach((t, i) => {
-        const [nu, ns] = t.update(u, state[i], params);
+        const [nu, ns] = t.update(u, state[i], params, extra);
         u = nu;
         newState.push(ns);
       });
@@ -346,13 +357,14 @@ export function masked(inner: GradientTransformation, mask: MaskArg): GradientTr
   const maskTree = (m: MaskTree, t: Tree): Tree => mapMask(m, [t], (b, s) => (b ? s : null));
   return makeTransformation(
     (params) => ({ innerState: inner.init(maskTree(maskOf(params), params)) }),
-    (updates, state, params) => {
+    (updates, state, params, extra) => {
       const m = maskOf(updates);
       const inState = (state as { innerState: OptState }).innerState;
       const [newMasked, newInner] = inner.update(
         maskTree(m, updates),
         inState,
         params === undefined || params === null ? params : maskTree(m, params),
+        extra,
       );
       const merged = mapMask(m, [newMasked, updates], (b, n, o) => (b ? n : o));
       return [merged, { innerState: newInner }];

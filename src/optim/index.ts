@@ -1,5 +1,12 @@
 /** @file jax-style optimizers (optax's API): gradient transformations, optimizer aliases, schedules and applyUpdates. */
-export type { GradientTransformation, OptState, Schedule, ScalarOrSchedule, ShardBehaviour } from "./base.js";
+export type {
+  GradientTransformation,
+  OptState,
+  Schedule,
+  ScalarOrSchedule,
+  ShardBehaviour,
+  UpdateExtraArgs,
+} from "./base.js";
 export type { PyTree } from "../core/pytree-types.js";
 export { applyUpdates, chain, identity, masked, safeIncrement } from "./base.js";
 export {
@@ -90,6 +97,12 @@ export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts } from
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
+export { scaleByBacktrackingLinesearch } from "./linesearch.js";
+export type {
+  BacktrackingLinesearchInfo,
+  BacktrackingLinesearchOpts,
+  ScaleByBacktrackingLinesearchState,
+} from "./linesearch.js";
 export type { LbfgsOpts, ScaleByLbfgsState } from "./lbfgs.js";
 export type { ParamLabels, PartitionState } from "./partition.js";
 export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";

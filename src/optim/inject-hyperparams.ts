@@ -11,6 +11,7 @@ import {
   type Schedule,
   type ShardBehaviour,
   type Tree,
+  type UpdateExtraArgs,
   isSchedule,
   safeIncrement,
   shardRefusal,
@@ -201,14 +202,14 @@ export function injectHyperparams(
       };
       return st;
     };
-    const update = <U>(updates: U, state: OptState, params?: U | null): [U, OptState] => {
+    const update = <U>(updates: U, state: OptState, params?: U | null, extra?: UpdateExtraArgs): [U, OptState] => {
       const s = state as InjectHyperparamsState;
       if (!s || !(s.count instanceof Array) || s.hyperparams === null || typeof s.hyperparams !== "object")
         throw new Error(`${fn}: expected the state from its init (count, hyperparams, innerState)`);
       for (const k of Object.keys(numeric))
         if (!(k in s.hyperparams)) throw new Error(`${fn}: the state's hyperparams lack "${k}"`);
       const hp = values(s.hyperparams, s.count, dtypeOf(params ?? updates));
-      const [u, innerState] = build({ ...other, ...hp }).update(updates, s.innerState, params);
+      const [u, innerState] = build({ ...other, ...hp }).update(updates, s.innerState, params, extra);
       const ns: InjectHyperparamsState = { count: safeIncrement(s.count), hyperparams: hp, innerState };
       return [u, ns];
     };

@@ -156,10 +156,10 @@ export interface LbfgsOpts {
 }
 
 /**
- * optax.lbfgs with `linesearch: null` (or a linesearch transformation of your own): scaleByLbfgs, then
- * -learningRate (-1 without one), then the linesearch. optax's default is its zoom linesearch, which needs the loss
- * value and function in update; it is not implemented here, so linesearch must be given (null for fixed steps)
- * rather than silently dropped.
+ * optax.lbfgs with `linesearch: null` or a linesearch transformation (e.g. scaleByBacktrackingLinesearch(15),
+ * whose update needs the extra args { value, grad, valueFn }): scaleByLbfgs, then -learningRate (-1 without one),
+ * then the linesearch. optax's default is its zoom linesearch, which is not implemented here, so linesearch must be
+ * given rather than silently replaced.
  */
 export function lbfgs(
   ...args: Args<
@@ -176,7 +176,7 @@ export function lbfgs(
   const o = parseArgs<LbfgsOpts>(fn, args, ["learningRate", "memorySize", "scaleInitPrecond", "linesearch"]);
   if (o.linesearch === undefined)
     throw new Error(
-      `${fn}: optax's default zoom linesearch (which needs the loss value and function in update) is not implemented; pass linesearch: null for fixed steps of learningRate (or 1), or a linesearch GradientTransformation`,
+      `${fn}: optax's default zoom linesearch (which needs the loss value and function in update) is not implemented; pass linesearch: null for fixed steps of learningRate (or 1), or a linesearch such as optim.scaleByBacktrackingLinesearch(15) (then update needs { value, grad, valueFn })`,
     );
   const ls = o.linesearch;
   if (ls !== null && (typeof ls !== "object" || typeof ls.init !== "function" || typeof ls.update !== "function"))

@@ -5,6 +5,7 @@ import {
   type OptState,
   type ShardBehaviour,
   type Tree,
+  type UpdateExtraArgs,
   masked,
   shardRefusal,
 } from "./base.js";
@@ -68,13 +69,13 @@ export function partition(
     const st: PartitionState = { innerStates: Object.fromEntries(groups.map((g) => [g, inner[g].init(params)])) };
     return st;
   };
-  const update = <U>(updates: U, state: OptState, params?: U | null): [U, OptState] => {
+  const update = <U>(updates: U, state: OptState, params?: U | null, extra?: UpdateExtraArgs): [U, OptState] => {
     const s = state as PartitionState;
     if (!s || typeof s.innerStates !== "object" || groups.some((g) => !(g in s.innerStates)))
       throw new Error(`${fn}: expected the state from its init ({ innerStates } with one entry per label)`);
     let u: Tree = updates;
     const next: Record<string, OptState> = {};
-    for (const g of groups) [u, next[g]] = inner[g].update(u, s.innerStates[g], params as Tree);
+    for (const g of groups) [u, next[g]] = inner[g].update(u, s.innerStates[g], params as Tree, extra);
     return [u as U, { innerStates: next } satisfies PartitionState];
   };
   return { init, update, shards };

@@ -1,0 +1,149 @@
+/** @file optax.scale_by_backtracking_linesearch: scales the update by the largest tried step that decreases the loss enough (Armijo), using update's extra args (value, grad, valueFn). */
+import { Array } from "../core/array.js";
+import * as jnp from "../numpy/index.js";
+import { whileLoop } from "../lax/index.js";
+import { type Args, parseArgs } from "../numpy/elementwise-util.js";
+import {
+  type GradientTransformation,
+  type Tree,
+  type UpdateExtraArgs,
+  NO_PARAMS_MSG,
+  makeTransformation,
+  sumOverLeaves,
+  treeMap,
+} from "./base.js";
+import { checkHypers } from "./transforms.js";
+
+type Hyper = number | Array;
+
+/** optax.BacktrackingLinesearchInfo: the steps the last search took and its final decrease error. */
+export interface BacktrackingLinesearchInfo {
+  numLinesearchSteps: Array;
+  decreaseError: Array;
+}
+/** optax.ScaleByBacktrackingLinesearchState (without store_grad): the accepted step, the value there, info. */
+export interface ScaleByBacktrackingLinesearchState {
+  learningRate: Array;
+  value: Array;
+  info: BacktrackingLinesearchInfo;
+}
+
+export interface BacktrackingLinesearchOpts {
+  slopeRtol?: Hyper;
+  decreaseFactor?: Hyper;
+  increaseFactor?: Hyper;
+  maxLearningRate?: Hyper;
+  atol?: Hyper;
+  rtol?: Hyper;
+}
+const NAMES = ["slopeRtol", "decreaseFactor", "increaseFactor", "maxLearningRate", "atol", "rtol"] as const;
+type Pos = [
+  slopeRtol: Hyper,
+  decreaseFactor: Hyper,
+  increaseFactor: Hyper,
+  maxLearningRate: Hyper,
+  atol: Hyper,
+  rtol: Hyper,
+];
+
+/**
+ * optax.scale_by_backtracking_linesearch: starting from min(increaseFactor * the last accepted step,
+ * maxLearningRate), multiplies the step by decreaseFactor until valueFn(params + step * updates) <= (1 + rtol) value
+ * + slopeRtol * step * (updates . grad) + atol, for at most maxBacktrackingSteps reductions; the update is step *
+ * updates (step 0 when every tried value was NaN or infinite). `update` needs the extra args { value, grad,
+ * valueFn } (the loss and its gradient at params, and the loss function); it runs under jit (a lax.whileLoop).
+ * optax's store_grad and verbose options are not implemented. Refused on ZeRO shards: valueFn takes full parameters.
+ */
+export function scaleByBacktrackingLinesearch(
+  maxBacktrackingSteps: number,
+  ...args: Args<Pos, BacktrackingLinesearchOpts>
+): GradientTransformation {
+  const fn = "optim.scaleByBacktrackingLinesearch";
+  const o = parseArgs<BacktrackingLinesearchOpts>(fn, args, NAMES);
+  if (typeof maxBacktrackingSteps !== "number" || !Number.isInteger(maxBacktrackingSteps) || maxBacktrackingSteps < 0)
+    throw new Error(`${fn}: maxBacktrackingSteps must be a non-negative integer, got ${String(maxBacktrackingSteps)}`);
+  const slopeRtol = o.slopeRtol ?? 1e-4,
+    decrease = o.decreaseFactor ?? 0.8,
+    increase = o.increaseFactor ?? 1.5,
+    maxLr = o.maxLearningRate ?? 1.0,
+    atol = o.atol ?? 0,
+    rtol = o.rtol ?? 0;
+  checkHypers(fn, {
+    slopeRtol,
+    decreaseFactor: decrease,
+    increaseFactor: increase,
+    maxLearningRate: maxLr,
+    atol,
+    rtol,
+  });
+  const f32 = (x: Array | number): Array => jnp.astype(jnp.asarray(x), "float32");
+  return makeTransformation(
+    () => {
+      const st: ScaleByBacktrackingLinesearchState = {
+        learningRate: jnp.array(1, { dtype: "float32" }),
+        value: jnp.array(Infinity, { dtype: "float32" }),
+        info: { numLinesearchSteps: jnp.zeros([], "int32"), decreaseError: jnp.array(Infinity, { dtype: "float32" }) },
+      };
+      return st;
+    },
+    (updates, state, params, extra?: UpdateExtraArgs) => {
+      if (params === undefined || params === null) throw new Error(`${fn}: ${NO_PARAMS_MSG}`);
+      const { value, grad, valueFn } = extra ?? {};
+      if (value === undefined || grad === undefined || typeof valueFn !== "function")
+        throw new Error(
+          `${fn}: update needs the extra args { value, grad, valueFn } (the loss and its gradient at params, and the loss function): opt.update(grads, state, params, { value, grad: grads, valueFn })`,
+        );
+      const s = state as ScaleByBacktrackingLinesearchState;
+      const v0 = f32(value);
+      const slope = f32(
+        sumOverLeaves(
+          fn,
+          treeMap((u, g) => jnp.multiply(u, g), updates, grad as Tree),
+          (x) => jnp.sum(x),
+        ),
+      );
+      const decreaseError = (step: Array, newValue: Array): Array => {
+        const e = jnp.subtract(
+          jnp.subtract(newValue, jnp.multiply(jnp.add(1, rtol), v0)),
+          jnp.multiply(jnp.multiply(step, slopeRtol), slope),
+        );
+        return jnp.maximum(jnp.where(jnp.isnan(e), Infinity, e), 0);
+      };
+      type Search = [lr: Array, newValue: Array, err: Array, iter: Array];
+      const start: Search = [
+        f32(jnp.minimum(jnp.multiply(increase, s.learningRate), maxLr)),
+        v0,
+        jnp.array(Infinity, { dtype: "float32" }),
+        jnp.zeros([], "int32"),
+      ];
+      const [lr, newValue, err, iters] = whileLoop<Search>(
+        ([, , e, it]) =>
+          jnp.logicalAnd(jnp.logicalNot(jnp.lessEqual(e, atol)), jnp.lessEqual(it, maxBacktrackingSteps)),
+        ([step, , , it]) => {
+          // the first try is the starting step; each later one decreaseFactor times the previous
+          const tryStep = f32(jnp.where(jnp.greater(it, 0), jnp.multiply(decrease, step), step));
+          const newParams = treeMap(
+            (p, u) => jnp.astype(jnp.add(p, jnp.multiply(jnp.astype(tryStep, u.dtype), u)), p.dtype),
+            params,
+            updates,
+          );
+          const nv = f32(valueFn(newParams));
+          return [tryStep, nv, f32(decreaseError(tryStep, nv)), jnp.add(it, 1)];
+        },
+        start,
+      );
+      const accepted = f32(jnp.where(jnp.isinf(err), 0, lr));
+      const out = treeMap((u) => jnp.multiply(jnp.astype(accepted, u.dtype), u), updates);
+      const ns: ScaleByBacktrackingLinesearchState = {
+        learningRate: accepted,
+        value: newValue,
+        info: { numLinesearchSteps: iters, decreaseError: err },
+      };
+      return [out, ns];
+    },
+    {
+      exact: false,
+      reason: `${fn}: its valueFn evaluates the loss at full parameters, which ZeRO's flat slices are not; use stage 0`,
+    },
+  );
+}

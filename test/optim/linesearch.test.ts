@@ -1,0 +1,102 @@
+/**
+ * @file optim.scaleByBacktrackingLinesearch against NumPy (test/fixtures/optim-adafactor-sm3-more.json): after
+ * sgd(3.0) (overshooting, so the search backtracks) and after lbfgs (memory 5, no learning rate) on the quadratic
+ * sum(0.5 h p^2 - c p), 8 steps with the loss value, gradient and function passed as update's extra args through
+ * chain, eager and under jit; the state's accepted step and search info; missing extra args are an error.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import "../../src/backends/interpreter/interpreter.js";
+import { Array } from "../../src/core/array.js";
+import * as jnp from "../../src/numpy/index.js";
+import * as optim from "../../src/optim/public.js";
+import { jit } from "../../src/transforms/api.js";
+import { KEYS, type Leaves, MORE, type P3, checkParams, dec3 } from "./more-fixture.js";
+
+interface Case {
+  name: string;
+  direction: "sgd3" | "lbfgs5";
+  params: Leaves[];
+}
+const FIX = MORE as unknown as { quadratic: { h: Leaves; c: Leaves }; backtracking: Case[] };
+const h = dec3(FIX.quadratic.h),
+  c = dec3(FIX.quadratic.c);
+const loss = (p: unknown): Array => {
+  const q = p as P3;
+  return KEYS.map((k) =>
+    jnp.sum(jnp.subtract(jnp.multiply(0.5, jnp.multiply(h[k], jnp.square(q[k]))), jnp.multiply(c[k], q[k]))),
+  ).reduce((a, b) => jnp.add(a, b));
+};
+const gradAt = (p: P3): P3 =>
+  Object.fromEntries(KEYS.map((k) => [k, jnp.subtract(jnp.multiply(h[k], p[k]), c[k])])) as P3;
+
+const build = (d: Case["direction"]): optim.GradientTransformation =>
+  optim.chain(
+    d === "sgd3" ? optim.sgd(3.0) : optim.lbfgs({ memorySize: 5, linesearch: null }),
+    optim.scaleByBacktrackingLinesearch(15),
+  );
+
+function run(opt: optim.GradientTransformation, useJit: boolean): { params: P3[]; states: unknown[] } {
+  const step = (p: P3, s: unknown): [P3, unknown] => {
+    const g = gradAt(p);
+    const [u, ns] = opt.update(g, s, p, { value: loss(p), grad: g, valueFn: loss });
+    return [optim.applyUpdates(p, u), ns];
+  };
+  const f = useJit ? jit(step) : step;
+  let p = dec3(MORE.params0),
+    s = opt.init(p);
+  const params: P3[] = [],
+    states: unknown[] = [];
+  for (let i = 0; i < 8; i++) {
+    [p, s] = f(p, s);
+    params.push(p);
+    states.push(s);
+  }
+  return { params, states };
+}
+
+for (const cs of FIX.backtracking)
+  test(`${cs.name}: params after 8 steps equal NumPy, eager and under jit`, () => {
+    for (const useJit of [false, true]) {
+      const { params, states } = run(build(cs.direction), useJit);
+      checkParams(
+        { name: cs.name, fn: "", args: [], params: cs.params },
+        params,
+        `${cs.name} jit=${useJit}`,
+        1e-5,
+        2e-6,
+      );
+      const ls = (states[0] as unknown[])[1] as optim.ScaleByBacktrackingLinesearchState;
+      const lr = ls.learningRate.item() as number;
+      assert.ok(lr > 0 && lr <= 1, `an accepted step in (0, 1]: ${lr}`);
+      if (cs.direction === "sgd3")
+        assert.ok((ls.info.numLinesearchSteps.item() as number) > 1, "sgd(3.0) overshoots: the search backtracked");
+      assert.equal(ls.info.decreaseError.item(), 0, "sufficient decrease reached");
+    }
+  });
+
+test("lbfgs({ linesearch: scaleByBacktrackingLinesearch(15) }) is the same chain", () => {
+  const cs = FIX.backtracking.find((x) => x.direction === "lbfgs5")!;
+  const opt = optim.lbfgs({ memorySize: 5, linesearch: optim.scaleByBacktrackingLinesearch(15) });
+  checkParams(
+    { name: cs.name, fn: "", args: [], params: cs.params },
+    run(opt, true).params,
+    "lbfgs with linesearch",
+    1e-5,
+    2e-6,
+  );
+});
+
+test("scaleByBacktrackingLinesearch needs value, grad and valueFn; refuses ZeRO shards", () => {
+  const t = optim.scaleByBacktrackingLinesearch(5);
+  const p = dec3(MORE.params0);
+  assert.throws(
+    () => t.update(p, t.init(p), p),
+    /optim\.scaleByBacktrackingLinesearch: update needs the extra args \{ value, grad, valueFn \}/,
+  );
+  assert.throws(
+    () => optim.scaleByBacktrackingLinesearch(-1),
+    /maxBacktrackingSteps must be a non-negative integer, got -1/,
+  );
+  assert.equal(t.shards?.exact, false);
+});
