@@ -1,10 +1,11 @@
-/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage, rprop and noisySgd (chains of transformations). */
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage, rprop, noisySgd and polyakSgd (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as jnp from "../numpy/index.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, isSchedule, masked } from "./base.js";
 import { ema } from "./factored.js";
+import { polyakCore } from "./linesearch.js";
 import { addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
 import {
   ADAN_NAMES,
@@ -319,4 +320,29 @@ export function noisySgd(
   const fn = "optim.noisySgd";
   const o = parseArgs<{ eta: Hyper; gamma: Hyper; key: number | Array }>(fn, args, ["eta", "gamma", "key"]);
   return chain(addNoise(o.eta ?? 0.01, o.gamma ?? 0.55, o.key ?? 0), scaleByLearningRate(needLr(fn, learningRate)));
+}
+
+export interface PolyakSgdOpts {
+  maxLearningRate?: Hyper;
+  scaling?: ScalarOrSchedule;
+  fMin?: Hyper;
+  eps?: Hyper;
+  variant?: "sps" | "sps+";
+}
+/**
+ * optax.polyak_sgd: sgd(scaling) then scaleByPolyak (the step (loss - fMin) / ||u||^2, at most maxLearningRate);
+ * update needs the loss: opt.update(grads, state, params, { value }).
+ */
+export function polyakSgd(
+  ...args: Args<
+    [maxLearningRate: Hyper, scaling: ScalarOrSchedule, fMin: Hyper, eps: Hyper, variant: "sps" | "sps+"],
+    PolyakSgdOpts
+  >
+): GradientTransformation {
+  const fn = "optim.polyakSgd";
+  const o = parseArgs<PolyakSgdOpts>(fn, args, ["maxLearningRate", "scaling", "fMin", "eps", "variant"]);
+  return chain(
+    scaleByLearningRate(o.scaling ?? 1),
+    polyakCore(fn, { fMin: o.fMin, maxLearningRate: o.maxLearningRate, eps: o.eps, variant: o.variant }),
+  );
 }

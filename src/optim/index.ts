@@ -88,20 +88,22 @@ export {
   noisySgd,
   novograd,
   optimisticGradientDescent,
+  polyakSgd,
   rprop,
   signSgd,
   signum,
   sm3,
 } from "./alias-more.js";
-export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts } from "./alias-more.js";
+export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts, PolyakSgdOpts } from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
-export { scaleByBacktrackingLinesearch } from "./linesearch.js";
+export { scaleByBacktrackingLinesearch, scaleByPolyak } from "./linesearch.js";
 export type {
   BacktrackingLinesearchInfo,
   BacktrackingLinesearchOpts,
   ScaleByBacktrackingLinesearchState,
+  ScaleByPolyakOpts,
 } from "./linesearch.js";
 export type { LbfgsOpts, ScaleByLbfgsState } from "./lbfgs.js";
 export type { ParamLabels, PartitionState } from "./partition.js";

@@ -1,4 +1,4 @@
-/** @file optax.scale_by_backtracking_linesearch: scales the update by the largest tried step that decreases the loss enough (Armijo), using update's extra args (value, grad, valueFn). */
+/** @file Step sizes from the loss (update's extra args): optax.scale_by_backtracking_linesearch (Armijo backtracking with value, grad, valueFn) and scale_by_polyak / polyak_sgd (with value). */
 import { Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
 import { whileLoop } from "../lax/index.js";
@@ -144,6 +144,62 @@ export function scaleByBacktrackingLinesearch(
     {
       exact: false,
       reason: `${fn}: its valueFn evaluates the loss at full parameters, which ZeRO's flat slices are not; use stage 0`,
+    },
+  );
+}
+
+export interface ScaleByPolyakOpts {
+  fMin?: Hyper;
+  maxLearningRate?: Hyper;
+  eps?: Hyper;
+  variant?: "sps" | "sps+";
+}
+
+/**
+ * optax.scale_by_polyak (Loizou et al. 2021, stochastic Polyak step): u * min((value - fMin) / (||u||^2 + eps),
+ * maxLearningRate), 0 when ||u||^2 + eps is below float64's epsilon; variant "sps+" clips value - fMin at 0. Reads
+ * the loss `value` from update's extra args. Refused on ZeRO shards (the ZeRO step passes no loss value).
+ */
+export function scaleByPolyak(
+  ...args: Args<[fMin: Hyper, maxLearningRate: Hyper, eps: Hyper, variant: "sps" | "sps+"], ScaleByPolyakOpts>
+): GradientTransformation {
+  const fn = "optim.scaleByPolyak";
+  const o = parseArgs<ScaleByPolyakOpts>(fn, args, ["fMin", "maxLearningRate", "eps", "variant"]);
+  return polyakCore(fn, o);
+}
+
+export function polyakCore(fn: string, o: ScaleByPolyakOpts): GradientTransformation {
+  const fMin = o.fMin ?? 0,
+    maxLr = o.maxLearningRate ?? 1,
+    eps = o.eps ?? 0,
+    variant = o.variant ?? "sps";
+  checkHypers(fn, { fMin, maxLearningRate: maxLr, eps });
+  if (variant !== "sps" && variant !== "sps+")
+    throw new Error(`${fn}: variant must be "sps" or "sps+", got ${JSON.stringify(variant)}`);
+  return makeTransformation(
+    () => ({}),
+    (updates, state, _params, extra?: UpdateExtraArgs) => {
+      if (extra?.value === undefined)
+        throw new Error(
+          `${fn}: update needs the loss value in its extra args: opt.update(grads, state, params, { value })`,
+        );
+      const sq = jnp.asarray(
+        sumOverLeaves(fn, updates, (x) => jnp.astype(jnp.sum(jnp.square(x)), "float32")),
+        "float32",
+      );
+      let gap = jnp.subtract(jnp.astype(jnp.asarray(extra.value), "float32"), fMin);
+      if (variant === "sps+") gap = jnp.maximum(gap, 0);
+      const denom = jnp.add(sq, eps);
+      const step = jnp.where(
+        jnp.lessEqual(denom, 2.220446049250313e-16),
+        0,
+        jnp.minimum(jnp.divide(gap, denom), maxLr),
+      );
+      return [treeMap((u) => jnp.multiply(jnp.astype(step, u.dtype), u), updates), state];
+    },
+    {
+      exact: false,
+      reason: `${fn}: it needs the loss value in update's extra args, which ZeRO's step does not pass; use stage 0`,
     },
   );
 }

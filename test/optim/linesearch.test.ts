@@ -2,7 +2,8 @@
  * @file optim.scaleByBacktrackingLinesearch against NumPy (test/fixtures/optim-adafactor-sm3-more.json): after
  * sgd(3.0) (overshooting, so the search backtracks) and after lbfgs (memory 5, no learning rate) on the quadratic
  * sum(0.5 h p^2 - c p), 8 steps with the loss value, gradient and function passed as update's extra args through
- * chain, eager and under jit; the state's accepted step and search info; missing extra args are an error.
+ * chain, eager and under jit; the state's accepted step and search info; missing extra args are an error;
+ * polyakSgd (sps and sps+) on the same quadratic with the loss value as extra arg.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -18,7 +19,12 @@ interface Case {
   direction: "sgd3" | "lbfgs5";
   params: Leaves[];
 }
-const FIX = MORE as unknown as { quadratic: { h: Leaves; c: Leaves }; backtracking: Case[] };
+const FIX = MORE as unknown as {
+  quadratic: { h: Leaves; c: Leaves };
+  backtracking: Case[];
+  quadMin: number;
+  polyak: { name: string; opts: optim.PolyakSgdOpts; params: Leaves[] }[];
+};
 const h = dec3(FIX.quadratic.h),
   c = dec3(FIX.quadratic.c);
 const loss = (p: unknown): Array => {
@@ -90,6 +96,28 @@ test("lbfgs({ linesearch: scaleByBacktrackingLinesearch(15) }) is the same chain
   const cs = FIX.backtracking.find((x) => x.direction === "lbfgs5")!;
   const opt = optim.lbfgs({ memorySize: 5, linesearch: optim.scaleByBacktrackingLinesearch(15) });
   checkSteps(cs, run(opt, true).params, "lbfgs with linesearch");
+});
+
+for (const cs of FIX.polyak)
+  test(`${cs.name}: params after 8 steps equal NumPy, eager and under jit`, () => {
+    for (const useJit of [false, true]) {
+      const { params } = run(optim.polyakSgd(cs.opts), useJit);
+      checkParams(
+        { name: cs.name, fn: "", args: [], params: cs.params },
+        params,
+        `${cs.name} jit=${useJit}`,
+        1e-5,
+        2e-6,
+      );
+    }
+  });
+
+test("polyakSgd needs the loss value; bad variants; refuses ZeRO shards", () => {
+  const t = optim.polyakSgd();
+  const p = dec3(MORE.params0);
+  assert.throws(() => t.update(p, t.init(p), p), /optim\.polyakSgd: update needs the loss value in its extra args/);
+  assert.throws(() => optim.polyakSgd({ variant: "sps-" as never }), /variant must be "sps" or "sps\+", got "sps-"/);
+  assert.equal(t.shards?.exact, false);
 });
 
 test("scaleByBacktrackingLinesearch needs value, grad and valueFn; refuses ZeRO shards", () => {
