@@ -1,4 +1,4 @@
-/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage, rprop, noisySgd and polyakSgd (chains of transformations). */
+/** @file More optax optimizer aliases: lars, sm3, adamax, adamaxw, amsgrad, adadelta, novograd, optimisticGradientDescent, signSgd, signum, adan, fromage, rprop, noisySgd, polyakSgd and optimisticAdam(V2) (chains of transformations). */
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import * as jnp from "../numpy/index.js";
@@ -6,7 +6,7 @@ import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, isSchedule, masked } from "./base.js";
 import { ema } from "./factored.js";
 import { polyakCore } from "./linesearch.js";
-import { addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
+import { adamCore, addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
 import {
   ADAN_NAMES,
   ADAMAX_NAMES,
@@ -344,5 +344,88 @@ export function polyakSgd(
   return chain(
     scaleByLearningRate(o.scaling ?? 1),
     polyakCore(fn, { fMin: o.fMin, maxLearningRate: o.maxLearningRate, eps: o.eps, variant: o.variant }),
+  );
+}
+
+export interface OptimisticAdamV2Opts {
+  alpha?: Hyper;
+  beta?: Hyper;
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+}
+/**
+ * optax.optimistic_adam_v2: scaleByAdam (nesterov by default), scaleByOptimisticGradient(alpha, beta), then
+ * -learningRate (a constant or a schedule); the options are keyword-only, as in optax.
+ */
+export function optimisticAdamV2(
+  learningRate: ScalarOrSchedule,
+  opts: OptimisticAdamV2Opts = {},
+): GradientTransformation {
+  const fn = "optim.optimisticAdamV2";
+  const o = parseArgs<OptimisticAdamV2Opts>(
+    fn,
+    [opts],
+    [],
+    ["alpha", "beta", "b1", "b2", "eps", "epsRoot", "muDtype", "nesterov"],
+  );
+  return chain(
+    adamCore(fn, {
+      b1: o.b1,
+      b2: o.b2,
+      eps: o.eps,
+      epsRoot: o.epsRoot,
+      muDtype: o.muDtype,
+      nesterov: o.nesterov ?? true,
+    }),
+    optimisticCore(fn, o.alpha ?? 1, o.beta ?? 1),
+    scaleByLearningRate(needLr(fn, learningRate)),
+  );
+}
+
+export interface OptimisticAdamOpts {
+  optimism?: Hyper | null;
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+}
+/**
+ * optax.optimistic_adam (deprecated there in favour of optimisticAdamV2): scaleByAdam (nesterov by default), then
+ * scaleByOptimisticGradient(alpha = learningRate, beta = optimism, default learningRate), then -1; no schedules.
+ */
+export function optimisticAdam(
+  learningRate: Hyper,
+  ...args: Args<
+    [optimism: Hyper | null, b1: Hyper, b2: Hyper, eps: Hyper, epsRoot: Hyper, muDtype: DType | null],
+    OptimisticAdamOpts
+  >
+): GradientTransformation {
+  const fn = "optim.optimisticAdam";
+  const o = parseArgs<OptimisticAdamOpts>(
+    fn,
+    args,
+    ["optimism", "b1", "b2", "eps", "epsRoot", "muDtype"],
+    ["nesterov"],
+  );
+  if (typeof learningRate === "function")
+    throw new TypeError(`${fn}: learningRate must be a number or an Array (no schedules; optimisticAdamV2 takes them)`);
+  const lr = needLr(fn, learningRate) as Hyper;
+  return chain(
+    adamCore(fn, {
+      b1: o.b1,
+      b2: o.b2,
+      eps: o.eps,
+      epsRoot: o.epsRoot,
+      muDtype: o.muDtype,
+      nesterov: o.nesterov ?? true,
+    }),
+    optimisticCore(fn, lr, o.optimism ?? lr),
+    scale(-1),
   );
 }

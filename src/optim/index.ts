@@ -87,6 +87,8 @@ export {
   lars,
   noisySgd,
   novograd,
+  optimisticAdam,
+  optimisticAdamV2,
   optimisticGradientDescent,
   polyakSgd,
   rprop,
@@ -94,7 +96,16 @@ export {
   signum,
   sm3,
 } from "./alias-more.js";
-export type { AdadeltaOpts, AdamaxwOpts, AdanOpts, LarsOpts, NovogradOpts, PolyakSgdOpts } from "./alias-more.js";
+export type {
+  AdadeltaOpts,
+  AdamaxwOpts,
+  AdanOpts,
+  LarsOpts,
+  NovogradOpts,
+  OptimisticAdamOpts,
+  OptimisticAdamV2Opts,
+  PolyakSgdOpts,
+} from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";

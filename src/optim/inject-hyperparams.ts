@@ -77,6 +77,8 @@ for (const f of [
   aliasMore.fromage,
   aliasMore.rprop,
   aliasMore.noisySgd,
+  aliasMore.optimisticAdam,
+  aliasMore.optimisticAdamV2,
   tr.scaleByLearningRate,
 ])
   POSITIONAL.set(f, ["learningRate"]);
