@@ -107,7 +107,7 @@ export type {
   PolyakSgdOpts,
 } from "./alias-more.js";
 export { injectHyperparams } from "./inject-hyperparams.js";
-export { multiTransform, partition } from "./partition.js";
+export { flatten, multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
 export { scaleByBacktrackingLinesearch, scaleByPolyak } from "./linesearch.js";
 export type {

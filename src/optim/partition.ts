@@ -1,5 +1,8 @@
-/** @file optax.partition (and its older name multi_transform): a different transformation for each labelled group of parameters. */
+/** @file How inner transformations see the parameters: optax.partition (and its older name multi_transform: a transformation per labelled group) and optax.flatten (one flat vector). */
+import { Array } from "../core/array.js";
 import * as tree from "../core/tree.js";
+import * as jnp from "../numpy/index.js";
+import * as ops from "../primitives/ops.js";
 import {
   type GradientTransformation,
   type OptState,
@@ -83,3 +86,46 @@ export function partition(
 
 /** optax.multi_transform: the older name of optim.partition. */
 export const multiTransform = partition;
+
+/** All leaves of `t` raveled and concatenated (naming `fn` for a leaf that is not an Array). */
+function flatVector(fn: string, t: Tree): Array {
+  const ls = tree.leaves(t);
+  ls.forEach((l) => {
+    if (!(l instanceof Array)) throw new TypeError(`${fn}: every leaf must be an Array, got ${typeof l}`);
+  });
+  const flat = (ls as Array[]).map((x) => jnp.reshape(x, [x.size]));
+  return flat.length === 1 ? flat[0] : jnp.concatenate(flat);
+}
+
+/**
+ * optax.flatten: `inner` sees one flat vector of all the leaves (raveled and concatenated in leaf order) instead of
+ * the tree, which saves per-leaf overhead; its updates are split back into the tree's shapes and dtypes. The inner
+ * state is that of the vector. Per-leaf transformations (trust ratios, block norms) then act on the whole vector.
+ * Refused on ZeRO shards: one vector is not the parameters' structure, which the sharded step lays state out by.
+ */
+export function flatten(inner: GradientTransformation): GradientTransformation {
+  const fn = "optim.flatten";
+  if (!inner || typeof inner.init !== "function" || typeof inner.update !== "function")
+    throw new TypeError(`${fn}: inner must be a GradientTransformation (an object with init and update)`);
+  const init = <P>(params: P): OptState => inner.init(flatVector(fn, params));
+  const update = <U>(updates: U, state: OptState, params?: U | null, extra?: UpdateExtraArgs): [U, OptState] => {
+    const [ul, def] = tree.flatten(updates);
+    const flatP = params === undefined || params === null ? null : flatVector(fn, params);
+    const [flatU, ns] = inner.update(flatVector(fn, updates), state, flatP, extra);
+    let at = 0;
+    const out = (ul as Array[]).map((x) => {
+      const piece = ops.sliceInDim(flatU, at, at + x.size, 1, 0);
+      at += x.size;
+      return jnp.astype(jnp.reshape(piece, x.shape), x.dtype);
+    });
+    return [tree.unflatten(def, out) as U, ns];
+  };
+  return {
+    init,
+    update,
+    shards: {
+      exact: false,
+      reason: `${fn}: its inner transformation sees one vector of all the parameters, not their tree, which ZeRO lays the state out by; use stage 0`,
+    },
+  };
+}

@@ -16,6 +16,7 @@ export const scaleByParamBlockNorm: typeof M.scaleByParamBlockNorm = fixedArity(
 export const scaleByParamBlockRms: typeof M.scaleByParamBlockRms = fixedArity("optim.scaleByParamBlockRms", 1, M.scaleByParamBlockRms, "optim.scaleByParamBlockRms(minScale?)");
 export const addNoise: typeof M.addNoise = fixedArity("optim.addNoise", 3, M.addNoise, "optim.addNoise(eta, gamma, key?)");
 export const signSgd: typeof M.signSgd = fixedArity("optim.signSgd", 1, M.signSgd, "optim.signSgd(learningRate)");
+export const flatten: typeof M.flatten = fixedArity("optim.flatten", 1, M.flatten, "optim.flatten(inner)");
 export const multiTransform: typeof M.multiTransform = fixedArity("optim.multiTransform", 2, M.multiTransform, "optim.multiTransform(transforms, paramLabels)");
 export const partition: typeof M.partition = fixedArity("optim.partition", 2, M.partition, "optim.partition(transforms, paramLabels)");
 export const lookahead: typeof M.lookahead = fixedArity("optim.lookahead", 4, M.lookahead, "optim.lookahead(fastOptimizer, syncPeriod, slowStepSize, resetState?)");

@@ -7,6 +7,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/backends/interpreter/interpreter.js";
 import { Array } from "../../src/core/array.js";
+import * as jnp from "../../src/numpy/index.js";
 import * as tree from "../../src/core/tree.js";
 import * as optim from "../../src/optim/public.js";
 import { assertClose } from "../helpers/fixtures.js";
@@ -76,4 +77,25 @@ test("bad inputs name optim.partition: a label without a transformation, a non-t
     () => optim.partition({ a: 3 as never }, { w: "a" }),
     /transforms\["a"\] is not a GradientTransformation/,
   );
+});
+
+test("flatten(adam) equals adam (elementwise); its state is one vector; flatten(lars) uses the norm of everything", () => {
+  const { params: want } = runSteps(adam(), false);
+  for (const useJit of [false, true]) {
+    const { params, states } = runSteps(optim.flatten(adam()), useJit);
+    params.forEach((p, i) => {
+      for (const k of ["w", "b", "k"] as const)
+        assertClose(p[k], want[i][k], { rtol: 1e-6, atol: 1e-7, msg: `flatten(adam) jit=${useJit} step ${i} ${k}` });
+    });
+    const mu = (((states[0] as unknown[])[0] as { mu: Array }).mu as Array).shape;
+    assert.deepEqual(mu, [12 + 4 + 24]);
+  }
+  // the trust ratio of the whole vector: ||p|| / ||g|| over all leaves, times tc, on every leaf alike
+  const p0 = dec3(MORE.params0),
+    g0 = dec3(MORE.grads[0]);
+  const t = optim.flatten(optim.scaleByTrustRatio({ trustCoefficient: 1 }));
+  const [u] = t.update(g0, t.init(p0), p0) as [P3, unknown];
+  const ratio = (optim.globalNorm(p0).item() as number) / (optim.globalNorm(g0).item() as number);
+  assertClose(u.b, jnp.multiply(g0.b, ratio), { rtol: 1e-5, msg: "one ratio for the whole vector" });
+  assert.equal(optim.flatten(adam()).shards?.exact, false);
 });
