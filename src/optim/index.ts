@@ -109,7 +109,7 @@ export type {
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { flatten, multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
-export { scaleByBacktrackingLinesearch, scaleByPolyak } from "./linesearch.js";
+export { scaleByBacktrackingLinesearch, scaleByPolyak, valueAndGradFromState } from "./linesearch.js";
 export type {
   BacktrackingLinesearchInfo,
   BacktrackingLinesearchOpts,

@@ -1,7 +1,9 @@
 /** @file Step sizes from the loss (update's extra args): optax.scale_by_backtracking_linesearch (Armijo backtracking with value, grad, valueFn) and scale_by_polyak / polyak_sgd (with value). */
 import { Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
-import { whileLoop } from "../lax/index.js";
+import { cond, whileLoop } from "../lax/index.js";
+import * as tree from "../core/tree.js";
+import { grad as gradOf, valueAndGrad } from "../transforms/api.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import {
   type GradientTransformation,
@@ -21,14 +23,18 @@ export interface BacktrackingLinesearchInfo {
   numLinesearchSteps: Array;
   decreaseError: Array;
 }
-/** optax.ScaleByBacktrackingLinesearchState (without store_grad): the accepted step, the value there, info. */
+/** optax.ScaleByBacktrackingLinesearchState: the accepted step, the loss (and with storeGrad its gradient) there, info. */
 export interface ScaleByBacktrackingLinesearchState {
   learningRate: Array;
   value: Array;
+  /** With storeGrad: the gradient at the new params (zeros before the first step). */
+  grad?: Tree;
   info: BacktrackingLinesearchInfo;
 }
 
 export interface BacktrackingLinesearchOpts {
+  /** Keep the gradient at the accepted point in the state (for valueAndGradFromState). */
+  storeGrad?: boolean;
   slopeRtol?: Hyper;
   decreaseFactor?: Hyper;
   increaseFactor?: Hyper;
@@ -52,14 +58,18 @@ type Pos = [
  * + slopeRtol * step * (updates . grad) + atol, for at most maxBacktrackingSteps reductions; the update is step *
  * updates (step 0 when every tried value was NaN or infinite). `update` needs the extra args { value, grad,
  * valueFn } (the loss and its gradient at params, and the loss function); it runs under jit (a lax.whileLoop).
- * optax's store_grad and verbose options are not implemented. Refused on ZeRO shards: valueFn takes full parameters.
+ * storeGrad keeps the gradient at the new params in the state for valueAndGradFromState; optax's verbose is not
+ * implemented. Refused on ZeRO shards: valueFn takes full parameters.
  */
 export function scaleByBacktrackingLinesearch(
   maxBacktrackingSteps: number,
   ...args: Args<Pos, BacktrackingLinesearchOpts>
 ): GradientTransformation {
   const fn = "optim.scaleByBacktrackingLinesearch";
-  const o = parseArgs<BacktrackingLinesearchOpts>(fn, args, NAMES);
+  const o = parseArgs<BacktrackingLinesearchOpts>(fn, args, NAMES, ["storeGrad"]);
+  if (o.storeGrad !== undefined && typeof o.storeGrad !== "boolean")
+    throw new TypeError(`${fn}: storeGrad must be a boolean, got ${typeof o.storeGrad}`);
+  const storeGrad = o.storeGrad ?? false;
   if (typeof maxBacktrackingSteps !== "number" || !Number.isInteger(maxBacktrackingSteps) || maxBacktrackingSteps < 0)
     throw new Error(`${fn}: maxBacktrackingSteps must be a non-negative integer, got ${String(maxBacktrackingSteps)}`);
   const slopeRtol = o.slopeRtol ?? 1e-4,
@@ -78,12 +88,13 @@ export function scaleByBacktrackingLinesearch(
   });
   const f32 = (x: Array | number): Array => jnp.astype(jnp.asarray(x), "float32");
   return makeTransformation(
-    () => {
+    (params) => {
       const st: ScaleByBacktrackingLinesearchState = {
         learningRate: jnp.array(1, { dtype: "float32" }),
         value: jnp.array(Infinity, { dtype: "float32" }),
         info: { numLinesearchSteps: jnp.zeros([], "int32"), decreaseError: jnp.array(Infinity, { dtype: "float32" }) },
       };
+      if (storeGrad) st.grad = treeMap((p) => jnp.zerosLike(p), params);
       return st;
     },
     (updates, state, params, extra?: UpdateExtraArgs) => {
@@ -139,6 +150,16 @@ export function scaleByBacktrackingLinesearch(
         value: newValue,
         info: { numLinesearchSteps: iters, decreaseError: err },
       };
+      // the gradient at the last tried point (the new params unless every try failed: then the stored value is not
+      // finite and valueAndGradFromState recomputes), taken once after the search
+      if (storeGrad) {
+        const at = treeMap(
+          (p, u) => jnp.astype(jnp.add(p, jnp.multiply(jnp.astype(lr, u.dtype), u)), p.dtype),
+          params,
+          updates,
+        );
+        ns.grad = castLike(gradOf(valueFn as (p: Tree) => Array)(at) as Tree, s.grad as Tree);
+      }
       return [out, ns];
     },
     {
@@ -202,4 +223,59 @@ export function polyakCore(fn: string, o: ScaleByPolyakOpts): GradientTransforma
       reason: `${fn}: it needs the loss value in update's extra args, which ZeRO's step does not pass; use stage 0`,
     },
   );
+}
+
+const castLike = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype(x, l.dtype), t, like);
+
+/** The one object in `state` (searched through objects and lists) holding both `value` and `grad`, or null. */
+function findValueAndGrad(state: unknown): { value: Array; grad: Tree } | null {
+  const found: { value: Array; grad: Tree }[] = [];
+  const walk = (x: unknown): void => {
+    if (x === null || typeof x !== "object" || x instanceof Array) return;
+    if (globalThis.Array.isArray(x)) return x.forEach(walk);
+    const o = x as Record<string, unknown>;
+    if (o.value instanceof Array && "grad" in o && o.grad !== undefined && o.grad !== null)
+      found.push({ value: o.value, grad: o.grad });
+    Object.values(o).forEach(walk);
+  };
+  walk(state);
+  return found.length === 1 ? found[0] : null;
+}
+
+/**
+ * optax.value_and_grad_from_state: `valueAndGradFromState(valueFn)(params, state)` returns the loss and gradient a
+ * linesearch with storeGrad kept in `state` when that value is finite (the params it was computed at are the
+ * current ones after applying the update), else computes valueAndGrad(valueFn)(params). Works under jit (lax.cond).
+ */
+export function valueAndGradFromState<P>(valueFn: (params: P) => Array): (params: P, state: unknown) => [Array, P] {
+  const fn = "optim.valueAndGradFromState";
+  if (typeof valueFn !== "function") throw new TypeError(`${fn}: valueFn must be a function of the params`);
+  const vg = valueAndGrad(valueFn as (p: Tree) => Array) as (p: Tree) => [Array, Tree];
+  return (params: P, state: unknown): [Array, P] => {
+    const stored = findValueAndGrad(state);
+    if (stored === null)
+      throw new Error(
+        `${fn}: the state must hold exactly one { value, grad } (use scaleByBacktrackingLinesearch with storeGrad: true)`,
+      );
+    const [gl, def] = tree.flatten(stored.grad);
+    const [pl] = tree.flatten(params);
+    const v0 = jnp.astype(stored.value, "float32");
+    const ok = jnp.logicalAnd(jnp.logicalNot(jnp.isinf(v0)), jnp.logicalNot(jnp.isnan(v0)));
+    const res = cond(
+      ok,
+      (...xs: Array[]) => [xs[0], ...xs.slice(1, 1 + gl.length)],
+      (...xs: Array[]) => {
+        const p = tree.unflatten(tree.structure(params), xs.slice(1 + gl.length));
+        const [v, g] = vg(p);
+        return [
+          jnp.astype(v, "float32"),
+          ...(tree.leaves(g) as Array[]).map((x, i) => jnp.astype(x, (gl[i] as Array).dtype)),
+        ];
+      },
+      v0,
+      ...(gl as Array[]),
+      ...(pl as Array[]),
+    ) as Array[];
+    return [res[0], tree.unflatten(def, res.slice(1)) as P];
+  };
 }

@@ -19,6 +19,7 @@ export const signSgd: typeof M.signSgd = fixedArity("optim.signSgd", 1, M.signSg
 export const flatten: typeof M.flatten = fixedArity("optim.flatten", 1, M.flatten, "optim.flatten(inner)");
 export const multiTransform: typeof M.multiTransform = fixedArity("optim.multiTransform", 2, M.multiTransform, "optim.multiTransform(transforms, paramLabels)");
 export const partition: typeof M.partition = fixedArity("optim.partition", 2, M.partition, "optim.partition(transforms, paramLabels)");
+export const valueAndGradFromState: typeof M.valueAndGradFromState = fixedArity("optim.valueAndGradFromState", 1, M.valueAndGradFromState, "optim.valueAndGradFromState(valueFn)");
 export const lookahead: typeof M.lookahead = fixedArity("optim.lookahead", 4, M.lookahead, "optim.lookahead(fastOptimizer, syncPeriod, slowStepSize, resetState?)");
 export const applyIfFinite: typeof M.applyIfFinite = fixedArity("optim.applyIfFinite", 2, M.applyIfFinite, "optim.applyIfFinite(inner, maxConsecutiveErrors)");
 export const constantSchedule: typeof M.constantSchedule = fixedArity("optim.constantSchedule", 1, M.constantSchedule, "optim.constantSchedule(value)");

@@ -12,6 +12,7 @@ import { Array } from "../../src/core/array.js";
 import * as jnp from "../../src/numpy/index.js";
 import * as optim from "../../src/optim/public.js";
 import { jit } from "../../src/transforms/api.js";
+import { assertClose } from "../helpers/fixtures.js";
 import { KEYS, type Leaves, MORE, type P3, checkParams, dec3 } from "./more-fixture.js";
 
 interface Case {
@@ -118,6 +119,36 @@ test("polyakSgd needs the loss value; bad variants; refuses ZeRO shards", () => 
   assert.throws(() => t.update(p, t.init(p), p), /optim\.polyakSgd: update needs the loss value in its extra args/);
   assert.throws(() => optim.polyakSgd({ variant: "sps-" as never }), /variant must be "sps" or "sps\+", got "sps-"/);
   assert.equal(t.shards?.exact, false);
+});
+
+test("storeGrad + valueAndGradFromState: the stored loss and gradient are those at the new params; same iterates", () => {
+  const cs = FIX.backtracking.find((x) => x.direction === "lbfgs5")!;
+  const opt = optim.lbfgs({ memorySize: 5, linesearch: optim.scaleByBacktrackingLinesearch(15, { storeGrad: true }) });
+  const vg = optim.valueAndGradFromState(loss as (p: P3) => Array);
+  for (const useJit of [false, true]) {
+    const step = (p: P3, s: unknown): [P3, unknown] => {
+      const [value, g] = vg(p, s);
+      const [u, ns] = opt.update(g, s, p, { value, grad: g, valueFn: loss });
+      return [optim.applyUpdates(p, u), ns];
+    };
+    const f = useJit ? jit(step) : step;
+    let p = dec3(MORE.params0),
+      s = opt.init(p);
+    const got: P3[] = [];
+    for (let i = 0; i < 8; i++) {
+      [p, s] = f(p, s);
+      got.push(p);
+      const ls = (s as unknown[])[2] as optim.ScaleByBacktrackingLinesearchState;
+      assert.ok(Math.abs((ls.value.item() as number) - (loss(p).item() as number)) < 1e-4, `stored value at step ${i}`);
+      for (const k of KEYS)
+        assertClose((ls.grad as P3)[k], gradAt(p)[k], { rtol: 1e-4, atol: 1e-5, msg: `stored grad ${k} step ${i}` });
+    }
+    checkSteps(cs, got, `storeGrad jit=${useJit}`);
+  }
+  assert.throws(
+    () => vg(dec3(MORE.params0), {}),
+    /optim\.valueAndGradFromState: the state must hold exactly one \{ value, grad \}/,
+  );
 });
 
 test("scaleByBacktrackingLinesearch needs value, grad and valueFn; refuses ZeRO shards", () => {
