@@ -4,7 +4,7 @@ import { type DType, isFloat } from "../core/dtype.js";
 import { unwrap } from "../core/check-args.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
-import { userDType } from "../numpy/elementwise-util.js";
+import { parseArgs, userDType } from "../numpy/elementwise-util.js";
 import {
   type GradientTransformation,
   type OptState,
@@ -152,6 +152,7 @@ export function injectHyperparams(
       `${fn}: factory must be a function that returns a GradientTransformation, got ${typeof factory}`,
     );
   if (opts === null || typeof opts !== "object") throw new TypeError(`${fn}: opts must be an object`);
+  parseArgs<InjectHyperparamsOpts>(fn, [opts], [], ["staticArgs", "hyperparamDtype", "positional"]);
   const staticArgs = new Set([
     ...(typeof opts.staticArgs === "string" ? [opts.staticArgs] : (opts.staticArgs ?? [])),
     ...(STATIC.get(unwrap(factory)) ?? []),

@@ -1,5 +1,6 @@
 /** @file optax.lookahead (Zhang et al. 2019, "k steps forward, 1 step back"): a fast optimizer whose parameters are pulled towards slow ones every syncPeriod steps. */
 import { Array } from "../core/array.js";
+import { checkArity } from "../core/check-args.js";
 import * as jnp from "../numpy/index.js";
 import { type GradientTransformation, type OptState, type Tree, NO_PARAMS_MSG, shardRefusal, treeMap } from "./base.js";
 
@@ -11,6 +12,7 @@ export interface LookaheadParams<P = Tree> {
 /** optax.LookaheadParams.init_synced as `LookaheadParams.initSynced(params)`: fast and slow both `params`. */
 export const LookaheadParams = {
   initSynced<P>(params: P): LookaheadParams<P> {
+    checkArity("optim.LookaheadParams.initSynced", arguments, 1, "optim.LookaheadParams.initSynced(params)");
     return { fast: params, slow: params };
   },
 };

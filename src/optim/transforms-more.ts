@@ -1,5 +1,6 @@
 /** @file More optax gradient transformations: scaleByAdamax, scaleByAmsgrad, scaleByAdan, scaleByAdadelta, scaleByNovograd, scaleBySm3, scaleByOptimisticGradient, scaleByRprop, scaleBySign and addNoise. */
 import { Array } from "../core/array.js";
+import { checkArity } from "../core/check-args.js";
 import type { DType } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
@@ -509,6 +510,7 @@ export function addNoise(eta: Hyper, gamma: Hyper, key: number | Array = 0): Gra
 
 /** optax.scale_by_sign: sign(g) elementwise (exact on ZeRO shards). */
 export function scaleBySign(): GradientTransformation {
+  checkArity("optim.scaleBySign", arguments, 0, "optim.scaleBySign()");
   return makeTransformation(
     () => emptyState(),
     (updates, state) => [treeMap((g) => jnp.sign(g), updates), state],
