@@ -121,6 +121,7 @@ export type { ParamLabels, PartitionState } from "./partition.js";
 export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
 export { LookaheadParams, lookahead } from "./lookahead.js";
 export type { LookaheadState } from "./lookahead.js";
+export * as contrib from "./contrib.js";
 export { MultiSteps, applyIfFinite, skipLargeUpdates, skipNotFinite } from "./wrappers.js";
 export type {
   ApplyIfFiniteState,

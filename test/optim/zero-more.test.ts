@@ -1,7 +1,7 @@
 /**
  * @file The new optimizers under ZeRO (src/models/zero.ts) on 2 CPU devices: those declared exact on flat slices
  * (novograd and lars, whose per-leaf norms sum over the slices; adafactor with factored: false; clipByBlockRms and
- * scaleByParamBlockRms; fromage's trust ratio; amsgrad, adamax, adadelta, adan, rprop; partition with a label function; injectHyperparams(adam) with a schedule) give at stages 1 and 3
+ * scaleByParamBlockRms; fromage's trust ratio; amsgrad, adamax, adadelta, adan, rprop, schedule-free adamw; partition with a label function; injectHyperparams(adam) with a schedule) give at stages 1 and 3
  * the parameters of stage 0 after 3 steps; factored adafactor, sm3, lbfgs and lookahead are refused naming the
  * reason.
  */
@@ -59,6 +59,7 @@ const EXACT: [string, () => optim.GradientTransformation][] = [
   ["adan", () => optim.adan(0.05, { weightDecay: 0.01 })],
   ["fromage", () => optim.fromage(0.05)],
   ["rprop", () => optim.rprop(0.01)],
+  ["contrib.scheduleFreeAdamw", () => optim.contrib.scheduleFreeAdamw({ learningRate: 0.05, weightDecay: 0.01 })],
   [
     "partition by rank (a label function: it sees full shapes)",
     () =>
