@@ -26,7 +26,7 @@ const ALLOWED: Record<string, string[]> = {
   lax: ["core", "primitives", "transforms", "parallel"],
   nn: ["core", "primitives", "transforms", "numpy", "random"], // the random initializers (random never imports nn)
   random: ["core", "primitives", "transforms", "numpy", "lax"],
-  optim: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
+  optim: ["core", "primitives", "transforms", "numpy", "lax", "nn", "random"], // addNoise (random never imports optim)
   scipy: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
   profiler: ["core", "runtime"], // the runtime's launch observer gives the per-device spans
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],

@@ -5,6 +5,7 @@ import { type DType, intRange, isBigInt, isFloat, isInteger, finfo } from "../co
 import type { Tangent } from "../core/pytree-types.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
+import * as ops from "../primitives/ops.js";
 import { parseArgs } from "../numpy/elementwise-util.js";
 
 /** A pytree of Arrays as the implementations handle it (nested JS arrays / plain objects / registered classes). */
@@ -25,8 +26,12 @@ export type ScalarOrSchedule = number | Array | Schedule;
  */
 export interface GradientTransformation {
   init<P>(params: P): OptState;
-  /** updates and params share one structure (updates are gradients of the params, or transformed ones). */
-  update<U>(updates: U, state: OptState, params?: NoInfer<U> | null): [U, OptState];
+  /**
+   * updates and params share one structure (updates are gradients of the params, or transformed ones). `extra`
+   * (optax's extra args) carries what linesearches need: the loss value and gradient at params and the loss function;
+   * wrappers pass it on, other transformations ignore it.
+   */
+  update<U>(updates: U, state: OptState, params?: NoInfer<U> | null, extra?: UpdateExtraArgs): [U, OptState];
   /**
    * Whether the update is the same when it is handed flat, zero-padded 1/n slices of every leaf (ZeRO stages 1-3):
    * exact when it is elementwise, or when what it reads across a leaf or across leaves (norms, mask functions) goes
@@ -34,6 +39,13 @@ export interface GradientTransformation {
    * unknown, so sharded steps refuse it; set `{ exact: true }` on one whose update is elementwise and zero at zero.
    */
   readonly shards?: ShardBehaviour;
+}
+
+/** optax's extra args of update: the loss value and gradient at `params`, and the loss as a function of params. */
+export interface UpdateExtraArgs {
+  value?: Array | number;
+  grad?: Tree;
+  valueFn?: (params: Tree) => Array | number;
 }
 
 /** See GradientTransformation.shards. */
@@ -103,13 +115,32 @@ export function sumOverLeaves(fn: string, t: Tree, perLeaf: (x: Array) => Array,
   return ctx && acc instanceof Array ? ctx.sum(acc) : acc;
 }
 
+/**
+ * Each leaf's sum of `perLeaf(leaf)` (a scalar per leaf, in the leaf's dtype); under a sharded update, every
+ * device's slices' partial sums added up (in float32, all leaves in one collective), as a per-leaf norm needs.
+ */
+export function perLeafSums(leaves: readonly Array[], perLeaf: (x: Array) => Array): Array[] {
+  const parts = leaves.map((x) => jnp.sum(perLeaf(x)));
+  const ctx = shardedUpdate();
+  if (!ctx || parts.length === 0) return parts;
+  const all = ctx.sum(jnp.stack(parts.map((p) => jnp.astype(p, "float32"))));
+  return parts.map((p, i) => jnp.astype(jnp.reshape(ops.sliceInDim(all, i, i + 1, 1, 0), []), p.dtype));
+}
+
+/** Each leaf's element count: of the full parameter under a sharded update (the slices' stand-ins name it). */
+export function leafSizes(fn: string, t: Tree): number[] {
+  const ctx = shardedUpdate();
+  const ls = tree.leaves(ctx ? ctx.fullShapes(t, fn) : t) as { shape: readonly number[] }[];
+  return ls.map((l) => l.shape.reduce((a, b) => a * b, 1));
+}
+
 export const NO_PARAMS_MSG =
   "this transformation requires the current value of the parameters, but `params` was not passed to `update`";
 
 /** Builds a GradientTransformation from untyped init/update functions. */
 export function makeTransformation(
   init: (params: Tree) => Tree,
-  update: (updates: Tree, state: Tree, params?: Tree) => [Tree, Tree],
+  update: (updates: Tree, state: Tree, params?: Tree, extra?: UpdateExtraArgs) => [Tree, Tree],
   shards: ShardBehaviour,
 ): GradientTransformation {
   return { init: init as GradientTransformation["init"], update: update as GradientTransformation["update"], shards };
@@ -138,7 +169,7 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
   });
   return makeTransformation(
     (params) => transforms.map((t) => t.init(params)),
-    (updates, state, params) => {
+    (updates, state, params, extra) => {
       if (!globalThis.Array.isArray(state) || state.length !== transforms.length) {
         throw new Error(
           `optim.chain: expected a state with ${transforms.length} entries (one per transformation); make sure you called init first`,
@@ -147,7 +178,7 @@ export function chain(...transforms: GradientTransformation[]): GradientTransfor
       const newState: OptState[] = [];
       let u = updates;
       transforms.forEach((t, i) => {
-        const [nu, ns] = t.update(u, state[i], params);
+        const [nu, ns] = t.update(u, state[i], params, extra);
         u = nu;
         newState.push(ns);
       });
@@ -326,13 +357,14 @@ export function masked(inner: GradientTransformation, mask: MaskArg): GradientTr
   const maskTree = (m: MaskTree, t: Tree): Tree => mapMask(m, [t], (b, s) => (b ? s : null));
   return makeTransformation(
     (params) => ({ innerState: inner.init(maskTree(maskOf(params), params)) }),
-    (updates, state, params) => {
+    (updates, state, params, extra) => {
       const m = maskOf(updates);
       const inState = (state as { innerState: OptState }).innerState;
       const [newMasked, newInner] = inner.update(
         maskTree(m, updates),
         inState,
         params === undefined || params === null ? params : maskTree(m, params),
+        extra,
       );
       const merged = mapMask(m, [newMasked, updates], (b, n, o) => (b ? n : o));
       return [merged, { innerState: newInner }];

@@ -1,5 +1,12 @@
 /** @file jax-style optimizers (optax's API): gradient transformations, optimizer aliases, schedules and applyUpdates. */
-export type { GradientTransformation, OptState, Schedule, ScalarOrSchedule, ShardBehaviour } from "./base.js";
+export type {
+  GradientTransformation,
+  OptState,
+  Schedule,
+  ScalarOrSchedule,
+  ShardBehaviour,
+  UpdateExtraArgs,
+} from "./base.js";
 export type { PyTree } from "../core/pytree-types.js";
 export { applyUpdates, chain, identity, masked, safeIncrement } from "./base.js";
 export {
@@ -40,6 +47,81 @@ export type {
   RmspropOpts,
   YogiOpts,
 } from "./alias.js";
+export {
+  clipByBlockRms,
+  decayRatePow,
+  ema,
+  factoredDims,
+  scaleByFactoredRms,
+  scaleByParamBlockNorm,
+  scaleByParamBlockRms,
+  adafactor,
+} from "./factored.js";
+export type { AdafactorOpts, DecayRateFn, EmaOpts, FactoredState, ScaleByFactoredRmsOpts } from "./factored.js";
+export {
+  addNoise,
+  scaleByAdadelta,
+  scaleByAdamax,
+  scaleByAdan,
+  scaleByAmsgrad,
+  scaleByNovograd,
+  scaleByOptimisticGradient,
+  scaleByRprop,
+  scaleBySign,
+  scaleBySm3,
+} from "./transforms-more.js";
+export type {
+  ScaleByAdamaxOpts,
+  ScaleByAdanOpts,
+  ScaleByAmsgradOpts,
+  ScaleByNovogradOpts,
+  ScaleByRpropOpts,
+} from "./transforms-more.js";
+export {
+  adadelta,
+  adamax,
+  adamaxw,
+  adan,
+  amsgrad,
+  fromage,
+  lars,
+  noisySgd,
+  novograd,
+  optimisticAdam,
+  optimisticAdamV2,
+  optimisticGradientDescent,
+  polyakSgd,
+  rprop,
+  signSgd,
+  signum,
+  sm3,
+} from "./alias-more.js";
+export type {
+  AdadeltaOpts,
+  AdamaxwOpts,
+  AdanOpts,
+  LarsOpts,
+  NovogradOpts,
+  OptimisticAdamOpts,
+  OptimisticAdamV2Opts,
+  PolyakSgdOpts,
+} from "./alias-more.js";
+export { injectHyperparams } from "./inject-hyperparams.js";
+export { flatten, multiTransform, partition } from "./partition.js";
+export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
+export { scaleByBacktrackingLinesearch, scaleByPolyak, valueAndGradFromState } from "./linesearch.js";
+export type {
+  BacktrackingLinesearchInfo,
+  BacktrackingLinesearchOpts,
+  ScaleByBacktrackingLinesearchState,
+  ScaleByPolyakOpts,
+} from "./linesearch.js";
+export type { LbfgsOpts, ScaleByLbfgsState } from "./lbfgs.js";
+export type { ParamLabels, PartitionState } from "./partition.js";
+export type { InjectHyperparamsOpts, InjectHyperparamsState } from "./inject-hyperparams.js";
+export { LookaheadParams, lookahead } from "./lookahead.js";
+export type { LookaheadState } from "./lookahead.js";
+export * as contrib from "./contrib.js";
 export { MultiSteps, applyIfFinite, skipLargeUpdates, skipNotFinite } from "./wrappers.js";
 export type {
   ApplyIfFiniteState,

@@ -31,7 +31,7 @@ type Hyper = number | Array;
 // ---------------------------------------------------------------- tree math (optax.tree)
 
 /** (1 - decay) * g**order + decay * t: the EMA of the order-th moment (order 1 or 2). */
-function updateMoment(updates: Tree, moments: Tree, decay: Hyper, order: 1 | 2): Tree {
+export function updateMoment(updates: Tree, moments: Tree, decay: Hyper, order: 1 | 2): Tree {
   return treeMap(
     (g, t) => jnp.add(jnp.multiply(oneMinus(decay), order === 1 ? g : jnp.square(g)), jnp.multiply(decay, t)),
     updates,
@@ -40,22 +40,22 @@ function updateMoment(updates: Tree, moments: Tree, decay: Hyper, order: 1 | 2):
 }
 
 /** t / (1 - decay**count), with the correction computed in float and cast to each moment's dtype. */
-function biasCorrection(moments: Tree, decay: Hyper, count: Array): Tree {
+export function biasCorrection(moments: Tree, decay: Hyper, count: Array): Tree {
   const bc = jnp.subtract(1, jnp.power(decay, count));
   return treeMap((t) => jnp.divide(t, jnp.astype(bc, t.dtype)), moments);
 }
 
-const zerosLikeTree = (t: Tree, dtype?: DType): Tree => treeMap((x) => jnp.zerosLike(x, dtype ?? null), t);
+export const zerosLikeTree = (t: Tree, dtype?: DType): Tree => treeMap((x) => jnp.zerosLike(x, dtype ?? null), t);
 const fullLikeTree = (t: Tree, v: Hyper): Tree => treeMap((x) => jnp.fullLike(x, v), t);
-const castTree = (t: Tree, dtype?: DType): Tree => (dtype ? treeMap((x) => jnp.astype(x, dtype), t) : t);
-const castLikeTree = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype(x, l.dtype), t, like);
+export const castTree = (t: Tree, dtype?: DType): Tree => (dtype ? treeMap((x) => jnp.astype(x, dtype), t) : t);
+export const castLikeTree = (t: Tree, like: Tree): Tree => treeMap((x, l) => jnp.astype(x, l.dtype), t, like);
 
 /** optax.global_norm / optax.tree.norm: sqrt of the sum over leaves of sum(x * x). */
 export function globalNorm(updates: Tree): Array {
   return jnp.sqrt(sumOverLeaves("optim.globalNorm", updates, (x) => jnp.sum(jnp.square(x))));
 }
 
-function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false): void {
+export function checkHyper(fn: string, name: string, v: unknown, allowSchedule = false): void {
   if (typeof v === "number" || v instanceof Array || (allowSchedule && typeof v === "function")) return;
   throw new TypeError(
     `${fn}: ${name} must be a number${allowSchedule ? ", an Array or a schedule function" : " or an Array"}, got ${v === null ? "null" : typeof v}`,
@@ -129,7 +129,7 @@ export function scaleByAdam(...args: Args<AdamPos, ScaleByAdamOpts>): GradientTr
 }
 
 /** checkHyper for each named hyperparameter. */
-function checkHypers(fn: string, hs: Record<string, Hyper>): void {
+export function checkHypers(fn: string, hs: Record<string, Hyper>): void {
   for (const [k, v] of Object.entries(hs)) checkHyper(fn, k, v);
 }
 /** Adam's bias-corrected first moment; with nesterov NAdam's look-ahead b1 * mu_hat(t+1) + (1 - b1) * g_hat(t). */
@@ -252,7 +252,7 @@ export function scaleByRss(
 }
 
 /** optax.safe_norm(x, minNorm): the 2-norm of all elements, or minNorm when the norm is <= minNorm. */
-function safeNorm(x: Array, minNorm: Hyper): Array {
+export function safeNorm(x: Array, minNorm: Hyper): Array {
   const n = jnp.linalg.norm(x);
   const masked = jnp.where(jnp.lessEqual(n, minNorm), jnp.onesLike(x), x);
   return jnp.where(jnp.lessEqual(n, minNorm), minNorm, jnp.linalg.norm(masked));

@@ -7,6 +7,7 @@ import {
   type OptState,
   type ShardBehaviour,
   type Tree,
+  type UpdateExtraArgs,
   shardRefusal,
   safeIncrement,
   sumOverLeaves,
@@ -167,7 +168,7 @@ export class MultiSteps implements GradientTransformation {
     return state;
   }
 
-  update<U>(updates: U, state: OptState, params?: U | null): [U, OptState] {
+  update<U>(updates: U, state: OptState, params?: U | null, extra?: UpdateExtraArgs): [U, OptState] {
     const s = state as MultiStepsState;
     if (!s || !(s.miniStep instanceof Array) || !(s.gradientStep instanceof Array))
       throw new Error(
@@ -184,7 +185,7 @@ export class MultiSteps implements GradientTransformation {
       s.accGrads,
     );
     const emit = jnp.equal(s.miniStep, jnp.subtract(k, 1));
-    const [innerUpdates, innerState] = this.opt.update(acc, s.innerOptState, params as Tree);
+    const [innerUpdates, innerState] = this.opt.update(acc, s.innerOptState, params as Tree, extra);
     const zeros = treeMap((g) => jnp.zerosLike(g), updates);
     const out = selectTree(emit, innerUpdates, zeros) as U;
     // the counters, inner state and accumulator after this mini-step (skipState is handled below)
@@ -265,7 +266,7 @@ export function applyIfFinite(inner: GradientTransformation, maxConsecutiveError
     };
     return st;
   };
-  const update = <U>(updates: U, state: OptState, params?: U | null): [U, OptState] => {
+  const update = <U>(updates: U, state: OptState, params?: U | null, extra?: UpdateExtraArgs): [U, OptState] => {
     const s = state as ApplyIfFiniteState;
     if (!s || !(s.notfiniteCount instanceof Array))
       throw new Error(
@@ -275,7 +276,7 @@ export function applyIfFinite(inner: GradientTransformation, maxConsecutiveError
     const notfiniteCount = jnp.where(finite, jnp.zeros([], "int32"), safeIncrement(s.notfiniteCount));
     // apply when finite, or when the run of failures has gone past maxConsecutiveErrors
     const apply = jnp.logicalOr(finite, jnp.greater(notfiniteCount, maxConsecutiveErrors));
-    const [u, innerState] = inner.update(updates, s.innerState, params);
+    const [u, innerState] = inner.update(updates, s.innerState, params, extra);
     const zeros = treeMap((g) => jnp.zerosLike(g), updates);
     const newState: ApplyIfFiniteState = {
       notfiniteCount,
