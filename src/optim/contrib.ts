@@ -1,4 +1,4 @@
-/** @file optax.contrib: the schedule-free optimizers (Defazio et al. 2024: scheduleFree, scheduleFreeSgd, scheduleFreeAdamw, scheduleFreeEvalParams) and AdEMAMix (scaleByAdemamix, ademamix). */
+/** @file optax.contrib: the schedule-free optimizers (Defazio et al. 2024: scheduleFree, scheduleFreeSgd, scheduleFreeAdamw, scheduleFreeEvalParams) AdEMAMix (scaleByAdemamix, ademamix) and ADOPT (scaleByAdopt, adopt). */
 import { Array } from "../core/array.js";
 import { checkArity } from "../core/check-args.js";
 import { type DType, isFloat } from "../core/dtype.js";
@@ -309,4 +309,86 @@ export function ademamix(
     addDecayedWeights({ weightDecay: o.weightDecay ?? 0, mask: o.mask ?? null }),
     scaleByLearningRate(learningRate),
   );
+}
+
+// ---------------------------------------------------------------- ADOPT
+
+export interface ScaleByAdoptOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+  useClipping?: boolean;
+  /** The clipping bound as a function of the count (from 0); default count^0.25. */
+  clipValueFn?: (count: Array) => Array | number;
+}
+const ADOPT_NAMES = ["b1", "b2", "eps", "muDtype"] as const;
+const ADOPT_KEYWORDS = ["nesterov", "useClipping", "clipValueFn"] as const;
+type AdoptPos = [b1: Hyper, b2: Hyper, eps: Hyper, muDtype: DType | null];
+
+/**
+ * optax.contrib.scale_by_adopt (Taniguchi et al. 2024): the gradient is normalised by the previous step's second
+ * moment, g / max(sqrt(nu_prev), eps), clipped to +-clipValueFn(count) (useClipping), then averaged with b1 (nesterov:
+ * one more b1 average); nu is the EMA of g^2 with b2. At the first step b1 is taken as 1 and b2 as 0, so the first
+ * update is 0 and nu = g^2. Elementwise: exact on ZeRO shards.
+ */
+export function scaleByAdopt(...args: Args<AdoptPos, ScaleByAdoptOpts>): GradientTransformation {
+  const fn = "optim.contrib.scaleByAdopt";
+  return adoptCore(fn, parseArgs<ScaleByAdoptOpts>(fn, args, ADOPT_NAMES, ADOPT_KEYWORDS));
+}
+
+function adoptCore(fn: string, o: ScaleByAdoptOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.9999,
+    eps = o.eps ?? 1e-6;
+  checkHypers(fn, { b1, b2, eps });
+  for (const k of ["nesterov", "useClipping"] as const)
+    if (o[k] !== undefined && typeof o[k] !== "boolean")
+      throw new TypeError(`${fn}: ${k} must be a boolean, got ${typeof o[k]}`);
+  const clipFn = o.clipValueFn ?? ((c: Array) => jnp.power(jnp.astype(c, "float32"), 0.25));
+  if (typeof clipFn !== "function") throw new TypeError(`${fn}: clipValueFn must be a function of the count`);
+  const muDtype = userDType(fn, o.muDtype);
+  const nesterov = o.nesterov ?? false,
+    clipping = o.useClipping ?? true;
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params, muDtype), nu: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const started = jnp.greater(s.count, 0);
+      const bb1 = jnp.where(started, b1, 1),
+        bb2 = jnp.where(started, b2, 0);
+      const nu = updateMoment(updates, s.nu, bb2, 2);
+      const c = clipping ? clipFn(s.count) : null;
+      const m = treeMap(
+        (g, v) => {
+          const x = jnp.divide(g, jnp.maximum(jnp.sqrt(v), eps));
+          return c === null ? x : jnp.clip(x, jnp.negative(c), c);
+        },
+        updates,
+        s.nu,
+      );
+      const mu = updateMoment(m, s.mu, bb1, 1);
+      const out = nesterov ? updateMoment(m, mu, bb1, 1) : mu;
+      return [
+        treeMap((x, g) => jnp.astype(x, g.dtype), out, updates),
+        {
+          count: safeIncrement(s.count),
+          mu: castTree(mu, muDtype),
+          nu: treeMap((x, v) => jnp.astype(x, v.dtype), nu, s.nu),
+        },
+      ];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+/** optax.contrib.adopt: scaleByAdopt (b2 0.9999, eps 1e-6, clipping count^0.25) then -learningRate. */
+export function adopt(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AdoptPos, ScaleByAdoptOpts>
+): GradientTransformation {
+  const fn = "optim.contrib.adopt";
+  const o = parseArgs<ScaleByAdoptOpts>(fn, args, ADOPT_NAMES, ADOPT_KEYWORDS);
+  return chain(adoptCore(fn, o), scaleByLearningRate(learningRate));
 }

@@ -1,7 +1,7 @@
 /**
  * @file optim.adafactor / scaleByFactoredRms, lars, sm3 / scaleBySm3, adamax / adamaxw / scaleByAdamax, amsgrad /
  * scaleByAmsgrad, adadelta / scaleByAdadelta, novograd / scaleByNovograd, optimisticGradientDescent, signSgd and
- * signum, adan / scaleByAdan, fromage, rprop, optimisticAdam(V2) and contrib.ademamix against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
+ * signum, adan / scaleByAdan, fromage, rprop, optimisticAdam(V2), contrib.ademamix and contrib.adopt against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
  * steps on a tree with a matrix, a vector and a rank-3 leaf (adafactor factors the matrix and the rank-3 leaf with
  * minDimSizeToFactor 3), eager and under jit; positional masks; bad inputs.
  */
@@ -86,6 +86,7 @@ test("declarations on ZeRO shards: elementwise and summed-norm ones are exact; f
     optim.optimisticAdamV2(0.01),
     optim.optimisticAdam(0.01),
     optim.contrib.ademamix(0.01, { weightDecay: 0.01 }),
+    optim.contrib.adopt(0.01),
     optim.fromage(optim.linearSchedule(0.1, 0.01, 5)),
     optim.adafactor({ factored: false }),
     optim.chain(optim.clipByBlockRms(1), optim.scaleByParamBlockRms(), optim.scaleByParamBlockNorm()),
