@@ -1,10 +1,10 @@
-/** @file optax.contrib's schedule-free optimizers (Defazio et al. 2024, "The Road Less Scheduled"): scheduleFree, scheduleFreeSgd, scheduleFreeAdamw and scheduleFreeEvalParams. */
+/** @file optax.contrib: the schedule-free optimizers (Defazio et al. 2024: scheduleFree, scheduleFreeSgd, scheduleFreeAdamw, scheduleFreeEvalParams) AdEMAMix (scaleByAdemamix, ademamix) and ADOPT (scaleByAdopt, adopt). */
 import { Array } from "../core/array.js";
 import { checkArity } from "../core/check-args.js";
 import { type DType, isFloat } from "../core/dtype.js";
 import * as tree from "../core/tree.js";
 import * as jnp from "../numpy/index.js";
-import { parseArgs, userDType } from "../numpy/elementwise-util.js";
+import { type Args, parseArgs, userDType } from "../numpy/elementwise-util.js";
 import { sgd } from "./alias.js";
 import {
   type GradientTransformation,
@@ -12,14 +12,27 @@ import {
   type ScalarOrSchedule,
   type Tree,
   type UpdateExtraArgs,
+  EXACT_ON_SHARDS,
   chain,
   isSchedule,
+  makeTransformation,
+  zeroCount,
   safeIncrement,
   shardRefusal,
   treeMap,
 } from "./base.js";
 import { warmupConstantSchedule } from "./schedules.js";
-import { addDecayedWeights, checkHyper, scaleByLearningRate, scaleByRms } from "./transforms.js";
+import {
+  addDecayedWeights,
+  biasCorrection,
+  castTree,
+  checkHyper,
+  checkHypers,
+  scaleByLearningRate,
+  scaleByRms,
+  updateMoment,
+  zerosLikeTree,
+} from "./transforms.js";
 
 type Hyper = number | Array;
 
@@ -200,4 +213,182 @@ export function scheduleFreeAdamw(opts: ScheduleFreeAdamwOpts = {}): GradientTra
     scaleByLearningRate(lr),
   );
   return scheduleFree(opt, lr, { b1: o.b1, weightLrPower: o.weightLrPower, stateDtype: o.stateDtype });
+}
+
+// ---------------------------------------------------------------- AdEMAMix
+
+export interface ScaleByAdemamixOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  b3?: ScalarOrSchedule;
+  alpha?: ScalarOrSchedule;
+  eps?: Hyper;
+  epsRoot?: Hyper;
+  muDtype?: DType | null;
+}
+const ADEMAMIX_NAMES = ["b1", "b2", "b3", "alpha", "eps", "epsRoot", "muDtype"] as const;
+type AdemamixPos = [
+  b1: Hyper,
+  b2: Hyper,
+  b3: ScalarOrSchedule,
+  alpha: ScalarOrSchedule,
+  eps: Hyper,
+  epsRoot: Hyper,
+  muDtype: DType | null,
+];
+
+/**
+ * optax.contrib.scale_by_ademamix (Pagliardini et al. 2024): Adam's bias-corrected fast EMA m1 (b1) and second
+ * moment (b2) plus alpha times a slow EMA m2 (b3, not bias-corrected): (m1_hat + alpha m2) / (sqrt(nu_hat + epsRoot)
+ * + eps). b3 and alpha may be schedules of the slow EMA's count. Elementwise: exact on ZeRO shards.
+ */
+export function scaleByAdemamix(...args: Args<AdemamixPos, ScaleByAdemamixOpts>): GradientTransformation {
+  const fn = "optim.contrib.scaleByAdemamix";
+  return ademamixCore(fn, parseArgs<ScaleByAdemamixOpts>(fn, args, ADEMAMIX_NAMES), 6);
+}
+
+function ademamixCore(fn: string, o: ScaleByAdemamixOpts, defaultAlpha: number): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.999,
+    b3 = o.b3 ?? 0.9999,
+    alpha = o.alpha ?? defaultAlpha,
+    eps = o.eps ?? 1e-8,
+    epsRoot = o.epsRoot ?? 0;
+  checkHypers(fn, { b1, b2, eps, epsRoot });
+  checkHyper(fn, "b3", b3, true);
+  checkHyper(fn, "alpha", alpha, true);
+  const muDtype = userDType(fn, o.muDtype);
+  return makeTransformation(
+    (params) => ({
+      count: zeroCount(),
+      countM2: zeroCount(),
+      m1: zerosLikeTree(params, muDtype),
+      m2: zerosLikeTree(params, muDtype),
+      nu: zerosLikeTree(params, muDtype),
+    }),
+    (updates, state) => {
+      const s = state as { count: Array; countM2: Array; m1: Tree; m2: Tree; nu: Tree };
+      const cb3 = isSchedule(b3) ? b3(s.countM2) : b3;
+      const ca = isSchedule(alpha) ? alpha(s.countM2) : alpha;
+      const m1 = updateMoment(updates, s.m1, b1, 1);
+      const m2 = updateMoment(updates, s.m2, cb3, 1);
+      const nu = updateMoment(updates, s.nu, b2, 2);
+      const count = safeIncrement(s.count);
+      const out = treeMap(
+        (a, b, v) => jnp.divide(jnp.add(a, jnp.multiply(ca, b)), jnp.add(jnp.sqrt(jnp.add(v, epsRoot)), eps)),
+        biasCorrection(m1, b1, count),
+        m2,
+        biasCorrection(nu, b2, count),
+      );
+      const ns = {
+        count,
+        countM2: safeIncrement(s.countM2),
+        m1: castTree(m1, muDtype),
+        m2: castTree(m2, muDtype),
+        nu: castTree(nu, muDtype),
+      };
+      return [out, ns];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+export interface AdemamixOpts extends ScaleByAdemamixOpts {
+  weightDecay?: Hyper;
+  mask?: Tree;
+}
+/** optax.contrib.ademamix: scaleByAdemamix (alpha 5 here, as optax's alias), + weightDecay * params (masked), -lr. */
+export function ademamix(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<[...AdemamixPos, weightDecay: Hyper, mask: Tree], AdemamixOpts>
+): GradientTransformation {
+  const fn = "optim.contrib.ademamix";
+  const o = parseArgs<AdemamixOpts>(fn, args, [...ADEMAMIX_NAMES, "weightDecay", "mask"]);
+  return chain(
+    ademamixCore(fn, o, 5),
+    addDecayedWeights({ weightDecay: o.weightDecay ?? 0, mask: o.mask ?? null }),
+    scaleByLearningRate(learningRate),
+  );
+}
+
+// ---------------------------------------------------------------- ADOPT
+
+export interface ScaleByAdoptOpts {
+  b1?: Hyper;
+  b2?: Hyper;
+  eps?: Hyper;
+  muDtype?: DType | null;
+  nesterov?: boolean;
+  useClipping?: boolean;
+  /** The clipping bound as a function of the count (from 0); default count^0.25. */
+  clipValueFn?: (count: Array) => Array | number;
+}
+const ADOPT_NAMES = ["b1", "b2", "eps", "muDtype"] as const;
+const ADOPT_KEYWORDS = ["nesterov", "useClipping", "clipValueFn"] as const;
+type AdoptPos = [b1: Hyper, b2: Hyper, eps: Hyper, muDtype: DType | null];
+
+/**
+ * optax.contrib.scale_by_adopt (Taniguchi et al. 2024): the gradient is normalised by the previous step's second
+ * moment, g / max(sqrt(nu_prev), eps), clipped to +-clipValueFn(count) (useClipping), then averaged with b1 (nesterov:
+ * one more b1 average); nu is the EMA of g^2 with b2. At the first step b1 is taken as 1 and b2 as 0, so the first
+ * update is 0 and nu = g^2. Elementwise: exact on ZeRO shards.
+ */
+export function scaleByAdopt(...args: Args<AdoptPos, ScaleByAdoptOpts>): GradientTransformation {
+  const fn = "optim.contrib.scaleByAdopt";
+  return adoptCore(fn, parseArgs<ScaleByAdoptOpts>(fn, args, ADOPT_NAMES, ADOPT_KEYWORDS));
+}
+
+function adoptCore(fn: string, o: ScaleByAdoptOpts): GradientTransformation {
+  const b1 = o.b1 ?? 0.9,
+    b2 = o.b2 ?? 0.9999,
+    eps = o.eps ?? 1e-6;
+  checkHypers(fn, { b1, b2, eps });
+  for (const k of ["nesterov", "useClipping"] as const)
+    if (o[k] !== undefined && typeof o[k] !== "boolean")
+      throw new TypeError(`${fn}: ${k} must be a boolean, got ${typeof o[k]}`);
+  const clipFn = o.clipValueFn ?? ((c: Array) => jnp.power(jnp.astype(c, "float32"), 0.25));
+  if (typeof clipFn !== "function") throw new TypeError(`${fn}: clipValueFn must be a function of the count`);
+  const muDtype = userDType(fn, o.muDtype);
+  const nesterov = o.nesterov ?? false,
+    clipping = o.useClipping ?? true;
+  return makeTransformation(
+    (params) => ({ count: zeroCount(), mu: zerosLikeTree(params, muDtype), nu: zerosLikeTree(params) }),
+    (updates, state) => {
+      const s = state as { count: Array; mu: Tree; nu: Tree };
+      const started = jnp.greater(s.count, 0);
+      const bb1 = jnp.where(started, b1, 1),
+        bb2 = jnp.where(started, b2, 0);
+      const nu = updateMoment(updates, s.nu, bb2, 2);
+      const c = clipping ? clipFn(s.count) : null;
+      const m = treeMap(
+        (g, v) => {
+          const x = jnp.divide(g, jnp.maximum(jnp.sqrt(v), eps));
+          return c === null ? x : jnp.clip(x, jnp.negative(c), c);
+        },
+        updates,
+        s.nu,
+      );
+      const mu = updateMoment(m, s.mu, bb1, 1);
+      const out = nesterov ? updateMoment(m, mu, bb1, 1) : mu;
+      return [
+        treeMap((x, g) => jnp.astype(x, g.dtype), out, updates),
+        {
+          count: safeIncrement(s.count),
+          mu: castTree(mu, muDtype),
+          nu: treeMap((x, v) => jnp.astype(x, v.dtype), nu, s.nu),
+        },
+      ];
+    },
+    EXACT_ON_SHARDS,
+  );
+}
+
+/** optax.contrib.adopt: scaleByAdopt (b2 0.9999, eps 1e-6, clipping count^0.25) then -learningRate. */
+export function adopt(
+  learningRate: ScalarOrSchedule,
+  ...args: Args<AdoptPos, ScaleByAdoptOpts>
+): GradientTransformation {
+  const fn = "optim.contrib.adopt";
+  const o = parseArgs<ScaleByAdoptOpts>(fn, args, ADOPT_NAMES, ADOPT_KEYWORDS);
+  return chain(adoptCore(fn, o), scaleByLearningRate(learningRate));
 }

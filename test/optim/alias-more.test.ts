@@ -1,7 +1,7 @@
 /**
  * @file optim.adafactor / scaleByFactoredRms, lars, sm3 / scaleBySm3, adamax / adamaxw / scaleByAdamax, amsgrad /
  * scaleByAmsgrad, adadelta / scaleByAdadelta, novograd / scaleByNovograd, optimisticGradientDescent, signSgd and
- * signum, adan / scaleByAdan, fromage, rprop and optimisticAdam(V2) against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
+ * signum, adan / scaleByAdan, fromage, rprop, optimisticAdam(V2), contrib.ademamix and contrib.adopt against NumPy references (test/fixtures/optim-adafactor-sm3-more.json): the parameters after each of 6
  * steps on a tree with a matrix, a vector and a rank-3 leaf (adafactor factors the matrix and the rank-3 leaf with
  * minDimSizeToFactor 3), eager and under jit; positional masks; bad inputs.
  */
@@ -14,8 +14,9 @@ import * as optim from "../../src/optim/public.js";
 import { type MoreCase, MORE, checkParams, dec3, runSteps } from "./more-fixture.js";
 
 type Factory = (...a: unknown[]) => optim.GradientTransformation;
+/** optim's function at a dotted path (e.g. "contrib.ademamix") called with args. */
 const call = (name: string, args: unknown[]): optim.GradientTransformation =>
-  (optim[name as keyof typeof optim] as unknown as Factory)(...args);
+  (name.split(".").reduce((o: unknown, k) => (o as Record<string, unknown>)[k], optim) as Factory)(...args);
 
 function build(c: MoreCase): optim.GradientTransformation | null {
   if (c.fn === "injectAdam") return null; // inject-hyperparams.test.ts
@@ -84,6 +85,8 @@ test("declarations on ZeRO shards: elementwise and summed-norm ones are exact; f
     optim.rprop(0.01),
     optim.optimisticAdamV2(0.01),
     optim.optimisticAdam(0.01),
+    optim.contrib.ademamix(0.01, { weightDecay: 0.01 }),
+    optim.contrib.adopt(0.01),
     optim.fromage(optim.linearSchedule(0.1, 0.01, 5)),
     optim.adafactor({ factored: false }),
     optim.chain(optim.clipByBlockRms(1), optim.scaleByParamBlockRms(), optim.scaleByParamBlockNorm()),
@@ -108,6 +111,17 @@ test("rprop emits the current step (torch's Rprop), not the previous one (optax 
   [0.1, 0.12, 0.144, 0, 0.072].forEach((w, i) =>
     assert.ok(Math.abs(got[i] - w) < 1e-6, `step ${i}: ${got[i]} vs ${w}`),
   );
+});
+
+test("contrib.ademamix: b3 and alpha as schedules (of the slow EMA's count) equal the constants", () => {
+  const c = MORE.optimizers.find((x) => x.name.startsWith("contrib.ademamix b3"))!;
+  const opt = optim.contrib.ademamix(0.01, {
+    b3: optim.constantSchedule(0.99),
+    alpha: optim.linearSchedule(2, 2, 5),
+    weightDecay: 0.05,
+    mask: { w: true, b: false, k: true },
+  });
+  checkParams(c, runSteps(opt, true).params, "ademamix with schedules", 1e-5, 2e-6);
 });
 
 test("bad inputs name the function and what was expected", () => {

@@ -1,7 +1,8 @@
 /**
- * @file optim.addNoise / noisySgd: the updates are g + sqrt(eta / t^gamma) * normal(key_i) with the keys split as
- * optax does (state key -> [next, sample], sample -> one key per leaf), checked against random.split / random.normal
- * called directly, eagerly and under jit, over 3 steps; the spread of the noise follows the annealing; ZeRO refusal.
+ * @file optim.addNoise / noisySgd (src/optim/transforms-more.ts; its other transformations are checked against NumPy
+ * in alias-more.test.ts): the updates are g + sqrt(eta / t^gamma) * normal(key_i) with the keys split as optax does
+ * (state key -> [next, sample], sample -> one key per leaf), checked against random.split / random.normal called
+ * directly, eagerly and under jit, over 3 steps; the spread of the noise follows the annealing; ZeRO refusal.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
