@@ -9,7 +9,10 @@ export function logpdf(x: Param, cc: Param): Array {
     one = c(r, 1);
   const lp = ops.sub(
     ops.sub(ops.log(ops.sub(one, r2)), c(r, Math.log(2 * Math.PI))),
-    ops.log(ops.sub(ops.add(one, r2), ops.mul(ops.mul(c(r, 2), r), ops.cos(v)))),
+    // 1 + c^2 - 2c cos x written as (1 - c)^2 + 4c sin^2(x/2): no cancellation for c near 1 and x near 0
+    ops.log(
+      ops.add(ops.square(ops.sub(one, r)), ops.mul(ops.mul(c(r, 4), r), ops.square(ops.sin(ops.mul(v, c(v, 0.5)))))),
+    ),
   );
   const inside = maskTo(ops.or(ops.lt(v, c(v, 0)), ops.gt(v, c(v, 2 * Math.PI))), -Infinity, lp);
   return maskTo(ops.not(ops.and(ops.gt(r, c(r, 0)), ops.lt(r, one))), NaN, inside);
