@@ -2,4 +2,3 @@
 import { fixedArity } from "../core/check-args.js";
 import * as M from "./stats-core.js";
 export * from "./stats-core.js";
-export const mode: typeof M.mode = fixedArity("scipy.stats.mode", 4, M.mode, "scipy.stats.mode(a, axis?, nanPolicy?, keepdims?)");

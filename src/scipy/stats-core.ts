@@ -7,6 +7,7 @@ import { promoteArgsInexact } from "../numpy/core.js";
 import { sortMany, takeAlongDim } from "../primitives/sort.js";
 import { c, ops, sel } from "./stats-util.js";
 import type { ArrayInput } from "./stats-util.js";
+import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 
 const FN = "scipy.stats";
 const normAxis = (fn: string, axis: number, nd: number): number => {
@@ -43,15 +44,18 @@ function runs(s: Array): { first: Array; last: Array; dense: Array } {
 
 export type RankMethod = "average" | "min" | "max" | "dense" | "ordinal";
 /**
- * rankdata(a, method="average", {axis=null, nanPolicy="propagate"}): ranks from 1, ties resolved by method (average,
+ * rankdata(a, method="average", {method, axis=null, nanPolicy="propagate"}): ranks from 1, ties resolved by method (average,
  * min, max, dense, ordinal); the flattened array when axis is null, else each 1-D slice along axis. A slice holding
  * a NaN ranks as all NaN (nanPolicy 'propagate'). The result has the default float dtype.
  */
-export function rankdata(
-  a: ArrayInput,
-  method: RankMethod = "average",
-  opts: { axis?: number | null; nanPolicy?: string } = {},
-): Array {
+interface RankOpts {
+  method: RankMethod;
+  axis: number | null;
+  nanPolicy: string;
+}
+export function rankdata(a: ArrayInput, ...args: Args<[method: RankMethod], Partial<RankOpts>>): Array {
+  const opts = parseArgs<RankOpts>(`${FN}.rankdata`, args, ["method"], ["axis", "nanPolicy"]);
+  const method = opts.method ?? "average";
   checkNanPolicy("rankdata", opts.nanPolicy ?? "propagate");
   if (!["average", "min", "max", "dense", "ordinal"].includes(method))
     throw new Error(
@@ -92,16 +96,22 @@ export interface ModeResult {
   [Symbol.iterator](): Iterator<Array>;
 }
 /**
- * mode(a, axis=0, nanPolicy="propagate", keepdims=false): the most common value along axis (the smallest on ties)
+ * mode(a, axis=0, nanPolicy="propagate", keepdims=false, {axis, nanPolicy, keepdims}): the most common value along axis (the smallest on ties)
  * and how often it occurs; axis null flattens. Sort-based, O(n log n).
  */
+interface ModeOpts {
+  axis: number | null;
+  nanPolicy: string;
+  keepdims: boolean;
+}
 export function mode(
   a: ArrayInput,
-  axis: number | null = 0,
-  nanPolicy: string = "propagate",
-  keepdims: boolean = false,
+  ...args: Args<[axis: number | null, nanPolicy: string, keepdims: boolean], Partial<ModeOpts>>
 ): ModeResult {
-  checkNanPolicy("mode", nanPolicy);
+  const o = parseArgs<ModeOpts>(`${FN}.mode`, args, ["axis", "nanPolicy", "keepdims"]);
+  const axis = o.axis === undefined ? 0 : o.axis;
+  const keepdims = o.keepdims ?? false;
+  checkNanPolicy("mode", o.nanPolicy ?? "propagate");
   let x = asArrayArg(`${FN}.mode`, a);
   if (x.ndim === 0) x = ops.reshape(x, [1]);
   const inShape = x.shape;
@@ -144,16 +154,23 @@ function result(m: Array, count: Array): ModeResult {
 }
 
 /**
- * sem(a, axis=0, ddof=1, nanPolicy="propagate", {keepdims=false}): the standard error of the mean, std(a, ddof) /
+ * sem(a, axis=0, ddof=1, nanPolicy="propagate", {axis, ddof, nanPolicy, keepdims=false}): the standard error of the mean, std(a, ddof) /
  * sqrt(n) along axis (axis null: all elements); nanPolicy 'omit' uses nanstd and counts only the non-NaN values.
  */
+interface SemOpts {
+  axis: number | null;
+  ddof: number;
+  nanPolicy: string;
+  keepdims: boolean;
+}
 export function sem(
   a: ArrayInput,
-  axis: number | null = 0,
-  ddof: number = 1,
-  nanPolicy: string = "propagate",
-  opts: { keepdims?: boolean } = {},
+  ...args: Args<[axis: number | null, ddof: number, nanPolicy: string], Partial<SemOpts>>
 ): Array {
+  const opts = parseArgs<SemOpts>(`${FN}.sem`, args, ["axis", "ddof", "nanPolicy"], ["keepdims"]);
+  const axis = opts.axis === undefined ? 0 : opts.axis;
+  const ddof = opts.ddof ?? 1;
+  const nanPolicy = opts.nanPolicy ?? "propagate";
   if (nanPolicy !== "propagate" && nanPolicy !== "omit")
     throw new Error(
       `${FN}.sem: nanPolicy ${JSON.stringify(nanPolicy)} is not supported; expected 'propagate' or 'omit'`,
