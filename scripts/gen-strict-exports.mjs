@@ -48,7 +48,6 @@ const TARGETS = [
   ["src/scipy/stats-nbinom.ts", "src/scipy/stats-nbinom-public.ts", "scipy.stats.nbinom"],
   ["src/scipy/stats-betabinom.ts", "src/scipy/stats-betabinom-public.ts", "scipy.stats.betabinom"],
   ["src/scipy/stats-multinomial.ts", "src/scipy/stats-multinomial-public.ts", "scipy.stats.multinomial"],
-  ["src/scipy/stats-core.ts", "src/scipy/stats-core-public.ts", "scipy.stats"],
   ["src/nn/functions.ts", "src/nn/functions-public.ts", "nn"],
   ["src/nn/initializers.ts", "src/nn/initializers-public.ts", "nn.initializers"],
   ["src/random/index.ts", "src/random/public.ts", "random"],

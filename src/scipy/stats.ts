@@ -25,4 +25,4 @@ export * as poisson from "./stats-poisson-public.js";
 export * as nbinom from "./stats-nbinom-public.js";
 export * as betabinom from "./stats-betabinom-public.js";
 export * as multinomial from "./stats-multinomial-public.js";
-export { rankdata, mode, sem, type ModeResult, type RankMethod } from "./stats-core-public.js";
+export { rankdata, mode, sem, type ModeResult, type RankMethod } from "./stats-core.js";
