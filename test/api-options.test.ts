@@ -290,7 +290,7 @@ const TABLE: Map<string, Row> = new Map([
   ]),
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), y(), B), [
-    "scipy.stats.gennorm.logpdf", "scipy.stats.gennorm.pdf", "scipy.stats.bernoulli.cdf", "scipy.stats.bernoulli.ppf", "scipy.stats.dirichlet.logpdf",
+    "scipy.stats.gennorm.logpdf", "scipy.stats.gennorm.pdf", "scipy.stats.poisson.entropy", "scipy.stats.bernoulli.cdf", "scipy.stats.bernoulli.ppf", "scipy.stats.dirichlet.logpdf",
     "scipy.stats.dirichlet.pdf", "scipy.stats.vonmises.logpdf", "scipy.stats.vonmises.pdf",
     "scipy.stats.wrapcauchy.logpdf", "scipy.stats.wrapcauchy.pdf",
   ]),
