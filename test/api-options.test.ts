@@ -325,7 +325,10 @@ const TABLE: Map<string, Row> = new Map([
     "scipy.stats.truncnorm.pdf", "scipy.stats.truncnorm.sf", "scipy.stats.beta.logpdf", "scipy.stats.beta.pdf", "scipy.stats.betabinom.logpmf", "scipy.stats.betabinom.pmf",
   ]),
   // takes an options object: a misspelled key raises
-  ...group("options", (f) => f(z(), B), ["scipy.stats.mode", "scipy.stats.rankdata", "scipy.stats.sem"]),
+  ...group("options", (f) => f(z(), B), ["scipy.stats.gaussianKde", "scipy.stats.mode", "scipy.stats.rankdata", "scipy.stats.sem"]),
+  ...none("a class: constructed with new (or through scipy.stats.gaussianKde, whose options row checks the same arguments)", [
+    "scipy.stats.GaussianKde",
+  ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",
   ]),

@@ -26,3 +26,4 @@ export * as nbinom from "./stats-nbinom-public.js";
 export * as betabinom from "./stats-betabinom-public.js";
 export * as multinomial from "./stats-multinomial-public.js";
 export { rankdata, mode, sem, type ModeResult, type RankMethod } from "./stats-core.js";
+export { gaussianKde, GaussianKde, type BwMethod, type GaussianKdeOptions } from "./stats-kde.js";

@@ -15,6 +15,31 @@ for (const [k, v] of Object.entries(S)) {
   else for (const [m, f] of Object.entries(v as object)) if (typeof f === "function") FNS[`${k}.${m}`] = f as Fn;
 }
 
+// gaussianKde cases: "gaussianKde.<method or property>" with args (dataset, bwMethod, weights, ...method args);
+// integrateKde's method args are the other estimate's (dataset, bwMethod)
+for (const m of [
+  "evaluate",
+  "pdf",
+  "logpdf",
+  "integrateBox1d",
+  "integrateGaussian",
+  "integrateKde",
+  "covariance",
+  "factor",
+  "neff",
+  "invCov",
+])
+  FNS[`gaussianKde.${m}`] = (data: unknown, bw: unknown, w: unknown, ...rest: unknown[]) => {
+    const kde = S.gaussianKde(data as Array, bw as S.BwMethod | null, w as Array | null) as unknown as Record<
+      string,
+      unknown
+    >;
+    const v = kde[m];
+    if (typeof v !== "function") return v;
+    const args = m === "integrateKde" ? [S.gaussianKde(rest[0] as Array, rest[1] as S.BwMethod | null)] : rest;
+    return (v as Fn).apply(kde, args);
+  };
+
 /** f under jit, tracing its Array arguments and closing over the rest (numbers, strings, options); tuples come back as lists. */
 function jitted(f: Fn): Fn {
   return (...args: unknown[]) => {
