@@ -5,6 +5,7 @@ import type { Array } from "../../src/core/array.js";
 import { array } from "../../src/numpy/core.js";
 import * as ops from "../../src/primitives/ops.js";
 import * as S from "../../src/scipy/stats.js";
+import { vmap } from "../../src/transforms/api.js";
 import { checkGrad } from "../helpers/finite-diff.js";
 import { runStatsCases, testStatsCoverage } from "./stats-fixture-runner.js";
 
@@ -53,4 +54,16 @@ test("dirichlet gradients in x and alpha; shape errors name the function", () =>
     () => S.dirichlet.logpdf([0.1, 0.1, 0.1, 0.7], [1, 2]),
     /dirichlet\.logpdf: x must have 2 or 1 entries/,
   );
+});
+
+test("vmap of multivariateNormal.logpdf over a batch of covariances equals the batched call", () => {
+  const x = [0.5, -1, 0.2];
+  const covs = array([COV, COV.map((r, i) => r.map((v, j) => (i === j ? v + 1 : v)))], { dtype: "float32" });
+  const batched = S.multivariateNormal.logpdf(x, [0, 0.5, -0.1], covs).tolist() as number[];
+  const mapped = (vmap((c: Array) => S.multivariateNormal.logpdf(x, [0, 0.5, -0.1], c)) as (c: Array) => Array)(
+    covs,
+  ).tolist() as number[];
+  assert.equal(batched.length, 2);
+  batched.forEach((v, i) => assert.ok(Math.abs(v - mapped[i]) < 1e-5, `${v} vs ${mapped[i]}`));
+  assert.ok(Math.abs(batched[0] - batched[1]) > 1e-3, "the two covariances give different densities");
 });
