@@ -321,6 +321,47 @@ const TABLE: Map<string, Row> = new Map([
   ...none("piecewise(x, condlist, funclist, ...args): JAX's *args / **kw go to the funclist functions as they are, an object included", [
     "numpy.piecewise",
   ]),
+  // takes no options object (fixed arity): one passed as an extra argument raises
+  ...group("fixed", (f) => f(x(), y(), B), [
+    "scipy.stats.gennorm.logpdf", "scipy.stats.gennorm.pdf", "scipy.stats.poisson.entropy", "scipy.stats.bernoulli.cdf", "scipy.stats.bernoulli.ppf", "scipy.stats.dirichlet.logpdf",
+    "scipy.stats.dirichlet.pdf", "scipy.stats.vonmises.logpdf", "scipy.stats.vonmises.pdf",
+    "scipy.stats.wrapcauchy.logpdf", "scipy.stats.wrapcauchy.pdf",
+  ]),
+  // takes no options object (fixed arity): one passed as an extra argument raises
+  ...group("fixed", (f) => f(x(), y(), z(), B), [
+    "scipy.stats.bernoulli.logpmf", "scipy.stats.bernoulli.pmf", "scipy.stats.cauchy.cdf", "scipy.stats.cauchy.isf",
+    "scipy.stats.cauchy.logcdf", "scipy.stats.cauchy.logpdf", "scipy.stats.cauchy.logsf", "scipy.stats.cauchy.pdf",
+    "scipy.stats.cauchy.ppf", "scipy.stats.cauchy.sf", "scipy.stats.expon.cdf", "scipy.stats.expon.logcdf",
+    "scipy.stats.expon.logpdf", "scipy.stats.expon.logsf", "scipy.stats.expon.pdf", "scipy.stats.expon.ppf",
+    "scipy.stats.expon.sf", "scipy.stats.geom.logpmf", "scipy.stats.geom.pmf", "scipy.stats.gumbelL.cdf",
+    "scipy.stats.gumbelL.logcdf", "scipy.stats.gumbelL.logpdf", "scipy.stats.gumbelL.logsf", "scipy.stats.gumbelL.pdf",
+    "scipy.stats.gumbelL.ppf", "scipy.stats.gumbelL.sf", "scipy.stats.gumbelR.cdf", "scipy.stats.gumbelR.logcdf",
+    "scipy.stats.gumbelR.logpdf", "scipy.stats.gumbelR.logsf", "scipy.stats.gumbelR.pdf", "scipy.stats.gumbelR.ppf",
+    "scipy.stats.gumbelR.sf", "scipy.stats.laplace.cdf", "scipy.stats.laplace.logpdf", "scipy.stats.laplace.pdf",
+    "scipy.stats.logistic.cdf", "scipy.stats.logistic.isf", "scipy.stats.logistic.logpdf", "scipy.stats.logistic.pdf",
+    "scipy.stats.logistic.ppf", "scipy.stats.logistic.sf", "scipy.stats.multinomial.logpmf",
+    "scipy.stats.multinomial.pmf", "scipy.stats.multivariateNormal.pdf", "scipy.stats.poisson.logpmf",
+    "scipy.stats.poisson.pmf", "scipy.stats.uniform.cdf", "scipy.stats.uniform.logpdf", "scipy.stats.uniform.pdf",
+    "scipy.stats.uniform.ppf",
+  ]),
+  // takes no options object (fixed arity): one passed as an extra argument raises
+  ...group("fixed", (f) => f(x(), y(), z(), z(), B), [
+    "scipy.stats.binom.logpmf", "scipy.stats.binom.pmf", "scipy.stats.chi2.logpdf", "scipy.stats.chi2.pdf",
+    "scipy.stats.gamma.logpdf", "scipy.stats.gamma.pdf", "scipy.stats.multivariateNormal.logpdf",
+    "scipy.stats.nbinom.logpmf", "scipy.stats.nbinom.pmf", "scipy.stats.pareto.cdf", "scipy.stats.pareto.logcdf",
+    "scipy.stats.pareto.logpdf", "scipy.stats.pareto.logsf", "scipy.stats.pareto.pdf", "scipy.stats.pareto.ppf",
+    "scipy.stats.pareto.sf", "scipy.stats.t.logpdf", "scipy.stats.t.pdf",
+  ]),
+  // takes no options object (fixed arity): one passed as an extra argument raises
+  ...group("fixed", (f) => f(x(), y(), z(), z(), z(), B), [
+    "scipy.stats.truncnorm.cdf", "scipy.stats.truncnorm.logcdf", "scipy.stats.truncnorm.logpdf", "scipy.stats.truncnorm.logsf",
+    "scipy.stats.truncnorm.pdf", "scipy.stats.truncnorm.sf", "scipy.stats.beta.logpdf", "scipy.stats.beta.pdf", "scipy.stats.betabinom.logpmf", "scipy.stats.betabinom.pmf",
+  ]),
+  // takes an options object: a misspelled key raises
+  ...group("options", (f) => f(z(), B), ["scipy.stats.gaussianKde", "scipy.stats.mode", "scipy.stats.rankdata", "scipy.stats.sem"]),
+  ...none("a class: constructed with new (or through scipy.stats.gaussianKde, whose options row checks the same arguments)", [
+    "scipy.stats.GaussianKde",
+  ]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",
   ]),

@@ -1,2 +1,29 @@
-/** @file jax.scipy.stats: the distributions jaxts has (norm). */
+/** @file jax.scipy.stats: the distributions (one namespace per family, JAX's names in camelCase) and rankdata, mode, sem. */
 export * as norm from "./stats-norm-public.js";
+export * as expon from "./stats-expon-public.js";
+export * as laplace from "./stats-laplace-public.js";
+export * as logistic from "./stats-logistic-public.js";
+export * as cauchy from "./stats-cauchy-public.js";
+export * as uniform from "./stats-uniform-public.js";
+export * as pareto from "./stats-pareto-public.js";
+export * as t from "./stats-t-public.js";
+export * as beta from "./stats-beta-public.js";
+export * as gamma from "./stats-gamma-public.js";
+export * as chi2 from "./stats-chi2-public.js";
+export * as gennorm from "./stats-gennorm-public.js";
+export * as vonmises from "./stats-vonmises-public.js";
+export * as wrapcauchy from "./stats-wrapcauchy-public.js";
+export * as gumbelR from "./stats-gumbel-r-public.js";
+export * as gumbelL from "./stats-gumbel-l-public.js";
+export * as truncnorm from "./stats-truncnorm-public.js";
+export * as multivariateNormal from "./stats-multivariate-normal-public.js";
+export * as dirichlet from "./stats-dirichlet-public.js";
+export * as bernoulli from "./stats-bernoulli-public.js";
+export * as binom from "./stats-binom-public.js";
+export * as geom from "./stats-geom-public.js";
+export * as poisson from "./stats-poisson-public.js";
+export * as nbinom from "./stats-nbinom-public.js";
+export * as betabinom from "./stats-betabinom-public.js";
+export * as multinomial from "./stats-multinomial-public.js";
+export { rankdata, mode, sem, type ModeResult, type RankMethod } from "./stats-core.js";
+export { gaussianKde, GaussianKde, type BwMethod, type GaussianKdeOptions } from "./stats-kde.js";
