@@ -1,0 +1,279 @@
+/** @file jax.scipy.signal: n-D convolve / correlate (direct via lax.convGeneralDilated, or FFT), convolve2d, correlate2d, fftconvolve, detrend. */
+import type { Array, ArrayLike, NestedValue } from "../core/array.js";
+import { defaultFloatDType, isComplex, isInexact, realDType } from "../core/dtype.js";
+import * as ops from "../primitives/ops.js";
+import { convGeneralDilated } from "../lax/conv.js";
+import { promoteArgsInexact, promoteDtypes } from "../numpy/core.js";
+import { type Args, parseArgs } from "../numpy/elementwise-util.js";
+import * as fft from "../numpy/fft.js";
+import { shapeStr } from "../numpy/struct-util.js";
+
+type AL = ArrayLike | NestedValue;
+export type ConvMode = "full" | "same" | "valid";
+export type ConvMethod = "auto" | "direct" | "fft";
+
+
+/** Operands promoted to one dtype without broadcasting (ints and bools to the default float when inexact). */
+function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Array[] {
+  const ys = promoteDtypes(fn, xs);
+  return inexactOnly && ys.length && !isInexact(ys[0].dtype)
+    ? ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType))
+    : ys;
+}
+/** Two operands of equal rank, promoted to a common inexact dtype (concrete, not weak). */
+function operands(fn: string, a: AL, b: AL): [Array, Array] {
+  let [x, y] = promoteNoBroadcast(fn, true, a, b);
+  const dt = x.dtype === "float16" || x.dtype === "bfloat16" ? "float32" : x.dtype;
+  x = ops.convert(x, dt);
+  y = ops.convert(y, dt);
+  if (x.ndim === 0 || y.ndim === 0)
+    throw new Error(`${fn}: convolve/correlate of zero-dimensional arrays is not supported, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.ndim !== y.ndim)
+    throw new Error(`${fn}: in1 and in2 must have the same number of dimensions, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.size === 0 || y.size === 0)
+    throw new Error(`${fn}: in1 and in2 must be non-empty, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  return [x, y];
+}
+function checkMode(fn: string, mode: unknown): ConvMode {
+  if (mode !== "full" && mode !== "same" && mode !== "valid")
+    throw new Error(`${fn}: mode must be one of "full", "same", "valid", got ${JSON.stringify(mode)}`);
+  return mode;
+}
+/** In "valid" mode one input must be at least as large as the other in every dimension; true when in2 is the larger. */
+function validSwap(fn: string, x: Array, y: Array): boolean {
+  const ge = x.shape.every((s, i) => s >= y.shape[i]),
+    le = x.shape.every((s, i) => s <= y.shape[i]);
+  if (!ge && !le)
+    throw new Error(
+      `${fn}: for "valid" mode, one must be at least as large as the other in every dimension, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
+  return !ge;
+}
+const conj = (x: Array): Array => (isComplex(x.dtype) ? ops.conj(x) : x);
+const revAll = (x: Array): Array => ops.rev(x, [...x.shape.keys()]);
+
+/** Real n-D cross-correlation z[k] = sum_n x[n + k] y[n] with per-dimension padding (lo, hi), as one lax convolution. */
+function xcorrReal(x: Array, y: Array, pads: [number, number][]): Array {
+  const lhs = ops.reshape(x, [1, 1, ...x.shape]),
+    rhs = ops.reshape(y, [1, 1, ...y.shape]);
+  const r = convGeneralDilated(lhs, rhs, x.shape.map(() => 1), pads);
+  return ops.reshape(r, r.shape.slice(2));
+}
+/** xcorrReal for complex operands by the four real products. */
+function xcorr(x: Array, y: Array, pads: [number, number][]): Array {
+  if (!isComplex(x.dtype)) return xcorrReal(x, y, pads);
+  const [xr, xi, yr, yi] = [ops.real(x), ops.imag(x), ops.real(y), ops.imag(y)];
+  const re = ops.sub(xcorrReal(xr, yr, pads), xcorrReal(xi, yi, pads));
+  const im = ops.add(xcorrReal(xr, yi, pads), xcorrReal(xi, yr, pads));
+  return ops.complexOf(re, im);
+}
+/** Padding giving the full / same (centered on x, as scipy's _centered) / valid output of a length-k window. */
+function padsFor(mode: ConvMode, x: Array, y: Array): [number, number][] {
+  return y.shape.map((k) => {
+    if (mode === "full") return [k - 1, k - 1];
+    if (mode === "valid") return [0, 0];
+    const start = Math.floor((k - 1) / 2);
+    return [k - 1 - start, start];
+  });
+}
+/** Direct n-D convolution: the cross-correlation with the flipped kernel. */
+function convolveDirect(fn: string, x: Array, y: Array, mode: ConvMode): Array {
+  if (mode === "valid" && validSwap(fn, x, y)) [x, y] = [y, x];
+  return xcorr(x, revAll(y), padsFor(mode, x, y));
+}
+/** Direct n-D correlation (scipy's definition; in "valid" mode with the larger in2, the reversed conjugate of correlate(in2, in1)). */
+function correlateDirect(fn: string, x: Array, y: Array, mode: ConvMode): Array {
+  if (mode === "valid" && validSwap(fn, x, y)) return revAll(conj(xcorr(y, conj(x), [...x.shape.map((): [number, number] => [0, 0])])));
+  return xcorr(x, conj(y), padsFor(mode, x, y));
+}
+
+interface ConvOpts {
+  mode: ConvMode;
+  method: ConvMethod;
+  precision: unknown;
+}
+/** scipy.signal.convolve(in1, in2, mode="full", method="auto"): n-D convolution; "auto" and "direct" convolve directly (as JAX), "fft" uses fftconvolve. */
+export function convolve(
+  in1: AL,
+  in2: AL,
+  ...args: Args<[mode: ConvMode, method: ConvMethod, precision: unknown], Partial<ConvOpts>>
+): Array {
+  const fn = "scipy.signal.convolve";
+  const o = parseArgs<ConvOpts>(fn, args, ["mode", "method", "precision"]);
+  const mode = checkMode(fn, o.mode ?? "full");
+  const method = o.method ?? "auto";
+  if (method !== "auto" && method !== "direct" && method !== "fft")
+    throw new Error(`${fn}: method must be "auto", "direct" or "fft", got ${JSON.stringify(method)}`);
+  const [x, y] = operands(fn, in1, in2);
+  if (method === "fft") return fftconvolve(x, y, { mode });
+  return convolveDirect(fn, x, y, mode);
+}
+/** scipy.signal.correlate(in1, in2, mode="full", method="auto"): n-D cross-correlation z[k] = sum_n in1[n + k] conj(in2[n]). */
+export function correlate(
+  in1: AL,
+  in2: AL,
+  ...args: Args<[mode: ConvMode, method: ConvMethod, precision: unknown], Partial<ConvOpts>>
+): Array {
+  const fn = "scipy.signal.correlate";
+  const o = parseArgs<ConvOpts>(fn, args, ["mode", "method", "precision"]);
+  const mode = checkMode(fn, o.mode ?? "full");
+  const method = o.method ?? "auto";
+  if (method !== "auto" && method !== "direct" && method !== "fft")
+    throw new Error(`${fn}: method must be "auto", "direct" or "fft", got ${JSON.stringify(method)}`);
+  const [x, y] = operands(fn, in1, in2);
+  if (method === "fft") {
+    if (mode === "valid" && validSwap(fn, x, y)) return revAll(conj(fftconvolve(y, revAll(conj(x)), { mode })));
+    return fftconvolve(x, revAll(conj(y)), { mode });
+  }
+  return correlateDirect(fn, x, y, mode);
+}
+interface Conv2dOpts {
+  mode: ConvMode;
+  boundary: string;
+  fillvalue: number;
+  precision: unknown;
+}
+function conv2dArgs(fn: string, in1: AL, in2: AL, args: readonly unknown[]): [Array, Array, ConvMode] {
+  const o = parseArgs<Conv2dOpts>(fn, args, ["mode", "boundary", "fillvalue", "precision"]);
+  if ((o.boundary ?? "fill") !== "fill" || (o.fillvalue ?? 0) !== 0)
+    throw new Error(`${fn}: only boundary="fill" with fillvalue=0 is supported (as JAX)`);
+  const mode = checkMode(fn, o.mode ?? "full");
+  const [x, y] = operands(fn, in1, in2);
+  if (x.ndim !== 2) throw new Error(`${fn}: inputs must be 2-D, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  return [x, y, mode];
+}
+/** scipy.signal.convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0): 2-D convolution. */
+export function convolve2d(
+  in1: AL,
+  in2: AL,
+  ...args: Args<[mode: ConvMode, boundary: string, fillvalue: number, precision: unknown], Partial<Conv2dOpts>>
+): Array {
+  const fn = "scipy.signal.convolve2d";
+  const [x, y, mode] = conv2dArgs(fn, in1, in2, args);
+  return convolveDirect(fn, x, y, mode);
+}
+/** scipy.signal.correlate2d(in1, in2, mode="full", boundary="fill", fillvalue=0): 2-D cross-correlation. */
+export function correlate2d(
+  in1: AL,
+  in2: AL,
+  ...args: Args<[mode: ConvMode, boundary: string, fillvalue: number, precision: unknown], Partial<Conv2dOpts>>
+): Array {
+  const fn = "scipy.signal.correlate2d";
+  const [x, y, mode] = conv2dArgs(fn, in1, in2, args);
+  return correlateDirect(fn, x, y, mode);
+}
+
+/** x[..] sliced to `shape` about its center along `axes` (scipy's _centered). */
+function centered(x: Array, shape: number[], axes: number[]): Array {
+  let r = x;
+  for (const ax of axes) {
+    const cur = r.shape[ax],
+      want = shape[ax];
+    const start = Math.floor((cur - want) / 2);
+    r = ops.sliceInDim(r, start, start + want, 1, ax);
+  }
+  return r;
+}
+/**
+ * scipy.signal.fftconvolve(in1, in2, mode="full", axes=null): convolution by FFT over `axes` (all by default); the
+ * other dimensions must match or be 1 and broadcast. Real inputs use rfftn / irfftn.
+ */
+export function fftconvolve(
+  in1: AL,
+  in2: AL,
+  ...args: Args<[mode: ConvMode, axes: number[] | number | null], { mode?: ConvMode; axes?: number[] | number | null }>
+): Array {
+  const fn = "scipy.signal.fftconvolve";
+  const o = parseArgs<{ mode: ConvMode; axes: number[] | number | null }>(fn, args, ["mode", "axes"]);
+  const mode = checkMode(fn, o.mode ?? "full");
+  let [x, y] = operands(fn, in1, in2);
+  const nd = x.ndim;
+  const axes0 = o.axes === undefined || o.axes === null ? [...x.shape.keys()] : typeof o.axes === "number" ? [o.axes] : o.axes;
+  const axes = axes0.map((a) => {
+    if (!Number.isInteger(a) || a < -nd || a >= nd) throw new Error(`${fn}: axis ${a} is out of bounds for ${nd}-D inputs`);
+    return a < 0 ? a + nd : a;
+  });
+  if (new Set(axes).size !== axes.length) throw new Error(`${fn}: axes must be unique, got ${JSON.stringify(axes0)}`);
+  const other = [...x.shape.keys()].filter((d) => !axes.includes(d));
+  for (const d of other)
+    if (x.shape[d] !== y.shape[d] && x.shape[d] !== 1 && y.shape[d] !== 1)
+      throw new Error(
+        `${fn}: in1 ${shapeStr(x.shape)} and in2 ${shapeStr(y.shape)} must match or be 1 in the non-transformed dimension ${d}`,
+      );
+  if (mode === "valid") {
+    const ge = axes.every((d) => x.shape[d] >= y.shape[d]),
+      le = axes.every((d) => x.shape[d] <= y.shape[d]);
+    if (!ge && !le)
+      throw new Error(
+        `${fn}: for "valid" mode, one must be at least as large as the other in every transformed dimension, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+      );
+    if (!ge) [x, y] = [y, x];
+  }
+  const s = axes.map((d) => x.shape[d] + y.shape[d] - 1);
+  const cplx = isComplex(x.dtype);
+  const fx = cplx ? fft.fftn(x, { s, axes }) : fft.rfftn(x, { s, axes });
+  const fy = cplx ? fft.fftn(y, { s, axes }) : fft.rfftn(y, { s, axes });
+  let r = cplx ? fft.ifftn(ops.mul(fx, fy), { s, axes }) : fft.irfftn(ops.mul(fx, fy), { s, axes });
+  if (!cplx && r.dtype !== x.dtype) r = ops.convert(r, x.dtype);
+  if (mode === "full") return r;
+  const want = [...r.shape];
+  for (const d of axes) want[d] = mode === "same" ? x.shape[d] : x.shape[d] - y.shape[d] + 1;
+  return centered(r, want, axes);
+}
+
+/**
+ * scipy.signal.detrend(data, axis=-1, type="linear", bp=0): subtracts the mean ("constant") or a least-squares line
+ * ("linear") along axis; with breakpoints bp (static indices) each segment between them gets its own line, as scipy.
+ */
+export function detrend(
+  data: AL,
+  ...args: Args<
+    [axis: number, type: "linear" | "constant", bp: number | number[], overwriteData: unknown],
+    { axis?: number; type?: "linear" | "constant"; bp?: number | number[]; overwriteData?: unknown }
+  >
+): Array {
+  const fn = "scipy.signal.detrend";
+  const o = parseArgs<{ axis: number; type: string; bp: number | number[] }>(fn, args, ["axis", "type", "bp", "overwriteData"]);
+  const type = o.type ?? "linear";
+  if (!["linear", "l", "constant", "c"].includes(type))
+    throw new Error(`${fn}: trend type must be "linear" or "constant", got ${JSON.stringify(type)}`);
+  let x = promoteArgsInexact(fn, data)[0];
+  x = ops.convert(x, x.dtype);
+  if (x.ndim === 0) throw new Error(`${fn}: data must be at least 1-D, got a scalar`);
+  const ax0 = o.axis ?? -1;
+  if (!Number.isInteger(ax0) || ax0 < -x.ndim || ax0 >= x.ndim)
+    throw new Error(`${fn}: axis ${ax0} is out of bounds for data of shape ${shapeStr(x.shape)}`);
+  const ax = ax0 < 0 ? ax0 + x.ndim : ax0;
+  const N = x.shape[ax];
+  const mean = (v: Array): Array =>
+    ops.div(ops.reduceSum(v, [ax]), ops.full([], v.shape[ax], v.dtype));
+  const keep = (v: Array, like: Array): Array =>
+    ops.broadcastInDim(v, like.shape, [...like.shape.keys()].filter((d) => d !== ax));
+  if (type === "constant" || type === "c") return ops.sub(x, keep(mean(x), x));
+  const bps = (typeof o.bp === "number" || o.bp === undefined ? [o.bp ?? 0] : o.bp).map((b) => {
+    if (!Number.isInteger(b) || b < 0 || b > N)
+      throw new Error(`${fn}: breakpoints must be static integers in [0, ${N}], got ${JSON.stringify(o.bp)}`);
+    return b;
+  });
+  const edges = [...new Set([0, ...bps, N])].sort((a, b) => a - b);
+  const parts: Array[] = [];
+  const rdt = realDType(x.dtype);
+  for (let m = 0; m + 1 < edges.length; m++) {
+    const seg = ops.sliceInDim(x, edges[m], edges[m + 1], 1, ax);
+    const L = edges[m + 1] - edges[m];
+    if (L < 2) {
+      parts.push(ops.sub(seg, seg));
+      continue;
+    }
+    // least squares y ~ a t + b on t = 1..L (centered): a = sum(tc (y - ym)) / sum(tc^2)
+    const tc = ops.convert(
+      ops.sub(ops.iota(rdt, seg.shape, ax), ops.full(seg.shape, (L - 1) / 2, rdt)),
+      x.dtype,
+    );
+    const ym = keep(mean(seg), seg);
+    const den = ((L - 1) * L * (L + 1)) / 12;
+    const slope = ops.div(ops.reduceSum(ops.mul(tc, ops.sub(seg, ym)), [ax]), ops.full([], den, x.dtype));
+    parts.push(ops.sub(ops.sub(seg, ym), ops.mul(keep(slope, seg), tc)));
+  }
+  return parts.length === 1 ? parts[0] : ops.concatenate(parts, ax);
+}
