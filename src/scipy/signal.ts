@@ -160,7 +160,11 @@ export function correlate2d(
 ): Array {
   const fn = "scipy.signal.correlate2d";
   const [x, y, mode] = conv2dArgs(fn, in1, in2, args);
-  return correlateDirect(fn, x, y, mode);
+  // scipy's correlate2d centers "same" (and orients a swapped "valid") unlike correlate: it is the flipped
+  // convolution of the flipped in1 with conj(in2) (JAX's formulation)
+  if (mode === "full") return correlateDirect(fn, x, y, mode);
+  if (mode === "valid" && validSwap(fn, x, y)) return convolveDirect(fn, revAll(y), conj(x), mode);
+  return revAll(convolveDirect(fn, revAll(x), conj(y), mode));
 }
 
 /** x[..] sliced to `shape` about its center along `axes` (scipy's _centered). */
@@ -213,7 +217,12 @@ export function fftconvolve(
   const cplx = isComplex(x.dtype);
   const fx = cplx ? fft.fftn(x, { s, axes }) : fft.rfftn(x, { s, axes });
   const fy = cplx ? fft.fftn(y, { s, axes }) : fft.rfftn(y, { s, axes });
-  let r = cplx ? fft.ifftn(ops.mul(fx, fy), { s, axes }) : fft.irfftn(ops.mul(fx, fy), { s, axes });
+  // the non-transformed dimensions broadcast (one of them may be 1)
+  const common = fx.shape.map((v, d) => Math.max(v, fy.shape[d]));
+  const bc = (v: Array): Array =>
+    v.shape.every((n, d) => n === common[d]) ? v : ops.broadcastInDim(v, common, [...v.shape.keys()]);
+  const prod = ops.mul(bc(fx), bc(fy));
+  let r = cplx ? fft.ifftn(prod, { s, axes }) : fft.irfftn(prod, { s, axes });
   if (!cplx && r.dtype !== x.dtype) r = ops.convert(r, x.dtype);
   if (mode === "full") return r;
   const want = [...r.shape];
