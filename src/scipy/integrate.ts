@@ -6,10 +6,7 @@ import { trapezoid as jnpTrapezoid } from "../numpy/elementwise-misc.js";
 /** scipy.integrate.trapezoid(y, x=null, dx=1.0, axis=-1): sum(d * (y[1:] + y[:-1]) / 2) with d = diff(x) or dx. */
 export function trapezoid(
   y: ArrayInput,
-  ...args: Args<
-    [x: ArrayInput | null, dx: number, axis: number],
-    { x?: ArrayInput | null; dx?: number; axis?: number }
-  >
+  ...args: Args<[x: ArrayInput | null, dx: number, axis: number], { x?: ArrayInput | null; dx?: number; axis?: number }>
 ): Array {
   return jnpTrapezoid(y, ...args);
 }

@@ -32,7 +32,11 @@ const PADE: Record<number, number[]> = {
     670442572800, 33522128640, 1323241920, 40840800, 960960, 16380, 182, 1,
   ],
 };
-const THETA64 = { orders: [3, 5, 7, 9, 13], conds: [0.01495585217958292, 0.253939833006323, 0.9504178996162932, 2.097847961257068], maxnorm: 5.371920351148152 };
+const THETA64 = {
+  orders: [3, 5, 7, 9, 13],
+  conds: [0.01495585217958292, 0.253939833006323, 0.9504178996162932, 2.097847961257068],
+  maxnorm: 5.371920351148152,
+};
 const THETA32 = { orders: [3, 5, 7], conds: [0.4258730016922831, 1.880152677804762], maxnorm: 3.92572478313866 };
 
 /** [U, V] of the order-m Pade approximant exp(A) ~ (V - U)^-1 (V + U): U holds the odd powers, V the even. */
@@ -84,7 +88,10 @@ export function expm(
   ...args: Args<[upperTriangular: boolean, maxSquarings: number], { upperTriangular?: boolean; maxSquarings?: number }>
 ): Array {
   const fn = "scipy.linalg.expm";
-  const o = parseArgs<{ upperTriangular: boolean; maxSquarings: number }>(fn, args, ["upperTriangular", "maxSquarings"]);
+  const o = parseArgs<{ upperTriangular: boolean; maxSquarings: number }>(fn, args, [
+    "upperTriangular",
+    "maxSquarings",
+  ]);
   const maxSq = o.maxSquarings ?? 16;
   if (!Number.isInteger(maxSq) || maxSq < 0)
     throw new Error(`${fn}: maxSquarings must be a static non-negative integer, got ${maxSq}`);
@@ -105,8 +112,7 @@ export function expm(
   const As = ops.mul(a, perMatrix(ops.convert(scale, a.dtype), a.shape));
   // index of the Pade order: the number of thresholds <= ||A||_1 (jnp.digitize), per matrix
   let idx = ops.full(l1.shape, 0, "int32");
-  for (const cnd of th.conds)
-    idx = ops.add(idx, ops.convert(ops.ge(l1, ops.full([], cnd, rdt)), "int32"));
+  for (const cnd of th.conds) idx = ops.add(idx, ops.convert(ops.ge(l1, ops.full([], cnd, rdt)), "int32"));
   let U: Array | null = null,
     V: Array | null = null;
   th.orders.forEach((m, k) => {
@@ -185,7 +191,8 @@ export function toeplitz(c: AL, ...args: Args<[r: AL | null], { r?: AL | null }>
   if (rr.ndim === 0) rr = ops.reshape(rr, [1]);
   const m = cc.shape[cc.ndim - 1],
     n = rr.shape[rr.ndim - 1];
-  if (m === 0 || n === 0) throw new Error(`${fn}: c and r must be non-empty, got shapes ${shapeStr(cc.shape)}, ${shapeStr(rr.shape)}`);
+  if (m === 0 || n === 0)
+    throw new Error(`${fn}: c and r must be non-empty, got shapes ${shapeStr(cc.shape)}, ${shapeStr(rr.shape)}`);
   const bc = cc.shape.slice(0, -1),
     br = rr.shape.slice(0, -1);
   const nd = Math.max(bc.length, br.length);
@@ -193,7 +200,9 @@ export function toeplitz(c: AL, ...args: Args<[r: AL | null], { r?: AL | null }>
     const u = bc[bc.length - nd + i] ?? 1,
       v = br[br.length - nd + i] ?? 1;
     if (u !== v && u !== 1 && v !== 1)
-      throw new Error(`${fn}: batch dimensions of c ${shapeStr(cc.shape)} and r ${shapeStr(rr.shape)} do not broadcast`);
+      throw new Error(
+        `${fn}: batch dimensions of c ${shapeStr(cc.shape)} and r ${shapeStr(rr.shape)} do not broadcast`,
+      );
     return Math.max(u, v);
   });
   const to = (x: Array, len: number): Array =>
@@ -237,7 +246,8 @@ export function blockDiag(...arrs: AL[]): Array {
   const fn = "scipy.linalg.blockDiag";
   if (arrs.length === 0) return ops.full([1, 0], 0, defaultFloatDType());
   const xs = promoteNoBroadcast(fn, false, ...arrs).map((x, i) => {
-    if (x.ndim > 2) throw new Error(`${fn}: arguments must have at most 2 dimensions, argument ${i} has shape ${shapeStr(x.shape)}`);
+    if (x.ndim > 2)
+      throw new Error(`${fn}: arguments must have at most 2 dimensions, argument ${i} has shape ${shapeStr(x.shape)}`);
     const y = ops.convert(x, x.dtype, false);
     return x.ndim === 2 ? y : ops.reshape(y, [1, x.size]);
   });

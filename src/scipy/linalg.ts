@@ -222,7 +222,11 @@ export function luSolve(
   const perm = pivotsToPermutation(piv, n);
   const s = solveOperands("scipy.linalg.luSolve", packed, y0);
   const pm = permMatrix(
-    ops.broadcastInDim(perm, [...s.a.shape.slice(0, -1)], [...perm.shape.keys()].map((i) => i + s.a.ndim - 1 - perm.ndim)),
+    ops.broadcastInDim(
+      perm,
+      [...s.a.shape.slice(0, -1)],
+      [...perm.shape.keys()].map((i) => i + s.a.ndim - 1 - perm.ndim),
+    ),
     n,
     s.a.dtype,
   );
@@ -311,12 +315,18 @@ export function solve(
   return unvec(choSolve(choFactor(s.a, { lower: o.lower ?? false }), s.b), s.vec);
 }
 /** scipy.linalg.inv(a): jnp.linalg.inv. */
-export function inv(a: AL, ...args: Args<[overwriteA: boolean], { overwriteA?: boolean; checkFinite?: boolean }>): Array {
+export function inv(
+  a: AL,
+  ...args: Args<[overwriteA: boolean], { overwriteA?: boolean; checkFinite?: boolean }>
+): Array {
   parseArgs("scipy.linalg.inv", args, ["overwriteA", "checkFinite"]);
   return jla.inv(squareArg("scipy.linalg.inv", a));
 }
 /** scipy.linalg.det(a): jnp.linalg.det. */
-export function det(a: AL, ...args: Args<[overwriteA: boolean], { overwriteA?: boolean; checkFinite?: boolean }>): Array {
+export function det(
+  a: AL,
+  ...args: Args<[overwriteA: boolean], { overwriteA?: boolean; checkFinite?: boolean }>
+): Array {
   parseArgs("scipy.linalg.det", args, ["overwriteA", "checkFinite"]);
   return jla.det(squareArg("scipy.linalg.det", a));
 }
@@ -419,7 +429,8 @@ export function eighTridiagonal(
   const fn = "scipy.linalg.eighTridiagonal";
   const o = parseArgs<TridiagOpts>(fn, args, ["eigvalsOnly", "select", "selectRange", "tol"]);
   if (!o.eigvalsOnly) throw new Error(`${fn}: calculation of eigenvectors is not implemented (pass eigvalsOnly: true)`);
-  if ((o.select ?? "a") !== "a") throw new Error(`${fn}: only select="a" is supported, got ${JSON.stringify(o.select)}`);
+  if ((o.select ?? "a") !== "a")
+    throw new Error(`${fn}: only select="a" is supported, got ${JSON.stringify(o.select)}`);
   const [dd, ee] = inexact2(fn, d, e);
   if (dd.ndim !== 1 || ee.ndim !== 1 || ee.shape[0] !== Math.max(dd.shape[0] - 1, 0))
     throw new Error(
@@ -433,8 +444,16 @@ export function eighTridiagonal(
   const diag = ops.select(ops.eq(i, j), ops.broadcastInDim(dd, shape, [0]), zero);
   if (n < 2) return lax.eigh(diag, { symmetrizeInput: false })[1];
   const ep = ops.pad(ee, ops.full([], 0, ee.dtype), [[0, 1, 0]]);
-  const below = ops.select(ops.eq(i, ops.add(j, ops.full(shape, 1, "int32"))), ops.broadcastInDim(ep, shape, [1]), zero);
-  const above = ops.select(ops.eq(j, ops.add(i, ops.full(shape, 1, "int32"))), ops.broadcastInDim(ep, shape, [0]), zero);
+  const below = ops.select(
+    ops.eq(i, ops.add(j, ops.full(shape, 1, "int32"))),
+    ops.broadcastInDim(ep, shape, [1]),
+    zero,
+  );
+  const above = ops.select(
+    ops.eq(j, ops.add(i, ops.full(shape, 1, "int32"))),
+    ops.broadcastInDim(ep, shape, [0]),
+    zero,
+  );
   const t = ops.add(diag, ops.add(below, isComplex(ee.dtype) ? ops.conj(above) : above));
   return lax.eigh(t, { lower: true, symmetrizeInput: false })[1];
 }

@@ -54,8 +54,7 @@ registerNode(OptimizeResults, {
 const I32 = (v: number): Array => ops.full([], v, "int32");
 const B = (v: boolean): Array => ops.full([], v, "bool");
 /** where(c, a, b) with a scalar condition broadcast over a. */
-const pick = (c: Array, a: Array, b: Array): Array =>
-  ops.select(a.ndim ? ops.broadcastInDim(c, a.shape, []) : c, a, b);
+const pick = (c: Array, a: Array, b: Array): Array => ops.select(a.ndim ? ops.broadcastInDim(c, a.shape, []) : c, a, b);
 const dot = (a: Array, b: Array): Array =>
   ops.dotGeneral(a, b, [
     [[0], [0]],
@@ -148,7 +147,10 @@ function zoom(
   const threshold = finfo(E.dtype).bits < 64 ? 1e-5 : 1e-10;
   const body = (s0: ZoomState): ZoomState => {
     let s = s0;
-    const dalpha = ops.sub(s.aHi, s.aLo);
+    // the bracket's width: aHi may lie below aLo (after a hi-to-lo swap, and in the second zoom of lineSearch), so
+    // unlike JAX's signed aHi - aLo (which declares such a zoom failed at once and stalls BFGS on Rosenbrock from
+    // [-1.2, 1] after 8 steps) the test is on |aHi - aLo|, as Nocedal and Wright's interval length
+    const dalpha = ops.abs(ops.sub(s.aHi, s.aLo));
     const a = ops.min(s.aHi, s.aLo),
       b = ops.max(s.aHi, s.aLo);
     const cchk = ops.mul(S(0.2), dalpha),
@@ -287,8 +289,7 @@ function lineSearch(
   const status = pick(s.failed, I32(1), pick(ops.gt(s.i, I32(maxiter)), I32(3), I32(0)));
   // a floor on tiny steps below 64-bit precision, where they would stall the optimizer (as JAX)
   let aK = s.aStar;
-  if (finfo(dtype).bits !== 64)
-    aK = pick(ops.lt(ops.abs(aK), S(1e-8)), ops.mul(ops.sign(aK), S(1e-8)), aK);
+  if (finfo(dtype).bits !== 64) aK = pick(ops.lt(ops.abs(aK), S(1e-8)), ops.mul(ops.sign(aK), S(1e-8)), aK);
   return {
     failed: ops.or(s.failed, ops.not(s.done)),
     nfev: s.nfev,
@@ -332,7 +333,10 @@ function minimizeBfgs(f: Fn, x0: Array, o: BFGSOptions): OptimizeResults {
   const eye = ops.convert(ops.eq(ops.iota("int32", [d, d], 0), ops.iota("int32", [d, d], 1)), dtype);
   const [f0, g0] = valueAndGrad(f)(x0) as [Array, Array];
   const fv0 = ops.convert(f0, dtype);
-  type St = Record<"converged" | "failed" | "k" | "nfev" | "ngev" | "x" | "f" | "g" | "H" | "oldOld" | "lsStatus", Array>;
+  type St = Record<
+    "converged" | "failed" | "k" | "nfev" | "ngev" | "x" | "f" | "g" | "H" | "oldOld" | "lsStatus",
+    Array
+  >;
   const init: St = {
     converged: ops.lt(vnorm(g0, ord), S(gtol)),
     failed: B(false),
@@ -382,8 +386,7 @@ function minimizeBfgs(f: Fn, x0: Array, o: BFGSOptions): OptimizeResults {
     };
   };
   const s = whileLoop(
-    (st: St) =>
-      ops.and(ops.and(ops.not(st.converged), ops.not(st.failed)), ops.lt(st.k, I32(maxiter))),
+    (st: St) => ops.and(ops.and(ops.not(st.converged), ops.not(st.failed)), ops.lt(st.k, I32(maxiter))),
     body,
     init,
   );
@@ -392,17 +395,7 @@ function minimizeBfgs(f: Fn, x0: Array, o: BFGSOptions): OptimizeResults {
     I32(0),
     pick(ops.eq(s.k, I32(maxiter)), I32(1), pick(s.failed, ops.add(I32(2), s.lsStatus), I32(-1))),
   );
-  return new OptimizeResults(
-    s.x,
-    ops.and(s.converged, ops.not(s.failed)),
-    status,
-    s.f,
-    s.g,
-    s.H,
-    s.nfev,
-    s.ngev,
-    s.k,
-  );
+  return new OptimizeResults(s.x, ops.and(s.converged, ops.not(s.failed)), status, s.f, s.g, s.H, s.nfev, s.ngev, s.k);
 }
 
 /** minimize's keyword arguments. */

@@ -12,7 +12,6 @@ type AL = ArrayLike | NestedValue;
 export type ConvMode = "full" | "same" | "valid";
 export type ConvMethod = "auto" | "direct" | "fft";
 
-
 /** Operands promoted to one dtype without broadcasting (ints and bools to the default float when inexact). */
 function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Array[] {
   const ys = promoteDtypes(fn, xs);
@@ -27,9 +26,13 @@ function operands(fn: string, a: AL, b: AL): [Array, Array] {
   x = ops.convert(x, dt);
   y = ops.convert(y, dt);
   if (x.ndim === 0 || y.ndim === 0)
-    throw new Error(`${fn}: convolve/correlate of zero-dimensional arrays is not supported, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+    throw new Error(
+      `${fn}: convolve/correlate of zero-dimensional arrays is not supported, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
   if (x.ndim !== y.ndim)
-    throw new Error(`${fn}: in1 and in2 must have the same number of dimensions, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+    throw new Error(
+      `${fn}: in1 and in2 must have the same number of dimensions, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`,
+    );
   if (x.size === 0 || y.size === 0)
     throw new Error(`${fn}: in1 and in2 must be non-empty, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   return [x, y];
@@ -56,7 +59,12 @@ const revAll = (x: Array): Array => ops.rev(x, [...x.shape.keys()]);
 function xcorrReal(x: Array, y: Array, pads: [number, number][]): Array {
   const lhs = ops.reshape(x, [1, 1, ...x.shape]),
     rhs = ops.reshape(y, [1, 1, ...y.shape]);
-  const r = convGeneralDilated(lhs, rhs, x.shape.map(() => 1), pads);
+  const r = convGeneralDilated(
+    lhs,
+    rhs,
+    x.shape.map(() => 1),
+    pads,
+  );
   return ops.reshape(r, r.shape.slice(2));
 }
 /** xcorrReal for complex operands by the four real products. */
@@ -83,7 +91,8 @@ function convolveDirect(fn: string, x: Array, y: Array, mode: ConvMode): Array {
 }
 /** Direct n-D correlation (scipy's definition; in "valid" mode with the larger in2, the reversed conjugate of correlate(in2, in1)). */
 function correlateDirect(fn: string, x: Array, y: Array, mode: ConvMode): Array {
-  if (mode === "valid" && validSwap(fn, x, y)) return revAll(conj(xcorr(y, conj(x), [...x.shape.map((): [number, number] => [0, 0])])));
+  if (mode === "valid" && validSwap(fn, x, y))
+    return revAll(conj(xcorr(y, conj(x), [...x.shape.map((): [number, number] => [0, 0])])));
   return xcorr(x, conj(y), padsFor(mode, x, y));
 }
 
@@ -139,7 +148,8 @@ function conv2dArgs(fn: string, in1: AL, in2: AL, args: readonly unknown[]): [Ar
     throw new Error(`${fn}: only boundary="fill" with fillvalue=0 is supported (as JAX)`);
   const mode = checkMode(fn, o.mode ?? "full");
   const [x, y] = operands(fn, in1, in2);
-  if (x.ndim !== 2) throw new Error(`${fn}: inputs must be 2-D, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  if (x.ndim !== 2)
+    throw new Error(`${fn}: inputs must be 2-D, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
   return [x, y, mode];
 }
 /** scipy.signal.convolve2d(in1, in2, mode="full", boundary="fill", fillvalue=0): 2-D convolution. */
@@ -192,9 +202,11 @@ export function fftconvolve(
   const mode = checkMode(fn, o.mode ?? "full");
   let [x, y] = operands(fn, in1, in2);
   const nd = x.ndim;
-  const axes0 = o.axes === undefined || o.axes === null ? [...x.shape.keys()] : typeof o.axes === "number" ? [o.axes] : o.axes;
+  const axes0 =
+    o.axes === undefined || o.axes === null ? [...x.shape.keys()] : typeof o.axes === "number" ? [o.axes] : o.axes;
   const axes = axes0.map((a) => {
-    if (!Number.isInteger(a) || a < -nd || a >= nd) throw new Error(`${fn}: axis ${a} is out of bounds for ${nd}-D inputs`);
+    if (!Number.isInteger(a) || a < -nd || a >= nd)
+      throw new Error(`${fn}: axis ${a} is out of bounds for ${nd}-D inputs`);
     return a < 0 ? a + nd : a;
   });
   if (new Set(axes).size !== axes.length) throw new Error(`${fn}: axes must be unique, got ${JSON.stringify(axes0)}`);
@@ -242,7 +254,12 @@ export function detrend(
   >
 ): Array {
   const fn = "scipy.signal.detrend";
-  const o = parseArgs<{ axis: number; type: string; bp: number | number[] }>(fn, args, ["axis", "type", "bp", "overwriteData"]);
+  const o = parseArgs<{ axis: number; type: string; bp: number | number[] }>(fn, args, [
+    "axis",
+    "type",
+    "bp",
+    "overwriteData",
+  ]);
   const type = o.type ?? "linear";
   if (!["linear", "l", "constant", "c"].includes(type))
     throw new Error(`${fn}: trend type must be "linear" or "constant", got ${JSON.stringify(type)}`);
@@ -254,10 +271,13 @@ export function detrend(
     throw new Error(`${fn}: axis ${ax0} is out of bounds for data of shape ${shapeStr(x.shape)}`);
   const ax = ax0 < 0 ? ax0 + x.ndim : ax0;
   const N = x.shape[ax];
-  const mean = (v: Array): Array =>
-    ops.div(ops.reduceSum(v, [ax]), ops.full([], v.shape[ax], v.dtype));
+  const mean = (v: Array): Array => ops.div(ops.reduceSum(v, [ax]), ops.full([], v.shape[ax], v.dtype));
   const keep = (v: Array, like: Array): Array =>
-    ops.broadcastInDim(v, like.shape, [...like.shape.keys()].filter((d) => d !== ax));
+    ops.broadcastInDim(
+      v,
+      like.shape,
+      [...like.shape.keys()].filter((d) => d !== ax),
+    );
   if (type === "constant" || type === "c") return ops.sub(x, keep(mean(x), x));
   const bps = (typeof o.bp === "number" || o.bp === undefined ? [o.bp ?? 0] : o.bp).map((b) => {
     if (!Number.isInteger(b) || b < 0 || b > N)
@@ -275,10 +295,7 @@ export function detrend(
       continue;
     }
     // least squares y ~ a t + b on t = 1..L (centered): a = sum(tc (y - ym)) / sum(tc^2)
-    const tc = ops.convert(
-      ops.sub(ops.iota(rdt, seg.shape, ax), ops.full(seg.shape, (L - 1) / 2, rdt)),
-      x.dtype,
-    );
+    const tc = ops.convert(ops.sub(ops.iota(rdt, seg.shape, ax), ops.full(seg.shape, (L - 1) / 2, rdt)), x.dtype);
     const ym = keep(mean(seg), seg);
     const den = ((L - 1) * L * (L + 1)) / 12;
     const slope = ops.div(ops.reduceSum(ops.mul(tc, ops.sub(seg, ym)), [ax]), ops.full([], den, x.dtype));
