@@ -7,6 +7,7 @@ import { promoteArgsInexact, promoteDtypes } from "../numpy/core.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import * as jla from "../numpy/linalg.js";
 import { shapeStr } from "../numpy/struct-util.js";
+import { jvp } from "../transforms/api.js";
 
 type AL = ArrayLike | NestedValue;
 
@@ -134,6 +135,36 @@ export function expm(
     R = ops.select(go, jla.matmul(R, R), R);
   }
   return R;
+}
+
+/**
+ * scipy.linalg.expm_frechet(A, E, method=null, compute_expm=true): the Frechet derivative of expm at A in direction E,
+ * `[expm(A), L(A, E)]` (or L alone when computeExpm is false). Computed as the forward-mode derivative (jvp) of expm's
+ * scaling-and-squaring evaluation, which is the Frechet derivative of that approximant.
+ */
+export function expmFrechet(
+  A: AL,
+  E: AL,
+  ...args: Args<[method: string | null, computeExpm: boolean], { method?: string | null; computeExpm?: boolean }>
+): [Array, Array] | Array {
+  const fn = "scipy.linalg.expmFrechet";
+  const o = parseArgs<{ method: string | null; computeExpm: boolean }>(fn, args, ["method", "computeExpm"]);
+  if (o.method !== undefined && o.method !== null && o.method !== "SPS" && o.method !== "blockEnlarge")
+    throw new Error(`${fn}: unknown method ${JSON.stringify(o.method)} (expected "SPS" or "blockEnlarge")`);
+  let [a, e] = promoteNoBroadcast(fn, true, A, E);
+  if (a.dtype === "float16" || a.dtype === "bfloat16") [a, e] = [ops.convert(a, "float32"), ops.convert(e, "float32")];
+  if (
+    a.ndim !== 2 ||
+    a.shape[0] !== a.shape[1] ||
+    e.ndim !== 2 ||
+    e.shape[0] !== e.shape[1] ||
+    e.shape[0] !== a.shape[0]
+  )
+    throw new Error(
+      `${fn}: expected A and E to be square matrices of the same shape, got ${shapeStr(a.shape)} and ${shapeStr(e.shape)}`,
+    );
+  const [ex, l] = jvp((x: Array) => expm(x), [a], [e]);
+  return o.computeExpm === false ? l : [ex, l];
 }
 
 // ---------------------------------------------------------------- polar

@@ -8,7 +8,7 @@ import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import * as jla from "../numpy/linalg.js";
 import { arr, shapeStr } from "../numpy/struct-util.js";
 
-export { expm, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
+export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
 
 type AL = ArrayLike | NestedValue;
 

@@ -54,6 +54,8 @@ function run(c: Case, xs: Array[]): Array[] {
       return [SL.eighTridiagonal(xs[0], xs[1], o)];
     case "expm":
       return [SL.expm(xs[0])];
+    case "expmFrechet":
+      return SL.expmFrechet(xs[0], xs[1]) as [Array, Array];
     case "toeplitz":
       return [xs.length > 1 ? SL.toeplitz(xs[0], xs[1]) : SL.toeplitz(xs[0])];
     case "hilbert":
@@ -308,6 +310,10 @@ test("scipy.linalg raises JAX's errors for bad shapes and options", () => {
     assert.throws(
       () => SL.cholesky(sq, { upper: true } as never),
       /scipy\.linalg\.cholesky: unexpected option "upper"/,
+    );
+    assert.throws(
+      () => SL.expmFrechet(sq, array([[1, 2, 3]], { dtype: "float64" })),
+      /scipy\.linalg\.expmFrechet: expected A and E to be square matrices of the same shape, got \(2, 2\) and \(1, 3\)/,
     );
     assert.deepEqual(SL.blockDiag().shape, [1, 0]);
   });
