@@ -1,0 +1,355 @@
+/** @file jax.scipy.signal spectral estimates: stft, csd, welch (windowed, detrended, overlapping segments through one FFT, as scipy's _spectral_helper). */
+import type { Array, ArrayLike, NestedValue } from "../core/array.js";
+import { type DType, complexDType, isComplex, isInexact, defaultFloatDType, realDType } from "../core/dtype.js";
+import * as ops from "../primitives/ops.js";
+import { array, promoteDtypes } from "../numpy/core.js";
+import * as fft from "../numpy/fft.js";
+import { take } from "../numpy/indexing-funcs.js";
+import { median } from "../numpy/reductions.js";
+import { shapeStr } from "../numpy/struct-util.js";
+import { detrend as detrendFn } from "./signal-detrend.js";
+
+type AL = ArrayLike | NestedValue;
+/** A window name (periodic, as scipy.signal.get_window with fftbins) or the window's samples. */
+export type WindowSpec = "hann" | "hamming" | "blackman" | "boxcar" | AL;
+export type Detrend = false | "constant" | "linear" | ((segment: Array) => Array);
+export type Boundary = "zeros" | "even" | "odd" | "constant" | null;
+
+/** The periodic window of length n (scipy's get_window(name, n, fftbins=True)). */
+function namedWindow(fn: string, name: string, n: number): number[] {
+  const c = (k: number, i: number): number => Math.cos((2 * Math.PI * k * i) / n);
+  const f: Record<string, (i: number) => number> = {
+    hann: (i) => 0.5 - 0.5 * c(1, i),
+    hamming: (i) => 0.54 - 0.46 * c(1, i),
+    blackman: (i) => 0.42 - 0.5 * c(1, i) + 0.08 * c(2, i),
+    boxcar: () => 1,
+  };
+  if (!(name in f))
+    throw new Error(
+      `${fn}: unknown window ${JSON.stringify(name)} (expected "hann", "hamming", "blackman", "boxcar" or an array)`,
+    );
+  return globalThis.Array.from({ length: n }, (_, i) => f[name](i));
+}
+
+interface HelperOpts {
+  fs: number;
+  window: WindowSpec;
+  nperseg: number | null;
+  noverlap: number | null;
+  nfft: number | null;
+  detrend: Detrend;
+  returnOnesided: boolean;
+  scaling: "density" | "spectrum";
+  axis: number;
+  mode: "psd" | "stft";
+  boundary: Boundary;
+  padded: boolean;
+}
+const staticInt = (fn: string, name: string, v: unknown, min: number): number => {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < min)
+    throw new Error(`${fn}: ${name} must be a static integer >= ${min}, got ${JSON.stringify(v)}`);
+  return v;
+};
+/** x with n points added at both ends of the last axis by the boundary rule. */
+function extend(fn: string, x: Array, n: number, boundary: Exclude<Boundary, null>): Array {
+  const L = x.shape[x.ndim - 1],
+    ax = x.ndim - 1;
+  const sl = (lo: number, hi: number): Array => ops.sliceInDim(x, lo, hi, 1, ax);
+  if (n < 1) return x;
+  if (boundary === "zeros")
+    return ops.pad(x, ops.full([], 0, x.dtype), [
+      ...x.shape.slice(0, -1).map((): [number, number, number] => [0, 0, 0]),
+      [n, n, 0],
+    ]);
+  if (n > L - 1 && boundary !== "constant")
+    throw new Error(
+      `${fn}: the extension length ${n} is too big for a signal of length ${L} (boundary ${JSON.stringify(boundary)})`,
+    );
+  const reps = (v: Array): Array =>
+    ops.broadcastInDim(
+      ops.reshape(v, v.shape.slice(0, -1)),
+      [...x.shape.slice(0, -1), n],
+      [...x.shape.keys()].slice(0, -1),
+    );
+  if (boundary === "constant") return ops.concatenate([reps(sl(0, 1)), x, reps(sl(L - 1, L))], ax);
+  const left = ops.rev(sl(1, n + 1), [ax]),
+    right = ops.rev(sl(L - n - 1, L - 1), [ax]);
+  if (boundary === "even") return ops.concatenate([left, x, right], ax);
+  const two = (v: Array): Array =>
+    ops.mul(
+      ops.full([], 2, x.dtype),
+      ops.broadcastInDim(
+        ops.reshape(v, v.shape.slice(0, -1)),
+        [...x.shape.slice(0, -1), n],
+        [...x.shape.keys()].slice(0, -1),
+      ),
+    );
+  return ops.concatenate([ops.sub(two(sl(0, 1)), left), x, ops.sub(two(sl(L - 1, L)), right)], ax);
+}
+/** Windowed, detrended FFTs of the overlapping segments of x's last axis: [..., nseg, nfreq]. */
+function segmentFfts(
+  x: Array,
+  win: Array,
+  detrend: (s: Array) => Array,
+  nperseg: number,
+  nstep: number,
+  nfft: number,
+  twosided: boolean,
+): Array {
+  const L = x.shape[x.ndim - 1];
+  const nseg = Math.floor((L - nperseg) / nstep) + 1;
+  // segment s is x[s * nstep : s * nstep + nperseg], gathered with a static index table
+  const idx = new Int32Array(nseg * nperseg);
+  for (let s = 0; s < nseg; s++) for (let j = 0; j < nperseg; j++) idx[s * nperseg + j] = s * nstep + j;
+  const table = ops.reshape(array(globalThis.Array.from(idx), { dtype: "int32" }), [nseg, nperseg]);
+  let seg = take(x, table, { axis: -1 });
+  seg = detrend(seg);
+  const w = isComplex(win.dtype) || !isComplex(seg.dtype) ? win : ops.convert(win, seg.dtype);
+  const ws = ops.broadcastInDim(ops.convert(w, isComplex(seg.dtype) ? seg.dtype : w.dtype), seg.shape, [seg.ndim - 1]);
+  const segC = isComplex(ws.dtype) && !isComplex(seg.dtype) ? ops.convert(seg, ws.dtype) : seg;
+  const prod = ops.mul(ws, segC);
+  return twosided ? fft.fft(prod, { n: nfft }) : fft.rfft(isComplex(prod.dtype) ? ops.real(prod) : prod, { n: nfft });
+}
+
+/** scipy's _spectral_helper (y null for auto-spectra): [freqs, times, result with the frequency axis at `axis` and segments last]. */
+function spectralHelper(fn: string, x0: AL, y0: AL | null, o: HelperOpts): [Array, Array, Array] {
+  let [x, y] =
+    y0 === null ? [promoteDtypes(fn, [x0])[0], null] : (promoteDtypes(fn, [x0, y0]) as [Array, Array | null]);
+  const inexact = (v: Array): Array => ops.convert(v, isInexact(v.dtype) ? v.dtype : defaultFloatDType());
+  x = inexact(x);
+  if (y) y = inexact(y);
+  if (x.ndim === 0) throw new Error(`${fn}: x must be at least 1-D, got a scalar`);
+  if (y && y.ndim !== x.ndim)
+    throw new Error(`${fn}: x and y must have the same rank, got shapes ${shapeStr(x.shape)} and ${shapeStr(y.shape)}`);
+  const axis0 = staticInt(fn, "axis", o.axis < 0 ? o.axis + x.ndim : o.axis, 0);
+  if (axis0 >= x.ndim) throw new Error(`${fn}: axis ${o.axis} is out of bounds for x of shape ${shapeStr(x.shape)}`);
+  const resultDtype: DType = complexDType(x.dtype);
+  const freqDtype: DType = realDType(resultDtype);
+  x = ops.moveaxis(x, axis0, x.ndim - 1);
+  if (y) y = ops.moveaxis(y, axis0, y.ndim - 1);
+  if (y && x.shape[x.ndim - 1] !== y.shape[y.ndim - 1]) {
+    const n = Math.max(x.shape[x.ndim - 1], y.shape[y.ndim - 1]);
+    const padTo = (v: Array): Array =>
+      ops.pad(v, ops.full([], 0, v.dtype), [
+        ...v.shape.slice(0, -1).map((): [number, number, number] => [0, 0, 0]),
+        [0, n - v.shape[v.ndim - 1], 0],
+      ]);
+    x = padTo(x);
+    y = padTo(y);
+  }
+  if (y) {
+    const bx = x.shape.slice(0, -1),
+      by = y.shape.slice(0, -1);
+    const common = bx.map((v, i) => {
+      if (v !== by[i] && v !== 1 && by[i] !== 1)
+        throw new Error(`${fn}: x and y cannot be broadcast together (${shapeStr(x!.shape)}, ${shapeStr(y!.shape)})`);
+      return Math.max(v, by[i]);
+    });
+    const L = x.shape[x.ndim - 1];
+    const to = (v: Array): Array => ops.broadcastInDim(v, [...common, L], [...v.shape.keys()]);
+    x = to(x);
+    y = to(y);
+  }
+  const inputLength = x.shape[x.ndim - 1];
+  // the window fixes nperseg when it is an array; a named window gets nperseg (default 256, at most the input length)
+  let win: Array;
+  let nperseg: number;
+  if (typeof o.window === "string") {
+    nperseg = o.nperseg === null ? 256 : staticInt(fn, "nperseg", o.nperseg, 1);
+    if (nperseg > inputLength) nperseg = inputLength;
+    win = array(namedWindow(fn, o.window, nperseg), { dtype: freqDtype });
+  } else {
+    win = promoteDtypes(fn, [o.window])[0];
+    win = ops.convert(win, isComplex(win.dtype) ? win.dtype : freqDtype);
+    if (win.ndim !== 1) throw new Error(`${fn}: the window must be 1-D, got shape ${shapeStr(win.shape)}`);
+    if (win.shape[0] > inputLength)
+      throw new Error(`${fn}: the window is longer than the input signal (${win.shape[0]} > ${inputLength})`);
+    if (o.nperseg !== null && o.nperseg !== win.shape[0])
+      throw new Error(
+        `${fn}: the value specified for nperseg (${o.nperseg}) differs from the window's length ${win.shape[0]}`,
+      );
+    nperseg = win.shape[0];
+  }
+  const noverlap = o.noverlap === null ? Math.floor(nperseg / 2) : staticInt(fn, "noverlap", o.noverlap, 0);
+  const nfft = o.nfft === null ? nperseg : staticInt(fn, "nfft", o.nfft, 1);
+  if (nfft < nperseg) throw new Error(`${fn}: nfft must be greater than or equal to nperseg (${nfft} < ${nperseg})`);
+  if (noverlap >= nperseg) throw new Error(`${fn}: noverlap must be less than nperseg (${noverlap} >= ${nperseg})`);
+  const nstep = nperseg - noverlap;
+  if (o.boundary !== null) {
+    if (!["zeros", "even", "odd", "constant"].includes(o.boundary))
+      throw new Error(
+        `${fn}: unknown boundary option ${JSON.stringify(o.boundary)} (expected "zeros", "even", "odd", "constant" or null)`,
+      );
+    x = extend(fn, x, Math.floor(nperseg / 2), o.boundary);
+    if (y) y = extend(fn, y, Math.floor(nperseg / 2), o.boundary);
+  }
+  if (o.padded) {
+    const L = x.shape[x.ndim - 1];
+    const nadd = (((-(L - nperseg) % nstep) + nstep) % nstep) % nperseg;
+    const padEnd = (v: Array): Array =>
+      ops.pad(v, ops.full([], 0, v.dtype), [
+        ...v.shape.slice(0, -1).map((): [number, number, number] => [0, 0, 0]),
+        [0, nadd, 0],
+      ]);
+    x = padEnd(x);
+    if (y) y = padEnd(y);
+  }
+  const dt = o.detrend;
+  const detrendFunc: (s: Array) => Array =
+    dt === false ? (s) => s : typeof dt === "function" ? dt : (s) => detrendFn(s, { axis: -1, type: dt });
+  const wvals = win;
+  const wsum = ops.reduceSum(wvals, [0]);
+  let scale: Array;
+  if (o.scaling === "density") {
+    const ww = ops.reduceSum(ops.mul(wvals, wvals), [0]);
+    scale = ops.div(ops.full([], 1, ww.dtype), ops.mul(ops.full([], o.fs, ww.dtype), ww));
+  } else if (o.scaling === "spectrum") scale = ops.div(ops.full([], 1, wsum.dtype), ops.mul(wsum, wsum));
+  else throw new Error(`${fn}: unknown scaling ${JSON.stringify(o.scaling)} (expected "density" or "spectrum")`);
+  if (o.mode === "stft") scale = ops.sqrt(scale);
+  const twosided = !o.returnOnesided || isComplex(x.dtype) || (y !== null && isComplex(y.dtype));
+  const freqs = twosided ? fft.fftfreq(nfft, 1 / o.fs, freqDtype) : fft.rfftfreq(nfft, 1 / o.fs, freqDtype);
+  let result = segmentFfts(x, win, detrendFunc, nperseg, nstep, nfft, twosided);
+  if (y) result = ops.mul(ops.conj(result), segmentFfts(y, win, detrendFunc, nperseg, nstep, nfft, twosided));
+  else if (o.mode === "psd") result = ops.mul(ops.conj(result), result);
+  result = ops.mul(result, ops.broadcastInDim(ops.convert(scale, result.dtype), result.shape, []));
+  if (!twosided && o.mode === "psd") {
+    const nf = result.shape[result.ndim - 1];
+    const end = nfft % 2 ? nf : nf - 1;
+    const f = new Float64Array(nf).map((_, i) => (i >= 1 && i < end ? 2 : 1));
+    const fac = ops.convert(array(globalThis.Array.from(f), { dtype: freqDtype }), result.dtype);
+    result = ops.mul(result, ops.broadcastInDim(fac, result.shape, [result.ndim - 1]));
+  }
+  const Lx = x.shape[x.ndim - 1];
+  const times: number[] = [];
+  for (let t = nperseg / 2; t <= Lx - nperseg / 2; t += nstep)
+    times.push((t - (o.boundary !== null ? nperseg / 2 : 0)) / o.fs);
+  const time = array(times, { dtype: freqDtype });
+  result = ops.convert(result, resultDtype);
+  if (!y && o.mode !== "stft") result = ops.real(result);
+  // [..., nseg, nfreq] -> the frequency axis back at `axis`, the segments last
+  result = ops.moveaxis(result, result.ndim - 1, axis0);
+  return [freqs, time, result];
+}
+
+/** stft's options (scipy.signal.stft's keywords). */
+export interface StftOptions {
+  fs?: number;
+  window?: WindowSpec;
+  nperseg?: number;
+  noverlap?: number | null;
+  nfft?: number | null;
+  detrend?: Detrend;
+  returnOnesided?: boolean;
+  boundary?: Boundary;
+  padded?: boolean;
+  axis?: number;
+}
+const pick = <T extends object>(fn: string, o: T | undefined, keys: string[]): T => {
+  const v = o ?? ({} as T);
+  for (const k of Object.keys(v))
+    if (!keys.includes(k)) throw new TypeError(`${fn}: unexpected option "${k}"; expected one of ${keys.join(", ")}`);
+  return v;
+};
+/** scipy.signal.stft(x, {fs, window="hann", nperseg=256, noverlap, nfft, detrend=false, returnOnesided, boundary="zeros", padded, axis}): `[f, t, Zxx]`. */
+export function stft(x: AL, opts?: StftOptions): [Array, Array, Array] {
+  const fn = "scipy.signal.stft";
+  const o = pick(fn, opts, [
+    "fs",
+    "window",
+    "nperseg",
+    "noverlap",
+    "nfft",
+    "detrend",
+    "returnOnesided",
+    "boundary",
+    "padded",
+    "axis",
+  ]);
+  return spectralHelper(fn, x, null, {
+    fs: o.fs ?? 1,
+    window: o.window ?? "hann",
+    nperseg: o.nperseg ?? 256,
+    noverlap: o.noverlap ?? null,
+    nfft: o.nfft ?? null,
+    detrend: o.detrend ?? false,
+    returnOnesided: o.returnOnesided ?? true,
+    scaling: "spectrum",
+    axis: o.axis ?? -1,
+    mode: "stft",
+    boundary: o.boundary === undefined ? "zeros" : o.boundary,
+    padded: o.padded ?? true,
+  });
+}
+/** csd / welch options (scipy.signal.csd's keywords). */
+export interface CsdOptions {
+  fs?: number;
+  window?: WindowSpec;
+  nperseg?: number | null;
+  noverlap?: number | null;
+  nfft?: number | null;
+  detrend?: Detrend;
+  returnOnesided?: boolean;
+  scaling?: "density" | "spectrum";
+  axis?: number;
+  average?: "mean" | "median";
+}
+const CSD_KEYS = [
+  "fs",
+  "window",
+  "nperseg",
+  "noverlap",
+  "nfft",
+  "detrend",
+  "returnOnesided",
+  "scaling",
+  "axis",
+  "average",
+];
+/** scipy's bias of the median of n chi-squared(2) periodogram values relative to their mean. */
+function medianBias(n: number): number {
+  let s = 1;
+  for (let k = 1; k <= Math.floor((n - 1) / 2); k++) s += 1 / (2 * k + 1) - 1 / (2 * k);
+  return s;
+}
+function csdImpl(fn: string, x: AL, y: AL | null, opts: CsdOptions | undefined): [Array, Array] {
+  const o = pick(fn, opts, CSD_KEYS);
+  const average = o.average ?? "mean";
+  if (average !== "mean" && average !== "median")
+    throw new Error(`${fn}: average must be "mean" or "median", got ${JSON.stringify(average)}`);
+  const [f, , p0] = spectralHelper(fn, x, y, {
+    fs: o.fs ?? 1,
+    window: o.window ?? "hann",
+    nperseg: o.nperseg ?? null,
+    noverlap: o.noverlap ?? null,
+    nfft: o.nfft ?? null,
+    detrend: o.detrend ?? "constant",
+    returnOnesided: o.returnOnesided ?? true,
+    scaling: o.scaling ?? "density",
+    axis: o.axis ?? -1,
+    mode: "psd",
+    boundary: null,
+    padded: false,
+  });
+  let p = p0;
+  const last = p.ndim - 1;
+  if (p.ndim >= 2 && p.size > 0) {
+    const nseg = p.shape[last];
+    if (nseg > 1) {
+      if (average === "median") {
+        const bias = ops.full([], medianBias(nseg), realDType(p.dtype));
+        const med = (v: Array): Array => ops.div(median(v, { axis: -1 }), bias);
+        p = isComplex(p.dtype) ? ops.complexOf(med(ops.real(p)), med(ops.imag(p))) : med(p);
+      } else p = ops.div(ops.reduceSum(p, [last]), ops.full([], nseg, p.dtype));
+    } else p = ops.reshape(p, p.shape.slice(0, -1));
+  }
+  return [f, p];
+}
+/** scipy.signal.csd(x, y, {fs, window="hann", nperseg, noverlap, nfft, detrend="constant", returnOnesided, scaling="density", axis, average="mean"}): `[f, Pxy]`. */
+export function csd(x: AL, y: AL | null, opts?: CsdOptions): [Array, Array] {
+  return csdImpl("scipy.signal.csd", x, y, opts);
+}
+/** scipy.signal.welch(x, {...csd's options}): `[f, Pxx]`, the real power spectral density by Welch's method. */
+export function welch(x: AL, opts?: CsdOptions): [Array, Array] {
+  const [f, p] = csdImpl("scipy.signal.welch", x, null, opts);
+  return [f, isComplex(p.dtype) ? ops.real(p) : p];
+}
