@@ -353,3 +353,108 @@ export function welch(x: AL, opts?: CsdOptions): [Array, Array] {
   const [f, p] = csdImpl("scipy.signal.welch", x, null, opts);
   return [f, isComplex(p.dtype) ? ops.real(p) : p];
 }
+
+/** Overlap-add of frames [..., N, T] placed nstep apart: [..., nstep (N - 1) + T]. */
+function overlapAdd(frames: Array, nstep: number): Array {
+  const nd = frames.ndim;
+  const N = frames.shape[nd - 2],
+    T = frames.shape[nd - 1];
+  const S = Math.ceil(T / nstep);
+  const batch = frames.shape.slice(0, -2);
+  const zeroPads = batch.map((): [number, number, number] => [0, 0, 0]);
+  const padded = ops.pad(frames, ops.full([], 0, frames.dtype), [...zeroPads, [0, 0, 0], [0, S * nstep - T, 0]]);
+  const total = (N - 1 + S) * nstep;
+  let out: Array | null = null;
+  // chunk s of every frame (samples s*nstep .. (s+1)*nstep) forms one contiguous run starting at s*nstep
+  for (let s = 0; s < S; s++) {
+    const chunk = ops.reshape(ops.sliceInDim(padded, s * nstep, (s + 1) * nstep, 1, nd - 1), [...batch, N * nstep]);
+    const placed = ops.pad(chunk, ops.full([], 0, frames.dtype), [
+      ...zeroPads,
+      [s * nstep, total - s * nstep - N * nstep, 0],
+    ]);
+    out = out === null ? placed : ops.add(out, placed);
+  }
+  return ops.sliceInDim(out!, 0, nstep * (N - 1) + T, 1, nd - 2);
+}
+/** istft options (scipy.signal.istft's keywords). */
+export interface IstftOptions {
+  fs?: number;
+  window?: WindowSpec;
+  nperseg?: number | null;
+  noverlap?: number | null;
+  nfft?: number | null;
+  inputOnesided?: boolean;
+  boundary?: boolean;
+  timeAxis?: number;
+  freqAxis?: number;
+}
+/**
+ * scipy.signal.istft(Zxx, {fs, window="hann", nperseg, noverlap, nfft, inputOnesided=true, boundary=true, timeAxis=-1,
+ * freqAxis=-2}): `[t, x]`, the inverse of stft by windowed overlap-add normalized by the summed squared window.
+ */
+export function istft(Zxx: AL, opts?: IstftOptions): [Array, Array] {
+  const fn = "scipy.signal.istft";
+  const o = pick(fn, opts, [
+    "fs",
+    "window",
+    "nperseg",
+    "noverlap",
+    "nfft",
+    "inputOnesided",
+    "boundary",
+    "timeAxis",
+    "freqAxis",
+  ]);
+  let z = promoteDtypes(fn, [Zxx])[0];
+  if (z.ndim < 2) throw new Error(`${fn}: the input stft must be at least 2-D, got shape ${shapeStr(z.shape)}`);
+  const canon = (name: string, a: number): number => {
+    if (!Number.isInteger(a) || a < -z.ndim || a >= z.ndim)
+      throw new Error(`${fn}: ${name} ${a} is out of bounds for Zxx of shape ${shapeStr(z.shape)}`);
+    return a < 0 ? a + z.ndim : a;
+  };
+  const fAx = canon("freqAxis", o.freqAxis ?? -2),
+    tAx = canon("timeAxis", o.timeAxis ?? -1);
+  if (fAx === tAx) throw new Error(`${fn}: timeAxis and freqAxis must differ, both are ${tAx}`);
+  z = ops.convert(z, isComplex(z.dtype) ? z.dtype : complexDType(isInexact(z.dtype) ? z.dtype : defaultFloatDType()));
+  const onesided = o.inputOnesided ?? true;
+  const nDefault = onesided ? 2 * (z.shape[fAx] - 1) : z.shape[fAx];
+  const nperseg = staticInt(fn, "nperseg", o.nperseg || nDefault, 1);
+  let nfft: number;
+  if (o.nfft === undefined || o.nfft === null) nfft = onesided && nperseg === nDefault + 1 ? nDefault + 1 : nDefault;
+  else nfft = staticInt(fn, "nfft", o.nfft, 1);
+  if (nfft < nperseg) throw new Error(`${fn}: the FFT length (${nfft}) must be at least nperseg (${nperseg})`);
+  const noverlap = staticInt(fn, "noverlap", o.noverlap || Math.floor(nperseg / 2), 0);
+  if (noverlap >= nperseg) throw new Error(`${fn}: noverlap must be less than nperseg (${noverlap} >= ${nperseg})`);
+  const nstep = nperseg - noverlap;
+  const outer = [...z.shape.keys()].filter((d) => d !== fAx && d !== tAx);
+  z = ops.transpose(z, [...outer, tAx, fAx]); // [..., N frames, nfreq]
+  const rdt = realDType(z.dtype);
+  const full = onesided ? fft.irfft(z, { n: nfft, axis: -1 }) : fft.ifft(z, { n: nfft, axis: -1 });
+  const frames = ops.sliceInDim(full, 0, nperseg, 1, full.ndim - 1); // [..., N, nperseg]
+  let win: Array;
+  if (typeof o.window === "string" || o.window === undefined)
+    win = array(namedWindow(fn, o.window ?? "hann", nperseg), { dtype: rdt });
+  else {
+    win = promoteDtypes(fn, [o.window])[0];
+    if (win.ndim !== 1 || win.shape[0] !== nperseg)
+      throw new Error(`${fn}: the window must be 1-D of length ${nperseg}, got shape ${shapeStr(win.shape)}`);
+  }
+  win = ops.convert(win, rdt);
+  const wsum = ops.reduceSum(win, [0]);
+  const wb = ops.broadcastInDim(win, frames.shape, [frames.ndim - 1]);
+  const wf = ops.convert(ops.mul(wb, ops.broadcastInDim(wsum, frames.shape, [])), frames.dtype);
+  let x = overlapAdd(ops.mul(frames, wf), nstep);
+  let norm = overlapAdd(ops.mul(wb, wb), nstep);
+  if (o.boundary ?? true) {
+    const h = Math.floor(nperseg / 2),
+      L = x.shape[x.ndim - 1];
+    x = ops.sliceInDim(x, h, L - h, 1, x.ndim - 1);
+    norm = ops.sliceInDim(norm, h, L - h, 1, norm.ndim - 1);
+  }
+  const tiny = ops.gt(norm, ops.full(norm.shape, 1e-10, norm.dtype));
+  x = ops.div(x, ops.convert(ops.select(tiny, norm, ops.full(norm.shape, 1, norm.dtype)), x.dtype));
+  if (x.ndim > 1 && tAx !== z.ndim - 1) x = ops.moveaxis(x, x.ndim - 1, fAx < tAx ? tAx - 1 : tAx);
+  // as scipy (and JAX): the times count x's first dimension
+  const time = ops.div(ops.iota(rdt, [x.shape[0]], 0), ops.full([x.shape[0]], o.fs ?? 1, rdt));
+  return [time, x];
+}

@@ -1,4 +1,4 @@
-/** @file jax.scipy.signal: n-D convolve / correlate (direct via lax.convGeneralDilated, or FFT), convolve2d, correlate2d, fftconvolve; detrend and the spectral estimates (stft, csd, welch) live in signal-detrend.ts / signal-spectral.ts. */
+/** @file jax.scipy.signal: n-D convolve / correlate (direct via lax.convGeneralDilated, or FFT), convolve2d, correlate2d, fftconvolve; detrend and the spectral estimates (stft, istft, csd, welch) live in signal-detrend.ts / signal-spectral.ts. */
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
 import { defaultFloatDType, isComplex, isInexact } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
@@ -11,6 +11,8 @@ import { shapeStr } from "../numpy/struct-util.js";
 export { detrend } from "./signal-detrend.js";
 export {
   stft,
+  istft,
+  type IstftOptions,
   csd,
   welch,
   type StftOptions,

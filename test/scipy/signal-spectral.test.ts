@@ -6,11 +6,12 @@ import type { Array } from "../../src/core/array.js";
 import * as ops from "../../src/primitives/ops.js";
 import * as SS from "../../src/scipy/signal.js";
 import { jit } from "../../src/transforms/api.js";
+import { type CFix, decodeC } from "../helpers/complex-fixtures.js";
 import { assertClose, decode, type FixArray, loadFixture } from "../helpers/fixtures.js";
 import { withX64 } from "../helpers/x64.js";
 
 interface Case {
-  fn: "stft" | "welch" | "csd";
+  fn: "stft" | "istft" | "welch" | "csd";
   in: FixArray[];
   opts: Record<string, unknown>;
   out: FixArray[];
@@ -21,6 +22,7 @@ function run(c: Case, xs: Array[]): Array[] {
   const o = { ...c.opts };
   if (o.window !== undefined && typeof o.window === "object") o.window = decode(o.window as FixArray);
   if (c.fn === "stft") return SS.stft(xs[0], o as SS.StftOptions);
+  if (c.fn === "istft") return SS.istft(xs[0], o as SS.IstftOptions);
   if (c.fn === "welch") return SS.welch(xs[0], o as SS.CsdOptions);
   return SS.csd(xs[0], xs[1], o as SS.CsdOptions);
 }
@@ -36,7 +38,7 @@ function close(y: Array, e: FixArray & { re?: number[]; im?: number[] }, tol: nu
 test("stft / welch / csd match SciPy in float64, eager and under jit", () => {
   withX64(() => {
     fx.spectral.forEach((c, i) => {
-      const xs = c.in.map(decode);
+      const xs = c.in.map((f) => decodeC(f as CFix));
       const label = `${c.fn}#${i} ${JSON.stringify(c.opts)}`;
       const outs = run(c, xs);
       assert.equal(outs.length, c.out.length, label);
@@ -49,7 +51,7 @@ test("stft / welch / csd match SciPy in float64, eager and under jit", () => {
 
 test("stft / welch in float32 give float32 / complex64 within float32 accuracy", () => {
   withX64(false, () => {
-    for (const c of fx.spectral.filter((k) => k.fn !== "csd")) {
+    for (const c of fx.spectral.filter((k) => k.fn === "stft" || k.fn === "welch")) {
       const xs = c.in.map((f) => ops.convert(decode(f), "float32"));
       const outs = run(c, xs);
       assert.equal(outs[outs.length - 1].dtype, c.fn === "stft" ? "complex64" : "float32");
@@ -79,6 +81,21 @@ test("spectral estimates raise errors naming the function and the bad value", ()
   assert.throws(
     () => SS.csd([x, x], x),
     /scipy\.signal\.csd: x and y must have the same rank, got shapes \(2, 32\) and \(32,\)/,
+  );
+  assert.throws(
+    () => SS.istft([1, 2, 3]),
+    /scipy\.signal\.istft: the input stft must be at least 2-D, got shape \(3,\)/,
+  );
+  assert.throws(
+    () =>
+      SS.istft(
+        [
+          [1, 2],
+          [3, 4],
+        ],
+        { timeAxis: 0, freqAxis: -2 },
+      ),
+    /timeAxis and freqAxis must differ/,
   );
   assert.throws(() => SS.stft(x, { npersegs: 4 } as never), /scipy\.signal\.stft: unexpected option "npersegs"/);
 });
