@@ -204,6 +204,16 @@ test("scipy.linalg batches: vmap and leading batch dimensions agree with the per
       );
     }
     // leading batch dims without vmap
+    const [pb, lb, ub] = SL.lu(as) as [Array, Array, Array];
+    assert.deepEqual(
+      [pb.shape, lb.shape, ub.shape],
+      [
+        [2, 3, 3],
+        [2, 3, 3],
+        [2, 3, 3],
+      ],
+    );
+    assertClose(pb.matmul(lb).matmul(ub), as, { rtol: 1e-12, atol: 1e-12, msg: "batched lu" });
     const e = SL.expm(as);
     assertClose(ops.squeeze(ops.sliceInDim(e, 1, 2, 1, 0), [0]), SL.expm(one(1)[0]), { msg: "batched expm" });
     const t = SL.toeplitz(

@@ -112,6 +112,27 @@ test("minimize(BFGS) under vmap over starting points, and in float32", () => {
   });
 });
 
+test("minimize takes traced args: jit over the problem data, vmap over a batch of targets", () => {
+  withX64(() => {
+    const c = fx.optimize.find((k) => k.name === "quartic")!;
+    const Q = array(c.Q!, { dtype: "float64" }),
+      q = array(c.q!, { dtype: "float64" });
+    const x0 = array(c.x0, { dtype: "float64" });
+    const j = jit((QQ: Array, qq: Array) => minimize(quartic as never, x0, [QQ, qq], { method: "BFGS" }).x)(Q, q);
+    close(j.tolist() as number[], c.x, 1e-5, "jit with traced args");
+    const qs = ops.concatenate([ops.reshape(q, [1, 3]), ops.reshape(ops.neg(q), [1, 3])], 0);
+    const xs = vmap((qq: Array) => minimize(quartic as never, x0, [Q, qq], { method: "BFGS" }).x)(qs);
+    close((xs.tolist() as number[][])[0], c.x, 1e-5, "vmap over q, lane 0");
+    // the objective is even in (x, q) -> (-x, -q), so the second lane's minimum is the negated first
+    close(
+      (xs.tolist() as number[][])[1],
+      c.x.map((v) => -v),
+      1e-5,
+      "vmap over q, lane 1",
+    );
+  });
+});
+
 test("minimize reports maxiter (status 1) and a converged start (nit 0), as JAX", () => {
   withX64(() => {
     const r = minimize(rosen, [-1.2, 1], [], { method: "BFGS", options: { maxiter: 3 } });
