@@ -22,13 +22,13 @@ function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Arra
 
 // ---------------------------------------------------------------- helpers
 /** Swaps the last two axes. */
-export function mT(x: Array): Array {
+function mT(x: Array): Array {
   const p = [...x.shape.keys()];
   [p[x.ndim - 2], p[x.ndim - 1]] = [p[x.ndim - 1], p[x.ndim - 2]];
   return ops.transpose(x, p);
 }
 /** Conjugate transpose over the last two axes (the transpose for real x). */
-export const mH = (x: Array): Array => (isComplex(x.dtype) ? ops.conj(mT(x)) : mT(x));
+const mH = (x: Array): Array => (isComplex(x.dtype) ? ops.conj(mT(x)) : mT(x));
 /** One inexact operand (float16 / bfloat16 widen to float32, as the decompositions need). */
 function inexact(fn: string, a: AL): Array {
   let x = promoteArgsInexact(fn, a)[0];

@@ -418,6 +418,8 @@ export function minimize(
   opts?: MinimizeOptions,
 ): OptimizeResults {
   const fn = "scipy.optimize.minimize";
+  if (arguments.length > 4)
+    throw new TypeError(`${fn}: takes (fun, x0, args, { method, tol, options }), got ${arguments.length} arguments`);
   if (typeof fun !== "function") throw new TypeError(`${fn}: fun must be a function`);
   if (!globalThis.Array.isArray(args))
     throw new TypeError(`${fn}: args must be an array (a tuple), got ${typeof args}`);

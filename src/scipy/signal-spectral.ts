@@ -244,7 +244,12 @@ export interface StftOptions {
   padded?: boolean;
   axis?: number;
 }
-const pick = <T extends object>(fn: string, o: T | undefined, keys: string[]): T => {
+/** The options object (keyword arguments only: JAX's positional forms are not accepted), its keys checked. */
+const pick = <T extends object>(fn: string, o: T | undefined, keys: string[], nargs = 0, maxArgs = 0): T => {
+  if (nargs > maxArgs)
+    throw new TypeError(`${fn}: takes at most ${maxArgs} arguments (the data, then one options object), got ${nargs}`);
+  if (o !== undefined && (o === null || typeof o !== "object" || globalThis.Array.isArray(o)))
+    throw new TypeError(`${fn}: expected an options object { ${keys.join(", ")} }, got ${JSON.stringify(o)}`);
   const v = o ?? ({} as T);
   for (const k of Object.keys(v))
     if (!keys.includes(k)) throw new TypeError(`${fn}: unexpected option "${k}"; expected one of ${keys.join(", ")}`);
@@ -253,18 +258,13 @@ const pick = <T extends object>(fn: string, o: T | undefined, keys: string[]): T
 /** scipy.signal.stft(x, {fs, window="hann", nperseg=256, noverlap, nfft, detrend=false, returnOnesided, boundary="zeros", padded, axis}): `[f, t, Zxx]`. */
 export function stft(x: AL, opts?: StftOptions): [Array, Array, Array] {
   const fn = "scipy.signal.stft";
-  const o = pick(fn, opts, [
-    "fs",
-    "window",
-    "nperseg",
-    "noverlap",
-    "nfft",
-    "detrend",
-    "returnOnesided",
-    "boundary",
-    "padded",
-    "axis",
-  ]);
+  const o = pick(
+    fn,
+    opts,
+    ["fs", "window", "nperseg", "noverlap", "nfft", "detrend", "returnOnesided", "boundary", "padded", "axis"],
+    arguments.length,
+    2,
+  );
   return spectralHelper(fn, x, null, {
     fs: o.fs ?? 1,
     window: o.window ?? "hann",
@@ -311,8 +311,15 @@ function medianBias(n: number): number {
   for (let k = 1; k <= Math.floor((n - 1) / 2); k++) s += 1 / (2 * k + 1) - 1 / (2 * k);
   return s;
 }
-function csdImpl(fn: string, x: AL, y: AL | null, opts: CsdOptions | undefined): [Array, Array] {
-  const o = pick(fn, opts, CSD_KEYS);
+function csdImpl(
+  fn: string,
+  x: AL,
+  y: AL | null,
+  opts: CsdOptions | undefined,
+  nargs: number,
+  maxArgs: number,
+): [Array, Array] {
+  const o = pick(fn, opts, CSD_KEYS, nargs, maxArgs);
   const average = o.average ?? "mean";
   if (average !== "mean" && average !== "median")
     throw new Error(`${fn}: average must be "mean" or "median", got ${JSON.stringify(average)}`);
@@ -346,11 +353,11 @@ function csdImpl(fn: string, x: AL, y: AL | null, opts: CsdOptions | undefined):
 }
 /** scipy.signal.csd(x, y, {fs, window="hann", nperseg, noverlap, nfft, detrend="constant", returnOnesided, scaling="density", axis, average="mean"}): `[f, Pxy]`. */
 export function csd(x: AL, y: AL | null, opts?: CsdOptions): [Array, Array] {
-  return csdImpl("scipy.signal.csd", x, y, opts);
+  return csdImpl("scipy.signal.csd", x, y, opts, arguments.length, 3);
 }
 /** scipy.signal.welch(x, {...csd's options}): `[f, Pxx]`, the real power spectral density by Welch's method. */
 export function welch(x: AL, opts?: CsdOptions): [Array, Array] {
-  const [f, p] = csdImpl("scipy.signal.welch", x, null, opts);
+  const [f, p] = csdImpl("scipy.signal.welch", x, null, opts, arguments.length, 2);
   return [f, isComplex(p.dtype) ? ops.real(p) : p];
 }
 
@@ -394,17 +401,13 @@ export interface IstftOptions {
  */
 export function istft(Zxx: AL, opts?: IstftOptions): [Array, Array] {
   const fn = "scipy.signal.istft";
-  const o = pick(fn, opts, [
-    "fs",
-    "window",
-    "nperseg",
-    "noverlap",
-    "nfft",
-    "inputOnesided",
-    "boundary",
-    "timeAxis",
-    "freqAxis",
-  ]);
+  const o = pick(
+    fn,
+    opts,
+    ["fs", "window", "nperseg", "noverlap", "nfft", "inputOnesided", "boundary", "timeAxis", "freqAxis"],
+    arguments.length,
+    2,
+  );
   let z = promoteDtypes(fn, [Zxx])[0];
   if (z.ndim < 2) throw new Error(`${fn}: the input stft must be at least 2-D, got shape ${shapeStr(z.shape)}`);
   const canon = (name: string, a: number): number => {

@@ -97,5 +97,10 @@ test("spectral estimates raise errors naming the function and the bad value", ()
       ),
     /timeAxis and freqAxis must differ/,
   );
+  assert.throws(() => SS.stft(x, 100 as never), /scipy\.signal\.stft: expected an options object/);
+  assert.throws(
+    () => (SS.welch as (...a: unknown[]) => unknown)(x, {}, 3),
+    /scipy\.signal\.welch: takes at most 2 arguments/,
+  );
   assert.throws(() => SS.stft(x, { npersegs: 4 } as never), /scipy\.signal\.stft: unexpected option "npersegs"/);
 });
