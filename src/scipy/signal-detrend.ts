@@ -20,12 +20,14 @@ export function detrend(
   >
 ): Array {
   const fn = "scipy.signal.detrend";
-  const o = parseArgs<{ axis: number; type: string; bp: number | number[] }>(fn, args, [
+  const o = parseArgs<{ axis: number; type: string; bp: number | number[]; overwriteData: unknown }>(fn, args, [
     "axis",
     "type",
     "bp",
     "overwriteData",
   ]);
+  if (o.overwriteData !== undefined && o.overwriteData !== null)
+    throw new Error(`${fn}: the overwriteData argument is not implemented (as JAX)`);
   const type = o.type ?? "linear";
   if (!["linear", "l", "constant", "c"].includes(type))
     throw new Error(`${fn}: trend type must be "linear" or "constant", got ${JSON.stringify(type)}`);

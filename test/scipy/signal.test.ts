@@ -173,6 +173,7 @@ test("scipy.signal raises JAX's errors", () => {
     () => SS.detrend([1, 2, 3], { type: "quadratic" as never }),
     /trend type must be "linear" or "constant"/,
   );
+  assert.throws(() => SS.detrend([1, 2, 3], { overwriteData: true }), /overwriteData argument is not implemented/);
   assert.throws(() => SS.detrend([1, 2, 3], { bp: [5] }), /breakpoints must be static integers in \[0, 3\]/);
 });
 
