@@ -51,15 +51,19 @@ function squareArg(fn: string, a: AL): Array {
     );
   return x;
 }
-/** Broadcasts a's batch dims against b's ([..., n, k], or [n] / [n, k] for unbatched right-hand sides). */
-function solveOperands(fn: string, a: Array, b: Array): { a: Array; b: Array; vec: boolean } {
+/**
+ * Broadcasts a's batch dims against b's. b is a (batch of) vector [..., n] when b.ndim == a.ndim - 1 (JAX's rule for
+ * the scipy.linalg solvers), or only when b is 1-D with `numpyVectors` (jnp.linalg.solve's rule, which
+ * scipy.linalg.solve's LU path follows); otherwise a (batch of) matrix [..., n, k].
+ */
+function solveOperands(fn: string, a: Array, b: Array, numpyVectors = false): { a: Array; b: Array; vec: boolean } {
   const n = a.shape[a.ndim - 1];
   if (b.ndim === 0) throw new Error(`${fn}: b must be at least 1-D, got a scalar (a has shape ${shapeStr(a.shape)})`);
-  const vec = b.ndim === 1;
-  const bm = vec ? ops.reshape(b, [b.shape[0], 1]) : b;
-  if (bm.shape[bm.ndim - 2] !== n)
+  const vec = numpyVectors ? b.ndim === 1 : b.ndim === a.ndim - 1;
+  const bm = vec ? ops.reshape(b, [...b.shape, 1]) : b;
+  if (bm.ndim < 2 || bm.shape[bm.ndim - 2] !== n)
     throw new Error(
-      `${fn}: incompatible shapes: a has shape ${shapeStr(a.shape)} and b has shape ${shapeStr(b.shape)}; expected b.shape[${vec ? 0 : -2}] == ${n}`,
+      `${fn}: incompatible shapes: a has shape ${shapeStr(a.shape)} and b has shape ${shapeStr(b.shape)}; expected b.shape[-${vec ? 1 : 2}] == ${n}`,
     );
   const ab = a.shape.slice(0, -2),
     bb = bm.shape.slice(0, -2);
@@ -310,7 +314,7 @@ export function solve(
     throw new Error(`${fn}: expected assumeA to be one of "gen", "sym", "her", "pos", got ${JSON.stringify(assume)}`);
   const [x0, y0] = inexact2(fn, a, b);
   const x = squareArg(fn, x0);
-  const s = solveOperands(fn, x, y0);
+  const s = solveOperands(fn, x, y0, assume !== "pos");
   if (assume !== "pos") return unvec(jla.solve(s.a, s.b), s.vec);
   return unvec(choSolve(choFactor(s.a, { lower: o.lower ?? false }), s.b), s.vec);
 }

@@ -203,7 +203,27 @@ test("scipy.linalg batches: vmap and leading batch dimensions agree with the per
         }),
       );
     }
-    // leading batch dims without vmap
+    // leading batch dims without vmap; b [B, n] with a [B, n, n] is a batch of vectors (JAX's b.ndim == a.ndim - 1)
+    const sb = SL.solveTriangular(as, bs, { lower: true });
+    assert.deepEqual(sb.shape, [2, 3]);
+    assertClose(
+      ops.squeeze(ops.sliceInDim(sb, 1, 2, 1, 0), [0]),
+      SL.solveTriangular(one(1)[0], one(1)[1], { lower: true }),
+      {
+        msg: "batched vector solveTriangular",
+      },
+    );
+    assertClose(
+      ops.squeeze(ops.sliceInDim(SL.solve(as, bs, { assumeA: "pos" }), 0, 1, 1, 0), [0]),
+      SL.solve(one(0)[0], one(0)[1]),
+      {
+        rtol: 1e-12,
+        atol: 1e-12,
+        msg: "batched vector solve pos",
+      },
+    );
+    assert.deepEqual(SL.luSolve(SL.luFactor(as), bs).shape, [2, 3]);
+    assert.deepEqual(SL.choSolve(SL.choFactor(as), bs).shape, [2, 3]);
     const [pb, lb, ub] = SL.lu(as) as [Array, Array, Array];
     assert.deepEqual(
       [pb.shape, lb.shape, ub.shape],
