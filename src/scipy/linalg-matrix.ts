@@ -43,7 +43,7 @@ const THETA32 = { orders: [3, 5, 7], conds: [0.4258730016922831, 1.8801526778047
 /** [U, V] of the order-m Pade approximant exp(A) ~ (V - U)^-1 (V + U): U holds the odd powers, V the even. */
 function padeUV(A: Array, m: number): [Array, Array] {
   const b = PADE[m];
-  const I = ops.broadcastInDim(lax_eye(A), A.shape, [A.ndim - 2, A.ndim - 1]);
+  const I = ops.broadcastInDim(eyeOf(A), A.shape, [A.ndim - 2, A.ndim - 1]);
   const s = (k: number, x: Array): Array => ops.mul(x, ops.full([], k, A.dtype));
   const mm = (x: Array, y: Array): Array => jla.matmul(x, y);
   const A2 = mm(A, A);
@@ -70,7 +70,7 @@ function padeUV(A: Array, m: number): [Array, Array] {
   return [U, V];
 }
 /** The n x n identity for a [..., n, n] operand. */
-function lax_eye(A: Array): Array {
+function eyeOf(A: Array): Array {
   const n = A.shape[A.ndim - 1];
   return ops.convert(ops.eq(ops.iota("int32", [n, n], 0), ops.iota("int32", [n, n], 1)), A.dtype);
 }

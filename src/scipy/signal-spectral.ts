@@ -104,9 +104,10 @@ function segmentFfts(
   const table = ops.reshape(array(globalThis.Array.from(idx), { dtype: "int32" }), [nseg, nperseg]);
   let seg = take(x, table, { axis: -1 });
   seg = detrend(seg);
-  const w = isComplex(win.dtype) || !isComplex(seg.dtype) ? win : ops.convert(win, seg.dtype);
-  const ws = ops.broadcastInDim(ops.convert(w, isComplex(seg.dtype) ? seg.dtype : w.dtype), seg.shape, [seg.ndim - 1]);
-  const segC = isComplex(ws.dtype) && !isComplex(seg.dtype) ? ops.convert(seg, ws.dtype) : seg;
+  // a complex window or complex data makes the product complex (scipy promotes both)
+  const dt = isComplex(win.dtype) ? win.dtype : seg.dtype;
+  const ws = ops.broadcastInDim(ops.convert(win, isComplex(dt) ? dt : win.dtype), seg.shape, [seg.ndim - 1]);
+  const segC = ops.convert(seg, isComplex(dt) ? dt : seg.dtype);
   const prod = ops.mul(ws, segC);
   return twosided ? fft.fft(prod, { n: nfft }) : fft.rfft(isComplex(prod.dtype) ? ops.real(prod) : prod, { n: nfft });
 }
