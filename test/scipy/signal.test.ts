@@ -1,11 +1,10 @@
-/** @file jax.scipy.signal and jax.scipy.integrate against SciPy fixtures (test/fixtures/scipy-linalg.json): eager and jit, float32, complex, vmap, gradients, errors. */
+/** @file jax.scipy.signal against SciPy fixtures (test/fixtures/scipy-linalg.json): eager and jit, float32, complex, vmap, gradients, errors. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import "../../src/index.js";
 import type { Array } from "../../src/core/array.js";
 import { array } from "../../src/numpy/core.js";
 import * as ops from "../../src/primitives/ops.js";
-import * as SI from "../../src/scipy/integrate.js";
 import * as SS from "../../src/scipy/signal.js";
 import { jit, vmap } from "../../src/transforms/api.js";
 import { checkGrad } from "../helpers/finite-diff.js";
@@ -18,12 +17,7 @@ interface Case {
   opts: Record<string, unknown>;
   out: FixArray[];
 }
-interface ICase {
-  in: FixArray[];
-  opts: Record<string, unknown>;
-  out: FixArray;
-}
-const fx = loadFixture<{ signal: Case[]; integrate: ICase[] }>("scipy-linalg.json");
+const fx = loadFixture<{ signal: Case[] }>("scipy-linalg.json");
 
 function run(c: Case, x: Array, y: Array): Array {
   const o = c.opts as never;
@@ -175,16 +169,4 @@ test("scipy.signal raises JAX's errors", () => {
   );
   assert.throws(() => SS.detrend([1, 2, 3], { overwriteData: true }), /overwriteData argument is not implemented/);
   assert.throws(() => SS.detrend([1, 2, 3], { bp: [5] }), /breakpoints must be static integers in \[0, 3\]/);
-});
-
-test("scipy.integrate.trapezoid matches SciPy", () => {
-  withX64(() => {
-    for (const c of fx.integrate) {
-      const xs = c.in.map(decode);
-      const r = xs.length > 1 ? SI.trapezoid(xs[0], xs[1], c.opts as never) : SI.trapezoid(xs[0], c.opts as never);
-      assertClose(r, c.out, { rtol: 1e-12, atol: 1e-12, msg: `trapezoid ${JSON.stringify(c.opts)}` });
-      const j = jit((y: Array) => SI.trapezoid(y, xs[1] ?? null, c.opts as never))(xs[0]);
-      assertClose(j, c.out, { rtol: 1e-12, atol: 1e-12, msg: `jit trapezoid ${JSON.stringify(c.opts)}` });
-    }
-  });
 });
