@@ -30,6 +30,11 @@ const y = () =>
     [4, 5, 6],
   ]);
 const z = () => np.array([1, 2, 3]);
+const sq = () =>
+  np.array([
+    [4, 1],
+    [1, 3],
+  ]);
 const key = () => jaxts.random.key(0);
 const img = () => np.ones([1, 1, 4, 4]);
 const ker = () => np.ones([1, 1, 2, 2]);
@@ -362,6 +367,21 @@ const TABLE: Map<string, Row> = new Map([
   ...none("a class: constructed with new (or through scipy.stats.gaussianKde, whose options row checks the same arguments)", [
     "scipy.stats.GaussianKde",
   ]),
+  // takes an options object: a misspelled key raises (scipy.linalg / signal / integrate / optimize)
+  ...group("options", (f) => f(sq(), B), [
+    "scipy.integrate.trapezoid", "scipy.linalg.choFactor", "scipy.linalg.cholesky", "scipy.linalg.det", "scipy.linalg.eigh",
+    "scipy.linalg.expm", "scipy.linalg.inv", "scipy.linalg.lu", "scipy.linalg.luFactor", "scipy.linalg.polar", "scipy.linalg.qr",
+    "scipy.linalg.svd", "scipy.linalg.toeplitz", "scipy.signal.detrend", "scipy.signal.istft", "scipy.signal.stft", "scipy.signal.welch",
+  ]),
+  ...group("options", (f) => f(sq(), sq(), B), [
+    "scipy.linalg.choSolve", "scipy.linalg.eighTridiagonal", "scipy.linalg.expmFrechet", "scipy.linalg.luSolve",
+    "scipy.linalg.solve", "scipy.linalg.solveTriangular", "scipy.signal.convolve", "scipy.signal.convolve2d",
+    "scipy.signal.correlate", "scipy.signal.correlate2d", "scipy.signal.csd", "scipy.signal.fftconvolve",
+  ]),
+  one("scipy.optimize.minimize", "options", (f) => f((v: jaxts.Array) => np.sum(np.square(v)), np.array([1, 2]), [], { method: "BFGS", ...B })),
+  one("scipy.linalg.hilbert", "fixed", (f) => f(2, B)),
+  ...none("variadic arrays (scipy's block_diag(*arrs)); an options object is not an array and raises", ["scipy.linalg.blockDiag"]),
+  ...none("a result class (OptimizeResults), constructed by minimize", ["scipy.optimize.OptimizeResults"]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",
   ]),

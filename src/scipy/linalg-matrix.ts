@@ -1,5 +1,6 @@
 /** @file jax.scipy.linalg matrix functions and constructors: expm (Pade + scaling and squaring), polar (via svd), toeplitz, hilbert, blockDiag. */
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
+import { checkArity } from "../core/check-args.js";
 import { defaultFloatDType, isComplex, isInexact } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import * as lax from "../lax/linalg.js";
@@ -266,6 +267,7 @@ export function toeplitz(c: AL, ...args: Args<[r: AL | null], { r?: AL | null }>
 }
 /** scipy.linalg.hilbert(n): h[i, j] = 1 / (i + j + 1), in the default float dtype. */
 export function hilbert(n: number): Array {
+  checkArity("scipy.linalg.hilbert", arguments, 1, "scipy.linalg.hilbert(n)");
   if (!Number.isInteger(n) || n < 0)
     throw new Error(`scipy.linalg.hilbert: n must be a static non-negative integer, got ${n}`);
   const dt = defaultFloatDType();
