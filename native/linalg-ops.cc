@@ -1,4 +1,4 @@
-/** @file ONNX Runtime custom ops jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky: the float64 reference kernels of src/backends/interpreter/linalg-kernels.ts step for step, batched over leading dims. */
+/** @file ONNX Runtime custom ops jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr: the float64 reference kernels of src/backends/interpreter/linalg-kernels.ts step for step, batched over leading dims. */
 // Every element sees the same float64 operations in the same order as the TypeScript reference (the build passes
 // -ffp-contract=off, so a - b * c is never fused), so results equal the interpreter's bit for bit. Loops are only
 // reordered where elements are independent (the columns of a left-side solve, the rows of a Schur update), and work
@@ -180,6 +180,93 @@ void LuOne(double* w, int32_t* piv, int32_t* perm, int64_t m, int64_t n) {
   for (int64_t j = 0; j < k; j++) std::swap(perm[j], perm[piv[j]]);
 }
 
+/** JavaScript's Math.max(x, y) on non-negative values: NaN when either is NaN. */
+double JsMax(double x, double y) { return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::quiet_NaN() : (y > x ? y : x); }
+
+/** Math.hypot(a, b) as V8 computes it: inf if either is inf, NaN if either is NaN, else max * sqrt((|a|/max)^2 + (|b|/max)^2). */
+double JsHypot(double a, double b) {
+  const double x = std::fabs(a), y = std::fabs(b);
+  if (x == HUGE_VAL || y == HUGE_VAL) return HUGE_VAL;
+  if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+  const double mx = y > x ? y : x;
+  if (mx == 0) return 0;
+  // V8's Kahan-compensated sum of the scaled squares: for two terms the compensation stays exactly 0
+  const double p = x / mx, q = y / mx;
+  const double sum = p * p + q * q;
+  return std::sqrt(sum) * mx;
+}
+
+/** ||w[start + t stride]||, t < count, scaled by the largest magnitude (the reference's scaledNorm; NaN/inf pass through). */
+double ScaledNorm(const double* w, int64_t stride, int64_t count) {
+  double scale = 0;
+  for (int64_t t = 0; t < count; t++) scale = JsMax(scale, std::fabs(w[t * stride]));
+  if (scale == 0 || !std::isfinite(scale)) return scale;
+  double ss = 0;
+  for (int64_t t = 0; t < count; t++) {
+    const double v = w[t * stride] / scale;
+    ss += v * v;
+  }
+  return scale * std::sqrt(ss);
+}
+
+/**
+ * Applies H = I - tau v v^T (v = [1; x[j+1..m) of column j of `v`, stride ldv]) to columns [c0, c1) of rows j..m of
+ * q [m, ldq]: s_c = tau (q[j, c] + sum_{i>j} v_i q[i, c]) in ascending i; a column with s_c == 0 is left alone;
+ * otherwise q[j, c] -= s_c and q[i, c] -= s_c v_i. `s` is scratch of c1 entries.
+ */
+void ApplyReflector(const double* v, int64_t ldv, int64_t j, double tau, double* q, int64_t ldq, int64_t m, int64_t c0,
+                    int64_t c1, double* s) {
+  for (int64_t c = c0; c < c1; c++) s[c] = q[j * ldq + c];
+  for (int64_t i = j + 1; i < m; i++) {
+    const double vi = v[i * ldv + j];
+    const double* __restrict qi = q + i * ldq;
+    for (int64_t c = c0; c < c1; c++) s[c] += vi * qi[c];
+  }
+  for (int64_t c = c0; c < c1; c++) {
+    s[c] *= tau;
+    if (s[c] != 0) q[j * ldq + c] -= s[c];
+  }
+  for (int64_t i = j + 1; i < m; i++) {
+    const double vi = v[i * ldv + j];
+    double* __restrict qi = q + i * ldq;
+    for (int64_t c = c0; c < c1; c++) qi[c] = s[c] != 0 ? qi[c] - s[c] * vi : qi[c];
+  }
+}
+
+/**
+ * Householder QR of w [m, n] (K.qr: dgeqrf with dlarfg's reflectors, then dorgqr): reflector j has
+ * beta = -sign(alpha) hypot(alpha, ||x||), tau = (beta - alpha) / beta, v = [1; x / (alpha - beta)] (tau = 0 when
+ * ||x|| = 0). Writes q [m, qc] and r [rr, n] (qc = rr = m when full, else min(m, n)). `s` is scratch of max(n, qc).
+ */
+void QrOne(double* w, double* taus, double* q, double* r, int64_t m, int64_t n, bool full, double* s) {
+  const int64_t k = std::min(m, n), qc = full ? m : k, rr = full ? m : k;
+  for (int64_t j = 0; j < k; j++) {
+    taus[j] = 0;
+    const double alpha = w[j * n + j];
+    const double xnorm = ScaledNorm(w + (j + 1) * n + j, n, m - j - 1);
+    if (xnorm == 0) continue;  // H_j = I
+    const bool negAlpha = alpha < 0 || (alpha == 0 && std::signbit(alpha));
+    const double beta = (negAlpha ? 1.0 : -1.0) * JsHypot(alpha, xnorm);
+    const double tau = (beta - alpha) / beta;
+    const double inv = 1 / (alpha - beta);
+    for (int64_t i = j + 1; i < m; i++) w[i * n + j] *= inv;
+    w[j * n + j] = beta;
+    taus[j] = tau;
+    ApplyReflector(w, n, j, tau, w, n, m, j + 1, n, s);
+  }
+  // R: the upper triangle of the first rr rows
+  std::fill(r, r + rr * n, 0.0);
+  for (int64_t i = 0; i < std::min(rr, m); i++)
+    for (int64_t c = i; c < n; c++) r[i * n + c] = w[i * n + c];
+  // Q = H_0 ... H_{k-1} applied to the first qc columns of the identity, last reflector first
+  std::fill(q, q + m * qc, 0.0);
+  for (int64_t i = 0; i < qc; i++) q[i * qc + i] = 1;
+  for (int64_t j = k - 1; j >= 0; j--) {
+    if (taus[j] == 0) continue;
+    ApplyReflector(w, n, j, taus[j], q, qc, m, j, qc, s);
+  }
+}
+
 // ---------------------------------------------------------------- ORT kernels
 struct TsAttrs {
   bool left = false, lower = false, trans = false, unit = false;
@@ -290,6 +377,44 @@ St TsCompute(void* kp, OrtKernelContext* ctx) {
   return ParallelFor(ctx, size_t(batch), task);
 }
 
+struct QrAttrs {
+  bool full = false;
+};
+St CreateQrV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
+  auto* k = new QrAttrs();
+  k->full = KernelIntAttr(g_api, info, "full_matrices", 0) != 0;
+  *out = k;
+  return nullptr;
+}
+void* CreateQr(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  CreateQrV2(op, api, info, &k);
+  return k;
+}
+void DestroyQr(void* k) { delete static_cast<QrAttrs*>(k); }
+
+St QrCompute(void* kp, OrtKernelContext* ctx) {
+  const bool full = static_cast<QrAttrs*>(kp)->full;
+  KernelTensor a;
+  if (St s = Input(ctx, 0, &a)) return s;
+  int64_t batch = 0, m = 0, n = 0;
+  if (St s = Matrices("Qr", "a", a, &batch, &m, &n)) return s;
+  const int64_t k = std::min(m, n), qc = full ? m : k, rr = full ? m : k;
+  std::vector<int64_t> qd = a.dims, rd = a.dims;
+  qd.back() = qc;
+  rd[rd.size() - 2] = rr;
+  void *q = nullptr, *r = nullptr;
+  if (St s = Output(ctx, 0, qd, &q)) return s;
+  if (St s = Output(ctx, 1, rd, &r)) return s;
+  if (batch == 0 || m == 0) return nullptr;
+  auto task = [&](size_t b) {
+    std::vector<double> w(static_cast<const double*>(a.data) + b * m * n, static_cast<const double*>(a.data) + (b + 1) * m * n);
+    std::vector<double> taus(size_t(k) + 1), s(size_t(std::max(n, qc)) + 1);
+    QrOne(w.data(), taus.data(), static_cast<double*>(q) + b * m * qc, static_cast<double*>(r) + b * rr * n, m, n, full, s.data());
+  };
+  return ParallelFor(ctx, size_t(batch), task);
+}
+
 template <St (*Compute)(void*, OrtKernelContext*)>
 void ComputeV1(void* k, OrtKernelContext* ctx) {
   // only reached if ORT ignores KernelComputeV2; errors cannot be reported from here
@@ -302,6 +427,7 @@ void ComputeV1(void* k, OrtKernelContext* ctx) {
 const char* CholeskyName(const CustomOp*) { return "Cholesky"; }
 const char* LuName(const CustomOp*) { return "Lu"; }
 const char* TsName(const CustomOp*) { return "TriangularSolve"; }
+const char* QrName(const CustomOp*) { return "Qr"; }
 const char* CpuEp(const CustomOp*) { return nullptr; }
 int DoubleType(const CustomOp*, size_t) { return kDouble; }
 int LuOutputType(const CustomOp*, size_t i) { return i == 0 ? kDouble : kInt32; }
@@ -330,6 +456,12 @@ CustomOp g_ts = {
     Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateTsV2, TsCompute,
     {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
+CustomOp g_qr = {
+    16,
+    CreateQr, QrName, CpuEp, DoubleType, One, DoubleType, Two, ComputeV1<QrCompute>, DestroyQr,
+    Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateQrV2, QrCompute,
+    {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+};
 
 }  // namespace
 
@@ -338,7 +470,8 @@ size_t LinalgCustomOps(const void* const* api, ort::CustomOp** out) {
   out[0] = &g_lu;
   out[1] = &g_ts;
   out[2] = &g_cholesky;
-  return 3;
+  out[3] = &g_qr;
+  return 4;
 }
 
 }  // namespace jaxts

@@ -48,7 +48,7 @@ export const PROGRAM_LOWERINGS: readonly ProgramLoweringRow[] = [
   nativeRow(choleskyP, "src/lowerings/linalg.ts", choleskyImpl),
   nativeRow(triangularSolveP, "src/lowerings/linalg.ts", triangularSolveImpl),
   nativeRow(luP, "src/lowerings/linalg.ts", luImpl),
-  row(qrP, "src/lowerings/linalg-decomp.ts", qrLowering),
+  nativeRow(qrP, "src/lowerings/linalg-decomp.ts", qrLowering),
   row(eighP, "src/lowerings/linalg-decomp.ts", eighLowering),
   row(svdP, "src/lowerings/linalg-decomp.ts", svdLowering),
   row(polygammaP, "src/lowerings/special.ts", polygammaLowering),

@@ -1,4 +1,4 @@
-/** @file ONNX lowerings of cholesky, triangular_solve and lu onto the native runner's float64 custom ops (jaxts.Cholesky, jaxts.TriangularSolve, jaxts.Lu), falling back to the Loop lowerings of linalg.ts. */
+/** @file ONNX lowerings of cholesky, triangular_solve, lu and qr onto the native runner's float64 custom ops (jaxts.Cholesky, jaxts.TriangularSolve, jaxts.Lu, jaxts.Qr), falling back to the Loop lowerings of linalg.ts / linalg-decomp.ts. */
 import type { ShapedArray } from "../core/aval.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
@@ -43,6 +43,11 @@ const emitTriangularSolve: NativeEmit<TriangularSolveParams> = (ctx, [a, b], p, 
   return [fromF64(ctx, x, bv)];
 };
 
+const emitQr: NativeEmit<{ full_matrices: boolean }> = (ctx, [a], p, [av]) => {
+  const [q, r] = ctx.node("Qr", [toF64(ctx, a, av)], { full_matrices: p.full_matrices ? 1 : 0 }, 2, "jaxts");
+  return [fromF64(ctx, q, av), fromF64(ctx, r, av)];
+};
+
 const emitLu: NativeEmit<Record<string, unknown>> = (ctx, [a], _p, [av]) => {
   const [lu, pivots, perm] = ctx.node("Lu", [toF64(ctx, a, av)], {}, 3, "jaxts");
   return [fromF64(ctx, lu, av), pivots, perm];
@@ -62,7 +67,7 @@ function nativeOrLoop<P extends Record<string, unknown>>(
   };
 }
 
-/** Installs the custom-op-or-Loop lowering of `prim` (cholesky, triangular_solve or lu) with the Loop `program`. */
+/** Installs the custom-op-or-Loop lowering of `prim` (cholesky, triangular_solve, lu or qr) with the Loop `program`. */
 export function setNativeLinalgLowering<P extends Record<string, unknown>>(
   prim: Primitive<P>,
   program: LoweringProgram<P>,
@@ -77,4 +82,5 @@ const NATIVE_EMITTERS: Record<string, NativeEmit<never>> = {
   cholesky: emitCholesky,
   triangular_solve: emitTriangularSolve as NativeEmit<never>,
   lu: emitLu,
+  qr: emitQr as NativeEmit<never>,
 };

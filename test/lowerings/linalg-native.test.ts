@@ -1,4 +1,4 @@
-/** @file The native linalg custom ops (jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky; src/lowerings/linalg-native.ts): chosen in native sessions, bit-equal to the interpreter, Loop lowerings elsewhere. */
+/** @file The native linalg custom ops (jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr; src/lowerings/linalg-native.ts): chosen in native sessions, bit-equal to the interpreter, Loop lowerings elsewhere. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -183,6 +183,42 @@ test(
       const special = [1, 2, 3, -1, 5, 6, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 3, 4, 0, 5, 6];
       const more = [1, 2, 3, NaN, 5, 6, 7, 8, 9, NaN, 1, 2, 3, 4, 5, 6, 7, 8, 2, 1, 0, Infinity, 3, 1, -4, 0, 2];
       exact((x) => P.lu(x), [arr(dt, [6, 3, 3], [...special, ...more])], `lu special ${dt}`, "Lu");
+    }
+  },
+);
+
+test(
+  "qr: jaxts.Qr, bit-equal q and r (reduced and full; square, tall, wide; zero columns, -0, NaN, Inf)",
+  { skip },
+  () => {
+    for (const dt of DTYPES) {
+      for (const [m, n] of [
+        [5, 5],
+        [40, 40],
+        [9, 4],
+        [4, 9],
+        [1, 3],
+      ])
+        for (const full of [false, true]) {
+          const sh = [2, m, n];
+          exact(
+            (x) => P.qr(x, full),
+            [arr(dt, sh, rand(size(sh), 17 * m + n))],
+            `qr ${dt} ${m}x${n} full=${full}`,
+            "Qr",
+          );
+        }
+      // a zero column below the diagonal (tau = 0), alpha = -0, a NaN, an Inf, a zero matrix
+      const special = [1, 2, 0, 3, 0, 4, -0, 1, 2, 0, 5, 6, 1, NaN, 2, 3, 0, 1, Infinity, 1, 0, 2, 3, 4];
+      exact((x) => P.qr(x, false), [arr(dt, [2, 4, 3], special)], `qr special ${dt}`, "Qr");
+      exact(
+        (x) => P.qr(x, true),
+        [arr(dt, [2, 3, 3], [...special.slice(0, 9), 0, 0, 0, 0, 0, 0, 0, 0, 0])],
+        `qr zero ${dt}`,
+        "Qr",
+      );
+      // alpha = -0 with a nonzero column below: beta = +hypot (LAPACK's sign of -0)
+      exact((x) => P.qr(x, false), [arr(dt, [2, 2, 2], [-0, 1, 2, 3, 0, 1, -2, 3])], `qr alpha=-0 ${dt}`, "Qr");
     }
   },
 );
