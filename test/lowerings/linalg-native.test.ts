@@ -198,6 +198,8 @@ test(
         [9, 4],
         [4, 9],
         [1, 3],
+        [3, 0],
+        [0, 3],
       ])
         for (const full of [false, true]) {
           const sh = [2, m, n];
