@@ -130,14 +130,16 @@ test(
   { skip },
   () => {
     for (const dt of DTYPES) {
-      for (const [k, other] of [
-        [4, 3],
-        [70, 130],
-        [33, 1],
+      // [k, other, batch]: one 110 x 110 solve with 90 right-hand sides is split into column bands over the threads
+      for (const [k, other, nb] of [
+        [4, 3, 2],
+        [70, 130, 2],
+        [33, 1, 2],
+        [110, 90, 1],
       ]) {
-        const a = arr(dt, [2, k, k], matrices([2, k, k], 3 * k, 2));
+        const a = arr(dt, [nb, k, k], matrices([nb, k, k], 3 * k, 2));
         for (const left of [true, false]) {
-          const b = arr(dt, left ? [2, k, other] : [2, other, k], rand(2 * k * other, 5 * k + other));
+          const b = arr(dt, left ? [nb, k, other] : [nb, other, k], rand(nb * k * other, 5 * k + other));
           for (const lower of [true, false])
             for (const transposeA of [true, false])
               for (const unitDiagonal of [true, false]) {
