@@ -1,9 +1,10 @@
 /** @file ONNX Runtime custom ops jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr: the float64 reference kernels of src/backends/interpreter/linalg-kernels.ts step for step, batched over leading dims. */
 // Every element sees the same float64 operations in the same order as the TypeScript reference (the build passes
 // -ffp-contract=off, so a - b * c is never fused), so results equal the interpreter's bit for bit. Loops are only
-// reordered where elements are independent (the columns of a left-side solve, the rows of a Schur update), and work
-// is split over ORT's intra-op threads along those independent directions only. The lowering (src/lowerings/
-// linalg-native.ts) casts float32 operands to float64 and rounds the results back, as the reference impls do.
+// reordered where elements are independent (the columns of a left-side solve and of a Householder update, the rows of
+// a Schur update), and work is split over ORT's intra-op threads along those independent directions only. The lowering
+// (src/lowerings/linalg-native.ts) casts float32 operands to float64 and rounds the results back, as the reference
+// impls do.
 
 #include "linalg-ops.h"
 
