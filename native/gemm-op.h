@@ -13,7 +13,7 @@ namespace jaxts {
  */
 const char* RegisterGemmOp(const void* const* api, const char* version);
 
-/** Whether the "jaxts" domain exists with the linalg ops (jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky). */
+/** Whether the "jaxts" domain exists with the linalg ops (jaxts.Lu, TriangularSolve, Cholesky, Qr). */
 bool LinalgOpsRegistered();
 
 /** Adds the registered domain to a session's options (no-op without one); returns ORT's status (nullptr: ok). */

@@ -1,4 +1,4 @@
-/** @file The jaxts.Lu, jaxts.TriangularSolve and jaxts.Cholesky ONNX Runtime custom ops (float64, batched): registration interface. */
+/** @file The jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky and jaxts.Qr ONNX Runtime custom ops (float64, batched): registration interface. */
 #pragma once
 
 #include <cstddef>

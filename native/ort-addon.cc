@@ -555,7 +555,7 @@ napi_value GemmKernel(napi_env env, napi_callback_info) {
   return v;
 }
 
-// linalgOps() -> boolean: whether sessions can run jaxts.Lu / jaxts.TriangularSolve / jaxts.Cholesky (native/linalg-ops.cc)
+// linalgOps() -> boolean: whether sessions can run jaxts.Lu / TriangularSolve / Cholesky / Qr (native/linalg-ops.cc)
 napi_value LinalgOps(napi_env env, napi_callback_info) {
   napi_value v;
   napi_get_boolean(env, jaxts::LinalgOpsRegistered(), &v);

@@ -34,7 +34,7 @@ export interface LoweringContext {
   readonly opset: number;
   /**
    * Whether the graph runs in a session of jaxts's native runner, whose "jaxts" domain holds the float64 linalg
-   * custom ops (jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky); false or absent: standard ONNX only.
+   * custom ops (jaxts.Lu, TriangularSolve, Cholesky, Qr); false or absent: standard ONNX only.
    */
   readonly nativeLinalg?: boolean;
   /** Emits one ONNX node (of operator-set `domain`, default ai.onnx) and returns its output value names. */

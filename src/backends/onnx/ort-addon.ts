@@ -51,7 +51,7 @@ interface AddonModule {
   ): void;
   fusedIsa(): string;
   gemmKernel(): string | null;
-  /** Whether sessions can run jaxts.Lu / jaxts.TriangularSolve / jaxts.Cholesky (absent in older addons). */
+  /** Whether sessions can run jaxts.Lu / TriangularSolve / Cholesky / Qr (absent in older addons). */
   linalgOps?(): boolean;
   trimMemory(): boolean;
   arenaAlloc?(bytes: number): ArrayBuffer | null;
@@ -269,8 +269,8 @@ export function nativeGemmKernel(): string | null {
 }
 
 /**
- * Whether every native session can run the float64 linear-algebra custom ops jaxts.Lu, jaxts.TriangularSolve and
- * jaxts.Cholesky (native/linalg-ops.cc): false without the native runner (or with an addon built before them).
+ * Whether every native session can run the float64 linear-algebra custom ops jaxts.Lu, TriangularSolve, Cholesky and
+ * Qr (native/linalg-ops.cc): false without the native runner (or with an addon built before them).
  */
 export function nativeLinalgOps(): boolean {
   const a = addon();
