@@ -37,8 +37,9 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --no-devices  skip the device runtime rows (bench/devices.ts, run in a child process: it needs 8 CPU devices)
  *   --no-training skip the training-parallelism rows (bench/training.ts, a child process with 4 CPU devices)
  *   --no-multiprocess skip the 2-process rows (bench/multiprocess.ts under mpirun)
+ *   --no-linalg   skip the jnp.linalg rows (bench/linalg.ts: Loop lowerings vs native linalg ops, child processes)
  * With --workloads the device rows run only when the list names "devices" (the training rows: "training",
- * autoShard's rows: "auto-shard").
+ * autoShard's rows: "auto-shard", the linalg rows: "linalg").
  */
 
 function arg(name: string): string | undefined {
@@ -185,6 +186,12 @@ async function main(): Promise<void> {
       ? deviceRows(flag("quick"), "multiprocess.js")
       : undefined;
   if (multiprocess) console.log(multiprocess + "\n");
+  // jnp.linalg before (Loop lowerings) vs after (native linalg custom ops), two child processes (bench/linalg.ts)
+  const linalg =
+    !flag("no-linalg") && (!onlyWorkloads || onlyWorkloads.includes("linalg"))
+      ? deviceRows(flag("quick"), "linalg.js")
+      : undefined;
+  if (linalg) console.log(linalg + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -214,7 +221,7 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices: [devices, autoShard, training, multiprocess].filter(Boolean).join("\n\n") || undefined,
+        devices: [devices, autoShard, training, multiprocess, linalg].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);

@@ -16,6 +16,7 @@
 
 #include "fused-attrs.h"
 #include "fused.h"
+#include "linalg-ops.h"
 #include "ort-api.h"
 #include "sgemm.h"
 
@@ -301,21 +302,32 @@ CustomOp g_op = {
 
 const char* RegisterGemmOp(const void* const* api, const char* version) {
   if (g_domain) return g_kernel;
-  const char* kernel = SgemmKernelName();
-  const char* off = std::getenv("JAXTS_NATIVE_GEMM");
-  if (!kernel || (off && std::strcmp(off, "0") == 0)) return nullptr;
   int major = 0, minor = 0;
   if (std::sscanf(version, "%d.%d", &major, &minor) != 2 || major < 1 || (major == 1 && minor < 18)) return nullptr;
+  const char* kernel = SgemmKernelName();
+  const char* off = std::getenv("JAXTS_NATIVE_GEMM");
+  const bool gemm = kernel && !(off && std::strcmp(off, "0") == 0);
   g_api = api;
-  CustomOp* ops[] = {&g_op, &g_fused_op};
+  // Gemm and Fused need a fast SGEMM micro-kernel for this CPU; the float64 linalg ops (native/linalg-ops.cc) are
+  // plain C++ and always join the domain
+  CustomOp* ops[2 + kMaxLinalgOps];
+  size_t n = 0;
+  if (gemm) {
+    ops[n++] = &g_op;
+    ops[n++] = &g_fused_op;
+  }
+  n += LinalgCustomOps(api, ops + n);
   // the domain lives as long as the process: every session may use it
-  if (St s = CreateOpDomain(api, "jaxts", ops, 2, &g_domain)) {
+  if (St s = CreateOpDomain(api, "jaxts", ops, n, &g_domain)) {
     fn<void (*)(St)>(kReleaseStatus)(s);
+    g_domain = nullptr;
     return nullptr;
   }
-  g_kernel = kernel;
+  g_kernel = gemm ? kernel : nullptr;
   return g_kernel;
 }
+
+bool LinalgOpsRegistered() { return g_domain != nullptr; }
 
 OrtStatus* AddGemmOpDomain(OrtSessionOptions* options) { return AddOpDomain(g_api, options, g_domain); }
 

@@ -13,6 +13,9 @@ namespace jaxts {
  */
 const char* RegisterGemmOp(const void* const* api, const char* version);
 
+/** Whether the "jaxts" domain exists with the linalg ops (jaxts.Lu, TriangularSolve, Cholesky, Qr). */
+bool LinalgOpsRegistered();
+
 /** Adds the registered domain to a session's options (no-op without one); returns ORT's status (nullptr: ok). */
 OrtStatus* AddGemmOpDomain(OrtSessionOptions* options);
 

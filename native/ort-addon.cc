@@ -555,6 +555,13 @@ napi_value GemmKernel(napi_env env, napi_callback_info) {
   return v;
 }
 
+// linalgOps() -> boolean: whether sessions can run jaxts.Lu / TriangularSolve / Cholesky / Qr (native/linalg-ops.cc)
+napi_value LinalgOps(napi_env env, napi_callback_info) {
+  napi_value v;
+  napi_get_boolean(env, jaxts::LinalgOpsRegistered(), &v);
+  return v;
+}
+
 }  // namespace
 
 // the device runtime (native/devices.cc) creates its sessions against the same table and environment
@@ -577,6 +584,7 @@ NAPI_MODULE_INIT() {
       {"run", nullptr, Run, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"trimMemory", nullptr, TrimMemory, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"gemmKernel", nullptr, GemmKernel, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"linalgOps", nullptr, LinalgOps, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof(props) / sizeof(props[0]), props);
   jaxts::RegisterFused(env, exports);

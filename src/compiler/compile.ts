@@ -7,7 +7,7 @@ import { type Jaxpr, type JaxprEqn, Literal, type Var } from "../core/jaxpr.js";
 import { LoweringUnsupportedError } from "../core/lowering-types.js";
 import { OnnxLoweringContext } from "./context.js";
 import { ONNX_TYPE } from "./lower-util.js";
-import { nativeGemmKernel } from "../backends/onnx/ort-runtime.js";
+import { nativeGemmKernel, nativeLinalgOps } from "../backends/onnx/ort-runtime.js";
 import { fuseGraphElementwise } from "./fuse-graph.js";
 import { optimizeGraph } from "./optimize-graph.js";
 
@@ -187,6 +187,8 @@ function buildSegment(
   const dims = (s: readonly number[]): readonly (number | null)[] => (opts.dynamicShapes ? s.map(() => null) : s);
   const g = new GraphBuilder(name);
   const ctx = new OnnxLoweringContext(g, opset);
+  // the float64 linalg custom ops exist only in sessions jaxts's native runner creates (never in exported models)
+  ctx.nativeLinalg = !opts.portable && nativeLinalgOps();
   const env = new Map<Var, string>();
   const inputs: number[] = [],
     inputNames: string[] = [],

@@ -42,6 +42,8 @@ export class OnnxLoweringContext implements LoweringContext {
   readonly opset: number;
   /** Primitive whose rule is running (names ctx.unsupported errors). */
   current = "";
+  /** The native runner's linalg custom ops may be emitted (see LoweringContext.nativeLinalg). */
+  nativeLinalg = false;
   /** Values produced by nodes of this graph (other graph outputs need an Identity). */
   readonly produced = new Set<string>();
   /** Number of nodes emitted. */
@@ -183,6 +185,7 @@ export class OnnxLoweringContext implements LoweringContext {
     const sg = this.g.subgraph(name);
     const sub = new OnnxLoweringContext(sg, this.opset);
     sub.current = this.current;
+    sub.nativeLinalg = this.nativeLinalg;
     const names = inputs.map((i) => sg.addInput(sg.fresh(`${name}_in`), this.repr(i.dtype) as GDType, i.shape));
     const outs = build(sub, names);
     if (outs.length !== outputs.length)

@@ -32,6 +32,11 @@ export class LoweringUnsupportedError extends Error {
 export interface LoweringContext {
   /** Opset of the ai.onnx domain the graph targets. */
   readonly opset: number;
+  /**
+   * Whether the graph runs in a session of jaxts's native runner, whose "jaxts" domain holds the float64 linalg
+   * custom ops (jaxts.Lu, TriangularSolve, Cholesky, Qr); false or absent: standard ONNX only.
+   */
+  readonly nativeLinalg?: boolean;
   /** Emits one ONNX node (of operator-set `domain`, default ai.onnx) and returns its output value names. */
   node(op: string, inputs: string[], attrs?: Record<string, OnnxAttr>, numOutputs?: number, domain?: string): string[];
   /** Emits a single-output ONNX node. */

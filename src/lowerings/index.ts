@@ -12,6 +12,7 @@ import { randomGammaGradP } from "../primitives/random.js";
 import { type LoweringProgram, setLowering } from "../transforms/lower-fun.js";
 import { eighLowering, qrLowering, svdLowering } from "./linalg-decomp.js";
 import { choleskyImpl, luImpl, triangularSolveImpl } from "./linalg.js";
+import { setNativeLinalgLowering } from "./linalg-native.js";
 import { gammaGradLowering, polygammaLowering } from "./special.js";
 
 /** One row: a primitive and the program its ONNX lowering inlines. */
@@ -29,13 +30,25 @@ function row<P extends Record<string, unknown>>(
 ): ProgramLoweringRow {
   return { primitive: primitive as unknown as Primitive, file, install: () => setLowering(primitive, program) };
 }
+/** A row whose lowering is a native runner's custom op where sessions have it, else `program` (src/lowerings/linalg-native.ts). */
+function nativeRow<P extends Record<string, unknown>>(
+  primitive: Primitive<P>,
+  file: string,
+  program: LoweringProgram<P>,
+): ProgramLoweringRow {
+  return {
+    primitive: primitive as unknown as Primitive,
+    file,
+    install: () => setNativeLinalgLowering(primitive, program),
+  };
+}
 
 /** Every lowering written as a jaxts program (random_gamma's sits in its definition, src/random/gamma.ts). */
 export const PROGRAM_LOWERINGS: readonly ProgramLoweringRow[] = [
-  row(choleskyP, "src/lowerings/linalg.ts", choleskyImpl),
-  row(triangularSolveP, "src/lowerings/linalg.ts", triangularSolveImpl),
-  row(luP, "src/lowerings/linalg.ts", luImpl),
-  row(qrP, "src/lowerings/linalg-decomp.ts", qrLowering),
+  nativeRow(choleskyP, "src/lowerings/linalg.ts", choleskyImpl),
+  nativeRow(triangularSolveP, "src/lowerings/linalg.ts", triangularSolveImpl),
+  nativeRow(luP, "src/lowerings/linalg.ts", luImpl),
+  nativeRow(qrP, "src/lowerings/linalg-decomp.ts", qrLowering),
   row(eighP, "src/lowerings/linalg-decomp.ts", eighLowering),
   row(svdP, "src/lowerings/linalg-decomp.ts", svdLowering),
   row(polygammaP, "src/lowerings/special.ts", polygammaLowering),

@@ -1,4 +1,4 @@
-/** @file ONNX lowerings (jaxts programs, installed from src/lowerings/index.ts) of cholesky, triangular_solve and lu: the reference kernels' algorithms as loops of one-hot masked row/column updates, computed in float64. */
+/** @file ONNX lowerings (jaxts programs, installed from src/lowerings/index.ts) of cholesky, triangular_solve and lu: the reference kernels' algorithms as loops of one-hot masked row/column updates, computed in float64 (standard ONNX: used where the native runner's custom ops of linalg-native.ts are not). */
 import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
 import { type TriangularSolveParams, mT, triPart } from "../primitives/linalg.js";

@@ -14,6 +14,11 @@ import { fromNumbers } from "../../src/core/convert.js";
 import { evalTrace, withTrace } from "../../src/core/trace.js";
 import * as P from "../../src/primitives/linalg.js";
 import * as jnp from "../../src/numpy/index.js";
+import { linalgNativeOptions } from "../../src/lowerings/linalg-native.js";
+
+// These tests are about the Loop lowerings (standard ONNX, what exportOnnx and the onnxruntime-node binding run);
+// native sessions would take the custom ops instead (tested in linalg-native.test.ts).
+linalgNativeOptions.enabled = false;
 
 /** Deterministic pseudo-random values in [-1, 1). */
 function rand(n: number, seed: number): number[] {

@@ -17,6 +17,11 @@ import * as ops from "../../src/primitives/ops.js";
 import * as P from "../../src/primitives/linalg.js";
 import { grad, jit } from "../../src/transforms/api.js";
 import { arr, checkProgram } from "../compiler/harness.js";
+import { linalgNativeOptions } from "../../src/lowerings/linalg-native.js";
+
+// These tests are about the Loop lowerings (standard ONNX, what exportOnnx and the onnxruntime-node binding run);
+// native sessions would take the custom ops instead (tested in linalg-native.test.ts).
+linalgNativeOptions.enabled = false;
 
 /** Deterministic uniform values in [lo, hi) (mulberry32). */
 function rand(n: number, seed: number, lo = -1, hi = 1): number[] {

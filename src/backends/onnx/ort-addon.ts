@@ -51,6 +51,8 @@ interface AddonModule {
   ): void;
   fusedIsa(): string;
   gemmKernel(): string | null;
+  /** Whether sessions can run jaxts.Lu / TriangularSolve / Cholesky / Qr (absent in older addons). */
+  linalgOps?(): boolean;
   trimMemory(): boolean;
   arenaAlloc?(bytes: number): ArrayBuffer | null;
   arenaStats?(): number[];
@@ -264,6 +266,15 @@ export function nativeFusedApi(): {
  */
 export function nativeGemmKernel(): string | null {
   return addon()?.gemmKernel() ?? null;
+}
+
+/**
+ * Whether every native session can run the float64 linear-algebra custom ops jaxts.Lu, TriangularSolve, Cholesky and
+ * Qr (native/linalg-ops.cc): false without the native runner (or with an addon built before them).
+ */
+export function nativeLinalgOps(): boolean {
+  const a = addon();
+  return a !== null && typeof a.linalgOps === "function" && a.linalgOps();
 }
 
 /**

@@ -19,6 +19,7 @@ export {
   nativeArena,
   nativeFusedApi,
   nativeGemmKernel,
+  nativeLinalgOps,
   runnerKind,
   trimNativeHeap,
   type CollectiveTiming,
