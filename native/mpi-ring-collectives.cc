@@ -7,6 +7,8 @@
 #include <cstring>
 #include <type_traits>
 
+#include "cpu-level.h"
+#include "fused.h"
 #include "mpi-process-communicator.h"
 #include "mpi-shm.h"
 #include "reduce-kernels.h"
@@ -68,6 +70,93 @@ size_t PieceBytes() {
     const char* e = std::getenv("JAXTS_MPI_PIECE_BYTES");
     const long long b = e ? std::atoll(e) : 0;
     return b > 0 ? size_t(b) : size_t(1) << 20;
+  }();
+  return v;
+}
+
+// ---------------------------------------------------------------- an SGD-style epilogue in the fold, in one pass
+// out[i] = w[i] - (ins[0][i] + ins[1][i] + ...) * s (or the add form): the float32 sum's left fold (ReduceElements'
+// order), then the multiply and the add / subtract in the program's operand order, each rounded to float32 (the
+// build has no FMA contraction): the same bits as reducing into a tile and evaluating the FusedProgram on it, in one
+// pass over the inputs instead of a reduce pass and the evaluator's per-operation passes over 512-element blocks.
+template <int B>
+struct VecF;  // float vectors of B bytes (GCC vector extensions; a dependent vector_size would be dropped)
+template <>
+struct VecF<16> {
+  typedef float V __attribute__((vector_size(16)));
+};
+template <>
+struct VecF<32> {
+  typedef float V __attribute__((vector_size(32)));
+};
+template <>
+struct VecF<64> {
+  typedef float V __attribute__((vector_size(64)));
+};
+template <int B, bool Sub, bool WFirst, bool SFirst>
+inline __attribute__((always_inline)) void ScaledUpdateRun(const float* const* ins, size_t k, const float* w, float s, float* out, size_t n) {
+  typedef typename VecF<B>::V V;
+  constexpr size_t L = B / sizeof(float);
+  V vs;
+  for (size_t l = 0; l < L; l++) vs[l] = s;
+  const auto one = [&](auto sum, auto wv) {
+    const auto m = SFirst ? vs * sum : sum * vs;
+    return Sub ? wv - m : (WFirst ? wv + m : m + wv);
+  };
+  size_t i = 0;
+  for (; i + L <= n; i += L) {
+    V acc, x, wv;
+    __builtin_memcpy(&acc, ins[0] + i, B);
+    for (size_t j = 1; j < k; j++) {
+      __builtin_memcpy(&x, ins[j] + i, B);
+      acc = acc + x;
+    }
+    __builtin_memcpy(&wv, w + i, B);
+    const V r = one(acc, wv);
+    __builtin_memcpy(out + i, &r, B);
+  }
+  for (; i < n; i++) {
+    float acc = ins[0][i];
+    for (size_t j = 1; j < k; j++) acc = acc + ins[j][i];
+    const float m = SFirst ? s * acc : acc * s;
+    out[i] = Sub ? w[i] - m : (WFirst ? w[i] + m : m + w[i]);
+  }
+}
+using ScaledUpdateFn = void (*)(const float* const*, size_t, const float*, float, float*, size_t);
+template <bool Sub, bool WFirst, bool SFirst>
+void ScaledUpdatePortable(const float* const* ins, size_t k, const float* w, float s, float* out, size_t n) {
+  ScaledUpdateRun<16, Sub, WFirst, SFirst>(ins, k, w, s, out, n);
+}
+#ifdef JAXTS_X86
+template <bool Sub, bool WFirst, bool SFirst>
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2"))) void ScaledUpdate512(const float* const* ins, size_t k, const float* w, float s,
+                                                                                         float* out, size_t n) {
+  ScaledUpdateRun<64, Sub, WFirst, SFirst>(ins, k, w, s, out, n);
+}
+template <bool Sub, bool WFirst, bool SFirst>
+__attribute__((target("avx2"))) void ScaledUpdate256(const float* const* ins, size_t k, const float* w, float s, float* out, size_t n) {
+  ScaledUpdateRun<32, Sub, WFirst, SFirst>(ins, k, w, s, out, n);
+}
+#endif
+template <bool Sub, bool WFirst, bool SFirst>
+ScaledUpdateFn ScaledUpdateAt() {
+#ifdef JAXTS_X86
+  if (TheCpuLevel() >= CpuLevel::kAvx512) return ScaledUpdate512<Sub, WFirst, SFirst>;
+  if (TheCpuLevel() >= CpuLevel::kAvx2) return ScaledUpdate256<Sub, WFirst, SFirst>;
+#endif
+  return ScaledUpdatePortable<Sub, WFirst, SFirst>;
+}
+/** The one-pass kernel for update u (w_first only matters for an add). */
+ScaledUpdateFn ScaledUpdateKernel(const FusedScaledUpdate& u) {
+  if (u.sub) return u.s_first ? ScaledUpdateAt<true, true, true>() : ScaledUpdateAt<true, true, false>();
+  if (u.w_first) return u.s_first ? ScaledUpdateAt<false, true, true>() : ScaledUpdateAt<false, true, false>();
+  return u.s_first ? ScaledUpdateAt<false, false, true>() : ScaledUpdateAt<false, false, false>();
+}
+/** $JAXTS_MPI_SHM_ONEPASS=0: evaluate a fused epilogue of that form with the generic evaluator (A/B). */
+bool OnePassOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_ONEPASS");
+    return !(e && std::string(e) == "0");
   }();
   return v;
 }
@@ -357,20 +446,29 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
   const CollectiveEpilogue* epi = lr.epis[size_t(local[0])];
   const bool direct = kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn();
   if (epi && !direct) return what + ": internal error: a fused epilogue without the direct exchange";
-  if (epi) mpishm::CountFused();
   if (direct) {
     // the whole buffer fits a mailbox: one exchange of two phases (mpishm::DirectAllReduce), same fold order
     std::vector<std::pair<size_t, size_t>> flat;
     for (const auto& sj : seg) flat.push_back(sj.empty() ? std::make_pair(size_t(0), size_t(0)) : sj[0]);
     const auto mine = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
     const size_t own_lo = flat[size_t(s)].first / w;  // the own share's first element (the epilogue's operands start there)
+    // an epilogue of the form w - sum * s (FusedScaledUpdate): one pass instead of reduce, then evaluate
+    FusedScaledUpdate upd;
+    ScaledUpdateFn one_pass = nullptr;
+    float upd_s = 0.f;
+    if (epi && OnePassOn() && type == kFloat32 && op == ReduceOp::kSum && MatchScaledUpdate(epi->program, &upd) &&
+        size_t(upd.w_input - 1) < epi->operands.size() && (upd.scalar < 0 || size_t(upd.scalar) < epi->scalars.size())) {
+      one_pass = ScaledUpdateKernel(upd);
+      upd_s = upd.scalar < 0 ? upd.value : epi->scalars[size_t(upd.scalar)];
+    }
+    if (epi) mpishm::CountFused(one_pass != nullptr);
     const std::string err = mpishm::DirectAllReduce(
         procs, size_t(s), {pm_->global_launch, c.seq, min_rank, 1, ""}, int(mine - pm_->local_ranks.begin()), deadline,
         what + " timed out during the data exchange", partial, acc, flat,
         [&](const char* const* ins, size_t k, char* const* dsts, size_t nd, size_t b, bool stream) {
           if (!epi) return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
-          // fused epilogue: a tile at a time, reduce into scratch (it stays in L1), evaluate the epilogue on it into
-          // the output (and the mailbox): the peers copy the results, so each element is updated once in the job
+          // fused epilogue: a tile at a time (it stays in L1), reduce and evaluate the epilogue into the output, then
+          // copy the tile to the mailbox: the peers copy the results, so each element is updated once in the job
           constexpr size_t kTile = 4096;
           thread_local std::vector<float> tile;
           tile.resize(kTile);
@@ -378,14 +476,20 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
           for (size_t t = 0, n_el = b / w; t < n_el; t += kTile) {
             const size_t len = std::min(kTile, n_el - t);
             for (size_t j = 0; j < k; j++) tins[j] = ins[j] + t * w;
-            char* td = reinterpret_cast<char*>(tile.data());
-            if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
             float* o = reinterpret_cast<float*>(dsts[0] + t * w);
-            EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
+            if (one_pass) {
+              // w - sum * s in one pass (the common SGD form; same bits as the evaluator below)
+              one_pass(reinterpret_cast<const float* const*>(tins.data()), k, epi->operands[size_t(upd.w_input - 1)] + own_lo + t, upd_s, o, len);
+            } else {
+              char* td = reinterpret_cast<char*>(tile.data());
+              if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
+              EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
+            }
             if (nd > 1) std::memcpy(dsts[1] + t * w, o, len * w);
           }
           return true;
-        });
+        },
+        epi != nullptr);
     if (!err.empty()) {
       std::string e = err;
       for (int pr : procs)

@@ -86,6 +86,7 @@ struct State {
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
   std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
   std::atomic<uint64_t> fused{0};           // AllReduceEpilogues fused into the direct exchange (CountFused)
+  std::atomic<uint64_t> one_pass{0};        // ... of them evaluated by the one-pass `w - sum * s` kernel
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
@@ -319,7 +320,10 @@ void CountLevel(bool ring, bool hier) {
   if (ring) S().rings.fetch_add(1, std::memory_order_relaxed);
   if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
 }
-void CountFused() { S().fused.fetch_add(1, std::memory_order_relaxed); }
+void CountFused(bool one_pass) {
+  S().fused.fetch_add(1, std::memory_order_relaxed);
+  if (one_pass) S().one_pass.fetch_add(1, std::memory_order_relaxed);
+}
 bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
 size_t SliceBytes() { return S().enabled ? S().slice : 0; }
 void CountMpi(size_t bytes) {
@@ -600,7 +604,8 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
 size_t MailboxBytes() { return S().enabled ? S().slice * size_t(S().hn) : 0; }
 
 std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, Clock::time_point deadline, const std::string& what,
-                            const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg, const FoldFn& fold) {
+                            const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg, const FoldFn& fold,
+                            bool fold_fills_mailbox) {
   State& s = S();
   if (!s.enabled) return what + ": the shared-memory transport is not set up";
   const size_t P = procs.size();
@@ -651,9 +656,9 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     // a share of a few MiB: one pass with non-temporal stores into both (nobody reads them from this core's cache
     // soon); smaller: fold into `out` alone and copy it to the mailbox (a fold storing into the mailbox while it loads
     // from the peer's, at the same offsets within a page, runs at half speed: 4K aliasing)
-    const bool big = len >= kStreamShare;
-    if (!fold(ins.data(), ins.size(), dsts, big ? 2 : 1, len, big)) return Fail(mine, &owed, key, what, "unsupported reduction", peers);
-    if (!big) std::memcpy(my_data + lo, out + lo, len);
+    const bool big = len >= kStreamShare, both = big || fold_fills_mailbox;
+    if (!fold(ins.data(), ins.size(), dsts, both ? 2 : 1, len, big)) return Fail(mine, &owed, key, what, "unsupported reduction", peers);
+    if (!both) std::memcpy(my_data + lo, out + lo, len);
   }
   s.ns_fold.fetch_add(NsSince(t0), std::memory_order_relaxed);
   mine->ready.store(my_base + 2, std::memory_order_release);
@@ -713,6 +718,8 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "twoLevel", v);
   napi_create_double(env, double(s.fused.load()), &v);
   napi_set_named_property(env, obj, "fusedEpilogues", v);
+  napi_create_double(env, double(s.one_pass.load()), &v);
+  napi_set_named_property(env, obj, "onePassEpilogues", v);
   napi_create_int32(env, s.hosts, &v);
   napi_set_named_property(env, obj, "hosts", v);
   napi_value prof;

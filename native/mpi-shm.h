@@ -40,8 +40,11 @@ bool AllSameHost();
 size_t SliceBytes();
 /** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
 void CountMpi(size_t bytes);
-/** Counts an AllReduceEpilogue evaluated inside the direct exchange's fold (mpiShmInfo: fusedEpilogues). */
-void CountFused();
+/**
+ * Counts an AllReduceEpilogue evaluated inside the direct exchange's fold (mpiShmInfo: fusedEpilogues), and whether it
+ * took the one-pass kernel of the `w - sum * s` form (onePassEpilogues).
+ */
+void CountFused(bool one_pass = false);
 /** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */
 void CountLevel(bool ring, bool hier);
 
@@ -85,11 +88,13 @@ using FoldFn = std::function<bool(const char* const* ins, size_t n, char* const*
  * ready = base + 1; fold own share seg[self] reading the peers' mailboxes in place (own partial first, then the peers
  * in group order), writing `out` and the mailbox, ready = base + 2; copy every peer's reduced share from its mailbox
  * into `out`, consumed++ on it. seg[i] = (byte offset, bytes) of process i's share; `partial` may equal `out`.
- * Errors as Exchange's ("no answer from process(es) [q] before the deadline").
+ * Errors as Exchange's ("no answer from process(es) [q] before the deadline"). `fold_fills_mailbox`: the fold always
+ * gets both destinations (nd 2) and writes the mailbox itself (a fold that works a tile at a time copies each tile
+ * while it is in L1); else a share under 2 MiB is folded into `out` alone and copied to the mailbox afterwards.
  */
 std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, std::chrono::steady_clock::time_point deadline,
                             const std::string& what, const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg,
-                            const FoldFn& fold);
+                            const FoldFn& fold, bool fold_fills_mailbox = false);
 
 }  // namespace mpishm
 }  // namespace jaxts

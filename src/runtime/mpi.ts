@@ -14,6 +14,8 @@ export interface MpiShmInfo {
   twoLevel: number;
   /** AllReduceEpilogues evaluated inside the direct same-host exchange's fold (each process on its own share). */
   fusedEpilogues?: number;
+  /** Of those, the ones of the form `w - sum * s` evaluated by the one-pass kernel ($JAXTS_MPI_SHM_ONEPASS=0: none). */
+  onePassEpilogues?: number;
   hosts: number;
   hostProcesses: number;
   /**

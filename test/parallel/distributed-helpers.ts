@@ -45,6 +45,8 @@ export interface Result {
   /** Segment exchanges per psum: a small one, a large one (the collectives job). */
   psumExchanges?: number[];
   fusedEpilogues?: number;
+  /** Of those, taken by the one-pass `w - sum * s` kernel. */
+  onePassEpilogues?: number;
   early?: string;
   earlyMs?: number;
   reshardDead?: string[];

@@ -248,6 +248,11 @@ test(
         1,
         "the SGD update ran inside the direct exchange's fold (one fused AllReduceEpilogue)",
       );
+      assert.equal(
+        r.onePassEpilogues,
+        1,
+        "the update `w - psum(g) * 0.5` took the one-pass kernel (sum, scale, subtract)",
+      );
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)
       const t = find(r, "transformer dxt step");

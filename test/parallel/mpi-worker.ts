@@ -538,7 +538,8 @@ try {
       const k = 20001;
       const g = jnp.divide(jnp.round(jnp.multiply(values([all.length * k], "float32"), 4)), 4);
       const w = jnp.divide(jnp.round(jnp.multiply(jnp.flip(values([k], "float32"), 0), 4)), 4);
-      const f0 = transportInfo().fusedEpilogues ?? 0;
+      const f0 = transportInfo().fusedEpilogues ?? 0,
+        o0 = transportInfo().onePassEpilogues ?? 0;
       both(`direct psum + SGD update of ${k} float32 per device`, () =>
         shardMap((wv: Array, b: Array) => jnp.subtract(wv, jnp.multiply(lax.psum(b, "i"), 0.5)), {
           mesh: m1,
@@ -547,6 +548,7 @@ try {
         })(w, g),
       );
       out.fusedEpilogues = (transportInfo().fusedEpilogues ?? 0) - f0;
+      out.onePassEpilogues = (transportInfo().onePassEpilogues ?? 0) - o0;
     }
     // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
     both("psum of 40000 bfloat16 per device", () =>
