@@ -601,6 +601,45 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   return "";
 }
 
+namespace {
+bool NtOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_NT");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return v;
+}
+#ifdef JAXTS_X86
+__attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src, size_t n) {
+  size_t i = 0;
+  for (; i + 256 <= n; i += 256) {
+    const __m512i a = _mm512_loadu_si512(src + i), b = _mm512_loadu_si512(src + i + 64), c = _mm512_loadu_si512(src + i + 128),
+                  d = _mm512_loadu_si512(src + i + 192);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
+  }
+  for (; i + 64 <= n; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
+  _mm_sfence();
+  if (i < n) std::memcpy(dst + i, src + i, n - i);
+}
+#endif
+}  // namespace
+
+void CopyToMailbox(char* dst, const char* src, size_t n) {
+#ifdef JAXTS_X86
+  if (NtOn() && n >= 4096 && TheCpuLevel() >= CpuLevel::kAvx512) {
+    // the head up to a 64-byte boundary of dst with memcpy, the rest streamed
+    const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
+    if (head) std::memcpy(dst, src, head);
+    StreamCopy512(dst + head, src + head, n - head);
+    return;
+  }
+#endif
+  std::memcpy(dst, src, n);
+}
+
 size_t MailboxBytes() { return S().enabled ? S().slice * size_t(S().hn) : 0; }
 
 std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, Clock::time_point deadline, const std::string& what,
@@ -630,7 +669,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   // 1. every peer's share of this process's partial, at its offset in the mailbox (this process's own share stays put)
   auto t0 = Clock::now();
   for (size_t i = 0; i < P; i++)
-    if (i != self && seg[i].second) std::memcpy(my_data + seg[i].first, partial + seg[i].first, seg[i].second);
+    if (i != self && seg[i].second) CopyToMailbox(my_data + seg[i].first, partial + seg[i].first, seg[i].second);
   s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
   owed += uint32_t(peers.size());  // each peer consumes once, after its last read (phase 3)
   mine->ready.store(my_base + 1, std::memory_order_release);

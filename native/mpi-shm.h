@@ -70,6 +70,12 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
                      const std::string& what, const std::function<std::string()>& check = nullptr,
                      const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr);
 
+/**
+ * Copies n bytes into a mailbox (dst) that a peer process reads next: with non-temporal stores where the CPU has
+ * them ($JAXTS_MPI_SHM_NT=0: memcpy), so the copy neither reads the lines first nor keeps them in this core's cache.
+ */
+void CopyToMailbox(char* dst, const char* src, size_t n);
+
 /** Bytes of one mailbox's data area (the largest buffer DirectAllReduce takes); 0 without the segment. */
 size_t MailboxBytes();
 
