@@ -81,6 +81,7 @@ struct State {
   std::string reason = "distributed.initialize was not called";
   // per own mailbox (process-private): consumptions owed by peers, and the lock serializing its exchanges
   std::vector<uint32_t> owed;
+  std::vector<Clock::time_point> direct_end;  // per own mailbox: when its last DirectAllReduce returned
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
@@ -336,6 +337,7 @@ std::string Setup(int64_t timeout_ms, int slots) {
   if (s.enabled) return "";
   s.slots = std::max(1, std::min(slots, 256));
   s.owed.assign(size_t(s.slots), 0);
+  s.direct_end.assign(size_t(s.slots), Clock::time_point());
   s.slot_mu.reset(new std::mutex[size_t(s.slots)]);
   s.nproc = mpi::Size();
   s.self = mpi::Rank();
@@ -602,12 +604,20 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
 }
 
 namespace {
-bool NtOn() {
-  static const bool v = [] {
+/**
+ * Whether a direct all-reduce on a mailbox whose previous one returned `idle` ago copies into it with non-temporal
+ * stores: when the mailbox's lines have likely left this core's cache meanwhile (a training step's compute runs
+ * between its all-reduces), reading them first (RFO) and keeping them here only costs, and the peer reads them next
+ * anyway; back-to-back all-reduces (a loop of psums) find them cached and keep memcpy, which is then twice as fast.
+ * $JAXTS_MPI_SHM_NT_US (default 1000): the idle time from which on it streams; $JAXTS_MPI_SHM_NT=0: never.
+ */
+bool StreamAfter(Clock::duration idle) {
+  static const int64_t us = [] {
     const char* e = std::getenv("JAXTS_MPI_SHM_NT");
-    return !(e && std::strcmp(e, "0") == 0);
+    if (e && std::strcmp(e, "0") == 0) return int64_t(-1);
+    return EnvUs("JAXTS_MPI_SHM_NT_US", 1000);
   }();
-  return v;
+  return us >= 0 && idle >= std::chrono::microseconds(us);
 }
 #ifdef JAXTS_X86
 __attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src, size_t n) {
@@ -627,9 +637,9 @@ __attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src
 #endif
 }  // namespace
 
-void CopyToMailbox(char* dst, const char* src, size_t n) {
+void CopyToMailbox(char* dst, const char* src, size_t n, bool stream) {
 #ifdef JAXTS_X86
-  if (NtOn() && n >= 4096 && TheCpuLevel() >= CpuLevel::kAvx512) {
+  if (stream && n >= 4096 && TheCpuLevel() >= CpuLevel::kAvx512) {
     // the head up to a 64-byte boundary of dst with memcpy, the rest streamed
     const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
     if (head) std::memcpy(dst, src, head);
@@ -668,8 +678,9 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   const uint32_t my_base = mine->base.load(std::memory_order_relaxed);
   // 1. every peer's share of this process's partial, at its offset in the mailbox (this process's own share stays put)
   auto t0 = Clock::now();
+  const bool nt = StreamAfter(t0 - s.direct_end[j]);
   for (size_t i = 0; i < P; i++)
-    if (i != self && seg[i].second) CopyToMailbox(my_data + seg[i].first, partial + seg[i].first, seg[i].second);
+    if (i != self && seg[i].second) CopyToMailbox(my_data + seg[i].first, partial + seg[i].first, seg[i].second, nt);
   s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
   owed += uint32_t(peers.size());  // each peer consumes once, after its last read (phase 3)
   mine->ready.store(my_base + 1, std::memory_order_release);
@@ -696,8 +707,9 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     // soon); smaller: fold into `out` alone and copy it to the mailbox (a fold storing into the mailbox while it loads
     // from the peer's, at the same offsets within a page, runs at half speed: 4K aliasing)
     const bool big = len >= kStreamShare, both = big || fold_fills_mailbox;
-    if (!fold(ins.data(), ins.size(), dsts, both ? 2 : 1, len, big)) return Fail(mine, &owed, key, what, "unsupported reduction", peers);
-    if (!both) std::memcpy(my_data + lo, out + lo, len);
+    if (!fold(ins.data(), ins.size(), dsts, both ? 2 : 1, len, big || (nt && fold_fills_mailbox)))
+      return Fail(mine, &owed, key, what, "unsupported reduction", peers);
+    if (!both) CopyToMailbox(my_data + lo, out + lo, len, nt);
   }
   s.ns_fold.fetch_add(NsSince(t0), std::memory_order_relaxed);
   mine->ready.store(my_base + 2, std::memory_order_release);
@@ -716,6 +728,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     Ring(q);
   }
   mine->active.store(0, std::memory_order_release);
+  s.direct_end[j] = Clock::now();
   return "";
 }
 

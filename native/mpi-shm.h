@@ -71,17 +71,17 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
                      const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr);
 
 /**
- * Copies n bytes into a mailbox (dst) that a peer process reads next: with non-temporal stores where the CPU has
- * them ($JAXTS_MPI_SHM_NT=0: memcpy), so the copy neither reads the lines first nor keeps them in this core's cache.
+ * Copies n bytes into a mailbox (dst) that a peer process reads next; `stream`: with non-temporal stores where the CPU
+ * has them, so the copy neither reads the lines first nor keeps them in this core's cache (DirectAllReduce decides).
  */
-void CopyToMailbox(char* dst, const char* src, size_t n);
+void CopyToMailbox(char* dst, const char* src, size_t n, bool stream);
 
 /** Bytes of one mailbox's data area (the largest buffer DirectAllReduce takes); 0 without the segment. */
 size_t MailboxBytes();
 
 /**
  * fold(ins, n, dsts, nd, bytes): every dsts[d][0, bytes) = the left fold of ins[0..n)[0, bytes) (ins[0] op ins[1] op
- * ...), with non-temporal stores when `stream`; false when the reduction is unsupported. The one place a reduced
+ * ...), with non-temporal stores when `stream` (a fold that fills the mailbox itself: stream into the mailbox); false when the reduction is unsupported. The one place a reduced
  * share passes through: an epilogue (say a fused SGD update of the reduced gradient) would apply here, to dsts[0]
  * (`out`) and, when nd is 2, dsts[1] (the mailbox; with nd 1 the mailbox gets a copy of `out` afterwards).
  */
