@@ -485,7 +485,7 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
               if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
               EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
             }
-            if (nd > 1) mpishm::CopyToMailbox(dsts[1] + t * w, reinterpret_cast<const char*>(o), len * w, stream);
+            if (nd > 1) mpishm::CopyStreamed(dsts[1] + t * w, reinterpret_cast<const char*>(o), len * w, stream);
           }
           return true;
         },

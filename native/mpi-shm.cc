@@ -619,6 +619,18 @@ bool StreamAfter(Clock::duration idle) {
   }();
   return us >= 0 && idle >= std::chrono::microseconds(us);
 }
+/**
+ * Whether the take phase (the peers' reduced shares into the output) streams too when the exchange does: the output
+ * is read next by the following step, not soon by this core; $JAXTS_MPI_SHM_NT_TAKE=0: memcpy (A/B).
+ */
+bool TakeStreamOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_NT_TAKE");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return v;
+}
+
 #ifdef JAXTS_X86
 __attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src, size_t n) {
   size_t i = 0;
@@ -637,7 +649,7 @@ __attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src
 #endif
 }  // namespace
 
-void CopyToMailbox(char* dst, const char* src, size_t n, bool stream) {
+void CopyStreamed(char* dst, const char* src, size_t n, bool stream) {
 #ifdef JAXTS_X86
   if (stream && n >= 4096 && TheCpuLevel() >= CpuLevel::kAvx512) {
     // the head up to a 64-byte boundary of dst with memcpy, the rest streamed
@@ -680,7 +692,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   auto t0 = Clock::now();
   const bool nt = StreamAfter(t0 - s.direct_end[j]);
   for (size_t i = 0; i < P; i++)
-    if (i != self && seg[i].second) CopyToMailbox(my_data + seg[i].first, partial + seg[i].first, seg[i].second, nt);
+    if (i != self && seg[i].second) CopyStreamed(my_data + seg[i].first, partial + seg[i].first, seg[i].second, nt);
   s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
   owed += uint32_t(peers.size());  // each peer consumes once, after its last read (phase 3)
   mine->ready.store(my_base + 1, std::memory_order_release);
@@ -709,7 +721,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     const bool big = len >= kStreamShare, both = big || fold_fills_mailbox;
     if (!fold(ins.data(), ins.size(), dsts, both ? 2 : 1, len, big || (nt && fold_fills_mailbox)))
       return Fail(mine, &owed, key, what, "unsupported reduction", peers);
-    if (!both) CopyToMailbox(my_data + lo, out + lo, len, nt);
+    if (!both) CopyStreamed(my_data + lo, out + lo, len, nt);
   }
   s.ns_fold.fetch_add(NsSince(t0), std::memory_order_relaxed);
   mine->ready.store(my_base + 2, std::memory_order_release);
@@ -721,7 +733,8 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     w = WaitOn(q, [&] { return int32_t(theirs[i]->ready.load(std::memory_order_acquire) - (base[i] + 2)) >= 0; }, deadline, nullptr);
     if (!w.empty()) return Fail(mine, &owed, key, what, w, {q});
     t0 = Clock::now();
-    if (seg[i].second) std::memcpy(out + seg[i].first, reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + seg[i].first, seg[i].second);
+    if (seg[i].second)
+      CopyStreamed(out + seg[i].first, reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + seg[i].first, seg[i].second, nt && TakeStreamOn());
     s.ns_take.fetch_add(NsSince(t0), std::memory_order_relaxed);
     s.bytes_moved.fetch_add(seg[i].second + len, std::memory_order_relaxed);
     theirs[i]->consumed.fetch_add(1, std::memory_order_acq_rel);
