@@ -6,12 +6,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "cpu-level.h"
 #include "fused.h"
 #include "mpi-process-communicator.h"
 #include "mpi-shm.h"
 #include "reduce-kernels.h"
+
+#ifdef JAXTS_X86
+#include <immintrin.h>
+#endif
 
 namespace jaxts {
 namespace mpicomm {
@@ -123,6 +128,7 @@ inline __attribute__((always_inline)) void ScaledUpdateRun(const float* const* i
   }
 }
 using ScaledUpdateFn = void (*)(const float* const*, size_t, const float*, float, float*, size_t);
+using ScaledUpdateStreamFn = bool (*)(const float* const*, size_t, const float*, float, float*, float*, size_t);
 template <bool Sub, bool WFirst, bool SFirst>
 void ScaledUpdatePortable(const float* const* ins, size_t k, const float* w, float s, float* out, size_t n) {
   ScaledUpdateRun<16, Sub, WFirst, SFirst>(ins, k, w, s, out, n);
@@ -132,6 +138,45 @@ template <bool Sub, bool WFirst, bool SFirst>
 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2"))) void ScaledUpdate512(const float* const* ins, size_t k, const float* w, float s,
                                                                                          float* out, size_t n) {
   ScaledUpdateRun<64, Sub, WFirst, SFirst>(ins, k, w, s, out, n);
+}
+/**
+ * The same update written to two destinations (the output and the mailbox) with non-temporal stores, for a fold that
+ * streams (the mailbox went cold, see mpishm::CopyStreamed): one pass, no tile copy; false (nothing written) when the
+ * destinations are not equally aligned modulo 64 bytes.
+ */
+template <bool Sub, bool WFirst, bool SFirst>
+__attribute__((target("avx512f,avx512dq,avx512bw,avx512vl,avx2"))) bool ScaledUpdate512Stream(const float* const* ins, size_t k, const float* w, float s,
+                                                                                               float* out, float* mbox, size_t n) {
+  typedef VecF<64>::V V;
+  if ((reinterpret_cast<uintptr_t>(out) - reinterpret_cast<uintptr_t>(mbox)) % 64 != 0 || reinterpret_cast<uintptr_t>(out) % 4 != 0) return false;
+  // the head up to out's 64-byte boundary, the tail: stored normally
+  const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(out) % 64) % 64 / 4);
+  const auto scalar = [&](size_t lo, size_t hi) {
+    std::vector<const float*> p(k);
+    for (size_t j = 0; j < k; j++) p[j] = ins[j] + lo;
+    ScaledUpdateRun<64, Sub, WFirst, SFirst>(p.data(), k, w + lo, s, out + lo, hi - lo);
+    std::memcpy(mbox + lo, out + lo, (hi - lo) * sizeof(float));
+  };
+  if (head) scalar(0, head);
+  V vs;
+  for (size_t l = 0; l < 16; l++) vs[l] = s;
+  size_t i = head;
+  for (; i + 16 <= n; i += 16) {
+    V acc, x, wv;
+    __builtin_memcpy(&acc, ins[0] + i, 64);
+    for (size_t j = 1; j < k; j++) {
+      __builtin_memcpy(&x, ins[j] + i, 64);
+      acc = acc + x;
+    }
+    __builtin_memcpy(&wv, w + i, 64);
+    const V m = SFirst ? vs * acc : acc * vs;
+    const V r = Sub ? wv - m : (WFirst ? wv + m : m + wv);
+    _mm512_stream_ps(out + i, reinterpret_cast<const __m512&>(r));
+    _mm512_stream_ps(mbox + i, reinterpret_cast<const __m512&>(r));
+  }
+  _mm_sfence();
+  if (i < n) scalar(i, n);
+  return true;
 }
 template <bool Sub, bool WFirst, bool SFirst>
 __attribute__((target("avx2"))) void ScaledUpdate256(const float* const* ins, size_t k, const float* w, float s, float* out, size_t n) {
@@ -145,6 +190,22 @@ ScaledUpdateFn ScaledUpdateAt() {
   if (TheCpuLevel() >= CpuLevel::kAvx2) return ScaledUpdate256<Sub, WFirst, SFirst>;
 #endif
   return ScaledUpdatePortable<Sub, WFirst, SFirst>;
+}
+/** The streaming two-destination kernel for update u, or nullptr (no AVX-512; $JAXTS_MPI_SHM_NT_FOLD=0: the tiles, A/B). */
+ScaledUpdateStreamFn ScaledUpdateStreamKernel(const FusedScaledUpdate& u) {
+#ifdef JAXTS_X86
+  static const bool on = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_NT_FOLD");
+    return !(e && std::string(e) == "0");
+  }();
+  if (on && TheCpuLevel() >= CpuLevel::kAvx512) {
+    if (u.sub) return u.s_first ? ScaledUpdate512Stream<true, true, true> : ScaledUpdate512Stream<true, true, false>;
+    if (u.w_first) return u.s_first ? ScaledUpdate512Stream<false, true, true> : ScaledUpdate512Stream<false, true, false>;
+    return u.s_first ? ScaledUpdate512Stream<false, false, true> : ScaledUpdate512Stream<false, false, false>;
+  }
+#endif
+  (void)u;
+  return nullptr;
 }
 /** The one-pass kernel for update u (w_first only matters for an add). */
 ScaledUpdateFn ScaledUpdateKernel(const FusedScaledUpdate& u) {
@@ -455,10 +516,12 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
     // an epilogue of the form w - sum * s (FusedScaledUpdate): one pass instead of reduce, then evaluate
     FusedScaledUpdate upd;
     ScaledUpdateFn one_pass = nullptr;
+    ScaledUpdateStreamFn one_pass_nt = nullptr;
     float upd_s = 0.f;
     if (epi && OnePassOn() && type == kFloat32 && op == ReduceOp::kSum && MatchScaledUpdate(epi->program, &upd) &&
         size_t(upd.w_input - 1) < epi->operands.size() && (upd.scalar < 0 || size_t(upd.scalar) < epi->scalars.size())) {
       one_pass = ScaledUpdateKernel(upd);
+      one_pass_nt = ScaledUpdateStreamKernel(upd);
       upd_s = upd.scalar < 0 ? upd.value : epi->scalars[size_t(upd.scalar)];
     }
     if (epi) mpishm::CountFused(one_pass != nullptr);
@@ -473,6 +536,11 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
           thread_local std::vector<float> tile;
           tile.resize(kTile);
           std::vector<const void*> tins(k);
+          // a streaming fold: one pass storing the output and the mailbox directly (no tile copy)
+          if (one_pass_nt && stream && nd > 1 &&
+              one_pass_nt(reinterpret_cast<const float* const*>(ins), k, epi->operands[size_t(upd.w_input - 1)] + own_lo, upd_s,
+                          reinterpret_cast<float*>(dsts[0]), reinterpret_cast<float*>(dsts[1]), b / w))
+            return true;
           for (size_t t = 0, n_el = b / w; t < n_el; t += kTile) {
             const size_t len = std::min(kTile, n_el - t);
             for (size_t j = 0; j < k; j++) tins[j] = ins[j] + t * w;

@@ -91,6 +91,7 @@ struct State {
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
+  std::atomic<uint64_t> streamed{0};  // direct all-reduces that copied with non-temporal stores (StreamAfter)
 };
 State& S() {
   static State* s = new State();  // never destroyed: device threads may outlive static destructors
@@ -691,6 +692,7 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   // 1. every peer's share of this process's partial, at its offset in the mailbox (this process's own share stays put)
   auto t0 = Clock::now();
   const bool nt = StreamAfter(t0 - s.direct_end[j]);
+  if (nt) s.streamed.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < P; i++)
     if (i != self && seg[i].second) CopyStreamed(my_data + seg[i].first, partial + seg[i].first, seg[i].second, nt);
   s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
@@ -791,7 +793,7 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_create_object(env, &prof);
   const std::pair<const char*, double> fields[] = {{"putUs", double(s.ns_put.load()) / 1e3}, {"waitUs", double(s.ns_wait.load()) / 1e3},
                                                    {"takeUs", double(s.ns_take.load()) / 1e3}, {"foldUs", double(s.ns_fold.load()) / 1e3}, {"yields", double(s.yields.load())},
-                                                   {"sleeps", double(s.sleeps.load())}};
+                                                   {"sleeps", double(s.sleeps.load())}, {"streamed", double(s.streamed.load())}};
   for (const auto& f : fields) {
     napi_create_double(env, f.second, &v);
     napi_set_named_property(env, prof, f.first, v);

@@ -22,7 +22,16 @@ export interface MpiShmInfo {
    * Where the shared-memory exchanges spent their time so far (us): copying into the own mailbox (put), waiting for
    * peers, taking the peers' bytes (copies, ring folds), the direct all-reduce's fold; waits that yielded / slept.
    */
-  profile?: { putUs: number; waitUs: number; takeUs: number; foldUs: number; yields: number; sleeps: number };
+  profile?: {
+    putUs: number;
+    waitUs: number;
+    takeUs: number;
+    foldUs: number;
+    yields: number;
+    sleeps: number;
+    /** Direct all-reduces whose copies streamed (non-temporal stores: the mailbox had gone cold). */
+    streamed: number;
+  };
 }
 
 export interface MpiAddon {

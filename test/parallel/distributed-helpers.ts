@@ -47,6 +47,8 @@ export interface Result {
   fusedEpilogues?: number;
   /** Of those, taken by the one-pass `w - sum * s` kernel. */
   onePassEpilogues?: number;
+  /** Direct all-reduces that streamed their copies in the case run after a pause. */
+  streamedExchanges?: number;
   early?: string;
   earlyMs?: number;
   reshardDead?: string[];
