@@ -12,6 +12,7 @@
 // phases (ready = base + 1: the peers' shares of the partial; base + 2: the own share reduced), consumed once per peer.
 
 #include "mpi-shm.h"
+#include "mpi-stream-kernels.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -632,36 +633,7 @@ bool TakeStreamOn() {
   return v;
 }
 
-#ifdef JAXTS_X86
-__attribute__((target("avx512f"))) void StreamCopy512(char* dst, const char* src, size_t n) {
-  size_t i = 0;
-  for (; i + 256 <= n; i += 256) {
-    const __m512i a = _mm512_loadu_si512(src + i), b = _mm512_loadu_si512(src + i + 64), c = _mm512_loadu_si512(src + i + 128),
-                  d = _mm512_loadu_si512(src + i + 192);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), a);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 64), b);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 128), c);
-    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i + 192), d);
-  }
-  for (; i + 64 <= n; i += 64) _mm512_stream_si512(reinterpret_cast<__m512i*>(dst + i), _mm512_loadu_si512(src + i));
-  _mm_sfence();
-  if (i < n) std::memcpy(dst + i, src + i, n - i);
-}
-#endif
 }  // namespace
-
-void CopyStreamed(char* dst, const char* src, size_t n, bool stream) {
-#ifdef JAXTS_X86
-  if (stream && n >= 4096 && TheCpuLevel() >= CpuLevel::kAvx512) {
-    // the head up to a 64-byte boundary of dst with memcpy, the rest streamed
-    const size_t head = std::min(n, (64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
-    if (head) std::memcpy(dst, src, head);
-    StreamCopy512(dst + head, src + head, n - head);
-    return;
-  }
-#endif
-  std::memcpy(dst, src, n);
-}
 
 size_t MailboxBytes() { return S().enabled ? S().slice * size_t(S().hn) : 0; }
 

@@ -70,13 +70,6 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
                      const std::string& what, const std::function<std::string()>& check = nullptr,
                      const std::function<void(size_t, size_t, const char*, size_t)>& on_recv = nullptr);
 
-/**
- * Copies n bytes (into a mailbox that a peer reads next, or into an output); `stream`: with non-temporal stores where
- * the CPU has them (AVX-512), so the copy neither reads the destination's lines first nor keeps them in this core's
- * cache (DirectAllReduce decides: see StreamAfter in native/mpi-shm.cc). Ends with a store fence.
- */
-void CopyStreamed(char* dst, const char* src, size_t n, bool stream);
-
 /** Bytes of one mailbox's data area (the largest buffer DirectAllReduce takes); 0 without the segment. */
 size_t MailboxBytes();
 
