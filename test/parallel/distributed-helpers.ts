@@ -47,6 +47,8 @@ export interface Result {
   fusedEpilogues?: number;
   /** Of those, taken by the one-pass `w - sum * s` kernel. */
   onePassEpilogues?: number;
+  /** The one-pass kernel's runs for the `w + 0.25 * psum` case. */
+  onePassAddForm?: number;
   /** Direct all-reduces that streamed their copies in the case run after a pause. */
   streamedExchanges?: number;
   early?: string;

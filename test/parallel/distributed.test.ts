@@ -242,6 +242,7 @@ test(
         "direct psum of 30001 int32 per device",
         "direct psum + SGD update of 20001 float32 per device",
         "direct psum + SGD update of 20001 float32 per device, streamed",
+        "direct psum + update w + 0.25 * psum of 20001 float32 per device",
       ])
         assert.deepEqual(find(r, name).got, find(r, name).want, `${name}: the emulation's bits`);
       assert.equal(
@@ -254,6 +255,7 @@ test(
         1,
         "the update `w - psum(g) * 0.5` took the one-pass kernel (sum, scale, subtract)",
       );
+      assert.equal(r.onePassAddForm, 1, "the update `w + 0.25 * psum(g)` took the one-pass kernel too");
       assert.ok(
         (r.streamedExchanges ?? 0) >= 1,
         `the psum + update after a 5 ms pause streamed its copies (${r.streamedExchanges} streamed exchanges)`,

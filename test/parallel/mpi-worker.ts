@@ -563,6 +563,16 @@ try {
         })(w, g),
       );
       out.streamedExchanges = streamed() - s0;
+      // the add form with the scale on the left (`w + 0.25 * psum`): the same one-pass kernel, other operand orders
+      const o1 = transportInfo().onePassEpilogues ?? 0;
+      both(`direct psum + update w + 0.25 * psum of ${k} float32 per device`, () =>
+        shardMap((wv: Array, b: Array) => jnp.add(wv, jnp.multiply(0.25, lax.psum(b, "i"))), {
+          mesh: m1,
+          inSpecs: [P(), P("i")],
+          outSpecs: P(),
+        })(w, g),
+      );
+      out.onePassAddForm = (transportInfo().onePassEpilogues ?? 0) - o1;
     }
     // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
     both("psum of 40000 bfloat16 per device", () =>
