@@ -124,7 +124,7 @@ if (role === "driver") {
     [0, 1]
       .map((p) => {
         const f = (name: string) => med(procs(t, p), (r) => r.prof?.[k]?.[name]);
-        return `p${p} ${f("putUs").toFixed(0)} + ${f("foldUs").toFixed(0)} + ${f("takeUs").toFixed(0)} us of work, ${f("waitUs").toFixed(0)} us waiting; ${f("yields")} yields, ${f("sleeps")} futex sleeps`;
+        return `p${p} ${f("putUs").toFixed(0)} + ${f("foldUs").toFixed(0)} + ${f("takeUs").toFixed(0)} us of work, ${f("waitUs").toFixed(0)} us waiting; ${f("yields")} yields, ${f("sleeps")} futex sleeps; ${f("streamed")} streamed`;
       })
       .join(" | ");
   const verdict = (ok: boolean, target: string) => `target ${target}: ${ok ? "met" : "NOT met"}`;

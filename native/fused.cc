@@ -345,6 +345,34 @@ void RunFusedChunk(const FusedProgram* p, const float* const* ins, const float* 
   jaxts_fused::RunChunks(j);
 }
 
+bool MatchScaledUpdate(const FusedProgram* fp, FusedScaledUpdate* m) {
+  using namespace jaxts_fused;
+  const Program& p = *reinterpret_cast<const Program*>(fp);
+  if (p.outputs.size() != 1) return false;
+  const auto& vs = p.values;
+  const Value& r = vs[size_t(p.outputs[0])];
+  if (r.tag != kOp || (r.op != kSub && r.op != kAdd)) return false;
+  const auto is_w = [&](int v) { return vs[size_t(v)].tag == kInput && vs[size_t(v)].a > 0; };
+  // the multiply x * s (or s * x); which operand of r it is
+  int mul = -1, w = -1;
+  if (is_w(r.a)) mul = r.b, w = r.a;
+  else if (r.op == kAdd && is_w(r.b)) mul = r.a, w = r.b;
+  if (mul < 0 || vs[size_t(mul)].tag != kOp || vs[size_t(mul)].op != kMul) return false;
+  const Value& x = vs[size_t(mul)];
+  const auto is_x = [&](int v) { return vs[size_t(v)].tag == kInput && vs[size_t(v)].a == 0; };
+  const auto is_s = [&](int v) { return vs[size_t(v)].tag == kScalar || vs[size_t(v)].tag == kConst; };
+  int s = -1;
+  if (is_x(x.a) && is_s(x.b)) s = x.b, m->s_first = false;
+  else if (is_s(x.a) && is_x(x.b)) s = x.a, m->s_first = true;
+  else return false;
+  m->w_input = vs[size_t(w)].a;
+  m->scalar = vs[size_t(s)].tag == kScalar ? vs[size_t(s)].a : -1;
+  m->value = vs[size_t(s)].value;
+  m->sub = r.op == kSub;
+  m->w_first = w == r.a;
+  return true;
+}
+
 void RegisterFused(napi_env env, napi_value exports) {
   const napi_property_descriptor props[] = {
       {"fusedCompile", nullptr, jaxts_fused::Compile, nullptr, nullptr, nullptr, napi_default, nullptr},

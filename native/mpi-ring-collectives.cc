@@ -6,9 +6,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
+#include "fused.h"
 #include "mpi-process-communicator.h"
 #include "mpi-shm.h"
+#include "mpi-stream-kernels.h"
 #include "reduce-kernels.h"
 
 namespace jaxts {
@@ -68,6 +71,15 @@ size_t PieceBytes() {
     const char* e = std::getenv("JAXTS_MPI_PIECE_BYTES");
     const long long b = e ? std::atoll(e) : 0;
     return b > 0 ? size_t(b) : size_t(1) << 20;
+  }();
+  return v;
+}
+
+/** $JAXTS_MPI_SHM_ONEPASS=0: evaluate a fused epilogue of that form with the generic evaluator (A/B). */
+bool OnePassOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_ONEPASS");
+    return !(e && std::string(e) == "0");
   }();
   return v;
 }
@@ -357,35 +369,57 @@ std::string ProcessCommunicator::ShmRing(const CollectiveCall& c, int kind, Redu
   const CollectiveEpilogue* epi = lr.epis[size_t(local[0])];
   const bool direct = kind == kAllReduce && total <= mpishm::MailboxBytes() && DirectOn();
   if (epi && !direct) return what + ": internal error: a fused epilogue without the direct exchange";
-  if (epi) mpishm::CountFused();
   if (direct) {
     // the whole buffer fits a mailbox: one exchange of two phases (mpishm::DirectAllReduce), same fold order
     std::vector<std::pair<size_t, size_t>> flat;
     for (const auto& sj : seg) flat.push_back(sj.empty() ? std::make_pair(size_t(0), size_t(0)) : sj[0]);
     const auto mine = std::find(pm_->local_ranks.begin(), pm_->local_ranks.end(), rank_);
     const size_t own_lo = flat[size_t(s)].first / w;  // the own share's first element (the epilogue's operands start there)
+    // an epilogue of the form w - sum * s (FusedScaledUpdate): one pass instead of reduce, then evaluate
+    FusedScaledUpdate upd;
+    ScaledUpdateFn one_pass = nullptr;
+    ScaledUpdateStreamFn one_pass_nt = nullptr;
+    float upd_s = 0.f;
+    if (epi && OnePassOn() && type == kFloat32 && op == ReduceOp::kSum && MatchScaledUpdate(epi->program, &upd) &&
+        size_t(upd.w_input - 1) < epi->operands.size() && (upd.scalar < 0 || size_t(upd.scalar) < epi->scalars.size())) {
+      one_pass = ScaledUpdateKernel(upd);
+      one_pass_nt = ScaledUpdateStreamKernel(upd);
+      upd_s = upd.scalar < 0 ? upd.value : epi->scalars[size_t(upd.scalar)];
+    }
+    if (epi) mpishm::CountFused(one_pass != nullptr);
     const std::string err = mpishm::DirectAllReduce(
         procs, size_t(s), {pm_->global_launch, c.seq, min_rank, 1, ""}, int(mine - pm_->local_ranks.begin()), deadline,
         what + " timed out during the data exchange", partial, acc, flat,
         [&](const char* const* ins, size_t k, char* const* dsts, size_t nd, size_t b, bool stream) {
           if (!epi) return ReduceElements(type, op, reinterpret_cast<const void* const*>(ins), k, dsts, nd, b / w, stream);
-          // fused epilogue: a tile at a time, reduce into scratch (it stays in L1), evaluate the epilogue on it into
-          // the output (and the mailbox): the peers copy the results, so each element is updated once in the job
+          // fused epilogue: a tile at a time (it stays in L1), reduce and evaluate the epilogue into the output, then
+          // copy the tile to the mailbox: the peers copy the results, so each element is updated once in the job
           constexpr size_t kTile = 4096;
           thread_local std::vector<float> tile;
           tile.resize(kTile);
           std::vector<const void*> tins(k);
+          // a streaming fold: one pass storing the output and the mailbox directly (no tile copy)
+          if (one_pass_nt && stream && nd > 1 &&
+              one_pass_nt(reinterpret_cast<const float* const*>(ins), k, epi->operands[size_t(upd.w_input - 1)] + own_lo, upd_s,
+                          reinterpret_cast<float*>(dsts[0]), reinterpret_cast<float*>(dsts[1]), b / w))
+            return true;
           for (size_t t = 0, n_el = b / w; t < n_el; t += kTile) {
             const size_t len = std::min(kTile, n_el - t);
             for (size_t j = 0; j < k; j++) tins[j] = ins[j] + t * w;
-            char* td = reinterpret_cast<char*>(tile.data());
-            if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
             float* o = reinterpret_cast<float*>(dsts[0] + t * w);
-            EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
-            if (nd > 1) std::memcpy(dsts[1] + t * w, o, len * w);
+            if (one_pass) {
+              // w - sum * s in one pass (the common SGD form; same bits as the evaluator below)
+              one_pass(reinterpret_cast<const float* const*>(tins.data()), k, epi->operands[size_t(upd.w_input - 1)] + own_lo + t, upd_s, o, len);
+            } else {
+              char* td = reinterpret_cast<char*>(tile.data());
+              if (!ReduceElements(type, op, tins.data(), k, &td, 1, len, false)) return false;
+              EvalEpilogue(*epi, tile.data(), own_lo + t, len, &o);
+            }
+            if (nd > 1) mpishm::CopyStreamed(dsts[1] + t * w, reinterpret_cast<const char*>(o), len * w, stream);
           }
           return true;
-        });
+        },
+        epi != nullptr);
     if (!err.empty()) {
       std::string e = err;
       for (int pr : procs)

@@ -12,6 +12,7 @@
 // phases (ready = base + 1: the peers' shares of the partial; base + 2: the own share reduced), consumed once per peer.
 
 #include "mpi-shm.h"
+#include "mpi-stream-kernels.h"
 
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -81,14 +82,17 @@ struct State {
   std::string reason = "distributed.initialize was not called";
   // per own mailbox (process-private): consumptions owed by peers, and the lock serializing its exchanges
   std::vector<uint32_t> owed;
+  std::vector<Clock::time_point> direct_end;  // per own mailbox: when its last DirectAllReduce returned
   std::unique_ptr<std::mutex[]> slot_mu;
   std::atomic<uint64_t> exchanges{0}, bytes_moved{0};
   std::atomic<uint64_t> mpi_exchanges{0}, mpi_bytes{0};  // the collectives' exchanges over MPI (CountMpi)
   std::atomic<uint64_t> rings{0}, hier{0};  // rings over MPI this process ran, two-level collectives it took part in (CountLevel)
   std::atomic<uint64_t> fused{0};           // AllReduceEpilogues fused into the direct exchange (CountFused)
+  std::atomic<uint64_t> one_pass{0};        // ... of them evaluated by the one-pass `w - sum * s` kernel
   // where exchanges spend their time (mpiShmInfo().profile): ns copying into the mailbox, waiting, taking the peers'
   // bytes (copy or fold), and the waits that yielded / slept on the futex
   std::atomic<uint64_t> ns_put{0}, ns_wait{0}, ns_take{0}, ns_fold{0}, yields{0}, sleeps{0};
+  std::atomic<uint64_t> streamed{0};  // direct all-reduces that copied with non-temporal stores (StreamAfter)
 };
 State& S() {
   static State* s = new State();  // never destroyed: device threads may outlive static destructors
@@ -319,7 +323,10 @@ void CountLevel(bool ring, bool hier) {
   if (ring) S().rings.fetch_add(1, std::memory_order_relaxed);
   if (hier) S().hier.fetch_add(1, std::memory_order_relaxed);
 }
-void CountFused() { S().fused.fetch_add(1, std::memory_order_relaxed); }
+void CountFused(bool one_pass) {
+  S().fused.fetch_add(1, std::memory_order_relaxed);
+  if (one_pass) S().one_pass.fetch_add(1, std::memory_order_relaxed);
+}
 bool AllSameHost() { return S().enabled && S().hn == S().nproc; }
 size_t SliceBytes() { return S().enabled ? S().slice : 0; }
 void CountMpi(size_t bytes) {
@@ -332,6 +339,7 @@ std::string Setup(int64_t timeout_ms, int slots) {
   if (s.enabled) return "";
   s.slots = std::max(1, std::min(slots, 256));
   s.owed.assign(size_t(s.slots), 0);
+  s.direct_end.assign(size_t(s.slots), Clock::time_point());
   s.slot_mu.reset(new std::mutex[size_t(s.slots)]);
   s.nproc = mpi::Size();
   s.self = mpi::Rank();
@@ -597,10 +605,41 @@ std::string Exchange(const std::vector<mpi::Transfer>& peers, const Key& key, in
   return "";
 }
 
+namespace {
+/**
+ * Whether a direct all-reduce on a mailbox whose previous one returned `idle` ago copies into it with non-temporal
+ * stores: when the mailbox's lines have likely left this core's cache meanwhile (a training step's compute runs
+ * between its all-reduces), reading them first (RFO) and keeping them here only costs, and the peer reads them next
+ * anyway; back-to-back all-reduces (a loop of psums) find them cached and keep memcpy, which is then twice as fast.
+ * $JAXTS_MPI_SHM_NT_US (default 1000): the idle time from which on it streams; $JAXTS_MPI_SHM_NT=0: never.
+ */
+bool StreamAfter(Clock::duration idle) {
+  static const int64_t us = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_NT");
+    if (e && std::strcmp(e, "0") == 0) return int64_t(-1);
+    return EnvUs("JAXTS_MPI_SHM_NT_US", 1000);
+  }();
+  return us >= 0 && idle >= std::chrono::microseconds(us);
+}
+/**
+ * Whether the take phase (the peers' reduced shares into the output) streams too when the exchange does: the output
+ * is read next by the following step, not soon by this core; $JAXTS_MPI_SHM_NT_TAKE=0: memcpy (A/B).
+ */
+bool TakeStreamOn() {
+  static const bool v = [] {
+    const char* e = std::getenv("JAXTS_MPI_SHM_NT_TAKE");
+    return !(e && std::strcmp(e, "0") == 0);
+  }();
+  return v;
+}
+
+}  // namespace
+
 size_t MailboxBytes() { return S().enabled ? S().slice * size_t(S().hn) : 0; }
 
 std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, Clock::time_point deadline, const std::string& what,
-                            const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg, const FoldFn& fold) {
+                            const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg, const FoldFn& fold,
+                            bool fold_fills_mailbox) {
   State& s = S();
   if (!s.enabled) return what + ": the shared-memory transport is not set up";
   const size_t P = procs.size();
@@ -624,8 +663,10 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
   const uint32_t my_base = mine->base.load(std::memory_order_relaxed);
   // 1. every peer's share of this process's partial, at its offset in the mailbox (this process's own share stays put)
   auto t0 = Clock::now();
+  const bool nt = StreamAfter(t0 - s.direct_end[j]);
+  if (nt) s.streamed.fetch_add(1, std::memory_order_relaxed);
   for (size_t i = 0; i < P; i++)
-    if (i != self && seg[i].second) std::memcpy(my_data + seg[i].first, partial + seg[i].first, seg[i].second);
+    if (i != self && seg[i].second) CopyStreamed(my_data + seg[i].first, partial + seg[i].first, seg[i].second, nt);
   s.ns_put.fetch_add(NsSince(t0), std::memory_order_relaxed);
   owed += uint32_t(peers.size());  // each peer consumes once, after its last read (phase 3)
   mine->ready.store(my_base + 1, std::memory_order_release);
@@ -651,9 +692,10 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     // a share of a few MiB: one pass with non-temporal stores into both (nobody reads them from this core's cache
     // soon); smaller: fold into `out` alone and copy it to the mailbox (a fold storing into the mailbox while it loads
     // from the peer's, at the same offsets within a page, runs at half speed: 4K aliasing)
-    const bool big = len >= kStreamShare;
-    if (!fold(ins.data(), ins.size(), dsts, big ? 2 : 1, len, big)) return Fail(mine, &owed, key, what, "unsupported reduction", peers);
-    if (!big) std::memcpy(my_data + lo, out + lo, len);
+    const bool big = len >= kStreamShare, both = big || fold_fills_mailbox;
+    if (!fold(ins.data(), ins.size(), dsts, both ? 2 : 1, len, big || (nt && fold_fills_mailbox)))
+      return Fail(mine, &owed, key, what, "unsupported reduction", peers);
+    if (!both) CopyStreamed(my_data + lo, out + lo, len, nt);
   }
   s.ns_fold.fetch_add(NsSince(t0), std::memory_order_relaxed);
   mine->ready.store(my_base + 2, std::memory_order_release);
@@ -665,13 +707,15 @@ std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Ke
     w = WaitOn(q, [&] { return int32_t(theirs[i]->ready.load(std::memory_order_acquire) - (base[i] + 2)) >= 0; }, deadline, nullptr);
     if (!w.empty()) return Fail(mine, &owed, key, what, w, {q});
     t0 = Clock::now();
-    if (seg[i].second) std::memcpy(out + seg[i].first, reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + seg[i].first, seg[i].second);
+    if (seg[i].second)
+      CopyStreamed(out + seg[i].first, reinterpret_cast<const char*>(theirs[i]) + sizeof(Mailbox) + seg[i].first, seg[i].second, nt && TakeStreamOn());
     s.ns_take.fetch_add(NsSince(t0), std::memory_order_relaxed);
     s.bytes_moved.fetch_add(seg[i].second + len, std::memory_order_relaxed);
     theirs[i]->consumed.fetch_add(1, std::memory_order_acq_rel);
     Ring(q);
   }
   mine->active.store(0, std::memory_order_release);
+  s.direct_end[j] = Clock::now();
   return "";
 }
 
@@ -713,13 +757,15 @@ napi_value InfoFn(napi_env env, napi_callback_info) {
   napi_set_named_property(env, obj, "twoLevel", v);
   napi_create_double(env, double(s.fused.load()), &v);
   napi_set_named_property(env, obj, "fusedEpilogues", v);
+  napi_create_double(env, double(s.one_pass.load()), &v);
+  napi_set_named_property(env, obj, "onePassEpilogues", v);
   napi_create_int32(env, s.hosts, &v);
   napi_set_named_property(env, obj, "hosts", v);
   napi_value prof;
   napi_create_object(env, &prof);
   const std::pair<const char*, double> fields[] = {{"putUs", double(s.ns_put.load()) / 1e3}, {"waitUs", double(s.ns_wait.load()) / 1e3},
                                                    {"takeUs", double(s.ns_take.load()) / 1e3}, {"foldUs", double(s.ns_fold.load()) / 1e3}, {"yields", double(s.yields.load())},
-                                                   {"sleeps", double(s.sleeps.load())}};
+                                                   {"sleeps", double(s.sleeps.load())}, {"streamed", double(s.streamed.load())}};
   for (const auto& f : fields) {
     napi_create_double(env, f.second, &v);
     napi_set_named_property(env, prof, f.first, v);

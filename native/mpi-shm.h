@@ -40,8 +40,11 @@ bool AllSameHost();
 size_t SliceBytes();
 /** Counts one of the collectives' exchanges over MPI (mpiShmInfo: mpiExchanges, mpiBytes). */
 void CountMpi(size_t bytes);
-/** Counts an AllReduceEpilogue evaluated inside the direct exchange's fold (mpiShmInfo: fusedEpilogues). */
-void CountFused();
+/**
+ * Counts an AllReduceEpilogue evaluated inside the direct exchange's fold (mpiShmInfo: fusedEpilogues), and whether it
+ * took the one-pass kernel of the `w - sum * s` form (onePassEpilogues).
+ */
+void CountFused(bool one_pass = false);
 /** Counts a ring over MPI (`ring`) and a two-level collective (`hier`) of this process (mpiShmInfo: mpiRings, twoLevel). */
 void CountLevel(bool ring, bool hier);
 
@@ -72,7 +75,7 @@ size_t MailboxBytes();
 
 /**
  * fold(ins, n, dsts, nd, bytes): every dsts[d][0, bytes) = the left fold of ins[0..n)[0, bytes) (ins[0] op ins[1] op
- * ...), with non-temporal stores when `stream`; false when the reduction is unsupported. The one place a reduced
+ * ...), with non-temporal stores when `stream` (a fold that fills the mailbox itself: stream into the mailbox); false when the reduction is unsupported. The one place a reduced
  * share passes through: an epilogue (say a fused SGD update of the reduced gradient) would apply here, to dsts[0]
  * (`out`) and, when nd is 2, dsts[1] (the mailbox; with nd 1 the mailbox gets a copy of `out` afterwards).
  */
@@ -85,11 +88,13 @@ using FoldFn = std::function<bool(const char* const* ins, size_t n, char* const*
  * ready = base + 1; fold own share seg[self] reading the peers' mailboxes in place (own partial first, then the peers
  * in group order), writing `out` and the mailbox, ready = base + 2; copy every peer's reduced share from its mailbox
  * into `out`, consumed++ on it. seg[i] = (byte offset, bytes) of process i's share; `partial` may equal `out`.
- * Errors as Exchange's ("no answer from process(es) [q] before the deadline").
+ * Errors as Exchange's ("no answer from process(es) [q] before the deadline"). `fold_fills_mailbox`: the fold always
+ * gets both destinations (nd 2) and writes the mailbox itself (a fold that works a tile at a time copies each tile
+ * while it is in L1); else a share under 2 MiB is folded into `out` alone and copied to the mailbox afterwards.
  */
 std::string DirectAllReduce(const std::vector<int>& procs, size_t self, const Key& key, int slot, std::chrono::steady_clock::time_point deadline,
                             const std::string& what, const char* partial, char* out, const std::vector<std::pair<size_t, size_t>>& seg,
-                            const FoldFn& fold);
+                            const FoldFn& fold, bool fold_fills_mailbox = false);
 
 }  // namespace mpishm
 }  // namespace jaxts

@@ -33,6 +33,7 @@ const sources = [
   "mpi-ring-collectives.cc",
   "mpi-napi.cc",
   "mpi-shm.cc",
+  "mpi-stream-kernels.cc",
 ].map((f) => join(root, "native", f));
 const headers = [
   "cpu-level.h",
@@ -60,6 +61,7 @@ const headers = [
   "mpi-communicator.h",
   "mpi-process-communicator.h",
   "mpi-shm.h",
+  "mpi-stream-kernels.h",
 ].map((f) => join(root, "native", f));
 const argv = process.argv.slice(2);
 const prebuild = argv.includes("--prebuild");

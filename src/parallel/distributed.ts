@@ -123,6 +123,7 @@ export function transportInfo(): Omit<MpiShmInfo, "enabled"> & { transport: "shm
     mpiRings: 0,
     twoLevel: 0,
     fusedEpilogues: 0,
+    onePassEpilogues: 0,
     hosts: 1,
     hostProcesses: 1,
   };
@@ -136,6 +137,7 @@ export function transportInfo(): Omit<MpiShmInfo, "enabled"> & { transport: "shm
     mpiRings: info.mpiRings,
     twoLevel: info.twoLevel,
     fusedEpilogues: info.fusedEpilogues ?? 0,
+    onePassEpilogues: info.onePassEpilogues ?? 0,
     hosts: info.hosts,
     hostProcesses: info.hostProcesses,
   };

@@ -14,13 +14,24 @@ export interface MpiShmInfo {
   twoLevel: number;
   /** AllReduceEpilogues evaluated inside the direct same-host exchange's fold (each process on its own share). */
   fusedEpilogues?: number;
+  /** Of those, the ones of the form `w - sum * s` evaluated by the one-pass kernel ($JAXTS_MPI_SHM_ONEPASS=0: none). */
+  onePassEpilogues?: number;
   hosts: number;
   hostProcesses: number;
   /**
    * Where the shared-memory exchanges spent their time so far (us): copying into the own mailbox (put), waiting for
    * peers, taking the peers' bytes (copies, ring folds), the direct all-reduce's fold; waits that yielded / slept.
    */
-  profile?: { putUs: number; waitUs: number; takeUs: number; foldUs: number; yields: number; sleeps: number };
+  profile?: {
+    putUs: number;
+    waitUs: number;
+    takeUs: number;
+    foldUs: number;
+    yields: number;
+    sleeps: number;
+    /** Direct all-reduces whose copies streamed (non-temporal stores: the mailbox had gone cold). */
+    streamed: number;
+  };
 }
 
 export interface MpiAddon {

@@ -45,6 +45,12 @@ export interface Result {
   /** Segment exchanges per psum: a small one, a large one (the collectives job). */
   psumExchanges?: number[];
   fusedEpilogues?: number;
+  /** Of those, taken by the one-pass `w - sum * s` kernel. */
+  onePassEpilogues?: number;
+  /** The one-pass kernel's runs for the `w + 0.25 * psum` case. */
+  onePassAddForm?: number;
+  /** Direct all-reduces that streamed their copies in the case run after a pause. */
+  streamedExchanges?: number;
   early?: string;
   earlyMs?: number;
   reshardDead?: string[];

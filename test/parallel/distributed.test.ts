@@ -241,12 +241,24 @@ test(
         "direct pmax of 20001 float32 per device",
         "direct psum of 30001 int32 per device",
         "direct psum + SGD update of 20001 float32 per device",
+        "direct psum + SGD update of 20001 float32 per device, streamed",
+        "direct psum + update w + 0.25 * psum of 20001 float32 per device",
       ])
         assert.deepEqual(find(r, name).got, find(r, name).want, `${name}: the emulation's bits`);
       assert.equal(
         r.fusedEpilogues,
         1,
         "the SGD update ran inside the direct exchange's fold (one fused AllReduceEpilogue)",
+      );
+      assert.equal(
+        r.onePassEpilogues,
+        1,
+        "the update `w - psum(g) * 0.5` took the one-pass kernel (sum, scale, subtract)",
+      );
+      assert.equal(r.onePassAddForm, 1, "the update `w + 0.25 * psum(g)` took the one-pass kernel too");
+      assert.ok(
+        (r.streamedExchanges ?? 0) >= 1,
+        `the psum + update after a 5 ms pause streamed its copies (${r.streamedExchanges} streamed exchanges)`,
       );
       // the data x tensor Transformer step over the 2-process (2, 2) mesh: loss and every parameter as one process's
       // single-device step computes them, within 1e-6 of max(1, |value|)

@@ -41,7 +41,7 @@ import {
 import { Mesh } from "../../src/parallel/mesh.js";
 import { exchangeBytes, transportInfo } from "../../src/parallel/distributed.js";
 import { reshardCases, reshardPrograms } from "./mpi-reshard-cases.js";
-import { failNextLaunch, lastLaunchTimeline } from "../../src/runtime/index.js";
+import { failNextLaunch, lastLaunchTimeline, mpiAddon } from "../../src/runtime/index.js";
 import {
   type TransformerConfig,
   initParams,
@@ -538,7 +538,8 @@ try {
       const k = 20001;
       const g = jnp.divide(jnp.round(jnp.multiply(values([all.length * k], "float32"), 4)), 4);
       const w = jnp.divide(jnp.round(jnp.multiply(jnp.flip(values([k], "float32"), 0), 4)), 4);
-      const f0 = transportInfo().fusedEpilogues ?? 0;
+      const f0 = transportInfo().fusedEpilogues ?? 0,
+        o0 = transportInfo().onePassEpilogues ?? 0;
       both(`direct psum + SGD update of ${k} float32 per device`, () =>
         shardMap((wv: Array, b: Array) => jnp.subtract(wv, jnp.multiply(lax.psum(b, "i"), 0.5)), {
           mesh: m1,
@@ -547,6 +548,31 @@ try {
         })(w, g),
       );
       out.fusedEpilogues = (transportInfo().fusedEpilogues ?? 0) - f0;
+      out.onePassEpilogues = (transportInfo().onePassEpilogues ?? 0) - o0;
+      // again after a pause past JAXTS_MPI_SHM_NT_US (1 ms): the mailbox counts as cold, so the exchange streams (the
+      // put, the update stored straight into the output and the mailbox, the take), with the same bits
+      const streamed = () => mpiAddon().api?.mpiShmInfo().profile?.streamed ?? 0;
+      const s0 = streamed();
+      const until = performance.now() + 5;
+      while (performance.now() < until);
+      both(`direct psum + SGD update of ${k} float32 per device, streamed`, () =>
+        shardMap((wv: Array, b: Array) => jnp.subtract(wv, jnp.multiply(lax.psum(b, "i"), 0.5)), {
+          mesh: m1,
+          inSpecs: [P(), P("i")],
+          outSpecs: P(),
+        })(w, g),
+      );
+      out.streamedExchanges = streamed() - s0;
+      // the add form with the scale on the left (`w + 0.25 * psum`): the same one-pass kernel, other operand orders
+      const o1 = transportInfo().onePassEpilogues ?? 0;
+      both(`direct psum + update w + 0.25 * psum of ${k} float32 per device`, () =>
+        shardMap((wv: Array, b: Array) => jnp.add(wv, jnp.multiply(0.25, lax.psum(b, "i"))), {
+          mesh: m1,
+          inSpecs: [P(), P("i")],
+          outSpecs: P(),
+        })(w, g),
+      );
+      out.onePassAddForm = (transportInfo().onePassEpilogues ?? 0) - o1;
     }
     // a bfloat16 psum past the small size (widened to float32 across processes: the reduce-scatter and all-gather)
     both("psum of 40000 bfloat16 per device", () =>
