@@ -291,6 +291,16 @@ const TABLE: Map<string, Row> = new Map([
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",
   ]),
+  // jax.scipy.special / lax special functions (branch scispec)
+  ...group("fixed", (f) => f(x(), B), [
+    "lax.besselI0e", "lax.besselI1e", "scipy.special.i0", "scipy.special.i0e", "scipy.special.i1", "scipy.special.i1e",
+  ]),
+  ...group("fixed", (f) => f(x(), y(), B), [
+    "lax.igamma", "lax.igammaGradA", "lax.igammac", "lax.randomGammaGrad", "lax.zeta", "scipy.special.gammainc",
+    "scipy.special.gammaincc", "scipy.special.poch", "scipy.special.zeta",
+  ]),
+  ...group("fixed", (f) => f(x(), y(), z(), B), ["lax.betainc", "scipy.special.betainc"]),
+  ...group("options", (f) => f(x(), B), ["scipy.special.factorial"]),
 ]);
 
 const ALIAS: Record<string, string> = {

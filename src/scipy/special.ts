@@ -1,6 +1,7 @@
-/** @file jax.scipy.special: logit/expit, erf family, gamma family (betaln, multigammaln), xlogy/xlog1py, entr/relEntr/klDiv, the normal CDF family, logsumexp, softmax. */
+/** @file jax.scipy.special: logit/expit, erf family, gamma family (betaln, multigammaln, factorial, poch), incomplete gamma / beta, scaled Bessel i0e/i1e, Hurwitz zeta, xlogy/xlog1py, entr/relEntr/klDiv, the normal CDF family, logsumexp, softmax. */
 import type { Array } from "../core/array.js";
 import * as ops from "../primitives/ops.js";
+import { checkOptions } from "../core/check-args.js";
 import { promoteArgsInexact } from "../numpy/core.js";
 import { type ArrayInput, c, sel } from "../numpy/elementwise-util.js";
 
@@ -119,3 +120,41 @@ export const logNdtr = un("log_ndtr", (x) => {
   );
   return sel(ops.gt(x, c(x, 0)), upper, sel(ops.ge(x, c(x, -5)), mid, low));
 });
+/** gammainc(a, x): the regularized lower incomplete gamma function P(a, x) (lax.igamma). */
+export const gammainc = bin("gammainc", ops.igamma);
+/** gammaincc(a, x): the regularized upper incomplete gamma function Q(a, x) = 1 - P(a, x) (lax.igammac). */
+export const gammaincc = bin("gammaincc", ops.igammac);
+/** betainc(a, b, x): the regularized incomplete beta function I_x(a, b); differentiable in x only, as in JAX. */
+export function betainc(a: ArrayInput, b: ArrayInput, x: ArrayInput): Array {
+  const [pa, pb, px] = promoteArgsInexact("betainc", a, b, x);
+  return ops.betainc(pa, pb, px);
+}
+/** i0e(x) = exp(-|x|) I0(x), the exponentially scaled modified Bessel function of order 0. */
+export const i0e = un("i0e", ops.besselI0e);
+/** i1e(x) = exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1. */
+export const i1e = un("i1e", ops.besselI1e);
+/** i0(x) = exp(|x|) i0e(x), the modified Bessel function of order 0 (overflows to inf beyond |x| ~ 713 in float64). */
+export const i0 = un("i0", (x) => ops.mul(ops.exp(ops.abs(x)), ops.besselI0e(x)));
+/** i1(x) = exp(|x|) i1e(x), the modified Bessel function of order 1. */
+export const i1 = un("i1", (x) => ops.mul(ops.exp(ops.abs(x)), ops.besselI1e(x)));
+/**
+ * zeta(x, q): the Hurwitz zeta function sum_k (q + k)^-x (lax.zeta). As in JAX, q is required (the Riemann zeta
+ * function is zeta(x, 1) for x > 1; its continuation to x < 1 is not implemented).
+ */
+export function zeta(x: ArrayInput, q?: ArrayInput): Array {
+  if (q === undefined)
+    throw new TypeError(
+      "zeta: the Riemann zeta function is not implemented; pass q (zeta(x, 1) is Riemann's for x > 1)",
+    );
+  const [px, pq] = promoteArgsInexact("zeta", x, q);
+  return ops.zeta(px, pq);
+}
+/** factorial(n) = Gamma(n + 1) for n >= 0, 0 for n < 0 (exact: true is not supported, as in JAX). */
+export function factorial(n: ArrayInput, opts: { exact?: boolean } = {}): Array {
+  checkOptions("scipy.special.factorial", opts, ["exact"], "factorial(n, { exact?: false })");
+  if (opts.exact) throw new TypeError("factorial: exact=true is not supported (as in JAX); omit it for Gamma(n + 1)");
+  const [x] = promoteArgsInexact("factorial", n);
+  return sel(ops.lt(x, c(x, 0)), c(x, 0), ops.exp(ops.lgamma(ops.add(x, c(x, 1)))));
+}
+/** poch(z, m) = Gamma(z + m) / Gamma(z), the rising factorial (1 where m == 0). */
+export const poch = bin("poch", (z, m) => sel(ops.eq(m, c(m, 0)), c(z, 1), ops.div(gamma(ops.add(z, m)), gamma(z))));
