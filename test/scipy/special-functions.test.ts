@@ -35,6 +35,11 @@ const FNS: Record<string, Fn> = {
   zeta: SP.zeta,
   factorial: (n) => SP.factorial(n),
   poch: SP.poch,
+  gammasgn: SP.gammasgn,
+  rgamma: SP.rgamma,
+  beta: SP.beta,
+  exp1: SP.exp1,
+  expi: SP.expi,
 };
 
 const MODES = ["interpreter", "eager", "jit"] as const;
@@ -61,10 +66,28 @@ function close(got: number, want: number, rtol: number, atol: number): boolean {
 }
 
 test("the fixtures cover every new function", () => {
-  assert.deepEqual([...new Set(FIX.map((c) => c.fn))].sort(), Object.keys(FNS).sort());
+  assert.deepEqual([...new Set(FIX.map((c) => c.fn))].sort(), [...Object.keys(FNS), "bernoulli"].sort());
 });
 
-for (const c of FIX) {
+test("bernoulli(30) matches the fixture's B_0..B_30 (B_1 = -1/2) in float64 and float32", () => {
+  const c = FIX.find((k) => k.fn === "bernoulli")!;
+  const n = num(c.args[0][0]),
+    want = c.out.map(num);
+  const prev = config.enableX64;
+  try {
+    config.update("enableX64", true);
+    const b64 = SP.bernoulli(n);
+    assert.equal(b64.dtype, "float64");
+    (b64.tolist() as number[]).forEach((g, i) => assert.ok(close(g, want[i], 1e-15, 0), `B_${i}: ${g} vs ${want[i]}`));
+    config.update("enableX64", false);
+    assert.deepEqual(SP.bernoulli(n).tolist(), want.map(Math.fround));
+  } finally {
+    config.update("enableX64", prev);
+  }
+  assert.throws(() => SP.bernoulli(-1), /bernoulli: n must be a static non-negative integer, got -1/);
+});
+
+for (const c of FIX.filter((k) => k.fn !== "bernoulli")) {
   const fn = FNS[c.fn];
   const args = c.args.map((a) => a.map(num)),
     want = c.out.map(num);
@@ -79,6 +102,9 @@ for (const c of FIX) {
       );
     }
   });
+  // beta goes through exp(lgamma(a) + lgamma(b) - lgamma(a + b)) in the input dtype (as betaln): at a, b = 30, 40 the
+  // float32 cancellation of lgamma values near 230 costs ~1e-5 relative
+  const rtol32 = c.fn === "beta" ? 3e-5 : 2e-6;
   test(`${c.fn} ${c.note || "values"}: float32 rounds the float64 result at the float32 inputs`, () => {
     const a32 = args.map((a) => a.map(Math.fround));
     // the float64 value at the rounded inputs, then rounded: what computing in float64 and rounding gives
@@ -87,7 +113,7 @@ for (const c of FIX) {
       const got = run(fn, a32, "float32", mode);
       got.forEach((g, i) =>
         assert.ok(
-          close(g, ref[i], 2e-6, 1e-37),
+          close(g, ref[i], rtol32, 1e-37),
           `${c.fn}(${a32.map((a) => a[i]).join(", ")}) float32 ${mode}: ${g}, expected ${ref[i]}`,
         ),
       );
@@ -112,6 +138,10 @@ test("gradients agree with finite differences (x and a of gammainc/gammaincc, x 
   checkGrad("i1", (x) => sum(SP.i1(x)), [-2, 0.5, 3]);
   checkGrad("poch d/dz", (z) => sum(SP.poch(z, f64([2, 0.5, 3]))), [1.5, 2.5, 4]);
   checkGrad("factorial", (n) => sum(SP.factorial(n)), [0.5, 2, 4.5]);
+  checkGrad("rgamma", (x) => sum(SP.rgamma(x)), [-1.5, 0.5, 3]);
+  checkGrad("beta d/da", (a) => sum(SP.beta(a, f64([3, 1.2, 0.5]))), [2, -0.5, 1.5]);
+  checkGrad("exp1", (x) => sum(SP.exp1(x)), [0.2, 1.5, 1.6, 20]);
+  checkGrad("expi", (x) => sum(SP.expi(x)), [-3, 0.2, 39, 41]);
 });
 
 test("JAX's jvp rules: d gammainc/da is igamma_grad_a, i1e'(0) = 1/2, betainc in a/b and zeta raise", () => {
