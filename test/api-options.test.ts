@@ -300,6 +300,7 @@ const TABLE: Map<string, Row> = new Map([
   ...group("fixed", (f) => f(x(), y(), B), [
     "lax.igamma", "lax.igammaGradA", "lax.igammac", "lax.randomGammaGrad", "lax.zeta", "scipy.special.gammainc",
     "scipy.special.gammaincc", "scipy.special.poch", "scipy.special.zeta", "scipy.special.beta",
+    "scipy.special.expn",
   ]),
   ...group("fixed", (f) => f(x(), y(), z(), B), ["lax.betainc", "scipy.special.betainc"]),
   ...group("options", (f) => f(x(), B), ["scipy.special.factorial"]),

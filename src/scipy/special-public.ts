@@ -7,6 +7,7 @@ export const multigammaln: typeof M.multigammaln = fixedArity("scipy.special.mul
 export const betainc: typeof M.betainc = fixedArity("scipy.special.betainc", 3, M.betainc, "scipy.special.betainc(a, b, x)");
 export const zeta: typeof M.zeta = fixedArity("scipy.special.zeta", 2, M.zeta, "scipy.special.zeta(x, q?)");
 export const bernoulli: typeof M.bernoulli = fixedArity("scipy.special.bernoulli", 1, M.bernoulli, "scipy.special.bernoulli(n)");
+export const expn: typeof M.expn = fixedArity("scipy.special.expn", 2, M.expn, "scipy.special.expn(n, x)");
 export const expit: typeof M.expit = fixedArity("scipy.special.expit", 1, M.expit, "scipy.special.expit(x)");
 export const logit: typeof M.logit = fixedArity("scipy.special.logit", 1, M.logit, "scipy.special.logit(x)");
 export const logExpit: typeof M.logExpit = fixedArity("scipy.special.logExpit", 1, M.logExpit, "scipy.special.logExpit(x)");

@@ -5,6 +5,7 @@ import { checkOptions } from "../core/check-args.js";
 import { array, promoteArgsInexact } from "../numpy/core.js";
 import { defaultFloatDType } from "../core/dtype.js";
 import { customJvp } from "../transforms/custom-derivatives.js";
+import { whileLoopFlat } from "../transforms/control-flow.js";
 import { type ArrayInput, c, sel } from "../numpy/elementwise-util.js";
 
 export { logsumexp } from "../numpy/reductions.js";
@@ -232,6 +233,20 @@ const E1_SPLIT = 1.5;
 const EI_SPLIT = 40;
 
 /**
+ * for k = 1..n: carry = body(k, carry), as a while loop with a scalar counter of x's dtype (one traced body: unrolling
+ * these 30-100 step recurrences made graphs the float32 ONNX compile took seconds to minutes on).
+ */
+function fori(x: Array, n: number, init: Array[], body: (k: Array, ...carry: Array[]) => Array[]): Array[] {
+  const k0 = ops.full([], 1, x.dtype);
+  const out = whileLoopFlat(
+    (k) => ops.le(k, c(k, n)),
+    (k, ...cs) => [ops.add(k, c(k, 1)), ...body(k, ...cs)],
+    [k0, ...init],
+  );
+  return out.slice(1);
+}
+
+/**
  * E1(x) for x > 0: -gamma - ln x - sum_k (-x)^k / (k k!) for x <= 1.5, else e^-x times the continued fraction
  * 1/(x+1- 1^2/(x+3- 2^2/(x+5- ...))) by the modified Lentz steps (unrolled; 60 steps give < 3e-15 at x = 1.5).
  */
@@ -239,24 +254,20 @@ function e1Positive(x: Array): Array {
   const small = ops.le(x, c(x, E1_SPLIT));
   const xs = sel(small, x, c(x, 1)),
     xl = sel(small, c(x, 2), x);
-  let t = c(x, 1),
-    s = c(x, 0);
-  for (let k = 1; k <= 30; k++) {
-    t = ops.mul(t, ops.div(ops.neg(xs), c(x, k)));
-    s = ops.add(s, ops.div(t, c(x, k)));
-  }
+  const [, s] = fori(x, 30, [ops.fullLike(xs, 1), ops.fullLike(xs, 0)], (k, t, s) => {
+    const tn = ops.mul(t, ops.div(ops.neg(xs), k));
+    return [tn, ops.add(s, ops.div(tn, k))];
+  });
   const series = ops.sub(ops.neg(ops.add(c(x, EULER_GAMMA), ops.log(xs))), s);
-  let b = ops.add(xl, c(x, 1));
-  let cc = c(x, 1e30),
-    d = ops.div(c(x, 1), b);
-  let h = d;
-  for (let i = 1; i <= 60; i++) {
-    const an = c(x, -i * i);
-    b = ops.add(b, c(x, 2));
-    d = ops.div(c(x, 1), ops.add(ops.mul(an, d), b));
-    cc = ops.add(b, ops.div(an, cc));
-    h = ops.mul(h, ops.mul(cc, d));
-  }
+  const b0 = ops.add(xl, c(x, 1));
+  const d0 = ops.div(c(x, 1), b0);
+  const [, , , h] = fori(x, 60, [b0, ops.fullLike(xl, 1e30), d0, d0], (i, b, cc, d, h) => {
+    const an = ops.neg(ops.mul(i, i));
+    const bn = ops.add(b, c(x, 2));
+    const dn = ops.div(c(x, 1), ops.add(ops.mul(an, d), bn));
+    const cn = ops.add(bn, ops.div(an, cc));
+    return [bn, cn, dn, ops.mul(h, ops.mul(cn, dn))];
+  });
   return sel(small, series, ops.mul(h, ops.exp(ops.neg(xl))));
 }
 
@@ -265,19 +276,15 @@ function eiPositive(x: Array): Array {
   const small = ops.le(x, c(x, EI_SPLIT));
   const xs = sel(small, x, c(x, 1)),
     xl = sel(small, c(x, 2 * EI_SPLIT), x);
-  let t = c(x, 1),
-    s = c(x, 0);
-  for (let k = 1; k <= 100; k++) {
-    t = ops.mul(t, ops.div(xs, c(x, k)));
-    s = ops.add(s, ops.div(t, c(x, k)));
-  }
+  const [, s] = fori(x, 100, [ops.fullLike(xs, 1), ops.fullLike(xs, 0)], (k, t, s) => {
+    const tn = ops.mul(t, ops.div(xs, k));
+    return [tn, ops.add(s, ops.div(tn, k))];
+  });
   const series = ops.add(ops.add(c(x, EULER_GAMMA), ops.log(xs)), s);
-  let u = c(x, 1),
-    v = c(x, 1);
-  for (let k = 1; k <= 40; k++) {
-    u = ops.mul(u, ops.div(c(x, k), xl));
-    v = ops.add(v, u);
-  }
+  const [, v] = fori(x, 40, [ops.fullLike(xl, 1), ops.fullLike(xl, 1)], (k, u, v) => {
+    const un = ops.mul(u, ops.div(k, xl));
+    return [un, ops.add(v, un)];
+  });
   return sel(small, series, ops.mul(ops.div(ops.exp(xl), xl), v));
 }
 
@@ -304,3 +311,68 @@ const expiCore = customJvp((x: Array): Array => {
 expiCore.defjvp(([x], [t]) => [expiCore(x), ops.mul(t, ops.div(ops.exp(x), x))]);
 /** expi(x) = Ei(x), the exponential integral: -E1(-x) for x < 0, -inf at 0. */
 export const expi = un("expi", (x) => expiCore(x));
+
+/**
+ * E_n(x) for integer n >= 1 and x > 0 (n, x float arrays of one shape): for x <= 1.5 the series
+ * E_n = (-x)^(n-1)/(n-1)! (psi(n) - ln x) - sum_{i != n-1} (-x)^i / (i! (i - n + 1)) (30 terms; the psi term only
+ * where n - 1 <= 30, beyond which it is below 1.5^30/30!), else e^-x times the continued fraction
+ * 1/(x+n- 1 n/(x+n+2- 2 (n+1)/(x+n+4- ...))) (modified Lentz, 60 unrolled steps).
+ */
+function expnPositive(n: Array, x: Array): Array {
+  const small = ops.le(x, c(x, E1_SPLIT));
+  const xs = sel(small, x, c(x, 1)),
+    xl = sel(small, c(x, 2), x);
+  const nm1 = ops.sub(n, c(n, 1));
+  // the i = 0 term: 1/(n-1) for n > 1; for n = 1 it is the psi term below
+  const psiN = ops.sub(ops.digamma(n), ops.log(xs));
+  const n1 = ops.eq(nm1, c(n, 0));
+  // i = 0: 1/(n-1) for n > 1, the psi term (times (-x)^0/0! = 1) for n = 1
+  const s0 = sel(n1, psiN, ops.div(c(x, 1), sel(n1, c(n, 1), nm1)));
+  const [, s] = fori(x, 30, [ops.fullLike(xs, 1), s0], (i, fact, s) => {
+    const fn = ops.mul(fact, ops.div(ops.neg(xs), i));
+    const at = ops.eq(nm1, i);
+    const del = ops.div(ops.neg(fn), sel(at, c(n, 1), ops.sub(i, nm1)));
+    return [fn, ops.add(s, sel(at, ops.mul(fn, psiN), del))];
+  });
+  const b0 = ops.add(xl, n);
+  const d0 = ops.div(c(x, 1), b0);
+  const [, , , h] = fori(x, 60, [b0, ops.fullLike(xl, 1e30), d0, d0], (i, b, cc, d, h) => {
+    const an = ops.mul(ops.neg(i), ops.add(nm1, i));
+    const bn = ops.add(b, c(x, 2));
+    const dn = ops.div(c(x, 1), ops.add(ops.mul(an, d), bn));
+    const cn = ops.add(bn, ops.div(an, cc));
+    return [bn, cn, dn, ops.mul(h, ops.mul(cn, dn))];
+  });
+  return sel(small, s, ops.mul(h, ops.exp(ops.neg(xl))));
+}
+
+const expnCore = customJvp(
+  (n: Array, x: Array): Array => {
+    const intN = ops.and(ops.eq(n, ops.floor(n)), ops.ge(n, c(n, 0)));
+    const nan = ops.or(ops.or(ops.ne(x, x), ops.ne(n, n)), ops.or(ops.not(intN), ops.lt(x, c(x, 0))));
+    const zero = ops.eq(x, c(x, 0)),
+      inf = ops.eq(x, c(x, Infinity)),
+      n0 = ops.eq(n, c(n, 0));
+    const ok = ops.not(ops.or(ops.or(nan, zero), ops.or(inf, n0)));
+    const r = expnPositive(sel(ok, n, c(n, 1)), sel(ok, x, c(x, 1)));
+    // E_0(x) = e^-x / x; E_n(0) = 1/(n-1) for n > 1, inf for n <= 1; E_n(inf) = 0
+    const xs = sel(zero, c(x, 1), x);
+    const atZero = sel(
+      ops.gt(n, c(n, 1)),
+      ops.div(c(x, 1), sel(ops.gt(n, c(n, 1)), ops.sub(n, c(n, 1)), c(n, 1))),
+      c(x, Infinity),
+    );
+    let out = sel(n0, ops.div(ops.exp(ops.neg(xs)), xs), r);
+    out = sel(inf, c(x, 0), out);
+    out = sel(zero, atZero, out);
+    return sel(nan, c(x, NaN), out);
+  },
+  { nondiffArgnums: [0] },
+);
+// d/dx E_n(x) = -E_{n-1}(x) (JAX's rule); n is not differentiated
+expnCore.defjvp(([n, x], [, t]) => [expnCore(n, x), ops.mul(t, ops.neg(expnCore(ops.sub(n, c(n, 1)), x)))]);
+/** expn(n, x): the generalized exponential integral E_n(x) = int_1^inf e^(-x t) / t^n dt (integer n >= 0, x >= 0). */
+export function expn(n: ArrayInput, x: ArrayInput): Array {
+  const [pn, px] = promoteArgsInexact("expn", n, x);
+  return expnCore(pn, px);
+}

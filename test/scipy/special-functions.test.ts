@@ -40,6 +40,7 @@ const FNS: Record<string, Fn> = {
   beta: SP.beta,
   exp1: SP.exp1,
   expi: SP.expi,
+  expn: SP.expn,
 };
 
 const MODES = ["interpreter", "eager", "jit"] as const;
@@ -142,6 +143,7 @@ test("gradients agree with finite differences (x and a of gammainc/gammaincc, x 
   checkGrad("beta d/da", (a) => sum(SP.beta(a, f64([3, 1.2, 0.5]))), [2, -0.5, 1.5]);
   checkGrad("exp1", (x) => sum(SP.exp1(x)), [0.2, 1.5, 1.6, 20]);
   checkGrad("expi", (x) => sum(SP.expi(x)), [-3, 0.2, 39, 41]);
+  checkGrad("expn d/dx", (x) => sum(SP.expn(f64([1, 2, 5, 3]), x)), [0.3, 1.4, 1.6, 12]);
 });
 
 test("JAX's jvp rules: d gammainc/da is igamma_grad_a, i1e'(0) = 1/2, betainc in a/b and zeta raise", () => {
