@@ -195,6 +195,18 @@ test("vmap of the new functions equals the unbatched call; scalars broadcast; ar
     SP.betainc(array([2, 2, 2], { dtype: "float32" }), array([3, 3, 3], { dtype: "float32" }), bx).tolist(),
   );
   assert.deepEqual(vmap(SP.i1e)(bx).tolist(), SP.i1e(bx).tolist());
+  // the fixed-count loops of exp1 / expi / expn batch, and differentiate under jit through their custom jvps
+  const ex = array([0.3, 1.2, 2.5], { dtype: "float32" });
+  assert.deepEqual(vmap(SP.exp1)(ex).tolist(), SP.exp1(ex).tolist());
+  assert.deepEqual(
+    vmap((v: Array) => SP.expn(3, v))(ex).tolist(),
+    SP.expn(array([3, 3, 3], { dtype: "float32" }), ex).tolist(),
+  );
+  const gj = jit(grad((v: Array) => sum(SP.expi(v))) as (v: Array) => Array)(ex).tolist() as number[];
+  gj.forEach((g, i) => {
+    const v = Math.fround([0.3, 1.2, 2.5][i]);
+    assert.ok(close(g, Math.exp(v) / v, 1e-6, 0), `jit(grad(expi))(${v}) = ${g}`);
+  });
   // a rank-0 a broadcasts against x
   assert.deepEqual(
     SP.gammainc(2, x).tolist(),
