@@ -295,6 +295,7 @@ const TABLE: Map<string, Row> = new Map([
   ...group("fixed", (f) => f(x(), B), [
     "lax.besselI0e", "lax.besselI1e", "scipy.special.i0", "scipy.special.i0e", "scipy.special.i1", "scipy.special.i1e",
     "scipy.special.gammasgn", "scipy.special.rgamma", "scipy.special.exp1", "scipy.special.expi",
+    "scipy.special.spence",
   ]),
   ...group("fixed", (f) => f(3, B), ["scipy.special.bernoulli"]),
   ...group("fixed", (f) => f(x(), y(), B), [

@@ -38,3 +38,4 @@ export const rgamma: typeof M.rgamma = fixedArity("scipy.special.rgamma", 1, M.r
 export const beta: typeof M.beta = fixedArity("scipy.special.beta", 2, M.beta, "scipy.special.beta(x, y)");
 export const exp1: typeof M.exp1 = fixedArity("scipy.special.exp1", 1, M.exp1, "scipy.special.exp1(x)");
 export const expi: typeof M.expi = fixedArity("scipy.special.expi", 1, M.expi, "scipy.special.expi(x)");
+export const spence: typeof M.spence = fixedArity("scipy.special.spence", 1, M.spence, "scipy.special.spence(x)");

@@ -376,3 +376,49 @@ export function expn(n: ArrayInput, x: ArrayInput): Array {
   const [pn, px] = promoteArgsInexact("expn", n, x);
   return expnCore(pn, px);
 }
+
+// ---------------------------------------------------------------- spence
+const PI2_6 = (Math.PI * Math.PI) / 6;
+/** Li2(w) = sum_k w^k / k^2 for |w| <= 1/2 (50 terms: 2^-50/2500 < 1e-18). */
+function li2Series(w: Array): Array {
+  const [, s] = fori(w, 50, [ops.fullLike(w, 1), ops.fullLike(w, 0)], (k, p, s) => {
+    const pn = ops.mul(p, w);
+    return [pn, ops.add(s, ops.div(pn, ops.mul(k, k)))];
+  });
+  return s;
+}
+const spenceCore = customJvp((x: Array): Array => {
+  // spence(x) = Li2(1 - x), each branch mapped to a series argument of modulus <= 1/2:
+  //   x in [1/2, 3/2]: Li2(1 - x) directly
+  //   x in (0, 1/2):   pi^2/6 - ln(1 - x) ln x - Li2(x)                     (Euler's reflection)
+  //   x in (3/2, 2]:   -Li2((x-1)/x) - ln(x)^2 / 2                           (Landen)
+  //   x > 2:           -(pi^2/6 - ln((x-1)/x) ln(1/x) - Li2(1/x)) - ln(x)^2 / 2 (both)
+  const one = c(x, 1),
+    half = c(x, 0.5);
+  const mid = ops.and(ops.ge(x, half), ops.le(x, c(x, 1.5)));
+  const low = ops.and(ops.gt(x, c(x, 0)), ops.lt(x, half));
+  const high = ops.and(ops.gt(x, c(x, 1.5)), ops.le(x, c(x, 2)));
+  const big = ops.and(ops.gt(x, c(x, 2)), ops.lt(x, c(x, Infinity)));
+  const xs = sel(ops.or(ops.or(mid, low), ops.or(high, big)), x, one);
+  const w = sel(mid, ops.sub(one, xs), sel(low, xs, sel(high, ops.div(ops.sub(xs, one), xs), ops.div(one, xs))));
+  const l = li2Series(w);
+  const lnx = ops.log(xs);
+  const rLow = ops.sub(ops.sub(c(x, PI2_6), ops.mul(ops.log1p(ops.neg(xs)), lnx)), l);
+  const halfLn2 = ops.mul(half, ops.mul(lnx, lnx));
+  const rHigh = ops.sub(ops.neg(l), halfLn2);
+  const wBig = ops.div(ops.sub(xs, one), xs);
+  const rBig = ops.sub(ops.neg(ops.sub(ops.sub(c(x, PI2_6), ops.mul(ops.log(wBig), ops.neg(lnx))), l)), halfLn2);
+  const r = sel(mid, l, sel(low, rLow, sel(high, rHigh, rBig)));
+  // spence(0) = pi^2/6; NaN for x < 0, NaN and (as SciPy) inf
+  const edge = sel(ops.eq(x, c(x, 0)), c(x, PI2_6), c(x, NaN));
+  return sel(ops.or(ops.or(mid, low), ops.or(high, big)), r, edge);
+});
+// d/dx spence(x) = ln(x) / (1 - x), -1 at x = 1
+spenceCore.defjvp(([x], [t]) => {
+  const one = c(x, 1);
+  const at1 = ops.eq(x, one);
+  const d = sel(at1, c(x, -1), ops.div(ops.log(x), ops.sub(one, sel(at1, c(x, 0), x))));
+  return [spenceCore(x), ops.mul(t, d)];
+});
+/** spence(x) = int_1^x ln t / (1 - t) dt = Li2(1 - x) for x >= 0 (NaN below), SciPy's convention. */
+export const spence = un("spence", (x) => spenceCore(x));

@@ -41,6 +41,7 @@ const FNS: Record<string, Fn> = {
   exp1: SP.exp1,
   expi: SP.expi,
   expn: SP.expn,
+  spence: SP.spence,
 };
 
 const MODES = ["interpreter", "eager", "jit"] as const;
@@ -143,6 +144,7 @@ test("gradients agree with finite differences (x and a of gammainc/gammaincc, x 
   checkGrad("beta d/da", (a) => sum(SP.beta(a, f64([3, 1.2, 0.5]))), [2, -0.5, 1.5]);
   checkGrad("exp1", (x) => sum(SP.exp1(x)), [0.2, 1.5, 1.6, 20]);
   checkGrad("expi", (x) => sum(SP.expi(x)), [-3, 0.2, 39, 41]);
+  checkGrad("spence", (x) => sum(SP.spence(x)), [0.2, 0.8, 1.7, 3]);
   checkGrad("expn d/dx", (x) => sum(SP.expn(f64([1, 2, 5, 3]), x)), [0.3, 1.4, 1.6, 12]);
 });
 
