@@ -385,6 +385,20 @@ const TABLE: Map<string, Row> = new Map([
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [
     "nn.initializers.computeFans", "numpy.place", "numpy.sortComplex", "random.wrapKeyData",
   ]),
+  // jax.scipy.special / lax special functions (branch scispec)
+  ...group("fixed", (f) => f(x(), B), [
+    "lax.besselI0e", "lax.besselI1e", "scipy.special.i0", "scipy.special.i0e", "scipy.special.i1", "scipy.special.i1e",
+    "scipy.special.gammasgn", "scipy.special.rgamma", "scipy.special.exp1", "scipy.special.expi",
+    "scipy.special.spence",
+  ]),
+  ...group("fixed", (f) => f(3, B), ["scipy.special.bernoulli"]),
+  ...group("fixed", (f) => f(x(), y(), B), [
+    "lax.igamma", "lax.igammaGradA", "lax.igammac", "lax.randomGammaGrad", "lax.zeta", "scipy.special.gammainc",
+    "scipy.special.gammaincc", "scipy.special.poch", "scipy.special.zeta", "scipy.special.beta",
+    "scipy.special.expn",
+  ]),
+  ...group("fixed", (f) => f(x(), y(), z(), B), ["lax.betainc", "scipy.special.betainc"]),
+  ...group("options", (f) => f(x(), B), ["scipy.special.factorial"]),
 ]);
 
 const ALIAS: Record<string, string> = {

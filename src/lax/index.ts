@@ -5,6 +5,7 @@ import { describe } from "../core/trace.js";
 import { type ArrayLike } from "../core/array.js";
 import { checkArity, checkOptions, fixedArity } from "../core/check-args.js";
 import * as ops from "../primitives/ops.js";
+import { randomGammaGrad as randomGammaGradPrim } from "../primitives/random.js";
 
 /** Public lax wrappers over the primitives: a call with more arguments than JAX's signature raises instead of dropping them. */
 export const neg = fixedArity<[x: Array], Array>("lax.neg", 1, ops.neg, "lax.neg(x)");
@@ -92,6 +93,33 @@ export const shiftRightArithmetic = fixedArity<[x: ArrayLike, y: ArrayLike], Arr
 );
 export const round: typeof ops.round = fixedArity("lax.round", 2, ops.round, "lax.round(x, roundingMethod?)");
 export const polygamma: typeof ops.polygamma = fixedArity("lax.polygamma", 2, ops.polygamma, "lax.polygamma(m, x)");
+/** lax.igamma(a, x): regularized lower incomplete gamma P(a, x); igammac is Q = 1 - P; igammaGradA is dP/da. */
+export const igamma = fixedArity<[a: Array, x: Array], Array>("lax.igamma", 2, ops.igamma, "lax.igamma(a, x)");
+export const igammac = fixedArity<[a: Array, x: Array], Array>("lax.igammac", 2, ops.igammac, "lax.igammac(a, x)");
+export const igammaGradA = fixedArity<[a: Array, x: Array], Array>(
+  "lax.igammaGradA",
+  2,
+  ops.igammaGradA,
+  "lax.igammaGradA(a, x)",
+);
+/** lax.random_gamma_grad(a, x): d sample / d a of Gamma(a, 1) samples x. */
+export const randomGammaGrad = fixedArity<[a: Array, x: Array], Array>(
+  "lax.randomGammaGrad",
+  2,
+  randomGammaGradPrim,
+  "lax.randomGammaGrad(a, x)",
+);
+/** lax.betainc(a, b, x): the regularized incomplete beta function I_x(a, b) (primitive regularized_incomplete_beta). */
+export const betainc = fixedArity<[a: Array, b: Array, x: Array], Array>(
+  "lax.betainc",
+  3,
+  ops.betainc,
+  "lax.betainc(a, b, x)",
+);
+export const besselI0e = fixedArity<[x: Array], Array>("lax.besselI0e", 1, ops.besselI0e, "lax.besselI0e(x)");
+export const besselI1e = fixedArity<[x: Array], Array>("lax.besselI1e", 1, ops.besselI1e, "lax.besselI1e(x)");
+/** lax.zeta(x, q): the Hurwitz zeta function. */
+export const zeta = fixedArity<[x: Array, q: Array], Array>("lax.zeta", 2, ops.zeta, "lax.zeta(x, q)");
 export const integerPow: typeof ops.integerPow = fixedArity(
   "lax.integerPow",
   2,

@@ -14,6 +14,16 @@ import { eighLowering, qrLowering, svdLowering } from "./linalg-decomp.js";
 import { choleskyImpl, luImpl, triangularSolveImpl } from "./linalg.js";
 import { setNativeLinalgLowering } from "./linalg-native.js";
 import { gammaGradLowering, polygammaLowering } from "./special.js";
+import { besselI0eP, besselI1eP, betaincP, igammaGradAP, igammaP, igammacP, zetaP } from "../primitives/special.js";
+import {
+  besselI0eLowering,
+  besselI1eLowering,
+  betaincLowering,
+  igammaGradALowering,
+  igammaLowering,
+  igammacLowering,
+  zetaLowering,
+} from "./special-functions.js";
 
 /** One row: a primitive and the program its ONNX lowering inlines. */
 export interface ProgramLoweringRow {
@@ -53,6 +63,13 @@ export const PROGRAM_LOWERINGS: readonly ProgramLoweringRow[] = [
   row(svdP, "src/lowerings/linalg-decomp.ts", svdLowering),
   row(polygammaP, "src/lowerings/special.ts", polygammaLowering),
   row(randomGammaGradP, "src/lowerings/special.ts", gammaGradLowering),
+  row(igammaP, "src/lowerings/special-functions.ts", igammaLowering),
+  row(igammacP, "src/lowerings/special-functions.ts", igammacLowering),
+  row(igammaGradAP, "src/lowerings/special-functions.ts", igammaGradALowering),
+  row(betaincP, "src/lowerings/special-functions.ts", betaincLowering),
+  row(besselI0eP, "src/lowerings/special-functions.ts", besselI0eLowering),
+  row(besselI1eP, "src/lowerings/special-functions.ts", besselI1eLowering),
+  row(zetaP, "src/lowerings/special-functions.ts", zetaLowering),
 ];
 
 let installed = false;

@@ -52,7 +52,7 @@ const FPMIN = 1e-300;
 const MAX_TERMS = 100000;
 
 /** seriesP's dual sum (sum, d sum/da) for every element (active elements only; the others keep their start values). */
-function seriesSum(a: Array, x: Array, active: Array): [Array, Array] {
+export function seriesSum(a: Array, x: Array, active: Array): [Array, Array] {
   const del0 = ops.div(1, a),
     del1 = ops.div(-1, ops.mul(a, a));
   const n0 = ops.full([], 0, "int32");
@@ -93,7 +93,7 @@ function seriesSum(a: Array, x: Array, active: Array): [Array, Array] {
 }
 
 /** contFracQ's dual continued fraction (h, d h/da) for every element (active elements only). */
-function contFrac(a: Array, x: Array, active: Array): [Array, Array] {
+export function contFrac(a: Array, x: Array, active: Array): [Array, Array] {
   const b0 = ops.sub(ops.add(x, 1), a);
   const d0 = ops.div(1, b0),
     d1 = ops.div(1, ops.mul(b0, b0));

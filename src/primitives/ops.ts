@@ -14,3 +14,12 @@ export * from "./bind-ops.js";
 export { real, imag, conj, complexOf } from "./complex.js";
 export { fft, type FftType } from "./fft.js";
 export { eig } from "./eig.js";
+export {
+  besselI0eOp as besselI0e,
+  besselI1eOp as besselI1e,
+  betaincOp as betainc,
+  igammaGradAOp as igammaGradA,
+  igammaOp as igamma,
+  igammacOp as igammac,
+  zetaOp as zeta,
+} from "./special.js";

@@ -8,7 +8,7 @@ import { broadcastShapes, prod, stridesOf } from "../core/shape.js";
 import { bind } from "../core/trace.js";
 import { threefry2x32Indexed } from "./threefry-kernel.js";
 import { fromNums, nums } from "./ref-util.js";
-import { digamma, lgamma } from "./special-math.js";
+import { contFracQ, logPrefactor, seriesP } from "./special-math-incomplete.js";
 import { vmapElementwise } from "./elementwise.js";
 import * as ops from "./ops.js";
 import { threefry2x32 as lowerThreefry } from "../compiler/lower-sort.js";
@@ -109,60 +109,6 @@ export function threefry2x32(k0: Array, k1: Array, x0: Array, x1: Array): [Array
 // P(alpha, x) = u held fixed: dx/dalpha = -(dP/dalpha) / (dP/dx), with dP/dx = x^(alpha-1) e^-x / Gamma(alpha).
 // dP/dalpha is computed in float64 by forward-mode dual numbers through the series of P (x < alpha + 1)
 // or the Lentz continued fraction of Q = 1 - P (otherwise).
-
-type Dual = [number, number];
-const EPS = 1e-16;
-const FPMIN = 1e-300;
-
-/** log of the shared prefactor x^a e^-x / Gamma(a) and its derivative in a. */
-function logPrefactor(a: number, x: number): Dual {
-  return [a * Math.log(x) - x - lgamma(a), Math.log(x) - digamma(a)];
-}
-
-/** P(a, x) = prefactor * sum_n x^n / (a (a+1) ... (a+n)), as a dual number in a. */
-function seriesP(a: number, x: number): Dual {
-  let ap = a;
-  let del: Dual = [1 / a, -1 / (a * a)];
-  const sum: Dual = [del[0], del[1]];
-  for (let n = 0; n < 100000; n++) {
-    ap += 1;
-    // del *= x / ap ; d(x/ap)/da = -x/ap^2
-    const r = x / ap,
-      dr = -x / (ap * ap);
-    del = [del[0] * r, del[1] * r + del[0] * dr];
-    sum[0] += del[0];
-    sum[1] += del[1];
-    if (Math.abs(del[0]) < Math.abs(sum[0]) * EPS && Math.abs(del[1]) <= Math.abs(sum[1]) * EPS) break;
-  }
-  const [lp, dlp] = logPrefactor(a, x);
-  const pre = Math.exp(lp);
-  return [sum[0] * pre, (sum[1] + sum[0] * dlp) * pre];
-}
-
-/** Q(a, x) = prefactor * continued fraction (modified Lentz), as a dual number in a. */
-function contFracQ(a: number, x: number): Dual {
-  let b: Dual = [x + 1 - a, -1];
-  let c: Dual = [1 / FPMIN, 0];
-  let d: Dual = [1 / b[0], 1 / (b[0] * b[0])]; // d(1/b) = -b'/b^2 = 1/b^2
-  let h: Dual = [d[0], d[1]];
-  for (let i = 1; i < 100000; i++) {
-    const an: Dual = [-i * (i - a), i];
-    b = [b[0] + 2, b[1]];
-    // d = an * d + b
-    d = [an[0] * d[0] + b[0], an[1] * d[0] + an[0] * d[1] + b[1]];
-    if (Math.abs(d[0]) < FPMIN) d = [FPMIN, 0];
-    // c = b + an / c
-    c = [b[0] + an[0] / c[0], b[1] + (an[1] * c[0] - an[0] * c[1]) / (c[0] * c[0])];
-    if (Math.abs(c[0]) < FPMIN) c = [FPMIN, 0];
-    d = [1 / d[0], -d[1] / (d[0] * d[0])];
-    const del: Dual = [d[0] * c[0], d[1] * c[0] + d[0] * c[1]];
-    h = [h[0] * del[0], h[1] * del[0] + h[0] * del[1]];
-    if (Math.abs(del[0] - 1) < EPS && Math.abs(del[1]) < EPS) break;
-  }
-  const [lp, dlp] = logPrefactor(a, x);
-  const pre = Math.exp(lp);
-  return [h[0] * pre, (h[1] + h[0] * dlp) * pre];
-}
 
 /** d x / d a for x a Gamma(a, 1) sample (float64 scalar math). */
 export function gammaSampleGrad(a: number, x: number): number {

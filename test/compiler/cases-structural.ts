@@ -511,6 +511,17 @@ export function randomCases(): Case[] {
     },
     { prim: P("random_gamma_grad"), args: [arr("float32", [], [2.5]), arr("float32", [2, 2], [0.1, 1, 4, 30])] },
     { prim: P("random_gamma_grad"), args: [arr("float16", [3], [0.5, 2, 8]), arr("float16", [], [1.5])] },
+    // the special functions lowered as programs (src/lowerings/special-functions.ts)
+    { prim: P("igamma"), args: [vec("float32", [0.5, 2.5, 10, 0, NaN]), vec("float32", [0.3, 1.5, 11.5, 2, 1])] },
+    { prim: P("igammac"), args: [vec("float64", [0.5, 2.5, 100, 2, 1]), vec("float64", [0.3, 8, 90, Infinity, 0])] },
+    { prim: P("igamma_grad_a"), args: [arr("float32", [], [2.5]), vec("float32", [0.1, 1.5, 4, 0])] },
+    {
+      prim: P("regularized_incomplete_beta"),
+      args: [vec("float32", [0.5, 2, 0, 5]), vec("float32", [0.5, 3, 3, 1]), vec("float32", [0.3, 0.2, 0.5, 0.99])],
+    },
+    { prim: P("bessel_i0e"), args: [vec("float32", [0, -2.5, 30, Infinity, NaN])] },
+    { prim: P("bessel_i1e"), args: [vec("float64", [0, -2.5, 30, -Infinity, NaN])] },
+    { prim: P("zeta"), args: [vec("float32", [2, 1.5, 1, 2.5]), vec("float32", [1, 0.5, 1, -0.5])] },
     {
       prim: P("random_gamma"),
       args: [u([2], [0, 42]), vec("float32", [0.3, 1, 2.5, 10])],

@@ -1,7 +1,7 @@
 /**
  * @file The table of program lowerings (src/lowerings/index.ts): a fresh process importing only core, the primitive
- * definitions and the ONNX backend lowers qr, eigh, svd, cholesky, triangular_solve, lu, polygamma, random_gamma_grad
- * and random_gamma to the same ONNX programs as a process importing the whole package first (no lowering depends on
+ * definitions and the ONNX backend lowers qr, eigh, svd, cholesky, triangular_solve, lu, polygamma, random_gamma_grad,
+ * random_gamma and the special functions (igamma ... zeta) to the same ONNX programs as a process importing the whole package first (no lowering depends on
  * which library modules a user happened to import).
  */
 import { test } from "node:test";
@@ -26,6 +26,7 @@ const L = await import(${src("primitives/linalg.js")});
 const { polygamma } = await import(${src("primitives/bind-ops.js")});
 const { randomGammaGrad } = await import(${src("primitives/random.js")});
 const { randomGammaP } = await import(${src("random/gamma.js")});
+const SF = await import(${src("primitives/special.js")});
 const { loweringSummary } = await import(${src("backends/onnx/onnx-backend.js")});
 const m = new ShapedArray([3, 3], "float32", false), v = new ShapedArray([4], "float32", false);
 const cases = {
@@ -38,6 +39,13 @@ const cases = {
   polygamma: [(x) => [polygamma(1, x)], [v]],
   random_gamma_grad: [(a, x) => [randomGammaGrad(a, x)], [v, v]],
   random_gamma: [(k, a) => bind(randomGammaP, [k, a], { log_space: false }), [new ShapedArray([2], "uint32", false), v]],
+  igamma: [(a, x) => [SF.igammaOp(a, x)], [v, v]],
+  igammac: [(a, x) => [SF.igammacOp(a, x)], [v, v]],
+  igamma_grad_a: [(a, x) => [SF.igammaGradAOp(a, x)], [v, v]],
+  regularized_incomplete_beta: [(a, b, x) => [SF.betaincOp(a, b, x)], [v, v, v]],
+  bessel_i0e: [(x) => [SF.besselI0eOp(x)], [v]],
+  bessel_i1e: [(x) => [SF.besselI1eOp(x)], [v]],
+  zeta: [(x, q) => [SF.zetaOp(x, q)], [v, v]],
 };
 const out = {};
 for (const [name, [f, avals]] of Object.entries(cases)) out[name] = loweringSummary(traceToJaxpr(f, avals, name).jaxpr, name);
@@ -72,6 +80,13 @@ test("a process importing only core, primitives and the ONNX backend lowers the 
     "polygamma",
     "random_gamma_grad",
     "random_gamma",
+    "igamma",
+    "igammac",
+    "igamma_grad_a",
+    "regularized_incomplete_beta",
+    "bessel_i0e",
+    "bessel_i1e",
+    "zeta",
   ];
   assert.deepEqual(Object.keys(minimal).sort(), [...names].sort());
   for (const n of names) {

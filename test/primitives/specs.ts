@@ -59,6 +59,22 @@ export const SPECS: Spec[] = [
   u("digamma", ops.digamma, 0.5, 4),
   u("polygamma(1)", (x) => ops.polygamma(1, x), 0.5, 4),
   u("polygamma(3)", (x) => ops.polygamma(3, x), 0.5, 4),
+  u("bessel_i0e", ops.besselI0e, -3, 3),
+  u("bessel_i1e", ops.besselI1e, -3, 3),
+  b("igamma", ops.igamma, 0.5, 4),
+  b("igammac", ops.igammac, 0.5, 4),
+  b("igamma_grad_a", ops.igammaGradA, 0.5, 4, { noGrad: "JAX defines no derivative of igamma_grad_a" }),
+  b("zeta", ops.zeta, 1.5, 4, { noGrad: "JAX defines no derivative of zeta" }),
+  {
+    name: "regularized_incomplete_beta",
+    f: (a, b, x) => ops.betainc(a, b, x),
+    args: [
+      { shape: S, lo: 0.5, hi: 3 },
+      { shape: S, lo: 0.5, hi: 3 },
+      { shape: S, lo: 0.1, hi: 0.9 },
+    ],
+    diff: [2], // JAX differentiates betainc in x only
+  },
   u("integer_pow", (x) => ops.integerPow(x, 3)),
   u("copy", ops.copy),
   { name: "not", f: (x) => ops.not(x), args: [{ shape: S, dtype: "int32", lo: -50, hi: 50 }] },
