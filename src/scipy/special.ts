@@ -7,7 +7,6 @@ import { defaultFloatDType } from "../core/dtype.js";
 import { customJvp } from "../transforms/custom-derivatives.js";
 import { whileLoopFlat } from "../transforms/control-flow.js";
 import { type ArrayInput, c, sel } from "../numpy/elementwise-util.js";
-import { customJvp } from "../transforms/custom-derivatives.js";
 
 export { logsumexp } from "../numpy/reductions.js";
 export { softmax, logSoftmax } from "../nn/functions.js";
