@@ -49,8 +49,8 @@ export const PROGRAM_LOWERINGS: readonly ProgramLoweringRow[] = [
   nativeRow(triangularSolveP, "src/lowerings/linalg.ts", triangularSolveImpl),
   nativeRow(luP, "src/lowerings/linalg.ts", luImpl),
   nativeRow(qrP, "src/lowerings/linalg-decomp.ts", qrLowering),
-  row(eighP, "src/lowerings/linalg-decomp.ts", eighLowering),
-  row(svdP, "src/lowerings/linalg-decomp.ts", svdLowering),
+  nativeRow(eighP, "src/lowerings/linalg-decomp.ts", eighLowering),
+  nativeRow(svdP, "src/lowerings/linalg-decomp.ts", svdLowering),
   row(polygammaP, "src/lowerings/special.ts", polygammaLowering),
   row(randomGammaGradP, "src/lowerings/special.ts", gammaGradLowering),
 ];
