@@ -89,6 +89,52 @@ void CompleteOrthonormal(double* u, int64_t rows, int64_t cols, std::vector<char
 #pragma GCC optimize("O3")
 #endif
 
+namespace {
+
+/** Pairs of columns whose Jacobi dot products run side by side (one-sided Jacobi svd). */
+constexpr int kLanes = 4;
+struct Pair {
+  double* wp;
+  double* wq;
+  int64_t p, q;
+  double alpha, beta, gamma;
+};
+
+/** alpha = w_p . w_p, beta = w_q . w_q, gamma = w_p . w_q of each pair, every sum in ascending i as the reference. */
+void DotProducts(Pair* pr, int count, int64_t R) {
+  double a[kLanes] = {0, 0, 0, 0}, b[kLanes] = {0, 0, 0, 0}, g[kLanes] = {0, 0, 0, 0};
+  const double* wp[kLanes];
+  const double* wq[kLanes];
+  for (int k = 0; k < kLanes; k++) {
+    // unused lanes read pair 0's columns (their sums are discarded)
+    wp[k] = pr[k < count ? k : 0].wp;
+    wq[k] = pr[k < count ? k : 0].wq;
+  }
+  for (int64_t i = 0; i < R; i++)
+    for (int k = 0; k < kLanes; k++) {
+      const double x = wp[k][i], y = wq[k][i];
+      a[k] += x * x;
+      b[k] += y * y;
+      g[k] += x * y;
+    }
+  for (int k = 0; k < count; k++) {
+    pr[k].alpha = a[k];
+    pr[k].beta = b[k];
+    pr[k].gamma = g[k];
+  }
+}
+
+/** (x, y) <- (c x - s y, s x + c y) elementwise over n entries (a plane rotation of two columns). */
+void Rotate(double* __restrict x, double* __restrict y, int64_t n, double c, double s) {
+  for (int64_t i = 0; i < n; i++) {
+    const double u = x[i], v = y[i];
+    x[i] = c * u - s * v;
+    y[i] = s * u + c * v;
+  }
+}
+
+}  // namespace
+
 void EighOne(const double* a, int64_t n, bool lower, bool sort, double* v, double* w) {
   const int64_t nn = n * n;
   if (!AllFinite(a, nn)) {
@@ -191,36 +237,33 @@ void SvdOne(const double* a, int64_t m, int64_t n, bool full, bool computeUv, do
   const double tol = double(std::max<int64_t>(R, 1)) * kEps;
   for (int sweep = 0; sweep < kMaxSweeps; sweep++) {
     bool rotated = false;
-    for (int64_t p = 0; p < C - 1; p++) {
-      for (int64_t q = p + 1; q < C; q++) {
-        double* __restrict wp = WT.data() + p * R;
-        double* __restrict wq = WT.data() + q * R;
-        double alpha = 0, beta = 0, gamma = 0;
-        for (int64_t i = 0; i < R; i++) {
-          alpha += wp[i] * wp[i];
-          beta += wq[i] * wq[i];
-          gamma += wp[i] * wq[i];
+    // The reference's cyclic order (0,1), (0,2), ..., (1,2), ... in blocks of kLanes rows run in lockstep: at step t
+    // row p0 + j takes the pair (p0 + j, t - j). Every pair with an index in common with it comes earlier in the
+    // reference order and runs at an earlier step, and the pairs of one step share no column, so each rotation reads
+    // exactly the columns the reference's does (a rotation touches only its two columns): bit-equal results, and
+    // the pairs' dot products, each a sum in order, run as independent chains side by side.
+    for (int64_t p0 = 0; p0 < C - 1; p0 += kLanes) {
+      const int64_t rows = std::min<int64_t>(kLanes, C - 1 - p0);
+      for (int64_t t = p0 + 1; t <= C - 1 + rows - 1; t++) {
+        Pair pairs[kLanes];
+        int count = 0;
+        for (int64_t j = 0; j < rows; j++) {
+          const int64_t q = t - j;
+          if (q > p0 + j && q < C) pairs[count++] = {WT.data() + (p0 + j) * R, WT.data() + q * R, p0 + j, q, 0, 0, 0};
         }
-        if (gamma == 0 || std::fabs(gamma) <= tol * std::sqrt(alpha) * std::sqrt(beta)) continue;
-        rotated = true;
-        // the rotation zeroing w_p . w_q: zeta = (beta - alpha) / (2 gamma), t = tan(phi) (smaller root)
-        const double zeta = (beta - alpha) / (2 * gamma);
-        const double t = SmallerRoot(zeta, false);
-        const double c = 1 / std::sqrt(1 + t * t);
-        const double s = c * t;
-        for (int64_t i = 0; i < R; i++) {
-          const double x = wp[i], y = wq[i];
-          wp[i] = c * x - s * y;
-          wq[i] = s * x + c * y;
-        }
-        if (computeUv) {
-          double* __restrict vp = VT.data() + p * C;
-          double* __restrict vq = VT.data() + q * C;
-          for (int64_t i = 0; i < C; i++) {
-            const double x = vp[i], y = vq[i];
-            vp[i] = c * x - s * y;
-            vq[i] = s * x + c * y;
-          }
+        DotProducts(pairs, count, R);
+        for (int b = 0; b < count; b++) {
+          Pair& pr = pairs[b];
+          const double alpha = pr.alpha, beta = pr.beta, gamma = pr.gamma;
+          if (gamma == 0 || std::fabs(gamma) <= tol * std::sqrt(alpha) * std::sqrt(beta)) continue;
+          rotated = true;
+          // the rotation zeroing w_p . w_q: zeta = (beta - alpha) / (2 gamma), t = tan(phi) (smaller root)
+          const double zeta = (beta - alpha) / (2 * gamma);
+          const double tn = SmallerRoot(zeta, false);
+          const double c = 1 / std::sqrt(1 + tn * tn);
+          const double sn = c * tn;
+          Rotate(pr.wp, pr.wq, R, c, sn);
+          if (computeUv) Rotate(VT.data() + pr.p * C, VT.data() + pr.q * C, C, c, sn);
         }
       }
     }
