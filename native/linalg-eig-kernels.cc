@@ -2,8 +2,9 @@
 // Every element sees the reference's float64 operations in its order (src/backends/interpreter/linalg-kernels-eig.ts;
 // the build passes -ffp-contract=off, so no FMA), so results equal the interpreter's bit for bit. Only the storage
 // differs: the eigenvectors, the svd's working columns and its right rotations are kept transposed (a column of the
-// reference is a contiguous row here), and eigh's symmetric A is updated along rows p and q (equal to columns p and q
-// by symmetry) before the columns are copied back. Rotations stay strictly in the reference's cyclic order.
+// reference is a contiguous row here), and eigh's symmetric A lives in its upper triangle (A(i, j) at [min][max]), so
+// a rotation reads and writes each entry once: p + q strided entries instead of writing back two whole columns.
+// Rotations stay strictly in the reference's cyclic order.
 
 #include "linalg-eig-kernels.h"
 
@@ -161,7 +162,7 @@ void EighOne(const double* a, int64_t n, bool lower, bool sort, double* v, doubl
         double* __restrict aq = A.data() + q * n;
         const double apq = ap[q], app = ap[p], aqq = aq[q];
         if (std::fabs(apq) <= kEps * std::sqrt(std::fabs(app * aqq)) || std::fabs(apq) <= absTol) {
-          ap[q] = aq[p] = 0;
+          ap[q] = 0;
           continue;
         }
         rotated = true;
@@ -171,20 +172,23 @@ void EighOne(const double* a, int64_t n, bool lower, bool sort, double* v, doubl
         const double c = 1 / std::sqrt(t * t + 1);
         const double s = t * c;
         const double tau = s / (1 + c);
-        // rows p and q (= columns p and q): entries p and q are overwritten below, as the reference skips them
-        for (int64_t r = 0; r < n; r++) {
+        // A(r, p) and A(r, q) for r != p, q, read and written in the upper triangle: A(i, j) = A[min][max]
+        double* __restrict U = A.data();
+        auto rot = [s, tau](double& xp, double& xq) {
+          const double arp = xp, arq = xq;
+          xp = arp - s * (arq + tau * arp);
+          xq = arq + s * (arp - tau * arq);
+        };
+        for (int64_t r = 0; r < p; r++) rot(U[r * n + p], U[r * n + q]);
+        for (int64_t r = p + 1; r < q; r++) rot(ap[r], U[r * n + q]);
+        for (int64_t r = q + 1; r < n; r++) {
           const double arp = ap[r], arq = aq[r];
           ap[r] = arp - s * (arq + tau * arp);
           aq[r] = arq + s * (arp - tau * arq);
         }
         ap[p] = app - t * apq;
         aq[q] = aqq + t * apq;
-        ap[q] = aq[p] = 0;
-        for (int64_t r = 0; r < n; r++) {
-          if (r == p || r == q) continue;
-          A[r * n + p] = ap[r];
-          A[r * n + q] = aq[r];
-        }
+        ap[q] = 0;
         double* __restrict vp = VT.data() + p * n;
         double* __restrict vq = VT.data() + q * n;
         for (int64_t r = 0; r < n; r++) {
