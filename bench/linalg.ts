@@ -1,6 +1,7 @@
 /**
- * @file jnp.linalg inv / solve / det / cholesky / qr, eager and jit, before (the Loop lowerings, JAXTS_NATIVE_LINALG=0)
- * vs after (the native runner's linalg custom ops): `node dist/bench/linalg.js [--quick] [--sizes=100,300] [--numpy]`,
+ * @file jnp.linalg inv / solve / det / cholesky / qr / eigh / svd / lstsq, eager and jit, before (the Loop lowerings,
+ * JAXTS_NATIVE_LINALG=0) vs after (the native runner's linalg custom ops):
+ * `node dist/bench/linalg.js [--quick] [--sizes=100,300] [--ops=eigh,svd] [--numpy]`,
  * also run by `npm run bench`. Each side runs in its own child process (compiled programs are cached per process).
  * --numpy adds NumPy's time for the same float32 call when python3 with numpy is on the PATH (optional, printed only).
  */
@@ -8,14 +9,15 @@ import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 type Arr = import("../src/core/array.js").Array;
-const OPS = ["inv", "solve", "det", "cholesky", "qr"] as const;
-type Op = (typeof OPS)[number];
+const ALL_OPS = ["inv", "solve", "det", "cholesky", "qr", "eigh", "svd", "lstsq"] as const;
+type Op = (typeof ALL_OPS)[number];
 const MODES = ["eager", "jit"] as const;
 
 const arg = (name: string): string | undefined =>
   process.argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const quick = process.argv.includes("--quick");
 const sizes = (arg("sizes") ?? (quick ? "100" : "100,300")).split(",").map(Number);
+const OPS: readonly Op[] = arg("ops") ? ALL_OPS.filter((o) => arg("ops")!.split(",").includes(o)) : ALL_OPS;
 
 /** One measured case: median and min of the steady-state calls (ms), and the first call (compile + run). */
 interface Row {
@@ -53,9 +55,12 @@ async function child(): Promise<void> {
       det: (x) => jnp.linalg.det(x),
       cholesky: (x) => jnp.linalg.cholesky(x),
       qr: (x) => jnp.linalg.qr(x),
+      eigh: (x) => jnp.linalg.eigh(x),
+      svd: (x) => jnp.linalg.svd(x, { fullMatrices: false }),
+      lstsq: (x) => jnp.linalg.lstsq(x, b),
     };
     for (const op of OPS) {
-      const x = op === "cholesky" ? spd : a;
+      const x = op === "cholesky" || op === "eigh" ? spd : a;
       for (const mode of MODES) {
         const f = mode === "jit" ? jit(fns[op]) : fns[op];
         const call = (): number => {
@@ -88,7 +93,9 @@ for n in ${JSON.stringify(sizes)}:
     spd = (r @ r.T / n + np.eye(n)).astype(np.float32)
     b = rng.standard_normal((n, 4)).astype(np.float32)
     fs = {"inv": lambda: np.linalg.inv(a), "solve": lambda: np.linalg.solve(a, b), "det": lambda: np.linalg.det(a),
-          "cholesky": lambda: np.linalg.cholesky(spd), "qr": lambda: np.linalg.qr(a)}
+          "cholesky": lambda: np.linalg.cholesky(spd), "qr": lambda: np.linalg.qr(a),
+          "eigh": lambda: np.linalg.eigh(spd), "svd": lambda: np.linalg.svd(a, full_matrices=False),
+          "lstsq": lambda: np.linalg.lstsq(a, b, rcond=None)}
     for op, f in fs.items():
         f()
         ts = []

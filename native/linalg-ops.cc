@@ -1,4 +1,4 @@
-/** @file ONNX Runtime custom ops jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr: the float64 reference kernels of src/backends/interpreter/linalg-kernels.ts step for step, batched over leading dims. */
+/** @file ONNX Runtime custom ops jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr, jaxts.Eigh, jaxts.Svd: the float64 reference kernels of src/backends/interpreter/linalg-kernels*.ts step for step, batched over leading dims. */
 // Every element sees the same float64 operations in the same order as the TypeScript reference (the build passes
 // -ffp-contract=off, so a - b * c is never fused), so results equal the interpreter's bit for bit. Loops are only
 // reordered where elements are independent (the columns of a left-side solve and of a Householder update, the rows of
@@ -7,6 +7,8 @@
 // impls do.
 
 #include "linalg-ops.h"
+
+#include "linalg-eig-kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -436,6 +438,76 @@ St QrCompute(void* kp, OrtKernelContext* ctx) {
   return ParallelFor(ctx, size_t(batch), task);
 }
 
+/** Eigh's and Svd's two boolean attributes. */
+struct FlagAttrs {
+  bool a = false, b = false;
+};
+template <const char* A, const char* B>
+St CreateFlagsV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** out) {
+  auto* k = new FlagAttrs();
+  k->a = KernelIntAttr(g_api, info, A, 0) != 0;
+  k->b = KernelIntAttr(g_api, info, B, 0) != 0;
+  *out = k;
+  return nullptr;
+}
+template <const char* A, const char* B>
+void* CreateFlags(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
+  void* k = nullptr;
+  CreateFlagsV2<A, B>(op, api, info, &k);
+  return k;
+}
+void DestroyFlags(void* k) { delete static_cast<FlagAttrs*>(k); }
+constexpr char kLower[] = "lower", kSort[] = "sort_eigenvalues", kFull[] = "full_matrices", kUv[] = "compute_uv";
+
+/** jaxts.Eigh(a) -> (v, w), attributes lower and sort_eigenvalues: K.eigh with symmetrizeInput false. */
+St EighCompute(void* kp, OrtKernelContext* ctx) {
+  const FlagAttrs& p = *static_cast<FlagAttrs*>(kp);
+  KernelTensor a;
+  if (St s = Input(ctx, 0, &a)) return s;
+  int64_t batch = 0, r = 0, n = 0;
+  if (St s = Matrices("Eigh", "a", a, &batch, &r, &n)) return s;
+  if (r != n) return Error("Eigh", "a must be a batch of square matrices, got " + ShapeStr(a.dims));
+  std::vector<int64_t> wd(a.dims.begin(), a.dims.end() - 1);
+  void *v = nullptr, *w = nullptr;
+  if (St s = Output(ctx, 0, a.dims, &v)) return s;
+  if (St s = Output(ctx, 1, wd, &w)) return s;
+  if (a.count == 0) return nullptr;
+  const double* A = static_cast<const double*>(a.data);
+  auto task = [&](size_t b) {
+    EighOne(A + b * n * n, n, p.a, p.b, static_cast<double*>(v) + b * n * n, static_cast<double*>(w) + b * n);
+  };
+  return ParallelFor(ctx, size_t(batch), task);
+}
+
+/**
+ * jaxts.Svd(a) -> (s, u, vt), attributes full_matrices and compute_uv (K.svd). Without compute_uv, u is
+ * [..., m, 0] and vt [..., 0, n] (the lowering uses s only).
+ */
+St SvdCompute(void* kp, OrtKernelContext* ctx) {
+  const FlagAttrs& p = *static_cast<FlagAttrs*>(kp);
+  const bool full = p.a, uv = p.b;
+  KernelTensor a;
+  if (St s = Input(ctx, 0, &a)) return s;
+  int64_t batch = 0, m = 0, n = 0;
+  if (St s = Matrices("Svd", "a", a, &batch, &m, &n)) return s;
+  const int64_t k = std::min(m, n), uc = uv ? (full ? m : k) : 0, vr = uv ? (full ? n : k) : 0;
+  std::vector<int64_t> sd(a.dims.begin(), a.dims.end() - 1), ud = a.dims, vd = a.dims;
+  sd.back() = k;
+  ud.back() = uc;
+  vd[vd.size() - 2] = vr;
+  void *s = nullptr, *u = nullptr, *vt = nullptr;
+  if (St st = Output(ctx, 0, sd, &s)) return st;
+  if (St st = Output(ctx, 1, ud, &u)) return st;
+  if (St st = Output(ctx, 2, vd, &vt)) return st;
+  if (batch == 0) return nullptr;
+  const double* A = static_cast<const double*>(a.data);
+  auto task = [&](size_t b) {
+    SvdOne(A + b * m * n, m, n, full, uv, static_cast<double*>(s) + b * k, uv ? static_cast<double*>(u) + b * m * uc : nullptr,
+           uv ? static_cast<double*>(vt) + b * vr * n : nullptr);
+  };
+  return ParallelFor(ctx, size_t(batch), task);
+}
+
 template <St (*Compute)(void*, OrtKernelContext*)>
 void ComputeV1(void* k, OrtKernelContext* ctx) {
   // only reached if ORT ignores KernelComputeV2; errors cannot be reported from here
@@ -449,6 +521,8 @@ const char* CholeskyName(const CustomOp*) { return "Cholesky"; }
 const char* LuName(const CustomOp*) { return "Lu"; }
 const char* TsName(const CustomOp*) { return "TriangularSolve"; }
 const char* QrName(const CustomOp*) { return "Qr"; }
+const char* EighName(const CustomOp*) { return "Eigh"; }
+const char* SvdName(const CustomOp*) { return "Svd"; }
 const char* CpuEp(const CustomOp*) { return nullptr; }
 int DoubleType(const CustomOp*, size_t) { return kDouble; }
 int LuOutputType(const CustomOp*, size_t i) { return i == 0 ? kDouble : kInt32; }
@@ -484,6 +558,19 @@ CustomOp g_qr = {
     {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 
+CustomOp g_eigh = {
+    16,
+    CreateFlags<kLower, kSort>, EighName, CpuEp, DoubleType, One, DoubleType, Two, ComputeV1<EighCompute>, DestroyFlags,
+    Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateFlagsV2<kLower, kSort>, EighCompute,
+    {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+CustomOp g_svd = {
+    16,
+    CreateFlags<kFull, kUv>, SvdName, CpuEp, DoubleType, One, DoubleType, Three, ComputeV1<SvdCompute>, DestroyFlags,
+    Required, Required, DefaultMem, OneArity, OneArity, OneArity, OneArity, CreateFlagsV2<kFull, kUv>, SvdCompute,
+    {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr},
+};
+
 }  // namespace
 
 size_t LinalgCustomOps(const void* const* api, ort::CustomOp** out) {
@@ -492,7 +579,9 @@ size_t LinalgCustomOps(const void* const* api, ort::CustomOp** out) {
   out[1] = &g_ts;
   out[2] = &g_cholesky;
   out[3] = &g_qr;
-  return 4;
+  out[4] = &g_eigh;
+  out[5] = &g_svd;
+  return 6;
 }
 
 }  // namespace jaxts

@@ -1,4 +1,4 @@
-/** @file The jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky and jaxts.Qr ONNX Runtime custom ops (float64, batched): registration interface. */
+/** @file The jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr, jaxts.Eigh and jaxts.Svd ONNX Runtime custom ops (float64, batched): registration interface. */
 #pragma once
 
 #include <cstddef>
@@ -8,7 +8,7 @@
 namespace jaxts {
 
 /** Maximum number of ops LinalgCustomOps hands out. */
-constexpr size_t kMaxLinalgOps = 4;
+constexpr size_t kMaxLinalgOps = 6;
 
 /**
  * Stores the linear-algebra custom ops (static tables that outlive every session) in out[0..kMaxLinalgOps) for the

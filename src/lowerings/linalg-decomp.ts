@@ -14,7 +14,9 @@ import { F64, anyTrue, f64, isNan, lead, range, zeros } from "./util.js";
 /**
  * Largest Jacobi dimension jit lowers into ONNX. Cyclic Jacobi applies n(n-1)/2 rotations per sweep, one Loop
  * iteration each, with a fixed per-iteration cost in ORT: at n = 64 an eigh took ~3 s in ONNX vs ~40 ms on the
- * interpreter's kernel. Above this size jit runs eigh/svd as a host step; exportOnnx lowers any size.
+ * interpreter's kernel. Above this size jit runs eigh/svd as a host step; exportOnnx lowers any size. Native sessions
+ * take the jaxts.Eigh / jaxts.Svd custom ops instead (src/lowerings/linalg-native.ts) at every size, so this rule
+ * applies only where those are unavailable or switched off (JAXTS_NATIVE_LINALG=0).
  */
 export const jacobiLoweringOptions = { maxN: 16 };
 

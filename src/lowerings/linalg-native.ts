@@ -1,8 +1,8 @@
-/** @file ONNX lowerings of cholesky, triangular_solve, lu and qr onto the native runner's float64 custom ops (jaxts.Cholesky, jaxts.TriangularSolve, jaxts.Lu, jaxts.Qr), falling back to the Loop lowerings of linalg.ts / linalg-decomp.ts. */
+/** @file ONNX lowerings of cholesky, triangular_solve, lu, qr, eigh and svd onto the native runner's float64 custom ops (jaxts.Cholesky, TriangularSolve, Lu, Qr, Eigh, Svd), falling back to the Loop lowerings of linalg.ts / linalg-decomp.ts. */
 import type { ShapedArray } from "../core/aval.js";
 import type { LoweringContext } from "../core/lowering-types.js";
 import type { Primitive, PrimitiveRules } from "../core/primitive.js";
-import type { TriangularSolveParams } from "../primitives/linalg.js";
+import type { EighParams, SvdParams, TriangularSolveParams } from "../primitives/linalg.js";
 import { type LoweringProgram, lowerFun } from "../transforms/lower-fun.js";
 
 // The custom ops (native/linalg-ops.cc) run the reference kernels' float64 algorithms step for step, so like the Loop
@@ -53,6 +53,20 @@ const emitLu: NativeEmit<Record<string, unknown>> = (ctx, [a], _p, [av]) => {
   return [fromF64(ctx, lu, av), pivots, perm];
 };
 
+const emitEigh: NativeEmit<EighParams> = (ctx, [a], p, [av]) => {
+  const attrs = { lower: p.lower ? 1 : 0, sort_eigenvalues: p.sort_eigenvalues ? 1 : 0 };
+  const [v, w] = ctx.node("Eigh", [toF64(ctx, a, av)], attrs, 2, "jaxts");
+  return [fromF64(ctx, v, av), fromF64(ctx, w, av)];
+};
+
+const emitSvd: NativeEmit<SvdParams> = (ctx, [a], p, [av]) => {
+  // without compute_uv the op's u and vt are empty ([..., m, 0] and [..., 0, n]) and unused
+  const attrs = { full_matrices: p.full_matrices ? 1 : 0, compute_uv: p.compute_uv ? 1 : 0 };
+  const [s, u, vt] = ctx.node("Svd", [toF64(ctx, a, av)], attrs, 3, "jaxts");
+  const sOut = fromF64(ctx, s, av);
+  return p.compute_uv ? [sOut, fromF64(ctx, u, av), fromF64(ctx, vt, av)] : [sOut];
+};
+
 /** A lowering rule: the custom op where the session has it and the operands are real floats, else `program`'s Loop lowering. */
 function nativeOrLoop<P extends Record<string, unknown>>(
   name: string,
@@ -67,7 +81,7 @@ function nativeOrLoop<P extends Record<string, unknown>>(
   };
 }
 
-/** Installs the custom-op-or-Loop lowering of `prim` (cholesky, triangular_solve, lu or qr) with the Loop `program`. */
+/** Installs the custom-op-or-Loop lowering of `prim` (cholesky, triangular_solve, lu, qr, eigh or svd) with the Loop `program`. */
 export function setNativeLinalgLowering<P extends Record<string, unknown>>(
   prim: Primitive<P>,
   program: LoweringProgram<P>,
@@ -83,4 +97,6 @@ const NATIVE_EMITTERS: Record<string, NativeEmit<never>> = {
   triangular_solve: emitTriangularSolve as NativeEmit<never>,
   lu: emitLu,
   qr: emitQr as NativeEmit<never>,
+  eigh: emitEigh as NativeEmit<never>,
+  svd: emitSvd as NativeEmit<never>,
 };

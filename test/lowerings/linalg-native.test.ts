@@ -1,4 +1,4 @@
-/** @file The native linalg custom ops (jaxts.Lu, jaxts.TriangularSolve, jaxts.Cholesky, jaxts.Qr; src/lowerings/linalg-native.ts): chosen in native sessions, bit-equal to the interpreter, Loop lowerings elsewhere. */
+/** @file The native linalg custom ops (jaxts.Lu, TriangularSolve, Cholesky, Qr, Eigh, Svd; src/lowerings/linalg-native.ts): chosen in native sessions, bit-equal to the interpreter, Loop lowerings elsewhere. */
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
@@ -228,6 +228,75 @@ test(
     }
   },
 );
+
+test(
+  "eigh: jaxts.Eigh, bit-equal v and w (lower/upper, sorted or not; n up to 40 and a host-step size; repeated eigenvalues, NaN, Inf)",
+  { skip },
+  () => {
+    for (const dt of DTYPES) {
+      for (const n of [1, 2, 5, 17, 40]) {
+        const sh = [2, n, n];
+        // not symmetric: the op reads only the triangle named by `lower`
+        const a = arr(dt, sh, matrices(sh, 11 * n + 3, 0.5));
+        for (const lower of [true, false])
+          for (const sort of [true, false])
+            exact((x) => P.eigh(x, lower, sort), [a], `eigh ${dt} n=${n} lower=${lower} sort=${sort}`, "Eigh");
+      }
+      // the identity (ties in the sort), a zero matrix, a NaN and an Inf matrix, a diagonal with -0, a 2x2 block
+      const special = [1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, NaN, 0, 2, 1, 0, 0, 0, 1];
+      const more = [Infinity, 0, 0, 0, 1, 0, 0, 0, 1, -0, 0, 0, 0, 3, 0, 0, 0, -2, 2, 1, 0, 1, 2, 0, 0, 0, 2];
+      exact((x) => P.eigh(x), [arr(dt, [6, 3, 3], [...special, ...more])], `eigh special ${dt}`, "Eigh");
+    }
+  },
+);
+
+test(
+  "svd: jaxts.Svd, bit-equal s, u and vt (full/reduced, with and without u/vt; square, tall, wide; rank-deficient, zero, NaN, Inf)",
+  { skip },
+  () => {
+    for (const dt of DTYPES) {
+      for (const [m, n] of [
+        [5, 5],
+        [30, 30],
+        [37, 22],
+        [9, 4],
+        [4, 9],
+        [20, 1],
+        [1, 3],
+        [3, 0],
+        [0, 3],
+      ])
+        for (const full of [false, true])
+          for (const uv of [true, false]) {
+            const sh = [2, m, n];
+            exact(
+              (x) => P.svd(x, full, uv),
+              [arr(dt, sh, rand(size(sh), 19 * m + n))],
+              `svd ${dt} ${m}x${n} full=${full} uv=${uv}`,
+              "Svd",
+            );
+          }
+      // rank 1 (zero singular values: u completed), a zero matrix, a NaN, an Inf, huge and tiny scales
+      const special = [1, 2, 3, 2, 4, 6, 0, 0, 0, 0, 0, 0, 1, NaN, 2, 3, 4, 5, Infinity, 1, 0, 2, 3, 4];
+      const scales = [1e300, 2e300, -3e299, 1e300, 0, 7e299, 1e-300, 3e-310, 0, -2e-300, 5e-301, 1e-305];
+      for (const full of [false, true])
+        exact(
+          (x) => P.svd(x, full),
+          [arr("float64", [6, 2, 3], [...special, ...scales])],
+          `svd special full=${full} ${dt}`,
+          "Svd",
+        );
+    }
+  },
+);
+
+test("eigh and svd above n = 16 under jit: one ONNX step holding the native op (no host step)", { skip }, () => {
+  // exact() asserts that every compiled step is ONNX; the Loop lowerings run n > 16 as a host step instead
+  const a = arr("float64", [24, 24], matrices([24, 24], 5, 1));
+  exact((x) => P.eigh(x), [a], "eigh n=24", "Eigh");
+  exact((x) => P.svd(x, false), [a], "svd n=24", "Svd");
+  exact((x) => P.svd(x, true, false), [arr("float32", [30, 20], rand(600, 8))], "svd s only 30x20", "Svd");
+});
 
 test("the custom ops lower inside loop bodies too (a Loop subgraph) and agree bit for bit", { skip }, () => {
   const a = arr("float64", [6, 6], matrices([6, 6], 99, 1));
