@@ -328,7 +328,7 @@ const TABLE: Map<string, Row> = new Map([
   ]),
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), y(), B), [
-    "scipy.stats.gennorm.logpdf", "scipy.stats.gennorm.pdf", "scipy.stats.poisson.entropy", "scipy.stats.bernoulli.cdf", "scipy.stats.bernoulli.ppf", "scipy.stats.dirichlet.logpdf",
+    "scipy.stats.gennorm.cdf", "scipy.stats.gennorm.logpdf", "scipy.stats.gennorm.pdf", "scipy.stats.poisson.entropy", "scipy.stats.bernoulli.cdf", "scipy.stats.bernoulli.ppf", "scipy.stats.dirichlet.logpdf",
     "scipy.stats.dirichlet.pdf", "scipy.stats.vonmises.logpdf", "scipy.stats.vonmises.pdf",
     "scipy.stats.wrapcauchy.logpdf", "scipy.stats.wrapcauchy.pdf",
   ]),
@@ -345,7 +345,7 @@ const TABLE: Map<string, Row> = new Map([
     "scipy.stats.gumbelR.sf", "scipy.stats.laplace.cdf", "scipy.stats.laplace.logpdf", "scipy.stats.laplace.pdf",
     "scipy.stats.logistic.cdf", "scipy.stats.logistic.isf", "scipy.stats.logistic.logpdf", "scipy.stats.logistic.pdf",
     "scipy.stats.logistic.ppf", "scipy.stats.logistic.sf", "scipy.stats.multinomial.logpmf",
-    "scipy.stats.multinomial.pmf", "scipy.stats.multivariateNormal.pdf", "scipy.stats.poisson.logpmf",
+    "scipy.stats.multinomial.pmf", "scipy.stats.multivariateNormal.pdf", "scipy.stats.poisson.cdf", "scipy.stats.poisson.logpmf",
     "scipy.stats.poisson.pmf", "scipy.stats.uniform.cdf", "scipy.stats.uniform.logpdf", "scipy.stats.uniform.pdf",
     "scipy.stats.uniform.ppf",
   ]),
@@ -353,6 +353,8 @@ const TABLE: Map<string, Row> = new Map([
   ...group("fixed", (f) => f(x(), y(), z(), z(), B), [
     "scipy.stats.binom.logpmf", "scipy.stats.binom.pmf", "scipy.stats.chi2.logpdf", "scipy.stats.chi2.pdf",
     "scipy.stats.gamma.logpdf", "scipy.stats.gamma.pdf", "scipy.stats.multivariateNormal.logpdf",
+    "scipy.stats.chi2.cdf", "scipy.stats.chi2.logcdf", "scipy.stats.chi2.sf", "scipy.stats.chi2.logsf",
+    "scipy.stats.gamma.cdf", "scipy.stats.gamma.logcdf", "scipy.stats.gamma.sf", "scipy.stats.gamma.logsf",
     "scipy.stats.nbinom.logpmf", "scipy.stats.nbinom.pmf", "scipy.stats.pareto.cdf", "scipy.stats.pareto.logcdf",
     "scipy.stats.pareto.logpdf", "scipy.stats.pareto.logsf", "scipy.stats.pareto.pdf", "scipy.stats.pareto.ppf",
     "scipy.stats.pareto.sf", "scipy.stats.t.logpdf", "scipy.stats.t.pdf",
@@ -360,7 +362,7 @@ const TABLE: Map<string, Row> = new Map([
   // takes no options object (fixed arity): one passed as an extra argument raises
   ...group("fixed", (f) => f(x(), y(), z(), z(), z(), B), [
     "scipy.stats.truncnorm.cdf", "scipy.stats.truncnorm.logcdf", "scipy.stats.truncnorm.logpdf", "scipy.stats.truncnorm.logsf",
-    "scipy.stats.truncnorm.pdf", "scipy.stats.truncnorm.sf", "scipy.stats.beta.logpdf", "scipy.stats.beta.pdf", "scipy.stats.betabinom.logpmf", "scipy.stats.betabinom.pmf",
+    "scipy.stats.truncnorm.pdf", "scipy.stats.truncnorm.sf", "scipy.stats.beta.logpdf", "scipy.stats.beta.pdf", "scipy.stats.beta.cdf", "scipy.stats.beta.logcdf", "scipy.stats.beta.sf", "scipy.stats.beta.logsf", "scipy.stats.betabinom.logpmf", "scipy.stats.betabinom.pmf",
   ]),
   // takes an options object: a misspelled key raises
   ...group("options", (f) => f(z(), B), ["scipy.stats.gaussianKde", "scipy.stats.mode", "scipy.stats.rankdata", "scipy.stats.sem"]),

@@ -3,4 +3,8 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./stats-beta.js";
 export * from "./stats-beta.js";
 export const logpdf: typeof M.logpdf = fixedArity("scipy.stats.beta.logpdf", 5, M.logpdf, "scipy.stats.beta.logpdf(x, a, b, loc?, scale?)");
+export const cdf: typeof M.cdf = fixedArity("scipy.stats.beta.cdf", 5, M.cdf, "scipy.stats.beta.cdf(x, a, b, loc?, scale?)");
+export const sf: typeof M.sf = fixedArity("scipy.stats.beta.sf", 5, M.sf, "scipy.stats.beta.sf(x, a, b, loc?, scale?)");
 export const pdf: typeof M.pdf = fixedArity("scipy.stats.beta.pdf", 5, M.pdf, "scipy.stats.beta.pdf(x, a, b, loc?, scale?)");
+export const logcdf: typeof M.logcdf = fixedArity("scipy.stats.beta.logcdf", 5, M.logcdf, "scipy.stats.beta.logcdf(x, a, b, loc?, scale?)");
+export const logsf: typeof M.logsf = fixedArity("scipy.stats.beta.logsf", 5, M.logsf, "scipy.stats.beta.logsf(x, a, b, loc?, scale?)");

@@ -1,4 +1,4 @@
-/** @file jax.scipy.stats.beta: the beta distribution's logpdf and pdf with a, b, loc and scale (cdf/sf after lax.betainc). */
+/** @file jax.scipy.stats.beta: the beta distribution's logpdf, pdf, cdf, logcdf, sf and logsf with a, b, loc and scale. */
 import type { Array } from "../core/array.js";
 import { type Param, c, maskTo, ops, promote, standardize } from "./stats-util.js";
 import { betaln, xlog1py, xlogy } from "./special.js";
@@ -20,3 +20,18 @@ export function logpdf(x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array {
 }
 /** beta.pdf(x, a, b, loc=0, scale=1) = exp(logpdf). */
 export const pdf = (x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array => ops.exp(logpdf(x, a, b, loc, scale));
+/** beta.cdf(x, a, b, loc=0, scale=1) = betainc(a, b, clamp(0, (x - loc)/scale, 1)) (lax.betainc), as JAX. */
+export function cdf(x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array {
+  const [v, aa, bb, l, s] = promote("beta.cdf", x, a, b, loc, scale);
+  return ops.betainc(aa, bb, ops.clamp(0, standardize(v, l, s), 1));
+}
+/** beta.logcdf(x, a, b, loc=0, scale=1) = log(cdf), as JAX. */
+export const logcdf = (x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array => ops.log(cdf(x, a, b, loc, scale));
+/** beta.sf(x, a, b, loc=0, scale=1) = betainc(b, a, 1 - clamp(0, (x - loc)/scale, 1)), as JAX (accurate in the upper tail). */
+export function sf(x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array {
+  const [v, aa, bb, l, s] = promote("beta.sf", x, a, b, loc, scale);
+  const y = ops.clamp(0, standardize(v, l, s), 1);
+  return ops.betainc(bb, aa, ops.sub(c(y, 1), y));
+}
+/** beta.logsf(x, a, b, loc=0, scale=1) = log(sf), as JAX. */
+export const logsf = (x: P, a: P, b: P, loc: P = 0, scale: P = 1): Array => ops.log(sf(x, a, b, loc, scale));

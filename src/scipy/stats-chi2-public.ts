@@ -4,3 +4,7 @@ import * as M from "./stats-chi2.js";
 export * from "./stats-chi2.js";
 export const logpdf: typeof M.logpdf = fixedArity("scipy.stats.chi2.logpdf", 4, M.logpdf, "scipy.stats.chi2.logpdf(x, df, loc?, scale?)");
 export const pdf: typeof M.pdf = fixedArity("scipy.stats.chi2.pdf", 4, M.pdf, "scipy.stats.chi2.pdf(x, df, loc?, scale?)");
+export const cdf: typeof M.cdf = fixedArity("scipy.stats.chi2.cdf", 4, M.cdf, "scipy.stats.chi2.cdf(x, df, loc?, scale?)");
+export const logcdf: typeof M.logcdf = fixedArity("scipy.stats.chi2.logcdf", 4, M.logcdf, "scipy.stats.chi2.logcdf(x, df, loc?, scale?)");
+export const sf: typeof M.sf = fixedArity("scipy.stats.chi2.sf", 4, M.sf, "scipy.stats.chi2.sf(x, df, loc?, scale?)");
+export const logsf: typeof M.logsf = fixedArity("scipy.stats.chi2.logsf", 4, M.logsf, "scipy.stats.chi2.logsf(x, df, loc?, scale?)");

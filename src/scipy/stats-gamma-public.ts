@@ -3,4 +3,8 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./stats-gamma.js";
 export * from "./stats-gamma.js";
 export const logpdf: typeof M.logpdf = fixedArity("scipy.stats.gamma.logpdf", 4, M.logpdf, "scipy.stats.gamma.logpdf(x, a, loc?, scale?)");
+export const cdf: typeof M.cdf = fixedArity("scipy.stats.gamma.cdf", 4, M.cdf, "scipy.stats.gamma.cdf(x, a, loc?, scale?)");
+export const sf: typeof M.sf = fixedArity("scipy.stats.gamma.sf", 4, M.sf, "scipy.stats.gamma.sf(x, a, loc?, scale?)");
 export const pdf: typeof M.pdf = fixedArity("scipy.stats.gamma.pdf", 4, M.pdf, "scipy.stats.gamma.pdf(x, a, loc?, scale?)");
+export const logcdf: typeof M.logcdf = fixedArity("scipy.stats.gamma.logcdf", 4, M.logcdf, "scipy.stats.gamma.logcdf(x, a, loc?, scale?)");
+export const logsf: typeof M.logsf = fixedArity("scipy.stats.gamma.logsf", 4, M.logsf, "scipy.stats.gamma.logsf(x, a, loc?, scale?)");

@@ -3,4 +3,5 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./stats-gennorm.js";
 export * from "./stats-gennorm.js";
 export const logpdf: typeof M.logpdf = fixedArity("scipy.stats.gennorm.logpdf", 2, M.logpdf, "scipy.stats.gennorm.logpdf(x, beta)");
+export const cdf: typeof M.cdf = fixedArity("scipy.stats.gennorm.cdf", 2, M.cdf, "scipy.stats.gennorm.cdf(x, beta)");
 export const pdf: typeof M.pdf = fixedArity("scipy.stats.gennorm.pdf", 2, M.pdf, "scipy.stats.gennorm.pdf(x, beta)");

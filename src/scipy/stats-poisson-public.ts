@@ -3,5 +3,6 @@ import { fixedArity } from "../core/check-args.js";
 import * as M from "./stats-poisson.js";
 export * from "./stats-poisson.js";
 export const logpmf: typeof M.logpmf = fixedArity("scipy.stats.poisson.logpmf", 3, M.logpmf, "scipy.stats.poisson.logpmf(k, mu, loc?)");
+export const cdf: typeof M.cdf = fixedArity("scipy.stats.poisson.cdf", 3, M.cdf, "scipy.stats.poisson.cdf(k, mu, loc?)");
 export const entropy: typeof M.entropy = fixedArity("scipy.stats.poisson.entropy", 2, M.entropy, "scipy.stats.poisson.entropy(mu, loc?)");
 export const pmf: typeof M.pmf = fixedArity("scipy.stats.poisson.pmf", 3, M.pmf, "scipy.stats.poisson.pmf(k, mu, loc?)");

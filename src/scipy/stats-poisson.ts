@@ -1,4 +1,4 @@
-/** @file jax.scipy.stats.poisson: the Poisson distribution's logpmf and pmf with mu and loc (cdf after lax.igamma). */
+/** @file jax.scipy.stats.poisson: the Poisson distribution's logpmf, pmf, cdf and entropy with mu and loc. */
 import type { Array } from "../core/array.js";
 import { type Param, c, maskTo, ops, promote, sel } from "./stats-util.js";
 import { xlogy } from "./special.js";
@@ -12,6 +12,12 @@ export function logpmf(k: Param, mu: Param, loc: Param = 0): Array {
 }
 /** poisson.pmf(k, mu, loc=0) = exp(logpmf). */
 export const pmf = (k: Param, mu: Param, loc: Param = 0): Array => ops.exp(logpmf(k, mu, loc));
+/** poisson.cdf(k, mu, loc=0) = gammaincc(floor(k - loc + 1), mu) (lax.igammac), 0 for k - loc < 0, as JAX. */
+export function cdf(k: Param, mu: Param, loc: Param = 0): Array {
+  const [kk, m, l] = promote("poisson.cdf", k, mu, loc);
+  const y = ops.sub(kk, l);
+  return maskTo(ops.lt(y, c(y, 0)), 0, ops.igammac(ops.floor(ops.add(y, c(y, 1))), m));
+}
 /**
  * poisson.entropy(mu, loc=0) = -sum_k pmf(k) log pmf(k): summed over k < 250 for mu < 100 (the mass beyond is below
  * float precision there), the asymptotic log(2 pi e mu)/2 - 1/(12 mu) from 100 on (relative error ~1e-6 at 100);

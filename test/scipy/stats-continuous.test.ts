@@ -52,6 +52,44 @@ test("logpdf gradients agree with finite differences (in x and in the parameters
   checkGrad("truncnorm d/da", (a) => sum(S.truncnorm.logpdf(f64([0.5, 1, 1.5]), a, 2)), [-1, -0.5, 0.2]);
 });
 
+test("cdf / sf gradients (lax.igamma, igammac, betainc jvps) agree with finite differences", () => {
+  checkGrad("gamma.cdf d/dx", (v) => sum(S.gamma.cdf(v, 2.5, 0.1, 1.5)), [0.5, 2, 6]);
+  checkGrad("gamma.sf d/da", (a) => sum(S.gamma.sf(f64([0.5, 2, 6]), a)), [0.7, 2, 5], { rtol: 1e-4 });
+  checkGrad("chi2.logcdf d/dx", (v) => sum(S.chi2.logcdf(v, 3)), [0.5, 2, 7]);
+  checkGrad("chi2.logsf d/ddf", (d) => sum(S.chi2.logsf(f64([0.5, 2, 7]), d)), [1.5, 4, 9], { rtol: 1e-4 });
+  checkGrad("beta.cdf d/dx", (v) => sum(S.beta.cdf(v, 2.5, 1.5)), [0.1, 0.5, 0.8]);
+  checkGrad("beta.logsf d/dx", (v) => sum(S.beta.logsf(v, 2.5, 1.5, -1, 3)), [-0.5, 0.5, 1.5]);
+  checkGrad("gennorm.cdf d/dx", (v) => sum(S.gennorm.cdf(v, 1.5)), [-1.5, 0.3, 2]);
+});
+
+// 1e-6, not tighter: in float64, lax.igamma's x-derivative and lgamma here agree with SciPy to ~5e-8 only (float32-level).
+test("cdf + sf = 1 and d/dx cdf = pdf (gamma, chi2, beta)", () => {
+  const xs = f64([0.05, 0.4, 0.9]);
+  for (const [name, cdf, sf, pdf] of [
+    [
+      "gamma",
+      (v: Array) => S.gamma.cdf(v, 2.5, 0, 0.5),
+      (v: Array) => S.gamma.sf(v, 2.5, 0, 0.5),
+      (v: Array) => S.gamma.pdf(v, 2.5, 0, 0.5),
+    ],
+    ["chi2", (v: Array) => S.chi2.cdf(v, 3), (v: Array) => S.chi2.sf(v, 3), (v: Array) => S.chi2.pdf(v, 3)],
+    [
+      "beta",
+      (v: Array) => S.beta.cdf(v, 2.5, 1.5),
+      (v: Array) => S.beta.sf(v, 2.5, 1.5),
+      (v: Array) => S.beta.pdf(v, 2.5, 1.5),
+    ],
+  ] as const) {
+    const total = ops.add(cdf(xs), sf(xs)).tolist() as number[];
+    for (const t of total) assert.ok(Math.abs(t - 1) < 1e-10, `${name}: cdf + sf = ${t}`);
+    const g = (grad((v: Array) => sum(cdf(v))) as (v: Array) => Array)(xs).tolist() as number[];
+    const p = pdf(xs).tolist() as number[];
+    g.forEach((gi, i) =>
+      assert.ok(Math.abs(gi - p[i]!) < 1e-6 * Math.max(1, p[i]!), `${name}: d/dx cdf ${gi} vs pdf ${p[i]}`),
+    );
+  }
+});
+
 test("outside the support: -inf logpdf, and pdf gradients that are 0 (not NaN), as in JAX", () => {
   for (const [name, lp] of [
     ["gamma", (v: Array) => S.gamma.logpdf(v, 2.5)],

@@ -18,6 +18,7 @@ test("logpmf gradients in the continuous parameters agree with finite difference
   checkGrad("binom d/dp", (p) => sum(S.binom.logpmf(f64([0, 3, 5]), 6, p)), [0.2, 0.5, 0.7]);
   checkGrad("geom d/dp", (p) => sum(S.geom.logpmf(f64([1, 3, 7]), p)), [0.1, 0.4, 0.8]);
   checkGrad("poisson d/dmu", (m) => sum(S.poisson.logpmf(f64([0, 2, 9]), m)), [0.5, 3, 12]);
+  checkGrad("poisson.cdf d/dmu", (m) => sum(S.poisson.cdf(f64([0, 2, 9]), m)), [0.5, 3, 12]);
   checkGrad("nbinom d/dn", (n) => sum(S.nbinom.logpmf(f64([0, 2, 9]), n, 0.4)), [0.5, 3, 12]);
   checkGrad("betabinom d/da", (a) => sum(S.betabinom.logpmf(f64([0, 2, 5]), 6, a, 1.5)), [0.5, 2, 4]);
   checkGrad(
