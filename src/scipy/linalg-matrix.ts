@@ -13,7 +13,7 @@ import { jvp } from "../transforms/api.js";
 type AL = ArrayLike | NestedValue;
 
 /** Operands promoted to one dtype without broadcasting (ints and bools to the default float when inexact). */
-function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Array[] {
+export function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Array[] {
   const ys = promoteDtypes(fn, xs);
   return inexactOnly && ys.length && !isInexact(ys[0].dtype)
     ? ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType))

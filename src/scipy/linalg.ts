@@ -1,24 +1,17 @@
 /** @file jax.scipy.linalg: Cholesky / LU factor-and-solve, solveTriangular, solve (assume_a), inv, det, qr, svd, eigh, eighTridiagonal; expm, toeplitz, hilbert, polar, blockDiag live in linalg-matrix.ts. */
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
-import { defaultFloatDType, isComplex, isInexact } from "../core/dtype.js";
+import { isComplex } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
 import * as lax from "../lax/linalg.js";
-import { promoteArgsInexact, promoteDtypes } from "../numpy/core.js";
+import { promoteArgsInexact } from "../numpy/core.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import * as jla from "../numpy/linalg.js";
 import { arr, shapeStr } from "../numpy/struct-util.js";
+import { promoteNoBroadcast } from "./linalg-matrix.js";
 
 export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
 
 type AL = ArrayLike | NestedValue;
-
-/** Operands promoted to one dtype without broadcasting (ints and bools to the default float when inexact). */
-function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]): Array[] {
-  const ys = promoteDtypes(fn, xs);
-  return inexactOnly && ys.length && !isInexact(ys[0].dtype)
-    ? ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType))
-    : ys;
-}
 
 // ---------------------------------------------------------------- helpers
 /** Swaps the last two axes. */
