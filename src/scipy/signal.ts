@@ -115,6 +115,21 @@ interface ConvOpts {
   method: ConvMethod;
   precision: unknown;
 }
+/** convolve / correlate's shared arguments: mode and method checked, the operands promoted. */
+function convArgs(
+  fn: string,
+  in1: AL,
+  in2: AL,
+  args: unknown[],
+): { mode: ConvMode; method: ConvMethod; x: Array; y: Array } {
+  const o = parseArgs<ConvOpts>(fn, args, ["mode", "method", "precision"]);
+  const mode = checkMode(fn, o.mode ?? "full");
+  const method = o.method ?? "auto";
+  if (method !== "auto" && method !== "direct" && method !== "fft")
+    throw new Error(`${fn}: method must be "auto", "direct" or "fft", got ${JSON.stringify(method)}`);
+  const [x, y] = operands(fn, in1, in2);
+  return { mode, method, x, y };
+}
 /** scipy.signal.convolve(in1, in2, mode="full", method="auto"): n-D convolution; "auto" and "direct" convolve directly (as JAX), "fft" uses fftconvolve. */
 export function convolve(
   in1: AL,
@@ -122,12 +137,7 @@ export function convolve(
   ...args: Args<[mode: ConvMode, method: ConvMethod, precision: unknown], Partial<ConvOpts>>
 ): Array {
   const fn = "scipy.signal.convolve";
-  const o = parseArgs<ConvOpts>(fn, args, ["mode", "method", "precision"]);
-  const mode = checkMode(fn, o.mode ?? "full");
-  const method = o.method ?? "auto";
-  if (method !== "auto" && method !== "direct" && method !== "fft")
-    throw new Error(`${fn}: method must be "auto", "direct" or "fft", got ${JSON.stringify(method)}`);
-  const [x, y] = operands(fn, in1, in2);
+  const { mode, method, x, y } = convArgs(fn, in1, in2, args);
   if (method === "fft") return fftconvolve(x, y, { mode });
   return convolveDirect(fn, x, y, mode);
 }
@@ -138,12 +148,7 @@ export function correlate(
   ...args: Args<[mode: ConvMode, method: ConvMethod, precision: unknown], Partial<ConvOpts>>
 ): Array {
   const fn = "scipy.signal.correlate";
-  const o = parseArgs<ConvOpts>(fn, args, ["mode", "method", "precision"]);
-  const mode = checkMode(fn, o.mode ?? "full");
-  const method = o.method ?? "auto";
-  if (method !== "auto" && method !== "direct" && method !== "fft")
-    throw new Error(`${fn}: method must be "auto", "direct" or "fft", got ${JSON.stringify(method)}`);
-  const [x, y] = operands(fn, in1, in2);
+  const { mode, method, x, y } = convArgs(fn, in1, in2, args);
   if (method === "fft") {
     if (mode === "valid" && validSwap(fn, x, y)) return revAll(conj(fftconvolve(y, revAll(conj(x)), { mode })));
     return fftconvolve(x, revAll(conj(y)), { mode });
