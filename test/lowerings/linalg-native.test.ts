@@ -20,25 +20,14 @@ import * as ops from "../../src/primitives/ops.js";
 import * as P from "../../src/primitives/linalg.js";
 import { foriLoop } from "../../src/transforms/scan.js";
 import { arr } from "../compiler/harness.js";
+import { seededUniform, sizeOf } from "../helpers/seeded-random.js";
 
 const skip = nativeLinalgOps() ? false : "the native runner's linalg ops are unavailable (no addon)";
 // these tests are about the custom ops, whatever JAXTS_NATIVE_LINALG says (the Loop lowerings have their own tests)
 linalgNativeOptions.enabled = true;
 
-/** Deterministic uniform values in [lo, hi) (mulberry32). */
-function rand(n: number, seed: number, lo = -1, hi = 1): number[] {
-  let s = seed >>> 0;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out.push(lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296));
-  }
-  return out;
-}
-const size = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
+const rand = seededUniform,
+  size = sizeOf;
 const DTYPES: DType[] = ["float32", "float64"];
 
 /** "domain.opType" of every node of a graph and of its subgraphs (Loop bodies), "" the ai.onnx domain. */

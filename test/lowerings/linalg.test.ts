@@ -18,25 +18,14 @@ import * as P from "../../src/primitives/linalg.js";
 import { grad, jit } from "../../src/transforms/api.js";
 import { arr, checkProgram } from "../compiler/harness.js";
 import { linalgNativeOptions } from "../../src/lowerings/linalg-native.js";
+import { seededUniform, sizeOf } from "../helpers/seeded-random.js";
 
 // These tests are about the Loop lowerings (standard ONNX, what exportOnnx and the onnxruntime-node binding run);
 // native sessions would take the custom ops instead (tested in linalg-native.test.ts).
 linalgNativeOptions.enabled = false;
 
-/** Deterministic uniform values in [lo, hi) (mulberry32). */
-function rand(n: number, seed: number, lo = -1, hi = 1): number[] {
-  let s = seed >>> 0;
-  const out: number[] = [];
-  for (let i = 0; i < n; i++) {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    out.push(lo + (hi - lo) * (((t ^ (t >>> 14)) >>> 0) / 4294967296));
-  }
-  return out;
-}
-const size = (s: readonly number[]): number => s.reduce((a, b) => a * b, 1);
+const rand = seededUniform,
+  size = sizeOf;
 const eye = (x: Array): Array => P.eyeLike(x.shape, x.dtype);
 /** x x^T + n I: symmetric positive definite. */
 const spd = (x: Array): Array => ops.add(P.mm(x, P.mT(x)), ops.mul(eye(x), ops.scalarLike(x, x.shape[x.ndim - 1])));
