@@ -6,7 +6,15 @@ import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import { type GradientTransformation, type ScalarOrSchedule, type Tree, chain, isSchedule, masked } from "./base.js";
 import { ema } from "./factored.js";
 import { polyakCore } from "./linesearch.js";
-import { adamCore, addDecayedWeights, scale, scaleByLearningRate, scaleByTrustRatio, trace } from "./transforms.js";
+import {
+  type ScaleByAdamOpts,
+  adamCore,
+  addDecayedWeights,
+  scale,
+  scaleByLearningRate,
+  scaleByTrustRatio,
+  trace,
+} from "./transforms.js";
 import {
   ADAN_NAMES,
   ADAMAX_NAMES,
@@ -347,15 +355,9 @@ export function polyakSgd(
   );
 }
 
-export interface OptimisticAdamV2Opts {
+export interface OptimisticAdamV2Opts extends ScaleByAdamOpts {
   alpha?: Hyper;
   beta?: Hyper;
-  b1?: Hyper;
-  b2?: Hyper;
-  eps?: Hyper;
-  epsRoot?: Hyper;
-  muDtype?: DType | null;
-  nesterov?: boolean;
 }
 /**
  * optax.optimistic_adam_v2: scaleByAdam (nesterov by default), scaleByOptimisticGradient(alpha, beta), then
