@@ -100,7 +100,8 @@ export function mpirun(
   mpirunOptions: string[] = [],
 ): Promise<{ status: number | null; results: Result[]; log: string }> {
   return new Promise((resolve) => {
-    const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-"));
+    const dir = mkdtempSync(join(tmpdir(), "jaxts-mpi-")),
+      sessions = mkdtempSync(join(tmpdir(), "jaxts-ompi-"));
     const args = [
       "--allow-run-as-root",
       "--oversubscribe",
@@ -118,6 +119,9 @@ export function mpirun(
     const env = {
       OMPI_MCA_btl_vader_single_copy_mechanism: "none",
       ...process.env,
+      // each job its own session directory: concurrent jobs of one test file raced creating Open MPI 4's shared
+      // /tmp/ompi.<host>.<uid> ("A call to mkdir was unable to create the desired directory ... File exists")
+      OMPI_MCA_orte_tmpdir_base: sessions,
       JAXTS_SPMD_RUNTIME: "emulation",
       ...extraEnv,
     };
@@ -145,6 +149,7 @@ export function mpirun(
         }
       }
       rmSync(dir, { recursive: true, force: true });
+      rmSync(sessions, { recursive: true, force: true });
       resolve({ status, results: results.sort((a, b) => a.processIndex - b.processIndex), log });
     });
   });

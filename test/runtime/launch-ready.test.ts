@@ -242,7 +242,12 @@ test(
       assert.equal(launchesInFlight(), 0);
       assert.equal(await callbacksBackTo(base), base, "every completion callback was released");
       w.dispose();
-      assert.deepEqual(inUse(), bytes0, "every buffer went back");
+      // nothing of the 2,000 steps is left: usage is at most what it was before them (an earlier test's array still
+      // alive then may have been collected meanwhile, so equality would be a race with the garbage collector)
+      const after = inUse();
+      after.forEach((b, i) =>
+        assert.ok(b <= bytes0[i], `every buffer went back: device ${ids[i]} holds ${b} bytes, ${bytes0[i]} before`),
+      );
     });
   },
 );
