@@ -12,15 +12,15 @@ import type { ArrayImpl } from "../../src/core/array-impl.js";
 import type { Array } from "../../src/core/array.js";
 import { config } from "../../src/core/config.js";
 import type { DType } from "../../src/core/dtype.js";
-import { type Jaxpr, evalJaxpr } from "../../src/core/jaxpr.js";
+import type { Jaxpr } from "../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
-import { evalTrace, withTrace } from "../../src/core/trace.js";
 import { linalgNativeOptions } from "../../src/lowerings/linalg-native.js";
 import * as ops from "../../src/primitives/ops.js";
 import * as P from "../../src/primitives/linalg.js";
 import { foriLoop } from "../../src/transforms/scan.js";
 import { arr } from "../compiler/harness.js";
 import { seededUniform, sizeOf } from "../helpers/seeded-random.js";
+import { interpreterOutputs } from "../helpers/interpreter-reference.js";
 
 const skip = nativeLinalgOps() ? false : "the native runner's linalg ops are unavailable (no addon)";
 // these tests are about the custom ops, whatever JAXTS_NATIVE_LINALG says (the Loop lowerings have their own tests)
@@ -68,14 +68,7 @@ function exact(f: (...xs: Array[]) => Array[], args: ArrayImpl[], label: string,
       `${label}: the Loop lowering, no jaxts.${op}: ${[...got0]}`,
     );
   }
-  const prev = config.backend;
-  config.update("backend", "interpreter");
-  let want: ArrayImpl[];
-  try {
-    want = withTrace(evalTrace, () => evalJaxpr(jaxpr, consts as ArrayImpl[], args)) as ArrayImpl[];
-  } finally {
-    config.update("backend", prev);
-  }
+  const want = interpreterOutputs(jaxpr, consts as ArrayImpl[], args);
   const got = onnxBackend.executeJaxpr!(jaxpr, consts as ArrayImpl[], args, { name: label });
   assert.equal(got.length, want.length);
   got.forEach((g, o) => {

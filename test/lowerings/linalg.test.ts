@@ -9,9 +9,8 @@ import type { ArrayImpl } from "../../src/core/array-impl.js";
 import type { Array } from "../../src/core/array.js";
 import { config } from "../../src/core/config.js";
 import type { DType } from "../../src/core/dtype.js";
-import { type Jaxpr, evalJaxpr } from "../../src/core/jaxpr.js";
+import type { Jaxpr } from "../../src/core/jaxpr.js";
 import { traceToJaxpr } from "../../src/core/jaxpr-trace.js";
-import { evalTrace, withTrace } from "../../src/core/trace.js";
 import * as LA from "../../src/numpy/linalg.js";
 import * as ops from "../../src/primitives/ops.js";
 import * as P from "../../src/primitives/linalg.js";
@@ -19,6 +18,7 @@ import { grad, jit } from "../../src/transforms/api.js";
 import { arr, checkProgram } from "../compiler/harness.js";
 import { linalgNativeOptions } from "../../src/lowerings/linalg-native.js";
 import { seededUniform, sizeOf } from "../helpers/seeded-random.js";
+import { interpreterOutputs } from "../helpers/interpreter-reference.js";
 
 // These tests are about the Loop lowerings (standard ONNX, what exportOnnx and the onnxruntime-node binding run);
 // native sessions would take the custom ops instead (tested in linalg-native.test.ts).
@@ -58,14 +58,7 @@ function agree(
     ["onnx"],
     `${label}: steps`,
   );
-  const prev = config.backend;
-  config.update("backend", "interpreter");
-  let want: ArrayImpl[];
-  try {
-    want = withTrace(evalTrace, () => evalJaxpr(jaxpr, consts as ArrayImpl[], args)) as ArrayImpl[];
-  } finally {
-    config.update("backend", prev);
-  }
+  const want = interpreterOutputs(jaxpr, consts as ArrayImpl[], args);
   const got = onnxBackend.executeJaxpr!(jaxpr, consts as ArrayImpl[], args, { name: label });
   assert.equal(got.length, want.length);
   got.forEach((g, o) => {
