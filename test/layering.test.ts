@@ -27,7 +27,7 @@ const ALLOWED: Record<string, string[]> = {
   nn: ["core", "primitives", "transforms", "numpy", "random"], // the random initializers (random never imports nn)
   random: ["core", "primitives", "transforms", "numpy", "lax"],
   optim: ["core", "primitives", "transforms", "numpy", "lax", "nn", "random"], // addNoise (random never imports optim)
-  scipy: ["core", "primitives", "transforms", "numpy", "lax", "nn"],
+  scipy: ["core", "primitives", "transforms", "numpy", "lax", "nn", "random"], // gaussianKde.resample (random never imports scipy)
   profiler: ["core", "runtime"], // the runtime's launch observer gives the per-device spans
   models: ["core", "primitives", "transforms", "numpy", "nn", "random", "optim", "lax", "parallel"],
   io: ["core", "primitives", "numpy", "transforms", "compiler", "backends", "lowerings", "parallel"], // sharded checkpoints (global arrays)

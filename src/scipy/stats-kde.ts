@@ -1,8 +1,7 @@
 /**
  * @file jax.scipy.stats.gaussian_kde (gaussianKde / GaussianKde): a Gaussian kernel density estimate of d-dimensional
  * data with Scott's, Silverman's or a given bandwidth factor and optional weights; evaluate / pdf / logpdf and the
- * closed-form integrals (integrateBox1d, integrateGaussian, integrateKde). resample is not offered: jaxts layers scipy
- * below jax.random.
+ * closed-form integrals (integrateBox1d, integrateGaussian, integrateKde), and resample (draws from the estimate).
  */
 import type { Array } from "../core/array.js";
 import { defaultFloatDType, isComplex, isInexact } from "../core/dtype.js";
@@ -13,7 +12,12 @@ import { inv } from "../numpy/linalg.js";
 import { logsumexp } from "../numpy/reductions.js";
 import { cov as jnpCov } from "../numpy/statistics.js";
 import { cholesky } from "../lax/linalg.js";
+import { take } from "../numpy/indexing-funcs.js";
+import { split, type KeyLike } from "../random/keys.js";
+import { choice } from "../random/discrete.js";
+import { multivariateNormal } from "../random/linalg-samplers.js";
 import * as P from "../primitives/linalg.js";
+import { registerNode } from "../core/tree.js";
 import { type ArrayInput, c, ops, promote } from "./stats-util.js";
 import { ndtr } from "./special.js";
 
@@ -180,6 +184,33 @@ export class GaussianKde {
       throw new Error(`${FN}.integrateKde: the estimates have dimensions ${this.d} and ${other.d}`);
     return this.convolve(ops.add(this.covariance, other.covariance), other.dataset, other.weights, this);
   }
+  /**
+   * resample(key, shape = []): draws from the estimate, (d, ...shape) for a shape of length <= 1, as JAX: the key is
+   * split in two; column indices are chosen by weight (random.choice with p = weights), the kernel noise is
+   * multivariateNormal(0, covariance) of shape (...shape, d), transposed (all axes reversed, as JAX's `.T`), added to
+   * the chosen columns. Like JAX, a shape of two or more axes adds the noise with its batch axes reversed.
+   */
+  resample(key: KeyLike, shape: number | readonly number[] = []): Array {
+    const fn = `${FN}.resample`;
+    const sh = typeof shape === "number" ? [shape] : [...shape];
+    for (const s of sh)
+      if (!Number.isInteger(s) || s < 0)
+        throw new Error(`${fn}: shape must hold non-negative integers, got [${sh.join(", ")}]`);
+    const [indKey, epsKey] = split(key) as unknown as Array[];
+    const ind = choice(indKey, this.n, sh, true, this.weights);
+    const eps = multivariateNormal(
+      epsKey,
+      ops.full([this.d], 0, this.covariance.dtype),
+      this.covariance,
+      sh,
+      this.dataset.dtype,
+    );
+    const epsT = ops.transpose(
+      eps,
+      eps.shape.map((_, i) => eps.ndim - 1 - i),
+    );
+    return ops.add(take(this.dataset, ind, { axis: 1 }), epsT);
+  }
   /** sum_ij wa_i wb_j N(a_i - b_j; 0, C) for the columns of a (self's data) and b. */
   private convolve(C: Array, b: Array, wb: Array, a: GaussianKde): Array {
     const L = cholesky(C);
@@ -189,6 +220,22 @@ export class GaussianKde {
     return ops.reduceSum(ops.mul(w, ops.exp(ops.add(ops.mul(q, c(q, -0.5)), logNorm))), [0, 1]);
   }
 }
+
+// a pytree, as JAX's: its arrays are the leaves, so an estimate passes through jit / vmap / grad as an argument
+registerNode(GaussianKde as unknown as abstract new () => GaussianKde, {
+  flatten: (k) => [[k.neff, k.dataset, k.weights, k.factor, k.covariance, k.invCov], null],
+  unflatten: (_aux, children) => {
+    const [neff, dataset, weights, factor, covariance, invCov] = children as Array[];
+    return Object.assign(Object.create(GaussianKde.prototype) as GaussianKde, {
+      neff,
+      dataset,
+      weights,
+      factor,
+      covariance,
+      invCov,
+    });
+  },
+});
 
 /** gaussian_kde(dataset, bwMethod="scott", weights=null), also as a trailing options object { bwMethod, weights }. */
 export function gaussianKde(
