@@ -8,6 +8,10 @@ export interface ConfigFlags {
    */
   backend: BackendName;
   threefryPartitionable: boolean;
+  /** Added to every integer seed of random.key / random.PRNGKey (jax_random_seed_offset; JAX_RANDOM_SEED_OFFSET). */
+  randomSeedOffset: number;
+  /** random.gumbel's default mode is "high" instead of "low" (jax_high_dynamic_range_gumbel). */
+  highDynamicRangeGumbel: boolean;
   numCpuDevices: number;
   /** Check every jaxpr produced by a transformation with the type checker. */
   checkJaxprs: boolean;
@@ -79,6 +83,7 @@ type IntegerFlag = { [K in keyof ConfigFlags]: ConfigFlags[K] extends number ? K
 /** Integer flags: the environment variable that sets the initial value, its default, the least value accepted and what the number counts (for errors). */
 const INTEGER_FLAGS: { readonly [K in IntegerFlag]: { env: string; dflt: number; min: number; what: string } } = {
   numCpuDevices: { env: "JAXTS_NUM_CPU_DEVICES", dflt: 1, min: 1, what: "the number of CPU devices" },
+  randomSeedOffset: { env: "JAX_RANDOM_SEED_OFFSET", dflt: 0, min: 0, what: "added to every seed" },
   intraOpThreads: { env: "JAXTS_INTRA_OP_THREADS", dflt: 0, min: 0, what: "0 = all cores" },
   collectiveTimeoutMs: { env: "JAXTS_COLLECTIVE_TIMEOUT_MS", dflt: 30000, min: 1, what: "milliseconds" },
   collectiveCombineBytes: { env: "JAXTS_COLLECTIVE_COMBINE_BYTES", dflt: 0, min: 0, what: "bytes; 0 = off" },
@@ -125,6 +130,9 @@ export const config: ConfigFlags & {
   enableX64: process.env.JAX_ENABLE_X64 === "1" || process.env.JAX_ENABLE_X64 === "true",
   backend: process.env.JAXTS_BACKEND === "interpreter" ? "interpreter" : "onnx",
   threefryPartitionable: process.env.JAX_THREEFRY_PARTITIONABLE !== "0",
+  randomSeedOffset: envInt("randomSeedOffset"),
+  highDynamicRangeGumbel:
+    process.env.JAX_HIGH_DYNAMIC_RANGE_GUMBEL === "1" || process.env.JAX_HIGH_DYNAMIC_RANGE_GUMBEL === "true",
   numCpuDevices: envInt("numCpuDevices"),
   checkJaxprs: process.env.JAXTS_CHECK_JAXPRS === "1",
   intraOpThreads: envInt("intraOpThreads"),

@@ -170,7 +170,9 @@ function seedData(fn: string, seed: unknown, seedDtype?: SeedDtype): Array {
   if (typeof seed === "number" || typeof seed === "bigint") {
     if (typeof seed === "number" && !Number.isInteger(seed))
       throw new TypeError(`${fn}: PRNG key seed must be an integer; got ${seed}`);
-    const d = seedToKey(seed, config.enableX64, seedDtype ?? "int");
+    // jax_random_seed_offset is added to the seed before it becomes a key (JAX's random_seed)
+    const off = config.randomSeedOffset;
+    const d = seedToKey(off ? BigInt(seed) + BigInt(off) : seed, config.enableX64, seedDtype ?? "int");
     return new ArrayImpl(new ShapedArray([2], "uint32", false), d);
   }
   if (!(seed instanceof Array))
@@ -182,7 +184,8 @@ function seedData(fn: string, seed: unknown, seedDtype?: SeedDtype): Array {
   if (!isInteger(seed.dtype))
     throw new TypeError(`${fn}: PRNG key seed must be an integer; got an array of dtype ${seed.dtype}`);
   // computed in the seed's dtype: a logical shift by 32 of a 32-bit (or narrower) seed gives 0
-  const s = seed.weakType ? ops.convert(seed, seed.dtype, false) : seed;
+  const s0 = seed.weakType ? ops.convert(seed, seed.dtype, false) : seed;
+  const s = config.randomSeedOffset ? ops.add(s0, constant(s0.dtype, config.randomSeedOffset)) : s0;
   const hi = toDtype(ops.shiftRightLogical(s, constant(s.dtype, 32)), "uint32");
   const lo = toDtype(s, "uint32");
   return ops.concatenate([ops.reshape(hi, [1]), ops.reshape(lo, [1])], 0);

@@ -1,4 +1,5 @@
 /** @file Continuous and simple samplers of jax.random, bit-exact with JAX's algorithms: uniform, normal, truncatedNormal, randint, bernoulli, rademacher and the transformation samplers (exponential, gumbel, laplace, ...). */
+import { config } from "../core/config.js";
 import type { Array } from "../core/array.js";
 import type { DType } from "../core/dtype.js";
 import { defaultFloatDType, intRange, isComplex, isFloat, isInteger, realDType } from "../core/dtype.js";
@@ -429,7 +430,7 @@ export function gumbel(
     dtype: null as DType | null,
     mode: null as string | null,
   });
-  const m = p.mode ?? "low";
+  const m = p.mode ?? (config.highDynamicRangeGumbel ? "high" : "low"); // JAX: mode None follows jax_high_dynamic_range_gumbel
   if (!["highest", "high", "low"].includes(m)) throw new Error(`${fn}: Must provide valid mode for gumbel got: ${m}`);
   return gumbelFrom(data, canonicalShape(fn, p.shape), floatDtype(fn, p.dtype), m);
 }

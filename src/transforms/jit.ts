@@ -120,6 +120,8 @@ onConfigChange((name) => {
   if (
     name === "enableX64" ||
     name === "threefryPartitionable" ||
+    name === "randomSeedOffset" ||
+    name === "highDynamicRangeGumbel" ||
     name === "spmdRuntime" ||
     name === "debugNans" ||
     name === "debugInfs"
