@@ -303,8 +303,10 @@ const TABLE: Map<string, Row> = new Map([
   ...none("checkpoint policies are predicates or factories of name lists (JAX's jax.checkpoint_policies), not option takers", [
     "checkpointPolicies.checkpointDots", "checkpointPolicies.dotsSaveable", "checkpointPolicies.dotsWithNoBatchDimsSaveable",
     "checkpointPolicies.everythingSaveable", "checkpointPolicies.nothingSaveable", "checkpointPolicies.saveAnyNamesButTheseNames",
-    "checkpointPolicies.saveOnlyTheseNames", "checkpointName",
+    "checkpointPolicies.saveOnlyTheseNames", "checkpointName", "checkpointPolicies.checkpointDotsWithNoBatchDims",
+    "checkpointPolicies.saveFromBothPolicies", "checkpointPolicies.offloadDotWithNoBatchDims",
   ]),
+  one("checkpointPolicies.saveAndOffloadOnlyTheseNames", "options", (f) => f(B)),
   ...none("variadic over arrays, arguments or pytrees (JAX's *args): an options object is an operand and is rejected as one", [
     "lax.cond", "lax.switch", "numpy.atleast1d", "numpy.atleast2d", "numpy.atleast3d", "numpy.broadcastArrays", "numpy.broadcastShapes",
     "numpy.ix_", "numpy.resultType", "numpy.applyAlongAxis", "optim.chain", "tree.map", "sharding.P", "sharding.PartitionSpec",

@@ -48,25 +48,74 @@ export const nameP: Primitive<{ name: string }> = new Primitive<{ name: string }
 );
 export const checkpointName = (x: Array, name: string): Array => bind1(nameP, [x], { name });
 
+/** JAX's memory kinds an offloading policy may name; on the CPU, device memory and host memory are the same RAM. */
+const MEMORY_KINDS = ["device", "pinned_host", "unpinned_host"];
+function checkOffload(fn: string, src: unknown, dst: unknown): void {
+  for (const [what, v] of [
+    ["offloadSrc", src],
+    ["offloadDst", dst],
+  ] as const)
+    if (typeof v !== "string" || !MEMORY_KINDS.includes(v))
+      throw new Error(
+        `checkpointPolicies.${fn}: ${what} must be one of ${MEMORY_KINDS.map((k) => JSON.stringify(k)).join(", ")}, got ${JSON.stringify(v)}`,
+      );
+}
+const nameIn = (names: readonly string[]) => (p: Primitive, params: Params) =>
+  p.name === "name" && names.includes(params.name as string);
+const dotNoBatch = (p: Primitive, params: Params): boolean =>
+  p.name === "dot_general" && (params.dimension_numbers as number[][][])[1][0].length === 0;
+
 export const checkpointPolicies = {
   nothingSaveable: named("nothing_saveable", () => false),
   everythingSaveable: named("everything_saveable", () => true),
   dotsSaveable: named("dots_saveable", (p) => p.name === "dot_general"),
   checkpointDots: named("dots_saveable", (p) => p.name === "dot_general"),
-  dotsWithNoBatchDimsSaveable: named(
-    "dots_with_no_batch_dims_saveable",
-    (p, params) => p.name === "dot_general" && (params.dimension_numbers as number[][][])[1][0].length === 0,
-  ),
-  saveOnlyTheseNames: (...names: string[]): Policy =>
-    named(
-      `save_only_these_names(${names.join(",")})`,
-      (p, params) => p.name === "name" && names.includes(params.name as string),
-    ),
+  dotsWithNoBatchDimsSaveable: named("dots_with_no_batch_dims_saveable", dotNoBatch),
+  checkpointDotsWithNoBatchDims: named("dots_with_no_batch_dims_saveable", dotNoBatch),
+  saveOnlyTheseNames: (...names: string[]): Policy => named(`save_only_these_names(${names.join(",")})`, nameIn(names)),
   saveAnyNamesButTheseNames: (...names: string[]): Policy =>
     named(
       `save_any_names_but_these(${names.join(",")})`,
       (p, params) => p.name === "name" && !names.includes(params.name as string),
     ),
+  /** Saves what either policy saves (save_from_both_policies). */
+  saveFromBothPolicies: (policy1: Policy, policy2: Policy): Policy =>
+    named(
+      `save_from_both_policies(${policy1.policyName ?? "policy1"},${policy2.policyName ?? "policy2"})`,
+      (p, params) => policy1(p, params) || policy2(p, params),
+    ),
+  /**
+   * save_and_offload_only_these_names: names that may be saved stay in device memory, names that may be offloaded
+   * move to offloadDst. On the CPU both are the same RAM, so both kinds are kept for the backward pass (JAX's
+   * residuals; no copy between memories happens) and the rest is recomputed.
+   */
+  saveAndOffloadOnlyTheseNames: (opts: {
+    namesWhichCanBeSaved: readonly string[];
+    namesWhichCanBeOffloaded: readonly string[];
+    offloadSrc: string;
+    offloadDst: string;
+  }): Policy => {
+    checkOptions("checkpointPolicies.saveAndOffloadOnlyTheseNames", opts, [
+      "namesWhichCanBeSaved",
+      "namesWhichCanBeOffloaded",
+      "offloadSrc",
+      "offloadDst",
+    ]);
+    const saved = [...(opts.namesWhichCanBeSaved ?? [])],
+      off = [...(opts.namesWhichCanBeOffloaded ?? [])];
+    const both = saved.filter((n) => off.includes(n));
+    if (both.length > 0)
+      throw new Error(
+        `checkpointPolicies.saveAndOffloadOnlyTheseNames: names may be saved or offloaded, not both: ${both.join(", ")}`,
+      );
+    checkOffload("saveAndOffloadOnlyTheseNames", opts.offloadSrc, opts.offloadDst);
+    return named(`save_and_offload_only_these_names(${saved.join(",")};${off.join(",")})`, nameIn([...saved, ...off]));
+  },
+  /** offload_dot_with_no_batch_dims(offloadSrc, offloadDst): dots without batch dimensions are kept (on the CPU, in the same RAM). */
+  offloadDotWithNoBatchDims: (offloadSrc: string, offloadDst: string): Policy => {
+    checkOffload("offloadDotWithNoBatchDims", offloadSrc, offloadDst);
+    return named(`offload_dot_with_no_batch_dims(${offloadSrc},${offloadDst})`, dotNoBatch);
+  },
 };
 
 type CkP = { jaxpr: Jaxpr; policy: Policy; prevent_cse: boolean; num_saved_in: number; differentiated: boolean };

@@ -101,6 +101,63 @@ test("checkpoint policies: the backward pass recomputes exactly what is not save
   assert.equal(names.dot, plain.dot, "saveOnlyTheseNames('proj') saves the named dot output");
 });
 
+test("checkpoint policies: saveFromBothPolicies, and the offloading policies (on the CPU an offloaded residual is a saved one)", () => {
+  const plain = countSinDuringGrad(undefined);
+  const nothing = countSinDuringGrad({ policy: checkpointPolicies.nothingSaveable });
+  const dots = countSinDuringGrad({ policy: checkpointPolicies.dotsSaveable });
+  const both = countSinDuringGrad({
+    policy: checkpointPolicies.saveFromBothPolicies(
+      checkpointPolicies.nothingSaveable,
+      checkpointPolicies.dotsSaveable,
+    ),
+  });
+  const offNames = countSinDuringGrad({
+    policy: checkpointPolicies.saveAndOffloadOnlyTheseNames({
+      namesWhichCanBeSaved: [],
+      namesWhichCanBeOffloaded: ["proj"],
+      offloadSrc: "device",
+      offloadDst: "pinned_host",
+    }),
+  });
+  const offOther = countSinDuringGrad({
+    policy: checkpointPolicies.saveAndOffloadOnlyTheseNames({
+      namesWhichCanBeSaved: ["other"],
+      namesWhichCanBeOffloaded: [],
+      offloadSrc: "device",
+      offloadDst: "pinned_host",
+    }),
+  });
+  const offDots = countSinDuringGrad({ policy: checkpointPolicies.offloadDotWithNoBatchDims("device", "pinned_host") });
+  const noBatch = countSinDuringGrad({ policy: checkpointPolicies.checkpointDotsWithNoBatchDims });
+  for (const r of [both, offNames, offOther, offDots, noBatch]) assertClose(r.g, plain.g, { rtol: 1e-6 });
+  for (const [what, r] of [
+    ["saveFromBothPolicies(nothing, dots)", both],
+    ["offloadDotWithNoBatchDims", offDots],
+    ["checkpointDotsWithNoBatchDims", noBatch],
+  ] as const)
+    assert.deepEqual([r.sin, r.dot], [dots.sin, dots.dot], `${what} keeps exactly the dot, as dotsSaveable`);
+  assert.equal(offNames.dot, plain.dot, "the offloaded name 'proj' is kept for the backward pass");
+  assert.deepEqual(
+    [offOther.sin, offOther.dot],
+    [nothing.sin, nothing.dot],
+    "a name that is not in the program saves nothing",
+  );
+  assert.throws(
+    () => checkpointPolicies.offloadDotWithNoBatchDims("device", "disk"),
+    /checkpointPolicies.offloadDotWithNoBatchDims: offloadDst must be one of "device", "pinned_host", "unpinned_host", got "disk"/,
+  );
+  assert.throws(
+    () =>
+      checkpointPolicies.saveAndOffloadOnlyTheseNames({
+        namesWhichCanBeSaved: ["a"],
+        namesWhichCanBeOffloaded: ["a"],
+        offloadSrc: "device",
+        offloadDst: "pinned_host",
+      }),
+    /saveAndOffloadOnlyTheseNames: names may be saved or offloaded, not both: a/,
+  );
+});
+
 test("bad input: argnum options naming arguments the call did not pass", () => {
   const cj = customJvp((x: Array, _n: number) => x, { nondiffArgnums: [2] });
   cj.defjvp((p, t) => [p[0], t[0]]);
