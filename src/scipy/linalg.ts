@@ -8,6 +8,7 @@ import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import * as jla from "../numpy/linalg.js";
 import { arr, shapeStr } from "../numpy/struct-util.js";
 import { promoteNoBroadcast } from "./linalg-matrix.js";
+import { tridiagonalEigvals } from "./linalg-tridiagonal.js";
 
 export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
 
@@ -414,9 +415,10 @@ interface TridiagOpts {
   tol: number | null;
 }
 /**
- * scipy.linalg.eigh_tridiagonal(d, e, eigvals_only): the eigenvalues of the symmetric tridiagonal matrix with diagonal d
- * [n] and off-diagonal e [n-1], ascending. As in JAX only eigvalsOnly=true and select="a" are supported; jaxts forms the
- * dense matrix and calls eigh (JAX bisects instead).
+ * scipy.linalg.eigh_tridiagonal(d, e, eigvals_only, select, select_range, tol): the eigenvalues of the symmetric
+ * (Hermitian) tridiagonal matrix with diagonal d [n] and off-diagonal e [n-1], ascending, by JAX's parallel bisection
+ * (src/scipy/linalg-tridiagonal.ts). As in JAX: eigvalsOnly must be true; select "a" (all) or "i" (indices
+ * selectRange[0]..selectRange[1], inclusive); "v" is not implemented.
  */
 export function eighTridiagonal(
   d: AL,
@@ -426,31 +428,27 @@ export function eighTridiagonal(
   const fn = "scipy.linalg.eighTridiagonal";
   const o = parseArgs<TridiagOpts>(fn, args, ["eigvalsOnly", "select", "selectRange", "tol"]);
   if (!o.eigvalsOnly) throw new Error(`${fn}: calculation of eigenvectors is not implemented (pass eigvalsOnly: true)`);
-  if ((o.select ?? "a") !== "a")
-    throw new Error(`${fn}: only select="a" is supported, got ${JSON.stringify(o.select)}`);
   const [dd, ee] = inexact2(fn, d, e);
   if (dd.ndim !== 1 || ee.ndim !== 1 || ee.shape[0] !== Math.max(dd.shape[0] - 1, 0))
     throw new Error(
       `${fn}: expected d of shape [n] and e of shape [n-1], got ${shapeStr(dd.shape)} and ${shapeStr(ee.shape)}`,
     );
   const n = dd.shape[0];
-  const shape = [n, n];
-  const i = ops.iota("int32", shape, 0),
-    j = ops.iota("int32", shape, 1);
-  const zero = ops.full(shape, 0, dd.dtype);
-  const diag = ops.select(ops.eq(i, j), ops.broadcastInDim(dd, shape, [0]), zero);
-  if (n < 2) return lax.eigh(diag, { symmetrizeInput: false })[1];
-  const ep = ops.pad(ee, ops.full([], 0, ee.dtype), [[0, 1, 0]]);
-  const below = ops.select(
-    ops.eq(i, ops.add(j, ops.full(shape, 1, "int32"))),
-    ops.broadcastInDim(ep, shape, [1]),
-    zero,
-  );
-  const above = ops.select(
-    ops.eq(j, ops.add(i, ops.full(shape, 1, "int32"))),
-    ops.broadcastInDim(ep, shape, [0]),
-    zero,
-  );
-  const t = ops.add(diag, ops.add(below, isComplex(ee.dtype) ? ops.conj(above) : above));
-  return lax.eigh(t, { lower: true, symmetrizeInput: false })[1];
+  const select = o.select ?? "a";
+  let lo = 0,
+    hi = n - 1;
+  if (select === "i") {
+    const r = o.selectRange;
+    if (r === undefined || r === null) throw new Error(`${fn}: for select="i", selectRange must be specified`);
+    if (!globalThis.Array.isArray(r) || r.length !== 2 || !r.every((v) => Number.isInteger(v)))
+      throw new Error(`${fn}: selectRange must be two integer indices [lo, hi], got ${JSON.stringify(r)}`);
+    [lo, hi] = r as [number, number];
+    if (lo > hi) throw new Error(`${fn}: got an empty index range in selectRange: [${lo}, ${hi}]`);
+    if (n > 1 && (lo < 0 || hi >= n))
+      throw new Error(`${fn}: selectRange [${lo}, ${hi}] is outside the eigenvalue indices 0..${n - 1}`);
+  } else if (select === "v") throw new Error(`${fn}: select="v" is not implemented (as in JAX)`);
+  else if (select !== "a") throw new Error(`${fn}: select must be "a", "i" or "v", got ${JSON.stringify(select)}`);
+  if (o.tol !== undefined && o.tol !== null && !(typeof o.tol === "number"))
+    throw new Error(`${fn}: tol must be a number or null, got ${typeof o.tol}`);
+  return tridiagonalEigvals(dd, ee, lo, hi, o.tol ?? null);
 }

@@ -348,3 +348,42 @@ test("scipy.linalg raises JAX's errors for bad shapes and options", () => {
     assert.deepEqual(SL.blockDiag().shape, [1, 0]);
   });
 });
+
+test("eighTridiagonal bisects as JAX: its documented float32 values, an index range, complex input, jit, errors", () => {
+  const d = array([1, 2, 3, 4], { dtype: "float32" }),
+    e = array([1, 1, 1], { dtype: "float32" });
+  // JAX's docstring: Array([0.2547188, 1.8227171, 3.1772828, 4.745281], dtype=float32), as float32 bits
+  const want = [0.2547188, 1.8227171, 3.1772828, 4.745281].map(Math.fround);
+  assert.deepEqual(SL.eighTridiagonal(d, e, true).tolist(), want);
+  assert.deepEqual(
+    SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "i", selectRange: [1, 2] }).tolist(),
+    want.slice(1, 3),
+  );
+  assert.deepEqual(jit((a: Array, b: Array) => SL.eighTridiagonal(a, b, true))(d, e).tolist(), want);
+  // a Hermitian tridiagonal matrix with complex off-diagonal has the eigenvalues of the one with |e|
+  const ec = ops.complexOf(array([0.6, 0, -0.8], { dtype: "float32" }), array([0.8, 1, 0.6], { dtype: "float32" }));
+  const dc = ops.complexOf(d, array([0, 0, 0, 0], { dtype: "float32" }));
+  const wc = SL.eighTridiagonal(dc, ec, true);
+  assert.equal(wc.dtype, "float32");
+  (wc.tolist() as number[]).forEach((v, i) => assert.ok(Math.abs(v - want[i]) < 2e-6, `${i}: ${v} vs ${want[i]}`));
+  // a tolerance looser than eps * ||T|| stops the bisection early: within tol of the answer, not at it
+  const loose = SL.eighTridiagonal(d, e, { eigvalsOnly: true, tol: 1e-2 }).tolist() as number[];
+  loose.forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= 1e-2, `${i}: ${v}`));
+  assert.ok(loose.some((v, i) => v !== want[i]));
+  assert.deepEqual(
+    SL.eighTridiagonal(array([2.5], { dtype: "float32" }), array([], { dtype: "float32" }), true).tolist(),
+    [2.5],
+  );
+  const fn = /scipy\.linalg\.eighTridiagonal/;
+  assert.throws(() => SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "v" }), /select="v" is not implemented/);
+  assert.throws(() => SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "i" }), /selectRange must be specified/);
+  assert.throws(
+    () => SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "i", selectRange: [2, 1] }),
+    /empty index range/,
+  );
+  assert.throws(
+    () => SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "i", selectRange: [0, 4] }),
+    /outside the eigenvalue indices 0..3/,
+  );
+  assert.throws(() => SL.eighTridiagonal(d, e, { eigvalsOnly: true, select: "x" as never }), fn);
+});
