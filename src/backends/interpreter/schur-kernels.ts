@@ -21,7 +21,8 @@ export function hessenbergQ(a: CPlanes, n: number): { h: CPlanes; q: CPlanes } {
   for (let i = 0; i < n; i++) qr[i * n + i] = 1;
   const vr = new Float64Array(n),
     vi = new Float64Array(n);
-  for (let k = 0; k < n - 2; k++) {
+  // k = n - 2 too: a one-element complex x still gets a reflector making its subdiagonal entry real (as zgehrd)
+  for (let k = 0; k < n - 1; k++) {
     const x0r = hr[(k + 1) * n + k],
       x0i = hi[(k + 1) * n + k];
     let xn = 0;
