@@ -4,7 +4,12 @@ import type { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
 import { isComplex } from "../core/dtype.js";
 import { Primitive } from "../core/primitive.js";
-import { complexSchur, hessenbergQ, realSchur, triuFunction as triuKernel } from "../backends/interpreter/schur-kernels.js";
+import {
+  complexSchur,
+  hessenbergQ,
+  realSchur,
+  triuFunction as triuKernel,
+} from "../backends/interpreter/schur-kernels.js";
 import * as ops from "./bind-ops.js";
 import { fromParts, partsOf } from "./complex.js";
 import { fromNums } from "./ref-util.js";
@@ -40,7 +45,9 @@ function perMatrix(
       planes[k][1].set(pi, b * nn);
     });
   }
-  return outs.map((o, k) => (isComplex(o.dtype) ? fromParts(o, planes[k][0], planes[k][1]) : fromNums(o, planes[k][0])));
+  return outs.map((o, k) =>
+    isComplex(o.dtype) ? fromParts(o, planes[k][0], planes[k][1]) : fromNums(o, planes[k][0]),
+  );
 }
 
 const noDerivative = (name: string) => (): never => {
@@ -75,7 +82,10 @@ export const schurP: Primitive<SchurParams> = new Primitive<SchurParams>(
       });
     },
     jvp: noDerivative("schur"),
-    missing: { lower: "runs on the reference interpreter (no ONNX kernel; the QR iteration is data-dependent)", transpose: "not linear" },
+    missing: {
+      lower: "runs on the reference interpreter (no ONNX kernel; the QR iteration is data-dependent)",
+      transpose: "not linear",
+    },
   },
   { multipleResults: true },
 );
@@ -138,8 +148,13 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
     abstractEval([t, d]) {
       squareAval("triu_function", t);
       if (!isComplex(t.dtype) || d.dtype !== t.dtype || d.shape.join() !== t.shape.slice(0, -1).join())
-        throw new TypeError(`triu_function: expected complex T [..., n, n] and its diagonal values [..., n] of the same dtype, got ${t.str()} and ${d.str()}`);
-      return [new ShapedArray(t.shape, t.dtype), new ShapedArray(t.shape.slice(0, -2), t.dtype === "complex64" ? "float32" : "float64")];
+        throw new TypeError(
+          `triu_function: expected complex T [..., n, n] and its diagonal values [..., n] of the same dtype, got ${t.str()} and ${d.str()}`,
+        );
+      return [
+        new ShapedArray(t.shape, t.dtype),
+        new ShapedArray(t.shape.slice(0, -2), t.dtype === "complex64" ? "float32" : "float64"),
+      ];
     },
     impl([t, d], { kind }, [fo, mo]) {
       const n = t.shape[t.ndim - 1],
@@ -164,7 +179,10 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
       return [fromParts(fo, fr, fi), fromNums(mo, md)];
     },
     jvp: noDerivative("triu_function (sqrtm / funm)"),
-    missing: { lower: "runs on the reference interpreter (complex outputs, a sequential recurrence)", transpose: "not linear" },
+    missing: {
+      lower: "runs on the reference interpreter (complex outputs, a sequential recurrence)",
+      transpose: "not linear",
+    },
   },
   { multipleResults: true },
 );
@@ -173,7 +191,13 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
 triuFunctionP.rules.vmap = (_axis, [t, d], [dt, dd], p) => {
   const size = dt != null ? t.shape[dt] : d.shape[dd!];
   const front = (x: Array, ax: number | null | undefined): Array =>
-    ax != null ? ops.moveaxis(x, ax, 0) : ops.broadcastInDim(x, [size, ...x.shape], x.shape.map((_, i) => i + 1));
+    ax != null
+      ? ops.moveaxis(x, ax, 0)
+      : ops.broadcastInDim(
+          x,
+          [size, ...x.shape],
+          x.shape.map((_, i) => i + 1),
+        );
   const outs = ops.bindN(triuFunctionP, [front(t, dt), front(d, dd)], p);
   return [outs, outs.map(() => 0)];
 };

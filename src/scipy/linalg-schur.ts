@@ -96,7 +96,9 @@ export function funm(
   const [t, z] = schurPrim(toComplex(x), true);
   const fd = ops.convert(jnp.asarray(func(diagOf(t))), t.dtype);
   if (fd.shape.join() !== [x.shape[0]].join())
-    throw new Error(`${fn}: func must map the eigenvalues [${x.shape[0]}] elementwise, returned shape ${shapeStr(fd.shape)}`);
+    throw new Error(
+      `${fn}: func must map the eigenvalues [${x.shape[0]}] elementwise, returned shape ${shapeStr(fd.shape)}`,
+    );
   const [f, minden] = triuFunction(t, fd, "parlett");
   const F = back(z, f);
   if (o.disp ?? true) return F;

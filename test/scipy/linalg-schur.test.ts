@@ -103,7 +103,18 @@ function assertEigs(actual: [number, number][], w: M, off: number, n: number, to
   }
 }
 /** Checks one n x n Schur pair: A = Z T Z^H, Z unitary, T's structure, its eigenvalues. */
-function checkSchur(a: M, t: M, z: M, n: number, w: M, wOff: number, complexForm: boolean, tol: number, msg: string, eigTol = 1e-9): void {
+function checkSchur(
+  a: M,
+  t: M,
+  z: M,
+  n: number,
+  w: M,
+  wOff: number,
+  complexForm: boolean,
+  tol: number,
+  msg: string,
+  eigTol = 1e-9,
+): void {
   assert.ok(maxDiff(zTzH(t, z, n), a) <= tol * maxAbs(a), `${msg}: A = Z T Z^H (${maxDiff(zTzH(t, z, n), a)})`);
   const zhz = zTzH(eye(n), { re: z.re, im: z.im.map((v) => -v), shape: [n, n] }, n); // conj(Z) Z^T = conj(Z Z^H)
   assert.ok(maxDiff(zhz, eye(n)) <= tol, `${msg}: Z unitary`);
@@ -117,7 +128,10 @@ function checkSchur(a: M, t: M, z: M, n: number, w: M, wOff: number, complexForm
       if (t.re[(i + 1) * n + i] === 0) continue;
       assert.ok(i + 2 >= n || t.re[(i + 2) * n + i + 1] === 0, `${msg}: two consecutive subdiagonal entries at ${i}`);
       assert.equal(t.re[i * n + i], t.re[(i + 1) * n + i + 1], `${msg}: 2x2 block at ${i} has equal diagonals`);
-      assert.ok(t.re[i * n + i + 1] * t.re[(i + 1) * n + i] < 0, `${msg}: 2x2 block at ${i} has opposite-sign off-diagonals`);
+      assert.ok(
+        t.re[i * n + i + 1] * t.re[(i + 1) * n + i] < 0,
+        `${msg}: 2x2 block at ${i} has opposite-sign off-diagonals`,
+      );
     }
   assertEigs(eigsOfT(t, n), w, wOff, n, eigTol, msg);
 }
@@ -135,7 +149,17 @@ test("schur: real and complex output, float64, vs SciPy's eigenvalues; A = Z T Z
         assert.equal(t.dtype, cplx ? "complex128" : "float64");
         const [ap, tp, zp, wp] = [fxPlanes(c.a), planes(t), planes(z), fxPlanes(c.w)];
         for (let b = 0; b < batch; b++)
-          checkSchur(slice(ap, b, n), slice(tp, b, n), slice(zp, b, n), n, wp, b * n, cplx, 1e-13 * n, `${c.name} ${output} [${b}]`);
+          checkSchur(
+            slice(ap, b, n),
+            slice(tp, b, n),
+            slice(zp, b, n),
+            n,
+            wp,
+            b * n,
+            cplx,
+            1e-13 * n,
+            `${c.name} ${output} [${b}]`,
+          );
       }
     }
   }));
@@ -192,8 +216,16 @@ test("sqrtm: vs scipy.linalg.sqrtm (SPD, general, negative eigenvalues -> comple
       const r = SL.sqrtm(a);
       assert.equal(r.dtype, "complex128", c.name);
       const rp = planes(r);
-      assert.ok(maxDiff(rp, fxPlanes(c.r)) <= 1e-10 * maxAbs(rp), `${c.name}: vs scipy (${maxDiff(rp, fxPlanes(c.r))})`);
-      const rr = planes(ops.dotGeneral(r, r, [[[1], [0]], [[], []]]));
+      assert.ok(
+        maxDiff(rp, fxPlanes(c.r)) <= 1e-10 * maxAbs(rp),
+        `${c.name}: vs scipy (${maxDiff(rp, fxPlanes(c.r))})`,
+      );
+      const rr = planes(
+        ops.dotGeneral(r, r, [
+          [[1], [0]],
+          [[], []],
+        ]),
+      );
       assert.ok(maxDiff(rr, fxPlanes(c.a)) <= 1e-12 * maxAbs(fxPlanes(c.a)), `${c.name}: R @ R = A`);
       assert.ok(maxDiff(planes(jit((x: Array) => SL.sqrtm(x))(a)), rp) <= 1e-13, `${c.name}: jit`);
     }
@@ -214,17 +246,38 @@ test("funm: funm(A, exp) vs scipy's expm, funm(A, sin) vs scipy's funm; disp=fal
 
 test("errors: non-square input, a wrong output string, blocksize, and differentiation name the function", () =>
   withX64(() => {
-    const rect = array([[1, 2, 3], [4, 5, 6]], { dtype: "float64" });
-    assert.throws(() => SL.schur(rect), /scipy\.linalg\.schur: expected a \(batch of\) square matrix.*\[2, 3\]|scipy\.linalg\.schur: expected .*2,\s*3/);
+    const rect = array(
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+      { dtype: "float64" },
+    );
+    assert.throws(
+      () => SL.schur(rect),
+      /scipy\.linalg\.schur: expected a \(batch of\) square matrix.*\[2, 3\]|scipy\.linalg\.schur: expected .*2,\s*3/,
+    );
     assert.throws(() => SL.hessenberg(rect), /scipy\.linalg\.hessenberg: expected/);
     assert.throws(() => SL.sqrtm(rect), /scipy\.linalg\.sqrtm: expected/);
-    const sq = array([[1, 2], [3, 4]], { dtype: "float64" });
+    const sq = array(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      { dtype: "float64" },
+    );
     assert.throws(() => SL.schur(sq, "quasi"), /scipy\.linalg\.schur: output must be "real" or "complex", got "quasi"/);
     assert.throws(() => SL.sqrtm(sq, 64), /scipy\.linalg\.sqrtm: only blocksize=1/);
-    assert.throws(() => SL.funm(array([[[1]]], { dtype: "float64" }), ops.exp), /scipy\.linalg\.funm: expected a square matrix \(2-D/);
+    assert.throws(
+      () => SL.funm(array([[[1]]], { dtype: "float64" }), ops.exp),
+      /scipy\.linalg\.funm: expected a square matrix \(2-D/,
+    );
     assert.throws(
       () => grad((x: Array) => ops.reduceSum(SL.schur(x)[0], [0, 1]))(sq),
       /schur: the Schur \/ Hessenberg decomposition has no derivative/,
     );
-    assert.throws(() => laxLinalg.schur(array([1, 2], { dtype: "float64" })), /schur: requires square matrices \[\.\.\., n, n\], got f64\[2\]|lax\.linalg\.schur/);
+    assert.throws(
+      () => laxLinalg.schur(array([1, 2], { dtype: "float64" })),
+      /schur: requires square matrices \[\.\.\., n, n\], got f64\[2\]|lax\.linalg\.schur/,
+    );
   }));

@@ -228,15 +228,7 @@ const csqrt = (x: number, y: number): [number, number] => {
 };
 
 /** Applies the Householder reflector I - 2 u u^T / u^T u (u of length m at row/column r) to rows of t (cols c0..) , columns of t (rows ..r1) and Z. */
-function reflect(
-  t: Float64Array,
-  z: Float64Array,
-  n: number,
-  u: number[],
-  r: number,
-  c0: number,
-  r1: number,
-): void {
+function reflect(t: Float64Array, z: Float64Array, n: number, u: number[], r: number, c0: number, r1: number): void {
   const m = u.length;
   let uu = 0;
   for (const x of u) uu += x * x;
@@ -389,7 +381,12 @@ export function realSchur(a: Float64Array, n: number): { t: Float64Array; z: Flo
  * Parlett's F_ij = (T_ij (F_jj - F_ii) + sum_{i<k<j} (T_ik F_kj - F_ik T_kj)) / (T_jj - T_ii) (Golub & Van Loan
  * alg. 11.1.1; a zero denominator leaves the numerator, as JAX). Returns F and the smallest |denominator| (minden).
  */
-export function triuFunction(t: CPlanes, fd: CPlanes, n: number, kind: "sqrt" | "parlett"): { f: CPlanes; minden: number } {
+export function triuFunction(
+  t: CPlanes,
+  fd: CPlanes,
+  n: number,
+  kind: "sqrt" | "parlett",
+): { f: CPlanes; minden: number } {
   const fr = new Float64Array(n * n),
     fi = new Float64Array(n * n);
   const { re: tr, im: ti } = t;
