@@ -378,7 +378,7 @@ const TABLE: Map<string, Row> = new Map([
   ]),
   ...group("options", (f) => f(sq(), sq(), B), [
     "scipy.linalg.choSolve", "scipy.linalg.eighTridiagonal", "scipy.linalg.expmFrechet", "scipy.linalg.luSolve",
-    "scipy.linalg.solve", "scipy.linalg.solveTriangular", "scipy.signal.convolve", "scipy.signal.convolve2d",
+    "scipy.linalg.rsf2csf", "scipy.linalg.solve", "scipy.linalg.solveTriangular", "scipy.signal.convolve", "scipy.signal.convolve2d",
     "scipy.signal.correlate", "scipy.signal.correlate2d", "scipy.signal.csd", "scipy.signal.fftconvolve",
   ]),
   one("scipy.optimize.minimize", "options", (f) => f((v: jaxts.Array) => np.sum(np.square(v)), np.array([1, 2]), [], { method: "BFGS", ...B })),

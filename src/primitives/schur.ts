@@ -1,13 +1,14 @@
-/** @file The schur and hessenberg primitives (lax.linalg.schur; scipy.linalg.hessenberg's H and Q): batched, real or complex; no derivative (as JAX). */
+/** @file The schur, hessenberg, rsf2csf and triu_function primitives (lax.linalg.schur; scipy.linalg.hessenberg's H and Q; sqrtm / funm recurrences): batched, real or complex; no derivative (as JAX). */
 import type { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { isComplex } from "../core/dtype.js";
+import { complexDType, isComplex } from "../core/dtype.js";
 import { Primitive } from "../core/primitive.js";
 import {
   complexSchur,
   hessenbergQ,
   realSchur,
+  realToComplexSchur,
   triuFunction as triuKernel,
 } from "../backends/interpreter/schur-kernels.js";
 import * as ops from "./bind-ops.js";
@@ -48,6 +49,22 @@ function perMatrix(
   return outs.map((o, k) =>
     isComplex(o.dtype) ? fromParts(o, planes[k][0], planes[k][1]) : fromNums(o, planes[k][0]),
   );
+}
+
+/** Operands with their vmapped axis moved first (an unbatched one broadcast along it). */
+function batchFront(args: Array[], dims: (number | null | undefined)[]): Array[] {
+  const k = dims.findIndex((d) => d != null);
+  const size = args[k].shape[dims[k]!];
+  return args.map((x, i) => {
+    const ax = dims[i];
+    return ax != null
+      ? ops.moveaxis(x, ax, 0)
+      : ops.broadcastInDim(
+          x,
+          [size, ...x.shape],
+          x.shape.map((_, j) => j + 1),
+        );
+  });
 }
 
 const noDerivative = (name: string) => (): never => {
@@ -188,20 +205,57 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
 );
 // complex operands are handled by the kernels (not the generic complex guard)
 (triuFunctionP.rules as { complexGuarded?: boolean }).complexGuarded = true;
-triuFunctionP.rules.vmap = (_axis, [t, d], [dt, dd], p) => {
-  const size = dt != null ? t.shape[dt] : d.shape[dd!];
-  const front = (x: Array, ax: number | null | undefined): Array =>
-    ax != null
-      ? ops.moveaxis(x, ax, 0)
-      : ops.broadcastInDim(
-          x,
-          [size, ...x.shape],
-          x.shape.map((_, i) => i + 1),
-        );
-  const outs = ops.bindN(triuFunctionP, [front(t, dt), front(d, dd)], p);
+triuFunctionP.rules.vmap = (_axis, args, dims, p) => {
+  const outs = ops.bindN(triuFunctionP, batchFront(args, dims), p);
   return [outs, outs.map(() => 0)];
 };
 /** [F, minden]: f(T) for upper-triangular complex T from f's values on T's diagonal (kind "sqrt" or "parlett"). */
 export function triuFunction(t: Array, diagValues: Array, kind: "sqrt" | "parlett"): Array[] {
   return ops.bindN(triuFunctionP, [t, diagValues], { kind });
+}
+
+/** scipy.linalg.rsf2csf's transformation: (T, Z) real Schur pair -> complex Schur pair (complex outputs). */
+export const rsf2csfP: Primitive<Record<string, unknown>> = new Primitive<Record<string, unknown>>(
+  "rsf2csf",
+  {
+    abstractEval([t, z]) {
+      squareAval("rsf2csf", t);
+      if (z.dtype !== t.dtype || z.shape.join() !== t.shape.join())
+        throw new TypeError(`rsf2csf: T and Z must have the same shape and dtype, got ${t.str()} and ${z.str()}`);
+      const o = new ShapedArray(t.shape, complexDType(t.dtype));
+      return [o, o];
+    },
+    impl([t, z], _p, outs) {
+      const n = t.shape[t.ndim - 1],
+        nn = n * n,
+        batch = nn === 0 ? 0 : t.size / nn;
+      const [tr, ti] = partsOf(t),
+        [zr, zi] = partsOf(z);
+      const res = [0, 1].map(() => [new Float64Array(batch * nn), new Float64Array(batch * nn)]);
+      for (let b = 0; b < batch; b++) {
+        const sl = (a: Float64Array): Float64Array => a.slice(b * nn, (b + 1) * nn);
+        const r = realToComplexSchur({ re: sl(tr), im: sl(ti) }, { re: sl(zr), im: sl(zi) }, n);
+        [r.t, r.z].forEach((m, k) => {
+          res[k][0].set(m.re, b * nn);
+          res[k][1].set(m.im, b * nn);
+        });
+      }
+      return outs.map((o, k) => fromParts(o, res[k][0], res[k][1]));
+    },
+    jvp: noDerivative("rsf2csf"),
+    missing: {
+      lower: "runs on the reference interpreter (complex outputs, data-dependent rotations)",
+      transpose: "not linear",
+    },
+  },
+  { multipleResults: true },
+);
+(rsf2csfP.rules as { complexGuarded?: boolean }).complexGuarded = true;
+rsf2csfP.rules.vmap = (_axis, args, dims, p) => {
+  const outs = ops.bindN(rsf2csfP, batchFront(args, dims), p);
+  return [outs, outs.map(() => 0)];
+};
+/** [T, Z] in complex Schur form from a real Schur pair. */
+export function rsf2csf(t: Array, z: Array): Array[] {
+  return ops.bindN(rsf2csfP, [t, z], {});
 }

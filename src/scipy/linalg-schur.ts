@@ -1,8 +1,13 @@
-/** @file jax.scipy.linalg's Schur family: schur, hessenberg, sqrtm (Björck-Hammarling) and funm (Parlett). */
+/** @file jax.scipy.linalg's Schur family: schur, hessenberg, rsf2csf, sqrtm (Björck-Hammarling) and funm (Parlett). */
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
 import { complexDType, isComplex } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
-import { hessenberg as hessPrim, schur as schurPrim, triuFunction } from "../primitives/schur.js";
+import {
+  hessenberg as hessPrim,
+  rsf2csf as rsf2csfPrim,
+  schur as schurPrim,
+  triuFunction,
+} from "../primitives/schur.js";
 import { promoteArgsInexact } from "../numpy/core.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import { shapeStr } from "../numpy/struct-util.js";
@@ -58,6 +63,28 @@ export function hessenberg(a: AL, ...args: Args<[calcQ: boolean], Partial<HessOp
   const o = parseArgs<HessOpts>(fn, args, ["calcQ"], ["overwriteA", "checkFinite"]);
   const [h, q] = hessPrim(square(fn, a));
   return o.calcQ ? [h, q] : h;
+}
+
+/**
+ * scipy.linalg.rsf2csf(T, Z): the complex Schur pair from a real one (T real quasi-triangular, Z orthogonal): each 2x2
+ * block is triangularized by a unitary rotation. Batched too; T and Z must share shape.
+ */
+export function rsf2csf(
+  T: AL,
+  Z: AL,
+  ...args: Args<[checkFinite: boolean], { checkFinite?: boolean }>
+): [Array, Array] {
+  const fn = "scipy.linalg.rsf2csf";
+  parseArgs(fn, args, ["checkFinite"]);
+  const t = square(fn, T),
+    z = square(fn, Z);
+  if (isComplex(t.dtype) || isComplex(z.dtype))
+    throw new Error(`${fn}: T and Z must be real (a real Schur pair), got ${t.dtype} and ${z.dtype}`);
+  if (t.shape.join() !== z.shape.join())
+    throw new Error(`${fn}: T and Z must have the same shape, got ${shapeStr(t.shape)} and ${shapeStr(z.shape)}`);
+  const dt = t.dtype === "float64" || z.dtype === "float64" ? "float64" : "float32";
+  const [tc, zc] = rsf2csfPrim(ops.convert(t, dt), ops.convert(z, dt));
+  return [tc, zc];
 }
 
 /** T's diagonal [..., n]. */

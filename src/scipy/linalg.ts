@@ -10,7 +10,7 @@ import { arr, shapeStr } from "../numpy/struct-util.js";
 import { promoteNoBroadcast } from "./linalg-matrix.js";
 
 export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
-export { schur, hessenberg, sqrtm, funm } from "./linalg-schur.js";
+export { schur, hessenberg, rsf2csf, sqrtm, funm } from "./linalg-schur.js";
 
 type AL = ArrayLike | NestedValue;
 

@@ -24,6 +24,7 @@ const fx = loadFixture<{
   hessenberg: { name: string; a: Fx; h: Fx; q: Fx }[];
   sqrtm: { name: string; a: Fx; r: Fx }[];
   funm: { name: string; a: Fx; exp: Fx; sin: Fx }[];
+  rsf2csf: { name: string; t: Fx; z: Fx; tc: Fx; zc: Fx }[];
 }>("scipy-schur.json");
 
 /** A complex matrix as n x n re / im number planes. */
@@ -231,6 +232,20 @@ test("sqrtm: vs scipy.linalg.sqrtm (SPD, general, negative eigenvalues -> comple
     }
   }));
 
+test("sqrtm and funm batch: leading dims and vmap agree with a loop of slices", () =>
+  withX64(() => {
+    const a = fromFx(fx.schur.find((x) => x.name === "batch")!.a);
+    const whole = planes(SL.sqrtm(a)),
+      mapped = planes(vmap((x: Array) => SL.sqrtm(x))(a));
+    const fm = planes(vmap((x: Array) => SL.funm(x, ops.exp) as Array)(a));
+    for (let b = 0; b < 3; b++) {
+      const one = ops.reshape(ops.slice(a, [b, 0, 0], [b + 1, 4, 4]), [4, 4]);
+      const r = planes(SL.sqrtm(one));
+      assert.ok(maxDiff(slice(whole, b, 4), r) <= 1e-13 && maxDiff(slice(mapped, b, 4), r) <= 1e-13, `sqrtm [${b}]`);
+      assert.ok(maxDiff(slice(fm, b, 4), planes(SL.funm(one, ops.exp) as Array)) <= 1e-13, `funm [${b}]`);
+    }
+  }));
+
 test("funm: funm(A, exp) vs scipy's expm, funm(A, sin) vs scipy's funm; disp=false gives the error estimate", () =>
   withX64(() => {
     for (const c of fx.funm) {
@@ -242,6 +257,37 @@ test("funm: funm(A, exp) vs scipy's expm, funm(A, sin) vs scipy's funm; disp=fal
       const ev = Number(err.item());
       assert.ok(ev > 0 && ev <= 1, `${c.name}: err estimate ${ev} in (0, 1]`);
     }
+  }));
+
+test("rsf2csf: SciPy's real Schur pairs give SciPy's complex pairs; on jaxts's own schur it matches output='complex' structure", () =>
+  withX64(() => {
+    for (const c of fx.rsf2csf) {
+      const [tc, zc] = SL.rsf2csf(fromFx(c.t), fromFx(c.z));
+      assert.equal(tc.dtype, "complex128");
+      assert.ok(maxDiff(planes(tc), fxPlanes(c.tc)) <= 1e-12 * maxAbs(planes(tc)), `${c.name}: T`);
+      assert.ok(maxDiff(planes(zc), fxPlanes(c.zc)) <= 1e-12, `${c.name}: Z`);
+      const s = fx.schur.find((x) => x.name === c.name)!;
+      const n = s.a.shape[0];
+      const [t2, z2] = SL.rsf2csf(...(SL.schur(fromFx(s.a)) as [Array, Array]));
+      checkSchur(fxPlanes(s.a), planes(t2), planes(z2), n, fxPlanes(s.w), 0, true, 1e-13 * n, `${c.name}: own pair`);
+    }
+    const c = fx.schur.find((x) => x.name === "batch")!;
+    const [t, z] = SL.schur(fromFx(c.a));
+    const [tb, zb] = SL.rsf2csf(t, z);
+    const [tv, zv] = vmap((u: Array, v: Array) => SL.rsf2csf(u, v))(t, z);
+    assert.ok(maxDiff(planes(tv), planes(tb)) === 0 && maxDiff(planes(zv), planes(zb)) === 0, "vmap = batched");
+    for (let b = 0; b < 3; b++)
+      checkSchur(
+        slice(fxPlanes(c.a), b, 4),
+        slice(planes(tb), b, 4),
+        slice(planes(zb), b, 4),
+        4,
+        fxPlanes(c.w),
+        4 * b,
+        true,
+        1e-12,
+        `batch [${b}]`,
+      );
   }));
 
 test("errors: non-square input, a wrong output string, blocksize, and differentiation name the function", () =>

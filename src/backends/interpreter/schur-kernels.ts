@@ -435,3 +435,65 @@ export function triuFunction(
   }
   return { f: { re: fr, im: fi }, minden };
 }
+
+/**
+ * Real to complex Schur form (scipy's rsf2csf): from the bottom up, each nonzero subdiagonal T[m][m-1] is removed by the
+ * unitary rotation G = [conj(c) s; -conj(s) c] built from mu = lambda - T[m][m] (lambda the block's eigenvalue with
+ * Im >= 0): T <- G T G^H on rows/columns m-1, m, Z <- Z G^H.
+ */
+export function realToComplexSchur(t: CPlanes, z: CPlanes, n: number): { t: CPlanes; z: CPlanes } {
+  const tr = t.re.slice(),
+    ti = t.im.slice(),
+    zr = z.re.slice(),
+    zi = z.im.slice();
+  for (let m = n - 1; m > 0; m--) {
+    const p = m - 1;
+    const sr0 = tr[m * n + p],
+      si0 = ti[m * n + p];
+    const scale = Math.hypot(tr[p * n + p], ti[p * n + p]) + Math.hypot(tr[m * n + m], ti[m * n + m]);
+    if (Math.hypot(sr0, si0) <= EPS * scale) continue;
+    // mu = (a - d)/2 + sqrt(((a - d)/2)^2 + b c), the branch with Im >= 0 (LAPACK lists that eigenvalue first)
+    const hr2 = (tr[p * n + p] - tr[m * n + m]) / 2,
+      hi2 = (ti[p * n + p] - ti[m * n + m]) / 2;
+    const br = tr[p * n + m],
+      bi = ti[p * n + m];
+    let [qr, qi] = csqrt(hr2 * hr2 - hi2 * hi2 + br * sr0 - bi * si0, 2 * hr2 * hi2 + br * si0 + bi * sr0);
+    if (qi < 0) [qr, qi] = [-qr, -qi];
+    const mr = hr2 + qr,
+      mi = hi2 + qi;
+    const r = Math.hypot(mr, mi, sr0, si0);
+    const cr = mr / r,
+      ci = mi / r,
+      sr = sr0 / r,
+      si = si0 / r;
+    // rows: [u; w] <- [conj(c) u + s w; -conj(s) u + c w] for columns p..n-1
+    for (let j = p; j < n; j++) {
+      const ur = tr[p * n + j],
+        ui = ti[p * n + j],
+        wr = tr[m * n + j],
+        wi = ti[m * n + j];
+      tr[p * n + j] = cr * ur + ci * ui + sr * wr - si * wi;
+      ti[p * n + j] = cr * ui - ci * ur + sr * wi + si * wr;
+      tr[m * n + j] = -(sr * ur + si * ui) + cr * wr - ci * wi;
+      ti[m * n + j] = -(sr * ui - si * ur) + cr * wi + ci * wr;
+    }
+    // columns: M <- M G^H, [u w] <- [u c + w conj(s), -u s + w conj(c)]
+    for (const [mr2, mi2, rows] of [
+      [tr, ti, m + 1],
+      [zr, zi, n],
+    ] as const) {
+      for (let i = 0; i < rows; i++) {
+        const ur = mr2[i * n + p],
+          ui = mi2[i * n + p],
+          wr = mr2[i * n + m],
+          wi = mi2[i * n + m];
+        mr2[i * n + p] = ur * cr - ui * ci + wr * sr + wi * si;
+        mi2[i * n + p] = ur * ci + ui * cr + wi * sr - wr * si;
+        mr2[i * n + m] = -(ur * sr + ui * si) + wr * cr + wi * ci;
+        mi2[i * n + m] = -(ui * sr + ur * si) + wi * cr - wr * ci;
+      }
+    }
+    tr[m * n + p] = ti[m * n + p] = 0;
+  }
+  return { t: { re: tr, im: ti }, z: { re: zr, im: zi } };
+}
