@@ -67,6 +67,18 @@ function batchFront(args: Array[], dims: (number | null | undefined)[]): Array[]
   });
 }
 
+/**
+ * The shared rules of these interpreter-only primitives: vmap moves the batch axis first (their impls batch over
+ * leading axes), and they take complex operands themselves (so the generic complex guard stays off).
+ */
+function batchedOverLeadingAxis<P extends Record<string, unknown>>(prim: Primitive<P>): void {
+  (prim.rules as { complexGuarded?: boolean }).complexGuarded = true;
+  prim.rules.vmap = (_axis, args, dims, params) => {
+    const outs = ops.bindN(prim, batchFront(args, dims), params);
+    return [outs, outs.map(() => 0)];
+  };
+}
+
 const noDerivative = (name: string) => (): never => {
   throw new Error(
     `${name}: the Schur / Hessenberg decomposition has no derivative rule (JAX defines none either); do not differentiate through it`,
@@ -106,12 +118,7 @@ export const schurP: Primitive<SchurParams> = new Primitive<SchurParams>(
   },
   { multipleResults: true },
 );
-// complex operands are handled by the kernels (not the generic complex guard)
-(schurP.rules as { complexGuarded?: boolean }).complexGuarded = true;
-schurP.rules.vmap = (_axis, [x], [d], p) => {
-  const outs = ops.bindN(schurP, [ops.moveaxis(x, d!, 0)], p);
-  return [outs, outs.map(() => 0)];
-};
+batchedOverLeadingAxis(schurP);
 
 export const hessenbergP: Primitive<Record<string, unknown>> = new Primitive<Record<string, unknown>>(
   "hessenberg",
@@ -135,12 +142,7 @@ export const hessenbergP: Primitive<Record<string, unknown>> = new Primitive<Rec
   },
   { multipleResults: true },
 );
-// complex operands are handled by the kernels (not the generic complex guard)
-(hessenbergP.rules as { complexGuarded?: boolean }).complexGuarded = true;
-hessenbergP.rules.vmap = (_axis, [x], [d], p) => {
-  const outs = ops.bindN(hessenbergP, [ops.moveaxis(x, d!, 0)], p);
-  return [outs, outs.map(() => 0)];
-};
+batchedOverLeadingAxis(hessenbergP);
 
 /** lax.linalg.schur(x, computeSchurVectors): [T, Z] with x = Z T Z^H (real Schur form for real x), or [T]. */
 export function schur(x: Array, computeSchurVectors = true): Array[] {
@@ -203,12 +205,7 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
   },
   { multipleResults: true },
 );
-// complex operands are handled by the kernels (not the generic complex guard)
-(triuFunctionP.rules as { complexGuarded?: boolean }).complexGuarded = true;
-triuFunctionP.rules.vmap = (_axis, args, dims, p) => {
-  const outs = ops.bindN(triuFunctionP, batchFront(args, dims), p);
-  return [outs, outs.map(() => 0)];
-};
+batchedOverLeadingAxis(triuFunctionP);
 /** [F, minden]: f(T) for upper-triangular complex T from f's values on T's diagonal (kind "sqrt" or "parlett"). */
 export function triuFunction(t: Array, diagValues: Array, kind: "sqrt" | "parlett"): Array[] {
   return ops.bindN(triuFunctionP, [t, diagValues], { kind });
@@ -250,11 +247,7 @@ export const rsf2csfP: Primitive<Record<string, unknown>> = new Primitive<Record
   },
   { multipleResults: true },
 );
-(rsf2csfP.rules as { complexGuarded?: boolean }).complexGuarded = true;
-rsf2csfP.rules.vmap = (_axis, args, dims, p) => {
-  const outs = ops.bindN(rsf2csfP, batchFront(args, dims), p);
-  return [outs, outs.map(() => 0)];
-};
+batchedOverLeadingAxis(rsf2csfP);
 /** [T, Z] in complex Schur form from a real Schur pair. */
 export function rsf2csf(t: Array, z: Array): Array[] {
   return ops.bindN(rsf2csfP, [t, z], {});
