@@ -80,6 +80,9 @@ test("schur / hessenberg / rsf2csf / triu_function primitives: vmap over axis 1 
     assert.deepEqual(flat(hj), flat(h));
     assert.deepEqual(flat(qj), flat(q));
     const [t, z] = schur(m, true);
+    // ONNX work on both sides of the interpreter step
+    const mixed = jit((x: Array) => ops.add(schur(ops.mul(x, x), true)[0], x))(m);
+    assert.deepEqual(flat(mixed), flat(ops.add(schur(ops.mul(m, m), true)[0], m)));
     const [tc] = rsf2csf(t, z);
     const [tcj] = jit((u: Array, v: Array) => rsf2csf(u, v))(t, z);
     assert.deepEqual(flat(ops.real(tcj)), flat(ops.real(tc)));
