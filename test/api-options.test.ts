@@ -273,6 +273,7 @@ const TABLE: Map<string, Row> = new Map([
   one("numpy.angle", "fixed", (f) => f(x(), false, B)),
   one("lax.fft", "fixed", (f) => f(x(), "FFT", [3], B)),
   one("lax.linalg.eig", "options", (f) => f(np.eye(2), B)),
+  one("lax.linalg.schur", "options", (f) => f(np.eye(2), B)),
   // multi-process and profiling
   one("distributed.initialize", "options", (f) => f(B)),
   one("multihostUtils.processAllgather", "fixed", (f) => f(x(), false, B)),
@@ -374,16 +375,17 @@ const TABLE: Map<string, Row> = new Map([
   // takes an options object: a misspelled key raises (scipy.linalg / signal / integrate / optimize)
   ...group("options", (f) => f(sq(), B), [
     "scipy.integrate.trapezoid", "scipy.linalg.choFactor", "scipy.linalg.cholesky", "scipy.linalg.det", "scipy.linalg.eigh",
-    "scipy.linalg.expm", "scipy.linalg.inv", "scipy.linalg.lu", "scipy.linalg.luFactor", "scipy.linalg.polar", "scipy.linalg.qr",
+    "scipy.linalg.expm", "scipy.linalg.hessenberg", "scipy.linalg.inv", "scipy.linalg.schur", "scipy.linalg.sqrtm", "scipy.linalg.lu", "scipy.linalg.luFactor", "scipy.linalg.polar", "scipy.linalg.qr",
     "scipy.linalg.svd", "scipy.linalg.toeplitz", "scipy.signal.detrend", "scipy.signal.istft", "scipy.signal.stft", "scipy.signal.welch",
   ]),
   ...group("options", (f) => f(sq(), sq(), B), [
     "scipy.linalg.choSolve", "scipy.linalg.eighTridiagonal", "scipy.linalg.expmFrechet", "scipy.linalg.luSolve",
-    "scipy.linalg.solve", "scipy.linalg.solveTriangular", "scipy.signal.convolve", "scipy.signal.convolve2d",
+    "scipy.linalg.rsf2csf", "scipy.linalg.solve", "scipy.linalg.solveTriangular", "scipy.signal.convolve", "scipy.signal.convolve2d",
     "scipy.signal.correlate", "scipy.signal.correlate2d", "scipy.signal.csd", "scipy.signal.fftconvolve",
   ]),
   one("scipy.optimize.minimize", "options", (f) => f((v: jaxts.Array) => np.sum(np.square(v)), np.array([1, 2]), [], { method: "BFGS", ...B })),
   one("scipy.linalg.hilbert", "fixed", (f) => f(2, B)),
+  one("scipy.linalg.funm", "options", (f) => f(sq(), np.exp, B)),
   ...none("variadic arrays (scipy's block_diag(*arrs)); an options object is not an array and raises", ["scipy.linalg.blockDiag"]),
   ...none("a result class (OptimizeResults), constructed by minimize", ["scipy.optimize.OptimizeResults"]),
   ...none("positional only (JAX's signature has no keywords here); the arguments are checked by their own validation", [

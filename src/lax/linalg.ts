@@ -3,6 +3,7 @@ import type { Array } from "../core/array.js";
 import { isComplex, isFloat } from "../core/dtype.js";
 import * as P from "../primitives/linalg.js";
 import { eig as eigPrim } from "../primitives/eig.js";
+import { schur as schurPrim } from "../primitives/schur.js";
 import { checkArity, checkOptions } from "../core/check-args.js";
 import { add, conj, mul, full, transpose } from "../primitives/ops.js";
 export type { TriangularSolveOpts } from "../primitives/linalg.js";
@@ -97,4 +98,10 @@ export function eig(
   if (opts.computeLeftEigenvectors !== false)
     throw new TypeError("lax.linalg.eig: left eigenvectors are not implemented; pass {computeLeftEigenvectors: false}");
   return eigPrim(x, opts.computeRightEigenvectors ?? true);
+}
+
+/** lax.linalg.schur(x, { computeSchurVectors = true }): `[T, Z]` with x = Z T Z^H (real Schur form for real x), or `[T]`. */
+export function schur(x: Array, opts: { computeSchurVectors?: boolean } = {}): Array[] {
+  kwOnly("lax.linalg.schur", arguments, 1, opts, ["computeSchurVectors"]);
+  return schurPrim(x, opts.computeSchurVectors ?? true);
 }

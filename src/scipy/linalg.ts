@@ -11,6 +11,7 @@ import { promoteNoBroadcast } from "./linalg-matrix.js";
 import { tridiagonalEigvals } from "./linalg-tridiagonal.js";
 
 export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
+export { schur, hessenberg, rsf2csf, sqrtm, funm } from "./linalg-schur.js";
 
 type AL = ArrayLike | NestedValue;
 
