@@ -5,12 +5,13 @@ import { GraphBuilder } from "../src/backends/onnx/graph-builder.js";
 import { fuseGraphElementwise } from "../src/compiler/fuse-graph.js";
 
 const WIDTH = 256;
-type Kind = "chain" | "residual" | "invariant";
+type Kind = "chain" | "residual" | "invariant" | "where";
 
 /**
  * An ONNX graph of `steps` unrolled steps: "chain" is x = sin(x * 1.0001 + 0.5) (small groups cut by Sin),
  * "residual" is x = sin(x) + x * 1.0001, "invariant" is x = sin(x) + z * 1.0001 with z a second input: each Add's
- * join checks its Sin input, which reaches back through every earlier step (the rescan made that one quadratic).
+ * join checks its Sin input, which reaches back through every earlier step (the rescan made that one quadratic);
+ * "where" is x = where(x > 0.5, x * 1.0001, x + 0.5), all fusible: one group that grows by every node.
  */
 export function chainGraph(
   kind: Kind,
@@ -26,10 +27,10 @@ export function chainGraph(
     shapes.set(k, []);
     dtypes.set(k, "float32");
   }
-  const op = (type: string, ins: string[]): string => {
+  const op = (type: string, ins: string[], dtype = "float32"): string => {
     const o = g.op(type, ins);
     shapes.set(o, [WIDTH]);
-    dtypes.set(o, "float32");
+    dtypes.set(o, dtype);
     return o;
   };
   const z = g.addInput("z", "float32", [WIDTH]);
@@ -39,7 +40,9 @@ export function chainGraph(
     x =
       kind === "chain"
         ? op("Sin", [op("Add", [op("Mul", [x, c]), d])])
-        : op("Add", [op("Sin", [x]), op("Mul", [kind === "residual" ? x : z, c])]);
+        : kind === "where"
+          ? op("Where", [op("Greater", [x, d], "bool"), op("Mul", [x, c]), op("Add", [x, d])])
+          : op("Add", [op("Sin", [x]), op("Mul", [kind === "residual" ? x : z, c])]);
   g.addOutput(x, "float32", [WIDTH]);
   return { g, shapes, dtypes };
 }
@@ -73,12 +76,14 @@ const isMain = process.argv[1]?.endsWith("fuse-graph-compile.js");
 if (isMain) {
   const steps = process.argv.slice(2).map(Number);
   for (const n of steps.length ? steps : [500, 1500, 5000]) {
-    const [chain, residual, invariant] = (["chain", "residual", "invariant"] as const).map((k) => timeFusePass(k, n));
+    const [chain, residual, invariant, where] = (["chain", "residual", "invariant", "where"] as const).map((k) =>
+      timeFusePass(k, n),
+    );
     const jit = timeJitCompile(n);
     console.log(
       `fuse-graph pass, ${n} steps: chain ${chain.ms.toFixed(1)} ms (${chain.groups} groups), ` +
         `residual ${residual.ms.toFixed(1)} ms (${residual.groups} groups), ` +
-        `invariant ${invariant.ms.toFixed(1)} ms (${invariant.groups} groups); jit compile of the chain ${jit.toFixed(0)} ms`,
+        `invariant ${invariant.ms.toFixed(1)} ms (${invariant.groups} groups), where ${where.ms.toFixed(1)} ms (${where.groups} groups); jit compile of the chain ${jit.toFixed(0)} ms`,
     );
   }
 }

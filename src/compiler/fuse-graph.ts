@@ -243,7 +243,9 @@ export function fuseGraphElementwise(
  * sits between them (the contracted graph, where a group is one node reading every input of its members, stays
  * acyclic). The cycle check keeps a topological order `pos` of the contracted graph and repairs it after each join
  * (Pearce and Kelly's dynamic topological order, 2006): searches only visit nodes placed between the two groups, so
- * a long chain fuses in linear time where a rescan of everything upstream was quadratic.
+ * a long chain fuses in linear time where a rescan of everything upstream was quadratic. (Still quadratic: a group
+ * that keeps growing while each join also reads a fresh outside value placed after the group's start: every such
+ * join scans the group's readers to reorder.)
  */
 export function groupFusible(
   nodes: readonly GraphNode[],
@@ -269,42 +271,45 @@ export function groupFusible(
         return p === undefined ? [] : [rep(p)];
       }),
     );
-  // joins contracted nodes u and v (pos[u] < pos[v]) unless a path u -> w -> v runs through some other w; on
-  // success reorders so that v's upstream part of the region comes before u's downstream part and returns true
+  // can contracted nodes u and v (pos[u] < pos[v]) join, with no path u -> w -> v through some other w? Every such w
+  // lies between them in `pos`, so the search walks back from v only over nodes placed after u. On success the
+  // joined group takes u's place: v's other ancestors there (if any) are moved before u's descendants.
   const canJoin = (u: number, v: number): boolean => {
-    const lo = pos[u],
-      hi = pos[v];
-    const fwd = new Set<number>([u]),
-      stack = [u];
+    const lo = pos[u];
+    const back = new Set<number>([v]),
+      stack = [v];
     while (stack.length) {
       const c = stack.pop()!;
-      for (const s of succ(c)) {
-        if (s === v) {
-          if (c !== u) return false;
+      for (const p of pred(c)) {
+        if (p === u) {
+          if (c !== v) return false;
           continue;
         }
-        if (pos[s] < hi && !fwd.has(s)) {
-          fwd.add(s);
-          stack.push(s);
-        }
-      }
-    }
-    const back = new Set<number>([v]);
-    stack.push(v);
-    while (stack.length) {
-      const c = stack.pop()!;
-      for (const p of pred(c))
-        if (p !== u && pos[p] > lo && !back.has(p)) {
+        if (pos[p] > lo && !back.has(p)) {
           back.add(p);
           stack.push(p);
         }
+      }
     }
-    // the region's slots, refilled with v's ancestors first, then u's descendants, each in their old order
+    back.delete(v);
+    if (back.size === 0) return true;
+    // Pearce-Kelly's reorder: u's descendants placed before v's last other ancestor, then refill the slots of both
+    // sets with the ancestors first, each set in its old order
+    const hi = [...back].reduce((m, c) => Math.max(m, pos[c]), lo);
+    const fwd = new Set<number>([u]);
+    stack.push(u);
+    while (stack.length) {
+      const c = stack.pop()!;
+      for (const q of succ(c))
+        if (q !== v && pos[q] < hi && !fwd.has(q)) {
+          fwd.add(q);
+          stack.push(q);
+        }
+    }
     const byPos = (p: number, q: number): number => pos[p] - pos[q];
-    const b = [...back].sort(byPos),
-      f = [...fwd].sort(byPos);
-    const slots = [...b, ...f].map((c) => pos[c]).sort((p, q) => p - q);
-    [...b, ...f].forEach((c, k) => (pos[c] = slots[k]));
+    const order = [...[...back].sort(byPos), ...[...fwd].sort(byPos)];
+    const slots = order.map((c) => pos[c]).sort((p, q) => p - q);
+    order.forEach((c, k) => (pos[c] = slots[k]));
     return true;
   };
   nodes.forEach((node, i) => {
@@ -323,8 +328,8 @@ export function groupFusible(
         cb = n + b;
       const [u, v] = pos[ca] < pos[cb] ? [ca, cb] : [cb, ca];
       if (!canJoin(u, v)) continue;
-      // after the reorder v's ancestors end just before u's slot: the joined group takes u's place
-      pos[ca] = pos[u];
+      pos[ca] = pos[u]; // the joined group takes u's place
+
       for (const q of members[b]) {
         group[q] = a;
         members[a].push(q);
