@@ -139,60 +139,7 @@ export function fuseGraphElementwise(
     return s;
   };
 
-  const group = new Array<number>(nodes.length).fill(-1);
-  const members: number[][] = [];
-  const groupShape: Shape[] = [];
-  // does value x (transitively) depend on any output of group gi? Other groups count as one node each: their
-  // fused node will read every input of every member
-  const dependsOnGroup = (x: string, gi: number): boolean => {
-    const seen = new Set<number>();
-    const stack = [producer.get(x)];
-    while (stack.length) {
-      const p = stack.pop();
-      if (p === undefined || seen.has(p)) continue;
-      seen.add(p);
-      if (group[p] === gi) return true;
-      for (const q of group[p] >= 0 ? members[group[p]] : [p])
-        for (const y of reads[q]) if (y) stack.push(producer.get(y));
-    }
-    return false;
-  };
-  // the values group gi reads from nodes outside both gi and other
-  const externalInputs = (gi: number, other: number): string[] =>
-    members[gi].flatMap((q) =>
-      reads[q].filter((x) => {
-        const p = producer.get(x);
-        return p !== undefined && group[p] !== gi && group[p] !== other;
-      }),
-    );
-  nodes.forEach((n, i) => {
-    const s = fusibleShape(n);
-    if (!s) return;
-    // join the groups of producers with the same shape, as long as nothing outside ends up between them (no cycle)
-    group[i] = members.length;
-    members.push([i]);
-    groupShape.push(s);
-    for (const x of n.inputs) {
-      const p = producer.get(x);
-      if (p === undefined || group[p] < 0 || group[p] === group[i] || !sameShape(groupShape[group[p]], s)) continue;
-      const a = group[p],
-        b = group[i];
-      // while i's group is i alone, nothing of a's can depend on it: nodes are visited in topological order, so i's
-      // readers come after it and are not grouped yet (the check would walk all of a's inputs for nothing: for a long
-      // chain that made fusion quadratic, 8 s for 1,500 unrolled steps)
-      const bIsNew = members[b].length === 1 && members[b][0] === i;
-      if (
-        externalInputs(b, a).some((y) => dependsOnGroup(y, a)) ||
-        (!bIsNew && externalInputs(a, b).some((y) => dependsOnGroup(y, b)))
-      )
-        continue;
-      for (const q of members[b]) {
-        group[q] = a;
-        members[a].push(q);
-      }
-      members[b] = [];
-    }
-  });
+  const { members, groupShape } = groupFusible(nodes, reads, producer, consumers, fusibleShape);
 
   let made = 0;
   const replaced = new Map<number, GraphNode>(); // last member -> fused node; other members dropped
@@ -289,6 +236,108 @@ export function fuseGraphElementwise(
   g.useDomain("jaxts", 1);
   g.setNodes(ordered);
   return made;
+}
+
+/**
+ * Groups fusible nodes: each joins the groups of its producers of the same shape unless a node outside both groups
+ * sits between them (the contracted graph, where a group is one node reading every input of its members, stays
+ * acyclic). The cycle check keeps a topological order `pos` of the contracted graph and repairs it after each join
+ * (Pearce and Kelly's dynamic topological order, 2006): searches only visit nodes placed between the two groups, so
+ * a long chain fuses in linear time where a rescan of everything upstream was quadratic. (Still quadratic: a group
+ * that keeps growing while each join also reads a fresh outside value placed after the group's start: every such
+ * join scans the group's readers to reorder.)
+ */
+export function groupFusible(
+  nodes: readonly GraphNode[],
+  reads: readonly string[][],
+  producer: ReadonlyMap<string, number>,
+  consumers: ReadonlyMap<string, number[]>,
+  fusibleShape: (n: GraphNode) => Shape | null,
+): { members: number[][]; groupShape: Shape[] } {
+  const n = nodes.length;
+  const group = new Array<number>(n).fill(-1);
+  const members: number[][] = [];
+  const groupShape: Shape[] = [];
+  // contracted node ids: a node alone is its index, group gi is n + gi; pos[c] orders them topologically
+  const pos: number[] = Array.from({ length: n }, (_, i) => i);
+  const rep = (p: number): number => (group[p] >= 0 ? n + group[p] : p);
+  const membersOf = (c: number): readonly number[] => (c >= n ? members[c - n] : [c]);
+  const succ = (c: number): number[] =>
+    membersOf(c).flatMap((q) => nodes[q].outputs.flatMap((o) => (consumers.get(o) ?? []).map(rep)));
+  const pred = (c: number): number[] =>
+    membersOf(c).flatMap((q) =>
+      reads[q].flatMap((x) => {
+        const p = producer.get(x);
+        return p === undefined ? [] : [rep(p)];
+      }),
+    );
+  // can contracted nodes u and v (pos[u] < pos[v]) join, with no path u -> w -> v through some other w? Every such w
+  // lies between them in `pos`, so the search walks back from v only over nodes placed after u. On success the
+  // joined group takes u's place: v's other ancestors there (if any) are moved before u's descendants.
+  const canJoin = (u: number, v: number): boolean => {
+    const lo = pos[u];
+    const back = new Set<number>([v]),
+      stack = [v];
+    while (stack.length) {
+      const c = stack.pop()!;
+      for (const p of pred(c)) {
+        if (p === u) {
+          if (c !== v) return false;
+          continue;
+        }
+        if (pos[p] > lo && !back.has(p)) {
+          back.add(p);
+          stack.push(p);
+        }
+      }
+    }
+    back.delete(v);
+    if (back.size === 0) return true;
+    // Pearce-Kelly's reorder: u's descendants placed before v's last other ancestor, then refill the slots of both
+    // sets with the ancestors first, each set in its old order
+    const hi = [...back].reduce((m, c) => Math.max(m, pos[c]), lo);
+    const fwd = new Set<number>([u]);
+    stack.push(u);
+    while (stack.length) {
+      const c = stack.pop()!;
+      for (const q of succ(c))
+        if (q !== v && pos[q] < hi && !fwd.has(q)) {
+          fwd.add(q);
+          stack.push(q);
+        }
+    }
+    const byPos = (p: number, q: number): number => pos[p] - pos[q];
+    const order = [...[...back].sort(byPos), ...[...fwd].sort(byPos)];
+    const slots = order.map((c) => pos[c]).sort((p, q) => p - q);
+    order.forEach((c, k) => (pos[c] = slots[k]));
+    return true;
+  };
+  nodes.forEach((node, i) => {
+    const s = fusibleShape(node);
+    if (!s) return;
+    group[i] = members.length;
+    members.push([i]);
+    groupShape.push(s);
+    pos.push(pos[i]);
+    for (const x of node.inputs) {
+      const p = producer.get(x);
+      if (p === undefined || group[p] < 0 || group[p] === group[i] || !sameShape(groupShape[group[p]], s)) continue;
+      const a = group[p],
+        b = group[i];
+      const ca = n + a,
+        cb = n + b;
+      const [u, v] = pos[ca] < pos[cb] ? [ca, cb] : [cb, ca];
+      if (!canJoin(u, v)) continue;
+      pos[ca] = pos[u]; // the joined group takes u's place
+
+      for (const q of members[b]) {
+        group[q] = a;
+        members[a].push(q);
+      }
+      members[b] = [];
+    }
+  });
+  return { members, groupShape };
 }
 
 /** Every value a node reads, including those its subgraphs (If/Loop bodies, nested) read. */

@@ -329,36 +329,24 @@ function windowCall(
     window_dilation: ints(fn, "windowDilation", windowDilation, n, 1),
   });
 }
+/** A lax.reduce_window_<kind> entry point: defaults and argument checks shared by the sum, max and min flavours. */
+const windowReducer =
+  (fn: string, kind: WindowKind) =>
+  (
+    operand: Array,
+    windowDimensions: readonly number[],
+    windowStrides: readonly number[] | null = null,
+    padding: Padding = "VALID",
+    baseDilation: readonly number[] | null = null,
+    windowDilation: readonly number[] | null = null,
+  ): Array =>
+    windowCall(fn, kind, operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
 /** JAX's reduce_window_sum: sums over each window (sum pooling). */
-export const reduceWindowSum = (
-  operand: Array,
-  windowDimensions: readonly number[],
-  windowStrides: readonly number[] | null = null,
-  padding: Padding = "VALID",
-  baseDilation: readonly number[] | null = null,
-  windowDilation: readonly number[] | null = null,
-): Array =>
-  windowCall("reduceWindowSum", "sum", operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
+export const reduceWindowSum = windowReducer("reduceWindowSum", "sum");
 /** JAX's reduce_window_max: the maximum over each window (max pooling); padding holds -inf. */
-export const reduceWindowMax = (
-  operand: Array,
-  windowDimensions: readonly number[],
-  windowStrides: readonly number[] | null = null,
-  padding: Padding = "VALID",
-  baseDilation: readonly number[] | null = null,
-  windowDilation: readonly number[] | null = null,
-): Array =>
-  windowCall("reduceWindowMax", "max", operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
+export const reduceWindowMax = windowReducer("reduceWindowMax", "max");
 /** JAX's reduce_window_min: the minimum over each window; padding holds +inf. */
-export const reduceWindowMin = (
-  operand: Array,
-  windowDimensions: readonly number[],
-  windowStrides: readonly number[] | null = null,
-  padding: Padding = "VALID",
-  baseDilation: readonly number[] | null = null,
-  windowDilation: readonly number[] | null = null,
-): Array =>
-  windowCall("reduceWindowMin", "min", operand, windowDimensions, windowStrides, padding, baseDilation, windowDilation);
+export const reduceWindowMin = windowReducer("reduceWindowMin", "min");
 
 /** XLA's reduce_window for any binary computation: pad with the init value (base dilation as interior padding), then fold the strided window slices into init. */
 function reduceWindowGeneric(

@@ -197,6 +197,21 @@ function convImpl(
   return r;
 }
 
+/** Per spatial axis, the dilated sizes of the input, the window and the output (as seen by the transposed convolutions). */
+function dilatedSizes(
+  inSp: number[],
+  winSp: number[],
+  strides: number[],
+  outSp: number[],
+  ld: number[],
+  rd: number[],
+): { lhsD: number; rhsD: number; outD: number }[] {
+  return inSp.map((n, i) => ({
+    lhsD: dilateDim(n, ld[i]),
+    rhsD: dilateDim(winSp[i], rd[i]),
+    outD: dilateDim(outSp[i], strides[i]),
+  }));
+}
 // JAX's _conv_general_vjp_lhs_padding / _rhs_padding: the padding of the transposed convolutions.
 function vjpLhsPadding(
   inSp: number[],
@@ -207,10 +222,7 @@ function vjpLhsPadding(
   ld: number[],
   rd: number[],
 ): [number, number][] {
-  return inSp.map((n, i) => {
-    const lhsD = dilateDim(n, ld[i]),
-      rhsD = dilateDim(winSp[i], rd[i]),
-      outD = dilateDim(outSp[i], strides[i]);
+  return dilatedSizes(inSp, winSp, strides, outSp, ld, rd).map(({ lhsD, rhsD, outD }, i) => {
     const before = rhsD - pad[i][0] - 1;
     return [before, lhsD + rhsD - 1 - outD - before];
   });
@@ -224,12 +236,10 @@ function vjpRhsPadding(
   ld: number[],
   rd: number[],
 ): [number, number][] {
-  return inSp.map((n, i) => {
-    const lhsD = dilateDim(n, ld[i]),
-      rhsD = dilateDim(winSp[i], rd[i]),
-      outD = dilateDim(outSp[i], strides[i]);
-    return [pad[i][0], outD - lhsD + rhsD - pad[i][0] - 1];
-  });
+  return dilatedSizes(inSp, winSp, strides, outSp, ld, rd).map(({ lhsD, rhsD, outD }, i) => [
+    pad[i][0],
+    outD - lhsD + rhsD - pad[i][0] - 1,
+  ]);
 }
 
 function transposeLhs(g: Array, lhsAval: ShapedArray, rhs: Array, p: ConvParams): Array {

@@ -6,6 +6,8 @@ import { ShapedArray } from "../../src/core/aval.js";
 import { joinComplex } from "../../src/core/convert.js";
 import { type DType, isComplex } from "../../src/core/dtype.js";
 import { type FixArray, assertClose, decode } from "./fixtures.js";
+import * as np from "../../src/numpy/index.js";
+import { grad } from "../../src/transforms/api.js";
 
 /** A fixture array: complex ones carry re/im, real ones data. */
 export type CFix = {
@@ -75,5 +77,31 @@ export function assertCloseC(
         `${msg}element ${i}.${part}: got ${a}, expected ${e} (rtol ${rtol}, atol ${atol})`,
       );
     }
+  }
+}
+
+/** Complex128 array from parts. */
+export const cx = (re: number[], im: number[], shape: number[]): Array =>
+  decodeC({ dtype: "complex128", shape, re, im });
+/** |z|^2 as a real array. */
+export const abs2 = (z: Array): Array => np.real(np.multiply(z, np.conj(z)));
+/**
+ * Checks grad(f)(z) = df/dx - i df/dy (JAX's convention) entrywise against central differences along 1 and i,
+ * within `rel` of 1 + |df/dx| + |df/dy|.
+ */
+export function checkGradFd(f: (z: Array) => Array, z: Array, msg: string, rel = 1e-6): void {
+  const g = grad(f)(z);
+  assert.equal(g.dtype, "complex128", `${msg}: grad dtype`);
+  const [gr, gi] = partsOfArray(g);
+  const [zr, zi] = partsOfArray(z);
+  const h = 1e-6;
+  const val = (re: number[], im: number[]): number => Number(f(cx(re, im, z.shape)).item());
+  for (let k = 0; k < zr.length; k++) {
+    const bump = (v: number[], d: number): number[] => v.map((x, j) => (j === k ? x + d : x));
+    const dx = (val(bump(zr, h), zi) - val(bump(zr, -h), zi)) / (2 * h);
+    const dy = (val(zr, bump(zi, h)) - val(zr, bump(zi, -h))) / (2 * h);
+    const scale = 1 + Math.abs(dx) + Math.abs(dy);
+    assert.ok(Math.abs(gr[k] - dx) <= rel * scale, `${msg}: Re grad[${k}] = ${gr[k]}, finite difference ${dx}`);
+    assert.ok(Math.abs(gi[k] + dy) <= rel * scale, `${msg}: Im grad[${k}] = ${gi[k]}, finite difference ${-dy}`);
   }
 }

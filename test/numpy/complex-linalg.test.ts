@@ -7,7 +7,7 @@ import * as lax from "../../src/lax/index.js";
 import * as np from "../../src/numpy/index.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import { loadFixture } from "../helpers/fixtures.js";
-import { type CFix, assertCloseC, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
+import { type CFix, abs2, assertCloseC, checkGradFd, cx, decodeC, partsOfArray } from "../helpers/complex-fixtures.js";
 import { withX64 } from "../helpers/x64.js";
 
 interface Case {
@@ -56,27 +56,6 @@ test("complex linalg: vmap of det and solve over a batch equals the batched call
     assertCloseC(vmap((x: Array) => np.linalg.det(x))(a), c.det, { ...tol, msg: "vmap det" });
     assertCloseC(vmap((x: Array, y: Array) => np.linalg.solve(x, y))(a, b), c.solve, { ...tol, msg: "vmap solve" });
   }));
-
-/** Complex128 array from parts. */
-const cx = (re: number[], im: number[], shape: number[]): Array => decodeC({ dtype: "complex128", shape, re, im });
-/** Checks grad(f)(z) = df/dx - i df/dy entrywise against central differences along 1 and i. */
-function checkGradFd(f: (z: Array) => Array, z: Array, msg: string): void {
-  const g = grad(f)(z);
-  assert.equal(g.dtype, "complex128", `${msg}: grad dtype`);
-  const [gr, gi] = partsOfArray(g);
-  const [zr, zi] = partsOfArray(z);
-  const h = 1e-6;
-  const val = (re: number[], im: number[]): number => Number(f(cx(re, im, z.shape)).item());
-  for (let k = 0; k < zr.length; k++) {
-    const bump = (v: number[], d: number): number[] => v.map((x, j) => (j === k ? x + d : x));
-    const dx = (val(bump(zr, h), zi) - val(bump(zr, -h), zi)) / (2 * h);
-    const dy = (val(zr, bump(zi, h)) - val(zr, bump(zi, -h))) / (2 * h);
-    const scale = 1 + Math.abs(dx) + Math.abs(dy);
-    assert.ok(Math.abs(gr[k] - dx) <= 1e-6 * scale, `${msg}: Re grad[${k}] = ${gr[k]}, finite difference ${dx}`);
-    assert.ok(Math.abs(gi[k] + dy) <= 1e-6 * scale, `${msg}: Im grad[${k}] = ${gi[k]}, finite difference ${-dy}`);
-  }
-}
-const abs2 = (z: Array): Array => np.real(np.multiply(z, np.conj(z)));
 
 test("complex linalg: grad of |det A|^2 and of sum |solve(A, b)|^2 follow JAX's convention (df/dx - i df/dy)", () =>
   withX64(() => {

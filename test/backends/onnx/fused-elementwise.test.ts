@@ -22,6 +22,7 @@ import * as ops from "../../../src/primitives/ops.js";
 import { jit } from "../../../src/transforms/api.js";
 import { binaryFloatCases, unaryFloatCases } from "../../compiler/cases-elementwise.js";
 import { arr, assertSame } from "../../compiler/harness.js";
+import { FUSED_EDGE_VALUES, type FusedProgram, fusedSpec, operationPrograms } from "./fused-kernel-programs.js";
 
 onnxBackendOptions.fuseElementwise = true;
 
@@ -183,186 +184,14 @@ test("fused unary and binary float32 primitives match the interpreter (case tabl
 });
 
 test("fused exp/log/tanh/logistic/rsqrt agree with the interpreter over wide random ranges and around the edges", () => {
-  const edge = [
-    0,
-    -0,
-    1e-45,
-    -1e-45,
-    1.17549435e-38,
-    1e-30,
-    88.72,
-    88.73,
-    89,
-    -87.3,
-    -103.9,
-    -104,
-    9,
-    -9,
-    8.99,
-    20,
-    -20,
-    3.4e38,
-    -3.4e38,
-    NaN,
-    Infinity,
-    -Infinity,
-  ];
-  const n = 40_003; // not a multiple of the vector width or the chunk size
-  const wide = [...rand(n, -110, 95, 1), ...edge];
-  const positive = [...rand(n, 0, 1, 2).map((u) => Math.exp(-87 + 175 * u)), ...edge];
-  const unit = [...rand(n, -12, 12, 3), ...edge];
-  const v = (xs: number[]) => arr("float32", [xs.length], xs);
-  checkFused((x) => [ops.exp(x)], [v(wide)], "exp");
-  checkFused((x) => [ops.log(x)], [v(positive)], "log");
-  checkFused((x) => [ops.tanh(x)], [v(unit)], "tanh");
-  checkFused((x) => [ops.logistic(x)], [v(wide)], "logistic");
-  checkFused((x) => [ops.rsqrt(x)], [v(positive)], "rsqrt");
-});
-
-test("fused chains: comparisons and selects, logic, integer_pow, scalar inputs and literals, several outputs", () => {
-  const x = arr("float32", [3, 5], [-3, -1.5, -0, 0, 0.25, 1, 2.5, 7, NaN, Infinity, -Infinity, 1e-3, 2, -2, 0.5]);
-  const y = arr("float32", [3, 5], [2, -0.5, 0, -0, 3, -1, 0.5, -7, 1, Infinity, 2, 1e3, -2, 2, NaN]);
-  checkFused(
-    (a) => {
-      const z = ops.full(a.shape, 0, "float32");
-      return [ops.select(ops.le(a, z), z, a)];
-    },
-    [x],
-    "relu",
-  );
-  checkFused(
-    (a, b) => [ops.select(ops.and(ops.gt(a, b), ops.not(ops.ne(a, a))), ops.sub(a, b), ops.mul(a, b))],
-    [x, y],
-    "select/logic",
-  );
-  checkFused(
-    (a, b) => [ops.select(ops.or(ops.lt(a, b), ops.ge(a, ops.scalarLike(a, 1))), a, b), ops.max(a, b), ops.min(a, b)],
-    [x, y],
-    "or/max/min",
-  );
-  checkFused(
-    (a) => [ops.integerPow(a, 3), ops.integerPow(a, -2), ops.integerPow(a, 0), ops.integerPow(a, 6)],
-    [x],
-    "integer_pow",
-  );
-  checkFused(
-    (a, k) => [ops.add(ops.mul(a, k), ops.scalarLike(a, -0.5)), ops.div(k, a)],
-    [x, arr("float32", [], [3])],
-    "scalar input",
-  );
-  checkFused(
-    (a) => [ops.sign(a), ops.floor(a), ops.ceil(a), ops.abs(a), ops.neg(a), ops.sqrt(a)],
-    [x],
-    "cheap unaries",
-  );
-  checkFused(
-    (a) => [ops.convert(ops.mul(a, 2), "float32", true), ops.copy(a)],
-    [arr("float32", [4], [1, 2, 3, 4], true)],
-    "weak types and copies",
-  );
-});
-
-test("the native kernel equals the WebAssembly kernel bit for bit: every operation, wide ranges, edges, threads, in place", (t) => {
-  if (!nativeFusedApi()) {
-    t.skip("native addon not built");
-    return;
-  }
-  const edge = [
-    0,
-    -0,
-    1e-45,
-    -1e-45,
-    1.17549435e-38,
-    -1.17549435e-38,
-    1e-30,
-    0.5,
-    -0.5,
-    1.5,
-    -1.5,
-    2.5,
-    88.72,
-    89,
-    -104,
-    9,
-    -9,
-    8388607.5,
-    -8388607.5,
-    8388608,
-    16777217,
-    3.4e38,
-    -3.4e38,
-    NaN,
-    Infinity,
-    -Infinity,
-  ];
   const n = 300_007; // several native chunks (threads), not a multiple of any block or vector width
-  const a = new Float32Array([...rand(n, -120, 120, 11), ...edge]),
-    b = new Float32Array([...rand(n, -3, 3, 12), ...edge.reverse()]);
-  const pos = a.map((v) => Math.abs(v));
+  const a = new Float32Array([...rand(n, -120, 120, 11), ...FUSED_EDGE_VALUES]),
+    b = new Float32Array([...rand(n, -3, 3, 12), ...[...FUSED_EDGE_VALUES].reverse()]);
   const len = a.length;
-  type V = FusedSpec["values"][number];
-  const unary = ["neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "sign", "exp", "log", "tanh", "logistic"] as const;
-  const binary = ["add", "sub", "mul", "div", "max", "min"] as const;
-  const compare = ["eq", "ne", "lt", "le", "gt", "ge"] as const;
-  const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec => ({
-    values,
-    outputs,
-    params: [],
-    numInputs,
-    numScalars,
-    shape: [len],
-  });
-  const progs: [string, FusedSpec, Float32Array[], number[]][] = [
-    ...unary.map((op): [string, FusedSpec, Float32Array[], number[]] => [
-      op,
-      spec(
-        [
-          { kind: "input", index: 0 },
-          { kind: "op", op, args: [0] },
-        ],
-        [1],
-        1,
-      ),
-      [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a],
-      [],
-    ]),
-    ...binary.map((op): [string, FusedSpec, Float32Array[], number[]] => [
-      op,
-      spec(
-        [
-          { kind: "input", index: 0 },
-          { kind: "input", index: 1 },
-          { kind: "op", op, args: [0, 1] },
-        ],
-        [2],
-        2,
-      ),
-      [a, b],
-      [],
-    ]),
-    // comparisons and logic feed selects (masks are not outputs)
-    ...compare.map((op): [string, FusedSpec, Float32Array[], number[]] => [
-      op,
-      spec(
-        [
-          { kind: "input", index: 0 },
-          { kind: "input", index: 1 },
-          { kind: "op", op, args: [0, 1] },
-          { kind: "op", op: "not", args: [2] },
-          { kind: "op", op: "and", args: [2, 3] },
-          { kind: "op", op: "or", args: [2, 4] },
-          { kind: "op", op: "select", args: [5, 0, 1] },
-          { kind: "scalar", index: 0 },
-          { kind: "const", value: -0.25 },
-          { kind: "op", op: "select", args: [3, 7, 8] },
-        ],
-        [6, 9],
-        2,
-        1,
-      ),
-      [a, b],
-      [1.75],
-    ]),
+  const spec = (values: FusedSpec["values"], outputs: number[], numInputs: number): FusedSpec =>
+    fusedSpec(values, outputs, numInputs, len);
+  const progs: FusedProgram[] = [
+    ...operationPrograms(a, b),
     [
       "tanh(2x+1)",
       spec(

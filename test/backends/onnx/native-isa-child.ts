@@ -1,9 +1,9 @@
 /** @file Child process of native-isa.test.ts: under the JAXTS_CPU it was started with, checks the native fused kernel bit for bit against the WebAssembly kernel and matrix products (jaxts.Gemm or ORT's Gemm) against float64 sums; prints one JSON line. */
-import type { FusedSpec } from "../../../src/compiler/fuse-elementwise.js";
 import { GraphBuilder } from "../../../src/backends/onnx/graph-builder.js";
 import { NativeFusedKernel } from "../../../src/backends/onnx/native-fused.js";
 import { createSessionSync, fastRunner, nativeGemmKernel, runnerKind } from "../../../src/backends/onnx/ort-runtime.js";
 import { WasmKernel } from "../../../src/backends/onnx/wasm-kernel.js";
+import { FUSED_EDGE_VALUES, operationPrograms } from "./fused-kernel-programs.js";
 
 let seed = 20261201;
 const rand = (n: number, lo: number, hi: number): number[] =>
@@ -12,103 +12,11 @@ const rand = (n: number, lo: number, hi: number): number[] =>
     return lo + ((hi - lo) * seed) / 4294967296;
   });
 
-// special values: zeros of both signs, subnormals, the exp/log/tanh clamp points, the 2^23 rounding edge, overflow, NaN
-const edge = [
-  0,
-  -0,
-  1e-45,
-  -1e-45,
-  1.17549435e-38,
-  -1.17549435e-38,
-  1e-30,
-  0.5,
-  -0.5,
-  1.5,
-  -1.5,
-  2.5,
-  88.72,
-  89,
-  -104,
-  9,
-  -9,
-  8388607.5,
-  -8388607.5,
-  8388608,
-  16777217,
-  3.4e38,
-  -3.4e38,
-  NaN,
-  Infinity,
-  -Infinity,
-];
 const n = 70_001; // more than one 32K chunk, not a multiple of any block or vector width
-const a = new Float32Array([...rand(n, -120, 120), ...edge]),
-  b = new Float32Array([...rand(n, -3, 3), ...[...edge].reverse()]);
-const pos = a.map((v) => Math.abs(v));
+const a = new Float32Array([...rand(n, -120, 120), ...FUSED_EDGE_VALUES]),
+  b = new Float32Array([...rand(n, -3, 3), ...[...FUSED_EDGE_VALUES].reverse()]);
 const len = a.length;
-
-type V = FusedSpec["values"][number];
-const spec = (values: V[], outputs: number[], numInputs: number, numScalars = 0): FusedSpec => ({
-  values,
-  outputs,
-  params: [],
-  numInputs,
-  numScalars,
-  shape: [len],
-});
-const progs: [string, FusedSpec, Float32Array[], number[]][] = [];
-for (const op of ["neg", "abs", "sqrt", "rsqrt", "floor", "ceil", "sign", "exp", "log", "tanh", "logistic"] as const)
-  progs.push([
-    op,
-    spec(
-      [
-        { kind: "input", index: 0 },
-        { kind: "op", op, args: [0] },
-      ],
-      [1],
-      1,
-    ),
-    [op === "log" || op === "sqrt" || op === "rsqrt" ? pos : a],
-    [],
-  ]);
-for (const op of ["add", "sub", "mul", "div", "max", "min"] as const)
-  progs.push([
-    op,
-    spec(
-      [
-        { kind: "input", index: 0 },
-        { kind: "input", index: 1 },
-        { kind: "op", op, args: [0, 1] },
-      ],
-      [2],
-      2,
-    ),
-    [a, b],
-    [],
-  ]);
-for (const op of ["eq", "ne", "lt", "le", "gt", "ge"] as const)
-  progs.push([
-    op,
-    spec(
-      [
-        { kind: "input", index: 0 },
-        { kind: "input", index: 1 },
-        { kind: "op", op, args: [0, 1] },
-        { kind: "op", op: "not", args: [2] },
-        { kind: "op", op: "and", args: [2, 3] },
-        { kind: "op", op: "or", args: [2, 4] },
-        { kind: "op", op: "select", args: [5, 0, 1] },
-        { kind: "scalar", index: 0 },
-        { kind: "const", value: -0.25 },
-        { kind: "op", op: "select", args: [3, 7, 8] },
-      ],
-      [6, 9],
-      2,
-      1,
-    ),
-    [a, b],
-    [1.75],
-  ]);
+const progs = operationPrograms(a, b);
 
 const mismatches: string[] = [];
 let isa: string | null = null; // null: no native kernel (the runner fell back to onnxruntime-node)
