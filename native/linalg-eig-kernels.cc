@@ -1,10 +1,8 @@
 /** @file Float64 eigh (Householder tridiagonalisation + implicit QR) and one-sided-Jacobi svd (the jaxts.Eigh / jaxts.Svd kernels), step for step as the TypeScript reference kernels. */
 // Every element sees the reference's float64 operations in its order (src/backends/interpreter/linalg-kernels-eig.ts;
-// the build passes -ffp-contract=off, so no FMA), so results equal the interpreter's bit for bit. Only the storage
-// differs: the eigenvectors, the svd's working columns and its right rotations are kept transposed (a column of the
-// reference is a contiguous row here), and eigh's symmetric A lives in its upper triangle (A(i, j) at [min][max]), so
-// a rotation reads and writes each entry once: p + q strided entries instead of writing back two whole columns.
-// Rotations stay strictly in the reference's cyclic order.
+// the build passes -ffp-contract=off, so no FMA), so results equal the interpreter's bit for bit. Storage is the
+// reference's (eigh's Q row-major, Z^T rows rotated) except for the svd, whose working columns and right rotations are
+// kept transposed (a column of the reference is a contiguous row here). svd rotations stay in the reference's cyclic order.
 
 #include "linalg-eig-kernels.h"
 

@@ -106,7 +106,9 @@ function agreeEigh(r: Run, label: string, wIndex: number): void {
   r.onnx.forEach((o, i) => {
     if (i !== wIndex) {
       const ov = vals(o);
-      vals(r.ref[i]).forEach((x, j) => assert.equal(Number.isNaN(ov[j]), Number.isNaN(x), `${label} out ${i}[${j}] NaN`));
+      vals(r.ref[i]).forEach((x, j) =>
+        assert.equal(Number.isNaN(ov[j]), Number.isNaN(x), `${label} out ${i}[${j}] NaN`),
+      );
       return;
     }
     // unsorted eigenvalues come in each algorithm's own order: compare them sorted within each matrix

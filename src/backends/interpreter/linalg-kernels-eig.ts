@@ -74,7 +74,15 @@ const TINY = 2 ** -1022;
  * T = Q^T A Q (Golub & Van Loan 8.3.1, unblocked): writes T's diagonal to d, its subdiagonal to e and
  * Q (row-major) to q. `v` and `p` are scratch of length n.
  */
-function tridiagonalize(A: Float64Array, n: number, d: Float64Array, e: Float64Array, q: Float64Array, v: Float64Array, p: Float64Array): void {
+function tridiagonalize(
+  A: Float64Array,
+  n: number,
+  d: Float64Array,
+  e: Float64Array,
+  q: Float64Array,
+  v: Float64Array,
+  p: Float64Array,
+): void {
   q.fill(0);
   for (let i = 0; i < n; i++) q[i * n + i] = 1;
   for (let k = 0; k < n - 2; k++) {
