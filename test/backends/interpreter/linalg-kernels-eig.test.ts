@@ -3,6 +3,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { repoPath } from "../../helpers/repo-root.js";
+import { seededUniform } from "../../helpers/seeded-random.js";
 import { eigh } from "../../../src/backends/interpreter/linalg-kernels.js";
 
 interface Case {
@@ -48,16 +49,7 @@ test("eigh matches NumPy's eigenvalues (random, graded, clustered, identity + ra
   }
 });
 
-/** Deterministic uniform [-1, 1) values (an LCG). */
-function uniform(count: number, seed: number): Float64Array {
-  const out = new Float64Array(count);
-  let s = seed >>> 0;
-  for (let i = 0; i < count; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    out[i] = s / 2 ** 31 - 1;
-  }
-  return out;
-}
+const uniform = (count: number, seed: number): Float64Array => Float64Array.from(seededUniform(count, seed));
 
 /** The hard families at size n, full symmetric storage. */
 function families(n: number): [string, Float64Array][] {
