@@ -1,10 +1,8 @@
-/** @file Float64 cyclic-Jacobi eigh and one-sided-Jacobi svd (the jaxts.Eigh / jaxts.Svd kernels), step for step as the TypeScript reference kernels. */
+/** @file Float64 eigh (Householder tridiagonalisation + implicit QR) and one-sided-Jacobi svd (the jaxts.Eigh / jaxts.Svd kernels), step for step as the TypeScript reference kernels. */
 // Every element sees the reference's float64 operations in its order (src/backends/interpreter/linalg-kernels-eig.ts;
-// the build passes -ffp-contract=off, so no FMA), so results equal the interpreter's bit for bit. Only the storage
-// differs: the eigenvectors, the svd's working columns and its right rotations are kept transposed (a column of the
-// reference is a contiguous row here), and eigh's symmetric A lives in its upper triangle (A(i, j) at [min][max]), so
-// a rotation reads and writes each entry once: p + q strided entries instead of writing back two whole columns.
-// Rotations stay strictly in the reference's cyclic order.
+// the build passes -ffp-contract=off, so no FMA), so results equal the interpreter's bit for bit. Storage is the
+// reference's (eigh's Q row-major, Z^T rows rotated) except for the svd, whose working columns and right rotations are
+// kept transposed (a column of the reference is a contiguous row here). svd rotations stay in the reference's cyclic order.
 
 #include "linalg-eig-kernels.h"
 
@@ -136,6 +134,98 @@ void Rotate(double* __restrict x, double* __restrict y, int64_t n, double c, dou
 
 }  // namespace
 
+/** The reference's tridiagonalize: Householder reduction of the symmetric A (full storage) to d, e and Q. */
+void Tridiagonalize(double* __restrict A, int64_t n, double* d, double* e, double* __restrict q, double* __restrict v,
+                    double* __restrict p) {
+  std::fill(q, q + n * n, 0.0);
+  for (int64_t i = 0; i < n; i++) q[i * n + i] = 1;
+  for (int64_t k = 0; k + 2 < n; k++) {
+    const int64_t m = n - k - 1;
+    const double x0 = A[(k + 1) * n + k];
+    double sigma = 0;
+    for (int64_t i = k + 2; i < n; i++) sigma += A[i * n + k] * A[i * n + k];
+    if (sigma == 0) continue;
+    const double norm = std::sqrt(x0 * x0 + sigma);
+    const double alpha = x0 >= 0 ? -norm : norm;
+    v[0] = x0 - alpha;
+    for (int64_t i = 1; i < m; i++) v[i] = A[(k + 1 + i) * n + k];
+    const double tau = 2 / (v[0] * v[0] + sigma);
+    double vp = 0;
+    for (int64_t i = 0; i < m; i++) {
+      const double* row = A + (k + 1 + i) * n + k + 1;
+      double s = 0;
+      for (int64_t j = 0; j < m; j++) s += row[j] * v[j];
+      p[i] = tau * s;
+      vp += v[i] * p[i];
+    }
+    const double half = 0.5 * tau * vp;
+    for (int64_t i = 0; i < m; i++) p[i] -= half * v[i];
+    for (int64_t i = 0; i < m; i++) {
+      double* row = A + (k + 1 + i) * n + k + 1;
+      const double vi = v[i], wi = p[i];
+      for (int64_t j = 0; j < m; j++) row[j] -= vi * p[j] + wi * v[j];
+    }
+    A[(k + 1) * n + k] = alpha;
+    for (int64_t r = 1; r < n; r++) {
+      double* row = q + r * n + k + 1;
+      double s = 0;
+      for (int64_t j = 0; j < m; j++) s += row[j] * v[j];
+      s *= tau;
+      for (int64_t j = 0; j < m; j++) row[j] -= s * v[j];
+    }
+  }
+  for (int64_t i = 0; i < n; i++) d[i] = A[i * n + i];
+  for (int64_t i = 0; i + 1 < n; i++) e[i] = A[(i + 1) * n + i];
+}
+
+/** The reference's tridiagonalQr: Wilkinson-shift implicit QR on (d, e), rotations applied to the rows of zt. */
+bool TridiagonalQr(double* d, double* e, int64_t n, double* zt) {
+  const double kTiny = std::ldexp(1.0, -1022);
+  const int64_t maxSteps = 30 * n;
+  int64_t steps = 0;
+  int64_t hi = n - 1;
+  while (hi > 0) {
+    int64_t lo = hi;
+    while (lo > 0) {
+      const double x = std::fabs(e[lo - 1]);
+      if (x <= kEps * (std::fabs(d[lo - 1]) + std::fabs(d[lo])) || x <= kTiny) {
+        e[lo - 1] = 0;
+        break;
+      }
+      lo--;
+    }
+    if (lo == hi) {
+      hi--;
+      continue;
+    }
+    if (steps++ >= maxSteps) return false;
+    const double dd = 0.5 * (d[hi - 1] - d[hi]);
+    const double ee = e[hi - 1];
+    const double rr = std::sqrt(dd * dd + ee * ee);
+    const double mu = d[hi] - (ee * ee) / (dd >= 0 ? dd + rr : dd - rr);
+    double x = d[lo] - mu;
+    double z = e[lo];
+    for (int64_t k = lo; k < hi; k++) {
+      const double r = std::sqrt(x * x + z * z);
+      const double c = r == 0 ? 1 : x / r;
+      const double s = r == 0 ? 0 : -z / r;
+      if (k > lo) e[k - 1] = r;
+      const double a = d[k], b = e[k], f = d[k + 1];
+      const double cs = c * s, c2 = c * c, s2 = s * s;
+      d[k] = c2 * a - 2 * cs * b + s2 * f;
+      d[k + 1] = s2 * a + 2 * cs * b + c2 * f;
+      e[k] = cs * (a - f) + (c2 - s2) * b;
+      if (k + 1 < hi) {
+        z = -s * e[k + 1];
+        e[k + 1] = c * e[k + 1];
+        x = e[k];
+      }
+      Rotate(zt + k * n, zt + (k + 1) * n, n, c, s);
+    }
+  }
+  return true;
+}
+
 void EighOne(const double* a, int64_t n, bool lower, bool sort, double* v, double* w) {
   const int64_t nn = n * n;
   if (!AllFinite(a, nn)) {
@@ -143,72 +233,40 @@ void EighOne(const double* a, int64_t n, bool lower, bool sort, double* v, doubl
     std::fill(w, w + n, kNaN);
     return;
   }
-  std::vector<double> A(size_t(nn) + 1), VT(size_t(nn) + 1, 0.0);  // VT row j = column j of the reference's V
-  double frob = 0;
-  for (int64_t i = 0; i < n; i++) {
+  std::vector<double> A(size_t(nn) + 1), Q(size_t(nn) + 1), ZT(size_t(nn) + 1);
+  std::vector<double> d(size_t(n) + 1), e(size_t(n) + 1), hv(size_t(n) + 1), hp(size_t(n) + 1);
+  double maxAbs = 0;
+  for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) {
       const double x = lower == (i >= j) ? a[i * n + j] : a[j * n + i];
       A[i * n + j] = x;
-      frob += x * x;
+      maxAbs = std::max(maxAbs, std::fabs(x));
     }
-    VT[i * n + i] = 1;
+  // a power of two putting the largest entry in [1, 2) (exact)
+  double scale = 1;
+  if (maxAbs > 0) {
+    const double cap = std::ldexp(1.0, 1000);
+    while (maxAbs * scale >= 2) scale *= 0.5;
+    while (maxAbs * scale < 1 && scale < cap) scale *= 2;
+    for (int64_t i = 0; i < nn; i++) A[i] *= scale;
   }
-  const double absTol = kEps * kEps * std::sqrt(frob);
-  for (int sweep = 0; sweep < kMaxSweeps; sweep++) {
-    bool rotated = false;
-    for (int64_t p = 0; p < n - 1; p++) {
-      for (int64_t q = p + 1; q < n; q++) {
-        double* __restrict ap = A.data() + p * n;
-        double* __restrict aq = A.data() + q * n;
-        const double apq = ap[q], app = ap[p], aqq = aq[q];
-        if (std::fabs(apq) <= kEps * std::sqrt(std::fabs(app * aqq)) || std::fabs(apq) <= absTol) {
-          ap[q] = 0;
-          continue;
-        }
-        rotated = true;
-        // Rutishauser's rotation: theta = cot(2 phi), t = tan(phi) (smaller root), tau = tan(phi / 2)
-        const double theta = (aqq - app) / (2 * apq);
-        const double t = SmallerRoot(theta, true);
-        const double c = 1 / std::sqrt(t * t + 1);
-        const double s = t * c;
-        const double tau = s / (1 + c);
-        // A(r, p) and A(r, q) for r != p, q, read and written in the upper triangle: A(i, j) = A[min][max]
-        double* __restrict U = A.data();
-        auto rot = [s, tau](double& xp, double& xq) {
-          const double arp = xp, arq = xq;
-          xp = arp - s * (arq + tau * arp);
-          xq = arq + s * (arp - tau * arq);
-        };
-        for (int64_t r = 0; r < p; r++) rot(U[r * n + p], U[r * n + q]);
-        for (int64_t r = p + 1; r < q; r++) rot(ap[r], U[r * n + q]);
-        for (int64_t r = q + 1; r < n; r++) {
-          const double arp = ap[r], arq = aq[r];
-          ap[r] = arp - s * (arq + tau * arp);
-          aq[r] = arq + s * (arp - tau * arq);
-        }
-        ap[p] = app - t * apq;
-        aq[q] = aqq + t * apq;
-        ap[q] = 0;
-        double* __restrict vp = VT.data() + p * n;
-        double* __restrict vq = VT.data() + q * n;
-        for (int64_t r = 0; r < n; r++) {
-          const double vrp = vp[r], vrq = vq[r];
-          vp[r] = vrp - s * (vrq + tau * vrp);
-          vq[r] = vrq + s * (vrp - tau * vrq);
-        }
-      }
-    }
-    if (!rotated) break;
+  Tridiagonalize(A.data(), n, d.data(), e.data(), Q.data(), hv.data(), hp.data());
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < n; j++) ZT[j * n + i] = Q[i * n + j];
+  if (!TridiagonalQr(d.data(), e.data(), n, ZT.data())) {
+    std::fill(v, v + nn, kNaN);
+    std::fill(w, w + n, kNaN);
+    return;
   }
   std::vector<double> diag(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++) diag[i] = A[i * n + i];
+  for (int64_t i = 0; i < n; i++) diag[i] = d[i] / scale;
   std::vector<int64_t> order(static_cast<size_t>(n));
   if (sort) order = SortedOrder(diag, true);
   else std::iota(order.begin(), order.end(), 0);
   for (int64_t j = 0; j < n; j++) {
     const int64_t src = order[j];
     w[j] = diag[src];
-    for (int64_t r = 0; r < n; r++) v[r * n + j] = VT[src * n + r];
+    for (int64_t r = 0; r < n; r++) v[r * n + j] = ZT[src * n + r];
   }
 }
 

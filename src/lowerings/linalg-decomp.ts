@@ -1,6 +1,7 @@
 /**
  * @file ONNX lowerings of the matrix decompositions qr, eigh and svd: jaxts programs (installed from src/lowerings/index.ts) that mirror the
- * float64 reference kernels step for step (Householder QR with LAPACK signs, cyclic Jacobi eigh, one-sided Jacobi svd).
+ * float64 reference kernels step for step (Householder QR with LAPACK signs, one-sided Jacobi svd); eigh here is cyclic Jacobi
+ * while the reference is Householder + tridiagonal QR, so its eigenvalues agree to rounding and its vectors up to sign / basis.
  */
 import type { Array } from "../core/array.js";
 import { ShapedArray } from "../core/aval.js";

@@ -1,4 +1,4 @@
-/** @file Pure-TypeScript reference kernels for the symmetric eigendecomposition (cyclic Jacobi) and SVD (one-sided Jacobi) on batched row-major Float64Array data. */
+/** @file Pure-TypeScript reference kernels for the symmetric eigendecomposition (Householder tridiagonalisation + implicit QR) and SVD (one-sided Jacobi) on batched row-major Float64Array data. */
 
 /*
  * Layout and conventions are those documented at the top of `linalg-kernels.ts`:
@@ -24,7 +24,7 @@ export interface EighOptions {
   lower?: boolean;
   /** Decompose (a + a^T) / 2 (default true); otherwise mirror the triangle chosen by `lower`. */
   symmetrizeInput?: boolean;
-  /** Sort eigenvalues ascending (default true); otherwise Jacobi's diagonal order is kept. */
+  /** Sort eigenvalues ascending (default true); otherwise the QR iteration's diagonal order is kept. */
   sortEigenvalues?: boolean;
 }
 
@@ -66,12 +66,137 @@ function sortedOrder(keys: Float64Array, ascending: boolean): number[] {
   return idx;
 }
 
+/** Smallest positive normal float64: a subdiagonal entry below it is treated as zero. */
+const TINY = 2 ** -1022;
+
 /**
- * Symmetric eigendecomposition of `a: [batch, n, n]` by cyclic Jacobi rotations:
- * `a = v @ diag(w) @ v^T` with orthonormal v. Each rotation annihilates a[p][q]
- * exactly; an entry is skipped once |a[p][q]| <= eps * sqrt(|a[p][p] a[q][q]|)
- * (relative accuracy) or it is below eps^2 * ||a||_F, and the sweeps stop when a
- * full sweep performs no rotation.
+ * Householder reduction of the symmetric `A: [n, n]` (full storage, overwritten) to tridiagonal
+ * T = Q^T A Q (Golub & Van Loan 8.3.1, unblocked): writes T's diagonal to d, its subdiagonal to e and
+ * Q (row-major) to q. `v` and `p` are scratch of length n.
+ */
+function tridiagonalize(
+  A: Float64Array,
+  n: number,
+  d: Float64Array,
+  e: Float64Array,
+  q: Float64Array,
+  v: Float64Array,
+  p: Float64Array,
+): void {
+  q.fill(0);
+  for (let i = 0; i < n; i++) q[i * n + i] = 1;
+  for (let k = 0; k < n - 2; k++) {
+    const m = n - k - 1;
+    const x0 = A[(k + 1) * n + k];
+    let sigma = 0;
+    for (let i = k + 2; i < n; i++) sigma += A[i * n + k] * A[i * n + k];
+    if (sigma === 0) continue;
+    // H = I - tau v v^T maps x = A[k+1:, k] to alpha e_1, alpha = -sign(x0) ||x|| (no cancellation in v0)
+    const norm = Math.sqrt(x0 * x0 + sigma);
+    const alpha = x0 >= 0 ? -norm : norm;
+    v[0] = x0 - alpha;
+    for (let i = 1; i < m; i++) v[i] = A[(k + 1 + i) * n + k];
+    const tau = 2 / (v[0] * v[0] + sigma);
+    // H B H = B - v w^T - w v^T with p = tau B v, w = p - (tau / 2)(v^T p) v (B = A[k+1:, k+1:])
+    let vp = 0;
+    for (let i = 0; i < m; i++) {
+      const row = (k + 1 + i) * n + k + 1;
+      let s = 0;
+      for (let j = 0; j < m; j++) s += A[row + j] * v[j];
+      p[i] = tau * s;
+      vp += v[i] * p[i];
+    }
+    const half = 0.5 * tau * vp;
+    for (let i = 0; i < m; i++) p[i] -= half * v[i];
+    for (let i = 0; i < m; i++) {
+      const row = (k + 1 + i) * n + k + 1;
+      const vi = v[i];
+      const wi = p[i];
+      for (let j = 0; j < m; j++) A[row + j] -= vi * p[j] + wi * v[j];
+    }
+    A[(k + 1) * n + k] = alpha;
+    // Q <- Q H: Q[:, k+1:] -= tau (Q[:, k+1:] v) v^T
+    for (let r = 1; r < n; r++) {
+      const row = r * n + k + 1;
+      let s = 0;
+      for (let j = 0; j < m; j++) s += q[row + j] * v[j];
+      s *= tau;
+      for (let j = 0; j < m; j++) q[row + j] -= s * v[j];
+    }
+  }
+  for (let i = 0; i < n; i++) d[i] = A[i * n + i];
+  for (let i = 0; i + 1 < n; i++) e[i] = A[(i + 1) * n + i];
+}
+
+/**
+ * Implicit symmetric QR with Wilkinson shifts on the tridiagonal (d, e) (Golub & Van Loan 8.3.3), applying
+ * each rotation to the rows of zt (= Z^T, so Z's columns become the eigenvectors). An entry of e deflates
+ * once |e_i| <= eps (|d_i| + |d_{i+1}|) or below TINY. Returns false if 30 n shifted steps do not converge.
+ */
+function tridiagonalQr(d: Float64Array, e: Float64Array, n: number, zt: Float64Array): boolean {
+  const maxSteps = 30 * n;
+  let steps = 0;
+  let hi = n - 1;
+  while (hi > 0) {
+    let lo = hi;
+    while (lo > 0) {
+      const x = Math.abs(e[lo - 1]);
+      if (x <= EPS * (Math.abs(d[lo - 1]) + Math.abs(d[lo])) || x <= TINY) {
+        e[lo - 1] = 0;
+        break;
+      }
+      lo--;
+    }
+    if (lo === hi) {
+      hi--;
+      continue;
+    }
+    if (steps++ >= maxSteps) return false;
+    // Wilkinson shift: the eigenvalue of the trailing 2x2 of [lo, hi] nearer d[hi]
+    const dd = 0.5 * (d[hi - 1] - d[hi]);
+    const ee = e[hi - 1];
+    const rr = Math.sqrt(dd * dd + ee * ee);
+    const mu = d[hi] - (ee * ee) / (dd >= 0 ? dd + rr : dd - rr);
+    let x = d[lo] - mu;
+    let z = e[lo];
+    for (let k = lo; k < hi; k++) {
+      // G = [c s; -s c] with G^T [x; z] = [r; 0]; T <- G^T T G on rows/columns k, k+1 chases the bulge down
+      const r = Math.sqrt(x * x + z * z);
+      const c = r === 0 ? 1 : x / r;
+      const s = r === 0 ? 0 : -z / r;
+      if (k > lo) e[k - 1] = r;
+      const a = d[k];
+      const b = e[k];
+      const f = d[k + 1];
+      const cs = c * s;
+      const c2 = c * c;
+      const s2 = s * s;
+      d[k] = c2 * a - 2 * cs * b + s2 * f;
+      d[k + 1] = s2 * a + 2 * cs * b + c2 * f;
+      e[k] = cs * (a - f) + (c2 - s2) * b;
+      if (k + 1 < hi) {
+        z = -s * e[k + 1];
+        e[k + 1] = c * e[k + 1];
+        x = e[k];
+      }
+      const ok = k * n;
+      const ok1 = ok + n;
+      for (let i = 0; i < n; i++) {
+        const zk = zt[ok + i];
+        const zk1 = zt[ok1 + i];
+        zt[ok + i] = c * zk - s * zk1;
+        zt[ok1 + i] = s * zk + c * zk1;
+      }
+    }
+  }
+  return true;
+}
+
+/**
+ * Symmetric eigendecomposition of `a: [batch, n, n]`, `a = v @ diag(w) @ v^T` with orthonormal v, the
+ * LAPACK way (dsytrd + dsteqr): the matrix is scaled by a power of two (exact) so its largest entry lies
+ * in [1, 2), reduced to tridiagonal form by Householder reflections, and diagonalised by implicit
+ * Wilkinson-shift QR with the rotations accumulated onto the Householder basis.
  */
 export function eigh(a: Float64Array, batch: number, n: number, options: EighOptions = {}): EighResult {
   if (a.length !== batch * n * n) throw new RangeError(`eigh: expected ${batch * n * n} elements, got ${a.length}`);
@@ -82,7 +207,12 @@ export function eigh(a: Float64Array, batch: number, n: number, options: EighOpt
   const vOut = new Float64Array(batch * nn);
   const wOut = new Float64Array(batch * n);
   const A = new Float64Array(nn);
-  const V = new Float64Array(nn);
+  const Q = new Float64Array(nn);
+  const ZT = new Float64Array(nn);
+  const d = new Float64Array(n);
+  const e = new Float64Array(n);
+  const v = new Float64Array(n);
+  const p = new Float64Array(n);
   for (let bi = 0; bi < batch; bi++) {
     const o = bi * nn;
     if (!allFinite(a, o, nn)) {
@@ -90,7 +220,7 @@ export function eigh(a: Float64Array, batch: number, n: number, options: EighOpt
       wOut.fill(NaN, bi * n, bi * n + n);
       continue;
     }
-    let frob = 0;
+    let maxAbs = 0;
     for (let i = 0; i < n; i++) {
       for (let j = 0; j < n; j++) {
         let x: number;
@@ -98,60 +228,29 @@ export function eigh(a: Float64Array, batch: number, n: number, options: EighOpt
         else if (lower === i >= j) x = a[o + i * n + j];
         else x = a[o + j * n + i];
         A[i * n + j] = x;
-        frob += x * x;
-        V[i * n + j] = i === j ? 1 : 0;
+        maxAbs = Math.max(maxAbs, Math.abs(x));
       }
     }
-    const absTol = EPS * EPS * Math.sqrt(frob);
-    for (let sweep = 0; sweep < MAX_SWEEPS; sweep++) {
-      let rotated = false;
-      for (let p = 0; p < n - 1; p++) {
-        for (let q = p + 1; q < n; q++) {
-          const apq = A[p * n + q];
-          const app = A[p * n + p];
-          const aqq = A[q * n + q];
-          if (Math.abs(apq) <= EPS * Math.sqrt(Math.abs(app * aqq)) || Math.abs(apq) <= absTol) {
-            A[p * n + q] = A[q * n + p] = 0;
-            continue;
-          }
-          rotated = true;
-          // Rutishauser's rotation: theta = cot(2 phi), t = tan(phi) (smaller root), tau = tan(phi / 2).
-          const theta = (aqq - app) / (2 * apq);
-          const t =
-            Math.abs(theta) > 1e150
-              ? 1 / (2 * theta)
-              : (theta >= 0 ? 1 : -1) / (Math.abs(theta) + Math.sqrt(theta * theta + 1));
-          const c = 1 / Math.sqrt(t * t + 1);
-          const s = t * c;
-          const tau = s / (1 + c);
-          A[p * n + p] = app - t * apq;
-          A[q * n + q] = aqq + t * apq;
-          A[p * n + q] = A[q * n + p] = 0;
-          for (let r = 0; r < n; r++) {
-            if (r !== p && r !== q) {
-              const arp = A[r * n + p];
-              const arq = A[r * n + q];
-              const nrp = arp - s * (arq + tau * arp);
-              const nrq = arq + s * (arp - tau * arq);
-              A[r * n + p] = A[p * n + r] = nrp;
-              A[r * n + q] = A[q * n + r] = nrq;
-            }
-            const vrp = V[r * n + p];
-            const vrq = V[r * n + q];
-            V[r * n + p] = vrp - s * (vrq + tau * vrp);
-            V[r * n + q] = vrq + s * (vrp - tau * vrq);
-          }
-        }
-      }
-      if (!rotated) break;
+    let scale = 1;
+    if (maxAbs > 0) {
+      while (maxAbs * scale >= 2) scale *= 0.5;
+      while (maxAbs * scale < 1 && scale < 2 ** 1000) scale *= 2;
+      for (let i = 0; i < nn; i++) A[i] *= scale;
+    }
+    tridiagonalize(A, n, d, e, Q, v, p);
+    for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) ZT[j * n + i] = Q[i * n + j];
+    if (!tridiagonalQr(d, e, n, ZT)) {
+      vOut.fill(NaN, o, o + nn);
+      wOut.fill(NaN, bi * n, bi * n + n);
+      continue;
     }
     const diag = new Float64Array(n);
-    for (let i = 0; i < n; i++) diag[i] = A[i * n + i];
+    for (let i = 0; i < n; i++) diag[i] = d[i] / scale;
     const order = sort ? sortedOrder(diag, true) : Array.from({ length: n }, (_, i) => i);
     for (let j = 0; j < n; j++) {
       const src = order[j];
       wOut[bi * n + j] = diag[src];
-      for (let r = 0; r < n; r++) vOut[o + r * n + j] = V[r * n + src];
+      for (let r = 0; r < n; r++) vOut[o + r * n + j] = ZT[src * n + r];
     }
   }
   return { v: vOut, w: wOut };
