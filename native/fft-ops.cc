@@ -9,6 +9,8 @@
 
 #include "fft-ops.h"
 
+#include "custom-op-util.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -33,14 +35,7 @@ constexpr int kFloat = 1, kDouble = 11;
 constexpr double kPi = 3.14159265358979323846;
 constexpr int kMaxRadix = 64;  // larger prime factors go through Bluestein (a radix-p butterfly costs p^2 per group)
 
-St Error(const char* op, const std::string& msg) {
-  return fn<St (*)(int, const char*)>(kCreateStatus)(2, (std::string("jaxts.") + op + ": " + msg).c_str());
-}
-std::string ShapeStr(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
+St Error(const char* op, const std::string& msg) { return OpError(g_api, op, msg); }
 
 template <typename T>
 struct Cx {
@@ -227,15 +222,8 @@ void* CreateFft(const CustomOp* op, const void* api, const OrtKernelInfo* info) 
 }
 void DestroyFft(void* k) { delete static_cast<FftAttrs*>(k); }
 
-/** Runs task(i) for i < n on ORT's intra-op threads (inline when there is a single task). */
 template <typename Task>
-St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) {
-  if (n == 0) return nullptr;
-  if (n == 1) { task(0); return nullptr; }
-  auto run = [](void* p, size_t i) { (*static_cast<Task*>(p))(i); };
-  return fn<St (*)(const OrtKernelContext*, void (*)(void*, size_t), size_t, size_t, void*)>(kKernelContextParallelFor)(
-      ctx, run, n, 0, &task);
-}
+St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) { return OpParallelFor(g_api, ctx, n, task); }
 
 template <typename T, int kType>
 St FftCompute(void* kernel, OrtKernelContext* ctx) {

@@ -45,6 +45,7 @@ const headers = [
   "gemm-op.h",
   "linalg-ops.h",
   "fft-ops.h",
+  "custom-op-util.h",
   "linalg-eig-kernels.h",
   "ort-api.h",
   "sgemm.h",
