@@ -16,6 +16,7 @@ import { type FftType, fft } from "../../src/primitives/fft.js";
 import { grad, jit, vmap } from "../../src/transforms/api.js";
 import * as np from "../../src/numpy/index.js";
 import { arr } from "../compiler/harness.js";
+import { loadFixture } from "../helpers/fixtures.js";
 import { interpreterOutputs } from "../helpers/interpreter-reference.js";
 import { seededUniform, sizeOf } from "../helpers/seeded-random.js";
 import { withX64 } from "../helpers/x64.js";
@@ -187,3 +188,55 @@ test("jaxts.Fft: eager equals jit, grads under jit match eager, vmap equals a lo
     }
   });
 });
+
+interface NpCase {
+  fn: string;
+  shape: number[];
+  complex: boolean;
+  kwargs: Record<string, unknown>;
+  out: { shape: number[]; re?: number[]; im?: number[]; data?: number[] };
+}
+const npFx = loadFixture<{ cases: NpCase[] }>("fft-native.json");
+const NP_FFT = np.fft as unknown as Record<string, (a: Array, opts?: Record<string, unknown>) => Array>;
+
+test(
+  "jnp.fft on the native op matches NumPy (24 lengths, n-D, all norms; complex128 1e-13, complex64 3e-6)",
+  { skip },
+  () => {
+    fftNativeOptions.enabled = true;
+    for (const c of npFx.cases)
+      for (const x64 of [true, false])
+        withX64(x64, () => {
+          const size = sizeOf(c.shape);
+          const re: number[] = [],
+            im: number[] = [];
+          for (let k = 0; k < size; k++) {
+            re.push(Math.sin(0.37 * k + 0.1));
+            im.push(Math.cos(0.71 * k + 0.2));
+          }
+          const rdt = x64 ? "float64" : "float32";
+          const r = np.array(re, rdt).reshape(c.shape);
+          const x = c.complex ? complexOf(r, np.array(im, rdt).reshape(c.shape)) : r;
+          const f = (a: Array) => NP_FFT[c.fn](a, c.kwargs);
+          const wantParts = [c.out.re ?? c.out.data ?? [], c.out.im ?? []];
+          const mag = Math.max(1e-300, ...wantParts.flat().map(Math.abs));
+          const tol = x64 ? 1e-13 : 3e-6;
+          for (const [mode, y] of [
+            ["eager", f(x)],
+            ["jit", jit(f)(x)],
+          ] as const) {
+            assert.deepEqual([...y.shape], c.out.shape, `${c.fn} ${JSON.stringify(c.kwargs)} ${mode}: shape`);
+            const gotParts = c.out.re ? [real(y), imag(y)] : [y];
+            gotParts.forEach((g, p) => {
+              const gv = (g as ArrayImpl).dataSync();
+              let err = 0;
+              for (let i = 0; i < gv.length; i++) err = Math.max(err, Math.abs(Number(gv[i]) - wantParts[p][i]));
+              assert.ok(
+                err / mag < tol,
+                `${c.fn} n=${c.shape} ${JSON.stringify(c.kwargs)} x64=${x64} ${mode}: rel err ${err / mag}`,
+              );
+            });
+          }
+        });
+  },
+);
