@@ -1,10 +1,9 @@
 /**
  * @file jnp.fft under jit: the native jaxts.Fft op vs ORT's DFT lowering (JAXTS_NATIVE_FFT=0's path) vs NumPy.
- * `node dist/bench/fft.js [--numpy]` (complex128's off path is the interpreter's host step).
+ * `node dist/bench/fft.js [--quick] [--no-numpy]` (complex128's off path is the interpreter's host step); NumPy's
+ * column needs python3 with numpy (else it is left out).
  */
 import { spawnSync } from "node:child_process";
-import { fftNativeOptions } from "../src/primitives/complex-lower.js";
-import { config } from "../src/core/config.js";
 
 interface Case {
   name: string;
@@ -44,8 +43,12 @@ print(json.dumps(out))
 
 async function main(): Promise<void> {
   const { jit, numpy: jnp } = await import("../src/index.js");
+  // after src/index.js: the primitives register in its import order
+  const { fftNativeOptions } = await import("../src/primitives/complex-lower.js");
+  const { config } = await import("../src/core/config.js");
   config.update("enableX64", true);
-  const np = process.argv.includes("--numpy") ? numpyTimes() : null;
+  const reps = process.argv.includes("--quick") ? 3 : 15;
+  const np = process.argv.includes("--no-numpy") ? null : numpyTimes();
   /** Median ms of a fresh jit of the case (compiled with the current native switch). */
   const time = (c: Case): number => {
     const n = c.shape.reduce((a, b) => a * b, 1);
@@ -55,12 +58,12 @@ async function main(): Promise<void> {
     const f = jit((a: typeof x) => jnp.fft[c.fn](a));
     f(x).dataSync();
     const ts: number[] = [];
-    for (let i = 0; i < 15; i++) {
+    for (let i = 0; i < reps; i++) {
       const t = performance.now();
       f(x).dataSync();
       ts.push(performance.now() - t);
     }
-    return ts.sort((a, b) => a - b)[7];
+    return ts.sort((a, b) => a - b)[reps >> 1];
   };
   console.log(
     `${"case".padEnd(20)}${"native".padStart(10)}${"ORT DFT".padStart(10)}${"ratio".padStart(8)}${np ? "    numpy  native/numpy" : ""}`,

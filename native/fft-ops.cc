@@ -225,6 +225,64 @@ void DestroyFft(void* k) { delete static_cast<FftAttrs*>(k); }
 template <typename Task>
 St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) { return OpParallelFor(g_api, ctx, n, task); }
 
+/** exp(-2 pi i k / n) for k <= n / 2 (the real transform's split twiddles), cached per n. */
+template <typename T>
+std::shared_ptr<const std::vector<Cx<T>>> GetRealTwiddles(int64_t n) {
+  static std::mutex mu;
+  static std::map<int64_t, std::shared_ptr<const std::vector<Cx<T>>>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(n);
+  if (it != cache.end()) return it->second;
+  auto t = std::make_shared<std::vector<Cx<T>>>(size_t(n / 2 + 1));
+  for (int64_t k = 0; k <= n / 2; k++) {
+    const double a = -2.0 * kPi * double(k) / double(n);
+    (*t)[size_t(k)] = {T(std::cos(a)), T(std::sin(a))};
+  }
+  return cache.emplace(n, t).first->second;
+}
+
+/**
+ * The one-sided DFT of real lines: for even n one complex transform of half length on z_j = x_2j + i x_2j+1, then
+ * X_k = E_k + w^k O_k with E_k = (Z_k + conj Z_{h-k}) / 2 and O_k = (Z_k - conj Z_{h-k}) / 2i (h = n / 2); odd n
+ * transforms the line as complex.
+ */
+template <typename T>
+St RealCompute(OrtKernelContext* ctx, const T* X, Cx<T>* Y, size_t n, size_t outer, size_t inner) {
+  const size_t lines = outer * inner, h1 = n / 2 + 1;
+  const bool even = n % 2 == 0 && n >= 2;
+  const size_t h = even ? n / 2 : n;
+  auto plan = GetPlan<T>(int64_t(h));
+  auto rtw = GetRealTwiddles<T>(int64_t(n));
+  const size_t chunks = std::min<size_t>(lines, 256), per = (lines + chunks - 1) / chunks;
+  auto task = [&](size_t c) {
+    std::vector<Cx<T>> a(h), b(h);
+    Work<T> w;
+    const Cx<T>* tw = rtw->data();
+    for (size_t l = c * per; l < std::min(lines, (c + 1) * per); l++) {
+      const size_t o = l / inner, i = l % inner, base = o * n * inner + i, obase = o * h1 * inner + i;
+      if (even) {
+        for (size_t j = 0; j < h; j++) a[j] = {X[base + 2 * j * inner], X[base + (2 * j + 1) * inner]};
+      } else {
+        for (size_t j = 0; j < n; j++) a[j] = {X[base + j * inner], T(0)};
+      }
+      Run(*plan, b.data(), a.data(), w);
+      if (!even) {
+        for (size_t k = 0; k < h1; k++) Y[obase + k * inner] = b[k];
+        continue;
+      }
+      for (size_t k = 0; k < h1; k++) {
+        const Cx<T> zk = b[k % h], zc0 = b[(h - k) % h];
+        const Cx<T> zc = {zc0.re, -zc0.im};
+        const Cx<T> e = {(zk.re + zc.re) * T(0.5), (zk.im + zc.im) * T(0.5)};
+        const Cx<T> d = Sub(zk, zc);
+        const Cx<T> od = {d.im * T(0.5), -d.re * T(0.5)};  // d / 2i
+        Y[obase + k * inner] = Add(e, Mul(tw[k], od));
+      }
+    }
+  };
+  return ParallelFor(ctx, (lines + per - 1) / per, task);
+}
+
 template <typename T, int kType>
 St FftCompute(void* kernel, OrtKernelContext* ctx) {
   const char* name = kType == kFloat ? "Fft" : "Fft64";
@@ -235,12 +293,20 @@ St FftCompute(void* kernel, OrtKernelContext* ctx) {
   if (St s = DescribeTensor(g_api, v, &x)) return s;
   const int64_t rank = int64_t(x.dims.size());
   if (x.type != kType) return Error(name, "x must be " + std::string(kType == kFloat ? "float32" : "float64") + " (element type " + std::to_string(x.type) + ")");
-  if (rank < 2 || x.dims[size_t(rank - 1)] != 2)
-    return Error(name, "x must be interleaved complex [..., n, 2], got " + ShapeStr(x.dims));
+  if (rank < 2 || (x.dims[size_t(rank - 1)] != 2 && x.dims[size_t(rank - 1)] != 1))
+    return Error(name, "x must be interleaved complex [..., n, 2] or real [..., n, 1], got " + ShapeStr(x.dims));
   if (attrs->axis < 0 || attrs->axis >= rank - 1)
     return Error(name, "axis " + std::to_string(attrs->axis) + " is out of range for x of shape " + ShapeStr(x.dims));
+  const bool realIn = x.dims[size_t(rank - 1)] == 1;
+  if (realIn && attrs->inverse) return Error(name, "a real [..., n, 1] input takes the forward transform only, got inverse = 1");
+  // a real input yields the one-sided spectrum: n / 2 + 1 bins along axis
+  std::vector<int64_t> odims = x.dims;
+  if (realIn) {
+    odims[size_t(attrs->axis)] = x.dims[size_t(attrs->axis)] / 2 + 1;
+    odims[size_t(rank - 1)] = 2;
+  }
   OrtValue* ov = nullptr;
-  if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, x.dims.data(), x.dims.size(), &ov)) return s;
+  if (St s = fn<St (*)(OrtKernelContext*, size_t, const int64_t*, size_t, OrtValue**)>(kKernelContextGetOutput)(ctx, 0, odims.data(), odims.size(), &ov)) return s;
   KernelTensor y;
   if (St s = DescribeTensor(g_api, ov, &y)) return s;
   if (x.count == 0) return nullptr;
@@ -249,6 +315,7 @@ St FftCompute(void* kernel, OrtKernelContext* ctx) {
   for (size_t i = 0; i < ax; i++) outer *= size_t(x.dims[i]);
   for (size_t i = ax + 1; i + 1 < size_t(rank); i++) inner *= size_t(x.dims[i]);
   const size_t n = size_t(x.dims[ax]), lines = outer * inner;
+  if (realIn) return RealCompute<T>(ctx, static_cast<const T*>(x.data), static_cast<Cx<T>*>(y.data), n, outer, inner);
   auto plan = GetPlan<T>(int64_t(n));
   const Cx<T>* X = static_cast<const Cx<T>*>(x.data);
   Cx<T>* Y = static_cast<Cx<T>*>(y.data);

@@ -299,17 +299,9 @@ setRule("fft", (ctx, [x], params, [a], [o]) => {
       inverse: inverse ? 1 : 0,
       onesided: onesided ? 1 : 0,
     });
-  // the native op wants both lanes: a real [..., n, 1] operand gets a zero imaginary lane; onesided keeps n/2 + 1 bins
-  const nativeDft = (v: string, axis: number, inverse: boolean, onesided = false) => {
-    const lanesIn = axis === nd - 1 && t === "RFFT" ? 1 : 2;
-    const pads: number[] = [];
-    for (let i = 0; i < 2 * (nd + 1); i++) pads.push(i === 2 * nd + 1 ? 1 : 0);
-    const full = lanesIn === 1 ? ctx.op("Pad", [v, ctx.ints(pads)]) : v;
-    const [y] = ctx.node(part === "float32" ? "Fft" : "Fft64", [full], { axis, inverse: inverse ? 1 : 0 }, 1, "jaxts");
-    if (!onesided) return y;
-    const n = L[L.length - 1];
-    return ctx.op("Slice", [y, ctx.ints([0]), ctx.ints([Math.floor(n / 2) + 1]), ctx.ints([axis])]);
-  };
+  // the native op takes a real [..., n, 1] operand (RFFT's last axis) and then returns the n/2 + 1 one-sided bins
+  const nativeDft = (v: string, axis: number, inverse: boolean) =>
+    ctx.node(part === "float32" ? "Fft" : "Fft64", [v], { axis, inverse: inverse ? 1 : 0 }, 1, "jaxts")[0];
   const dft = native ? nativeDft : onnxDft;
   if (t === "FFT" || t === "IFFT") {
     let v = x;
