@@ -38,8 +38,9 @@ import { formatFirstSteps, measureFirstStepsInChild } from "./first-steps.js";
  *   --no-training skip the training-parallelism rows (bench/training.ts, a child process with 4 CPU devices)
  *   --no-multiprocess skip the 2-process rows (bench/multiprocess.ts under mpirun)
  *   --no-linalg   skip the jnp.linalg rows (bench/linalg.ts: Loop lowerings vs native linalg ops, child processes)
+ *   --no-fft      skip the jnp.fft rows (bench/fft.ts: native jaxts.Fft vs ORT's DFT vs NumPy, a child process)
  * With --workloads the device rows run only when the list names "devices" (the training rows: "training",
- * autoShard's rows: "auto-shard", the linalg rows: "linalg").
+ * autoShard's rows: "auto-shard", the linalg rows: "linalg", the fft rows: "fft").
  */
 
 function arg(name: string): string | undefined {
@@ -192,6 +193,12 @@ async function main(): Promise<void> {
       ? deviceRows(flag("quick"), "linalg.js")
       : undefined;
   if (linalg) console.log(linalg + "\n");
+  // jnp.fft: the native jaxts.Fft op vs ORT's DFT vs NumPy (bench/fft.ts, a child process)
+  const fftRows =
+    !flag("no-fft") && (!onlyWorkloads || onlyWorkloads.includes("fft"))
+      ? deviceRows(flag("quick"), "fft.js")
+      : undefined;
+  if (fftRows) console.log(fftRows + "\n");
 
   const elapsedS = (performance.now() - t0) / 1e3;
   if (!flag("no-write")) {
@@ -221,7 +228,8 @@ async function main(): Promise<void> {
         timing,
         elapsedS,
         firstSteps,
-        devices: [devices, autoShard, training, multiprocess, linalg].filter(Boolean).join("\n\n") || undefined,
+        devices:
+          [devices, autoShard, training, multiprocess, linalg, fftRows].filter(Boolean).join("\n\n") || undefined,
       }),
     );
     log(`[bench] wrote ${file}`);

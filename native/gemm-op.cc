@@ -17,6 +17,7 @@
 #include "fused-attrs.h"
 #include "fused.h"
 #include "linalg-ops.h"
+#include "fft-ops.h"
 #include "ort-api.h"
 #include "sgemm.h"
 
@@ -310,13 +311,14 @@ const char* RegisterGemmOp(const void* const* api, const char* version) {
   g_api = api;
   // Gemm and Fused need a fast SGEMM micro-kernel for this CPU; the float64 linalg ops (native/linalg-ops.cc) are
   // plain C++ and always join the domain
-  CustomOp* ops[2 + kMaxLinalgOps];
+  CustomOp* ops[2 + kMaxLinalgOps + kMaxFftOps];
   size_t n = 0;
   if (gemm) {
     ops[n++] = &g_op;
     ops[n++] = &g_fused_op;
   }
   n += LinalgCustomOps(api, ops + n);
+  n += FftCustomOps(api, ops + n);  // native/fft-ops.cc: plain C++, always present
   // the domain lives as long as the process: every session may use it
   if (St s = CreateOpDomain(api, "jaxts", ops, n, &g_domain)) {
     fn<void (*)(St)>(kReleaseStatus)(s);

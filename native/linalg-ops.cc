@@ -8,6 +8,8 @@
 
 #include "linalg-ops.h"
 
+#include "custom-op-util.h"
+
 #include "linalg-eig-kernels.h"
 
 #include <algorithm>
@@ -32,14 +34,7 @@ F fn(Slot s) { return ort::At<F>(g_api, s); }
 
 constexpr int kDouble = 11, kInt32 = 6;  // ONNX_TENSOR_ELEMENT_DATA_TYPE_DOUBLE / INT32
 
-St Error(const char* op, const std::string& msg) {
-  return fn<St (*)(int, const char*)>(kCreateStatus)(2, (std::string("jaxts.") + op + ": " + msg).c_str());
-}
-std::string ShapeStr(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); i++) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
+St Error(const char* op, const std::string& msg) { return OpError(g_api, op, msg); }
 
 St Input(OrtKernelContext* ctx, size_t i, KernelTensor* t) {
   const OrtValue* v = nullptr;
@@ -66,15 +61,8 @@ St Matrices(const char* op, const char* what, const KernelTensor& t, int64_t* ba
   return nullptr;
 }
 
-/** Runs task(i) for i < n on ORT's intra-op threads (inline when there is a single task). */
 template <typename Task>
-St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) {
-  if (n == 0) return nullptr;
-  if (n == 1) { task(0); return nullptr; }
-  auto run = [](void* p, size_t i) { (*static_cast<Task*>(p))(i); };
-  return fn<St (*)(const OrtKernelContext*, void (*)(void*, size_t), size_t, size_t, void*)>(kKernelContextParallelFor)(
-      ctx, run, n, 0, &task);
-}
+St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) { return OpParallelFor(g_api, ctx, n, task); }
 
 // ---------------------------------------------------------------- kernels (one matrix each)
 // GCC at -O2 leaves these row loops scalar (its cheap vectorizer cost model rejects them); -O3's vectorizer and

@@ -278,22 +278,31 @@ setRule(
   }),
 );
 
-// ------------------------------------------------------------------ fft: ONNX DFT (opset 20) on the [..., 2] lanes
+// ------------------------------------------------------------------ fft: the native jaxts.Fft op or ONNX DFT (opset 20)
+/** Switch for the native runner's jaxts.Fft / jaxts.Fft64 custom ops (native/fft-ops.cc); JAXTS_NATIVE_FFT=0 keeps ONNX DFT. */
+export const fftNativeOptions = { enabled: process.env.JAXTS_NATIVE_FFT !== "0" };
+
 setRule("fft", (ctx, [x], params, [a], [o]) => {
-  if (ctx.opset < 20)
-    return ctx.unsupported(`fft needs ONNX opset 20 (DFT with an axis input), the graph targets ${ctx.opset}`);
   const t = params.fft_type as string,
     L = params.fft_lengths as number[];
   const nd = a.ndim,
     first = nd - L.length;
   const part = realDType(isComplex(a.dtype) ? a.dtype : o.dtype);
+  // the custom ops exist only in the native runner's sessions; portable compiles keep ONNX's DFT
+  const native = fftNativeOptions.enabled && ctx.nativeLinalg === true;
+  if (!native && ctx.opset < 20)
+    return ctx.unsupported(`fft needs ONNX opset 20 (DFT with an axis input), the graph targets ${ctx.opset}`);
   // measured: ORT 1.30's float64 DFT is only accurate to ~2e-8 relative (single-precision twiddles)
-  if (part !== "float32") return ctx.unsupported("ONNX Runtime's float64 DFT is accurate to ~2e-8 only");
-  const dft = (v: string, axis: number, inverse: boolean, onesided = false) =>
+  if (!native && part !== "float32") return ctx.unsupported("ONNX Runtime's float64 DFT is accurate to ~2e-8 only");
+  const onnxDft = (v: string, axis: number, inverse: boolean, onesided = false) =>
     ctx.op("DFT", [v, "", ctx.constant("int64", [], [BigInt(axis)])], {
       inverse: inverse ? 1 : 0,
       onesided: onesided ? 1 : 0,
     });
+  // the native op takes a real [..., n, 1] operand (RFFT's last axis) and then returns the n/2 + 1 one-sided bins
+  const nativeDft = (v: string, axis: number, inverse: boolean) =>
+    ctx.node(part === "float32" ? "Fft" : "Fft64", [v], { axis, inverse: inverse ? 1 : 0 }, 1, "jaxts")[0];
+  const dft = native ? nativeDft : onnxDft;
   if (t === "FFT" || t === "IFFT") {
     let v = x;
     for (let ax = first; ax < nd; ax++) v = dft(v, ax, t === "IFFT");
