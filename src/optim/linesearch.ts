@@ -255,7 +255,7 @@ export function valueAndGradFromState<P>(valueFn: (params: P) => Array): (params
     const stored = findValueAndGrad(state);
     if (stored === null)
       throw new Error(
-        `${fn}: the state must hold exactly one { value, grad } (use scaleByBacktrackingLinesearch with storeGrad: true)`,
+        `${fn}: the state must hold exactly one { value, grad } (use scaleByZoomLinesearch, or scaleByBacktrackingLinesearch with storeGrad: true)`,
       );
     const [gl, def] = tree.flatten(stored.grad);
     const [pl] = tree.flatten(params);
