@@ -13,6 +13,7 @@ import {
   treeMap,
 } from "./base.js";
 import { checkHypers } from "./transforms.js";
+import { parseArgs } from "../numpy/elementwise-util.js";
 
 /** optax's zoom-linesearch info: the steps taken, the final decrease and curvature errors. */
 export interface ZoomLinesearchInfo {
@@ -40,6 +41,18 @@ export interface ZoomLinesearchOpts {
   verbose?: boolean;
 }
 
+const OPTS = [
+  "maxLinesearchSteps",
+  "maxStepsize",
+  "tol",
+  "increaseFactor",
+  "slopeRtol",
+  "curvRtol",
+  "approxDecRtol",
+  "stepsizePrecision",
+  "initialGuessStrategy",
+  "verbose",
+];
 const f32 = (x: Array | number): Array => jnp.astype(jnp.asarray(x), "float32");
 const finite = (x: Array): Array => jnp.logicalNot(jnp.logicalOr(jnp.isnan(x), jnp.isinf(x)));
 const sel = (c: Array, a: Array, b: Array): Array => f32(jnp.where(c, a, b));
@@ -82,7 +95,9 @@ function safeCubic(a: Array, fa: Array, da: Array, b: Array, fb: Array, db: Arra
  */
 export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransformation {
   const fn = "optim.scaleByZoomLinesearch";
-  if (opts === null || typeof opts !== "object") throw new TypeError(`${fn}: expected an options object`);
+  if (opts === null || typeof opts !== "object")
+    throw new TypeError(`${fn}: expected an options object { maxLinesearchSteps, ... }, got ${typeof opts}`);
+  parseArgs<ZoomLinesearchOpts>(fn, [opts], [], OPTS);
   const maxSteps = opts.maxLinesearchSteps;
   if (typeof maxSteps !== "number" || !Number.isInteger(maxSteps) || maxSteps < 1)
     throw new Error(`${fn}: maxLinesearchSteps must be an integer >= 1, got ${String(maxSteps)}`);
@@ -117,7 +132,11 @@ export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransfo
         learningRate: f32(1),
         value: f32(Infinity),
         grad: treeMap((p) => jnp.zerosLike(p), params),
-        info: { numLinesearchSteps: jnp.zeros([], "int32"), decreaseError: f32(Infinity), curvatureError: f32(Infinity) },
+        info: {
+          numLinesearchSteps: jnp.zeros([], "int32"),
+          decreaseError: f32(Infinity),
+          curvatureError: f32(Infinity),
+        },
       };
       return st;
     },
@@ -132,7 +151,13 @@ export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransfo
       const vfn = valueFn as (p: Tree) => Array;
       const vg = valueAndGrad(vfn) as (p: Tree) => [Array, Tree];
       const dot = (a: Tree, b: Tree): Array =>
-        f32(sumOverLeaves(fn, treeMap((x, y) => jnp.multiply(x, y), a, b), (x) => jnp.astype(jnp.sum(x), "float32")));
+        f32(
+          sumOverLeaves(
+            fn,
+            treeMap((x, y) => jnp.multiply(x, y), a, b),
+            (x) => jnp.astype(jnp.sum(x), "float32"),
+          ),
+        );
       const at = (t: Array): Tree =>
         treeMap((p, u) => jnp.astype(jnp.add(p, jnp.multiply(jnp.astype(t, u.dtype), u)), p.dtype), params, updates);
       const f0 = f32(value),
@@ -145,9 +170,45 @@ export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransfo
       const small = jnp.lessEqual(jnp.sqrt(dot(grad as Tree, grad as Tree)), tol);
       // carry: iter, done, zoom phase, next bracketing trial, previous trial (t, f, f'), bracket lo and hi (t, f, f'),
       // accepted step, its value, its decrease and curvature errors
-      type C = [Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array, Array];
+      type C = [
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+        Array,
+      ];
       const z = f32(0);
-      const init: C = [jnp.zeros([], "int32"), small, jnp.array(false), start, z, f0, s0, z, f0, s0, z, f0, s0, z, f0, z, z];
+      const init: C = [
+        jnp.zeros([], "int32"),
+        small,
+        jnp.array(false),
+        start,
+        z,
+        f0,
+        s0,
+        z,
+        f0,
+        s0,
+        z,
+        f0,
+        s0,
+        z,
+        f0,
+        z,
+        z,
+      ];
       const res = whileLoop<C>(
         (c) => jnp.logicalAnd(jnp.logicalNot(c[1]), jnp.less(c[0], maxSteps)),
         (c) => {
@@ -204,7 +265,12 @@ export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransfo
             sel(grow, trial, tp),
             sel(grow, fv, fp),
             sel(grow, sl, sp),
-            nLo[0], nLo[1], nLo[2], nHi[0], nHi[1], nHi[2],
+            nLo[0],
+            nLo[1],
+            nLo[2],
+            nHi[0],
+            nHi[1],
+            nHi[2],
             sel(accept, trial, safeT),
             sel(accept, fv, safeF),
             f32(decErr(trial, fv)),
