@@ -7,12 +7,12 @@ import {
   type GradientTransformation,
   type Tree,
   type UpdateExtraArgs,
-  NO_PARAMS_MSG,
   makeTransformation,
   sumOverLeaves,
   treeMap,
 } from "./base.js";
 import { checkHypers } from "./transforms.js";
+import { linesearchArgs } from "./linesearch.js";
 import { parseArgs } from "../numpy/elementwise-util.js";
 
 /** optax's zoom-linesearch info: the steps taken, the final decrease and curvature errors. */
@@ -141,12 +141,7 @@ export function scaleByZoomLinesearch(opts: ZoomLinesearchOpts): GradientTransfo
       return st;
     },
     (updates, state, params, extra?: UpdateExtraArgs) => {
-      if (params === undefined || params === null) throw new Error(`${fn}: ${NO_PARAMS_MSG}`);
-      const { value, grad, valueFn } = extra ?? {};
-      if (value === undefined || grad === undefined || typeof valueFn !== "function")
-        throw new Error(
-          `${fn}: update needs the extra args { value, grad, valueFn } (the loss and its gradient at params, and the loss function): opt.update(grads, state, params, { value, grad: grads, valueFn })`,
-        );
+      const { value, grad, valueFn } = linesearchArgs(fn, params, extra);
       const s = state as ScaleByZoomLinesearchState;
       const vfn = valueFn as (p: Tree) => Array;
       const vg = valueAndGrad(vfn) as (p: Tree) => [Array, Tree];
