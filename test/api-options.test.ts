@@ -233,6 +233,7 @@ const TABLE: Map<string, Row> = new Map([
     "optim.ema", "optim.scaleByRprop",
   ]),
   one("optim.scaleByBacktrackingLinesearch", "options", (f) => f(5, B)),
+  one("optim.scaleByZoomLinesearch", "options", (f) => f({ maxLinesearchSteps: 5, ...B })),
   one("optim.injectHyperparams", "options", (f) => f(jaxts.optim.adam, B)),
   ...group("fixed", (f) => f(B), ["optim.scaleBySign"]),
   ...group("fixed", (f) => f(0.5, B), ["optim.clipByBlockRms", "optim.scaleByParamBlockRms", "optim.scaleByParamBlockNorm", "optim.signSgd"]),

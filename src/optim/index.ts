@@ -109,6 +109,8 @@ export type {
 export { injectHyperparams } from "./inject-hyperparams.js";
 export { flatten, multiTransform, partition } from "./partition.js";
 export { lbfgs, scaleByLbfgs } from "./lbfgs.js";
+export { scaleByZoomLinesearch } from "./zoom-linesearch.js";
+export type { ScaleByZoomLinesearchState, ZoomLinesearchInfo, ZoomLinesearchOpts } from "./zoom-linesearch.js";
 export { scaleByBacktrackingLinesearch, scaleByPolyak, valueAndGradFromState } from "./linesearch.js";
 export type {
   BacktrackingLinesearchInfo,

@@ -1,4 +1,4 @@
-/** @file optax.scale_by_lbfgs (the L-BFGS two-loop recursion) and optax.lbfgs without its zoom linesearch. */
+/** @file optax.scale_by_lbfgs (the L-BFGS two-loop recursion) and optax.lbfgs (by default with the zoom linesearch). */
 import { Array } from "../core/array.js";
 import * as jnp from "../numpy/index.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
@@ -16,6 +16,7 @@ import {
   zeroCount,
 } from "./base.js";
 import { scale, scaleByLearningRate } from "./transforms.js";
+import { scaleByZoomLinesearch } from "./zoom-linesearch.js";
 
 /** optax.ScaleByLBFGSState: the last params and updates, and the last memorySize differences with their weights. */
 export interface ScaleByLbfgsState {
@@ -151,15 +152,15 @@ export interface LbfgsOpts {
   learningRate?: ScalarOrSchedule | null;
   memorySize?: number;
   scaleInitPrecond?: boolean;
-  /** null: fixed steps; or a GradientTransformation run after the scaling. optax's default zoom linesearch is not implemented. */
+  /** null: fixed steps; or a GradientTransformation run after the scaling; default the zoom linesearch (15 steps, "one"). */
   linesearch?: GradientTransformation | null;
 }
 
 /**
- * optax.lbfgs with `linesearch: null` or a linesearch transformation (e.g. scaleByBacktrackingLinesearch(15),
- * whose update needs the extra args { value, grad, valueFn }): scaleByLbfgs, then -learningRate (-1 without one),
- * then the linesearch. optax's default is its zoom linesearch, which is not implemented here, so linesearch must be
- * given rather than silently replaced.
+ * optax.lbfgs: scaleByLbfgs, then -learningRate (-1 without one), then the linesearch: by default optax's
+ * scaleByZoomLinesearch({ maxLinesearchSteps: 15, initialGuessStrategy: "one" }), whose update (as any linesearch's)
+ * needs the extra args { value, grad, valueFn } (use valueAndGradFromState to reuse the value and gradient it keeps);
+ * `linesearch: null` gives fixed steps of learningRate (or 1).
  */
 export function lbfgs(
   ...args: Args<
@@ -174,11 +175,10 @@ export function lbfgs(
 ): GradientTransformation {
   const fn = "optim.lbfgs";
   const o = parseArgs<LbfgsOpts>(fn, args, ["learningRate", "memorySize", "scaleInitPrecond", "linesearch"]);
-  if (o.linesearch === undefined)
-    throw new Error(
-      `${fn}: optax's default zoom linesearch (which needs the loss value and function in update) is not implemented; pass linesearch: null for fixed steps of learningRate (or 1), or a linesearch such as optim.scaleByBacktrackingLinesearch(15) (then update needs { value, grad, valueFn })`,
-    );
-  const ls = o.linesearch;
+  const ls =
+    o.linesearch === undefined
+      ? scaleByZoomLinesearch({ maxLinesearchSteps: 15, initialGuessStrategy: "one" })
+      : o.linesearch;
   if (ls !== null && (typeof ls !== "object" || typeof ls.init !== "function" || typeof ls.update !== "function"))
     throw new TypeError(`${fn}: linesearch must be null or a GradientTransformation`);
   const lr = o.learningRate ?? null;

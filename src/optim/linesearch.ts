@@ -18,6 +18,21 @@ import { checkHypers } from "./transforms.js";
 
 type Hyper = number | Array;
 
+/** A linesearch update's params and extra args { value, grad, valueFn }, checked (the error names fn). */
+export function linesearchArgs(
+  fn: string,
+  params: Tree | undefined | null,
+  extra: UpdateExtraArgs | undefined,
+): { value: Array | number; grad: Tree; valueFn: (p: Tree) => Array } {
+  if (params === undefined || params === null) throw new Error(`${fn}: ${NO_PARAMS_MSG}`);
+  const { value, grad, valueFn } = extra ?? {};
+  if (value === undefined || grad === undefined || typeof valueFn !== "function")
+    throw new Error(
+      `${fn}: update needs the extra args { value, grad, valueFn } (the loss and its gradient at params, and the loss function): opt.update(grads, state, params, { value, grad: grads, valueFn })`,
+    );
+  return { value: value as Array | number, grad: grad as Tree, valueFn: valueFn as (p: Tree) => Array };
+}
+
 /** optax.BacktrackingLinesearchInfo: the steps the last search took and its final decrease error. */
 export interface BacktrackingLinesearchInfo {
   numLinesearchSteps: Array;
@@ -98,12 +113,7 @@ export function scaleByBacktrackingLinesearch(
       return st;
     },
     (updates, state, params, extra?: UpdateExtraArgs) => {
-      if (params === undefined || params === null) throw new Error(`${fn}: ${NO_PARAMS_MSG}`);
-      const { value, grad, valueFn } = extra ?? {};
-      if (value === undefined || grad === undefined || typeof valueFn !== "function")
-        throw new Error(
-          `${fn}: update needs the extra args { value, grad, valueFn } (the loss and its gradient at params, and the loss function): opt.update(grads, state, params, { value, grad: grads, valueFn })`,
-        );
+      const { value, grad, valueFn } = linesearchArgs(fn, params, extra);
       const s = state as ScaleByBacktrackingLinesearchState;
       const v0 = f32(value);
       const slope = f32(
@@ -255,7 +265,7 @@ export function valueAndGradFromState<P>(valueFn: (params: P) => Array): (params
     const stored = findValueAndGrad(state);
     if (stored === null)
       throw new Error(
-        `${fn}: the state must hold exactly one { value, grad } (use scaleByBacktrackingLinesearch with storeGrad: true)`,
+        `${fn}: the state must hold exactly one { value, grad } (use scaleByZoomLinesearch, or scaleByBacktrackingLinesearch with storeGrad: true)`,
       );
     const [gl, def] = tree.flatten(stored.grad);
     const [pl] = tree.flatten(params);

@@ -2,7 +2,7 @@
  * @file optim.lbfgs / scaleByLbfgs against NumPy (test/fixtures/optim-adafactor-sm3-more.json): 8 steps on the
  * quadratic sum(0.5 h p^2 - c p) over the fixture's three-leaf tree (gradients h p - c taken at the current params),
  * with a memory of 3 (wrapping around) and of 10 without initial scaling, eager and under jit; the iterates approach
- * the minimum c / h; the missing zoom linesearch is an explicit error.
+ * the minimum c / h; without a linesearch argument the update needs the zoom linesearch's extra args.
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -70,16 +70,18 @@ test("lbfgs converges to the quadratic's minimum c / h (memory 10, 20 steps)", (
   }
 });
 
-test("scaleByLbfgs state layout; declarations; the zoom linesearch is refused explicitly", () => {
+test("scaleByLbfgs state layout; declarations; lbfgs defaults to the zoom linesearch", () => {
   const t = optim.scaleByLbfgs(4);
   const st = t.init(dec3(MORE.params0)) as optim.ScaleByLbfgsState;
   assert.deepEqual((st.diffParamsMemory as P3).k.shape, [4, 2, 3, 4]);
   assert.deepEqual(st.weightsMemory.shape, [4]);
   assert.equal(t.shards?.exact, false);
   assert.match((t.shards as { reason: string }).reason, /optim\.scaleByLbfgs: its memories are stacked/);
+  const p0 = dec3(MORE.params0);
+  const def = optim.lbfgs(0.1);
   assert.throws(
-    () => optim.lbfgs(0.1),
-    /optim\.lbfgs: optax's default zoom linesearch .* is not implemented; pass linesearch: null/,
+    () => def.update(p0, def.init(p0), p0),
+    /optim\.scaleByZoomLinesearch: update needs the extra args \{ value, grad, valueFn \}/,
   );
   assert.throws(() => optim.scaleByLbfgs(0), /memorySize must be an integer >= 1, got 0/);
 });
