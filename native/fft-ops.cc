@@ -215,12 +215,8 @@ St CreateFftV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** o
   *out = k;
   return nullptr;
 }
-void* CreateFft(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
-  void* k = nullptr;
-  CreateFftV2(op, api, info, &k);
-  return k;
-}
-void DestroyFft(void* k) { delete static_cast<FftAttrs*>(k); }
+constexpr auto CreateFft = CreateKernelV1<CreateFftV2>;
+constexpr auto DestroyFft = DestroyKernel<FftAttrs>;
 
 template <typename Task>
 St ParallelFor(OrtKernelContext* ctx, size_t n, Task& task) { return OpParallelFor(g_api, ctx, n, task); }
@@ -343,12 +339,7 @@ St FftCompute(void* kernel, OrtKernelContext* ctx) {
 }
 
 template <St (*Compute)(void*, OrtKernelContext*)>
-void ComputeV1(void* k, OrtKernelContext* ctx) {
-  if (St s = Compute(k, ctx)) {
-    std::fprintf(stderr, "jaxts fft custom op failed\n");
-    fn<void (*)(St)>(kReleaseStatus)(s);
-  }
-}
+constexpr auto ComputeV1 = ComputeKernelV1<Compute, &g_api>;
 
 const char* FftName(const CustomOp*) { return "Fft"; }
 const char* Fft64Name(const CustomOp*) { return "Fft64"; }

@@ -292,12 +292,8 @@ St CreateTsV2(const CustomOp*, const void*, const OrtKernelInfo* info, void** ou
   *out = k;
   return nullptr;
 }
-void* CreateTs(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
-  void* k = nullptr;
-  CreateTsV2(op, api, info, &k);
-  return k;
-}
-void DestroyTs(void* k) { delete static_cast<TsAttrs*>(k); }
+constexpr auto CreateTs = CreateKernelV1<CreateTsV2>;
+constexpr auto DestroyTs = DestroyKernel<TsAttrs>;
 
 St CholeskyCompute(void*, OrtKernelContext* ctx) {
   KernelTensor a;
@@ -439,12 +435,8 @@ St CreateFlagsV2(const CustomOp*, const void*, const OrtKernelInfo* info, void**
   return nullptr;
 }
 template <const char* A, const char* B>
-void* CreateFlags(const CustomOp* op, const void* api, const OrtKernelInfo* info) {
-  void* k = nullptr;
-  CreateFlagsV2<A, B>(op, api, info, &k);
-  return k;
-}
-void DestroyFlags(void* k) { delete static_cast<FlagAttrs*>(k); }
+constexpr auto CreateFlags = CreateKernelV1<CreateFlagsV2<A, B>>;
+constexpr auto DestroyFlags = DestroyKernel<FlagAttrs>;
 constexpr char kLower[] = "lower", kSort[] = "sort_eigenvalues", kFull[] = "full_matrices", kUv[] = "compute_uv";
 
 /** jaxts.Eigh(a) -> (v, w), attributes lower and sort_eigenvalues: K.eigh with symmetrizeInput false. */
@@ -497,13 +489,7 @@ St SvdCompute(void* kp, OrtKernelContext* ctx) {
 }
 
 template <St (*Compute)(void*, OrtKernelContext*)>
-void ComputeV1(void* k, OrtKernelContext* ctx) {
-  // only reached if ORT ignores KernelComputeV2; errors cannot be reported from here
-  if (St s = Compute(k, ctx)) {
-    std::fprintf(stderr, "jaxts linalg custom op failed\n");
-    fn<void (*)(St)>(kReleaseStatus)(s);
-  }
-}
+constexpr auto ComputeV1 = ComputeKernelV1<Compute, &g_api>;
 
 const char* CholeskyName(const CustomOp*) { return "Cholesky"; }
 const char* LuName(const CustomOp*) { return "Lu"; }
