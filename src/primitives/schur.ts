@@ -2,7 +2,7 @@
 import type { Array } from "../core/array.js";
 import type { ArrayImpl } from "../core/array-impl.js";
 import { ShapedArray } from "../core/aval.js";
-import { complexDType, isComplex } from "../core/dtype.js";
+import { complexDType, isComplex, realDType } from "../core/dtype.js";
 import { Primitive } from "../core/primitive.js";
 import {
   complexSchur,
@@ -170,10 +170,7 @@ export const triuFunctionP: Primitive<TriuFunctionParams> = new Primitive<TriuFu
         throw new TypeError(
           `triu_function: expected complex T [..., n, n] and its diagonal values [..., n] of the same dtype, got ${t.str()} and ${d.str()}`,
         );
-      return [
-        new ShapedArray(t.shape, t.dtype),
-        new ShapedArray(t.shape.slice(0, -2), t.dtype === "complex64" ? "float32" : "float64"),
-      ];
+      return [new ShapedArray(t.shape, t.dtype), new ShapedArray(t.shape.slice(0, -2), realDType(t.dtype))];
     },
     impl([t, d], { kind }, [fo, mo]) {
       const n = t.shape[t.ndim - 1],

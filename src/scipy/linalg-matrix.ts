@@ -19,6 +19,21 @@ export function promoteNoBroadcast(fn: string, inexactOnly: boolean, ...xs: AL[]
     ? ys.map((y) => ops.convert(y, defaultFloatDType(), y.weakType))
     : ys;
 }
+/** One inexact operand (float16 / bfloat16 widen to float32, as the decompositions need). */
+export function inexact(fn: string, a: AL): Array {
+  let x = promoteArgsInexact(fn, a)[0];
+  if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
+  return x.weakType ? ops.convert(x, x.dtype) : x;
+}
+/** A (batch of) square matrix (exactly 2-D when not batched), named in the error with its shape. */
+export function squareArg(fn: string, a: AL, batched = true): Array {
+  const x = inexact(fn, a);
+  if (x.ndim < 2 || (!batched && x.ndim !== 2) || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2])
+    throw new Error(
+      `${fn}: expected a ${batched ? "(batch of) " : ""}square matrix (${batched ? "at least 2-D" : "2-D"}, last two dimensions equal), got shape ${shapeStr(x.shape)}`,
+    );
+  return x;
+}
 
 // ---------------------------------------------------------------- expm
 // Pade approximant coefficients b_0..b_m of exp for orders 3, 5, 7, 9, 13 and the 1-norm thresholds below which each

@@ -1,40 +1,22 @@
 /** @file jax.scipy.linalg's Schur family: schur, hessenberg, rsf2csf, sqrtm (Björck-Hammarling) and funm (Parlett). */
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
-import { complexDType, isComplex } from "../core/dtype.js";
+import { complexDType, finfo, isComplex, realDType } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
+import { mH } from "../primitives/linalg.js";
 import {
   hessenberg as hessPrim,
   rsf2csf as rsf2csfPrim,
   schur as schurPrim,
   triuFunction,
 } from "../primitives/schur.js";
-import { promoteArgsInexact } from "../numpy/core.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import { shapeStr } from "../numpy/struct-util.js";
 import * as jnp from "../numpy/index.js";
+import { squareArg } from "./linalg-matrix.js";
 
 type AL = ArrayLike | NestedValue;
 
-/** One (batch of) square inexact matrix (float16 / bfloat16 widen to float32), named in the error with its shape. */
-function square(fn: string, a: AL, batched = true): Array {
-  let x = promoteArgsInexact(fn, a)[0];
-  if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
-  if (x.weakType) x = ops.convert(x, x.dtype);
-  if (x.ndim < 2 || (!batched && x.ndim !== 2) || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2])
-    throw new Error(
-      `${fn}: expected a ${batched ? "(batch of) " : ""}square matrix (${batched ? "at least 2-D" : "2-D"}, last two dimensions equal), got shape ${shapeStr(x.shape)}`,
-    );
-  return x;
-}
 const toComplex = (x: Array): Array => (isComplex(x.dtype) ? x : ops.convert(x, complexDType(x.dtype)));
-/** Conjugate transpose over the last two axes. */
-function mH(x: Array): Array {
-  const p = [...x.shape.keys()];
-  [p[x.ndim - 2], p[x.ndim - 1]] = [p[x.ndim - 1], p[x.ndim - 2]];
-  const t = ops.transpose(x, p);
-  return isComplex(x.dtype) ? ops.conj(t) : t;
-}
-
 interface SchurOpts {
   output: "real" | "complex";
 }
@@ -48,7 +30,7 @@ export function schur(a: AL, ...args: Args<[output: string], Partial<SchurOpts>>
   const output = o.output ?? "real";
   if (output !== "real" && output !== "complex")
     throw new Error(`${fn}: output must be "real" or "complex", got ${JSON.stringify(output)}`);
-  const x = square(fn, a);
+  const x = squareArg(fn, a);
   const [t, z] = schurPrim(output === "complex" ? toComplex(x) : x, true);
   return [t, z];
 }
@@ -61,7 +43,7 @@ interface HessOpts {
 export function hessenberg(a: AL, ...args: Args<[calcQ: boolean], Partial<HessOpts>>): Array | [Array, Array] {
   const fn = "scipy.linalg.hessenberg";
   const o = parseArgs<HessOpts>(fn, args, ["calcQ"], ["overwriteA", "checkFinite"]);
-  const [h, q] = hessPrim(square(fn, a));
+  const [h, q] = hessPrim(squareArg(fn, a));
   return o.calcQ ? [h, q] : h;
 }
 
@@ -76,8 +58,8 @@ export function rsf2csf(
 ): [Array, Array] {
   const fn = "scipy.linalg.rsf2csf";
   parseArgs(fn, args, ["checkFinite"]);
-  const t = square(fn, T),
-    z = square(fn, Z);
+  const t = squareArg(fn, T),
+    z = squareArg(fn, Z);
   if (isComplex(t.dtype) || isComplex(z.dtype))
     throw new Error(`${fn}: T and Z must be real (a real Schur pair), got ${t.dtype} and ${z.dtype}`);
   if (t.shape.join() !== z.shape.join())
@@ -100,7 +82,7 @@ export function sqrtm(A: AL, ...args: Args<[blocksize: number], { blocksize?: nu
   const fn = "scipy.linalg.sqrtm";
   const o = parseArgs<{ blocksize: number }>(fn, args, ["blocksize"]);
   if ((o.blocksize ?? 1) !== 1) throw new Error(`${fn}: only blocksize=1 is supported (as JAX), got ${o.blocksize}`);
-  const x = square(fn, A);
+  const x = squareArg(fn, A);
   const [t, z] = schurPrim(toComplex(x), true);
   const [r] = triuFunction(t, jnp.sqrt(diagOf(t)), "sqrt");
   return back(z, r);
@@ -119,7 +101,7 @@ export function funm(
   const fn = "scipy.linalg.funm";
   const o = parseArgs<{ disp: boolean }>(fn, args, ["disp"]);
   if (typeof func !== "function") throw new Error(`${fn}: func must be a function of one array, got ${typeof func}`);
-  const x = square(fn, A, false);
+  const x = squareArg(fn, A, false);
   const [t, z] = schurPrim(toComplex(x), true);
   const fd = ops.convert(jnp.asarray(func(diagOf(t))), t.dtype);
   if (fd.shape.join() !== [x.shape[0]].join())
@@ -129,8 +111,8 @@ export function funm(
   const [f, minden] = triuFunction(t, fd, "parlett");
   const F = back(z, f);
   if (o.disp ?? true) return F;
-  const rdt = t.dtype === "complex64" ? "float32" : "float64";
-  const tol = jnp.asarray(rdt === "float32" ? 2 ** -23 : 2 ** -52, rdt);
+  const rdt = realDType(t.dtype);
+  const tol = jnp.asarray(finfo(rdt).eps, rdt);
   const md = jnp.where(jnp.equal(minden, 0), tol, minden);
   const upper = jnp.linalg.norm(jnp.triu(t, 1), 1);
   const est = jnp.minimum(jnp.asarray(1, rdt), jnp.maximum(tol, jnp.multiply(jnp.divide(tol, md), upper)));

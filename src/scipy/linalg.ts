@@ -2,12 +2,12 @@
 import type { Array, ArrayLike, NestedValue } from "../core/array.js";
 import { isComplex } from "../core/dtype.js";
 import * as ops from "../primitives/ops.js";
+import { mH, mT } from "../primitives/linalg.js";
 import * as lax from "../lax/linalg.js";
-import { promoteArgsInexact } from "../numpy/core.js";
 import { type Args, parseArgs } from "../numpy/elementwise-util.js";
 import * as jla from "../numpy/linalg.js";
 import { arr, shapeStr } from "../numpy/struct-util.js";
-import { promoteNoBroadcast } from "./linalg-matrix.js";
+import { inexact, promoteNoBroadcast, squareArg } from "./linalg-matrix.js";
 import { tridiagonalEigvals } from "./linalg-tridiagonal.js";
 
 export { expm, expmFrechet, toeplitz, hilbert, polar, blockDiag } from "./linalg-matrix.js";
@@ -16,35 +16,12 @@ export { schur, hessenberg, rsf2csf, sqrtm, funm } from "./linalg-schur.js";
 type AL = ArrayLike | NestedValue;
 
 // ---------------------------------------------------------------- helpers
-/** Swaps the last two axes. */
-function mT(x: Array): Array {
-  const p = [...x.shape.keys()];
-  [p[x.ndim - 2], p[x.ndim - 1]] = [p[x.ndim - 1], p[x.ndim - 2]];
-  return ops.transpose(x, p);
-}
-/** Conjugate transpose over the last two axes (the transpose for real x). */
-const mH = (x: Array): Array => (isComplex(x.dtype) ? ops.conj(mT(x)) : mT(x));
-/** One inexact operand (float16 / bfloat16 widen to float32, as the decompositions need). */
-function inexact(fn: string, a: AL): Array {
-  let x = promoteArgsInexact(fn, a)[0];
-  if (x.dtype === "float16" || x.dtype === "bfloat16") x = ops.convert(x, "float32");
-  return x.weakType ? ops.convert(x, x.dtype) : x;
-}
 /** Two operands promoted to a common inexact dtype. */
 function inexact2(fn: string, a: AL, b: AL): [Array, Array] {
   const [x, y] = promoteNoBroadcast(fn, true, a, b);
   const w = (v: Array): Array =>
     v.dtype === "float16" || v.dtype === "bfloat16" ? ops.convert(v, "float32") : ops.convert(v, v.dtype);
   return [w(x), w(y)];
-}
-/** A (batch of) square matrix, named in the error with its shape. */
-function squareArg(fn: string, a: AL): Array {
-  const x = inexact(fn, a);
-  if (x.ndim < 2 || x.shape[x.ndim - 1] !== x.shape[x.ndim - 2])
-    throw new Error(
-      `${fn}: expected a (batch of) square matrix (at least 2-D, last two dimensions equal), got shape ${shapeStr(x.shape)}`,
-    );
-  return x;
 }
 /**
  * Broadcasts a's batch dims against b's. b is a (batch of) vector [..., n] when b.ndim == a.ndim - 1 (JAX's rule for
